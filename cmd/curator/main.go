@@ -1,0 +1,228 @@
+// Command curator runs privbo's curator: a gRPC daemon that serves differentially private
+// releases of a sensitive dataset and charges each to a durable privacy ledger.
+//
+//	curator serve  --data FILE --target COLUMN --state DIR --budget-epsilon E --budget-delta D [flags]
+//	curator ledger --state DIR --dataset NAME --budget-epsilon E --budget-delta D
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/logging"
+	"github.com/privbo/privbo/pkg/server"
+)
+
+const usage = `usage: curator <command> [flags]
+
+commands:
+  serve    load a dataset and serve private releases over gRPC
+  ledger   print the privacy ledger: every charge, and each identity's remaining budget
+
+Run 'curator <command> -h' for the flags of a command.
+`
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "curator:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:])
+	case "ledger":
+		return printLedger(args[1:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// ledgerFlags are shared by serve and ledger.
+type ledgerFlags struct {
+	state                      string
+	kind, dsn, schema          string
+	epsilon, delta             float64
+	datasetEpsilon, datasetDel float64
+}
+
+func (l *ledgerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.state, "state", "", "directory for state that must survive restarts: ledger, released matrices (required)")
+	fs.StringVar(&l.kind, "ledger", "sqlite", "privacy ledger store: sqlite (in --state) or postgres")
+	fs.StringVar(&l.dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres")
+	fs.StringVar(&l.schema, "ledger-schema", "privbo", "PostgreSQL schema of the ledger tables")
+	fs.Float64Var(&l.epsilon, "budget-epsilon", 0, "privacy budget ε of each modeler identity (required)")
+	fs.Float64Var(&l.delta, "budget-delta", 0, "privacy budget δ of each modeler identity")
+	fs.Float64Var(&l.datasetEpsilon, "dataset-budget-epsilon", 0, "ε cap over all identities together (default: --budget-epsilon)")
+	fs.Float64Var(&l.datasetDel, "dataset-budget-delta", 0, "δ cap over all identities together (default: --budget-delta)")
+}
+
+func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
+	ds := ledger.Cost{Epsilon: l.datasetEpsilon, Delta: l.datasetDel}
+	if ds == (ledger.Cost{}) {
+		ds = ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}
+	}
+	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("curator serve", flag.ContinueOnError)
+	var (
+		lf                                   ledgerFlags
+		cfg                                  server.Config
+		features, scaling, addrFile          string
+		logLevel, logFormat                  string
+		outMech                              string
+		outEps, outDelta, outLower, outUpper float64
+	)
+	lf.register(fs)
+	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
+	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
+	fs.StringVar(&features, "features", "", "comma-separated feature columns (default: all but the target)")
+	fs.StringVar(&scaling, "scaling", "standardise", "how rows are put on the protected unit: standardise[:MAXNORM], maxnorm[:MAXNORM], fixed:col=scale,..., none")
+	fs.StringVar(&cfg.DatasetName, "name", "", "dataset name (default: the file name)")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
+	fs.StringVar(&addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
+	fs.Float64Var(&cfg.NoiseSD, "noise-sd", 0, "standard deviation of Gaussian observation noise recorded once per row (simulated measurement noise, not privacy)")
+	fs.StringVar(&outMech, "output-privacy", "none", "release of query answers: none, laplace or gaussian")
+	fs.Float64Var(&outEps, "output-epsilon", 0, "ε charged per distinct index with private outputs")
+	fs.Float64Var(&outDelta, "output-delta", 0, "δ charged per distinct index with gaussian outputs")
+	fs.Float64Var(&outLower, "output-lower", 0, "lower end of the declared output range (private outputs are clipped to it)")
+	fs.Float64Var(&outUpper, "output-upper", 0, "upper end of the declared output range")
+	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
+	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&logFormat, "log-format", "json", "log format: json or console")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.DataPath == "" || cfg.Data.Target == "" {
+		return errors.New("serve: --data and --target are required")
+	}
+	if features != "" {
+		cfg.Data.Features = strings.Split(features, ",")
+	}
+	sc, err := dataset.ParseScaling(scaling)
+	if err != nil {
+		return err
+	}
+	cfg.Data.Scaling = sc
+	cfg.StateDir = lf.state
+	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = lf.config()
+	cfg.Output.Mechanism, cfg.Output.Epsilon, cfg.Output.Delta = outMech, outEps, outDelta
+	cfg.Output.Lower, cfg.Output.Upper = outLower, outUpper
+	log, err := logging.New(logLevel, logFormat)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	cfg.Logger = log
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if addrFile != "" {
+		if err := os.WriteFile(addrFile, []byte(srv.Addr()+"\n"), 0o644); err != nil {
+			srv.Shutdown(context.Background())
+			return fmt.Errorf("writing --addr-file: %w", err)
+		}
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("signal received; draining", zap.Duration("deadline", cfg.ShutdownTimeout))
+		return srv.Shutdown(context.Background())
+	case err := <-srv.Done():
+		srv.Shutdown(context.Background())
+		return err
+	}
+}
+
+func printLedger(args []string) error {
+	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
+	var (
+		lf   ledgerFlags
+		name string
+		all  bool
+	)
+	lf.register(fs)
+	fs.StringVar(&name, "dataset", "", "dataset name (required)")
+	fs.BoolVar(&all, "all", false, "list zero-cost releases too (by default they are only counted)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if name == "" || lf.state == "" && lf.kind == "sqlite" {
+		return errors.New("ledger: --dataset and --state (or --ledger postgres) are required")
+	}
+	lc, per, ds := lf.config()
+	ctx := context.Background()
+	store, err := server.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: per, Dataset: ds})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	entries, err := store.Entries(ctx, name)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tEPSILON\tDELTA\tKEY")
+	free := 0
+	for _, e := range entries {
+		if e.Kind == "evaluation" {
+			continue // the curator's own records, not releases
+		}
+		if !all && e.Cost == (ledger.Cost{}) {
+			free++
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%g\t%g\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Cost.Epsilon, e.Cost.Delta, e.Key)
+	}
+	w.Flush()
+	if free > 0 {
+		fmt.Printf("(and %d releases at no cost, such as non-private query answers; --all lists them)\n", free)
+	}
+	accts, err := store.Accounts(ctx, name)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
+	for _, b := range accts {
+		if strings.HasPrefix(b.Identity, "_") {
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%g\t%g\t%g\t%g\n", b.Identity, b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)
+	}
+	if len(accts) > 0 {
+		b := accts[0]
+		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", b.DatasetSpent.Epsilon, b.DatasetSpent.Delta, b.DatasetRemaining.Epsilon, b.DatasetRemaining.Delta)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,130 @@
+// Command modeler is privbo's modeler client: it runs PO-GP-UCB against a curator,
+// choosing which rows are worth an evaluation while seeing only private releases.
+//
+//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--json]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+const usage = `usage: modeler <command> [flags]
+
+commands:
+  run      run a PO-GP-UCB study against a curator
+
+Run 'modeler <command> -h' for the flags of a command.
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "modeler:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	switch args[0] {
+	case "run":
+		return runStudy(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func runStudy(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("modeler run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg            modeler.Config
+		addr, identity string
+		kernel         string
+		asJSON, quiet  bool
+		timeout        time.Duration
+	)
+	fs.StringVar(&addr, "curator", "127.0.0.1:7070", "curator address host:port")
+	fs.StringVar(&identity, "identity", "", "identity to be charged, sent in request metadata (default: anonymous)")
+	fs.IntVar(&cfg.R, "r", 10, "projection dimension r")
+	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
+	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
+	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
+	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T")
+	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se (squared exponential) or matern52")
+	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: half the median distance of the released rows to their mean)")
+	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 1, "kernel signal variance σ_y² (standardised outputs)")
+	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 1e-3, "observation noise variance σ_n² (standardised outputs)")
+	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
+	fs.Float64Var(&cfg.ConstantBeta, "beta", 0, "constant β instead of the schedule (0: use the schedule)")
+	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", false, "let GP-UCB choose rows it has already queried")
+	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
+	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
+	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
+	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
+	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	k, err := gpucb.ParseKernel(kernel)
+	if err != nil {
+		return err
+	}
+	cfg.Kernel = k
+	if !quiet {
+		cfg.Progress = func(s modeler.Step) {
+			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  value %10.4g  best %10.4g (row %d)  ε left %.4g\n",
+				s.Iteration, cfg.Iterations, s.Index, s.Value, s.BestValue, s.BestIndex, s.EpsilonRemaining)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	start := time.Now()
+	res, err := modeler.Run(ctx, curatorv1.NewCuratorServiceClient(conn), cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s, release %s, r=%d, lengthscale %.4g)\n",
+		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R, res.Lengthscale)
+	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g\n",
+		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
+	if asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	}
+	return nil
+}

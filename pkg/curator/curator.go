@@ -1,0 +1,209 @@
+package curator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/projection"
+)
+
+// ErrInvalidArgument marks errors caused by a request that can never succeed as sent.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// CuratorIdentity is the ledger identity of the curator's own zero-cost records (the
+// recorded evaluation of each row). Caller identities never start with '_'.
+const CuratorIdentity = "_curator"
+
+// Config configures a Curator.
+type Config struct {
+	// Dataset is the loaded, scaled dataset. Required.
+	Dataset *dataset.Dataset
+	// Ledger charges and stores every release. Required.
+	Ledger ledger.Store
+	// StateDir holds released matrices (StateDir/releases). Required.
+	StateDir string
+	// NoiseSD is the standard deviation of Gaussian observation noise added once to
+	// each row's evaluation (the paper's ε_GP). It simulates a noisy measurement and is
+	// not a privacy mechanism; 0 records f(x_i) exactly.
+	NoiseSD float64
+	// Output says how query answers are released.
+	Output OutputPrivacy
+	// MaxQueryIndices bounds the indices in one query; 0 means 10,000.
+	MaxQueryIndices int
+	// MaxProjectionDim bounds r; 0 means 1,024.
+	MaxProjectionDim int
+	// Logger receives operator logs. It never receives a data row, M or a seed.
+	Logger *zap.Logger
+	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
+	// For simulations and tests only: a known seed makes the release non-private.
+	SimulationProjectionSource func() projection.Source
+}
+
+// Curator makes the dataset's private releases. It is safe for concurrent use.
+type Curator struct {
+	cfg    Config
+	log    *zap.Logger
+	ds     *dataset.Dataset
+	ledger ledger.Store
+	relDir string
+	out    *outputReleaser
+
+	locks keyedMutex
+
+	mu      sync.RWMutex
+	evals   map[int]float64         // recorded evaluation per row
+	answers map[answerKey]float64   // released answer per (identity, row)
+	noise   func() float64          // standard normal draws for observation noise
+	noiseMu sync.Mutex
+}
+
+type answerKey struct {
+	identity string
+	index    int
+}
+
+// New validates cfg and returns a Curator.
+func New(cfg Config) (*Curator, error) {
+	if cfg.Dataset == nil || cfg.Ledger == nil {
+		return nil, errors.New("curator: Dataset and Ledger are required")
+	}
+	if cfg.StateDir == "" {
+		return nil, errors.New("curator: StateDir is required")
+	}
+	if math.IsNaN(cfg.NoiseSD) || math.IsInf(cfg.NoiseSD, 0) || cfg.NoiseSD < 0 {
+		return nil, fmt.Errorf("curator: noise sd must be finite and ≥ 0, got %g", cfg.NoiseSD)
+	}
+	if cfg.MaxQueryIndices <= 0 {
+		cfg.MaxQueryIndices = 10000
+	}
+	if cfg.MaxProjectionDim <= 0 {
+		cfg.MaxProjectionDim = 1024
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	out, err := newOutputReleaser(cfg.Output)
+	if err != nil {
+		return nil, err
+	}
+	relDir := filepath.Join(cfg.StateDir, "releases")
+	if err := os.MkdirAll(relDir, 0o700); err != nil {
+		return nil, fmt.Errorf("curator: state directory: %w", err)
+	}
+	c := &Curator{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		ds:      cfg.Dataset,
+		ledger:  cfg.Ledger,
+		relDir:  relDir,
+		out:     out,
+		evals:   make(map[int]float64),
+		answers: make(map[answerKey]float64),
+		noise:   newNoiseSource(),
+	}
+	return c, nil
+}
+
+// Info describes the dataset and the caller's budget. It releases nothing.
+type Info struct {
+	Name            string
+	Rows, Dim       int
+	Budget          ledger.Balance
+	Output          OutputPrivacy
+	ProtectedUnit   string
+	MaxQueryIndices int
+}
+
+// Info returns the dataset's description for identity.
+func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
+	bal, err := c.Balance(ctx, identity)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{
+		Name:            c.ds.Name,
+		Rows:            c.ds.N,
+		Dim:             c.ds.D,
+		Budget:          bal,
+		Output:          c.cfg.Output.normalised(),
+		ProtectedUnit:   c.ds.Unit,
+		MaxQueryIndices: c.cfg.MaxQueryIndices,
+	}, nil
+}
+
+// Balance returns identity's budget on this dataset.
+func (c *Curator) Balance(ctx context.Context, identity string) (ledger.Balance, error) {
+	bal, err := c.ledger.Balance(ctx, c.account(identity))
+	if err != nil {
+		return ledger.Balance{}, fmt.Errorf("curator: %w", err)
+	}
+	return bal, nil
+}
+
+func (c *Curator) account(identity string) ledger.Account {
+	return ledger.Account{Dataset: c.ds.Name, Identity: identity}
+}
+
+// ensureAffordable refuses, before any data is touched, a release whose cost exceeds
+// what remains. The atomic charge after the computation is what enforces the budget;
+// this check only avoids computing releases that would be refused.
+func (c *Curator) ensureAffordable(ctx context.Context, identity string, cost ledger.Cost) error {
+	if cost.Epsilon == 0 && cost.Delta == 0 {
+		return nil
+	}
+	bal, err := c.Balance(ctx, identity)
+	if err != nil {
+		return err
+	}
+	if cost.Epsilon > bal.Remaining.Epsilon || cost.Delta > bal.Remaining.Delta {
+		return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Requested: cost, Remaining: bal.Remaining}
+	}
+	if cost.Epsilon > bal.DatasetRemaining.Epsilon || cost.Delta > bal.DatasetRemaining.Delta {
+		return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Requested: cost, Remaining: bal.DatasetRemaining}
+	}
+	return nil
+}
+
+// keyedMutex serialises work per key (one computation per release at a time).
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = make(map[string]*keyLock)
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -1,0 +1,102 @@
+package curator
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+
+	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// OutputPrivacy says how query answers are released (SPEC §2.2).
+//
+// Mechanism "none" releases the recorded evaluation as it is: the paper's setting, in
+// which outputs are not sensitive. "laplace" and "gaussian" clip the evaluation to
+// [Lower, Upper] and add noise calibrated to the sensitivity Upper − Lower (one row's
+// output may change anywhere within the range); each distinct index released to a caller
+// costs (Epsilon, Delta) once (Delta is 0 for Laplace).
+type OutputPrivacy struct {
+	Mechanism      string
+	Epsilon, Delta float64
+	Lower, Upper   float64
+}
+
+func (o OutputPrivacy) normalised() OutputPrivacy {
+	if o.Mechanism == "" {
+		o.Mechanism = "none"
+	}
+	return o
+}
+
+// releaser is the noise mechanism of private outputs.
+type releaser interface {
+	Release(src *dp.Source, x float64) (float64, error)
+}
+
+type outputReleaser struct {
+	cfg  OutputPrivacy
+	mech releaser // nil for "none"
+	src  *dp.Source
+}
+
+func newOutputReleaser(o OutputPrivacy) (*outputReleaser, error) {
+	o = o.normalised()
+	r := &outputReleaser{cfg: o}
+	if o.Mechanism == "none" {
+		if o.Epsilon != 0 || o.Delta != 0 {
+			return nil, fmt.Errorf("curator: output privacy none takes no epsilon or delta")
+		}
+		return r, nil
+	}
+	if math.IsNaN(o.Lower) || math.IsNaN(o.Upper) || math.IsInf(o.Lower, 0) || math.IsInf(o.Upper, 0) || !(o.Lower < o.Upper) {
+		return nil, fmt.Errorf("curator: output privacy needs a finite range lower < upper, got [%g, %g]", o.Lower, o.Upper)
+	}
+	sens := o.Upper - o.Lower
+	var err error
+	switch o.Mechanism {
+	case "laplace":
+		if o.Delta != 0 {
+			return nil, fmt.Errorf("curator: the Laplace output mechanism is pure ε-DP; delta must be 0, got %g", o.Delta)
+		}
+		r.mech, err = dp.NewLaplace(o.Epsilon, sens)
+	case "gaussian":
+		if o.Delta <= 0 {
+			return nil, fmt.Errorf("curator: the Gaussian output mechanism needs delta in (0, 1), got %g", o.Delta)
+		}
+		r.mech, err = dp.NewGaussian(o.Epsilon, o.Delta, sens)
+	default:
+		return nil, fmt.Errorf("curator: unknown output privacy mechanism %q (want none, laplace or gaussian)", o.Mechanism)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("curator: output privacy: %w", err)
+	}
+	r.src = dp.CryptoSource()
+	return r, nil
+}
+
+func (r *outputReleaser) name() string { return r.cfg.Mechanism }
+
+func (r *outputReleaser) cost() ledger.Cost {
+	return ledger.Cost{Epsilon: r.cfg.Epsilon, Delta: r.cfg.Delta}
+}
+
+// release returns the value to send for evaluation y.
+func (r *outputReleaser) release(y float64) (float64, error) {
+	if r.mech == nil {
+		return y, nil
+	}
+	return r.mech.Release(r.src, min(max(y, r.cfg.Lower), r.cfg.Upper))
+}
+
+// newNoiseSource returns standard normal draws for simulated observation noise, from a
+// generator seeded from crypto/rand. This noise models a measurement, not privacy.
+func newNoiseSource() func() float64 {
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		panic(fmt.Sprintf("curator: crypto/rand: %v", err))
+	}
+	g := mrand.New(mrand.NewChaCha8(seed))
+	return g.NormFloat64
+}

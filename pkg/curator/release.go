@@ -1,0 +1,177 @@
+package curator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/projection"
+)
+
+// ProjectionRequest asks for the private projection of SPEC §2.1.
+type ProjectionRequest struct {
+	R              int
+	Epsilon, Delta float64
+	// Label distinguishes independent releases with equal parameters.
+	Label string
+}
+
+// Projection is a stored, charged release of Z (n × r).
+type Projection struct {
+	ID         string
+	Rows, Cols int
+	// Replayed is true when the release existed before this request (no new cost).
+	Replayed  bool
+	SHA256    []byte
+	Guarantee string
+	Budget    ledger.Balance
+	path      string
+}
+
+// Open opens the release's bytes (matrixio format) for streaming.
+func (p *Projection) Open() (*os.File, error) {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return nil, fmt.Errorf("curator: release %s is recorded but its matrix is unreadable: %w", p.ID, err)
+	}
+	return f, nil
+}
+
+// projectionRecord is what the ledger stores as the result of a projection release.
+type projectionRecord struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
+	Rows   int    `json:"rows"`
+	Cols   int    `json:"cols"`
+}
+
+func (r ProjectionRequest) validate(maxR int) error {
+	if len(r.Label) > 64 {
+		return fmt.Errorf("curator: %w: label must be at most 64 bytes", ErrInvalidArgument)
+	}
+	if r.R > maxR {
+		return fmt.Errorf("curator: %w: projection dimension r = %d exceeds this curator's maximum %d", ErrInvalidArgument, r.R, maxR)
+	}
+	if err := (projection.Params{R: r.R, Epsilon: r.Epsilon, Delta: r.Delta}).Validate(); err != nil {
+		return fmt.Errorf("curator: %w: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// releaseID names a projection release by its public parameters and the caller.
+func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "projection\x00%s\x00%s\x00%d\x00", c.ds.Name, identity, r.R)
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], math.Float64bits(r.Epsilon))
+	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(r.Delta))
+	h.Write(b[:])
+	h.Write([]byte(r.Label))
+	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// ReleaseProjection returns the caller's projection with these parameters, computing,
+// storing and charging it first if it is new.
+func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req ProjectionRequest) (*Projection, error) {
+	if err := req.validate(c.cfg.MaxProjectionDim); err != nil {
+		return nil, err
+	}
+	id := c.releaseID(identity, req)
+	key := "projection/" + id
+	acct := c.account(identity)
+	guarantee := fmt.Sprintf("(ε=%g, δ=%g)-DP for rows differing by one protected unit (SPEC §2.1, Kharkovskii et al. 2020 Theorem 1)", req.Epsilon, req.Delta)
+
+	unlock := c.locks.lock(key)
+	defer unlock()
+
+	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	} else if ok {
+		return c.storedProjection(ctx, identity, id, rec, guarantee)
+	}
+	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
+	if err := c.ensureAffordable(ctx, identity, cost); err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+
+	start := time.Now()
+	src := projection.SecureSource()
+	if c.cfg.SimulationProjectionSource != nil {
+		src = c.cfg.SimulationProjectionSource()
+	}
+	z, rep, err := projection.Project(ctx, c.ds.X, c.ds.N, c.ds.D, projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}, src)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	// Operator-only: which branch was taken depends on the data.
+	c.log.Info("projection computed",
+		zap.String("release", id), zap.String("identity", identity),
+		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
+		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
+		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
+		zap.Duration("duration", time.Since(start)))
+
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	file := fmt.Sprintf("%s-%s.f64", id, hex.EncodeToString(nonce[:]))
+	path := filepath.Join(c.relDir, file)
+	sum, err := matrixio.WriteFileDurable(path, z)
+	if err != nil {
+		return nil, fmt.Errorf("curator: storing release %s: %w", id, err)
+	}
+	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R})
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	rec, err := c.ledger.Charge(ctx, ledger.Charge{
+		Account: acct, Key: key, Kind: "projection", Cost: cost, Result: result,
+		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q", req.R, req.Epsilon, req.Delta, req.Label),
+	})
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	if rec.Replayed { // another replica or process released it first
+		os.Remove(path)
+		return c.storedProjection(ctx, identity, id, rec, guarantee)
+	}
+	c.log.Info("projection released", zap.String("release", id), zap.String("identity", identity),
+		zap.Float64("epsilon", cost.Epsilon), zap.Float64("delta", cost.Delta))
+	bal, err := c.Balance(ctx, identity)
+	if err != nil {
+		return nil, err
+	}
+	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, Budget: bal, path: path}, nil
+}
+
+func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec ledger.Receipt, guarantee string) (*Projection, error) {
+	var pr projectionRecord
+	if err := json.Unmarshal(rec.Result, &pr); err != nil {
+		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt: %w", id, err)
+	}
+	sum, err := hex.DecodeString(pr.SHA256)
+	if err != nil || filepath.Base(pr.File) != pr.File {
+		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt", id)
+	}
+	bal, err := c.Balance(ctx, identity)
+	if err != nil {
+		return nil, err
+	}
+	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
+		path: filepath.Join(c.relDir, pr.File)}, nil
+}

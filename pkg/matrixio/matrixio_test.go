@@ -1,0 +1,67 @@
+package matrixio
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	vals := []float64{0, -0.0, 1.5, -2.25e300, math.SmallestNonzeroFloat64, math.Inf(1), math.MaxFloat64}
+	data := AppendFloat64s(nil, vals)
+	if len(data) != 8*len(vals) {
+		t.Fatalf("len(AppendFloat64s) = %d, want %d", len(data), 8*len(vals))
+	}
+	// Little-endian 1.5 = 0x3FF8000000000000.
+	if got, want := data[16:24], []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x3f}; !bytes.Equal(got, want) {
+		t.Errorf("encoding of 1.5 = % x, want % x", got, want)
+	}
+	got := make([]float64, len(vals))
+	if err := DecodeFloat64s(got, data); err != nil {
+		t.Fatal(err)
+	}
+	for i := range vals {
+		if math.Float64bits(got[i]) != math.Float64bits(vals[i]) {
+			t.Errorf("value %d = %v, want %v", i, got[i], vals[i])
+		}
+	}
+	if err := DecodeFloat64s(got[:2], data); err == nil {
+		t.Error("DecodeFloat64s with wrong length: no error")
+	}
+}
+
+func TestWriteFileDurable(t *testing.T) {
+	vals := make([]float64, 20000)
+	for i := range vals {
+		vals[i] = float64(i) / 3
+	}
+	path := filepath.Join(t.TempDir(), "m.f64")
+	sum, err := WriteFileDurable(path, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := AppendFloat64s(nil, vals); !bytes.Equal(data, want) {
+		t.Fatal("file bytes differ from AppendFloat64s")
+	}
+	if want := sha256.Sum256(data); !bytes.Equal(sum, want[:]) {
+		t.Errorf("sha256 = %x, want %x", sum, want)
+	}
+	if _, err := WriteFileDurable(path, vals); err == nil {
+		t.Error("WriteFileDurable over an existing file: no error")
+	}
+}
+
+func TestRowsPerChunk(t *testing.T) {
+	for _, tc := range []struct{ cols, want int }{{20, MaxChunkBytes / 160}, {1 << 20, 1}, {1, MaxChunkBytes / 8}} {
+		if got := RowsPerChunk(tc.cols); got != tc.want {
+			t.Errorf("RowsPerChunk(%d) = %d, want %d", tc.cols, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// handlers adapts the curator service to gRPC: protobuf ⇄ domain types, errors ⇄ status
+// codes. No privacy logic lives here.
+type handlers struct {
+	curatorv1.UnimplementedCuratorServiceServer
+	cur *curator.Curator
+	log *zap.Logger
+}
+
+func identity(ctx context.Context) string {
+	id, ok := transport.IdentityFromContext(ctx)
+	if !ok {
+		return transport.AnonymousIdentity
+	}
+	return id
+}
+
+func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetInfoRequest) (*curatorv1.GetDatasetInfoResponse, error) {
+	info, err := h.cur.Info(ctx, identity(ctx))
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	o := info.Output
+	return &curatorv1.GetDatasetInfoResponse{
+		Name: info.Name, Rows: uint64(info.Rows), Dimension: uint32(info.Dim),
+		Budget: budgetProto(info.Budget),
+		OutputPrivacy: &curatorv1.OutputPrivacy{
+			Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta, Lower: o.Lower, Upper: o.Upper,
+		},
+		ProtectedUnit:   info.ProtectedUnit,
+		MaxQueryIndices: uint32(info.MaxQueryIndices),
+	}, nil
+}
+
+func (h *handlers) GetBudget(ctx context.Context, _ *curatorv1.GetBudgetRequest) (*curatorv1.GetBudgetResponse, error) {
+	bal, err := h.cur.Balance(ctx, identity(ctx))
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	return &curatorv1.GetBudgetResponse{Budget: budgetProto(bal)}, nil
+}
+
+func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, stream curatorv1.CuratorService_ReleaseProjectionServer) error {
+	ctx := stream.Context()
+	if req.GetDimension() > math.MaxInt32 {
+		return status.Errorf(codes.InvalidArgument, "projection dimension %d is too large", req.GetDimension())
+	}
+	p, err := h.cur.ReleaseProjection(ctx, identity(ctx), curator.ProjectionRequest{
+		R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel(),
+	})
+	if err != nil {
+		return h.status(ctx, err)
+	}
+	f, err := p.Open()
+	if err != nil {
+		return h.status(ctx, err)
+	}
+	defer f.Close()
+	if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Header{Header: &curatorv1.ProjectionHeader{
+		ReleaseId: p.ID, Rows: uint64(p.Rows), Cols: uint32(p.Cols), Replayed: p.Replayed,
+		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee,
+	}}}); err != nil {
+		return err
+	}
+	rowsPer := matrixio.RowsPerChunk(p.Cols)
+	buf := make([]byte, rowsPer*p.Cols*8)
+	sum := sha256.New()
+	for first := 0; first < p.Rows; first += rowsPer {
+		rows := min(rowsPer, p.Rows-first)
+		data := buf[:rows*p.Cols*8]
+		if _, err := io.ReadFull(f, data); err != nil {
+			return h.status(ctx, fmt.Errorf("server: reading stored release %s: %w", p.ID, err))
+		}
+		sum.Write(data)
+		// Send serialises the message before returning, so buf can be reused.
+		if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Chunk{Chunk: &curatorv1.MatrixChunk{
+			FirstRow: uint64(first), RowCount: uint32(rows), Data: data,
+		}}}); err != nil {
+			return err
+		}
+	}
+	got := sum.Sum(nil)
+	if string(got) != string(p.SHA256) {
+		h.log.Error("stored release does not match its recorded checksum", zap.String("release", p.ID))
+		return status.Errorf(codes.DataLoss, "the stored release %s is damaged; ask the curator's operator", p.ID)
+	}
+	return stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Trailer{Trailer: &curatorv1.ProjectionTrailer{Sha256: got}}})
+}
+
+func (h *handlers) Query(ctx context.Context, req *curatorv1.QueryRequest) (*curatorv1.QueryResponse, error) {
+	idx := make([]int, len(req.GetIndices()))
+	for k, i := range req.GetIndices() {
+		if i > math.MaxInt32 {
+			return nil, status.Errorf(codes.InvalidArgument, "index %d is out of range", i)
+		}
+		idx[k] = int(i)
+	}
+	obs, bal, err := h.cur.Query(ctx, identity(ctx), idx)
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	resp := &curatorv1.QueryResponse{Observations: make([]*curatorv1.Observation, len(obs)), Budget: budgetProto(bal)}
+	for k, o := range obs {
+		resp.Observations[k] = &curatorv1.Observation{Index: uint64(o.Index), Value: o.Value, Replayed: o.Replayed}
+	}
+	return resp, nil
+}
+
+func budgetProto(b ledger.Balance) *curatorv1.Budget {
+	return &curatorv1.Budget{
+		Identity:     b.Account.Identity,
+		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
+		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
+		EpsilonRemaining: min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
+		DeltaRemaining:   min(b.Remaining.Delta, b.DatasetRemaining.Delta),
+	}
+}
+
+// status maps a domain error to a gRPC status with a message a person can act on.
+// Unexpected errors are logged in full for the operator and answered as Internal.
+func (h *handlers) status(ctx context.Context, err error) error {
+	var be *ledger.BudgetError
+	switch {
+	case errors.As(err, &be):
+		return status.Error(codes.ResourceExhausted, be.Error())
+	case errors.Is(err, curator.ErrInvalidArgument):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
+	}
+	h.log.Error("request failed", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
+	return status.Errorf(codes.Internal, "internal error (request id %s); the curator's operator can find details in its log", transport.RequestIDFromContext(ctx))
+}
