@@ -1,0 +1,274 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Params are the inputs of Algorithm 1 besides the data.
+type Params struct {
+	R       int     // projection dimension r ≥ 1
+	Epsilon float64 // ε > 0, finite
+	Delta   float64 // 0 < δ < 1
+}
+
+// Validate reports whether p is usable, with a message a person can act on.
+func (p Params) Validate() error {
+	switch {
+	case p.R < 1:
+		return fmt.Errorf("projection: projection dimension r must be at least 1, got %d", p.R)
+	case math.IsNaN(p.Epsilon) || math.IsInf(p.Epsilon, 0) || p.Epsilon <= 0:
+		return fmt.Errorf("projection: epsilon must be positive and finite, got %g", p.Epsilon)
+	case math.IsNaN(p.Delta) || p.Delta <= 0 || p.Delta >= 1:
+		return fmt.Errorf("projection: delta must be in (0, 1), got %g", p.Delta)
+	}
+	if w := Omega(p.R, p.Epsilon, p.Delta); math.IsInf(w, 0) || math.IsNaN(w) {
+		return fmt.Errorf("projection: threshold ω overflows for r=%d, epsilon=%g, delta=%g", p.R, p.Epsilon, p.Delta)
+	}
+	return nil
+}
+
+// Omega returns the singular-value threshold of Algorithm 1, line 5:
+//
+//	ω = 16 · sqrt(r · log(2/δ)) · log(16 r / δ) / ε.
+//
+// Omega does not validate its arguments (see Params.Validate).
+func Omega(r int, epsilon, delta float64) float64 {
+	rf := float64(r)
+	return 16 * math.Sqrt(rf*math.Log(2/delta)) * math.Log(16*rf/delta) / epsilon
+}
+
+// Route names of Report.Route.
+const (
+	RouteGram = "gram" // eigendecomposition of the d×d Gram matrix
+	RouteSVD  = "svd"  // thin SVD of the centred n×d matrix
+)
+
+// Report describes a projection for the curator's operator. It depends on the
+// data (σ_min, the branch taken) and must never be sent to the modeler.
+type Report struct {
+	N, D, R  int
+	SigmaMin float64 // σ_min of the centred data; 0 when n < d or rank-deficient
+	Omega    float64 // ω of Algorithm 1
+	Lifted   bool    // true when σ_min < ω and the singular values were lifted (step 6)
+	Rank     int     // numerical rank of the centred data
+	Route    string  // RouteGram or RouteSVD
+}
+
+// Project runs Algorithm 1 of Kharkovskii et al. (2020) on the row-major n×d
+// matrix x and returns the row-major n×r release Z with a report for the
+// operator. x is not modified. M is drawn from src and discarded; it is never
+// returned or logged.
+//
+// Project returns an error for invalid parameters, a zero Source, n < 2, d < 1
+// or non-finite data; it panics if len(x) != n*d. It stops with ctx.Err() when
+// ctx is cancelled.
+func Project(ctx context.Context, x []float64, n, d int, p Params, src Source) (z []float64, rep Report, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, Report{}, err
+	}
+	if src.s == nil {
+		return nil, Report{}, errors.New("projection: zero Source; use SecureSource (or SeededSource in simulations)")
+	}
+	if n < 2 {
+		return nil, Report{}, fmt.Errorf("projection: need at least 2 rows to centre, got %d", n)
+	}
+	if d < 1 {
+		return nil, Report{}, fmt.Errorf("projection: need at least 1 column, got %d", d)
+	}
+	if len(x) != n*d {
+		panic(fmt.Sprintf("projection: len(x) = %d, want n*d = %d*%d", len(x), n, d))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, Report{}, err
+	}
+	m := make([]float64, d*p.R)
+	defer clear(m)
+	src.normals(m)
+	return project(ctx, x, n, d, m, p.R, Omega(p.R, p.Epsilon, p.Delta), routeAuto)
+}
+
+type routeChoice int
+
+const (
+	routeAuto routeChoice = iota
+	routeGram             // tests: use the Gram route whenever the Gram matrix is positive definite
+	routeSVD              // tests: always use the SVD route
+)
+
+const (
+	// liftTol bounds the estimated relative error of the smallest lifted
+	// singular value on the Gram route (see the package documentation).
+	liftTol = 1e-6
+	eps     = 0x1p-52
+)
+
+// project is Algorithm 1 after parameter checks, with M (d×r, row-major) and ω
+// given explicitly. With m = I_d and r = d it returns d^(−1/2)·X̃, which the
+// tests use.
+func project(ctx context.Context, x []float64, n, d int, m []float64, r int, omega float64, choice routeChoice) ([]float64, Report, error) {
+	rep := Report{N: n, D: d, R: r, Omega: omega}
+	mean, err := columnMeans(ctx, x, n, d)
+	if err != nil {
+		return nil, rep, err
+	}
+	scale := 1 / math.Sqrt(float64(r))
+
+	if n >= d && choice != routeSVD {
+		gram, err := centredGram(ctx, x, mean, n, d)
+		if err != nil {
+			return nil, rep, err
+		}
+		z, ok, err := projectGram(ctx, x, mean, gram, n, d, m, r, omega, scale, choice, &rep)
+		if err != nil {
+			return nil, rep, err
+		}
+		if ok {
+			return z, rep, checkFinite(z)
+		}
+	}
+	z, err := projectSVD(ctx, x, mean, n, d, m, r, omega, scale, &rep)
+	if err != nil {
+		return nil, rep, err
+	}
+	return z, rep, checkFinite(z)
+}
+
+// checkFinite guards against overflow in the release (data near the float64
+// range); it names no values.
+func checkFinite(z []float64) error {
+	for _, v := range z {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errors.New("projection: projected data overflow float64; rescale the data")
+		}
+	}
+	return nil
+}
+
+// projectGram takes the Gram route when it is numerically sound; ok is false
+// when the caller must fall back to the SVD route.
+func projectGram(ctx context.Context, x, mean, gram []float64, n, d int, m []float64, r int, omega, scale float64, choice routeChoice, rep *Report) (z []float64, ok bool, err error) {
+	for _, v := range gram {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, false, nil // overflow: dgesvd scales the matrix, Gram cannot
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(mat.NewSymDense(d, gram), true) {
+		return nil, false, nil
+	}
+	lambda := eig.Values(nil) // ascending
+	lmin, lmax := lambda[0], lambda[d-1]
+	if lmin <= 0 || lmax <= 0 {
+		return nil, false, nil
+	}
+	w2 := omega * omega
+	tau := (float64(d) + math.Sqrt(float64(n))) * eps
+	lifted := lmin < w2
+	if choice == routeAuto {
+		if math.Abs(lmin-w2) <= tau*lmax {
+			return nil, false, nil // branch decision within rounding error
+		}
+		if lifted {
+			kappa := math.Sqrt(lmax / lmin)
+			if 0.5*tau*kappa*kappa*kappa*w2/(lmin+w2) > liftTol {
+				return nil, false, nil
+			}
+		}
+	}
+	rep.Route = RouteGram
+	rep.SigmaMin = math.Sqrt(lmin)
+	rep.Rank = d
+	rep.Lifted = lifted
+
+	var b mat.Dense
+	mm := mat.NewDense(d, r, m)
+	if !lifted {
+		b.Scale(scale, mm)
+	} else {
+		// A M = V diag(sqrt(1 + ω²/λ_j)) Vᵀ M.
+		var v mat.Dense
+		eig.VectorsTo(&v)
+		var w mat.Dense
+		w.Mul(v.T(), mm)
+		for j := range d {
+			f := scale * math.Sqrt(1+w2/lambda[j])
+			row := w.RawRowView(j)
+			for k := range row {
+				row[k] *= f
+			}
+		}
+		b.Mul(&v, &w)
+	}
+	z, err = multiplyRows(ctx, x, mean, n, d, denseData(&b), r)
+	return z, true, err
+}
+
+// projectSVD factorises the centred copy of x.
+func projectSVD(ctx context.Context, x, mean []float64, n, d int, m []float64, r int, omega, scale float64, rep *Report) ([]float64, error) {
+	xc, err := centredCopy(ctx, x, mean, n, d)
+	if err != nil {
+		return nil, err
+	}
+	var svd mat.SVD
+	if !svd.Factorize(mat.NewDense(n, d, xc), mat.SVDThin) {
+		return nil, errors.New("projection: SVD of the centred data did not converge")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sigma := svd.Values(nil) // descending, length k = min(n, d)
+	k := len(sigma)
+	tol := float64(max(n, d)) * eps * sigma[0]
+	rank := 0
+	for _, s := range sigma {
+		if s > tol {
+			rank++
+		}
+	}
+	rep.Route = RouteSVD
+	rep.Rank = rank
+	if n >= d && rank == d {
+		rep.SigmaMin = sigma[d-1]
+	}
+	rep.Lifted = rep.SigmaMin < omega
+
+	mm := mat.NewDense(d, r, m)
+	if !rep.Lifted {
+		var b mat.Dense
+		b.Scale(scale, mm)
+		return multiplyRows(ctx, xc, nil, n, d, denseData(&b), r)
+	}
+	// Z = U · diag(sqrt(σ_j² + ω²)) · Vᵀ M / sqrt(r).
+	var u, v mat.Dense
+	svd.UTo(&u) // n×k, orthonormal columns (also for σ_j = 0)
+	svd.VTo(&v) // d×k
+	var b mat.Dense
+	b.Mul(v.T(), mm) // k×r
+	for j := range k {
+		f := scale * math.Hypot(sigma[j], omega)
+		row := b.RawRowView(j)
+		for c := range row {
+			row[c] *= f
+		}
+	}
+	return multiplyRows(ctx, denseData(&u), nil, n, k, denseData(&b), r)
+}
+
+// denseData returns the row-major backing slice of a, copying only if a has a
+// stride larger than its column count.
+func denseData(a *mat.Dense) []float64 {
+	raw := a.RawMatrix()
+	if raw.Stride == raw.Cols {
+		return raw.Data[:raw.Rows*raw.Cols]
+	}
+	out := make([]float64, raw.Rows*raw.Cols)
+	for i := range raw.Rows {
+		copy(out[i*raw.Cols:], raw.Data[i*raw.Stride:i*raw.Stride+raw.Cols])
+	}
+	return out
+}
