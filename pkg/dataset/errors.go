@@ -1,0 +1,83 @@
+package dataset
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ParseError reports bad input: a file that cannot be read, malformed CSV, a
+// bad cell, or a header or options that do not fit together. Its message
+// names the file, line and column where they apply and never contains a
+// cell's content (header names are quoted).
+type ParseError struct {
+	File   string // file path or the name given to ParseCSV; may be empty
+	Line   int    // 1-based line in the file; 0 if the problem has no line
+	Column string // header name of the column; empty if none applies
+	Err    error  // what is wrong
+}
+
+// Error returns `dataset: FILE:LINE: column "c": what is wrong`, leaving out
+// the parts that do not apply.
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	b.WriteString("dataset: ")
+	switch {
+	case e.File != "" && e.Line > 0:
+		b.WriteString(e.File)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(": ")
+	case e.File != "":
+		b.WriteString(e.File)
+		b.WriteString(": ")
+	case e.Line > 0:
+		b.WriteString("line ")
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(": ")
+	}
+	if e.Column != "" {
+		b.WriteString("column ")
+		b.WriteString(quoteName(e.Column))
+		b.WriteString(": ")
+	}
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("invalid input")
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// maxNameLen bounds how much of a header name an error message repeats.
+const maxNameLen = 64
+
+// quoteName quotes a header name for an error message, truncating very long
+// names.
+func quoteName(s string) string {
+	if r := []rune(s); len(r) > maxNameLen {
+		return strconv.Quote(string(r[:maxNameLen])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// nameList lists header names for an error message, at most 20 of them.
+func nameList(names []string) string {
+	const max = 20
+	var b strings.Builder
+	for i, n := range names {
+		if i == max {
+			b.WriteString(", … (")
+			b.WriteString(strconv.Itoa(len(names) - max))
+			b.WriteString(" more)")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteName(n))
+	}
+	return b.String()
+}
