@@ -205,4 +205,3 @@ func verifyReplays(t *testing.T, ctx context.Context, client curatorv1.CuratorSe
 		}
 	}
 }
-
