@@ -1,0 +1,70 @@
+// Package dp holds privbo's differentially private noise: exact samplers on
+// rational numbers, the Laplace, Gaussian and exponential mechanisms built on
+// them, and the checks every privacy parameter goes through.
+//
+// # Why exact
+//
+// Textbook noise on float64 leaks: the set of outputs the inverse-CDF Laplace
+// sampler can reach depends on the true value (Mironov, "On significance of
+// the least significant bits for differential privacy", CCS 2012), and
+// similar attacks exist on Gaussian and discrete samplers (Jin et al., S&P
+// 2022; Haney et al. 2022). This package follows OpenDP and Canonne, Kamath &
+// Steinke ("The Discrete Gaussian for Differential Privacy", NeurIPS 2020,
+// CKS20): all sampling uses integer and rational arithmetic (math/big) fed by
+// uniform random bits, inputs are rounded exactly to a lattice 2^k·ℤ with the
+// rounding slack 2^k added to the sensitivity, and conversion to float64
+// happens once, on the final (already private) value.
+//
+// # Randomness
+//
+// Every sampler takes a *Source. CryptoSource reads crypto/rand; it is the
+// only constructor in this package. Tests get reproducible streams from
+// package dptest (seeded ChaCha8), which panics outside a test binary, so a
+// seeded generator cannot reach a release. Uniform integers come from
+// rejection sampling on random bits (no modulo bias).
+//
+// # Samplers (CKS20)
+//
+//   - BernoulliExp: true with probability exp(−γ), γ ≥ 0 rational (Algorithm 1).
+//   - Bernoulli: true with probability p, p ∈ [0, 1] rational.
+//   - Geometric: P[X = x] = (1 − e^{−1/t}) e^{−x/t}, x ≥ 0 (Algorithm 2).
+//   - DiscreteLaplace: P[X = x] = tanh(1/(2t)) e^{−|x|/t}, x ∈ ℤ (Algorithm 2).
+//   - DiscreteGaussian: P[X = x] ∝ exp(−x²/(2σ²)), x ∈ ℤ (Algorithm 3).
+//
+// DiscreteLaplacePMF and DiscreteGaussianPMF give the exact probabilities
+// (in float64) for tests and reports.
+//
+// # Mechanisms and their guarantees
+//
+// Neighbouring datasets are whatever relation the caller computed the
+// sensitivity Δ for (privbo: datasets differing in one row, SPEC §2); each
+// mechanism's guarantee holds for inputs whose true values on neighbouring
+// datasets differ by at most Δ (absolute difference for Laplace and Gaussian,
+// every score for the exponential mechanism).
+//
+//   - Laplace (NewLaplace): x ↦ 2^k(round(x/2^k) + Z), Z discrete Laplace of
+//     integer scale t ≥ (Δ + 2^k)/(2^k ε). (ε, 0)-DP.
+//   - Gaussian (NewGaussian): the same with a discrete Gaussian of variance
+//     N lattice steps², calibrated with the analytic Gaussian mechanism
+//     (Balle & Wang, ICML 2018; AnalyticGaussianSigma) for the effective
+//     sensitivity Δ + 2^k and checked against a rigorous bound on the
+//     discrete Gaussian's exact δ (CKS20 Theorem 7; DiscreteGaussianDeltaBound).
+//     (ε, δ)-DP.
+//   - Exponential (NewExponential): selects i with Pr ∝ exp(ε u_i/(2Δ)) after
+//     clamping scores to a public range, by exact rejection sampling.
+//     (ε, 0)-DP (McSherry & Talwar 2007).
+//
+// The lattice step is 2^k with k = ⌊log₂ min(Δ, scale)⌋ − 20, so rounding
+// costs a relative 2⁻²⁰ ≈ 1e-6 of noise and outputs are effectively
+// continuous. Constructors validate every parameter (ValidateEpsilon,
+// ValidateDelta, ValidateSensitivity) and return errors beginning "dp: ".
+// Cost reports each mechanism's (ε, δ); Rényi-DP accounting of the same
+// mechanisms is a separate concern (accountant.go, to come).
+//
+// # Timing
+//
+// The CKS20 samplers and the exponential mechanism run in variable time
+// (the number of rejection rounds is random and, for Select, depends on the
+// scores). Do not let a requester time a release against its secret input:
+// draw the noise before answering, or answer asynchronously.
+package dp
