@@ -1,0 +1,75 @@
+package ledger
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+)
+
+// benchLimits never bind: the benchmarks measure the check-and-charge
+// transaction itself.
+var benchLimits = Limits{PerIdentity: Cost{1e12, 0.5}, Dataset: Cost{1e12, 0.5}}
+
+// benchCharge runs b.N charges with distinct keys, sequentially or from
+// GOMAXPROCS goroutines (b.RunParallel), and reports charges per second.
+func benchCharge(b *testing.B, s Store) {
+	result := make([]byte, 256)
+	var next atomic.Int64
+	var datasets atomic.Int64
+	charge := func(dataset string) {
+		i := next.Add(1)
+		c := Charge{Account: Account{dataset, fmt.Sprint("id", i%16)}, Key: fmt.Sprint("k", i), Kind: "query",
+			Cost: Cost{1e-6, 1e-12}, Result: result}
+		if _, err := s.Charge(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		for b.Loop() {
+			charge("bench")
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
+	})
+	// One dataset: its charges are serialised by design.
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(4) // 4×GOMAXPROCS goroutines: waiting on fsync, not CPU
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				charge("bench")
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
+	})
+	// One dataset per goroutine: PostgreSQL runs them concurrently; SQLite
+	// still has one writer per file.
+	b.Run("parallel-datasets", func(b *testing.B) {
+		b.SetParallelism(4)
+		b.RunParallel(func(pb *testing.PB) {
+			dataset := fmt.Sprint("bench", datasets.Add(1))
+			for pb.Next() {
+				charge(dataset)
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
+	})
+}
+
+func BenchmarkChargeSQLite(b *testing.B) {
+	s, err := OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), benchLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchCharge(b, s)
+}
+
+func BenchmarkChargePostgres(b *testing.B) {
+	conn := requirePostgres(b)
+	s, err := OpenPostgres(ctx, testDSN(), PostgresOptions{Schema: randomSchema(b, conn)}, benchLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchCharge(b, s)
+}

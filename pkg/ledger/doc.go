@@ -1,0 +1,83 @@
+// Package ledger is the curator's durable privacy budget: every release is
+// charged against it, atomically and durably, before its result leaves the
+// curator (SPEC §5, DP_REFERENCE §5).
+//
+// # Accounting
+//
+// A record costs (ε, δ). Records compose by basic composition: the totals of
+// an account (a modeler identity on a dataset) and of a dataset (all of its
+// identities) are the component-wise sums
+//
+//	E = Σᵢ εᵢ,   D = Σᵢ δᵢ,
+//
+// which bound the privacy loss of all the records together: k mechanisms
+// that are (εᵢ, δᵢ)-DP are jointly (Σεᵢ, Σδᵢ)-DP (Dwork and Roth 2014,
+// Theorem 3.16). Finer accountants (Rényi DP) convert their total to an
+// (ε, δ) cost before it reaches the ledger.
+//
+// A charge c is accepted only if it fits both limits:
+//
+//	E_identity + c ≤ L_identity   and   E_dataset + c ≤ L_dataset
+//
+// for ε and for δ alike (a component that is zero never refuses a charge, so
+// a zero cost is always recorded: it makes a durable, idempotent record that
+// spends nothing). The check and the insert run in one serialised
+// transaction, so concurrent charges — from goroutines, Store values or
+// processes sharing the database — can never spend more than the limits
+// together (an OpenDP-style filter: refuse any charge whose pending total
+// would exceed the limit). A refused charge writes nothing and returns a
+// *BudgetError that names the scope and gives the requested and remaining
+// (ε, δ), in the spirit of Tumult Core's InsufficientBudgetError.
+//
+// Costs must be finite, non-negative and δ < 1; anything else is refused
+// before the database is touched, so a negative spend can never raise a
+// remainder.
+//
+// # Exact sums and the slack
+//
+// Costs are stored as float64, and totals are kept exactly: every float64 is
+// a dyadic rational, so the totals are big.Rat sums with no rounding at all,
+// stored as text next to the records and independent of summation order and
+// of the database engine. The only tolerance is for the rounding of the
+// costs themselves. A cost such as 0.1 or 1e-5 is stored as the nearest
+// float64, slightly above or below the decimal the caller meant, so ten
+// charges of 0.1 sum exactly to 1 + 5.6·10⁻¹⁷, and ten of 1e-5 exceed
+// float64(1e-4). Refusing the tenth charge of such a schedule would be
+// wrong in practice, so a total may reach
+//
+//	L·(1 + RelativeSlack),   RelativeSlack = 10⁻¹²,
+//
+// and no more. The slack covers the representation error of about 10⁴
+// decimal costs (10⁻¹²/1.1·10⁻¹⁶), bounds the overspend to a factor
+// exp(10⁻¹²·ε) on the privacy loss, far below the precision to which any
+// mechanism is calibrated, and does not accumulate: it bounds the total,
+// not each charge. Reported remainders are max(0, L − total) rounded toward
+// zero, so that a charge of exactly the reported remainder always fits.
+//
+// # Idempotency
+//
+// A charge names a Key, unique within its account. Charging a key that is
+// already recorded returns the stored receipt (with its stored result) and
+// spends nothing, so a retried request can never be charged twice and a
+// repeated release returns the same bytes. If the stored Kind or Cost
+// differ from the request, Charge fails with ErrKeyConflict instead.
+// Results can be attached later (jobs finish after they are charged) with
+// SetResult, which never changes a cost.
+//
+// # Durability
+//
+// OpenSQLite uses WAL mode with synchronous=FULL and BEGIN IMMEDIATE:
+// the commit is fsynced before Charge returns and the check-and-charge is
+// atomic across processes sharing the file. OpenPostgres takes
+// pg_advisory_xact_lock on (schema, dataset) inside the transaction, which
+// serialises the charges of a dataset across curator replicas, and commits
+// with synchronous_commit=on. Both create their tables if missing and keep a
+// schema_version table; a database written by a newer version is refused.
+//
+// # Tests
+//
+// The same suite runs against both stores. The PostgreSQL tests use
+// PRIVBO_TEST_POSTGRES_DSN, or postgres://postgres@127.0.0.1:5432/test, each
+// in a fresh random schema that is dropped afterwards. If PostgreSQL cannot
+// be reached they fail, unless PRIVBO_SKIP_POSTGRES=1 is set.
+package ledger

@@ -1,0 +1,252 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// Cost is a privacy cost (ε, δ) under basic composition: the costs of the
+// records of an account add up, component by component.
+type Cost struct {
+	Epsilon, Delta float64
+}
+
+// Validate reports whether c is a cost the ledger may record: both
+// components finite and non-negative, and δ < 1. A zero cost is valid; it
+// makes a durable, idempotent record that spends nothing.
+func (c Cost) Validate() error {
+	switch {
+	case math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0):
+		return fmt.Errorf("ledger: cost epsilon must be finite, got %g", c.Epsilon)
+	case c.Epsilon < 0:
+		return fmt.Errorf("ledger: cost epsilon must be non-negative, got %g", c.Epsilon)
+	case math.IsNaN(c.Delta) || math.IsInf(c.Delta, 0):
+		return fmt.Errorf("ledger: cost delta must be finite, got %g", c.Delta)
+	case c.Delta < 0:
+		return fmt.Errorf("ledger: cost delta must be non-negative, got %g", c.Delta)
+	case c.Delta >= 1:
+		return fmt.Errorf("ledger: cost delta must be below 1, got %g", c.Delta)
+	}
+	return nil
+}
+
+// IsZero reports whether c spends nothing.
+func (c Cost) IsZero() bool { return c.Epsilon == 0 && c.Delta == 0 }
+
+// normalise turns −0 into +0 so that stored costs compare and print plainly.
+func (c Cost) normalise() Cost { return Cost{Epsilon: c.Epsilon + 0, Delta: c.Delta + 0} }
+
+// Account is the unit a budget is kept for: one modeler identity on one
+// dataset. Both fields are required; the curator records its own releases
+// under a reserved identity such as "_curator".
+type Account struct {
+	Dataset, Identity string
+}
+
+// Validate reports whether a names an account.
+func (a Account) Validate() error {
+	if err := checkName("dataset", a.Dataset); err != nil {
+		return err
+	}
+	return checkName("identity", a.Identity)
+}
+
+// Limits are the budgets a Store enforces. A charge must fit both: the
+// identity's total plus the cost must stay within PerIdentity, and the
+// dataset's total over all identities plus the cost must stay within Dataset.
+type Limits struct {
+	PerIdentity, Dataset Cost
+}
+
+// Validate reports whether both limits have a finite ε > 0 and a finite δ
+// with 0 ≤ δ < 1.
+func (l Limits) Validate() error {
+	for _, s := range []struct {
+		name string
+		c    Cost
+	}{{"per-identity", l.PerIdentity}, {"dataset", l.Dataset}} {
+		switch e, d := s.c.Epsilon, s.c.Delta; {
+		case math.IsNaN(e) || math.IsInf(e, 0) || e <= 0:
+			return fmt.Errorf("ledger: %s limit epsilon must be finite and positive, got %g", s.name, e)
+		case math.IsNaN(d) || math.IsInf(d, 0) || d < 0 || d >= 1:
+			return fmt.Errorf("ledger: %s limit delta must be in [0, 1), got %g", s.name, d)
+		}
+	}
+	return nil
+}
+
+// Charge is a request to record a release against an account.
+type Charge struct {
+	Account
+	// Key identifies the release within the account (for example a hash of
+	// the request). Charging the same key again replays the stored receipt
+	// and spends nothing.
+	Key string
+	// Kind names the mechanism ("projection", "query", "kusner", ...). A
+	// replay must name the same kind and cost as the stored record.
+	Kind string
+	// Description is free text for the operator; it is not compared on replay.
+	Description string
+	Cost        Cost
+	// Result is the released payload, if already known. It can be attached
+	// or replaced later with SetResult. A replay ignores it and returns the
+	// stored payload.
+	Result []byte
+}
+
+// Receipt is a stored record.
+type Receipt struct {
+	Account
+	Key, Kind, Description string
+	Cost                   Cost
+	// Result is the stored payload (nil if none yet). Entries leaves it nil
+	// to keep listings small; use Get for the payload.
+	Result []byte
+	// ResultSize is the length of the stored payload in bytes, also set by
+	// Entries.
+	ResultSize int
+	// Created is when the record was committed, by the clock of the process
+	// that committed it.
+	Created time.Time
+	// Replayed is true when Charge found the key already recorded and spent
+	// nothing.
+	Replayed bool
+}
+
+// Balance is the state of an account and of its dataset. Spent values are
+// the totals rounded to the nearest float64; Remaining values are
+// max(0, limit − total) rounded toward zero, so that a charge of exactly the
+// reported remainder always fits.
+type Balance struct {
+	Account
+	Spent, Remaining               Cost
+	DatasetSpent, DatasetRemaining Cost
+	// Charges is the number of records of the account (replays excluded).
+	Charges int
+	Limits  Limits
+}
+
+// Store is a durable privacy ledger. Implementations are safe for
+// concurrent use, and several Store values (in one or several processes)
+// may share one database: the check-and-charge is a single serialised
+// transaction in the database.
+type Store interface {
+	// Charge records c in one atomic, durable transaction. If the account
+	// already holds c.Key it returns the stored receipt with Replayed set and
+	// spends nothing, or an error wrapping ErrKeyConflict when the stored
+	// Kind or Cost differ from c's. Otherwise it checks both limits and
+	// either commits the record, durably, before returning, or returns a
+	// *BudgetError (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
+	Charge(ctx context.Context, c Charge) (Receipt, error)
+	// SetResult attaches or replaces the result of an existing record. It
+	// never changes a cost. It returns an error wrapping ErrNotFound if the
+	// record does not exist.
+	SetResult(ctx context.Context, a Account, key string, result []byte) error
+	// Get returns the record of key in a, and false if there is none.
+	Get(ctx context.Context, a Account, key string) (Receipt, bool, error)
+	// Balance returns the totals of a and of its dataset.
+	Balance(ctx context.Context, a Account) (Balance, error)
+	// Entries returns the records of a dataset in the order they were
+	// committed, without their Result payloads.
+	Entries(ctx context.Context, dataset string) ([]Receipt, error)
+	// Accounts returns the balance of every identity with a record on the
+	// dataset, sorted by identity.
+	Accounts(ctx context.Context, dataset string) ([]Balance, error)
+	// Limits returns the limits the store enforces.
+	Limits() Limits
+	// Close releases the database handle.
+	Close() error
+}
+
+var (
+	// ErrBudgetExceeded is matched (errors.Is) by every *BudgetError.
+	ErrBudgetExceeded = errors.New("ledger: budget exceeded")
+	// ErrKeyConflict is returned when a key is charged again with a
+	// different kind or cost.
+	ErrKeyConflict = errors.New("ledger: key already charged with a different kind or cost")
+	// ErrNotFound is returned by SetResult for a record that does not exist.
+	ErrNotFound = errors.New("ledger: no such record")
+)
+
+// Scopes of a BudgetError.
+const (
+	ScopeIdentity = "identity"
+	ScopeDataset  = "dataset"
+)
+
+// BudgetError reports a charge refused because it does not fit a limit.
+// When both limits would be exceeded the identity scope is reported.
+type BudgetError struct {
+	Scope     string // ScopeIdentity or ScopeDataset
+	Account   Account
+	Requested Cost
+	// Remaining is what is left in the scope, as in Balance.
+	Remaining Cost
+}
+
+func (e *BudgetError) Error() string {
+	var who string
+	if e.Scope == ScopeIdentity {
+		who = fmt.Sprintf("identity %q on dataset %q", e.Account.Identity, e.Account.Dataset)
+	} else {
+		who = fmt.Sprintf("dataset %q (charge by identity %q)", e.Account.Dataset, e.Account.Identity)
+	}
+	return fmt.Sprintf("ledger: budget exceeded for %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g",
+		who, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
+}
+
+// Is makes errors.Is(err, ErrBudgetExceeded) true.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
+
+// Bounds on the text fields. PostgreSQL text cannot hold NUL bytes or
+// invalid UTF-8, so both stores refuse them alike.
+const (
+	maxNameLen        = 512
+	maxDescriptionLen = 4096
+)
+
+func checkName(field, s string) error {
+	if s == "" {
+		return fmt.Errorf("ledger: %s must not be empty", field)
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("ledger: %s must be at most %d bytes, got %d", field, maxNameLen, len(s))
+	}
+	return checkText(field, s)
+}
+
+func checkText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("ledger: %s must be valid UTF-8", field)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return fmt.Errorf("ledger: %s must not contain NUL bytes", field)
+		}
+	}
+	return nil
+}
+
+// Validate reports whether c is a well-formed charge.
+func (c Charge) Validate() error {
+	if err := c.Account.Validate(); err != nil {
+		return err
+	}
+	if err := checkName("key", c.Key); err != nil {
+		return err
+	}
+	if err := checkName("kind", c.Kind); err != nil {
+		return err
+	}
+	if len(c.Description) > maxDescriptionLen {
+		return fmt.Errorf("ledger: description must be at most %d bytes, got %d", maxDescriptionLen, len(c.Description))
+	}
+	if err := checkText("description", c.Description); err != nil {
+		return err
+	}
+	return c.Cost.Validate()
+}

@@ -1,0 +1,279 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgresOptions configure OpenPostgres.
+type PostgresOptions struct {
+	// Schema holds the ledger's tables; it is created if missing. Empty
+	// means "privbo". It must match [a-z_][a-z0-9_]* (at most 63 bytes)
+	// and not start with "pg_".
+	Schema string
+	// MaxConns bounds the connections the Store opens; 0 means 8.
+	MaxConns int
+}
+
+// DefaultPostgresSchema is the schema used when PostgresOptions.Schema is empty.
+const DefaultPostgresSchema = "privbo"
+
+func (o PostgresOptions) schema() (string, error) {
+	s := o.Schema
+	if s == "" {
+		s = DefaultPostgresSchema
+	}
+	if len(s) > 63 || len(s) >= 3 && s[:3] == "pg_" {
+		return "", fmt.Errorf("ledger: postgres schema %q must be at most 63 bytes and not start with pg_", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9' {
+			continue
+		}
+		return "", fmt.Errorf("ledger: postgres schema %q must match [a-z_][a-z0-9_]*", s)
+	}
+	return s, nil
+}
+
+var postgresDDL = []string{
+	`CREATE SCHEMA IF NOT EXISTS {schema}`,
+	`CREATE TABLE IF NOT EXISTS {t}schema_version (
+		id INTEGER PRIMARY KEY CHECK (id = 1),
+		version INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS {t}entries (
+		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		dataset TEXT NOT NULL,
+		identity TEXT NOT NULL,
+		entry_key TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		description TEXT NOT NULL,
+		epsilon DOUBLE PRECISION NOT NULL CHECK (epsilon >= 0),
+		delta DOUBLE PRECISION NOT NULL CHECK (delta >= 0 AND delta < 1),
+		result BYTEA,
+		created_ns BIGINT NOT NULL,
+		UNIQUE (dataset, identity, entry_key))`,
+	`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON {t}entries (dataset, seq)`,
+	`CREATE TABLE IF NOT EXISTS {t}totals (
+		dataset TEXT NOT NULL,
+		identity TEXT NOT NULL,
+		epsilon TEXT NOT NULL,
+		delta TEXT NOT NULL,
+		charges BIGINT NOT NULL,
+		PRIMARY KEY (dataset, identity))`,
+}
+
+// OpenPostgres opens the ledger in a PostgreSQL database through
+// github.com/jackc/pgx/v5, creating the schema and tables if missing.
+// Several Stores, in one or several curator replicas, may share one schema
+// and so one budget: each check-and-charge transaction first takes
+// pg_advisory_xact_lock on (schema, dataset), which serialises the charges
+// of a dataset until commit, and sets synchronous_commit=on so that the
+// commit is flushed to the server's WAL before Charge returns (this relies on
+// the server running with fsync=on, its default).
+func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits Limits) (Store, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	schema, err := opt.schema()
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxConns < 0 {
+		return nil, fmt.Errorf("ledger: postgres MaxConns must be non-negative, got %d", opt.MaxConns)
+	}
+	maxConns := opt.MaxConns
+	if maxConns == 0 {
+		maxConns = 8
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres: %w", err)
+	}
+	e := &pgEngine{
+		cfg:       cfg,
+		slots:     make(chan struct{}, maxConns),
+		idle:      make(chan *pgx.Conn, maxConns),
+		schema:    schema,
+		lockSpace: "privbo.ledger:" + schema,
+	}
+	// Connect once now so that a wrong DSN fails here, not at the first charge.
+	if err := e.read(ctx, func(querier) error { return nil }); err != nil {
+		e.close()
+		return nil, fmt.Errorf("ledger: connect to postgres: %w", err)
+	}
+	quoted := `"` + schema + `"`
+	ddl := make([]string, len(postgresDDL))
+	for i, q := range postgresDDL {
+		ddl[i] = strings.ReplaceAll(q, "{schema}", quoted)
+	}
+	s := newStore(e, limits, quoted+".", true)
+	if err := s.migrate(ctx, ddl); err != nil {
+		e.close()
+		return nil, fmt.Errorf("%w (postgres schema %s)", err, schema)
+	}
+	return s, nil
+}
+
+// pgEngine keeps a small pool of pgx connections (at most cap(slots)).
+type pgEngine struct {
+	cfg       *pgx.ConnConfig
+	slots     chan struct{}  // one token per connection in use
+	idle      chan *pgx.Conn // connections ready for reuse
+	schema    string
+	lockSpace string
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var errClosed = errors.New("store is closed")
+
+// acquire returns an idle connection or opens one, waiting for a free slot.
+func (e *pgEngine) acquire(ctx context.Context) (*pgx.Conn, error) {
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		<-e.slots
+		return nil, errClosed
+	}
+	select {
+	case c := <-e.idle:
+		return c, nil
+	default:
+	}
+	c, err := pgx.ConnectConfig(ctx, e.cfg)
+	if err != nil {
+		<-e.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// release returns c to the pool, or closes it if it is broken or the
+// engine is closed.
+func (e *pgEngine) release(c *pgx.Conn, broken bool) {
+	defer func() { <-e.slots }()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if broken || e.closed || c.IsClosed() {
+		closeConn(c)
+		return
+	}
+	e.idle <- c // never blocks: at most cap(slots) connections exist
+}
+
+func closeConn(c *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.Close(ctx) //nolint:errcheck // nothing to do about a failed goodbye
+}
+
+func (e *pgEngine) write(ctx context.Context, lock lockKey, fn func(q querier) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	broken := false
+	defer func() { e.release(c, broken) }()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		broken = true
+		return err
+	}
+	run := func() error {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO on`); err != nil {
+			return err
+		}
+		switch {
+		case lock.migrate:
+			// Replicas starting together must not race on CREATE ... IF NOT EXISTS.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('privbo.ledger.migrate'), hashtext($1))`, e.schema); err != nil {
+				return err
+			}
+		case lock.dataset != "":
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, e.lockSpace, lock.dataset); err != nil {
+				return err
+			}
+		}
+		return fn(pgQuerier{tx})
+	}
+	if err := run(); err != nil {
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil {
+			broken = true
+		}
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		broken = true
+		return err
+	}
+	return nil
+}
+
+func (e *pgEngine) read(ctx context.Context, fn func(q querier) error) error {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	err = fn(pgQuerier{c})
+	e.release(c, false) // release checks IsClosed: pgx closes a connection it cannot trust
+	return err
+}
+
+func (e *pgEngine) close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	for {
+		select {
+		case c := <-e.idle:
+			closeConn(c)
+		default:
+			return nil
+		}
+	}
+}
+
+// pgQuerier adapts *pgx.Conn and pgx.Tx.
+type pgQuerier struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	}
+}
+
+func (p pgQuerier) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := p.q.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (p pgQuerier) query(ctx context.Context, sql string, args ...any) (rowIter, error) {
+	rows, err := p.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}

@@ -1,0 +1,761 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// opener opens a Store on one ledger location (a SQLite file, a PostgreSQL
+// schema). It may be called several times, also while other Stores on the
+// location are open; every Store it returns is closed when the test ends.
+type opener func(t *testing.T, limits Limits) Store
+
+// backend prepares fresh, empty ledger locations.
+type backend struct {
+	name     string
+	location location
+}
+
+// location returns an opener for a new, empty ledger location that is
+// removed when the test ends.
+type location func(t *testing.T) opener
+
+// runStoreSuite runs the behaviour every Store must have.
+func runStoreSuite(t *testing.T, b backend) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, loc location)
+	}{
+		{"ChargeReplay", testChargeReplay},
+		{"KeyConflict", testKeyConflict},
+		{"BudgetExceeded", testBudgetExceeded},
+		{"ZeroCost", testZeroCost},
+		{"InvalidRefused", testInvalidRefused},
+		{"SetResult", testSetResult},
+		{"BalanceAccounts", testBalanceAccounts},
+		{"EntriesOrder", testEntriesOrder},
+		{"Persistence", testPersistence},
+		{"DecimalSlack", testDecimalSlack},
+		{"Cancelled", testCancelled},
+		{"Closed", testClosed},
+		{"RaceOneStore", func(t *testing.T, loc location) { testRace(t, loc, 1) }},
+		{"RaceTwoStores", func(t *testing.T, loc location) { testRace(t, loc, 2) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, b.location) })
+	}
+}
+
+var (
+	ctx       = context.Background()
+	acme      = Account{"diabetes", "acme"}
+	stdLimits = Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{2, 1e-4}}
+	bigLimits = Limits{PerIdentity: Cost{1e6, 0.5}, Dataset: Cost{1e6, 0.5}}
+)
+
+func mustCharge(t *testing.T, s Store, c Charge) Receipt {
+	t.Helper()
+	r, err := s.Charge(ctx, c)
+	if err != nil {
+		t.Fatalf("Charge(%s/%s/%s, %+v) error: %v", c.Dataset, c.Identity, c.Key, c.Cost, err)
+	}
+	return r
+}
+
+func mustBalance(t *testing.T, s Store, a Account) Balance {
+	t.Helper()
+	b, err := s.Balance(ctx, a)
+	if err != nil {
+		t.Fatalf("Balance(%v) error: %v", a, err)
+	}
+	return b
+}
+
+func mustEntries(t *testing.T, s Store, dataset string) []Receipt {
+	t.Helper()
+	es, err := s.Entries(ctx, dataset)
+	if err != nil {
+		t.Fatalf("Entries(%s) error: %v", dataset, err)
+	}
+	return es
+}
+
+// diffReceipt describes how got differs from want ("" if equal).
+func diffReceipt(got, want Receipt) string {
+	var d []string
+	if got.Account != want.Account || got.Key != want.Key || got.Kind != want.Kind || got.Description != want.Description {
+		d = append(d, fmt.Sprintf("names %v/%s/%s/%q, want %v/%s/%s/%q", got.Account, got.Key, got.Kind, got.Description,
+			want.Account, want.Key, want.Kind, want.Description))
+	}
+	if got.Cost != want.Cost {
+		d = append(d, fmt.Sprintf("cost %+v, want %+v", got.Cost, want.Cost))
+	}
+	if !bytes.Equal(got.Result, want.Result) || got.ResultSize != want.ResultSize {
+		d = append(d, fmt.Sprintf("result %q (%d), want %q (%d)", got.Result, got.ResultSize, want.Result, want.ResultSize))
+	}
+	if !got.Created.Equal(want.Created) {
+		d = append(d, fmt.Sprintf("created %v, want %v", got.Created, want.Created))
+	}
+	if got.Replayed != want.Replayed {
+		d = append(d, fmt.Sprintf("replayed %v, want %v", got.Replayed, want.Replayed))
+	}
+	return strings.Join(d, "; ")
+}
+
+// exactSpent is the exact sum of the costs of entries, per identity ("" for
+// the whole dataset).
+func exactSpent(es []Receipt, identity string) (eps, delta *big.Rat) {
+	eps, delta = new(big.Rat), new(big.Rat)
+	for _, e := range es {
+		if identity == "" || e.Identity == identity {
+			eps.Add(eps, new(big.Rat).SetFloat64(e.Cost.Epsilon))
+			delta.Add(delta, new(big.Rat).SetFloat64(e.Cost.Delta))
+		}
+	}
+	return eps, delta
+}
+
+func testChargeReplay(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	payload := []byte("Z-bytes")
+	c := Charge{Account: acme, Key: "proj-1", Kind: "projection", Description: "r=8", Cost: Cost{0.25, 1e-6}, Result: payload}
+	before := time.Now()
+	r1 := mustCharge(t, s, c)
+	after := time.Now()
+	payload[0] = 'X' // the store must not alias the caller's slice
+	want := Receipt{Account: acme, Key: "proj-1", Kind: "projection", Description: "r=8", Cost: Cost{0.25, 1e-6},
+		Result: []byte("Z-bytes"), ResultSize: 7, Created: r1.Created}
+	if d := diffReceipt(r1, want); d != "" {
+		t.Errorf("Charge = %s", d)
+	}
+	if r1.Created.Before(before.Truncate(time.Microsecond)) || r1.Created.After(after) {
+		t.Errorf("Created = %v, want within [%v, %v]", r1.Created, before, after)
+	}
+
+	// A retry with another description and result replays the stored receipt.
+	retry := c
+	retry.Description, retry.Result = "retry", []byte("other")
+	r2 := mustCharge(t, s, retry)
+	want.Replayed = true
+	if d := diffReceipt(r2, want); d != "" {
+		t.Errorf("replayed Charge = %s", d)
+	}
+	got, found, err := s.Get(ctx, acme, "proj-1")
+	want.Replayed = false
+	if err != nil || !found {
+		t.Fatalf("Get = %v, %v, want found", found, err)
+	}
+	if d := diffReceipt(got, want); d != "" {
+		t.Errorf("Get = %s", d)
+	}
+	if _, found, err := s.Get(ctx, acme, "proj-2"); err != nil || found {
+		t.Errorf("Get(unknown key) = %v, %v, want not found", found, err)
+	}
+
+	b := mustBalance(t, s, acme)
+	if b.Spent != (Cost{0.25, 1e-6}) || b.Charges != 1 || b.DatasetSpent != b.Spent {
+		t.Errorf("Balance after charge and replay: spent %+v, charges %d, dataset %+v; want {0.25 1e-06}, 1, the same", b.Spent, b.Charges, b.DatasetSpent)
+	}
+	// 1e-5 − 1e-6 rounded toward zero: within one ulp below 9e-6, never above the exact difference.
+	if b.Remaining.Epsilon != 0.75 || math.Abs(b.Remaining.Delta-9e-6) > 2e-21 {
+		t.Errorf("Remaining = %+v, want {0.75 9e-06}", b.Remaining)
+	}
+	if n := len(mustEntries(t, s, "diabetes")); n != 1 {
+		t.Errorf("len(Entries) = %d, want 1", n)
+	}
+}
+
+func testKeyConflict(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	c := Charge{Account: acme, Key: "q-7", Kind: "query", Cost: Cost{0.125, 0}}
+	mustCharge(t, s, c)
+	tests := []struct {
+		name string
+		edit func(c *Charge)
+	}{
+		{"epsilon", func(c *Charge) { c.Cost.Epsilon = 0.25 }},
+		{"delta", func(c *Charge) { c.Cost.Delta = 1e-9 }},
+		{"kind", func(c *Charge) { c.Kind = "projection" }},
+		{"zero cost", func(c *Charge) { c.Cost = Cost{} }},
+	}
+	for _, tt := range tests {
+		d := c
+		tt.edit(&d)
+		_, err := s.Charge(ctx, d)
+		if !errors.Is(err, ErrKeyConflict) {
+			t.Errorf("%s: Charge(same key, other %s) error = %v, want ErrKeyConflict", tt.name, tt.name, err)
+		}
+	}
+	// Keys are scoped by account.
+	other := c
+	other.Identity = "globex"
+	if r := mustCharge(t, s, other); r.Replayed {
+		t.Errorf("Charge(same key, other identity).Replayed = true, want false")
+	}
+	other = c
+	other.Dataset = "housing"
+	if r := mustCharge(t, s, other); r.Replayed {
+		t.Errorf("Charge(same key, other dataset).Replayed = true, want false")
+	}
+	if b := mustBalance(t, s, acme); b.Spent != (Cost{0.125, 0}) || b.DatasetSpent != (Cost{0.25, 0}) || b.Charges != 1 {
+		t.Errorf("Balance = spent %+v, dataset %+v, charges %d; want {0.125 0}, {0.25 0}, 1", b.Spent, b.DatasetSpent, b.Charges)
+	}
+}
+
+func testBudgetExceeded(t *testing.T, loc location) {
+	type pre struct {
+		identity string
+		cost     Cost
+	}
+	tests := []struct {
+		name   string
+		limits Limits
+		pre    []pre
+		req    Charge
+		want   BudgetError
+		text   string
+	}{
+		{
+			name:   "identity",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
+			pre:    []pre{{"acme", Cost{0.5, 1e-5}}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{1, 1e-5}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes": requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
+		},
+		{
+			name:   "identity delta only",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
+			pre:    []pre{{"acme", Cost{0.25, 1e-5}}, {"globex", Cost{0.5, 0}}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.125, 1e-9}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{0.125, 1e-9}, Remaining: Cost{0.75, 0}},
+		},
+		{
+			name:   "dataset",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1.5, 1e-4}},
+			pre:    []pre{{"alice", Cost{1, 0}}, {"bob", Cost{0.25, 0}}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeDataset, Account: acme, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-4}},
+			text:   `ledger: budget exceeded for dataset "diabetes" (charge by identity "acme"): requested ε=0.5, δ=0; remaining ε=0.25, δ=0.0001`,
+		},
+		{
+			name:   "both, identity reported",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1, 1e-4}},
+			pre:    []pre{{"acme", Cost{0.75, 0}}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loc(t)(t, tt.limits)
+			for i, p := range tt.pre {
+				mustCharge(t, s, Charge{Account: Account{"diabetes", p.identity}, Key: fmt.Sprint("pre-", i), Kind: "query", Cost: p.cost})
+			}
+			before := mustBalance(t, s, tt.req.Account)
+			_, err := s.Charge(ctx, tt.req)
+			var be *BudgetError
+			if !errors.As(err, &be) || !errors.Is(err, ErrBudgetExceeded) {
+				t.Fatalf("Charge error = %v, want a *BudgetError", err)
+			}
+			if *be != tt.want {
+				t.Errorf("BudgetError = %+v, want %+v", *be, tt.want)
+			}
+			if tt.text != "" && err.Error() != tt.text {
+				t.Errorf("Error() = %s, want %s", err, tt.text)
+			}
+			// Nothing written.
+			if _, found, err := s.Get(ctx, tt.req.Account, tt.req.Key); err != nil || found {
+				t.Errorf("Get(refused key) = %v, %v, want not found", found, err)
+			}
+			if n := len(mustEntries(t, s, "diabetes")); n != len(tt.pre) {
+				t.Errorf("len(Entries) = %d, want %d", n, len(tt.pre))
+			}
+			if after := mustBalance(t, s, tt.req.Account); after != before {
+				t.Errorf("Balance after refusal = %+v, want %+v", after, before)
+			}
+			// Exactly the reported remainder fits (where it is positive in both components or zero-cost components).
+			rem := Cost{Epsilon: math.Min(tt.req.Cost.Epsilon, be.Remaining.Epsilon), Delta: math.Min(tt.req.Cost.Delta, be.Remaining.Delta)}
+			fit := tt.req
+			fit.Key, fit.Cost = "fit", rem
+			if _, err := s.Charge(ctx, fit); err != nil {
+				t.Errorf("Charge(%+v) within the reported remainder: %v", rem, err)
+			}
+		})
+	}
+}
+
+func testZeroCost(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	mustCharge(t, s, Charge{Account: acme, Key: "all-eps", Kind: "query", Cost: Cost{1, 0}})
+	tests := []struct {
+		key        string
+		cost       Cost
+		wantRefuse bool
+	}{
+		{"zero", Cost{0, 0}, false},
+		{"delta only", Cost{0, 1e-6}, false},
+		{"eps beyond the slack", Cost{1e-9, 0}, true},
+		{"negative zero", Cost{math.Copysign(0, -1), 0}, false},
+	}
+	for _, tt := range tests {
+		r, err := s.Charge(ctx, Charge{Account: acme, Key: tt.key, Kind: "record", Cost: tt.cost})
+		if tt.wantRefuse != errors.Is(err, ErrBudgetExceeded) || !tt.wantRefuse && err != nil {
+			t.Errorf("Charge(%+v) with ε exhausted: error %v, want refused=%v", tt.cost, err, tt.wantRefuse)
+			continue
+		}
+		if err == nil && (math.Signbit(r.Cost.Epsilon) || math.Signbit(r.Cost.Delta)) {
+			t.Errorf("Charge(%+v) recorded %+v, want +0 components", tt.cost, r.Cost)
+		}
+	}
+	b := mustBalance(t, s, acme)
+	if b.Spent != (Cost{1, 1e-6}) || b.Charges != 4 || b.Remaining != (Cost{0, 9e-6}) {
+		t.Errorf("Balance = spent %+v, remaining %+v, charges %d; want {1 1e-06}, {0 9e-06}, 4", b.Spent, b.Remaining, b.Charges)
+	}
+	if r := mustCharge(t, s, Charge{Account: acme, Key: "zero", Kind: "record"}); !r.Replayed {
+		t.Errorf("zero-cost retry Replayed = false, want true")
+	}
+}
+
+func testInvalidRefused(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	good := Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}}
+	tests := []struct {
+		name    string
+		edit    func(c *Charge)
+		wantErr string
+	}{
+		{"NaN epsilon", func(c *Charge) { c.Cost.Epsilon = math.NaN() }, "epsilon must be finite"},
+		{"+Inf epsilon", func(c *Charge) { c.Cost.Epsilon = math.Inf(1) }, "epsilon must be finite"},
+		{"negative epsilon", func(c *Charge) { c.Cost.Epsilon = -0.5 }, "epsilon must be non-negative"},
+		{"negative delta", func(c *Charge) { c.Cost.Delta = -1e-6 }, "delta must be non-negative"},
+		{"-Inf delta", func(c *Charge) { c.Cost.Delta = math.Inf(-1) }, "delta must be finite"},
+		{"delta one", func(c *Charge) { c.Cost.Delta = 1 }, "delta must be below 1"},
+		{"empty dataset", func(c *Charge) { c.Dataset = "" }, "dataset must not be empty"},
+		{"empty identity", func(c *Charge) { c.Identity = "" }, "identity must not be empty"},
+		{"empty key", func(c *Charge) { c.Key = "" }, "key must not be empty"},
+		{"empty kind", func(c *Charge) { c.Kind = "" }, "kind must not be empty"},
+		{"invalid UTF-8 key", func(c *Charge) { c.Key = "\xc3\x28" }, "key must be valid UTF-8"},
+		{"NUL identity", func(c *Charge) { c.Identity = "ac\x00me" }, "identity must not contain NUL"},
+	}
+	for _, tt := range tests {
+		c := good
+		tt.edit(&c)
+		_, err := s.Charge(ctx, c)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) || errors.Is(err, ErrBudgetExceeded) {
+			t.Errorf("%s: Charge error = %v, want one containing %q", tt.name, err, tt.wantErr)
+		}
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 0 {
+		t.Errorf("Entries after invalid charges = %d records, want 0", len(es))
+	}
+	if b := mustBalance(t, s, acme); b.Spent != (Cost{}) || b.Remaining != stdLimits.PerIdentity {
+		t.Errorf("Balance after invalid charges = spent %+v, remaining %+v; want zero, %+v", b.Spent, b.Remaining, stdLimits.PerIdentity)
+	}
+	// The other methods validate their arguments too.
+	if _, err := s.Balance(ctx, Account{Dataset: "diabetes"}); err == nil {
+		t.Errorf("Balance(no identity) error = nil, want an error")
+	}
+	if _, _, err := s.Get(ctx, acme, ""); err == nil {
+		t.Errorf("Get(empty key) error = nil, want an error")
+	}
+	if err := s.SetResult(ctx, Account{Identity: "acme"}, "k", nil); err == nil {
+		t.Errorf("SetResult(no dataset) error = nil, want an error")
+	}
+	if _, err := s.Entries(ctx, ""); err == nil {
+		t.Errorf("Entries(\"\") error = nil, want an error")
+	}
+	if _, err := s.Accounts(ctx, "a\x00"); err == nil {
+		t.Errorf("Accounts(NUL) error = nil, want an error")
+	}
+}
+
+func testSetResult(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	c := Charge{Account: acme, Key: "job-1", Kind: "kusner", Cost: Cost{0.5, 1e-6}}
+	r := mustCharge(t, s, c)
+	if r.Result != nil || r.ResultSize != 0 {
+		t.Errorf("Charge without result: Result %q (%d), want nil (0)", r.Result, r.ResultSize)
+	}
+	for _, res := range [][]byte{[]byte("first"), []byte("second result")} {
+		if err := s.SetResult(ctx, acme, "job-1", res); err != nil {
+			t.Fatalf("SetResult(%q) error: %v", res, err)
+		}
+		got, found, err := s.Get(ctx, acme, "job-1")
+		if err != nil || !found || !bytes.Equal(got.Result, res) || got.ResultSize != len(res) || got.Cost != c.Cost {
+			t.Errorf("Get after SetResult(%q) = %q (%d), cost %+v, %v, %v; want %q, cost %+v", res, got.Result, got.ResultSize, got.Cost, found, err, res, c.Cost)
+		}
+		rp := mustCharge(t, s, c)
+		if !rp.Replayed || !bytes.Equal(rp.Result, res) {
+			t.Errorf("replay after SetResult(%q) = %q, replayed %v; want the result, true", res, rp.Result, rp.Replayed)
+		}
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 1 || es[0].ResultSize != len("second result") || es[0].Result != nil {
+		t.Errorf("Entries = %+v, want one record with ResultSize %d and no payload", es, len("second result"))
+	}
+	if b := mustBalance(t, s, acme); b.Spent != c.Cost || b.Charges != 1 {
+		t.Errorf("Balance after SetResult = spent %+v, charges %d; want %+v, 1", b.Spent, b.Charges, c.Cost)
+	}
+	for _, tt := range []struct {
+		a   Account
+		key string
+	}{{acme, "job-2"}, {Account{"diabetes", "globex"}, "job-1"}, {Account{"housing", "acme"}, "job-1"}} {
+		if err := s.SetResult(ctx, tt.a, tt.key, []byte("x")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetResult(%v, %s) error = %v, want ErrNotFound", tt.a, tt.key, err)
+		}
+	}
+}
+
+func testBalanceAccounts(t *testing.T, loc location) {
+	open := loc(t)
+	limits := Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1.5, 2e-5}}
+	s := open(t, limits)
+	if got := s.Limits(); got != limits {
+		t.Errorf("Limits() = %+v, want %+v", got, limits)
+	}
+	fresh := mustBalance(t, s, acme)
+	want := Balance{Account: acme, Remaining: limits.PerIdentity, DatasetRemaining: limits.Dataset, Limits: limits}
+	if fresh != want {
+		t.Errorf("Balance(fresh) = %+v, want %+v", fresh, want)
+	}
+	alice, bob := Account{"ds1", "alice"}, Account{"ds1", "bob"}
+	for i, c := range []struct {
+		a    Account
+		cost Cost
+	}{
+		{alice, Cost{0.25, 0}}, {bob, Cost{0.125, 0.5e-5}}, {alice, Cost{0.25, 1e-5}}, {Account{"ds2", "alice"}, Cost{0.5, 0}},
+	} {
+		mustCharge(t, s, Charge{Account: c.a, Key: fmt.Sprint("k", i), Kind: "query", Cost: c.cost})
+	}
+	wantAlice := Balance{Account: alice, Spent: Cost{0.5, 1e-5}, Remaining: Cost{0.5, 0}, DatasetSpent: Cost{0.625, 1.5e-5},
+		DatasetRemaining: Cost{0.875, 0.5e-5}, Charges: 2, Limits: limits}
+	wantBob := Balance{Account: bob, Spent: Cost{0.125, 0.5e-5}, Remaining: Cost{0.875, 0.5e-5}, DatasetSpent: Cost{0.625, 1.5e-5},
+		DatasetRemaining: Cost{0.875, 0.5e-5}, Charges: 1, Limits: limits}
+	// δ values: 1e-5 + 0.5e-5 and 2e-5 − 1.5e-5 are checked against exact arithmetic below; the
+	// wanted float64 values are the correctly rounded (nearest / toward zero) results.
+	fixDelta := func(b *Balance, spent, dsSpent []float64) {
+		b.Spent.Delta, _ = ratSum(spent...).Float64()
+		b.DatasetSpent.Delta, _ = ratSum(dsSpent...).Float64()
+		var tid, tds total
+		for _, x := range spent {
+			tid.add(Cost{0, x})
+		}
+		for _, x := range dsSpent {
+			tds.add(Cost{0, x})
+		}
+		b.Remaining.Delta = tid.remaining(limits.PerIdentity).Delta
+		b.DatasetRemaining.Delta = tds.remaining(limits.Dataset).Delta
+	}
+	fixDelta(&wantAlice, []float64{0, 1e-5}, []float64{0, 0.5e-5, 1e-5})
+	fixDelta(&wantBob, []float64{0.5e-5}, []float64{0, 0.5e-5, 1e-5})
+	if got := mustBalance(t, s, alice); got != wantAlice {
+		t.Errorf("Balance(alice) = %+v, want %+v", got, wantAlice)
+	}
+	accs, err := s.Accounts(ctx, "ds1")
+	if err != nil {
+		t.Fatalf("Accounts error: %v", err)
+	}
+	if len(accs) != 2 || accs[0] != wantAlice || accs[1] != wantBob {
+		t.Errorf("Accounts(ds1) = %+v, want [%+v %+v]", accs, wantAlice, wantBob)
+	}
+	if accs, err := s.Accounts(ctx, "ds3"); err != nil || len(accs) != 0 {
+		t.Errorf("Accounts(ds3) = %+v, %v, want none", accs, err)
+	}
+	if got := mustBalance(t, s, Account{"ds2", "alice"}); got.DatasetSpent != (Cost{0.5, 0}) || got.Charges != 1 {
+		t.Errorf("Balance(ds2/alice) = %+v, want dataset spent {0.5 0} and 1 charge", got)
+	}
+}
+
+func testEntriesOrder(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, bigLimits)
+	type ch struct {
+		dataset, identity, key string
+		result                 string
+	}
+	order := []ch{
+		{"ds1", "carol", "z", ""}, {"ds1", "alice", "y", "12345"}, {"ds2", "alice", "x", ""},
+		{"ds1", "bob", "a", "1"}, {"ds1", "alice", "b", ""}, {"ds2", "bob", "c", ""}, {"ds1", "carol", "m", ""},
+	}
+	for i, c := range order {
+		var res []byte
+		if c.result != "" {
+			res = []byte(c.result)
+		}
+		mustCharge(t, s, Charge{Account: Account{c.dataset, c.identity}, Key: c.key, Kind: "query",
+			Description: fmt.Sprint("charge ", i), Cost: Cost{float64(i + 1), 0}, Result: res})
+	}
+	es := mustEntries(t, s, "ds1")
+	var want []ch
+	for _, c := range order {
+		if c.dataset == "ds1" {
+			want = append(want, c)
+		}
+	}
+	if len(es) != len(want) {
+		t.Fatalf("len(Entries(ds1)) = %d, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		w := want[i]
+		if e.Dataset != "ds1" || e.Identity != w.identity || e.Key != w.key || e.ResultSize != len(w.result) || e.Result != nil {
+			t.Errorf("Entries[%d] = %s/%s/%s result %q (%d), want %s/%s/%s size %d, no payload",
+				i, e.Dataset, e.Identity, e.Key, e.Result, e.ResultSize, "ds1", w.identity, w.key, len(w.result))
+		}
+		if i > 0 && e.Created.Before(es[i-1].Created) {
+			t.Errorf("Entries[%d].Created = %v before Entries[%d].Created = %v", i, e.Created, i-1, es[i-1].Created)
+		}
+	}
+}
+
+func testPersistence(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Description: "first", Cost: Cost{0.5, 1e-6}, Result: []byte{0, 1, 2, 255}})
+	mustCharge(t, s, Charge{Account: Account{"diabetes", "globex"}, Key: "b", Kind: "query", Cost: Cost{0.25, 0}})
+	mustCharge(t, s, Charge{Account: acme, Key: "c", Kind: "kusner", Cost: Cost{0.125, 0}})
+	if err := s.SetResult(ctx, acme, "c", []byte("done")); err != nil {
+		t.Fatalf("SetResult error: %v", err)
+	}
+	wantEntries := mustEntries(t, s, "diabetes")
+	wantBalance := mustBalance(t, s, acme)
+	wantC, _, _ := s.Get(ctx, acme, "c")
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close error: %v", err)
+	}
+
+	s = open(t, stdLimits)
+	gotEntries := mustEntries(t, s, "diabetes")
+	if len(gotEntries) != len(wantEntries) {
+		t.Fatalf("after reopen len(Entries) = %d, want %d", len(gotEntries), len(wantEntries))
+	}
+	for i := range gotEntries {
+		if d := diffReceipt(gotEntries[i], wantEntries[i]); d != "" {
+			t.Errorf("after reopen Entries[%d]: %s", i, d)
+		}
+	}
+	if got := mustBalance(t, s, acme); got != wantBalance {
+		t.Errorf("after reopen Balance = %+v, want %+v", got, wantBalance)
+	}
+	if got, found, err := s.Get(ctx, acme, "c"); err != nil || !found || diffReceipt(got, wantC) != "" {
+		t.Errorf("after reopen Get(c) = %+v, %v, %v, want %+v", got, found, err, wantC)
+	}
+	if r := mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Cost: Cost{0.5, 1e-6}}); !r.Replayed || !bytes.Equal(r.Result, []byte{0, 1, 2, 255}) {
+		t.Errorf("after reopen replay = %q, replayed %v; want stored bytes, true", r.Result, r.Replayed)
+	}
+	// The spend persisted: acme has 0.375 left.
+	_, err := s.Charge(ctx, Charge{Account: acme, Key: "d", Kind: "query", Cost: Cost{0.5, 0}})
+	var be *BudgetError
+	if !errors.As(err, &be) || be.Remaining.Epsilon != 0.375 {
+		t.Errorf("after reopen Charge(0.5) error = %v, want a BudgetError with ε remaining 0.375", err)
+	}
+	s.Close()
+
+	// Reopened with lower limits, the totals are checked against the new limits.
+	lower := Limits{PerIdentity: Cost{0.5, 1e-5}, Dataset: Cost{0.75, 1e-4}}
+	s = open(t, lower)
+	if b := mustBalance(t, s, acme); b.Spent != wantBalance.Spent || b.Remaining.Epsilon != 0 || b.DatasetRemaining.Epsilon != 0 || b.Limits != lower {
+		t.Errorf("with lower limits Balance = %+v, want spent %+v and nothing remaining", b, wantBalance.Spent)
+	}
+	if _, err := s.Charge(ctx, Charge{Account: Account{"diabetes", "initech"}, Key: "e", Kind: "query", Cost: Cost{0.125, 0}}); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("with lower limits Charge error = %v, want ErrBudgetExceeded", err)
+	}
+}
+
+func testDecimalSlack(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, Limits{PerIdentity: Cost{1, 1e-4}, Dataset: Cost{10, 0.5}})
+	for i := range 10 {
+		mustCharge(t, s, Charge{Account: acme, Key: fmt.Sprint("q", i), Kind: "query", Cost: Cost{0.1, 1e-5}})
+	}
+	b := mustBalance(t, s, acme)
+	if b.Remaining != (Cost{}) || b.Charges != 10 {
+		t.Errorf("after 10×(0.1, 1e-5): remaining %+v, charges %d; want zero, 10", b.Remaining, b.Charges)
+	}
+	// Spent is the exact total rounded to nearest: 10×float64(0.1) rounds to 1.
+	if b.Spent.Epsilon != 1 {
+		t.Errorf("after 10×0.1: spent ε = %v, want 1", b.Spent.Epsilon)
+	}
+	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "q10", Kind: "query", Cost: Cost{0.1, 0}}); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("11th Charge(0.1) error = %v, want ErrBudgetExceeded", err)
+	}
+	for _, tt := range []struct {
+		identity string
+		eps      float64
+		want     bool
+	}{{"within", 1 + 0.5e-12, true}, {"beyond", 1 + 2e-12, false}} {
+		_, err := s.Charge(ctx, Charge{Account: Account{"diabetes", tt.identity}, Key: "k", Kind: "query", Cost: Cost{tt.eps, 0}})
+		if (err == nil) != tt.want || err != nil && !errors.Is(err, ErrBudgetExceeded) {
+			t.Errorf("Charge(ε=%.15g) against limit 1: error %v, want accepted=%v", tt.eps, err, tt.want)
+		}
+	}
+}
+
+func testCancelled(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := s.Charge(cctx, Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Charge(cancelled) error = %v, want context.Canceled", err)
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 0 {
+		t.Errorf("Entries after cancelled charge = %d, want 0", len(es))
+	}
+}
+
+func testClosed(t *testing.T, loc location) {
+	open := loc(t)
+	s := open(t, stdLimits)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close error: %v", err)
+	}
+	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}}); err == nil {
+		t.Errorf("Charge after Close error = nil, want an error")
+	}
+	if _, err := s.Balance(ctx, acme); err == nil {
+		t.Errorf("Balance after Close error = nil, want an error")
+	}
+}
+
+// testRace is the race asked for by the ledger issue: 200 concurrent charges from 20
+// identities racing for the last of a budget, through nStores Stores on one
+// location. All amounts are dyadic, so what fits is an exact count.
+func testRace(t *testing.T, loc location, nStores int) {
+	const (
+		identities  = 20
+		perIdentity = 10
+		unit        = 1.0 / 64 // ε of each racing charge
+		deltaUnit   = 1.0 / (1 << 30)
+	)
+	tests := []struct {
+		name      string
+		limits    Limits
+		preEps    float64 // spent before the race
+		wantWins  int
+		wantScope string
+	}{
+		// 37 units left in the dataset; identities could take 4 each (80).
+		{"dataset binds", Limits{PerIdentity: Cost{4 * unit, 0.5}, Dataset: Cost{1, 0.5}}, 1 - 37*unit, 37, ScopeDataset},
+		// The dataset has room for 128 units; each identity takes exactly 4.
+		{"identities bind", Limits{PerIdentity: Cost{4 * unit, 0.5}, Dataset: Cost{2, 0.5}}, 0, 80, ScopeIdentity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open := loc(t)
+			stores := make([]Store, nStores)
+			for i := range stores {
+				stores[i] = open(t, tt.limits)
+			}
+			// Spend preEps first, through "pre" identities that each stay within their own limit.
+			nPre := 0
+			for left := tt.preEps; left > 0; nPre++ {
+				c := math.Min(left, tt.limits.PerIdentity.Epsilon)
+				mustCharge(t, stores[0], Charge{Account: Account{"diabetes", fmt.Sprintf("pre%02d", nPre)}, Key: "pre", Kind: "projection", Cost: Cost{c, 0}})
+				left -= c
+			}
+			charge := func(i int) Charge {
+				return Charge{Account: Account{"diabetes", fmt.Sprintf("id%02d", i%identities)}, Key: fmt.Sprint("k", i),
+					Kind: "query", Cost: Cost{unit, deltaUnit}, Result: []byte(fmt.Sprint("result ", i))}
+			}
+			n := identities * perIdentity
+			won := make([]bool, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					r, err := stores[i%nStores].Charge(ctx, charge(i))
+					errs[i] = err
+					won[i] = err == nil && !r.Replayed
+				}()
+			}
+			close(start)
+			wg.Wait()
+			wins := 0
+			for i, err := range errs {
+				var be *BudgetError
+				switch {
+				case err == nil:
+					wins++
+				case !errors.As(err, &be):
+					t.Errorf("charge %d: error %v, want nil or a BudgetError", i, err)
+				case tt.wantScope == ScopeIdentity && be.Scope != ScopeIdentity:
+					// (When the dataset binds, a loser may meet either limit first.)
+					t.Errorf("charge %d: refused for scope %s, want %s", i, be.Scope, tt.wantScope)
+				}
+			}
+			if wins != tt.wantWins {
+				t.Errorf("%d charges succeeded, want exactly %d", wins, tt.wantWins)
+			}
+
+			s := stores[nStores-1]
+			es := mustEntries(t, s, "diabetes")
+			if len(es) != tt.wantWins+nPre {
+				t.Errorf("len(Entries) = %d, want %d", len(es), tt.wantWins+nPre)
+			}
+			eps, delta := exactSpent(es, "")
+			wantEps := new(big.Rat).Add(new(big.Rat).SetFloat64(tt.preEps), new(big.Rat).SetFloat64(float64(tt.wantWins)*unit))
+			wantDelta := new(big.Rat).SetFloat64(float64(tt.wantWins) * deltaUnit)
+			if eps.Cmp(wantEps) != 0 || delta.Cmp(wantDelta) != 0 {
+				t.Errorf("Entries sum to ε=%s, δ=%s; want %s, %s", eps.FloatString(20), delta.FloatString(20), wantEps.FloatString(20), wantDelta.FloatString(20))
+			}
+			accs, err := s.Accounts(ctx, "diabetes")
+			if err != nil {
+				t.Fatalf("Accounts error: %v", err)
+			}
+			for _, b := range accs {
+				e, d := exactSpent(es, b.Identity)
+				ef, _ := e.Float64()
+				df, _ := d.Float64()
+				if b.Spent != (Cost{ef, df}) {
+					t.Errorf("Balance(%s).Spent = %+v, entries sum to {%g %g}", b.Identity, b.Spent, ef, df)
+				}
+				if b.Spent.Epsilon > tt.limits.PerIdentity.Epsilon {
+					t.Errorf("Balance(%s).Spent.Epsilon = %g above the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
+				}
+				if tt.wantScope == ScopeIdentity && !strings.HasPrefix(b.Identity, "pre") && b.Spent.Epsilon != tt.limits.PerIdentity.Epsilon {
+					t.Errorf("Balance(%s).Spent.Epsilon = %g, want exactly the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
+				}
+				if b.DatasetSpent.Epsilon > tt.limits.Dataset.Epsilon {
+					t.Errorf("DatasetSpent.Epsilon = %g above the limit %g", b.DatasetSpent.Epsilon, tt.limits.Dataset.Epsilon)
+				}
+			}
+			if tt.wantScope == ScopeDataset {
+				if b := mustBalance(t, s, Account{"diabetes", "pre00"}); b.DatasetRemaining.Epsilon != 0 || b.DatasetSpent.Epsilon != 1 {
+					t.Errorf("dataset after the race: spent %g, remaining %g; want 1, 0", b.DatasetSpent.Epsilon, b.DatasetRemaining.Epsilon)
+				}
+			}
+
+			// Retries: winners replay their stored result, losers are still refused.
+			for i := range n {
+				r, err := stores[(i+1)%nStores].Charge(ctx, charge(i))
+				switch {
+				case won[i] && (err != nil || !r.Replayed || string(r.Result) != fmt.Sprint("result ", i)):
+					t.Errorf("retry of winner %d = %q, replayed %v, %v; want its stored result", i, r.Result, r.Replayed, err)
+				case !won[i] && !errors.Is(err, ErrBudgetExceeded):
+					t.Errorf("retry of loser %d error = %v, want ErrBudgetExceeded", i, err)
+				}
+			}
+			if es2 := mustEntries(t, s, "diabetes"); len(es2) != len(es) {
+				t.Errorf("after retries len(Entries) = %d, want %d", len(es2), len(es))
+			}
+		})
+	}
+}
