@@ -26,6 +26,174 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type JobState int32
+
+const (
+	JobState_JOB_STATE_UNSPECIFIED JobState = 0
+	JobState_JOB_STATE_QUEUED      JobState = 1
+	JobState_JOB_STATE_RUNNING     JobState = 2
+	JobState_JOB_STATE_SUCCEEDED   JobState = 3
+	JobState_JOB_STATE_FAILED      JobState = 4
+	JobState_JOB_STATE_CANCELLED   JobState = 5
+)
+
+// Enum value maps for JobState.
+var (
+	JobState_name = map[int32]string{
+		0: "JOB_STATE_UNSPECIFIED",
+		1: "JOB_STATE_QUEUED",
+		2: "JOB_STATE_RUNNING",
+		3: "JOB_STATE_SUCCEEDED",
+		4: "JOB_STATE_FAILED",
+		5: "JOB_STATE_CANCELLED",
+	}
+	JobState_value = map[string]int32{
+		"JOB_STATE_UNSPECIFIED": 0,
+		"JOB_STATE_QUEUED":      1,
+		"JOB_STATE_RUNNING":     2,
+		"JOB_STATE_SUCCEEDED":   3,
+		"JOB_STATE_FAILED":      4,
+		"JOB_STATE_CANCELLED":   5,
+	}
+)
+
+func (x JobState) Enum() *JobState {
+	p := new(JobState)
+	*p = x
+	return p
+}
+
+func (x JobState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (JobState) Descriptor() protoreflect.EnumDescriptor {
+	return file_privbo_curator_v1_curator_proto_enumTypes[0].Descriptor()
+}
+
+func (JobState) Type() protoreflect.EnumType {
+	return &file_privbo_curator_v1_curator_proto_enumTypes[0]
+}
+
+func (x JobState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use JobState.Descriptor instead.
+func (JobState) EnumDescriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{0}
+}
+
+type HyperparameterRange_Scale int32
+
+const (
+	HyperparameterRange_SCALE_UNSPECIFIED HyperparameterRange_Scale = 0
+	// values lists the grid points.
+	HyperparameterRange_SCALE_LIST HyperparameterRange_Scale = 1
+	// count points evenly spaced in [low, high].
+	HyperparameterRange_SCALE_LINEAR HyperparameterRange_Scale = 2
+	// count points evenly spaced in log [low, high].
+	HyperparameterRange_SCALE_LOG HyperparameterRange_Scale = 3
+)
+
+// Enum value maps for HyperparameterRange_Scale.
+var (
+	HyperparameterRange_Scale_name = map[int32]string{
+		0: "SCALE_UNSPECIFIED",
+		1: "SCALE_LIST",
+		2: "SCALE_LINEAR",
+		3: "SCALE_LOG",
+	}
+	HyperparameterRange_Scale_value = map[string]int32{
+		"SCALE_UNSPECIFIED": 0,
+		"SCALE_LIST":        1,
+		"SCALE_LINEAR":      2,
+		"SCALE_LOG":         3,
+	}
+)
+
+func (x HyperparameterRange_Scale) Enum() *HyperparameterRange_Scale {
+	p := new(HyperparameterRange_Scale)
+	*p = x
+	return p
+}
+
+func (x HyperparameterRange_Scale) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HyperparameterRange_Scale) Descriptor() protoreflect.EnumDescriptor {
+	return file_privbo_curator_v1_curator_proto_enumTypes[1].Descriptor()
+}
+
+func (HyperparameterRange_Scale) Type() protoreflect.EnumType {
+	return &file_privbo_curator_v1_curator_proto_enumTypes[1]
+}
+
+func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HyperparameterRange_Scale.Descriptor instead.
+func (HyperparameterRange_Scale) EnumDescriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14, 0}
+}
+
+type KusnerSpec_Algorithm int32
+
+const (
+	KusnerSpec_ALGORITHM_UNSPECIFIED KusnerSpec_Algorithm = 0
+	// Algorithm 1: noisy observations, GP assumption; releases λ̃ and ṽ, (2ε, 2δ)-DP.
+	KusnerSpec_ALGORITHM_NOISY_GP KusnerSpec_Algorithm = 1
+	// Algorithm 2: noise-free observations; releases λ̃ and f̃, (2ε, 2δ)-DP.
+	KusnerSpec_ALGORITHM_NOISE_FREE_GP KusnerSpec_Algorithm = 2
+	// Algorithm 3: Lipschitz and convex learner, no GP assumption; releases f̃_L, ε-DP.
+	KusnerSpec_ALGORITHM_LIPSCHITZ KusnerSpec_Algorithm = 3
+)
+
+// Enum value maps for KusnerSpec_Algorithm.
+var (
+	KusnerSpec_Algorithm_name = map[int32]string{
+		0: "ALGORITHM_UNSPECIFIED",
+		1: "ALGORITHM_NOISY_GP",
+		2: "ALGORITHM_NOISE_FREE_GP",
+		3: "ALGORITHM_LIPSCHITZ",
+	}
+	KusnerSpec_Algorithm_value = map[string]int32{
+		"ALGORITHM_UNSPECIFIED":   0,
+		"ALGORITHM_NOISY_GP":      1,
+		"ALGORITHM_NOISE_FREE_GP": 2,
+		"ALGORITHM_LIPSCHITZ":     3,
+	}
+)
+
+func (x KusnerSpec_Algorithm) Enum() *KusnerSpec_Algorithm {
+	p := new(KusnerSpec_Algorithm)
+	*p = x
+	return p
+}
+
+func (x KusnerSpec_Algorithm) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (KusnerSpec_Algorithm) Descriptor() protoreflect.EnumDescriptor {
+	return file_privbo_curator_v1_curator_proto_enumTypes[2].Descriptor()
+}
+
+func (KusnerSpec_Algorithm) Type() protoreflect.EnumType {
+	return &file_privbo_curator_v1_curator_proto_enumTypes[2]
+}
+
+func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use KusnerSpec_Algorithm.Descriptor instead.
+func (KusnerSpec_Algorithm) EnumDescriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15, 0}
+}
+
 type GetDatasetInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -936,6 +1104,1139 @@ func (x *Observation) GetReplayed() bool {
 	return false
 }
 
+// HyperparameterRange is one axis of a finite hyperparameter grid Λ.
+type HyperparameterRange struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Name          string                    `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Scale         HyperparameterRange_Scale `protobuf:"varint,2,opt,name=scale,proto3,enum=privbo.curator.v1.HyperparameterRange_Scale" json:"scale,omitempty"`
+	Values        []float64                 `protobuf:"fixed64,3,rep,packed,name=values,proto3" json:"values,omitempty"`
+	Low           float64                   `protobuf:"fixed64,4,opt,name=low,proto3" json:"low,omitempty"`
+	High          float64                   `protobuf:"fixed64,5,opt,name=high,proto3" json:"high,omitempty"`
+	Count         uint32                    `protobuf:"varint,6,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HyperparameterRange) Reset() {
+	*x = HyperparameterRange{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HyperparameterRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HyperparameterRange) ProtoMessage() {}
+
+func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HyperparameterRange.ProtoReflect.Descriptor instead.
+func (*HyperparameterRange) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *HyperparameterRange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HyperparameterRange) GetScale() HyperparameterRange_Scale {
+	if x != nil {
+		return x.Scale
+	}
+	return HyperparameterRange_SCALE_UNSPECIFIED
+}
+
+func (x *HyperparameterRange) GetValues() []float64 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *HyperparameterRange) GetLow() float64 {
+	if x != nil {
+		return x.Low
+	}
+	return 0
+}
+
+func (x *HyperparameterRange) GetHigh() float64 {
+	if x != nil {
+		return x.High
+	}
+	return 0
+}
+
+func (x *HyperparameterRange) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// KusnerSpec is a Kusner et al. (ICML 2015) private Bayesian optimisation job.
+type KusnerSpec struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Algorithm  KusnerSpec_Algorithm   `protobuf:"varint,1,opt,name=algorithm,proto3,enum=privbo.curator.v1.KusnerSpec_Algorithm" json:"algorithm,omitempty"`
+	Space      []*HyperparameterRange `protobuf:"bytes,2,rep,name=space,proto3" json:"space,omitempty"`
+	Iterations uint32                 `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	Epsilon    float64                `protobuf:"fixed64,4,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta      float64                `protobuf:"fixed64,5,opt,name=delta,proto3" json:"delta,omitempty"`
+	// k1(V, V') in [0, 1): the dataset kernel between neighbouring validation sets.
+	K1 float64 `protobuf:"fixed64,6,opt,name=k1,proto3" json:"k1,omitempty"`
+	// GP observation noise variance σ² (Algorithm 1).
+	NoiseVariance float64 `protobuf:"fixed64,7,opt,name=noise_variance,json=noiseVariance,proto3" json:"noise_variance,omitempty"`
+	// γ_T; 0 takes the greedy upper bound.
+	GammaT float64 `protobuf:"fixed64,8,opt,name=gamma_t,json=gammaT,proto3" json:"gamma_t,omitempty"`
+	// Algorithm 2 constants A and τ (de Freitas et al. 2012).
+	A   float64 `protobuf:"fixed64,9,opt,name=a,proto3" json:"a,omitempty"`
+	Tau float64 `protobuf:"fixed64,10,opt,name=tau,proto3" json:"tau,omitempty"`
+	// GP lengthscale over normalised grid coordinates; 0 takes the default.
+	Lengthscale float64 `protobuf:"fixed64,11,opt,name=lengthscale,proto3" json:"lengthscale,omitempty"`
+	// Name of an operator-configured external evaluator; empty uses the built-in learner.
+	Evaluator     string `protobuf:"bytes,12,opt,name=evaluator,proto3" json:"evaluator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KusnerSpec) Reset() {
+	*x = KusnerSpec{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KusnerSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KusnerSpec) ProtoMessage() {}
+
+func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KusnerSpec.ProtoReflect.Descriptor instead.
+func (*KusnerSpec) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *KusnerSpec) GetAlgorithm() KusnerSpec_Algorithm {
+	if x != nil {
+		return x.Algorithm
+	}
+	return KusnerSpec_ALGORITHM_UNSPECIFIED
+}
+
+func (x *KusnerSpec) GetSpace() []*HyperparameterRange {
+	if x != nil {
+		return x.Space
+	}
+	return nil
+}
+
+func (x *KusnerSpec) GetIterations() uint32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetK1() float64 {
+	if x != nil {
+		return x.K1
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetNoiseVariance() float64 {
+	if x != nil {
+		return x.NoiseVariance
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetGammaT() float64 {
+	if x != nil {
+		return x.GammaT
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetA() float64 {
+	if x != nil {
+		return x.A
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetTau() float64 {
+	if x != nil {
+		return x.Tau
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetLengthscale() float64 {
+	if x != nil {
+		return x.Lengthscale
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetEvaluator() string {
+	if x != nil {
+		return x.Evaluator
+	}
+	return ""
+}
+
+// DPSGDSettings configures the built-in DP-SGD logistic-regression base algorithm.
+// A hyperparameter of the same name in the grid overrides the fixed setting.
+type DPSGDSettings struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	LearningRate    float64                `protobuf:"fixed64,1,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	ClipNorm        float64                `protobuf:"fixed64,2,opt,name=clip_norm,json=clipNorm,proto3" json:"clip_norm,omitempty"`
+	NoiseMultiplier float64                `protobuf:"fixed64,3,opt,name=noise_multiplier,json=noiseMultiplier,proto3" json:"noise_multiplier,omitempty"`
+	Epochs          uint32                 `protobuf:"varint,4,opt,name=epochs,proto3" json:"epochs,omitempty"`
+	BatchSize       uint32                 `protobuf:"varint,5,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	L2              float64                `protobuf:"fixed64,6,opt,name=l2,proto3" json:"l2,omitempty"`
+	// Standard deviation of the Gaussian noise on the validation accuracy, as a multiple
+	// of its sensitivity 1/m.
+	ScoreNoiseMultiplier float64 `protobuf:"fixed64,7,opt,name=score_noise_multiplier,json=scoreNoiseMultiplier,proto3" json:"score_noise_multiplier,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *DPSGDSettings) Reset() {
+	*x = DPSGDSettings{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPSGDSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPSGDSettings) ProtoMessage() {}
+
+func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPSGDSettings.ProtoReflect.Descriptor instead.
+func (*DPSGDSettings) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DPSGDSettings) GetLearningRate() float64 {
+	if x != nil {
+		return x.LearningRate
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetClipNorm() float64 {
+	if x != nil {
+		return x.ClipNorm
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetNoiseMultiplier() float64 {
+	if x != nil {
+		return x.NoiseMultiplier
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetEpochs() uint32 {
+	if x != nil {
+		return x.Epochs
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetBatchSize() uint32 {
+	if x != nil {
+		return x.BatchSize
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetL2() float64 {
+	if x != nil {
+		return x.L2
+	}
+	return 0
+}
+
+func (x *DPSGDSettings) GetScoreNoiseMultiplier() float64 {
+	if x != nil {
+		return x.ScoreNoiseMultiplier
+	}
+	return 0
+}
+
+// DPHyPOSpec is a DP-HyPO (Wang et al. 2023) adaptive private hyperparameter search.
+type DPHyPOSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Space []*HyperparameterRange `protobuf:"bytes,1,rep,name=space,proto3" json:"space,omitempty"`
+	// Number of runs T ~ truncated NegBin(theta, gamma).
+	Theta float64 `protobuf:"fixed64,2,opt,name=theta,proto3" json:"theta,omitempty"`
+	Gamma float64 `protobuf:"fixed64,3,opt,name=gamma,proto3" json:"gamma,omitempty"`
+	// Density bounds c ≤ π/π(0) ≤ C.
+	CMax float64 `protobuf:"fixed64,4,opt,name=c_max,json=cMax,proto3" json:"c_max,omitempty"`
+	CMin float64 `protobuf:"fixed64,5,opt,name=c_min,json=cMin,proto3" json:"c_min,omitempty"`
+	// GP rule: s = µ + τσ, π ∝ exp(β s).
+	Tau  float64 `protobuf:"fixed64,6,opt,name=tau,proto3" json:"tau,omitempty"`
+	Beta float64 `protobuf:"fixed64,7,opt,name=beta,proto3" json:"beta,omitempty"`
+	// Uniform baseline (C = c = 1): Liu–Talwar / Papernot–Steinke random search.
+	Uniform bool `protobuf:"varint,8,opt,name=uniform,proto3" json:"uniform,omitempty"`
+	// Base algorithm: empty for built-in DP-SGD, or the name of an external evaluator
+	// whose per-run guarantee the operator declared.
+	Evaluator string         `protobuf:"bytes,9,opt,name=evaluator,proto3" json:"evaluator,omitempty"`
+	Dpsgd     *DPSGDSettings `protobuf:"bytes,10,opt,name=dpsgd,proto3" json:"dpsgd,omitempty"`
+	// δ of the (ε, δ) conversion of the whole search.
+	Delta         float64 `protobuf:"fixed64,11,opt,name=delta,proto3" json:"delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DPHyPOSpec) Reset() {
+	*x = DPHyPOSpec{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DPHyPOSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DPHyPOSpec) ProtoMessage() {}
+
+func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DPHyPOSpec.ProtoReflect.Descriptor instead.
+func (*DPHyPOSpec) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DPHyPOSpec) GetSpace() []*HyperparameterRange {
+	if x != nil {
+		return x.Space
+	}
+	return nil
+}
+
+func (x *DPHyPOSpec) GetTheta() float64 {
+	if x != nil {
+		return x.Theta
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetGamma() float64 {
+	if x != nil {
+		return x.Gamma
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetCMax() float64 {
+	if x != nil {
+		return x.CMax
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetCMin() float64 {
+	if x != nil {
+		return x.CMin
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetTau() float64 {
+	if x != nil {
+		return x.Tau
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetBeta() float64 {
+	if x != nil {
+		return x.Beta
+	}
+	return 0
+}
+
+func (x *DPHyPOSpec) GetUniform() bool {
+	if x != nil {
+		return x.Uniform
+	}
+	return false
+}
+
+func (x *DPHyPOSpec) GetEvaluator() string {
+	if x != nil {
+		return x.Evaluator
+	}
+	return ""
+}
+
+func (x *DPHyPOSpec) GetDpsgd() *DPSGDSettings {
+	if x != nil {
+		return x.Dpsgd
+	}
+	return nil
+}
+
+func (x *DPHyPOSpec) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+type JobSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*JobSpec_Kusner
+	//	*JobSpec_Dphypo
+	Kind          isJobSpec_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobSpec) Reset() {
+	*x = JobSpec{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobSpec) ProtoMessage() {}
+
+func (x *JobSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
+func (*JobSpec) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *JobSpec) GetKind() isJobSpec_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *JobSpec) GetKusner() *KusnerSpec {
+	if x != nil {
+		if x, ok := x.Kind.(*JobSpec_Kusner); ok {
+			return x.Kusner
+		}
+	}
+	return nil
+}
+
+func (x *JobSpec) GetDphypo() *DPHyPOSpec {
+	if x != nil {
+		if x, ok := x.Kind.(*JobSpec_Dphypo); ok {
+			return x.Dphypo
+		}
+	}
+	return nil
+}
+
+type isJobSpec_Kind interface {
+	isJobSpec_Kind()
+}
+
+type JobSpec_Kusner struct {
+	Kusner *KusnerSpec `protobuf:"bytes,1,opt,name=kusner,proto3,oneof"`
+}
+
+type JobSpec_Dphypo struct {
+	Dphypo *DPHyPOSpec `protobuf:"bytes,2,opt,name=dphypo,proto3,oneof"`
+}
+
+func (*JobSpec_Kusner) isJobSpec_Kind() {}
+
+func (*JobSpec_Dphypo) isJobSpec_Kind() {}
+
+// JobResult is the private release of a finished job. Nothing else about the job's
+// computation leaves the curator.
+type JobResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The released hyperparameters (when the algorithm releases them).
+	Hyperparameters    map[string]float64 `protobuf:"bytes,1,rep,name=hyperparameters,proto3" json:"hyperparameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	HasHyperparameters bool               `protobuf:"varint,2,opt,name=has_hyperparameters,json=hasHyperparameters,proto3" json:"has_hyperparameters,omitempty"`
+	// The released score (validation gain / accuracy).
+	Score float64 `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
+	// Number of base runs (DP-HyPO).
+	Runs uint32 `protobuf:"varint,4,opt,name=runs,proto3" json:"runs,omitempty"`
+	// The guarantee of this release.
+	Epsilon   float64 `protobuf:"fixed64,5,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta     float64 `protobuf:"fixed64,6,opt,name=delta,proto3" json:"delta,omitempty"`
+	Guarantee string  `protobuf:"bytes,7,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	// Public, data-independent constants of the algorithm (noise scales, β_T, …).
+	Constants     map[string]float64 `protobuf:"bytes,8,rep,name=constants,proto3" json:"constants,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobResult) Reset() {
+	*x = JobResult{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobResult) ProtoMessage() {}
+
+func (x *JobResult) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
+func (*JobResult) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *JobResult) GetHyperparameters() map[string]float64 {
+	if x != nil {
+		return x.Hyperparameters
+	}
+	return nil
+}
+
+func (x *JobResult) GetHasHyperparameters() bool {
+	if x != nil {
+		return x.HasHyperparameters
+	}
+	return false
+}
+
+func (x *JobResult) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *JobResult) GetRuns() uint32 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *JobResult) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *JobResult) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *JobResult) GetGuarantee() string {
+	if x != nil {
+		return x.Guarantee
+	}
+	return ""
+}
+
+func (x *JobResult) GetConstants() map[string]float64 {
+	if x != nil {
+		return x.Constants
+	}
+	return nil
+}
+
+type Job struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Identity       string                 `protobuf:"bytes,2,opt,name=identity,proto3" json:"identity,omitempty"`
+	Spec           *JobSpec               `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	State          JobState               `protobuf:"varint,4,opt,name=state,proto3,enum=privbo.curator.v1.JobState" json:"state,omitempty"`
+	EpsilonCharged float64                `protobuf:"fixed64,5,opt,name=epsilon_charged,json=epsilonCharged,proto3" json:"epsilon_charged,omitempty"`
+	DeltaCharged   float64                `protobuf:"fixed64,6,opt,name=delta_charged,json=deltaCharged,proto3" json:"delta_charged,omitempty"`
+	Guarantee      string                 `protobuf:"bytes,7,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	Result         *JobResult             `protobuf:"bytes,8,opt,name=result,proto3" json:"result,omitempty"`
+	Error          string                 `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	CreatedUnixMs  int64                  `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	UpdatedUnixMs  int64                  `protobuf:"varint,11,opt,name=updated_unix_ms,json=updatedUnixMs,proto3" json:"updated_unix_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Job) Reset() {
+	*x = Job{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Job) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Job) ProtoMessage() {}
+
+func (x *Job) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Job.ProtoReflect.Descriptor instead.
+func (*Job) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Job) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Job) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *Job) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Job) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *Job) GetEpsilonCharged() float64 {
+	if x != nil {
+		return x.EpsilonCharged
+	}
+	return 0
+}
+
+func (x *Job) GetDeltaCharged() float64 {
+	if x != nil {
+		return x.DeltaCharged
+	}
+	return 0
+}
+
+func (x *Job) GetGuarantee() string {
+	if x != nil {
+		return x.Guarantee
+	}
+	return ""
+}
+
+func (x *Job) GetResult() *JobResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Job) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Job) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *Job) GetUpdatedUnixMs() int64 {
+	if x != nil {
+		return x.UpdatedUnixMs
+	}
+	return 0
+}
+
+// JobEvent reports progress. It carries counts and states only, never a value computed
+// from the data.
+type JobEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	TimeUnixMs    int64                  `protobuf:"varint,3,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	State         JobState               `protobuf:"varint,4,opt,name=state,proto3,enum=privbo.curator.v1.JobState" json:"state,omitempty"`
+	Step          uint32                 `protobuf:"varint,5,opt,name=step,proto3" json:"step,omitempty"`
+	Total         uint32                 `protobuf:"varint,6,opt,name=total,proto3" json:"total,omitempty"`
+	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobEvent) Reset() {
+	*x = JobEvent{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobEvent) ProtoMessage() {}
+
+func (x *JobEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
+func (*JobEvent) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *JobEvent) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobEvent) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JobEvent) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *JobEvent) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobEvent) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *JobEvent) GetTotal() uint32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *JobEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type SubmitJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional; the same key and spec return the existing job.
+	IdempotencyKey string   `protobuf:"bytes,1,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Spec           *JobSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SubmitJobRequest) Reset() {
+	*x = SubmitJobRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitJobRequest) ProtoMessage() {}
+
+func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
+func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SubmitJobRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *SubmitJobRequest) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type GetJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetJobRequest) Reset() {
+	*x = GetJobRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetJobRequest) ProtoMessage() {}
+
+func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
+func (*GetJobRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetJobRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type WatchJobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Only events with seq > after_seq.
+	AfterSeq      uint64 `protobuf:"varint,2,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchJobRequest) Reset() {
+	*x = WatchJobRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchJobRequest) ProtoMessage() {}
+
+func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
+func (*WatchJobRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WatchJobRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WatchJobRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+type CancelJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelJobRequest) Reset() {
+	*x = CancelJobRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelJobRequest) ProtoMessage() {}
+
+func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
+func (*CancelJobRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CancelJobRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListJobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobsRequest) Reset() {
+	*x = ListJobsRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobsRequest) ProtoMessage() {}
+
+func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
+func (*ListJobsRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
+}
+
+type ListJobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Jobs          []*Job                 `protobuf:"bytes,1,rep,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListJobsResponse) Reset() {
+	*x = ListJobsResponse{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListJobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListJobsResponse) ProtoMessage() {}
+
+func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
+func (*ListJobsResponse) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListJobsResponse) GetJobs() []*Job {
+	if x != nil {
+		return x.Jobs
+	}
+	return nil
+}
+
 var File_privbo_curator_v1_curator_proto protoreflect.FileDescriptor
 
 const file_privbo_curator_v1_curator_proto_rawDesc = "" +
@@ -1001,12 +2302,136 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\vObservation\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed2\x8d\x03\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\"\x92\x02\n" +
+	"\x13HyperparameterRange\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12B\n" +
+	"\x05scale\x18\x02 \x01(\x0e2,.privbo.curator.v1.HyperparameterRange.ScaleR\x05scale\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\x01R\x06values\x12\x10\n" +
+	"\x03low\x18\x04 \x01(\x01R\x03low\x12\x12\n" +
+	"\x04high\x18\x05 \x01(\x01R\x04high\x12\x14\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\"O\n" +
+	"\x05Scale\x12\x15\n" +
+	"\x11SCALE_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"SCALE_LIST\x10\x01\x12\x10\n" +
+	"\fSCALE_LINEAR\x10\x02\x12\r\n" +
+	"\tSCALE_LOG\x10\x03\"\x87\x04\n" +
+	"\n" +
+	"KusnerSpec\x12E\n" +
+	"\talgorithm\x18\x01 \x01(\x0e2'.privbo.curator.v1.KusnerSpec.AlgorithmR\talgorithm\x12<\n" +
+	"\x05space\x18\x02 \x03(\v2&.privbo.curator.v1.HyperparameterRangeR\x05space\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\rR\n" +
+	"iterations\x12\x18\n" +
+	"\aepsilon\x18\x04 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x05 \x01(\x01R\x05delta\x12\x0e\n" +
+	"\x02k1\x18\x06 \x01(\x01R\x02k1\x12%\n" +
+	"\x0enoise_variance\x18\a \x01(\x01R\rnoiseVariance\x12\x17\n" +
+	"\agamma_t\x18\b \x01(\x01R\x06gammaT\x12\f\n" +
+	"\x01a\x18\t \x01(\x01R\x01a\x12\x10\n" +
+	"\x03tau\x18\n" +
+	" \x01(\x01R\x03tau\x12 \n" +
+	"\vlengthscale\x18\v \x01(\x01R\vlengthscale\x12\x1c\n" +
+	"\tevaluator\x18\f \x01(\tR\tevaluator\"t\n" +
+	"\tAlgorithm\x12\x19\n" +
+	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12ALGORITHM_NOISY_GP\x10\x01\x12\x1b\n" +
+	"\x17ALGORITHM_NOISE_FREE_GP\x10\x02\x12\x17\n" +
+	"\x13ALGORITHM_LIPSCHITZ\x10\x03\"\xf9\x01\n" +
+	"\rDPSGDSettings\x12#\n" +
+	"\rlearning_rate\x18\x01 \x01(\x01R\flearningRate\x12\x1b\n" +
+	"\tclip_norm\x18\x02 \x01(\x01R\bclipNorm\x12)\n" +
+	"\x10noise_multiplier\x18\x03 \x01(\x01R\x0fnoiseMultiplier\x12\x16\n" +
+	"\x06epochs\x18\x04 \x01(\rR\x06epochs\x12\x1d\n" +
+	"\n" +
+	"batch_size\x18\x05 \x01(\rR\tbatchSize\x12\x0e\n" +
+	"\x02l2\x18\x06 \x01(\x01R\x02l2\x124\n" +
+	"\x16score_noise_multiplier\x18\a \x01(\x01R\x14scoreNoiseMultiplier\"\xcc\x02\n" +
+	"\n" +
+	"DPHyPOSpec\x12<\n" +
+	"\x05space\x18\x01 \x03(\v2&.privbo.curator.v1.HyperparameterRangeR\x05space\x12\x14\n" +
+	"\x05theta\x18\x02 \x01(\x01R\x05theta\x12\x14\n" +
+	"\x05gamma\x18\x03 \x01(\x01R\x05gamma\x12\x13\n" +
+	"\x05c_max\x18\x04 \x01(\x01R\x04cMax\x12\x13\n" +
+	"\x05c_min\x18\x05 \x01(\x01R\x04cMin\x12\x10\n" +
+	"\x03tau\x18\x06 \x01(\x01R\x03tau\x12\x12\n" +
+	"\x04beta\x18\a \x01(\x01R\x04beta\x12\x18\n" +
+	"\auniform\x18\b \x01(\bR\auniform\x12\x1c\n" +
+	"\tevaluator\x18\t \x01(\tR\tevaluator\x126\n" +
+	"\x05dpsgd\x18\n" +
+	" \x01(\v2 .privbo.curator.v1.DPSGDSettingsR\x05dpsgd\x12\x14\n" +
+	"\x05delta\x18\v \x01(\x01R\x05delta\"\x83\x01\n" +
+	"\aJobSpec\x127\n" +
+	"\x06kusner\x18\x01 \x01(\v2\x1d.privbo.curator.v1.KusnerSpecH\x00R\x06kusner\x127\n" +
+	"\x06dphypo\x18\x02 \x01(\v2\x1d.privbo.curator.v1.DPHyPOSpecH\x00R\x06dphypoB\x06\n" +
+	"\x04kind\"\xde\x03\n" +
+	"\tJobResult\x12[\n" +
+	"\x0fhyperparameters\x18\x01 \x03(\v21.privbo.curator.v1.JobResult.HyperparametersEntryR\x0fhyperparameters\x12/\n" +
+	"\x13has_hyperparameters\x18\x02 \x01(\bR\x12hasHyperparameters\x12\x14\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\x12\x12\n" +
+	"\x04runs\x18\x04 \x01(\rR\x04runs\x12\x18\n" +
+	"\aepsilon\x18\x05 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x06 \x01(\x01R\x05delta\x12\x1c\n" +
+	"\tguarantee\x18\a \x01(\tR\tguarantee\x12I\n" +
+	"\tconstants\x18\b \x03(\v2+.privbo.curator.v1.JobResult.ConstantsEntryR\tconstants\x1aB\n" +
+	"\x14HyperparametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a<\n" +
+	"\x0eConstantsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\x9c\x03\n" +
+	"\x03Job\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bidentity\x18\x02 \x01(\tR\bidentity\x12.\n" +
+	"\x04spec\x18\x03 \x01(\v2\x1a.privbo.curator.v1.JobSpecR\x04spec\x121\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.privbo.curator.v1.JobStateR\x05state\x12'\n" +
+	"\x0fepsilon_charged\x18\x05 \x01(\x01R\x0eepsilonCharged\x12#\n" +
+	"\rdelta_charged\x18\x06 \x01(\x01R\fdeltaCharged\x12\x1c\n" +
+	"\tguarantee\x18\a \x01(\tR\tguarantee\x124\n" +
+	"\x06result\x18\b \x01(\v2\x1c.privbo.curator.v1.JobResultR\x06result\x12\x14\n" +
+	"\x05error\x18\t \x01(\tR\x05error\x12&\n" +
+	"\x0fcreated_unix_ms\x18\n" +
+	" \x01(\x03R\rcreatedUnixMs\x12&\n" +
+	"\x0fupdated_unix_ms\x18\v \x01(\x03R\rupdatedUnixMs\"\xcc\x01\n" +
+	"\bJobEvent\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12 \n" +
+	"\ftime_unix_ms\x18\x03 \x01(\x03R\n" +
+	"timeUnixMs\x121\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1b.privbo.curator.v1.JobStateR\x05state\x12\x12\n" +
+	"\x04step\x18\x05 \x01(\rR\x04step\x12\x14\n" +
+	"\x05total\x18\x06 \x01(\rR\x05total\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"k\n" +
+	"\x10SubmitJobRequest\x12'\n" +
+	"\x0fidempotency_key\x18\x01 \x01(\tR\x0eidempotencyKey\x12.\n" +
+	"\x04spec\x18\x02 \x01(\v2\x1a.privbo.curator.v1.JobSpecR\x04spec\"\x1f\n" +
+	"\rGetJobRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
+	"\x0fWatchJobRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tafter_seq\x18\x02 \x01(\x04R\bafterSeq\"\"\n" +
+	"\x10CancelJobRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x11\n" +
+	"\x0fListJobsRequest\">\n" +
+	"\x10ListJobsResponse\x12*\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x16.privbo.curator.v1.JobR\x04jobs*\x9a\x01\n" +
+	"\bJobState\x12\x19\n" +
+	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
+	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
+	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
+	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x052\x89\x06\n" +
 	"\x0eCuratorService\x12e\n" +
 	"\x0eGetDatasetInfo\x12(.privbo.curator.v1.GetDatasetInfoRequest\x1a).privbo.curator.v1.GetDatasetInfoResponse\x12V\n" +
 	"\tGetBudget\x12#.privbo.curator.v1.GetBudgetRequest\x1a$.privbo.curator.v1.GetBudgetResponse\x12p\n" +
 	"\x11ReleaseProjection\x12+.privbo.curator.v1.ReleaseProjectionRequest\x1a,.privbo.curator.v1.ReleaseProjectionResponse0\x01\x12J\n" +
-	"\x05Query\x12\x1f.privbo.curator.v1.QueryRequest\x1a .privbo.curator.v1.QueryResponseB<Z:github.com/privbo/privbo/proto/privbo/curator/v1;curatorv1b\x06proto3"
+	"\x05Query\x12\x1f.privbo.curator.v1.QueryRequest\x1a .privbo.curator.v1.QueryResponse\x12H\n" +
+	"\tSubmitJob\x12#.privbo.curator.v1.SubmitJobRequest\x1a\x16.privbo.curator.v1.Job\x12B\n" +
+	"\x06GetJob\x12 .privbo.curator.v1.GetJobRequest\x1a\x16.privbo.curator.v1.Job\x12M\n" +
+	"\bWatchJob\x12\".privbo.curator.v1.WatchJobRequest\x1a\x1b.privbo.curator.v1.JobEvent0\x01\x12H\n" +
+	"\tCancelJob\x12#.privbo.curator.v1.CancelJobRequest\x1a\x16.privbo.curator.v1.Job\x12S\n" +
+	"\bListJobs\x12\".privbo.curator.v1.ListJobsRequest\x1a#.privbo.curator.v1.ListJobsResponseB<Z:github.com/privbo/privbo/proto/privbo/curator/v1;curatorv1b\x06proto3"
 
 var (
 	file_privbo_curator_v1_curator_proto_rawDescOnce sync.Once
@@ -1020,46 +2445,91 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 	return file_privbo_curator_v1_curator_proto_rawDescData
 }
 
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
-	(*GetDatasetInfoRequest)(nil),     // 0: privbo.curator.v1.GetDatasetInfoRequest
-	(*GetDatasetInfoResponse)(nil),    // 1: privbo.curator.v1.GetDatasetInfoResponse
-	(*GetBudgetRequest)(nil),          // 2: privbo.curator.v1.GetBudgetRequest
-	(*GetBudgetResponse)(nil),         // 3: privbo.curator.v1.GetBudgetResponse
-	(*Budget)(nil),                    // 4: privbo.curator.v1.Budget
-	(*OutputPrivacy)(nil),             // 5: privbo.curator.v1.OutputPrivacy
-	(*ReleaseProjectionRequest)(nil),  // 6: privbo.curator.v1.ReleaseProjectionRequest
-	(*ReleaseProjectionResponse)(nil), // 7: privbo.curator.v1.ReleaseProjectionResponse
-	(*ProjectionHeader)(nil),          // 8: privbo.curator.v1.ProjectionHeader
-	(*MatrixChunk)(nil),               // 9: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 10: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 11: privbo.curator.v1.QueryRequest
-	(*QueryResponse)(nil),             // 12: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 13: privbo.curator.v1.Observation
+	(JobState)(0),                     // 0: privbo.curator.v1.JobState
+	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
+	(KusnerSpec_Algorithm)(0),         // 2: privbo.curator.v1.KusnerSpec.Algorithm
+	(*GetDatasetInfoRequest)(nil),     // 3: privbo.curator.v1.GetDatasetInfoRequest
+	(*GetDatasetInfoResponse)(nil),    // 4: privbo.curator.v1.GetDatasetInfoResponse
+	(*GetBudgetRequest)(nil),          // 5: privbo.curator.v1.GetBudgetRequest
+	(*GetBudgetResponse)(nil),         // 6: privbo.curator.v1.GetBudgetResponse
+	(*Budget)(nil),                    // 7: privbo.curator.v1.Budget
+	(*OutputPrivacy)(nil),             // 8: privbo.curator.v1.OutputPrivacy
+	(*ReleaseProjectionRequest)(nil),  // 9: privbo.curator.v1.ReleaseProjectionRequest
+	(*ReleaseProjectionResponse)(nil), // 10: privbo.curator.v1.ReleaseProjectionResponse
+	(*ProjectionHeader)(nil),          // 11: privbo.curator.v1.ProjectionHeader
+	(*MatrixChunk)(nil),               // 12: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 13: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 14: privbo.curator.v1.QueryRequest
+	(*QueryResponse)(nil),             // 15: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 16: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 17: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 18: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 19: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 20: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 21: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 22: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 23: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 24: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 25: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 26: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 27: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 28: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 29: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 30: privbo.curator.v1.ListJobsResponse
+	nil,                               // 31: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 32: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
-	4,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
-	5,  // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
-	4,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
-	8,  // 3: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	9,  // 4: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	10, // 5: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
-	4,  // 6: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	13, // 7: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	4,  // 8: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	0,  // 9: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	2,  // 10: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	6,  // 11: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	11, // 12: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	1,  // 13: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	3,  // 14: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	7,  // 15: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	12, // 16: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
+	8,  // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
+	7,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
+	11, // 3: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
+	12, // 4: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	7,  // 6: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
+	16, // 7: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	7,  // 8: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	1,  // 9: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	2,  // 10: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	17, // 11: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	17, // 12: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	19, // 13: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	18, // 14: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	20, // 15: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	31, // 16: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	32, // 17: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	21, // 18: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	0,  // 19: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	22, // 20: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	0,  // 21: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	21, // 22: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	23, // 23: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	3,  // 24: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 25: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	9,  // 26: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	14, // 27: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	25, // 28: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	26, // 29: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	27, // 30: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	28, // 31: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	29, // 32: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	4,  // 33: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 34: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	10, // 35: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	15, // 36: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	23, // 37: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	23, // 38: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	24, // 39: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	23, // 40: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	30, // 41: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	33, // [33:42] is the sub-list for method output_type
+	24, // [24:33] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -1072,18 +2542,23 @@ func file_privbo_curator_v1_curator_proto_init() {
 		(*ReleaseProjectionResponse_Chunk)(nil),
 		(*ReleaseProjectionResponse_Trailer)(nil),
 	}
+	file_privbo_curator_v1_curator_proto_msgTypes[18].OneofWrappers = []any{
+		(*JobSpec_Kusner)(nil),
+		(*JobSpec_Dphypo)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   14,
+			NumEnums:      3,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_privbo_curator_v1_curator_proto_goTypes,
 		DependencyIndexes: file_privbo_curator_v1_curator_proto_depIdxs,
+		EnumInfos:         file_privbo_curator_v1_curator_proto_enumTypes,
 		MessageInfos:      file_privbo_curator_v1_curator_proto_msgTypes,
 	}.Build()
 	File_privbo_curator_v1_curator_proto = out.File

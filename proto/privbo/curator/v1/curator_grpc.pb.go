@@ -28,6 +28,11 @@ const (
 	CuratorService_GetBudget_FullMethodName         = "/privbo.curator.v1.CuratorService/GetBudget"
 	CuratorService_ReleaseProjection_FullMethodName = "/privbo.curator.v1.CuratorService/ReleaseProjection"
 	CuratorService_Query_FullMethodName             = "/privbo.curator.v1.CuratorService/Query"
+	CuratorService_SubmitJob_FullMethodName         = "/privbo.curator.v1.CuratorService/SubmitJob"
+	CuratorService_GetJob_FullMethodName            = "/privbo.curator.v1.CuratorService/GetJob"
+	CuratorService_WatchJob_FullMethodName          = "/privbo.curator.v1.CuratorService/WatchJob"
+	CuratorService_CancelJob_FullMethodName         = "/privbo.curator.v1.CuratorService/CancelJob"
+	CuratorService_ListJobs_FullMethodName          = "/privbo.curator.v1.CuratorService/ListJobs"
 )
 
 // CuratorServiceClient is the client API for CuratorService service.
@@ -48,6 +53,20 @@ type CuratorServiceClient interface {
 	// Query evaluates the objective at the given row indices. A repeated index returns the
 	// recorded value and costs nothing more.
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
+	// SubmitJob starts a private job on the curator's own data (hyperparameter tuning).
+	// The job's whole privacy cost is charged when it is accepted, before it touches the
+	// data; a job that does not fit the budget is refused. Submitting again with the same
+	// idempotency key returns the existing job.
+	SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// GetJob returns one of the caller's jobs.
+	GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// WatchJob streams the job's progress events (past ones after after_seq first) until
+	// the job ends.
+	WatchJob(ctx context.Context, in *WatchJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobEvent], error)
+	// CancelJob stops a running job. Its charge stays spent.
+	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error)
+	// ListJobs lists the caller's jobs, newest first.
+	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
 }
 
 type curatorServiceClient struct {
@@ -107,6 +126,65 @@ func (c *curatorServiceClient) Query(ctx context.Context, in *QueryRequest, opts
 	return out, nil
 }
 
+func (c *curatorServiceClient) SubmitJob(ctx context.Context, in *SubmitJobRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, CuratorService_SubmitJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *curatorServiceClient) GetJob(ctx context.Context, in *GetJobRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, CuratorService_GetJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *curatorServiceClient) WatchJob(ctx context.Context, in *WatchJobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JobEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CuratorService_ServiceDesc.Streams[1], CuratorService_WatchJob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchJobRequest, JobEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CuratorService_WatchJobClient = grpc.ServerStreamingClient[JobEvent]
+
+func (c *curatorServiceClient) CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Job)
+	err := c.cc.Invoke(ctx, CuratorService_CancelJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *curatorServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListJobsResponse)
+	err := c.cc.Invoke(ctx, CuratorService_ListJobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CuratorServiceServer is the server API for CuratorService service.
 // All implementations must embed UnimplementedCuratorServiceServer
 // for forward compatibility.
@@ -125,6 +203,20 @@ type CuratorServiceServer interface {
 	// Query evaluates the objective at the given row indices. A repeated index returns the
 	// recorded value and costs nothing more.
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
+	// SubmitJob starts a private job on the curator's own data (hyperparameter tuning).
+	// The job's whole privacy cost is charged when it is accepted, before it touches the
+	// data; a job that does not fit the budget is refused. Submitting again with the same
+	// idempotency key returns the existing job.
+	SubmitJob(context.Context, *SubmitJobRequest) (*Job, error)
+	// GetJob returns one of the caller's jobs.
+	GetJob(context.Context, *GetJobRequest) (*Job, error)
+	// WatchJob streams the job's progress events (past ones after after_seq first) until
+	// the job ends.
+	WatchJob(*WatchJobRequest, grpc.ServerStreamingServer[JobEvent]) error
+	// CancelJob stops a running job. Its charge stays spent.
+	CancelJob(context.Context, *CancelJobRequest) (*Job, error)
+	// ListJobs lists the caller's jobs, newest first.
+	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
 	mustEmbedUnimplementedCuratorServiceServer()
 }
 
@@ -146,6 +238,21 @@ func (UnimplementedCuratorServiceServer) ReleaseProjection(*ReleaseProjectionReq
 }
 func (UnimplementedCuratorServiceServer) Query(context.Context, *QueryRequest) (*QueryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Query not implemented")
+}
+func (UnimplementedCuratorServiceServer) SubmitJob(context.Context, *SubmitJobRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method SubmitJob not implemented")
+}
+func (UnimplementedCuratorServiceServer) GetJob(context.Context, *GetJobRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetJob not implemented")
+}
+func (UnimplementedCuratorServiceServer) WatchJob(*WatchJobRequest, grpc.ServerStreamingServer[JobEvent]) error {
+	return status.Error(codes.Unimplemented, "method WatchJob not implemented")
+}
+func (UnimplementedCuratorServiceServer) CancelJob(context.Context, *CancelJobRequest) (*Job, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelJob not implemented")
+}
+func (UnimplementedCuratorServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
 }
 func (UnimplementedCuratorServiceServer) mustEmbedUnimplementedCuratorServiceServer() {}
 func (UnimplementedCuratorServiceServer) testEmbeddedByValue()                        {}
@@ -233,6 +340,89 @@ func _CuratorService_Query_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CuratorService_SubmitJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SubmitJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).SubmitJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_SubmitJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).SubmitJob(ctx, req.(*SubmitJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CuratorService_GetJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).GetJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_GetJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).GetJob(ctx, req.(*GetJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CuratorService_WatchJob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchJobRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CuratorServiceServer).WatchJob(m, &grpc.GenericServerStream[WatchJobRequest, JobEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CuratorService_WatchJobServer = grpc.ServerStreamingServer[JobEvent]
+
+func _CuratorService_CancelJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).CancelJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_CancelJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).CancelJob(ctx, req.(*CancelJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CuratorService_ListJobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListJobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).ListJobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_ListJobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).ListJobs(ctx, req.(*ListJobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CuratorService_ServiceDesc is the grpc.ServiceDesc for CuratorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -252,11 +442,32 @@ var CuratorService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Query",
 			Handler:    _CuratorService_Query_Handler,
 		},
+		{
+			MethodName: "SubmitJob",
+			Handler:    _CuratorService_SubmitJob_Handler,
+		},
+		{
+			MethodName: "GetJob",
+			Handler:    _CuratorService_GetJob_Handler,
+		},
+		{
+			MethodName: "CancelJob",
+			Handler:    _CuratorService_CancelJob_Handler,
+		},
+		{
+			MethodName: "ListJobs",
+			Handler:    _CuratorService_ListJobs_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "ReleaseProjection",
 			Handler:       _CuratorService_ReleaseProjection_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchJob",
+			Handler:       _CuratorService_WatchJob_Handler,
 			ServerStreams: true,
 		},
 	},

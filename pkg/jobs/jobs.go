@@ -1,0 +1,193 @@
+// Package jobs runs the curator's private jobs — hyperparameter tuning on its own data
+// (Kusner et al., DP-HyPO) — durably: a job's spec, state, progress events and result
+// survive restarts, and its whole privacy cost is charged to the ledger when the job is
+// accepted, before it touches the data.
+//
+// Life of a job:
+//
+//	Submit → Plan (validate, cost, guarantee; no data) → ledger charge (idempotent on the
+//	job id) → QUEUED → RUNNING → SUCCEEDED | FAILED | CANCELLED
+//
+// A job id is derived from the caller's identity and idempotency key, so submitting the
+// same spec with the same key returns the existing job and charges nothing more. A curator
+// that stops while jobs run marks them FAILED when it starts again ("interrupted"); their
+// charge stays spent, since the data may have been touched.
+//
+// Progress events and error messages go to the modeler, so they carry only counts, states
+// and messages that do not depend on the data. Errors from a Runner reach the modeler only
+// when they are PublicErrors; anything else is logged for the operator and reported as an
+// internal error.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// State is a job's state.
+type State string
+
+const (
+	Queued    State = "queued"
+	Running   State = "running"
+	Succeeded State = "succeeded"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+)
+
+// Terminal reports whether no further change can happen.
+func (s State) Terminal() bool { return s == Succeeded || s == Failed || s == Cancelled }
+
+// Range is one axis of a hyperparameter grid: Scale "list" uses Values; "linear" and
+// "log" use Count points in [Low, High].
+type Range struct {
+	Name   string    `json:"name"`
+	Scale  string    `json:"scale"`
+	Values []float64 `json:"values,omitempty"`
+	Low    float64   `json:"low,omitempty"`
+	High   float64   `json:"high,omitempty"`
+	Count  int       `json:"count,omitempty"`
+}
+
+// KusnerSpec is a Kusner et al. job (SPEC §3).
+type KusnerSpec struct {
+	Algorithm     int     `json:"algorithm"` // 1, 2 or 3
+	Space         []Range `json:"space"`
+	Iterations    int     `json:"iterations"`
+	Epsilon       float64 `json:"epsilon"`
+	Delta         float64 `json:"delta"`
+	K1            float64 `json:"k1"`
+	NoiseVariance float64 `json:"noise_variance"`
+	GammaT        float64 `json:"gamma_t"`
+	A             float64 `json:"a"`
+	Tau           float64 `json:"tau"`
+	Lengthscale   float64 `json:"lengthscale"`
+	Evaluator     string  `json:"evaluator,omitempty"`
+}
+
+// DPSGD are the fixed settings of the built-in DP-SGD base algorithm.
+type DPSGD struct {
+	LearningRate         float64 `json:"learning_rate"`
+	ClipNorm             float64 `json:"clip_norm"`
+	NoiseMultiplier      float64 `json:"noise_multiplier"`
+	Epochs               int     `json:"epochs"`
+	BatchSize            int     `json:"batch_size"`
+	L2                   float64 `json:"l2"`
+	ScoreNoiseMultiplier float64 `json:"score_noise_multiplier"`
+}
+
+// DPHyPOSpec is a DP-HyPO job (SPEC §4).
+type DPHyPOSpec struct {
+	Space     []Range `json:"space"`
+	Theta     float64 `json:"theta"`
+	Gamma     float64 `json:"gamma"`
+	CMax      float64 `json:"c_max"`
+	CMin      float64 `json:"c_min"`
+	Tau       float64 `json:"tau"`
+	Beta      float64 `json:"beta"`
+	Uniform   bool    `json:"uniform"`
+	Evaluator string  `json:"evaluator,omitempty"`
+	DPSGD     DPSGD   `json:"dpsgd"`
+	Delta     float64 `json:"delta"`
+}
+
+// Spec is a job's specification: exactly one kind is set.
+type Spec struct {
+	Kusner *KusnerSpec `json:"kusner,omitempty"`
+	DPHyPO *DPHyPOSpec `json:"dphypo,omitempty"`
+}
+
+// Kind names the job type.
+func (s Spec) Kind() string {
+	switch {
+	case s.Kusner != nil && s.DPHyPO == nil:
+		return "kusner"
+	case s.DPHyPO != nil && s.Kusner == nil:
+		return "dphypo"
+	}
+	return ""
+}
+
+// Plan is what a job will cost and guarantee, decided from its spec alone.
+type Plan struct {
+	Cost      ledger.Cost
+	Guarantee string
+	// Steps is the expected number of progress steps (0 if unknown).
+	Steps int
+}
+
+// Progress is one progress report of a running job: counts and a data-independent
+// message only.
+type Progress struct {
+	Step, Total int
+	Message     string
+}
+
+// Result is a job's private release.
+type Result struct {
+	Hyperparameters    map[string]float64 `json:"hyperparameters,omitempty"`
+	HasHyperparameters bool               `json:"has_hyperparameters"`
+	Score              float64            `json:"score"`
+	Runs               int                `json:"runs,omitempty"`
+	Epsilon            float64            `json:"epsilon"`
+	Delta              float64            `json:"delta"`
+	Guarantee          string             `json:"guarantee"`
+	Constants          map[string]float64 `json:"constants,omitempty"`
+}
+
+// Runner plans and runs jobs over the curator's data.
+type Runner interface {
+	// Plan validates spec and returns its cost without touching the data. Invalid specs
+	// return an error wrapping ErrInvalidSpec.
+	Plan(spec Spec) (Plan, error)
+	// Run executes the job. It honours ctx and reports progress.
+	Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error)
+}
+
+// Job is a job's record.
+type Job struct {
+	ID, Identity, Key string
+	Spec              Spec
+	State             State
+	Cost              ledger.Cost
+	Guarantee         string
+	Result            *Result
+	Error             string
+	Created, Updated  time.Time
+}
+
+// Event is one entry of a job's durable event log.
+type Event struct {
+	JobID       string
+	Seq         uint64
+	Time        time.Time
+	State       State
+	Step, Total int
+	Message     string
+}
+
+var (
+	// ErrInvalidSpec marks a spec that can never run as sent.
+	ErrInvalidSpec = errors.New("invalid job spec")
+	// ErrNotFound is returned for an unknown job (or one of another identity).
+	ErrNotFound = errors.New("job not found")
+	// ErrKeyReused is returned when an idempotency key is reused with another spec.
+	ErrKeyReused = errors.New("idempotency key already used with a different spec")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("job manager is shut down")
+)
+
+// PublicError is an error whose message may be shown to the modeler: it depends only on
+// the spec or the operator's configuration, never on the data.
+type PublicError struct{ Msg string }
+
+func (e *PublicError) Error() string { return e.Msg }
+
+// Publicf returns a PublicError.
+func Publicf(format string, args ...any) error {
+	return &PublicError{Msg: fmt.Sprintf(format, args...)}
+}

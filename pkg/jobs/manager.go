@@ -1,0 +1,357 @@
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// StateDir holds jobs.db.
+	StateDir string
+	// Dataset names the ledger account's dataset.
+	Dataset string
+	Ledger  ledger.Store
+	Runner  Runner
+	Logger  *zap.Logger
+	// MaxRunning bounds concurrently running jobs; 0 means 1. Others wait queued.
+	MaxRunning int
+}
+
+// Manager accepts, runs and reports jobs. It is safe for concurrent use.
+type Manager struct {
+	cfg   Config
+	log   *zap.Logger
+	store *store
+	slots chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	cancels  map[string]context.CancelFunc
+	watchers map[string]map[chan Event]struct{}
+	wg       sync.WaitGroup
+	stop     context.CancelFunc
+	base     context.Context
+}
+
+// NewManager opens the job store and marks jobs left unfinished by an earlier process
+// as failed: their charge stays spent.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Ledger == nil || cfg.Runner == nil || cfg.Dataset == "" || cfg.StateDir == "" {
+		return nil, errors.New("jobs: StateDir, Dataset, Ledger and Runner are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 1
+	}
+	st, err := openStore(filepath.Join(cfg.StateDir, "jobs.db"))
+	if err != nil {
+		return nil, err
+	}
+	base, stop := context.WithCancel(context.Background())
+	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning),
+		cancels: map[string]context.CancelFunc{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
+	ids, err := st.unfinished(context.Background())
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	for _, id := range ids {
+		if _, err := m.record(context.Background(), Event{JobID: id, State: Failed, Message: "interrupted: the curator stopped while the job was unfinished; its privacy charge stays spent"}, nil, "interrupted by a curator restart"); err != nil {
+			st.close()
+			return nil, err
+		}
+		m.log.Warn("job interrupted by restart marked failed", zap.String("job", id))
+	}
+	return m, nil
+}
+
+// jobID derives a job's id from its owner and idempotency key.
+func jobID(identity, key string) string {
+	h := sha256.Sum256([]byte("job\x00" + identity + "\x00" + key))
+	return "job-" + hex.EncodeToString(h[:10])
+}
+
+// Submit plans the job, charges its cost and starts it. With a key seen before it
+// returns the existing job (same spec) or ErrKeyReused (another spec).
+func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (Job, error) {
+	if len(key) > 128 {
+		return Job{}, fmt.Errorf("jobs: %w: idempotency key longer than 128 bytes", ErrInvalidSpec)
+	}
+	if spec.Kind() == "" {
+		return Job{}, fmt.Errorf("jobs: %w: exactly one job kind must be set", ErrInvalidSpec)
+	}
+	plan, err := m.cfg.Runner.Plan(spec)
+	if err != nil {
+		return Job{}, err
+	}
+	if key == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return Job{}, fmt.Errorf("jobs: %w", err)
+		}
+		key = hex.EncodeToString(b[:])
+	}
+	id := jobID(identity, key)
+	if existing, err := m.store.get(ctx, id); err == nil {
+		return m.sameSpec(existing, spec)
+	} else if !errors.Is(err, ErrNotFound) {
+		return Job{}, err
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return Job{}, ErrClosed
+	}
+	// Charge before the job exists: a job that cannot be paid for never touches the data.
+	// The charge is keyed by the job id, so a retry after a crash here replays it.
+	specJSON, _ := json.Marshal(spec)
+	if _, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
+		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: "job:" + spec.Kind(),
+		Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
+	}); err != nil {
+		return Job{}, fmt.Errorf("jobs: %w", err)
+	}
+	now := time.Now().UTC()
+	j, created, err := m.store.insert(ctx, Job{ID: id, Identity: identity, Key: key, Spec: spec, State: Queued,
+		Cost: plan.Cost, Guarantee: plan.Guarantee, Created: now, Updated: now})
+	if err != nil {
+		return Job{}, err
+	}
+	if !created {
+		return m.sameSpec(j, spec)
+	}
+	m.log.Info("job accepted", zap.String("job", id), zap.String("identity", identity), zap.String("kind", spec.Kind()),
+		zap.Float64("epsilon", plan.Cost.Epsilon), zap.Float64("delta", plan.Cost.Delta))
+	m.start(j)
+	return j, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func (m *Manager) sameSpec(j Job, spec Spec) (Job, error) {
+	a, _ := json.Marshal(j.Spec)
+	b, _ := json.Marshal(spec)
+	if string(a) != string(b) {
+		return Job{}, fmt.Errorf("jobs: %w (job %s)", ErrKeyReused, j.ID)
+	}
+	return j, nil
+}
+
+func (m *Manager) start(j Job) {
+	m.mu.Lock()
+	if m.closed { // left queued; marked interrupted at the next start
+		m.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(m.base)
+	m.cancels[j.ID] = cancel
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		defer func() {
+			m.mu.Lock()
+			delete(m.cancels, j.ID)
+			m.mu.Unlock()
+			cancel()
+		}()
+		m.run(ctx, j)
+	}()
+}
+
+func (m *Manager) run(ctx context.Context, j Job) {
+	select {
+	case m.slots <- struct{}{}:
+		defer func() { <-m.slots }()
+	case <-ctx.Done():
+		m.finish(j, nil, ctx.Err())
+		return
+	}
+	if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Message: "running"}, nil, ""); err != nil {
+		m.log.Error("recording job state", zap.String("job", j.ID), zap.Error(err))
+		return
+	}
+	start := time.Now()
+	res, err := m.cfg.Runner.Run(ctx, j.Spec, func(p Progress) {
+		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Step: p.Step, Total: p.Total, Message: p.Message}, nil, ""); err != nil {
+			m.log.Error("recording job progress", zap.String("job", j.ID), zap.Error(err))
+		}
+	})
+	m.log.Info("job finished", zap.String("job", j.ID), zap.Duration("duration", time.Since(start)), zap.Bool("ok", err == nil))
+	if err != nil {
+		m.finish(j, nil, err)
+		return
+	}
+	m.finish(j, &res, nil)
+}
+
+// finish records the job's end. A result is also attached to the job's ledger receipt.
+func (m *Manager) finish(j Job, res *Result, err error) {
+	ctx := context.Background()
+	switch {
+	case err == nil:
+		b, _ := json.Marshal(res)
+		if err := m.cfg.Ledger.SetResult(ctx, ledger.Account{Dataset: m.cfg.Dataset, Identity: j.Identity}, "job/"+j.ID, b); err != nil {
+			m.log.Error("attaching job result to its ledger receipt", zap.String("job", j.ID), zap.Error(err))
+		}
+		_, err = m.record(ctx, Event{JobID: j.ID, State: Succeeded, Message: "finished; result released"}, res, "")
+		if err != nil {
+			m.log.Error("recording job result", zap.String("job", j.ID), zap.Error(err))
+		}
+	case errors.Is(err, context.Canceled) && m.isClosed():
+		m.record(ctx, Event{JobID: j.ID, State: Failed, Message: "interrupted: the curator shut down; the privacy charge stays spent"}, nil, "interrupted by curator shutdown")
+	case errors.Is(err, context.Canceled):
+		m.record(ctx, Event{JobID: j.ID, State: Cancelled, Message: "cancelled; the privacy charge stays spent"}, nil, "cancelled")
+	default:
+		msg := "internal error; the curator's operator can find details in its log under job " + j.ID
+		var pe *PublicError
+		if errors.As(err, &pe) {
+			msg = pe.Msg
+		}
+		m.log.Error("job failed", zap.String("job", j.ID), zap.Error(err))
+		m.record(ctx, Event{JobID: j.ID, State: Failed, Message: "failed: " + msg}, nil, msg)
+	}
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// record appends an event durably and wakes the job's watchers.
+func (m *Manager) record(ctx context.Context, e Event, res *Result, errMsg string) (Event, error) {
+	e.Time = time.Now().UTC()
+	e, err := m.store.appendEvent(ctx, e, res, errMsg)
+	if err != nil {
+		return e, err
+	}
+	m.mu.Lock()
+	for ch := range m.watchers[e.JobID] {
+		select {
+		case ch <- e:
+		default: // a slow watcher re-reads from the store
+		}
+	}
+	m.mu.Unlock()
+	return e, nil
+}
+
+// Get returns identity's job id.
+func (m *Manager) Get(ctx context.Context, identity, id string) (Job, error) {
+	j, err := m.store.get(ctx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Identity != identity {
+		return Job{}, ErrNotFound
+	}
+	return j, nil
+}
+
+// List returns identity's jobs, newest first.
+func (m *Manager) List(ctx context.Context, identity string) ([]Job, error) {
+	return m.store.list(ctx, identity)
+}
+
+// Cancel stops identity's job id if it is still running.
+func (m *Manager) Cancel(ctx context.Context, identity, id string) (Job, error) {
+	if _, err := m.Get(ctx, identity, id); err != nil {
+		return Job{}, err
+	}
+	m.mu.Lock()
+	cancel := m.cancels[id]
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if j, err := m.store.get(ctx, id); err != nil || j.State.Terminal() {
+				break
+			}
+		}
+	}
+	return m.Get(ctx, identity, id)
+}
+
+// Watch sends identity's job's events after seq `after`, then live events, until the
+// job ends or ctx is done.
+func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, send func(Event) error) error {
+	if _, err := m.Get(ctx, identity, id); err != nil {
+		return err
+	}
+	ch := make(chan Event, 64)
+	m.mu.Lock()
+	if m.watchers[id] == nil {
+		m.watchers[id] = map[chan Event]struct{}{}
+	}
+	m.watchers[id][ch] = struct{}{}
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.watchers[id], ch)
+		if len(m.watchers[id]) == 0 {
+			delete(m.watchers, id)
+		}
+		m.mu.Unlock()
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		// The store is the truth; the channel and the ticker only say when to look.
+		evs, err := m.store.events(ctx, id, after)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := send(e); err != nil {
+				return err
+			}
+			after = e.Seq
+			if e.State.Terminal() {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops accepting jobs, interrupts running ones (they are marked failed, charge
+// spent) and waits for them, then closes the store.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	m.stop()
+	m.wg.Wait()
+	return m.store.close()
+}

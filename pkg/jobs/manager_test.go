@@ -1,0 +1,223 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// fakeRunner costs the spec's ε and, when run, reports steps and returns a result.
+// It blocks until release is closed if block is set.
+type fakeRunner struct {
+	block   chan struct{}
+	fail    error
+	started chan string
+	mu      sync.Mutex
+	runs    int
+}
+
+func (f *fakeRunner) Plan(spec Spec) (Plan, error) {
+	if spec.Kusner == nil {
+		return Plan{}, errors.New("fake: kusner only")
+	}
+	if spec.Kusner.Epsilon <= 0 {
+		return Plan{}, ErrInvalidSpec
+	}
+	return Plan{Cost: ledger.Cost{Epsilon: 2 * spec.Kusner.Epsilon, Delta: 2 * spec.Kusner.Delta}, Guarantee: "fake", Steps: 3}, nil
+}
+
+func (f *fakeRunner) Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error) {
+	f.mu.Lock()
+	f.runs++
+	f.mu.Unlock()
+	if f.started != nil {
+		f.started <- "run"
+	}
+	for i := 1; i <= 3; i++ {
+		progress(Progress{Step: i, Total: 3, Message: "step"})
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	}
+	if f.fail != nil {
+		return Result{}, f.fail
+	}
+	return Result{Score: 0.9, HasHyperparameters: true, Hyperparameters: map[string]float64{"lambda": 0.1}, Epsilon: 2 * spec.Kusner.Epsilon}, nil
+}
+
+func newTestManager(t *testing.T, dir string, r Runner) (*Manager, ledger.Store) {
+	t.Helper()
+	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Config{StateDir: dir, Dataset: "d", Ledger: led, Runner: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, led
+}
+
+func spec(eps float64) Spec {
+	return Spec{Kusner: &KusnerSpec{Algorithm: 1, Iterations: 5, Epsilon: eps, Delta: 1e-3}}
+}
+
+func waitState(t *testing.T, m *Manager, id string, want State) Job {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := m.Get(context.Background(), "alice", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == want {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s state = %s, want %s", id, j.State, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSubmitRunsAndCharges(t *testing.T) {
+	dir := t.TempDir()
+	m, led := newTestManager(t, dir, &fakeRunner{})
+	defer led.Close()
+	defer m.Close()
+	ctx := context.Background()
+	j, err := m.Submit(ctx, "alice", "k1", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitState(t, m, j.ID, Succeeded)
+	if done.Result == nil || done.Result.Score != 0.9 || done.Result.Hyperparameters["lambda"] != 0.1 {
+		t.Errorf("result = %+v, want the runner's", done.Result)
+	}
+	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	if bal.Spent.Epsilon != 2 {
+		t.Errorf("spent ε = %g, want 2 (the plan's cost)", bal.Spent.Epsilon)
+	}
+	rec, ok, err := led.Get(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, "job/"+j.ID)
+	if err != nil || !ok || !strings.Contains(string(rec.Result), `"score":0.9`) {
+		t.Errorf("ledger receipt of the job = %q, %v, %v; want the result attached", rec.Result, ok, err)
+	}
+
+	// Same key, same spec: the same job, no new charge, no new run.
+	again, err := m.Submit(ctx, "alice", "k1", spec(1))
+	if err != nil || again.ID != j.ID {
+		t.Fatalf("resubmit = %v, %v; want job %s", again.ID, err, j.ID)
+	}
+	// Same key, other spec: refused.
+	if _, err := m.Submit(ctx, "alice", "k1", spec(0.5)); !errors.Is(err, ErrKeyReused) {
+		t.Errorf("key reuse with another spec: %v, want ErrKeyReused", err)
+	}
+	bal, _ = led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	if bal.Spent.Epsilon != 2 {
+		t.Errorf("spent ε after resubmits = %g, want 2", bal.Spent.Epsilon)
+	}
+	// Another identity cannot see the job.
+	if _, err := m.Get(ctx, "bob", j.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get by another identity: %v, want ErrNotFound", err)
+	}
+	// Events: accepted, running, 3 steps, succeeded — in order.
+	var states []State
+	err = m.Watch(ctx, "alice", j.ID, 0, func(e Event) error { states = append(states, e.State); return nil })
+	if err != nil || len(states) != 6 || states[0] != Queued || states[1] != Running || states[5] != Succeeded {
+		t.Errorf("Watch = %v, %v; want queued, running ×4, succeeded", states, err)
+	}
+}
+
+func TestOverBudgetRefusedBeforeRunning(t *testing.T) {
+	r := &fakeRunner{}
+	m, led := newTestManager(t, t.TempDir(), r)
+	defer led.Close()
+	defer m.Close()
+	_, err := m.Submit(context.Background(), "alice", "", spec(3)) // costs 6 > 5
+	var be *ledger.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("Submit over budget: %v, want a BudgetError", err)
+	}
+	if jobs, _ := m.List(context.Background(), "alice"); len(jobs) != 0 || r.runs != 0 {
+		t.Errorf("after refusal: %d jobs, %d runs; want none", len(jobs), r.runs)
+	}
+	if _, err := m.Submit(context.Background(), "alice", "", spec(0)); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("invalid spec: %v, want ErrInvalidSpec", err)
+	}
+}
+
+func TestCancelAndErrors(t *testing.T) {
+	r := &fakeRunner{block: make(chan struct{})}
+	m, led := newTestManager(t, t.TempDir(), r)
+	defer led.Close()
+	defer m.Close()
+	ctx := context.Background()
+	j, err := m.Submit(ctx, "alice", "", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, m, j.ID, Running)
+	c, err := m.Cancel(ctx, "alice", j.ID)
+	if err != nil || c.State != Cancelled {
+		t.Fatalf("Cancel = %s, %v; want cancelled", c.State, err)
+	}
+
+	r2 := &fakeRunner{fail: errors.New("secret detail 123.45")}
+	m2, led2 := newTestManager(t, t.TempDir(), r2)
+	defer led2.Close()
+	defer m2.Close()
+	j2, _ := m2.Submit(ctx, "alice", "", spec(1))
+	f := waitState(t, m2, j2.ID, Failed)
+	if strings.Contains(f.Error, "secret") || !strings.Contains(f.Error, "internal error") {
+		t.Errorf("private error reached the job record: %q", f.Error)
+	}
+	r3 := &fakeRunner{fail: Publicf("evaluator timed out after 1s")}
+	m3, led3 := newTestManager(t, t.TempDir(), r3)
+	defer led3.Close()
+	defer m3.Close()
+	j3, _ := m3.Submit(ctx, "alice", "", spec(1))
+	if f := waitState(t, m3, j3.ID, Failed); f.Error != "evaluator timed out after 1s" {
+		t.Errorf("public error = %q, want the runner's message", f.Error)
+	}
+}
+
+func TestRestartMarksInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	r := &fakeRunner{block: make(chan struct{})}
+	m, led := newTestManager(t, dir, r)
+	ctx := context.Background()
+	j, err := m.Submit(ctx, "alice", "key", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, m, j.ID, Running)
+	m.Close() // shutdown interrupts the running job
+	led.Close()
+
+	m2, led2 := newTestManager(t, dir, &fakeRunner{})
+	defer led2.Close()
+	defer m2.Close()
+	got, err := m2.Get(ctx, "alice", j.ID)
+	if err != nil || got.State != Failed || !strings.Contains(got.Error, "interrupted") {
+		t.Fatalf("after restart: %s %q %v; want failed, interrupted", got.State, got.Error, err)
+	}
+	bal, _ := led2.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	if bal.Spent.Epsilon != 2 {
+		t.Errorf("spent ε after an interrupted job = %g, want 2 (the charge stays)", bal.Spent.Epsilon)
+	}
+	// Resubmitting the same key returns the failed job; it does not run or charge again.
+	again, err := m2.Submit(ctx, "alice", "key", spec(1))
+	if err != nil || again.ID != j.ID || again.State != Failed {
+		t.Errorf("resubmit after restart = %s %s %v", again.ID, again.State, err)
+	}
+}
