@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/transport"
@@ -23,8 +24,9 @@ import (
 // codes. No privacy logic lives here.
 type handlers struct {
 	curatorv1.UnimplementedCuratorServiceServer
-	cur *curator.Curator
-	log *zap.Logger
+	cur  *curator.Curator
+	jobs *jobs.Manager // nil when jobs are not enabled
+	log  *zap.Logger
 }
 
 func identity(ctx context.Context) string {
