@@ -60,9 +60,9 @@ type Curator struct {
 	locks keyedMutex
 
 	mu      sync.RWMutex
-	evals   map[int]float64         // recorded evaluation per row
-	answers map[answerKey]float64   // released answer per (identity, row)
-	noise   func() float64          // standard normal draws for observation noise
+	evals   map[int]float64       // recorded evaluation per row
+	answers map[answerKey]float64 // released answer per (identity, row)
+	noise   func() float64        // standard normal draws for observation noise
 	noiseMu sync.Mutex
 }
 

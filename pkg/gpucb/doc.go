@@ -1,0 +1,76 @@
+// Package gpucb implements exact GP-UCB (Srinivas, Krause, Kakade, Seeger 2010)
+// over a fixed, finite candidate set with incremental posterior updates, as used
+// by the modeler in PO-GP-UCB (Kharkovskii, Dai, Low, ICML 2020, Algorithm 2;
+// SPEC §2.3).
+//
+// # Model
+//
+// Prior f ~ GP(0, k) over the n candidate rows z ∈ R^dim, observations
+// y = f(z) + ε with ε ~ N(0, σ_n²). Two kernels are provided:
+//
+//	squared exponential  k(z, z') = σ_y² exp(−‖z − z'‖² / (2 l²))
+//	Matérn 5/2           k(z, z') = σ_y² (1 + √5 r/l + 5 r²/(3 l²)) exp(−√5 r/l),  r = ‖z − z'‖
+//
+// After t observations (Z_t, y_t), with A = K_t + σ_n² I = L Lᵀ (Cholesky):
+//
+//	µ_t(z)  = k(z, Z_t) A⁻¹ y_t
+//	σ²_t(z) = k(z, z) − k(z, Z_t) A⁻¹ k(Z_t, z)
+//
+// GP-UCB picks z_{t+1} = argmax_z µ_t(z) + √β_{t+1} σ_t(z) with
+//
+//	β_t = 2 log(n t² π² / (6 δ'))     (t the 1-based iteration number)
+//
+// (Srinivas et al. 2010, Theorem 1, finite decision set), or a constant β.
+// Ties go to the lowest candidate index.
+//
+// # Incremental algorithm
+//
+// The candidate set is fixed, so the package keeps, for every candidate z,
+// the column V(z) = L⁻¹ k(Z_t, z) ∈ R^t (stored as t rows of length n, one
+// new row per observation), the variance σ²_t(z) = k(z, z) − Σ_j V_j(z)² and
+// the mean. Observing y at candidate i appends one row to L and to V
+// (a rank-one extension of the Cholesky factor, not a refit):
+//
+//	l_tt   = sqrt(k(z_i, z_i) + σ_n² − Σ_j V_j(i)²)
+//	L_t,·  = (V_1(i), …, V_{t−1}(i), l_tt)
+//	V_t(z) = (k(z_i, z) − Σ_j V_j(i) V_j(z)) / l_tt
+//	σ²(z) ← σ²(z) − V_t(z)²
+//	u_t    = (y_t − Σ_{j<t} L_tj u_j) / l_tt          (u = L⁻¹ y)
+//	µ(z)  ← µ(z) + u_t V_t(z)
+//
+// which costs O(n·(dim + t)) per observation and O(n) memory per
+// observation. The loops over candidates are split into contiguous blocks run
+// on Config.Workers goroutines; every candidate's value is computed by the
+// same sequence of floating-point operations whatever the number of workers,
+// so results do not depend on Workers. All O(n) buffers are allocated in New
+// or when V grows (geometrically, in chunks that are never copied), never per
+// iteration.
+//
+// # Standardised outputs
+//
+// With Config.Standardise the GP models ỹ = (y − m)/s, where m and s are the
+// mean and the sample standard deviation (divisor t−1) of the outputs observed
+// so far (s = 1 while t < 2 or when all outputs are equal). The kernel's
+// SignalVariance and NoiseVariance are then in standardised units; Mean,
+// Variance and the acquisition are reported in the original units:
+//
+//	µ(z)  = m + s µ̃(z) = m + k(z, Z_t) A⁻¹ (y − m 1)
+//	σ²(z) = s² σ̃²(z)
+//
+// Since m changes with every observation the package keeps two incremental
+// means, a(z) = Σ_j V_j(z) (L⁻¹(y − c))_j and b(z) = Σ_j V_j(z) (L⁻¹ 1)_j,
+// with c the first observed output (a shift that keeps a and b on the scale of
+// the spread of y), so that µ(z) = c + m' + a(z) − m' b(z) with m' = m − c.
+// This is algebraically the exact posterior and costs O(n) per step instead of
+// recomputing µ in O(n·t).
+//
+// # Numerical guard
+//
+// l_tt² is at least σ_n² in exact arithmetic. If it falls to
+// 1e-10·(σ_y² + σ_n²) or below (a candidate observed again, or a duplicate
+// row, with NoiseVariance zero or tiny) Observe returns an error and leaves
+// the GP unchanged; no jitter is added silently. Increase NoiseVariance or set
+// SkipQueried.
+//
+// A GP is not safe for concurrent use.
+package gpucb
