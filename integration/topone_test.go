@@ -35,11 +35,11 @@ func hitProbabilityRandom(n, k, T int) float64 {
 // least 14 of 20 independent runs (70%; each run a new private projection and a new random
 // first patient), where choosing 40 patients at random does so with probability 0.379.
 //
-// The rate is checked on 60 runs (≥ 42 hits, the same 70%) so that the test is both
-// meaningful and stable: the per-run success rate measured over 300 runs during
-// development is 0.88, and P[Binomial(60, 0.88) < 42] = 4.8e-5 is this test's false-failure
-// rate, while an implementation as good as random search (p = 0.38) passes with
-// probability 5e-7.
+// The rate is checked on 120 runs (≥ 84 hits, the same 70%) so that the test is both
+// meaningful and stable: the per-run success rate measured over 480 runs during
+// development is 0.85, and P[Binomial(120, 0.85) < 84] = 9e-6 is this test's
+// false-failure rate, while an implementation as good as random search (p = 0.38) passes
+// with probability 1e-12.
 func TestDiabetesTopOnePercent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 studies; run without -short")
@@ -54,7 +54,7 @@ func TestDiabetesTopOnePercent(t *testing.T) {
 			k++
 		}
 	}
-	const runs, need = 60, 42
+	const runs, need = 120, 84
 	hits := 0
 	for run := 0; run < runs; run++ {
 		cfg := studySettings
