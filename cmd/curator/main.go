@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,16 +21,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/logging"
 	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/transport"
 )
 
 const usage = `usage: curator <command> [flags]
 
 commands:
-  serve    load a dataset and serve private releases over gRPC
-  ledger   print the privacy ledger: every charge, and each identity's remaining budget
+  serve       load a dataset and serve private releases over gRPC
+  ledger      print the privacy ledger: every charge, and each identity's remaining budget
+  dev-ca      create a development CA, a server certificate and client certificates
+  hash-token  print the line of a token file for a bearer token read from stdin
 
 Run 'curator <command> -h' for the flags of a command.
 `
@@ -53,6 +58,10 @@ func run(args []string) error {
 		return serve(args[1:])
 	case "ledger":
 		return printLedger(args[1:])
+	case "dev-ca":
+		return devCA(args[1:])
+	case "hash-token":
+		return hashToken(args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return nil
@@ -115,6 +124,15 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
+	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "server certificate (PEM); serves TLS")
+	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "server private key (PEM)")
+	fs.StringVar(&cfg.TLS.ClientCAFile, "client-ca", "", "CA (PEM) whose client certificates identify modelers (mutual TLS)")
+	fs.StringVar(&cfg.TokensFile, "tokens", "", "bearer-token file: \"IDENTITY SHA256HEX\" lines (see 'curator hash-token')")
+	fs.BoolVar(&cfg.AllowPlaintext, "allow-plaintext", false, "serve plaintext on a non-loopback address (only behind a TLS-terminating proxy)")
+	fs.Float64Var(&cfg.Limits.Rate, "rate-limit", 0, "requests per second per identity (0: unlimited)")
+	fs.IntVar(&cfg.Limits.Burst, "rate-burst", 0, "burst of requests per identity (default: the rate)")
+	fs.IntVar(&cfg.Limits.Concurrent, "max-in-flight", 0, "concurrent requests per identity (0: unlimited)")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "json", "log format: json or console")
 	if err := fs.Parse(args); err != nil {
@@ -225,4 +243,53 @@ func printLedger(args []string) error {
 		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", b.DatasetSpent.Epsilon, b.DatasetSpent.Delta, b.DatasetRemaining.Epsilon, b.DatasetRemaining.Delta)
 	}
 	return w.Flush()
+}
+
+func devCA(args []string) error {
+	fs := flag.NewFlagSet("curator dev-ca", flag.ContinueOnError)
+	out := fs.String("out", "", "directory for the CA, server and client certificates (required)")
+	hosts := fs.String("hosts", "127.0.0.1,localhost", "comma-separated server host names and addresses")
+	clients := fs.String("clients", "", "comma-separated modeler identities to issue client certificates for")
+	valid := fs.Duration("valid-for", 30*24*time.Hour, "validity of the certificates")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("dev-ca: --out is required")
+	}
+	var ids []string
+	if *clients != "" {
+		ids = strings.Split(*clients, ",")
+	}
+	for _, id := range ids {
+		if err := transport.ValidateIdentity(id); err != nil {
+			return err
+		}
+	}
+	if err := devca.Create(*out, strings.Split(*hosts, ","), ids, *valid); err != nil {
+		return err
+	}
+	fmt.Printf("wrote a development CA and certificates to %s (for demos and tests, not production)\n", *out)
+	return nil
+}
+
+func hashToken(args []string) error {
+	fs := flag.NewFlagSet("curator hash-token", flag.ContinueOnError)
+	id := fs.String("identity", "", "identity the token stands for (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := transport.ValidateIdentity(*id); err != nil {
+		return err
+	}
+	tok, err := io.ReadAll(io.LimitReader(os.Stdin, 4096))
+	if err != nil {
+		return err
+	}
+	t := strings.TrimSpace(string(tok))
+	if len(t) < 16 {
+		return errors.New("hash-token: read a token of at least 16 characters from stdin")
+	}
+	fmt.Printf("%s %s\n", *id, transport.HashToken(t))
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,7 +67,13 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		timeout        time.Duration
 	)
 	fs.StringVar(&addr, "curator", "127.0.0.1:7070", "curator address host:port")
-	fs.StringVar(&identity, "identity", "", "identity to be charged, sent in request metadata (default: anonymous)")
+	fs.StringVar(&identity, "identity", "", "identity to be charged, sent in request metadata when the curator takes no certificates or tokens (default: anonymous)")
+	var caFile, certFile, keyFile, tokenFile, serverName string
+	fs.StringVar(&caFile, "ca", "", "CA (PEM) that signed the curator's certificate; turns on TLS")
+	fs.StringVar(&certFile, "cert", "", "client certificate (PEM) for mutual TLS; its common name is the identity charged")
+	fs.StringVar(&keyFile, "key", "", "client private key (PEM)")
+	fs.StringVar(&tokenFile, "token-file", "", "file holding a bearer token (TLS only)")
+	fs.StringVar(&serverName, "server-name", "", "name to verify in the curator's certificate (default: the host of --curator)")
 	fs.IntVar(&cfg.R, "r", 10, "projection dimension r")
 	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
@@ -105,7 +112,20 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
+	ccfg := transport.ClientConfig{Identity: identity}
+	if caFile != "" || certFile != "" {
+		if ccfg.TLS, err = transport.ClientTLS(caFile, certFile, keyFile, serverName); err != nil {
+			return err
+		}
+	}
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("token file: %w", err)
+		}
+		ccfg.Token = strings.TrimSpace(string(b))
+	}
+	conn, err := transport.Dial(addr, ccfg)
 	if err != nil {
 		return err
 	}

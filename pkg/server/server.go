@@ -8,9 +8,11 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/metrics"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -54,10 +57,28 @@ type Config struct {
 	MaxProjectionDim int
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
 	ShutdownTimeout time.Duration
+	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
+	TLS TLSConfig
+	// TokensFile lists accepted bearer tokens as "IDENTITY SHA256HEX" lines.
+	TokensFile string
+	// AllowPlaintext permits serving without TLS on a non-loopback address (only
+	// behind a TLS-terminating proxy).
+	AllowPlaintext bool
+	// Limits bounds each identity's request rate and concurrency.
+	Limits transport.Limits
+	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address.
+	MetricsListen string
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
 	// Curator hooks for simulations and tests (see curator.Config).
 	SimulationHooks func(*curator.Config)
+}
+
+// TLSConfig names the curator's TLS material.
+type TLSConfig struct {
+	CertFile, KeyFile string
+	// ClientCAFile: verify client certificates against this CA (mutual TLS).
+	ClientCAFile string
 }
 
 // LedgerConfig selects the ledger store.
@@ -80,8 +101,13 @@ type Server struct {
 	ledger  ledger.Store
 	curator *curator.Curator
 
+	metrics    *metrics.Registry
+	metricsSrv *http.Server
+	metricsLis net.Listener
+
 	serveErr chan error
 	stopOnce sync.Once
+	stopped  chan struct{}
 }
 
 // Start loads everything, starts serving in the background and returns. It fails fast
@@ -104,6 +130,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.DatasetBudget = cfg.Budget
 	}
 	log := cfg.Logger
+	tlsCfg, auth, err := security(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: state directory: %w", err)
 	}
@@ -138,19 +168,100 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, serveErr: make(chan error, 1)}
-	s.grpc = grpc.NewServer(transport.ServerOptions(transport.ServerConfig{Logger: log})...)
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s.metrics = s.newMetrics(ds.Name)
+	s.grpc = grpc.NewServer(transport.ServerOptions(transport.ServerConfig{
+		Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC,
+	})...)
 	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, log: log})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(curatorv1.CuratorService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	s.setServing(true)
+	if cfg.MetricsListen != "" {
+		if err := s.serveMetrics(); err != nil {
+			lis.Close()
+			store.Close()
+			return nil, err
+		}
+	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
+	go s.watchReadiness(ds.Name)
 	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.kind()),
 		zap.Float64("budget_epsilon", cfg.Budget.Epsilon), zap.Float64("budget_delta", cfg.Budget.Delta),
-		zap.Float64("dataset_budget_epsilon", cfg.DatasetBudget.Epsilon), zap.Float64("dataset_budget_delta", cfg.DatasetBudget.Delta))
+		zap.Float64("dataset_budget_epsilon", cfg.DatasetBudget.Epsilon), zap.Float64("dataset_budget_delta", cfg.DatasetBudget.Delta),
+		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certificates", auth.ClientCerts), zap.Int("tokens", len(auth.Tokens)))
 	return s, nil
+}
+
+// security builds the TLS configuration and the authentication policy, refusing
+// plaintext on addresses other than loopback unless explicitly allowed.
+func security(cfg Config) (*tls.Config, transport.Auth, error) {
+	var auth transport.Auth
+	if cfg.TokensFile != "" {
+		tokens, err := transport.LoadTokens(cfg.TokensFile)
+		if err != nil {
+			return nil, auth, fmt.Errorf("server: %w", err)
+		}
+		auth.Tokens = tokens
+	}
+	t := cfg.TLS
+	if t.CertFile == "" && t.KeyFile == "" {
+		if t.ClientCAFile != "" {
+			return nil, auth, errors.New("server: client certificates (--client-ca) need TLS: give --tls-cert and --tls-key")
+		}
+		if !transport.IsLoopback(cfg.Listen) && !cfg.AllowPlaintext {
+			return nil, auth, fmt.Errorf("server: refusing to serve plaintext on %s, which is not a loopback address: configure --tls-cert and --tls-key, or pass --allow-plaintext only behind a TLS-terminating proxy", cfg.Listen)
+		}
+		return nil, auth, nil
+	}
+	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
+	if err != nil {
+		return nil, auth, fmt.Errorf("server: %w", err)
+	}
+	auth.ClientCerts = t.ClientCAFile != ""
+	return tlsCfg, auth, nil
+}
+
+func (s *Server) setServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(curatorv1.CuratorService_ServiceDesc.ServiceName, st)
+}
+
+// watchReadiness keeps the health status in line with the ledger's reachability: a
+// curator that cannot charge cannot release anything.
+func (s *Server) watchReadiness(dataset string) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	ready := true
+	for {
+		select {
+		case <-s.stopped:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := s.ledger.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity})
+		cancel()
+		select {
+		case <-s.stopped:
+			return
+		default:
+		}
+		if ok := err == nil; ok != ready {
+			ready = ok
+			s.setServing(ok)
+			if ok {
+				s.log.Info("ledger reachable again; serving")
+			} else {
+				s.log.Error("ledger unreachable; health NOT_SERVING", zap.Error(err))
+			}
+		}
+	}
 }
 
 func (l LedgerConfig) kind() string {
@@ -195,6 +306,7 @@ func (s *Server) Done() <-chan error { return s.serveErr }
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
+		close(s.stopped)
 		s.health.Shutdown()
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 		defer cancel()
@@ -206,6 +318,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.log.Warn("graceful shutdown timed out; closing remaining connections")
 			s.grpc.Stop()
 			<-done
+		}
+		if s.metricsSrv != nil {
+			s.metricsSrv.Close()
 		}
 		err = s.ledger.Close()
 		s.log.Info("curator stopped")

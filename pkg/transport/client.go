@@ -19,7 +19,17 @@ type ClientConfig struct {
 	TLS *tls.Config
 	// MaxRecvMsgBytes bounds a response message; 0 means 8 MiB.
 	MaxRecvMsgBytes int
+	// Token, when set, is sent as "authorization: Bearer TOKEN" (TLS only).
+	Token string
 }
+
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return true }
 
 // Dial opens a client connection to the curator at addr. The connection is lazy: the
 // first RPC connects.
@@ -40,6 +50,12 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 	opts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(recv)),
+	}
+	if cfg.Token != "" {
+		if cfg.TLS == nil {
+			return nil, fmt.Errorf("transport: a bearer token is only sent over TLS; give the curator's CA")
+		}
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer(cfg.Token)))
 	}
 	if id := cfg.Identity; id != "" {
 		opts = append(opts,

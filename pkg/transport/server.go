@@ -28,19 +28,37 @@ type ServerConfig struct {
 	MaxRecvMsgBytes int
 	// MaxSendMsgBytes bounds a response message; 0 means 4 MiB.
 	MaxSendMsgBytes int
+	// Auth says how callers are identified.
+	Auth Auth
+	// Limits bounds each identity's request rate and concurrency.
+	Limits Limits
+	// Observe, when set, is called once per RPC with its method, status code and
+	// duration (metrics).
+	Observe func(method string, code codes.Code, d time.Duration)
 }
 
-type requestIDKey struct{}
+// requestInfo is what the interceptors learn about a request, shared by pointer so the
+// outer logging interceptor sees the identity the inner one established.
+type requestInfo struct {
+	id       string
+	identity string
+}
+
+type requestInfoKey struct{}
 
 // RequestIDFromContext returns the id the logging interceptor gave this request.
 func RequestIDFromContext(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return ri.id
+	}
+	return ""
 }
 
 // ServerOptions builds the options of the curator's grpc.Server: credentials, message
 // size limits, keepalive enforcement and the chained interceptors, outermost first:
-// panic recovery, request id and identity, logging.
+// panic recovery, request id and logging (every request, refused ones too),
+// authentication (the identity the ledger charges), per-identity rate and concurrency
+// limits.
 func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 	log := cfg.Logger
 	if log == nil {
@@ -57,6 +75,7 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 	if cfg.TLS != nil {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
+	limiter := newLimiter(cfg.Limits)
 	return []grpc.ServerOption{
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(recv),
@@ -64,13 +83,15 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(
 			unaryRecover(log),
-			unaryContext,
-			unaryLog(log),
+			unaryLog(log, cfg.Observe),
+			unaryAuth(cfg.Auth),
+			unaryLimit(limiter),
 		),
 		grpc.ChainStreamInterceptor(
 			streamRecover(log),
-			streamContext,
-			streamLog(log),
+			streamLog(log, cfg.Observe),
+			streamAuth(cfg.Auth),
+			streamLimit(limiter),
 		),
 	}
 }
@@ -81,22 +102,36 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// requestContext attaches a request id and the caller's identity to ctx.
-func requestContext(ctx context.Context) (context.Context, error) {
-	ctx = context.WithValue(ctx, requestIDKey{}, newRequestID())
-	id, err := identityFromMetadata(ctx)
+// authenticate establishes the caller's identity and records it for the log.
+func authenticate(ctx context.Context, auth Auth) (context.Context, error) {
+	id, err := auth.identify(ctx)
 	if err != nil {
 		return ctx, status.Error(codes.Unauthenticated, err.Error())
+	}
+	if ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		ri.identity = id
 	}
 	return WithIdentity(ctx, id), nil
 }
 
-func unaryContext(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	ctx, err := requestContext(ctx)
-	if err != nil {
-		return nil, err
+func unaryAuth(auth Auth) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := authenticate(ctx, auth)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
 	}
-	return h(ctx, req)
+}
+
+func streamAuth(auth Auth) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		ctx, err := authenticate(ss.Context(), auth)
+		if err != nil {
+			return err
+		}
+		return h(srv, wrappedStream{ss, ctx})
+	}
 }
 
 type wrappedStream struct {
@@ -106,50 +141,50 @@ type wrappedStream struct {
 
 func (w wrappedStream) Context() context.Context { return w.ctx }
 
-func streamContext(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	ctx, err := requestContext(ss.Context())
-	if err != nil {
-		return err
-	}
-	return h(srv, wrappedStream{ss, ctx})
+func withRequestInfo(ctx context.Context) (context.Context, *requestInfo) {
+	ri := &requestInfo{id: newRequestID()}
+	return context.WithValue(ctx, requestInfoKey{}, ri), ri
 }
 
-// logFields never includes request or response messages: they may carry data.
-func logFields(ctx context.Context, method string, start time.Time, err error) []zap.Field {
-	id, _ := IdentityFromContext(ctx)
-	return []zap.Field{
-		zap.String("method", method),
-		zap.String("identity", id),
-		zap.String("request_id", RequestIDFromContext(ctx)),
-		zap.String("code", status.Code(err).String()),
-		zap.Duration("duration", time.Since(start)),
-	}
-}
-
-func unaryLog(log *zap.Logger) grpc.UnaryServerInterceptor {
+func unaryLog(log *zap.Logger, observe func(string, codes.Code, time.Duration)) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		start := time.Now()
+		ctx, ri := withRequestInfo(ctx)
 		resp, err := h(ctx, req)
-		logRPC(log, ctx, info.FullMethod, start, err)
+		logRPC(log, observe, ri, info.FullMethod, start, err)
 		return resp, err
 	}
 }
 
-func streamLog(log *zap.Logger) grpc.StreamServerInterceptor {
+func streamLog(log *zap.Logger, observe func(string, codes.Code, time.Duration)) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		start := time.Now()
-		err := h(srv, ss)
-		logRPC(log, ss.Context(), info.FullMethod, start, err)
+		ctx, ri := withRequestInfo(ss.Context())
+		err := h(srv, wrappedStream{ss, ctx})
+		logRPC(log, observe, ri, info.FullMethod, start, err)
 		return err
 	}
 }
 
-func logRPC(log *zap.Logger, ctx context.Context, method string, start time.Time, err error) {
-	fields := logFields(ctx, method, start, err)
+// logRPC writes one line per RPC. It never includes request or response messages:
+// they may carry data.
+func logRPC(log *zap.Logger, observe func(string, codes.Code, time.Duration), ri *requestInfo, method string, start time.Time, err error) {
+	d := time.Since(start)
+	code := status.Code(err)
+	if observe != nil {
+		observe(method, code, d)
+	}
+	fields := []zap.Field{
+		zap.String("method", method),
+		zap.String("identity", ri.identity),
+		zap.String("request_id", ri.id),
+		zap.String("code", code.String()),
+		zap.Duration("duration", d),
+	}
 	if err != nil {
 		fields = append(fields, zap.String("error", status.Convert(err).Message()))
 	}
-	switch status.Code(err) {
+	switch code {
 	case codes.OK, codes.Canceled:
 		log.Info("rpc", fields...)
 	case codes.Internal, codes.Unknown, codes.DataLoss:

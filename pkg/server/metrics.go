@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+
+	"github.com/privbo/privbo/pkg/metrics"
+)
+
+var latencyBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+func (s *Server) newMetrics(dataset string) *metrics.Registry {
+	r := metrics.NewRegistry()
+	r.Counter("privbo_rpc_requests_total", "RPCs handled, by method and status code.")
+	r.Histogram("privbo_rpc_duration_seconds", "RPC latency in seconds, by method.", latencyBounds)
+	gauge := func(name, help string, value func(spentEps, spentDelta, remEps, remDelta float64) float64) {
+		r.GaugeFunc(name, help, func() []metrics.Sample {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			accts, err := s.ledger.Accounts(ctx, dataset)
+			if err != nil {
+				return nil
+			}
+			var out []metrics.Sample
+			for _, b := range accts {
+				if strings.HasPrefix(b.Identity, "_") {
+					continue
+				}
+				out = append(out, metrics.Sample{Labels: []string{"dataset", dataset, "identity", b.Identity},
+					Value: value(b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)})
+			}
+			return out
+		})
+	}
+	gauge("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity.", func(se, _, _, _ float64) float64 { return se })
+	gauge("privbo_budget_spent_delta", "Privacy budget δ spent, by identity.", func(_, sd, _, _ float64) float64 { return sd })
+	gauge("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity.", func(_, _, re, _ float64) float64 { return re })
+	gauge("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity.", func(_, _, _, rd float64) float64 { return rd })
+	return r
+}
+
+func (s *Server) observeRPC(method string, code codes.Code, d time.Duration) {
+	s.metrics.Add("privbo_rpc_requests_total", 1, "method", method, "code", code.String())
+	s.metrics.Observe("privbo_rpc_duration_seconds", d.Seconds(), "method", method)
+}
+
+func (s *Server) serveMetrics() error {
+	lis, err := net.Listen("tcp", s.cfg.MetricsListen)
+	if err != nil {
+		return fmt.Errorf("server: metrics listener on %q: %w", s.cfg.MetricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.metrics.Handler())
+	s.metricsLis = lis
+	s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := s.metricsSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics listener stopped", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+// MetricsAddr is the metrics listener's address ("" when metrics are off).
+func (s *Server) MetricsAddr() string {
+	if s.metricsLis == nil {
+		return ""
+	}
+	return s.metricsLis.Addr().String()
+}
