@@ -76,6 +76,15 @@ func startCurator(t *testing.T, cfg server.Config) *curatorProc {
 	return p
 }
 
+// startCuratorErr starts a curator that is expected to fail to start.
+func startCuratorErr(cfg server.Config) (*server.Server, error) {
+	srv, err := server.Start(context.Background(), cfg)
+	if err == nil {
+		srv.Shutdown(context.Background())
+	}
+	return srv, err
+}
+
 func (p *curatorProc) stop(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
