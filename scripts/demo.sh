@@ -7,20 +7,26 @@ cd "$(dirname "$0")/.."
 bin=.bin
 state=$(mktemp -d -t privbo-demo.XXXXXX)
 log="$state/curator.log"
-trap 'kill $curator_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$state"' EXIT
+curator_pid=""
+trap '[ -n "$curator_pid" ] && kill $curator_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$state"' EXIT
 
-echo "== starting the curator (hospital) on loopback; its log: $log"
+echo "== creating a development CA, a server certificate and the vendor's client certificate"
+"$bin/curator" dev-ca --out "$state/pki" --hosts 127.0.0.1,localhost --clients vendor-demo >/dev/null
+
+echo "== starting the curator (hospital) on loopback with mutual TLS; its log: $log"
 "$bin/curator" serve \
   --data examples/data/diabetes.csv --target progression \
   --listen 127.0.0.1:0 --addr-file "$state/addr" --state "$state/curator" \
+  --tls-cert "$state/pki/server.pem" --tls-key "$state/pki/server-key.pem" --client-ca "$state/pki/ca.pem" \
   --budget-epsilon 10 --budget-delta 1e-3 2>"$log" &
 curator_pid=$!
 for _ in $(seq 100); do [ -s "$state/addr" ] && break; sleep 0.1; done
 [ -s "$state/addr" ] || { echo "curator did not start:"; cat "$log"; exit 1; }
 addr=$(cat "$state/addr")
 
-echo "== running the modeler (vendor) against $addr: r=5, ε=e², δ=1e-4, T=40"
-"$bin/modeler" run --curator "$addr" --identity vendor-demo \
+echo "== running the modeler (vendor, identity from its certificate) against $addr: r=5, ε=e², δ=1e-4, T=40"
+"$bin/modeler" run --curator "$addr" \
+  --ca "$state/pki/ca.pem" --cert "$state/pki/vendor-demo.pem" --key "$state/pki/vendor-demo-key.pem" \
   --r 5 --epsilon 7.38905609893065 --delta 1e-4 --iterations 40 --quiet
 
 best=$(sort -t, -k11 -n -r examples/data/diabetes.csv | head -1 | awk -F, '{print $11}')

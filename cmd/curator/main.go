@@ -20,8 +20,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
+	"github.com/privbo/privbo/pkg/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/logging"
 	"github.com/privbo/privbo/pkg/server"
@@ -31,10 +33,11 @@ import (
 const usage = `usage: curator <command> [flags]
 
 commands:
-  serve       load a dataset and serve private releases over gRPC
-  ledger      print the privacy ledger: every charge, and each identity's remaining budget
-  dev-ca      create a development CA, a server certificate and client certificates
-  hash-token  print the line of a token file for a bearer token read from stdin
+  serve         load a dataset and serve private releases over gRPC
+  ledger        print the privacy ledger: every charge, and each identity's remaining budget
+  check-config  validate a serve configuration (flags, file, environment) without serving
+  dev-ca        create a development CA, a server certificate and client certificates
+  hash-token    print the line of a token file for a bearer token read from stdin
 
 Run 'curator <command> -h' for the flags of a command.
 `
@@ -58,6 +61,8 @@ func run(args []string) error {
 		return serve(args[1:])
 	case "ledger":
 		return printLedger(args[1:])
+	case "check-config":
+		return checkConfig(args[1:])
 	case "dev-ca":
 		return devCA(args[1:])
 	case "hash-token":
@@ -97,30 +102,34 @@ func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
 	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
 }
 
-func serve(args []string) error {
-	fs := flag.NewFlagSet("curator serve", flag.ContinueOnError)
-	var (
-		lf                                   ledgerFlags
-		cfg                                  server.Config
-		features, scaling, addrFile          string
-		logLevel, logFormat                  string
-		outMech                              string
-		outEps, outDelta, outLower, outUpper float64
-	)
-	lf.register(fs)
+// serveFlags are the flags of serve and check-config.
+type serveFlags struct {
+	lf                                   ledgerFlags
+	cfg                                  server.Config
+	configFile                           string
+	features, scaling, addrFile          string
+	logLevel, logFormat                  string
+	outMech                              string
+	outEps, outDelta, outLower, outUpper float64
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	cfg := &f.cfg
+	f.lf.register(fs)
+	fs.StringVar(&f.configFile, "config", "", "configuration file: flat TOML, one flag-name = value per line (flags and PRIVBO_CURATOR_* environment variables override it)")
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
-	fs.StringVar(&features, "features", "", "comma-separated feature columns (default: all but the target)")
-	fs.StringVar(&scaling, "scaling", "standardise", "how rows are put on the protected unit: standardise[:MAXNORM], maxnorm[:MAXNORM], fixed:col=scale,..., none")
+	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
+	fs.StringVar(&f.scaling, "scaling", "standardise", "how rows are put on the protected unit: standardise[:MAXNORM], maxnorm[:MAXNORM], fixed:col=scale,..., none")
 	fs.StringVar(&cfg.DatasetName, "name", "", "dataset name (default: the file name)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
-	fs.StringVar(&addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
+	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
 	fs.Float64Var(&cfg.NoiseSD, "noise-sd", 0, "standard deviation of Gaussian observation noise recorded once per row (simulated measurement noise, not privacy)")
-	fs.StringVar(&outMech, "output-privacy", "none", "release of query answers: none, laplace or gaussian")
-	fs.Float64Var(&outEps, "output-epsilon", 0, "ε charged per distinct index with private outputs")
-	fs.Float64Var(&outDelta, "output-delta", 0, "δ charged per distinct index with gaussian outputs")
-	fs.Float64Var(&outLower, "output-lower", 0, "lower end of the declared output range (private outputs are clipped to it)")
-	fs.Float64Var(&outUpper, "output-upper", 0, "upper end of the declared output range")
+	fs.StringVar(&f.outMech, "output-privacy", "none", "release of query answers: none, laplace or gaussian")
+	fs.Float64Var(&f.outEps, "output-epsilon", 0, "ε charged per distinct index with private outputs")
+	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ charged per distinct index with gaussian outputs")
+	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared output range (private outputs are clipped to it)")
+	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared output range")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
@@ -133,27 +142,62 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.Limits.Burst, "rate-burst", 0, "burst of requests per identity (default: the rate)")
 	fs.IntVar(&cfg.Limits.Concurrent, "max-in-flight", 0, "concurrent requests per identity (0: unlimited)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
+}
+
+// parseServe parses args, then the environment and the configuration file.
+func parseServe(name string, args []string) (*serveFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f := &serveFlags{}
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
+	if f.configFile == "" {
+		f.configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
+	}
+	if err := flagconf.Apply(fs, f.configFile, envPrefix); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected arguments %q", name, fs.Args())
+	}
+	return f, nil
+}
+
+const envPrefix = "PRIVBO_CURATOR"
+
+// build turns the flags into the server's configuration.
+func (f *serveFlags) build() (server.Config, error) {
+	cfg := f.cfg
 	if cfg.DataPath == "" || cfg.Data.Target == "" {
-		return errors.New("serve: --data and --target are required")
+		return cfg, errors.New("--data and --target are required")
 	}
-	if features != "" {
-		cfg.Data.Features = strings.Split(features, ",")
+	if f.features != "" {
+		cfg.Data.Features = strings.Split(f.features, ",")
 	}
-	sc, err := dataset.ParseScaling(scaling)
+	sc, err := dataset.ParseScaling(f.scaling)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Data.Scaling = sc
+	cfg.StateDir = f.lf.state
+	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
+	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
+	return cfg, nil
+}
+
+func serve(args []string) error {
+	f, err := parseServe("curator serve", args)
 	if err != nil {
 		return err
 	}
-	cfg.Data.Scaling = sc
-	cfg.StateDir = lf.state
-	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = lf.config()
-	cfg.Output.Mechanism, cfg.Output.Epsilon, cfg.Output.Delta = outMech, outEps, outDelta
-	cfg.Output.Lower, cfg.Output.Upper = outLower, outUpper
-	log, err := logging.New(logLevel, logFormat)
+	cfg, err := f.build()
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
@@ -166,8 +210,8 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	if addrFile != "" {
-		if err := os.WriteFile(addrFile, []byte(srv.Addr()+"\n"), 0o644); err != nil {
+	if f.addrFile != "" {
+		if err := os.WriteFile(f.addrFile, []byte(srv.Addr()+"\n"), 0o644); err != nil {
 			srv.Shutdown(context.Background())
 			return fmt.Errorf("writing --addr-file: %w", err)
 		}
@@ -180,6 +224,27 @@ func serve(args []string) error {
 		srv.Shutdown(context.Background())
 		return err
 	}
+}
+
+// checkConfig validates a configuration as serve would, without serving or writing.
+func checkConfig(args []string) error {
+	f, err := parseServe("curator check-config", args)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.build()
+	if err != nil {
+		return err
+	}
+	if _, err := logging.New(f.logLevel, f.logFormat); err != nil {
+		return err
+	}
+	sum, err := server.Check(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Println("configuration OK:", sum)
+	return nil
 }
 
 func printLedger(args []string) error {

@@ -23,6 +23,12 @@ type OutputPrivacy struct {
 	Lower, Upper   float64
 }
 
+// Validate checks the setting as New would.
+func (o OutputPrivacy) Validate() error {
+	_, err := newOutputReleaser(o)
+	return err
+}
+
 func (o OutputPrivacy) normalised() OutputPrivacy {
 	if o.Mechanism == "" {
 		o.Mechanism = "none"

@@ -114,20 +114,9 @@ type Server struct {
 // with an error a person can act on (bad file, bad column, unreachable ledger, port in
 // use).
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
-	}
-	if cfg.StateDir == "" {
-		return nil, errors.New("server: a state directory is required (--state)")
-	}
-	if cfg.Budget == (ledger.Cost{}) {
-		return nil, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
-	}
-	if cfg.DatasetBudget == (ledger.Cost{}) {
-		cfg.DatasetBudget = cfg.Budget
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	tlsCfg, auth, err := security(cfg)
@@ -262,6 +251,65 @@ func (s *Server) watchReadiness(dataset string) {
 			}
 		}
 	}
+}
+
+// withDefaults validates what can be checked without touching files and fills in
+// defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.StateDir == "" {
+		return cfg, errors.New("server: a state directory is required (--state)")
+	}
+	if cfg.Budget == (ledger.Cost{}) {
+		return cfg, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
+	}
+	if cfg.DatasetBudget == (ledger.Cost{}) {
+		cfg.DatasetBudget = cfg.Budget
+	}
+	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
+		return cfg, fmt.Errorf("server: budget: %w", err)
+	}
+	if err := cfg.Output.Validate(); err != nil {
+		return cfg, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Limits.Rate < 0 || cfg.Limits.Burst < 0 || cfg.Limits.Concurrent < 0 {
+		return cfg, errors.New("server: rate and concurrency limits must be ≥ 0")
+	}
+	switch cfg.Ledger.kind() {
+	case "sqlite":
+	case "postgres":
+		if cfg.Ledger.DSN == "" {
+			return cfg, errors.New("server: --ledger postgres needs --ledger-dsn")
+		}
+	default:
+		return cfg, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind)
+	}
+	return cfg, nil
+}
+
+// Check validates cfg as Start would — settings, TLS material, tokens, the dataset —
+// without listening, opening the ledger or writing anything. It returns a one-line
+// summary.
+func Check(cfg Config) (string, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return "", err
+	}
+	tlsCfg, auth, err := security(cfg)
+	if err != nil {
+		return "", err
+	}
+	ds, err := dataset.LoadCSV(cfg.DataPath, cfg.Data)
+	if err != nil {
+		return "", fmt.Errorf("server: %w", err)
+	}
+	return fmt.Sprintf("dataset %s: %d rows × %d features, target %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, ds.N, ds.D, ds.Target, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
 }
 
 func (l LedgerConfig) kind() string {

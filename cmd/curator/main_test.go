@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "curator.toml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var diabetes = filepath.Join("..", "..", "examples", "data", "diabetes.csv")
+
+func TestCheckConfig(t *testing.T) {
+	good := writeConfig(t, `# a hospital's curator
+data = "`+diabetes+`"
+target = "progression"
+state = "`+t.TempDir()+`"
+budget-epsilon = 10
+budget-delta = 1e-3
+`)
+	if err := run([]string{"check-config", "--config", good}); err != nil {
+		t.Fatalf("check-config of a good file: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown setting", []string{"check-config", "--config", writeConfig(t, "colour = 'red'\n")}, nil, `unknown setting "colour"`},
+		{"flag overrides file", []string{"check-config", "--config", good, "--target", "nope"}, nil, `"nope"`},
+		{"environment overrides file", []string{"check-config", "--config", good}, map[string]string{"PRIVBO_CURATOR_BUDGET_EPSILON": "-1"}, "epsilon"},
+		{"missing file", []string{"check-config", "--config", good, "--data", "/nonexistent.csv"}, nil, "nonexistent.csv"},
+		{"plaintext off loopback", []string{"check-config", "--config", good, "--listen", "0.0.0.0:7070"}, nil, "plaintext"},
+		{"bad output privacy", []string{"check-config", "--config", good, "--output-privacy", "laplace"}, nil, "range"},
+		{"no state", []string{"check-config", "--data", diabetes, "--target", "progression", "--budget-epsilon", "1"}, nil, "state"},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		err := run(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func TestDevCAAndHashToken(t *testing.T) {
+	dir := t.TempDir()
+	if err := run([]string{"dev-ca", "--out", dir, "--clients", "vendor-a,vendor-b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ca.pem", "server.pem", "server-key.pem", "vendor-a.pem", "vendor-b-key.pem"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("dev-ca did not write %s: %v", f, err)
+		}
+	}
+	if err := run([]string{"dev-ca", "--out", dir, "--clients", "bad identity"}); err == nil {
+		t.Error("dev-ca accepted an invalid identity")
+	}
+}
