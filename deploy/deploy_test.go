@@ -1,0 +1,88 @@
+// Package deploy_test checks the deployment files against the binaries: no container
+// engine runs in CI, so this is what keeps a renamed flag or a moved file from silently
+// breaking a hospital's deployment.
+package deploy_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// flagsOf builds cmd and returns the flags its subcommands print in their -h usage.
+func flagsOf(t *testing.T, cmd string, subcommands ...string) map[string]bool {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(cmd))
+	build := exec.Command("go", "build", "-o", bin, "./"+cmd)
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", cmd, err, out)
+	}
+	flags := map[string]bool{}
+	re := regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`)
+	for _, sub := range subcommands {
+		out, _ := exec.Command(bin, sub, "-h").CombinedOutput() // -h exits non-zero
+		found := re.FindAllStringSubmatch(string(out), -1)
+		if len(found) == 0 {
+			t.Fatalf("%s %s -h printed no flags:\n%s", cmd, sub, out)
+		}
+		for _, m := range found {
+			flags[m[1]] = true
+		}
+	}
+	return flags
+}
+
+var flagRe = regexp.MustCompile(`(?:^|[\s"'\[,])--([a-z][a-z0-9-]*)`)
+
+func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
+	curator := flagsOf(t, "cmd/curator", "serve", "ledger", "check-config", "dev-ca", "hash-token")
+	modeler := flagsOf(t, "cmd/modeler", "run")
+	files := []string{"systemd/privbo-curator.service", "container/Dockerfile", "compose/compose.yaml", "k8s/curator.yaml", "../scripts/demo.sh"}
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			for _, m := range flagRe.FindAllStringSubmatch(line, -1) {
+				name := m[1]
+				if name == "build" || name == "from" { // docker's own options
+					continue
+				}
+				checked++
+				if !curator[name] && !modeler[name] {
+					t.Errorf("%s:%d uses --%s, which neither curator nor modeler has", f, n+1, name)
+				}
+			}
+		}
+	}
+	if checked < 40 {
+		t.Errorf("checked only %d flag uses; the scan is not seeing the files", checked)
+	}
+	// Paths the container build copies from the repository must exist.
+	docker, _ := os.ReadFile("container/Dockerfile")
+	for _, m := range regexp.MustCompile(`(?m)^COPY (?:--from=\S+ )?(\S+)`).FindAllStringSubmatch(string(docker), -1) {
+		src := m[1]
+		if strings.HasPrefix(src, "/") {
+			continue // from the build stage
+		}
+		if _, err := os.Stat(filepath.Join("..", src)); err != nil {
+			t.Errorf("Dockerfile copies %s, which is not in the repository", src)
+		}
+	}
+	// The environment variable k8s uses must be one the curator reads.
+	k8s, _ := os.ReadFile("k8s/curator.yaml")
+	for _, m := range regexp.MustCompile(`PRIVBO_CURATOR_([A-Z_]+)`).FindAllStringSubmatch(string(k8s), -1) {
+		if name := strings.ToLower(strings.ReplaceAll(m[1], "_", "-")); !curator[name] {
+			t.Errorf("k8s sets %s, but the curator has no flag --%s", m[0], name)
+		}
+	}
+}
