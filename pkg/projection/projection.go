@@ -26,11 +26,16 @@ func (p Params) Validate() error {
 	case math.IsNaN(p.Delta) || p.Delta <= 0 || p.Delta >= 1:
 		return fmt.Errorf("projection: delta must be in (0, 1), got %g", p.Delta)
 	}
-	if w := Omega(p.R, p.Epsilon, p.Delta); math.IsInf(w, 0) || math.IsNaN(w) {
-		return fmt.Errorf("projection: threshold ω overflows for r=%d, epsilon=%g, delta=%g", p.R, p.Epsilon, p.Delta)
+	// Beyond MaxOmega the lifted singular values sqrt(σ² + ω²) leave float64's range in
+	// the computation, and the release would be pure noise anyway.
+	if w := Omega(p.R, p.Epsilon, p.Delta); math.IsInf(w, 0) || math.IsNaN(w) || w > MaxOmega {
+		return fmt.Errorf("projection: threshold ω = %g exceeds %g for r=%d, epsilon=%g, delta=%g: the release would be pure noise; use a larger epsilon or delta", w, MaxOmega, p.R, p.Epsilon, p.Delta)
 	}
 	return nil
 }
+
+// MaxOmega is the largest threshold ω that Validate accepts.
+const MaxOmega = 1e100
 
 // Omega returns the singular-value threshold of Algorithm 1, line 5:
 //

@@ -63,7 +63,8 @@ func TestParamsValidate(t *testing.T) {
 		{Params{R: 10, Epsilon: 1, Delta: 1}, "delta"},
 		{Params{R: 10, Epsilon: 1, Delta: -1e-5}, "delta"},
 		{Params{R: 10, Epsilon: 1, Delta: math.NaN()}, "delta"},
-		{Params{R: 10, Epsilon: 1e-320, Delta: 1e-5}, "overflows"},
+		{Params{R: 10, Epsilon: 1e-320, Delta: 1e-5}, "exceeds"},
+		{Params{R: 3, Epsilon: 1.4916681462400413e-154, Delta: 1.398043286095289e-76}, "pure noise"},
 	}
 	for _, tt := range tests {
 		err := tt.p.Validate()

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -51,8 +52,13 @@ func LoadTokens(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("transport: token file: %w", err)
 	}
 	defer f.Close()
+	return ParseTokens(f, path)
+}
+
+// ParseTokens reads a token file's contents from r; path names it in errors.
+func ParseTokens(r io.Reader, path string) (map[string]string, error) {
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
