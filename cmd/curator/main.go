@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -28,6 +30,7 @@ import (
 	"github.com/privbo/privbo/pkg/logging"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
+	"github.com/privbo/privbo/pkg/tuning"
 )
 
 const usage = `usage: curator <command> [flags]
@@ -111,6 +114,8 @@ type serveFlags struct {
 	logLevel, logFormat                  string
 	outMech                              string
 	outEps, outDelta, outLower, outUpper float64
+	evaluators, evaluatorEpsilons        string
+	evaluatorTimeout                     time.Duration
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -142,6 +147,15 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Limits.Burst, "rate-burst", 0, "burst of requests per identity (default: the rate)")
 	fs.IntVar(&cfg.Limits.Concurrent, "max-in-flight", 0, "concurrent requests per identity (0: unlimited)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
+	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a 0/1 label)")
+	fs.Float64Var(&cfg.Jobs.ValidationFraction, "job-validation-fraction", 0.3, "fraction of rows forming the sensitive validation part of tuning jobs")
+	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", 1, "seed of the training/validation split of tuning jobs")
+	fs.StringVar(&f.evaluators, "evaluators", "", "external evaluators for jobs: NAME=PROGRAM[,NAME=PROGRAM] (hyperparameters as JSON on stdin, {\"score\": x} on stdout)")
+	fs.StringVar(&f.evaluatorEpsilons, "evaluator-epsilons", "", "declared per-run pure-DP ε of evaluators usable by DP-HyPO: NAME=EPS[,NAME=EPS]")
+	fs.DurationVar(&f.evaluatorTimeout, "evaluator-timeout", time.Minute, "time limit of one external evaluation")
+	fs.IntVar(&cfg.Jobs.MaxGrid, "max-job-grid", 10000, "largest hyperparameter grid a job may search")
+	fs.IntVar(&cfg.Jobs.MaxIterations, "max-job-iterations", 1000, "most iterations (or expected runs) of a job")
+	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
 }
@@ -185,7 +199,56 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.StateDir = f.lf.state
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
+	evs, err := parseEvaluators(f.evaluators, f.evaluatorEpsilons, f.evaluatorTimeout)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Jobs.Evaluators = evs
 	return cfg, nil
+}
+
+// parseEvaluators reads NAME=PROGRAM pairs and NAME=EPS declarations.
+func parseEvaluators(progs, epsilons string, timeout time.Duration) ([]tuning.Evaluator, error) {
+	pairs := func(s, what string) ([][2]string, error) {
+		var out [][2]string
+		if s == "" {
+			return nil, nil
+		}
+		for _, kv := range strings.Split(s, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return nil, fmt.Errorf("%s: want NAME=VALUE pairs separated by commas, got %q", what, kv)
+			}
+			out = append(out, [2]string{k, v})
+		}
+		return out, nil
+	}
+	ps, err := pairs(progs, "--evaluators")
+	if err != nil {
+		return nil, err
+	}
+	es, err := pairs(epsilons, "--evaluator-epsilons")
+	if err != nil {
+		return nil, err
+	}
+	var evs []tuning.Evaluator
+	index := map[string]int{}
+	for _, p := range ps {
+		index[p[0]] = len(evs)
+		evs = append(evs, tuning.Evaluator{Name: p[0], Command: []string{p[1]}, Timeout: timeout})
+	}
+	for _, e := range es {
+		k, ok := index[e[0]]
+		if !ok {
+			return nil, fmt.Errorf("--evaluator-epsilons names %q, which --evaluators does not define", e[0])
+		}
+		v, err := strconv.ParseFloat(e[1], 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("--evaluator-epsilons: %s=%s is not a positive ε", e[0], e[1])
+		}
+		evs[k].Epsilon = v
+	}
+	return evs, nil
 }
 
 func serve(args []string) error {

@@ -26,9 +26,11 @@ import (
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/metrics"
 	"github.com/privbo/privbo/pkg/transport"
+	"github.com/privbo/privbo/pkg/tuning"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -68,10 +70,23 @@ type Config struct {
 	Limits transport.Limits
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address.
 	MetricsListen string
+	// Jobs enables private tuning jobs on the dataset (its target must be a 0/1 label).
+	Jobs JobsConfig
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
 	// Curator hooks for simulations and tests (see curator.Config).
 	SimulationHooks func(*curator.Config)
+}
+
+// JobsConfig configures private tuning jobs (see package tuning).
+type JobsConfig struct {
+	Enabled bool
+	// ValidationFraction and SplitSeed fix the sensitive validation part.
+	ValidationFraction float64
+	SplitSeed          uint64
+	Evaluators         []tuning.Evaluator
+	// MaxGrid and MaxIterations bound a job's size; MaxRunning the jobs run at once.
+	MaxGrid, MaxIterations, MaxRunning int
 }
 
 // TLSConfig names the curator's TLS material.
@@ -100,6 +115,7 @@ type Server struct {
 	lis     net.Listener
 	ledger  ledger.Store
 	curator *curator.Curator
+	jobs    *jobs.Manager
 
 	metrics    *metrics.Registry
 	metricsSrv *http.Server
@@ -152,17 +168,27 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	var jm *jobs.Manager
+	if cfg.Jobs.Enabled {
+		if jm, err = startJobs(cfg, ds, store, log); err != nil {
+			store.Close()
+			return nil, err
+		}
+	}
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		if jm != nil {
+			jm.Close()
+		}
 		store.Close()
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	s.metrics = s.newMetrics(ds.Name)
 	s.grpc = grpc.NewServer(transport.ServerOptions(transport.ServerConfig{
 		Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC,
 	})...)
-	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, log: log})
+	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, jobs: jm, log: log})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -339,6 +365,20 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 	return store, nil
 }
 
+func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
+	j := cfg.Jobs
+	runner, err := tuning.New(tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
+		Evaluators: j.Evaluators, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("server: jobs: %w", err)
+	}
+	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: ds.Name, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
+	if err != nil {
+		return nil, fmt.Errorf("server: jobs: %w", err)
+	}
+	return m, nil
+}
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
@@ -356,6 +396,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		close(s.stopped)
 		s.health.Shutdown()
+		if s.jobs != nil {
+			// Running jobs stop and are marked interrupted (their charge stays spent),
+			// which also ends their watchers' streams.
+			if err := s.jobs.Close(); err != nil {
+				s.log.Error("closing the job manager", zap.Error(err))
+			}
+		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 		defer cancel()
 		done := make(chan struct{})

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+const jobUsage = `usage: modeler job <kusner|dphypo|get|list|cancel|watch> [flags]
+
+  kusner   submit a Kusner et al. private Bayesian-optimisation job and wait for its result
+  dphypo   submit a DP-HyPO adaptive private hyperparameter search and wait for its result
+  get ID   print a job; list: your jobs; cancel ID: stop a job; watch ID: follow its progress
+`
+
+// connFlags are the flags that reach a curator.
+type connFlags struct {
+	addr, identity, ca, cert, key, tokenFile, serverName string
+}
+
+func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "curator", "127.0.0.1:7070", "curator address host:port")
+	fs.StringVar(&c.identity, "identity", "", "identity to be charged, sent in request metadata when the curator takes no certificates or tokens (default: anonymous)")
+	fs.StringVar(&c.ca, "ca", "", "CA (PEM) that signed the curator's certificate; turns on TLS")
+	fs.StringVar(&c.cert, "cert", "", "client certificate (PEM) for mutual TLS; its common name is the identity charged")
+	fs.StringVar(&c.key, "key", "", "client private key (PEM)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "file holding a bearer token (TLS only)")
+	fs.StringVar(&c.serverName, "server-name", "", "name to verify in the curator's certificate (default: the host of --curator)")
+}
+
+func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
+	cfg := transport.ClientConfig{Identity: c.identity}
+	var err error
+	if c.ca != "" || c.cert != "" {
+		if cfg.TLS, err = transport.ClientTLS(c.ca, c.cert, c.key, c.serverName); err != nil {
+			return nil, nil, err
+		}
+	}
+	if c.tokenFile != "" {
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("token file: %w", err)
+		}
+		cfg.Token = strings.TrimSpace(string(b))
+	}
+	conn, err := transport.Dial(c.addr, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return curatorv1.NewCuratorServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// gridFlag collects --grid NAME=KIND:... values.
+type gridFlag []*curatorv1.HyperparameterRange
+
+func (g *gridFlag) String() string { return fmt.Sprint(len(*g), " ranges") }
+
+// Set parses "name=log:LOW:HIGH:COUNT", "name=linear:LOW:HIGH:COUNT" or
+// "name=list:V1,V2,...", validated as the curator will.
+func (g *gridFlag) Set(spec string) error {
+	if _, err := hparam.ParseParam(spec); err != nil {
+		return err
+	}
+	name, rest, _ := strings.Cut(spec, "=")
+	kind, args, _ := strings.Cut(rest, ":")
+	r := &curatorv1.HyperparameterRange{Name: strings.TrimSpace(name)}
+	nums := func(s, sep string) ([]float64, error) {
+		var out []float64
+		for _, f := range strings.Split(s, sep) {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return nil, fmt.Errorf("--grid %s: %q is not a number", spec, f)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	switch strings.TrimSpace(kind) {
+	case "list":
+		vals, err := nums(args, ",")
+		if err != nil {
+			return err
+		}
+		r.Scale, r.Values = curatorv1.HyperparameterRange_SCALE_LIST, vals
+	case "linear", "log":
+		vals, err := nums(args, ":")
+		if err != nil || len(vals) != 3 {
+			return fmt.Errorf("--grid %s: want %s:LOW:HIGH:COUNT", spec, kind)
+		}
+		r.Scale = curatorv1.HyperparameterRange_SCALE_LINEAR
+		if kind == "log" {
+			r.Scale = curatorv1.HyperparameterRange_SCALE_LOG
+		}
+		r.Low, r.High, r.Count = vals[0], vals[1], uint32(vals[2])
+	default:
+		return fmt.Errorf("--grid %s: the modeler sends list, linear or log ranges", spec)
+	}
+	*g = append(*g, r)
+	return nil
+}
+
+func jobCommand(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, jobUsage)
+		return errors.New("job: no subcommand")
+	}
+	fs := flag.NewFlagSet("modeler job "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		conn           connFlags
+		grid           gridFlag
+		key            string
+		asJSON, detach bool
+		kusnerSpec     curatorv1.KusnerSpec
+		algorithm      int
+		dph            curatorv1.DPHyPOSpec
+		sgd            curatorv1.DPSGDSettings
+		epochs, batch  uint
+		iterations     uint
+	)
+	conn.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print the job as one JSON object on the last line of stdout")
+	submit := args[0] == "kusner" || args[0] == "dphypo"
+	if submit {
+		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT or NAME=list:V1,V2,...")
+		fs.StringVar(&key, "key", "", "idempotency key: resubmitting with the same key returns the same job (default: a new job)")
+		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
+	}
+	switch args[0] {
+	case "kusner":
+		fs.IntVar(&algorithm, "algorithm", 1, "1: noisy GP (releases λ̃, ṽ); 2: noise-free GP (λ̃, f̃); 3: Lipschitz learner (f̃_L only)")
+		fs.UintVar(&iterations, "iterations", 20, "Bayesian-optimisation steps T")
+		fs.Float64Var(&kusnerSpec.Epsilon, "epsilon", 1, "ε of each release (the job costs 2ε for algorithms 1 and 2)")
+		fs.Float64Var(&kusnerSpec.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
+		fs.Float64Var(&kusnerSpec.K1, "k1", 0.5, "k1(V, V') in [0, 1): dataset-kernel value of neighbouring validation sets")
+		fs.Float64Var(&kusnerSpec.NoiseVariance, "noise-variance", 0.01, "GP observation noise σ² (algorithm 1)")
+		fs.Float64Var(&kusnerSpec.GammaT, "gamma-t", 0, "maximum information gain γ_T (0: the greedy upper bound)")
+		fs.Float64Var(&kusnerSpec.A, "a", 0, "constant A of algorithm 2")
+		fs.Float64Var(&kusnerSpec.Tau, "tau", 0, "constant τ of algorithm 2")
+		fs.Float64Var(&kusnerSpec.Lengthscale, "lengthscale", 0, "GP lengthscale over normalised grid coordinates (0: default)")
+		fs.StringVar(&kusnerSpec.Evaluator, "evaluator", "", "an external evaluator configured on the curator (default: its built-in learner)")
+	case "dphypo":
+		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
+		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
+		fs.Float64Var(&dph.CMax, "c-max", 2, "upper density bound C ≥ 1")
+		fs.Float64Var(&dph.CMin, "c-min", 0.75, "lower density bound c ≤ 1")
+		fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
+		fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
+		fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
+		fs.Float64Var(&dph.Delta, "delta", 1e-5, "δ of the (ε, δ) guarantee of the whole search")
+		fs.StringVar(&dph.Evaluator, "evaluator", "", "an external evaluator with a declared per-run ε (default: built-in DP-SGD)")
+		fs.Float64Var(&sgd.LearningRate, "learning-rate", 0.5, "DP-SGD learning rate (unless on the grid)")
+		fs.Float64Var(&sgd.ClipNorm, "clip-norm", 1, "DP-SGD per-example clipping norm R (unless on the grid)")
+		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 1, "DP-SGD noise multiplier")
+		fs.UintVar(&epochs, "epochs", 5, "DP-SGD epochs")
+		fs.UintVar(&batch, "batch-size", 64, "DP-SGD expected batch size")
+		fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
+		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 2, "noise of the validation score, in units of its sensitivity")
+	case "get", "cancel", "watch", "list":
+	default:
+		fmt.Fprint(stderr, jobUsage)
+		return fmt.Errorf("job: unknown subcommand %q", args[0])
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	client, closeConn, err := conn.client()
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var job *curatorv1.Job
+	switch args[0] {
+	case "kusner", "dphypo":
+		spec := &curatorv1.JobSpec{}
+		if args[0] == "kusner" {
+			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), grid
+			spec.Kind = &curatorv1.JobSpec_Kusner{Kusner: &kusnerSpec}
+		} else {
+			sgd.Epochs, sgd.BatchSize = uint32(epochs), uint32(batch)
+			dph.Space, dph.Dpsgd = grid, &sgd
+			spec.Kind = &curatorv1.JobSpec_Dphypo{Dphypo: &dph}
+		}
+		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {
+			return fmt.Errorf("job: submit: %w", err)
+		}
+		fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
+		if !detach {
+			if job, err = watch(ctx, client, job.GetId(), stderr); err != nil {
+				return err
+			}
+		}
+	case "list":
+		resp, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
+		if err != nil {
+			return fmt.Errorf("job: list: %w", err)
+		}
+		for _, j := range resp.GetJobs() {
+			fmt.Fprintf(stdout, "%s  %-9s  %-7s  ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
+		}
+		return nil
+	default:
+		if fs.NArg() != 1 {
+			return fmt.Errorf("job %s: give one job id", args[0])
+		}
+		id := fs.Arg(0)
+		switch args[0] {
+		case "get":
+			job, err = client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+		case "cancel":
+			job, err = client.CancelJob(ctx, &curatorv1.CancelJobRequest{Id: id})
+		case "watch":
+			job, err = watch(ctx, client, id, stderr)
+		}
+		if err != nil {
+			return fmt.Errorf("job %s: %w", args[0], err)
+		}
+	}
+	printJob(stdout, job)
+	if asJSON {
+		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(job)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	}
+	if job.GetState() == curatorv1.JobState_JOB_STATE_FAILED {
+		return fmt.Errorf("job %s failed: %s", job.GetId(), job.GetError())
+	}
+	return nil
+}
+
+// watch follows a job's events until it ends, then returns the job.
+func watch(ctx context.Context, client curatorv1.CuratorServiceClient, id string, stderr io.Writer) (*curatorv1.Job, error) {
+	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
+	if err != nil {
+		return nil, err
+	}
+	for {
+		e, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job: watch: %w", err)
+		}
+		if e.GetTotal() > 0 {
+			fmt.Fprintf(stderr, "  [%s] step %d/%d %s\n", stateName(e.GetState()), e.GetStep(), e.GetTotal(), e.GetMessage())
+		} else {
+			fmt.Fprintf(stderr, "  [%s] %s\n", stateName(e.GetState()), e.GetMessage())
+		}
+	}
+	return client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+}
+
+func stateName(s curatorv1.JobState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "JOB_STATE_"))
+}
+
+func kindName(j *curatorv1.Job) string {
+	if j.GetSpec().GetKusner() != nil {
+		return "kusner"
+	}
+	return "dphypo"
+}
+
+func printJob(w io.Writer, j *curatorv1.Job) {
+	fmt.Fprintf(w, "job %s: %s (%s), charged ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
+	if e := j.GetError(); e != "" {
+		fmt.Fprintf(w, "  error: %s\n", e)
+	}
+	r := j.GetResult()
+	if r == nil {
+		return
+	}
+	if r.GetHasHyperparameters() {
+		names := make([]string, 0, len(r.GetHyperparameters()))
+		for k := range r.GetHyperparameters() {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(w, "  released %s = %g\n", k, r.GetHyperparameters()[k])
+		}
+	}
+	fmt.Fprintf(w, "  released score = %g\n", r.GetScore())
+	if r.GetRuns() > 0 {
+		fmt.Fprintf(w, "  runs = %d\n", r.GetRuns())
+	}
+	fmt.Fprintf(w, "  guarantee: %s\n", r.GetGuarantee())
+}

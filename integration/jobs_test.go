@@ -1,0 +1,254 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/tuning"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+var breastCancerPath = filepath.Join("..", "examples", "data", "breast_cancer.csv")
+
+func breastCancerConfig(t *testing.T, state string) server.Config {
+	t.Helper()
+	return server.Config{
+		Listen:   "127.0.0.1:0",
+		DataPath: breastCancerPath,
+		Data:     dataset.Options{Target: "benign"},
+		StateDir: state,
+		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.5},
+		Jobs:     server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1},
+	}
+}
+
+func lambdaGrid() []*curatorv1.HyperparameterRange {
+	return []*curatorv1.HyperparameterRange{{Name: "lambda", Scale: curatorv1.HyperparameterRange_SCALE_LOG, Low: 1e-4, High: 10, Count: 16}}
+}
+
+func kusnerJob(alg curatorv1.KusnerSpec_Algorithm, eps float64) *curatorv1.JobSpec {
+	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{
+		Algorithm: alg, Space: lambdaGrid(), Iterations: 10, Epsilon: eps, Delta: 1e-3, K1: 0.5, NoiseVariance: 0.01}}}
+}
+
+// waitJob watches a job to its end and returns it.
+func waitJob(t *testing.T, client curatorv1.CuratorServiceClient, id string) (*curatorv1.Job, []*curatorv1.JobEvent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []*curatorv1.JobEvent
+	for {
+		e, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("WatchJob: %v", err)
+		}
+		events = append(events, e)
+	}
+	j, err := client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j, events
+}
+
+func TestKusnerJobsEndToEnd(t *testing.T) {
+	cur := startCurator(t, breastCancerConfig(t, t.TempDir()))
+	client := cur.client(t, "tuner")
+	ctx := context.Background()
+
+	// Algorithm 1 releases λ̃ and ṽ at (2ε, 2δ).
+	j, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: "alg1", Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.GetEpsilonCharged() != 2 || j.GetDeltaCharged() != 2e-3 {
+		t.Errorf("Algorithm 1 charged (%g, %g), want (2ε, 2δ) = (2, 0.002)", j.GetEpsilonCharged(), j.GetDeltaCharged())
+	}
+	done, events := waitJob(t, client, j.GetId())
+	if done.GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Fatalf("Algorithm 1 job: %s %q", done.GetState(), done.GetError())
+	}
+	r := done.GetResult()
+	lambda, ok := r.GetHyperparameters()["lambda"]
+	if !r.GetHasHyperparameters() || !ok || lambda < 1e-4 || lambda > 10 {
+		t.Errorf("Algorithm 1 released λ̃ = %v, want one grid value", r.GetHyperparameters())
+	}
+	if r.GetEpsilon() != 2 || !strings.Contains(r.GetGuarantee(), "(2") || math.IsNaN(r.GetScore()) {
+		t.Errorf("Algorithm 1 result: ε=%g guarantee %q score %g", r.GetEpsilon(), r.GetGuarantee(), r.GetScore())
+	}
+	if len(events) < 3 || events[len(events)-1].GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Errorf("events: %d, last %v; want progress ending in succeeded", len(events), events[len(events)-1])
+	}
+	// Resubmitting with the same key returns the same finished job at no cost.
+	again, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: "alg1", Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)})
+	if err != nil || again.GetId() != j.GetId() || again.GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Errorf("resubmit = %v %v, want the finished job", again.GetState(), err)
+	}
+	_, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: "alg1", Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 2)})
+	if status.Code(err) != codes.AlreadyExists {
+		t.Errorf("same key, other spec: %v, want AlreadyExists", err)
+	}
+
+	// Algorithm 3 releases only f̃_L at ε.
+	j3, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_LIPSCHITZ, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done3, _ := waitJob(t, client, j3.GetId())
+	if done3.GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED || done3.GetResult().GetHasHyperparameters() || done3.GetEpsilonCharged() != 1 || done3.GetDeltaCharged() != 0 {
+		t.Errorf("Algorithm 3 job: %s, hyperparameters %v, charged (%g, %g); want succeeded, none, (1, 0)",
+			done3.GetState(), done3.GetResult().GetHasHyperparameters(), done3.GetEpsilonCharged(), done3.GetDeltaCharged())
+	}
+	if c := done3.GetResult().GetConstants(); c["laplace_scale"] <= 0 && c["laplace_sensitivity"] <= 0 {
+		t.Errorf("Algorithm 3 constants %v: want its Laplace scale", c)
+	}
+	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	if got := b.GetBudget().GetEpsilonSpent(); got != 3 {
+		t.Errorf("spent ε = %g, want 2 + 1", got)
+	}
+	list, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
+	if err != nil || len(list.GetJobs()) != 2 {
+		t.Errorf("ListJobs = %d jobs, %v; want 2", len(list.GetJobs()), err)
+	}
+	// Another identity sees none of them.
+	if _, err := cur.client(t, "other").GetJob(ctx, &curatorv1.GetJobRequest{Id: j.GetId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("another identity's GetJob: %v, want NotFound", err)
+	}
+}
+
+func TestBadJobSpecsCostNothing(t *testing.T) {
+	evalDir := t.TempDir()
+	garbage := filepath.Join(evalDir, "garbage.sh")
+	slow := filepath.Join(evalDir, "slow.sh")
+	os.WriteFile(garbage, []byte("#!/bin/sh\ncat >/dev/null\necho 'not json'\n"), 0o755)
+	os.WriteFile(slow, []byte("#!/bin/sh\nsleep 5\necho 1\n"), 0o755)
+	cfg := breastCancerConfig(t, t.TempDir())
+	cfg.Jobs.Evaluators = []tuning.Evaluator{
+		{Name: "garbage", Command: []string{garbage}, Timeout: 2 * time.Second},
+		{Name: "slow", Command: []string{slow}, Timeout: 200 * time.Millisecond},
+	}
+	cur := startCurator(t, cfg)
+	client := cur.client(t, "tuner")
+	ctx := context.Background()
+	mk := func(f func(*curatorv1.KusnerSpec)) *curatorv1.JobSpec {
+		s := kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)
+		f(s.GetKusner())
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		spec *curatorv1.JobSpec
+		want string
+	}{
+		{"empty grid", mk(func(s *curatorv1.KusnerSpec) { s.Space = nil }), "empty"},
+		{"T = 0", mk(func(s *curatorv1.KusnerSpec) { s.Iterations = 0 }), "iteration"},
+		{"ε = 0", mk(func(s *curatorv1.KusnerSpec) { s.Epsilon = 0 }), "psilon"},
+		{"δ = 1", mk(func(s *curatorv1.KusnerSpec) { s.Delta = 1 }), "elta"},
+		{"unknown hyperparameter", mk(func(s *curatorv1.KusnerSpec) { s.Space[0].Name = "depth" }), "lambda"},
+		{"unknown evaluator", mk(func(s *curatorv1.KusnerSpec) { s.Evaluator = "nope" }), "nope"},
+		{"no kind", &curatorv1.JobSpec{}, "kusner or dphypo"},
+	} {
+		_, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: tc.spec})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.want) {
+			t.Errorf("%s: %v, want InvalidArgument mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// Evaluators that misbehave fail the job with a clear, data-free error.
+	for name, want := range map[string]string{"garbage": "did not print a valid score", "slow": "timed out"} {
+		j, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: mk(func(s *curatorv1.KusnerSpec) {
+			s.Evaluator = name
+			s.Space = []*curatorv1.HyperparameterRange{{Name: "depth", Scale: curatorv1.HyperparameterRange_SCALE_LIST, Values: []float64{1, 2, 3}}}
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, _ := waitJob(t, client, j.GetId())
+		if done.GetState() != curatorv1.JobState_JOB_STATE_FAILED || !strings.Contains(done.GetError(), want) {
+			t.Errorf("evaluator %s: %s %q, want failed with %q", name, done.GetState(), done.GetError(), want)
+		}
+	}
+	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	// The refused specs cost nothing; the two evaluator jobs were accepted, so they did.
+	if got := b.GetBudget().GetEpsilonSpent(); got != 4 {
+		t.Errorf("spent ε = %g, want 4 (two accepted jobs at 2ε, refused specs free)", got)
+	}
+}
+
+func TestJobInterruptedByRestart(t *testing.T) {
+	evalDir := t.TempDir()
+	prog := filepath.Join(evalDir, "slowish.sh")
+	os.WriteFile(prog, []byte("#!/bin/sh\ncat >/dev/null\nsleep 0.2\necho '{\"score\": 0.5}'\n"), 0o755)
+	state := t.TempDir()
+	cfg := breastCancerConfig(t, state)
+	cfg.Jobs.Evaluators = []tuning.Evaluator{{Name: "slowish", Command: []string{prog}, Timeout: 5 * time.Second}}
+	first := startCurator(t, cfg)
+	client := first.client(t, "tuner")
+	ctx := context.Background()
+	spec := kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)
+	spec.GetKusner().Evaluator = "slowish"
+	spec.GetKusner().Iterations = 30
+	spec.GetKusner().Space = []*curatorv1.HyperparameterRange{{Name: "depth", Scale: curatorv1.HyperparameterRange_SCALE_LINEAR, Low: 1, High: 10, Count: 10}}
+	j, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: "long", Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the job to be running, then restart the curator under it.
+	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: j.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.GetStep() >= 2 {
+			break
+		}
+	}
+	first.stop(t)
+
+	second := startCurator(t, cfg)
+	c2 := second.client(t, "tuner")
+	got, err := c2.GetJob(ctx, &curatorv1.GetJobRequest{Id: j.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetState() != curatorv1.JobState_JOB_STATE_FAILED || !strings.Contains(got.GetError(), "interrupted") {
+		t.Errorf("after restart: %s %q, want failed (interrupted)", got.GetState(), got.GetError())
+	}
+	b, _ := c2.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	if b.GetBudget().GetEpsilonSpent() != 2 {
+		t.Errorf("spent ε after an interrupted job = %g, want its 2 (the charge stays)", b.GetBudget().GetEpsilonSpent())
+	}
+	// The finished jobs list survives too, and a new job runs to completion.
+	j2, err := c2.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, _ := waitJob(t, c2, j2.GetId()); done.GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED {
+		t.Errorf("job after restart: %s %q", done.GetState(), done.GetError())
+	}
+	if l, _ := c2.ListJobs(ctx, &curatorv1.ListJobsRequest{}); len(l.GetJobs()) != 2 {
+		t.Errorf("ListJobs after restart: %d jobs, want 2", len(l.GetJobs()))
+	}
+}

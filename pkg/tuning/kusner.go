@@ -1,0 +1,115 @@
+package tuning
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/kusner"
+	"github.com/privbo/privbo/pkg/learner"
+)
+
+// lambdaName is the built-in learner's one hyperparameter: the L2 regularisation
+// strength λ of logistic regression.
+const lambdaName = "lambda"
+
+type kusnerJob struct {
+	cfg   kusner.Config
+	space hparam.Space
+	eval  *evaluatorEntry // nil: the built-in learner
+}
+
+// kusnerConfig turns a spec into a validated kusner.Config and its plan, without
+// touching the data (the validation size m is public: it follows from the row count).
+func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
+	space, err := r.space(s.Space)
+	if err != nil {
+		return kusnerJob{}, jobs.Plan{}, err
+	}
+	if s.Iterations > r.cfg.MaxIterations {
+		return kusnerJob{}, jobs.Plan{}, invalid("T = %d iterations; this curator allows at most %d", s.Iterations, r.cfg.MaxIterations)
+	}
+	alg := kusner.Algorithm(s.Algorithm)
+	job := kusnerJob{space: space}
+	cfg := kusner.Config{Algorithm: alg, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim(),
+		Iterations: s.Iterations, Epsilon: s.Epsilon, Delta: s.Delta, K1: s.K1, NoiseVariance: s.NoiseVariance,
+		GammaT: s.GammaT, A: s.A, Tau: s.Tau, Lengthscale: s.Lengthscale}
+	if s.Evaluator != "" {
+		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
+			return kusnerJob{}, jobs.Plan{}, err
+		}
+		if alg == kusner.Lipschitz {
+			return kusnerJob{}, jobs.Plan{}, invalid("Algorithm 3 rests on the Lipschitz and convexity properties of the built-in learner; it cannot run an external evaluator")
+		}
+	} else {
+		if names := space.Names(); len(names) != 1 || names[0] != lambdaName {
+			return kusnerJob{}, jobs.Plan{}, invalid("the built-in learner has one hyperparameter, %q (L2 regularisation strength); the grid has %v", lambdaName, names)
+		}
+		lambdas := space.Params[0].Values
+		if lambdas[0] <= 0 {
+			return kusnerJob{}, jobs.Plan{}, invalid("regularisation strengths must be positive, got %g", lambdas[0])
+		}
+		if alg == kusner.Lipschitz {
+			cfg.LambdaMin, cfg.LambdaMax = lambdas[0], lambdas[len(lambdas)-1]
+			cfg.L, cfg.GStar, cfg.M = learner.SigmoidLipschitz, learner.SigmoidBound, r.valUnit.N
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return kusnerJob{}, jobs.Plan{}, invalid("%v", err)
+	}
+	if _, err := cfg.Constants(); err != nil {
+		return kusnerJob{}, jobs.Plan{}, invalid("%v", err)
+	}
+	job.cfg = cfg
+	eps, delta := cfg.Cost()
+	plan := jobs.Plan{Guarantee: cfg.Guarantee(), Steps: cfg.Steps()}
+	plan.Cost.Epsilon, plan.Cost.Delta = eps, delta
+	return job, plan, nil
+}
+
+func (r *Runner) runKusner(ctx context.Context, s jobs.KusnerSpec, progress func(jobs.Progress)) (jobs.Result, error) {
+	job, _, err := r.kusnerConfig(s)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	objective := r.kusnerObjective(job)
+	res, err := kusner.Run(ctx, dp.CryptoSource(), job.cfg, objective, func(p kusner.Progress) {
+		progress(jobs.Progress{Step: p.Step, Total: p.Total, Message: p.Message})
+	})
+	if err != nil {
+		return jobs.Result{}, fmt.Errorf("tuning: kusner: %w", err)
+	}
+	out := jobs.Result{Score: res.Value, Epsilon: res.Epsilon, Delta: res.Delta, Guarantee: res.Guarantee,
+		Constants: res.Constants.Map(job.cfg.Algorithm)}
+	if res.HasIndex {
+		out.HasHyperparameters, out.Hyperparameters = true, job.space.Point(res.Index)
+	}
+	return out, nil
+}
+
+// kusnerObjective is f_V(λ): validation accuracy (Algorithms 1, 2) or the negated mean
+// normalised-sigmoid loss on unit-norm rows (Algorithm 3) of the learner trained on the
+// training part; or the external evaluator's score.
+func (r *Runner) kusnerObjective(job kusnerJob) kusner.Objective {
+	return func(ctx context.Context, i int) (float64, error) {
+		point := job.space.Point(i)
+		if job.eval != nil {
+			return r.evaluate(ctx, job.eval, point)
+		}
+		lambda := point[lambdaName]
+		if job.cfg.Algorithm == kusner.Lipschitz {
+			m, err := learner.TrainLogisticNoBias(ctx, r.trainUnit, lambda)
+			if err != nil {
+				return 0, err
+			}
+			return learner.SigmoidScore(m, r.valUnit), nil
+		}
+		m, err := learner.TrainLogistic(ctx, r.train, lambda)
+		if err != nil {
+			return 0, err
+		}
+		return learner.Accuracy(m, r.val), nil
+	}
+}

@@ -1,0 +1,239 @@
+// Package tuning runs private hyperparameter tuning on the curator's own data: it is the
+// jobs.Runner behind the curator's job RPCs. It turns a job spec into a grid Λ
+// (package hparam), an objective over the curator's validation split (package learner, or
+// an operator-configured external evaluator), and one of the private search algorithms:
+// Kusner et al. (package kusner) or DP-HyPO (package dphypo).
+//
+// Data: the served dataset's target must be a 0/1 label. The operator fixes the split
+// into a non-sensitive training part and the sensitive validation part (a fraction and a
+// seed); the modeler cannot choose it. Features are standardised with statistics of the
+// training part only, so the validation rows do not shape the scaling. For Kusner's
+// Algorithm 3 the rows are put on norm ≤ 1, as its Lipschitz bounds require.
+//
+// Nothing computed from the validation data leaves a job except its released result:
+// progress carries step counts, and errors that reach the modeler name only the spec or
+// the operator's configuration.
+package tuning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/evaluator"
+	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/learner"
+)
+
+// Evaluator is an operator-configured external program that scores one hyperparameter
+// setting. For DP-HyPO it must declare its per-run guarantee: pure ε-DP (Epsilon > 0).
+type Evaluator struct {
+	Name    string
+	Command []string
+	Timeout time.Duration
+	// Epsilon is the program's declared per-run pure-DP guarantee (0: undeclared; such an
+	// evaluator can serve Kusner jobs, whose privacy comes from the release mechanism,
+	// but not DP-HyPO, whose privacy composes the runs' own guarantees).
+	Epsilon float64
+}
+
+// Config configures the Runner.
+type Config struct {
+	Dataset *dataset.Dataset
+	// ValidationFraction of the rows form the sensitive validation part (default 0.3);
+	// SplitSeed fixes which (operator configuration, not a privacy secret).
+	ValidationFraction float64
+	SplitSeed          uint64
+	Evaluators         []Evaluator
+	// MaxGrid bounds |Λ| (default 10,000); MaxIterations bounds T and DP-HyPO's expected
+	// number of runs (default 1,000).
+	MaxGrid, MaxIterations int
+	Logger                 *zap.Logger
+}
+
+// Runner implements jobs.Runner.
+type Runner struct {
+	cfg        Config
+	log        *zap.Logger
+	train, val learner.Data // standardised with training statistics
+	// trainUnit, valUnit: rows on norm ≤ 1 (Kusner Algorithm 3).
+	trainUnit, valUnit learner.Data
+	evaluators         map[string]*evaluatorEntry
+}
+
+type evaluatorEntry struct {
+	cfg  Evaluator
+	prog *evaluator.Program
+}
+
+// New splits the data and checks the evaluators.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Dataset == nil {
+		return nil, errors.New("tuning: a dataset is required")
+	}
+	if cfg.ValidationFraction == 0 {
+		cfg.ValidationFraction = 0.3
+	}
+	if cfg.MaxGrid <= 0 {
+		cfg.MaxGrid = 10000
+	}
+	if cfg.MaxIterations <= 0 {
+		cfg.MaxIterations = 1000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	ds := cfg.Dataset
+	all, err := learner.NewData(ds.X, ds.Y, ds.N, ds.D)
+	if err != nil {
+		return nil, fmt.Errorf("tuning: jobs need a 0/1 label as the target column %q: %w", ds.Target, err)
+	}
+	train, val, err := learner.SplitRandom(all, cfg.ValidationFraction, cfg.SplitSeed)
+	if err != nil {
+		return nil, fmt.Errorf("tuning: %w", err)
+	}
+	st := learner.FitStandardiser(train)
+	r := &Runner{cfg: cfg, log: cfg.Logger, train: st.Apply(train), val: st.Apply(val), evaluators: map[string]*evaluatorEntry{}}
+	// Unit norm: divide by the largest training-row norm (the training part is not
+	// sensitive), then clip, so every row — validation included — has norm ≤ 1.
+	maxNorm := 0.0
+	for i := 0; i < r.train.N; i++ {
+		maxNorm = max(maxNorm, norm(r.train.Row(i)))
+	}
+	r.trainUnit, r.valUnit = r.train, r.val
+	if maxNorm > 0 {
+		r.trainUnit, r.valUnit = scaleRows(r.train, 1/maxNorm), scaleRows(r.val, 1/maxNorm)
+	}
+	r.trainUnit, r.valUnit = learner.ClipRows(r.trainUnit, 1), learner.ClipRows(r.valUnit, 1)
+	for _, e := range cfg.Evaluators {
+		if _, dup := r.evaluators[e.Name]; dup || e.Name == "" {
+			return nil, fmt.Errorf("tuning: evaluator names must be unique and non-empty (%q)", e.Name)
+		}
+		prog, err := evaluator.New(evaluator.Config{Command: e.Command, Timeout: e.Timeout})
+		if err != nil {
+			return nil, fmt.Errorf("tuning: evaluator %q: %w", e.Name, err)
+		}
+		r.evaluators[e.Name] = &evaluatorEntry{cfg: e, prog: prog}
+	}
+	return r, nil
+}
+
+func norm(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v * v
+	}
+	return math.Sqrt(s)
+}
+
+func scaleRows(d learner.Data, k float64) learner.Data {
+	x := make([]float64, len(d.X))
+	for i, v := range d.X {
+		x[i] = v * k
+	}
+	out, err := learner.NewData(x, d.Y, d.N, d.D)
+	if err != nil {
+		panic(fmt.Sprintf("tuning: rescaling valid data: %v", err))
+	}
+	return out
+}
+
+// space builds Λ from the spec's ranges.
+func (r *Runner) space(ranges []jobs.Range) (hparam.Space, error) {
+	if len(ranges) == 0 {
+		return hparam.Space{}, invalid("the hyperparameter grid is empty")
+	}
+	params := make([]hparam.Param, len(ranges))
+	for k, rg := range ranges {
+		var (
+			p   hparam.Param
+			err error
+		)
+		switch rg.Scale {
+		case "list":
+			p, err = hparam.List(rg.Name, rg.Values...)
+		case "linear":
+			p, err = hparam.LinearRange(rg.Name, rg.Low, rg.High, rg.Count)
+		case "log":
+			p, err = hparam.LogRange(rg.Name, rg.Low, rg.High, rg.Count)
+		default:
+			err = fmt.Errorf("scale must be list, linear or log, got %q", rg.Scale)
+		}
+		if err != nil {
+			return hparam.Space{}, invalid("hyperparameter %q: %v", rg.Name, err)
+		}
+		params[k] = p
+	}
+	s, err := hparam.NewSpace(params...)
+	if err != nil {
+		return hparam.Space{}, invalid("%v", err)
+	}
+	if s.Size() > r.cfg.MaxGrid {
+		return hparam.Space{}, invalid("the grid has %d points; this curator allows at most %d", s.Size(), r.cfg.MaxGrid)
+	}
+	return s, nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", jobs.ErrInvalidSpec, fmt.Sprintf(format, args...))
+}
+
+func (r *Runner) evaluator(name string) (*evaluatorEntry, error) {
+	e, ok := r.evaluators[name]
+	if !ok {
+		return nil, invalid("no evaluator named %q is configured on this curator", name)
+	}
+	return e, nil
+}
+
+// evaluate runs an external evaluator on one grid point. Its failures reach the modeler
+// only as their kind; stderr and the output stay in the operator's log.
+func (r *Runner) evaluate(ctx context.Context, e *evaluatorEntry, point map[string]float64) (float64, error) {
+	v, err := e.prog.Evaluate(ctx, map[string]any{"hyperparameters": point})
+	if err == nil {
+		return v, nil
+	}
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	r.log.Error("external evaluator failed", zap.String("evaluator", e.cfg.Name), zap.Error(err))
+	switch {
+	case errors.Is(err, evaluator.ErrTimeout):
+		return 0, jobs.Publicf("evaluator %q timed out after %s", e.cfg.Name, e.cfg.Timeout)
+	case errors.Is(err, evaluator.ErrBadOutput):
+		return 0, jobs.Publicf("evaluator %q did not print a valid score", e.cfg.Name)
+	case errors.Is(err, evaluator.ErrExit):
+		return 0, jobs.Publicf("evaluator %q exited with an error", e.cfg.Name)
+	}
+	return 0, jobs.Publicf("evaluator %q failed", e.cfg.Name)
+}
+
+// Plan implements jobs.Runner.
+func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
+	switch {
+	case spec.Kusner != nil:
+		_, plan, err := r.kusnerConfig(*spec.Kusner)
+		return plan, err
+	case spec.DPHyPO != nil:
+		_, plan, err := r.dphypoPlan(*spec.DPHyPO)
+		return plan, err
+	}
+	return jobs.Plan{}, invalid("no job kind set")
+}
+
+// Run implements jobs.Runner.
+func (r *Runner) Run(ctx context.Context, spec jobs.Spec, progress func(jobs.Progress)) (jobs.Result, error) {
+	switch {
+	case spec.Kusner != nil:
+		return r.runKusner(ctx, *spec.Kusner, progress)
+	case spec.DPHyPO != nil:
+		return r.runDPHyPO(ctx, *spec.DPHyPO, progress)
+	}
+	return jobs.Result{}, invalid("no job kind set")
+}
