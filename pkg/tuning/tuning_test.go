@@ -1,0 +1,119 @@
+package tuning
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/learner"
+)
+
+func breastCancer(t testing.TB) *Runner {
+	t.Helper()
+	ds, err := dataset.LoadCSV(filepath.Join("..", "..", "examples", "data", "breast_cancer.csv"), dataset.Options{Target: "benign"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Dataset: ds, ValidationFraction: 0.3, SplitSeed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var grid = []jobs.Range{{Name: "lambda", Scale: "log", Low: 1e-4, High: 10, Count: 16}}
+
+func TestPlanRefusesBadSpecs(t *testing.T) {
+	r := breastCancer(t)
+	good := jobs.KusnerSpec{Algorithm: 1, Space: grid, Iterations: 10, Epsilon: 1, Delta: 1e-3, K1: 0.5, NoiseVariance: 0.01}
+	plan, err := r.Plan(jobs.Spec{Kusner: &good})
+	if err != nil || plan.Cost.Epsilon != 2 || plan.Cost.Delta != 2e-3 {
+		t.Fatalf("Plan(Alg. 1) = %+v, %v; want cost (2ε, 2δ)", plan, err)
+	}
+	for name, mutate := range map[string]func(*jobs.KusnerSpec){
+		"empty grid":  func(s *jobs.KusnerSpec) { s.Space = nil },
+		"zero T":      func(s *jobs.KusnerSpec) { s.Iterations = 0 },
+		"huge T":      func(s *jobs.KusnerSpec) { s.Iterations = 5000 },
+		"ε ≤ 0":       func(s *jobs.KusnerSpec) { s.Epsilon = -1 },
+		"δ ≥ 1":       func(s *jobs.KusnerSpec) { s.Delta = 1 },
+		"k1 = 1":      func(s *jobs.KusnerSpec) { s.K1 = 1 },
+		"algorithm 4": func(s *jobs.KusnerSpec) { s.Algorithm = 4 },
+		"negative λ": func(s *jobs.KusnerSpec) {
+			s.Space = []jobs.Range{{Name: "lambda", Scale: "list", Values: []float64{-1, 1}}}
+		},
+		"two axes": func(s *jobs.KusnerSpec) {
+			s.Space = append(s.Space, jobs.Range{Name: "x", Scale: "list", Values: []float64{1}})
+		},
+		"bad scale": func(s *jobs.KusnerSpec) { s.Space = []jobs.Range{{Name: "lambda", Scale: "cubic"}} },
+		"grid too big": func(s *jobs.KusnerSpec) {
+			s.Space = []jobs.Range{{Name: "lambda", Scale: "log", Low: 1e-4, High: 1, Count: 20000}}
+		},
+		"no evaluator": func(s *jobs.KusnerSpec) { s.Evaluator = "missing" },
+	} {
+		s := good
+		mutate(&s)
+		if _, err := r.Plan(jobs.Spec{Kusner: &s}); !errors.Is(err, jobs.ErrInvalidSpec) {
+			t.Errorf("%s: Plan error = %v, want ErrInvalidSpec", name, err)
+		}
+	}
+}
+
+// TestKusnerOnBreastCancer measures what the Kusner issue asks for: the non-private best
+// validation accuracy over the grid, and the mean accuracy of the released λ̃ and the
+// mean released ṽ over 20 runs at ε ∈ {0.1, 1, 10} (Algorithm 1, T = 10, δ = 1e-3,
+// k1 = 0.5, σ² = 0.01). It asserts what must hold for any correct implementation: at
+// ε = 10 the released λ̃ is close to the best, and ṽ's error shrinks as ε grows.
+func TestKusnerOnBreastCancer(t *testing.T) {
+	r := breastCancer(t)
+	ctx := context.Background()
+	space, err := r.space(grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := make([]float64, space.Size())
+	best, mean := 0.0, 0.0
+	for i := range acc {
+		m, err := learner.TrainLogistic(ctx, r.train, space.Point(i)[lambdaName])
+		if err != nil {
+			t.Fatal(err)
+		}
+		acc[i] = learner.Accuracy(m, r.val)
+		best = max(best, acc[i])
+		mean += acc[i] / float64(len(acc))
+	}
+	t.Logf("validation accuracy over the 16-point λ grid: best %.4f, mean %.4f (a uniformly random λ)", best, mean)
+	const runs = 20
+	var absErr [3]float64
+	for k, eps := range []float64{0.1, 1, 10} {
+		var sumAcc, sumV, sumAbs float64
+		start := time.Now()
+		for run := 0; run < runs; run++ {
+			res, err := r.Run(ctx, jobs.Spec{Kusner: &jobs.KusnerSpec{Algorithm: 1, Space: grid, Iterations: 10, Epsilon: eps, Delta: 1e-3, K1: 0.5, NoiseVariance: 0.01}}, func(jobs.Progress) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx, ok := space.Index(res.Hyperparameters)
+			if !ok {
+				t.Fatalf("released λ̃ %v is not on the grid", res.Hyperparameters)
+			}
+			sumAcc += acc[idx]
+			sumV += res.Score
+			sumAbs += math.Abs(res.Score - best)
+		}
+		per := time.Since(start) / runs
+		absErr[k] = sumAbs / runs
+		t.Logf("ε = %-4g: mean accuracy of released λ̃ %.4f, mean released ṽ %.3f (mean |ṽ − best| %.3f), job time %s (non-private best %.4f)",
+			eps, sumAcc/runs, sumV/runs, absErr[k], per.Round(time.Millisecond), best)
+		if eps == 10 && sumAcc/runs < best-0.03 {
+			t.Errorf("ε = 10: mean accuracy of λ̃ %.4f, want within 0.03 of the best %.4f", sumAcc/runs, best)
+		}
+	}
+	if !(absErr[0] > absErr[2]) {
+		t.Errorf("mean |ṽ − best| at ε = 0.1 (%.3f) is not larger than at ε = 10 (%.3f)", absErr[0], absErr[2])
+	}
+}
