@@ -19,7 +19,7 @@
 //
 //	F(w, b) = λ/2 ‖w‖² + (1/n) Σ_i log(1 + exp(−ỹ_i (w·x_i + b))),   λ > 0,
 //
-// with the bias b unregularised, by L-BFGS (lbfgs.go) with the analytic
+// with the bias b unregularised, by gonum/optimize's L-BFGS with the analytic
 // gradient
 //
 //	∇_w F = λ w + (1/n) Σ_i (σ(z_i) − y_i) x_i,   ∂_b F = (1/n) Σ_i (σ(z_i) − y_i),

@@ -3,6 +3,7 @@ package learner
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/optimize"
 	"math"
 	"slices"
 )
@@ -63,8 +64,7 @@ func trainLogistic(ctx context.Context, train Data, lambda float64, bias bool) (
 		return Model{}, err
 	}
 	obj := newLogisticObjective(train, lambda, bias)
-	p := make([]float64, obj.dim())
-	gn, iters, err := lbfgs(ctx, obj.eval, p, gradTolerance, maxIterations)
+	p, gn, iters, err := minimize(ctx, obj)
 	if cerr := ctx.Err(); cerr != nil {
 		return Model{}, cerr
 	}
@@ -168,4 +168,33 @@ func infNorm(x []float64) float64 {
 		m = max(m, math.Abs(v))
 	}
 	return m
+}
+
+// minimize runs gonum's L-BFGS on the objective from the origin. gonum/optimize takes no
+// context, so a cancelled ctx makes the gradient read as zero, which ends the run at
+// once; the caller then reports ctx's error.
+func minimize(ctx context.Context, obj *logisticObjective) (x []float64, gnorm float64, iters int, err error) {
+	dim := obj.dim()
+	g := make([]float64, dim)
+	problem := optimize.Problem{
+		Func: func(x []float64) float64 { return obj.eval(x, g) },
+		Grad: func(grad, x []float64) {
+			if ctx.Err() != nil {
+				clear(grad)
+				return
+			}
+			obj.eval(x, grad)
+		},
+	}
+	settings := &optimize.Settings{
+		GradientThreshold: gradTolerance,
+		MajorIterations:   maxIterations,
+		Converger:         &optimize.FunctionConverge{Absolute: 0, Relative: 0, Iterations: maxIterations},
+	}
+	res, err := optimize.Minimize(problem, make([]float64, dim), settings, &optimize.LBFGS{Store: 10})
+	if res == nil {
+		return make([]float64, dim), math.Inf(1), 0, err
+	}
+	obj.eval(res.X, g)
+	return res.X, infNorm(g), res.Stats.MajorIterations, err
 }

@@ -66,8 +66,12 @@ func TestPlanRefusesBadSpecs(t *testing.T) {
 // TestKusnerOnBreastCancer measures what the Kusner issue asks for: the non-private best
 // validation accuracy over the grid, and the mean accuracy of the released λ̃ and the
 // mean released ṽ over 20 runs at ε ∈ {0.1, 1, 10} (Algorithm 1, T = 10, δ = 1e-3,
-// k1 = 0.5, σ² = 0.01). It asserts what must hold for any correct implementation: at
-// ε = 10 the released λ̃ is close to the best, and ṽ's error shrinks as ε grows.
+// k1 = 0.5, σ² = 0.01). Kusner's sensitivity bounds are loose: at these settings the
+// exponential mechanism's Δu = 2 sqrt(β_{T+1}) + c ≈ 13, so even at ε = 10 the choice of
+// λ̃ is close to uniform over the grid. The test asserts what must hold for any correct
+// implementation: ṽ's error shrinks as ε grows, and at ε = 10⁴ (where the mechanism is
+// practically the argmax of µ_T after T = 10 GP-UCB steps) λ̃ is clearly better than a
+// uniformly random grid point and within 0.02 of the best accuracy on average.
 func TestKusnerOnBreastCancer(t *testing.T) {
 	r := breastCancer(t)
 	ctx := context.Background()
@@ -109,9 +113,19 @@ func TestKusnerOnBreastCancer(t *testing.T) {
 		absErr[k] = sumAbs / runs
 		t.Logf("ε = %-4g: mean accuracy of released λ̃ %.4f, mean released ṽ %.3f (mean |ṽ − best| %.3f), job time %s (non-private best %.4f)",
 			eps, sumAcc/runs, sumV/runs, absErr[k], per.Round(time.Millisecond), best)
-		if eps == 10 && sumAcc/runs < best-0.03 {
-			t.Errorf("ε = 10: mean accuracy of λ̃ %.4f, want within 0.03 of the best %.4f", sumAcc/runs, best)
+	}
+	sum := 0.0
+	for run := 0; run < 5; run++ {
+		res, err := r.Run(ctx, jobs.Spec{Kusner: &jobs.KusnerSpec{Algorithm: 1, Space: grid, Iterations: 10, Epsilon: 1e4, Delta: 1e-3, K1: 0.5, NoiseVariance: 0.01}}, func(jobs.Progress) {})
+		if err != nil {
+			t.Fatal(err)
 		}
+		idx, _ := space.Index(res.Hyperparameters)
+		sum += acc[idx] / 5
+	}
+	t.Logf("ε = 10⁴: mean accuracy of released λ̃ %.4f", sum)
+	if sum < mean+0.01 || sum < best-0.02 {
+		t.Errorf("ε = 10⁴: mean accuracy of λ̃ %.4f, want ≥ the grid mean %.4f + 0.01 and ≥ the best %.4f − 0.02", sum, mean, best)
 	}
 	if !(absErr[0] > absErr[2]) {
 		t.Errorf("mean |ṽ − best| at ε = 0.1 (%.3f) is not larger than at ε = 10 (%.3f)", absErr[0], absErr[2])
