@@ -27,6 +27,7 @@ const usage = `usage: modeler <command> [flags]
 
 commands:
   run      run a PO-GP-UCB study against a curator
+  job      private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)
 
 Run 'modeler <command> -h' for the flags of a command.
 `
@@ -48,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "run":
 		return runStudy(args[1:], stdout, stderr)
+	case "job":
+		return jobCommand(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

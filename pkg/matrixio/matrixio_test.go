@@ -10,7 +10,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	vals := []float64{0, -0.0, 1.5, -2.25e300, math.SmallestNonzeroFloat64, math.Inf(1), math.MaxFloat64}
+	vals := []float64{0, math.Copysign(0, -1), 1.5, -2.25e300, math.SmallestNonzeroFloat64, math.Inf(1), math.MaxFloat64}
 	data := AppendFloat64s(nil, vals)
 	if len(data) != 8*len(vals) {
 		t.Fatalf("len(AppendFloat64s) = %d, want %d", len(data), 8*len(vals))
