@@ -59,7 +59,7 @@
 // continuous. Constructors validate every parameter (ValidateEpsilon,
 // ValidateDelta, ValidateSensitivity) and return errors beginning "dp: ".
 // Cost reports each mechanism's (ε, δ); Rényi-DP accounting of the same
-// mechanisms is a separate concern (accountant.go, to come).
+// mechanisms is accountant.go (Rényi DP curves, subsampled Gaussian, conversions, the DP-HyPO and Papernot–Steinke bounds).
 //
 // # Timing
 //

@@ -1,0 +1,223 @@
+package dphypo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/gpucb"
+)
+
+// Config describes one DP-HyPO search.
+type Config struct {
+	// Theta θ > −1 and Gamma γ ∈ (0, 1) of the run count T ~ NegBin(θ, γ).
+	Theta, Gamma float64
+	// C ≥ 1 and Cmin = c ∈ (0, 1] bound the sampling density:
+	// c ≤ π̃(λ)·N ≤ C. C = c = 1 is uniform random search.
+	C, Cmin float64
+	// Tau τ ≥ 0 weighs the GP's standard deviation in s = µ + τσ; Beta
+	// β ≥ 0 is the inverse temperature of π ∝ exp(β s). The paper uses
+	// τ = 0.1, β = 1. Ignored with Uniform.
+	Tau, Beta float64
+	// Uniform keeps π = π(0) (Algorithm 2 of the paper) instead of the GP
+	// rule (Algorithm 3).
+	Uniform bool
+	// Candidates are the N hyperparameter points as coordinates for the
+	// GP kernel, row-major N×Dim (for example hparam.Space.Coords). With
+	// Uniform they may be nil, N alone giving the grid size.
+	Candidates []float64
+	N, Dim     int
+	// Lengthscale of the Matérn-5/2 kernel; 0 selects
+	// gpucb.DefaultLengthscale of the candidates.
+	Lengthscale float64
+	// NoiseVariance of the GP in standardised score units; 0 selects
+	// DefaultNoiseVariance. Scores are noisy (they are DP releases), and
+	// the same λ is often drawn twice, so it must be positive.
+	NoiseVariance float64
+}
+
+// DefaultNoiseVariance is the GP noise variance (standardised units) used
+// when Config.NoiseVariance is 0.
+const DefaultNoiseVariance = 0.1
+
+// Validate reports whether c describes a search that can run, with an
+// error a person can act on.
+func (c Config) Validate() error {
+	if err := validateNegBin(c.Theta, c.Gamma); err != nil {
+		return err
+	}
+	if !(c.Cmin > 0) {
+		return fmt.Errorf("dphypo: lower density bound c must be positive, got %g", c.Cmin)
+	}
+	if c.Cmin > 1 {
+		return fmt.Errorf("dphypo: lower density bound c must be ≤ 1 (no density can exceed the uniform one everywhere), got %g", c.Cmin)
+	}
+	if c.C < 1 {
+		return fmt.Errorf("dphypo: upper density bound C must be ≥ 1 (no density can stay below the uniform one everywhere), got %g", c.C)
+	}
+	if math.IsInf(c.C, 0) || math.IsNaN(c.C) {
+		return fmt.Errorf("dphypo: upper density bound C must be finite, got %g", c.C)
+	}
+	if c.N < 1 {
+		return fmt.Errorf("dphypo: the hyperparameter grid is empty (N = %d)", c.N)
+	}
+	if c.Uniform {
+		if c.Candidates != nil && (c.Dim < 1 || len(c.Candidates) != c.N*c.Dim) {
+			return fmt.Errorf("dphypo: %d candidate coordinates for N×Dim = %d×%d", len(c.Candidates), c.N, c.Dim)
+		}
+		return nil
+	}
+	if c.Dim < 1 || c.N > math.MaxInt/c.Dim || len(c.Candidates) != c.N*c.Dim {
+		return fmt.Errorf("dphypo: the GP rule needs N×Dim = %d×%d candidate coordinates, got %d values", c.N, c.Dim, len(c.Candidates))
+	}
+	for k, x := range c.Candidates {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("dphypo: candidate %d, coordinate %d is not finite (%g)", k/c.Dim, k%c.Dim, x)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"tau", c.Tau}, {"beta", c.Beta}, {"lengthscale", c.Lengthscale}, {"noise variance", c.NoiseVariance}} {
+		if !(p.v >= 0) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("dphypo: %s must be finite and ≥ 0, got %g", p.name, p.v)
+		}
+	}
+	return nil
+}
+
+// Base is one differentially private base algorithm M_λ per grid point.
+// Run trains with hyperparameter i ∈ [0, N) on the protected data and
+// returns the run's noisy score q (higher is better); the model stays with
+// the caller, which keeps the one of the best run. Every Run must satisfy
+// the per-run guarantee the search was accounted for (for example an RDP
+// curve given to dp.DPHyPORDP), whatever i is.
+type Base interface {
+	Run(ctx context.Context, i int) (score float64, err error)
+}
+
+// Progress reports that one more base run finished. It deliberately
+// carries no score and no hyperparameter: DP-HyPO's guarantee covers only
+// the best run's output, not the intermediate scores or choices.
+//
+// Run counts are not covered either: T is part of the secret state, and
+// the theorems need it hidden (with T known, releasing the best of T runs
+// costs up to T times a run's ε). Progress events — their number, their
+// timing and Run — reveal T, so they are for the curator's operator only;
+// do not forward them to the modeler before the search is over and its
+// result released, and even then the elapsed time and event count reveal
+// T. The same holds for Result.Runs.
+type Progress struct {
+	Run     int // 1-based number of base runs finished so far
+	Message string
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	BestIndex int     // grid index of the run with the highest score (first one on ties)
+	BestScore float64 // its noisy score
+	Runs      int     // T: operator-only, see Progress
+}
+
+// Run executes DP-HyPO (Wang et al. 2023, Framework 1 / Algorithms 2–3):
+//
+//	draw T ~ NegBin(θ, γ); π(0) = uniform on the N grid points
+//	for j = 0 … T−1:
+//	    π̃ = projection of π(j) onto S_{C,c}; i ~ π̃ (exact, from src)
+//	    q_j = base.Run(i)
+//	    GP rule: fit the GP to all (λ, q) so far, s = µ + τσ,
+//	             π(j+1) ∝ exp(β s) (log-sum-exp); uniform rule: π(j+1) = π(0)
+//	return the run with the highest q
+//
+// All randomness of the search (T and every λ) comes from src; use
+// dp.CryptoSource for real searches. If ctx is cancelled or a base run
+// fails, Run returns the error and no result: the privacy cost of the runs
+// already made is spent, so charge the whole search before calling Run.
+// progress may be nil.
+func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress func(Progress)) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	if base == nil {
+		return Result{}, errors.New("dphypo: nil base algorithm")
+	}
+	t, err := SampleNegBin(src, cfg.Theta, cfg.Gamma)
+	if err != nil {
+		return Result{}, err
+	}
+	pi := uniform(cfg.N)
+	var gp *gpucb.GP
+	if !cfg.Uniform {
+		ls := cfg.Lengthscale
+		if ls == 0 {
+			ls = gpucb.DefaultLengthscale(cfg.Candidates, cfg.N, cfg.Dim)
+		}
+		nv := cfg.NoiseVariance
+		if nv == 0 {
+			nv = DefaultNoiseVariance
+		}
+		gp, err = gpucb.New(cfg.Candidates, cfg.N, cfg.Dim, gpucb.Config{
+			Kernel: gpucb.Matern52, Lengthscale: ls, SignalVariance: 1, NoiseVariance: nv,
+			ConstantBeta: 1, Standardise: true, Workers: 1, Capacity: min(t, 4096),
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("dphypo: %w", err)
+		}
+	}
+	res := Result{BestIndex: -1, BestScore: math.Inf(-1), Runs: t}
+	logits := make([]float64, cfg.N)
+	for j := range t {
+		if err := ctx.Err(); err != nil {
+			return Result{}, fmt.Errorf("dphypo: search stopped after %d runs: %w", j, err)
+		}
+		proj, err := ProjectDensity(pi, cfg.C, cfg.Cmin)
+		if err != nil {
+			return Result{}, err
+		}
+		i, err := sampleIndex(src, proj, cfg.C, cfg.Cmin)
+		if err != nil {
+			return Result{}, err
+		}
+		q, err := base.Run(ctx, i)
+		if err != nil {
+			return Result{}, fmt.Errorf("dphypo: base run %d: %w", j+1, err)
+		}
+		if math.IsNaN(q) || math.IsInf(q, 0) {
+			return Result{}, fmt.Errorf("dphypo: base run %d returned a non-finite score", j+1)
+		}
+		if q > res.BestScore {
+			res.BestIndex, res.BestScore = i, q
+		}
+		if gp != nil {
+			if err := gp.Observe(i, q); err != nil {
+				return Result{}, fmt.Errorf("dphypo: %w", err)
+			}
+			softmaxScores(gp, cfg.Tau, cfg.Beta, logits, pi)
+		}
+		if progress != nil {
+			progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d finished", j+1)})
+		}
+	}
+	return res, nil
+}
+
+// softmaxScores sets pi ∝ exp(β(µ_i + τσ_i)), normalised with the
+// log-sum-exp shift.
+func softmaxScores(gp *gpucb.GP, tau, beta float64, logits, pi []float64) {
+	m := math.Inf(-1)
+	for i := range logits {
+		s := gp.Mean(i) + tau*math.Sqrt(max(gp.Variance(i), 0))
+		logits[i] = beta * s
+		m = max(m, logits[i])
+	}
+	var z float64
+	for i, l := range logits {
+		pi[i] = math.Exp(l - m)
+		z += pi[i]
+	}
+	for i := range pi {
+		pi[i] /= z
+	}
+}
