@@ -252,3 +252,51 @@ func TestJobInterruptedByRestart(t *testing.T) {
 		t.Errorf("ListJobs after restart: %d jobs, want 2", len(l.GetJobs()))
 	}
 }
+
+func dphypoJob(uniform bool) *curatorv1.JobSpec {
+	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{
+		Space: []*curatorv1.HyperparameterRange{
+			{Name: "learning_rate", Scale: curatorv1.HyperparameterRange_SCALE_LOG, Low: 0.05, High: 2, Count: 8},
+			{Name: "clip_norm", Scale: curatorv1.HyperparameterRange_SCALE_LINEAR, Low: 0.3, High: 3, Count: 10},
+		},
+		Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75, Tau: 0.1, Beta: 1, Uniform: uniform, Delta: 1e-5,
+		Dpsgd: &curatorv1.DPSGDSettings{NoiseMultiplier: 1, Epochs: 3, BatchSize: 64, L2: 1e-3, LearningRate: 0.5, ClipNorm: 1, ScoreNoiseMultiplier: 2},
+	}}}
+}
+
+func TestDPHyPOJobsEndToEnd(t *testing.T) {
+	cur := startCurator(t, breastCancerConfig(t, t.TempDir()))
+	client := cur.client(t, "tuner")
+	ctx := context.Background()
+	spent := 0.0
+	for _, uniform := range []bool{false, true} {
+		j, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: dphypoJob(uniform)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, events := waitJob(t, client, j.GetId())
+		if done.GetState() != curatorv1.JobState_JOB_STATE_SUCCEEDED {
+			t.Fatalf("DP-HyPO (uniform=%v): %s %q", uniform, done.GetState(), done.GetError())
+		}
+		r := done.GetResult()
+		if !r.GetHasHyperparameters() || len(r.GetHyperparameters()) != 2 || r.GetRuns() != 0 {
+			t.Errorf("DP-HyPO result %v: want both hyperparameters and no run count", r)
+		}
+		for _, e := range events {
+			if e.GetTotal() != 0 || e.GetStep() != 0 {
+				t.Errorf("event %v reveals run counts", e)
+			}
+		}
+		t.Logf("DP-HyPO uniform=%v: charged ε=%.3f δ=%g, released %v with noisy accuracy %.3f", uniform, done.GetEpsilonCharged(), done.GetDeltaCharged(), r.GetHyperparameters(), r.GetScore())
+		spent += done.GetEpsilonCharged()
+	}
+	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	if got := b.GetBudget().GetEpsilonSpent(); math.Abs(got-spent) > 1e-9 {
+		t.Errorf("spent ε = %g, want the two jobs' charges %g", got, spent)
+	}
+	bad := dphypoJob(false)
+	bad.GetDphypo().CMin = 1.5
+	if _, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: bad}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("c > 1: %v, want InvalidArgument", err)
+	}
+}

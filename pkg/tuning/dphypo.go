@@ -2,14 +2,187 @@ package tuning
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"slices"
 
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dphypo"
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/learner"
 )
 
-func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (struct{}, jobs.Plan, error) {
-	return struct{}{}, jobs.Plan{}, invalid("DP-HyPO jobs are not available yet")
+// The built-in DP-HyPO base algorithm M_λ is DP-SGD logistic regression on the training
+// part followed by a noisy validation accuracy. These settings may be grid axes; the
+// others (noise multiplier, epochs, batch size, score noise) are fixed per job so that
+// every run has the same privacy curve.
+var dpsgdAxes = []string{"learning_rate", "clip_norm", "l2"}
+
+type dphypoJob struct {
+	cfg       dphypo.Config
+	space     hparam.Space
+	eval      *evaluatorEntry
+	sgd       learner.DPSGDConfig // fixed settings; grid axes override per run
+	scoreSD   float64             // standard deviation of the noisy accuracy
+	guarantee string
+}
+
+// dphypoPlan validates the spec and computes the search's (ε, δ) from the base
+// algorithm's Rényi-DP curve through DP-HyPO's Theorem 1 (or Theorem 2 for a pure-ε
+// external evaluator), minimised over the order grid.
+//
+// Neighbouring datasets: the curator's data with one training row added or removed, or
+// one validation row replaced. DP-SGD is accounted for add/remove of a training row, the
+// noisy accuracy for replacement of a validation row; their curves are composed, which
+// covers a change in either part.
+func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
+	space, err := r.space(s.Space)
+	if err != nil {
+		return dphypoJob{}, jobs.Plan{}, err
+	}
+	if !(s.Delta > 0 && s.Delta < 1) {
+		return dphypoJob{}, jobs.Plan{}, invalid("delta must be in (0, 1), got %g", s.Delta)
+	}
+	cfg := dphypo.Config{Theta: s.Theta, Gamma: s.Gamma, C: s.CMax, Cmin: s.CMin, Tau: s.Tau, Beta: s.Beta,
+		Uniform: s.Uniform, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim()}
+	if s.Uniform {
+		cfg.C, cfg.Cmin = 1, 1
+	}
+	if err := cfg.Validate(); err != nil {
+		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+	}
+	if mean := dp.NegBinMean(s.Theta, s.Gamma); mean > float64(r.cfg.MaxIterations) {
+		return dphypoJob{}, jobs.Plan{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
+	}
+	job := dphypoJob{cfg: cfg, space: space}
+	orders := dp.DefaultOrders()
+	var base dp.RDPCurve
+	pureEps := 0.0
+	if s.Evaluator != "" {
+		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
+			return dphypoJob{}, jobs.Plan{}, err
+		}
+		pureEps = job.eval.cfg.Epsilon
+		if pureEps <= 0 {
+			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons)", s.Evaluator)
+		}
+		if base, err = dp.PureDPRDP(orders, pureEps); err != nil {
+			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		}
+	} else {
+		for _, name := range space.Names() {
+			if !slices.Contains(dpsgdAxes, name) {
+				return dphypoJob{}, jobs.Plan{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
+			}
+		}
+		g := s.DPSGD
+		job.sgd = learner.DPSGDConfig{LearningRate: g.LearningRate, ClipNorm: g.ClipNorm, NoiseMultiplier: g.NoiseMultiplier,
+			Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
+		for i := 0; i < space.Size(); i++ { // every grid point must give a valid configuration
+			if err := r.runConfig(job, i).Validate(); err != nil {
+				return dphypoJob{}, jobs.Plan{}, invalid("grid point %d: %v", i, err)
+			}
+		}
+		if job.sgd.NoiseMultiplier <= 0 {
+			return dphypoJob{}, jobs.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier")
+		}
+		if !(g.ScoreNoiseMultiplier > 0) || math.IsInf(g.ScoreNoiseMultiplier, 0) {
+			return dphypoJob{}, jobs.Plan{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
+		}
+		if job.sgd.ExpectedBatchSize > r.train.N {
+			return dphypoJob{}, jobs.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
+		}
+		n, m := r.train.N, float64(r.val.N)
+		sgdCurve, err := dp.SubsampledGaussianRDP(orders, job.sgd.SamplingRate(n), job.sgd.NoiseMultiplier, job.sgd.Steps(n))
+		if err != nil {
+			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		}
+		job.scoreSD = g.ScoreNoiseMultiplier / m
+		scoreCurve, err := dp.GaussianRDP(orders, 1/m, job.scoreSD)
+		if err != nil {
+			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		}
+		if base, err = sgdCurve.Compose(scoreCurve); err != nil {
+			return dphypoJob{}, jobs.Plan{}, fmt.Errorf("tuning: %w", err)
+		}
+	}
+	total, err := dp.DPHyPORDP(base, base, cfg.Theta, cfg.Gamma, cfg.C, cfg.Cmin)
+	if err != nil {
+		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+	}
+	eps, order, err := total.ToDPImproved(s.Delta)
+	if err != nil {
+		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+	}
+	plan := jobs.Plan{}
+	plan.Cost.Epsilon, plan.Cost.Delta = eps, s.Delta
+	job.guarantee = fmt.Sprintf("(ε=%.4g, δ=%g)-DP for the released best run (DP-HyPO Theorem 1, Rényi DP at order %g, improved conversion; C=%g, c=%g, runs ~ NegBin(θ=%g, γ=%g))",
+		eps, s.Delta, order, cfg.C, cfg.Cmin, cfg.Theta, cfg.Gamma)
+	if pureEps > 0 {
+		if pe, err := dp.DPHyPOPure(pureEps, cfg.Theta, cfg.C, cfg.Cmin); err == nil && pe <= eps {
+			plan.Cost.Epsilon, plan.Cost.Delta = pe, 0
+			job.guarantee = fmt.Sprintf("(ε=%.4g, 0)-DP for the released best run (DP-HyPO Theorem 2: (2+θ)(ε+log(C/c)) with per-run ε=%g)", pe, pureEps)
+		}
+	}
+	job.guarantee += ". Only the best run is released; the number of runs stays on the curator, as the guarantee requires."
+	plan.Guarantee = job.guarantee
+	return job, plan, nil
+}
+
+// runConfig is the DP-SGD configuration of grid point i.
+func (r *Runner) runConfig(job dphypoJob, i int) learner.DPSGDConfig {
+	c := job.sgd
+	for name, v := range job.space.Point(i) {
+		switch name {
+		case "learning_rate":
+			c.LearningRate = v
+		case "clip_norm":
+			c.ClipNorm = v
+		case "l2":
+			c.Lambda = v
+		}
+	}
+	return c
+}
+
+type dphypoBase struct {
+	r   *Runner
+	job dphypoJob
+	src *dp.Source
+}
+
+// Run is one private run M_λ: DP-SGD training and a noisy validation accuracy.
+func (b dphypoBase) Run(ctx context.Context, i int) (float64, error) {
+	if b.job.eval != nil {
+		return b.r.evaluate(ctx, b.job.eval, b.job.space.Point(i))
+	}
+	m, err := learner.TrainDPSGD(ctx, b.src, b.r.train, b.r.runConfig(b.job, i))
+	if err != nil {
+		return 0, err
+	}
+	return learner.NoisyAccuracy(b.src, m, b.r.val, b.job.scoreSD)
 }
 
 func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func(jobs.Progress)) (jobs.Result, error) {
-	return jobs.Result{}, invalid("DP-HyPO jobs are not available yet")
+	job, plan, err := r.dphypoPlan(s)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	src := dp.CryptoSource()
+	// The number of runs is part of what the guarantee hides: progress reports only that
+	// the search runs, and the run count goes to the operator's log alone.
+	progress(jobs.Progress{Message: "searching (the number of runs is private)"})
+	res, err := dphypo.Run(ctx, src, job.cfg, dphypoBase{r: r, job: job, src: src}, func(dphypo.Progress) {})
+	if err != nil {
+		return jobs.Result{}, fmt.Errorf("tuning: dphypo: %w", err)
+	}
+	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs))
+	return jobs.Result{
+		HasHyperparameters: true, Hyperparameters: job.space.Point(res.BestIndex), Score: res.BestScore,
+		Epsilon: plan.Cost.Epsilon, Delta: plan.Cost.Delta, Guarantee: plan.Guarantee,
+		Constants: map[string]float64{"expected_runs": dp.NegBinMean(job.cfg.Theta, job.cfg.Gamma), "score_noise_sd": job.scoreSD},
+	}, nil
 }
