@@ -28,6 +28,7 @@ const usage = `usage: modeler <command> [flags]
 commands:
   run      run a PO-GP-UCB study against a curator
   job      private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)
+  simulate compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)
 
 Run 'modeler <command> -h' for the flags of a command.
 `
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return runStudy(args[1:], stdout, stderr)
 	case "job":
 		return jobCommand(args[1:], stdout, stderr)
+	case "simulate":
+		return runSimulate(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

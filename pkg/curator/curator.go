@@ -64,6 +64,11 @@ type Curator struct {
 	answers map[answerKey]float64 // released answer per (identity, row)
 	noise   func() float64        // standard normal draws for observation noise
 	noiseMu sync.Mutex
+
+	// Last balance read per identity, returned by a Query that released nothing new
+	// (every answer cached) instead of a ledger read per query.
+	balMu    sync.Mutex
+	balances map[string]ledger.Balance
 }
 
 type answerKey struct {
@@ -109,6 +114,8 @@ func New(cfg Config) (*Curator, error) {
 		evals:   make(map[int]float64),
 		answers: make(map[answerKey]float64),
 		noise:   newNoiseSource(),
+
+		balances: make(map[string]ledger.Balance),
 	}
 	return c, nil
 }
@@ -146,7 +153,21 @@ func (c *Curator) Balance(ctx context.Context, identity string) (ledger.Balance,
 	if err != nil {
 		return ledger.Balance{}, fmt.Errorf("curator: %w", err)
 	}
+	c.balMu.Lock()
+	c.balances[identity] = bal
+	c.balMu.Unlock()
 	return bal, nil
+}
+
+// lastBalance returns the balance most recently read for identity by this process.
+// It can lag charges made since by other processes sharing the ledger (or by other
+// code in this process); it is only an indication for the caller — every charge is
+// still checked atomically by the ledger.
+func (c *Curator) lastBalance(identity string) (ledger.Balance, bool) {
+	c.balMu.Lock()
+	defer c.balMu.Unlock()
+	b, ok := c.balances[identity]
+	return b, ok
 }
 
 func (c *Curator) account(identity string) ledger.Account {

@@ -23,7 +23,10 @@ type Observation struct {
 // recorded once for the dataset (with observation noise if configured); each distinct
 // index released to a caller is charged once under the output-privacy setting and later
 // returns the stored value at no cost. When the caller cannot afford every new index in
-// the request, the request is refused before any evaluation.
+// the request, the request is refused before any evaluation. A query whose answers were
+// all released to the caller before returns the balance this curator last read for the
+// caller instead of reading the ledger again (it may lag charges made through another
+// replica sharing the ledger).
 func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]Observation, ledger.Balance, error) {
 	if len(indices) == 0 {
 		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: a query needs at least one index", ErrInvalidArgument)
@@ -51,6 +54,10 @@ func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]
 		if err := c.answerFresh(ctx, identity, indices, fresh, obs); err != nil {
 			return nil, ledger.Balance{}, err
 		}
+	} else if bal, ok := c.lastBalance(identity); ok {
+		// Every answer was cached: nothing was charged, so the balance read after the
+		// last release still stands (up to charges made elsewhere; see lastBalance).
+		return obs, bal, nil
 	}
 	bal, err := c.Balance(ctx, identity)
 	if err != nil {

@@ -54,7 +54,9 @@ type GP struct {
 	// V rows: rows[j] has length n. Backing chunks are allocated
 	// geometrically and never copied.
 	rows      [][]float64
-	chunkFree []float64 // unused tail of the current chunk
+	chunkFree []float64   // unused tail of the current chunk
+	spare     [][]float64 // rows to reuse while SetHyper replays the observations
+	refLS     float64     // DefaultLengthscale of cands, computed by Refit when needed
 
 	lpk []float64 // packed lower-triangular L, row j at offset j(j+1)/2
 	u   []float64 // L⁻¹ (y − shift)
@@ -439,6 +441,11 @@ func (g *GP) extend(nr, zi []float64, lo, hi int, inv, ut, et float64) {
 // (the first holds Capacity rows, later ones half the rows so far) and are
 // never copied, so peak memory stays close to what the rows need.
 func (g *GP) newRow() []float64 {
+	if k := len(g.spare); k > 0 {
+		r := g.spare[k-1]
+		g.spare = g.spare[:k-1]
+		return r
+	}
 	if len(g.chunkFree) < g.n {
 		rowsNeeded := max(g.cfg.Capacity-len(g.rows), len(g.rows)/2, 8)
 		g.chunkFree = make([]float64, rowsNeeded*g.n)

@@ -1,0 +1,213 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// benchCurator starts a curator on loopback over the CSV at path and returns a client
+// for identity. Everything is torn down when the benchmark ends.
+func benchCurator(b *testing.B, path, target, identity string) curatorv1.CuratorServiceClient {
+	b.Helper()
+	srv, err := server.Start(context.Background(), server.Config{
+		Listen: "127.0.0.1:0", DataPath: path, Data: dataset.Options{Target: target},
+		StateDir: b.TempDir(), Budget: ledger.Cost{Epsilon: 1e9, Delta: 0.99},
+	})
+	if err != nil {
+		b.Fatalf("server.Start: %v", err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: identity})
+	if err != nil {
+		b.Fatalf("Dial: %v", err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return curatorv1.NewCuratorServiceClient(conn)
+}
+
+// tallCSV writes an n×d Gaussian data set with a target column (fixed seed).
+func tallCSV(b *testing.B, n, d int) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "tall.csv")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for j := range d {
+		fmt.Fprintf(w, "x%d,", j)
+	}
+	w.WriteString("y\n")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var buf []byte
+	for range n {
+		for j := range d + 1 {
+			buf = strconv.AppendFloat(buf[:0], rng.NormFloat64(), 'g', 8, 64)
+			if j < d {
+				buf = append(buf, ',')
+			}
+			w.Write(buf)
+		}
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkProjectionStream times a modeler receiving an n = 1,000,000, r = 20
+// projection over loopback gRPC end to end (modeler.FetchProjection: request, stream
+// of chunks, SHA-256 check, decode into Z). "fresh" asks for a new release each time
+// (projection of d = 10 features by the Gram route, durable write, ledger charge,
+// stream); "replay" streams the stored release again (no cost, no computation).
+// Target: ≤ 3 s end to end. Skipped with -short (writing the CSV takes a few seconds).
+func BenchmarkProjectionStream(b *testing.B) {
+	if testing.Short() {
+		b.Skip("1,000,000-row data set skipped with -short")
+	}
+	const n, d, r = 1_000_000, 10, 20
+	client := benchCurator(b, tallCSV(b, n, d), "y", "bench-stream")
+	ctx := context.Background()
+	fetch := func(b *testing.B, label string) {
+		p, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: r, Epsilon: 2, Delta: 1e-7, Label: label})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Rows != n || p.Cols != r || len(p.Z) != n*r {
+			b.Fatalf("received %d×%d, want %d×%d", p.Rows, p.Cols, n, r)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) {
+		k := 0
+		for b.Loop() {
+			k++
+			fetch(b, fmt.Sprintf("fresh-%d", k))
+		}
+		b.ReportMetric(float64(n*r*8)/1e6, "MB")
+	})
+	b.Run("replay", func(b *testing.B) {
+		fetch(b, "replay")
+		b.ResetTimer()
+		for b.Loop() {
+			fetch(b, "replay")
+		}
+		b.ReportMetric(float64(n*r*8)/1e6, "MB")
+	})
+}
+
+// BenchmarkCachedQueries times index queries whose answers the caller already holds
+// (the modeler's replays; no evaluation, no charge) over loopback gRPC against the
+// shipped diabetes curator: "sequential" is one caller waiting for each answer
+// (latency), "parallel" is 8 concurrent callers on one connection (throughput).
+// Reported: queries/s, p50 and p99 latency. Target: ≥ 10,000 queries/s, p99 ≤ 2 ms.
+func BenchmarkCachedQueries(b *testing.B) {
+	client := benchCurator(b, diabetesPath, "progression", "bench-query")
+	ctx := context.Background()
+	const rows = 442
+	all := make([]uint64, rows)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	if _, err := client.Query(ctx, &curatorv1.QueryRequest{Indices: all}); err != nil {
+		b.Fatalf("warming the answers: %v", err)
+	}
+	// query is safe to call from several goroutines (it reports with b.Errorf).
+	query := func(b *testing.B, i int) (time.Duration, bool) {
+		start := time.Now()
+		resp, err := client.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{uint64(i % rows)}})
+		el := time.Since(start)
+		if err != nil {
+			b.Errorf("query of row %d: %v", i%rows, err)
+			return 0, false
+		}
+		if obs := resp.GetObservations(); len(obs) != 1 || !obs[0].GetReplayed() {
+			b.Errorf("query of row %d: %d observations; want one cached (replayed) answer", i%rows, len(obs))
+			return 0, false
+		}
+		return el, true
+	}
+	report := func(b *testing.B, lat []time.Duration, wall time.Duration) {
+		slices.Sort(lat)
+		q := func(p float64) float64 {
+			return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+		}
+		b.ReportMetric(float64(len(lat))/wall.Seconds(), "queries/s")
+		b.ReportMetric(q(0.50), "p50-ms")
+		b.ReportMetric(q(0.99), "p99-ms")
+	}
+	b.Run("sequential", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		start := time.Now()
+		k := 0
+		for b.Loop() {
+			el, ok := query(b, k)
+			if !ok {
+				b.FailNow()
+			}
+			lat = append(lat, el)
+			k++
+		}
+		report(b, lat, time.Since(start))
+	})
+	b.Run("parallel", func(b *testing.B) {
+		const callers = 8
+		var (
+			mu  sync.Mutex
+			lat = make([]time.Duration, 0, b.N)
+			wg  sync.WaitGroup
+			ch  = make(chan int, callers)
+		)
+		b.ResetTimer()
+		start := time.Now()
+		for w := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				mine := make([]time.Duration, 0, b.N/callers+1)
+				for i := range ch {
+					if el, ok := query(b, i*7+w); ok {
+						mine = append(mine, el)
+					}
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+		}
+		for i := range b.N {
+			ch <- i
+		}
+		close(ch)
+		wg.Wait()
+		wall := time.Since(start)
+		b.StopTimer()
+		if b.Failed() {
+			return
+		}
+		report(b, lat, wall)
+	})
+}

@@ -1,0 +1,532 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/projection"
+)
+
+// Method kinds.
+const (
+	POGPUCB = "po-gp-ucb"
+	GPUCB   = "gp-ucb"
+	Random  = "random"
+)
+
+// Method is one optimiser compared by the harness.
+type Method struct {
+	Kind string // POGPUCB, GPUCB or Random
+	R    int    // projection dimension, POGPUCB only
+}
+
+// String names the method as in the CSV: "po-gp-ucb(r=10)", "gp-ucb", "random".
+func (m Method) String() string {
+	if m.Kind == POGPUCB {
+		return fmt.Sprintf("%s(r=%d)", POGPUCB, m.R)
+	}
+	return m.Kind
+}
+
+// ParseMethods expands a comma-separated list of kinds ("po-gp-ucb,gp-ucb,random") into
+// methods, one po-gp-ucb per r in rs, in the order given.
+func ParseMethods(kinds string, rs []int) ([]Method, error) {
+	var out []Method
+	for _, k := range strings.Split(kinds, ",") {
+		switch k = strings.ToLower(strings.TrimSpace(k)); k {
+		case POGPUCB:
+			if len(rs) == 0 {
+				return nil, errors.New("simulate: po-gp-ucb needs at least one r")
+			}
+			for _, r := range rs {
+				out = append(out, Method{Kind: POGPUCB, R: r})
+			}
+		case GPUCB, Random:
+			out = append(out, Method{Kind: k})
+		case "":
+		default:
+			return nil, fmt.Errorf("simulate: unknown method %q (want po-gp-ucb, gp-ucb or random)", k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("simulate: no method given")
+	}
+	return out, nil
+}
+
+// ParseInts parses a comma-separated list of integers such as "3,6,8".
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %q is not an integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// GPSettings are the modeler's GP prior. Zero values take the defaults noted.
+type GPSettings struct {
+	Kernel gpucb.Kernel
+	// Lengthscale; 0 means the synthetic function's lengthscale for the synthetic
+	// problem, and gpucb.DefaultLengthscale of the candidates (Z or X) for data.
+	Lengthscale float64
+	// SignalVariance (default 1) and NoiseVariance (default: the synthetic σ_n², or
+	// 1e-3 for data, as the modeler).
+	SignalVariance, NoiseVariance float64
+	// DeltaUCB δ' of β_t, default 0.05.
+	DeltaUCB float64
+	// Standardise the outputs (default: on for data, off for the synthetic GP whose
+	// prior is known). Set Raw to force it off.
+	Raw bool
+	// FitEvery k > 0 refits the hyperparameters by maximum likelihood (gpucb.GP.Refit)
+	// after every k observations, from the third on.
+	FitEvery int
+}
+
+// Config configures a simulation. Exactly one of Data and Synthetic is set.
+type Config struct {
+	Data      *DataConfig
+	Synthetic *SyntheticConfig
+	// Draws: number of independent synthetic functions (default 1; data: must be 1).
+	Draws int
+	// Runs per draw and method (default 10) and Iterations T per run (default 50),
+	// the first being the random initial row.
+	Runs, Iterations int
+	Methods          []Method
+	// Epsilon and Delta of each private projection.
+	Epsilon, Delta float64
+	GP             GPSettings
+	// Seed makes everything reproducible: draws, initial rows, projections, random search.
+	Seed uint64
+	// Workers running independent runs concurrently; default 2.
+	Workers int
+	// OutDir receives regret.csv, regret.png and summary.md; "" writes nothing.
+	OutDir string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Row is one line of the regret CSV.
+type Row struct {
+	Method    string
+	Run       int // global run number: draw·Runs + run
+	Iteration int // 1-based
+	Index     int // row queried
+	Value     float64
+	Best      float64
+	Regret    float64
+}
+
+// Lift describes, for the operator, whether the projection at r lifts the singular
+// values (SPEC §2.1 step 6).
+type Lift struct {
+	R               int
+	SigmaMin, Omega float64
+	Lifted          bool
+	Route           string
+}
+
+// Result is what Run produced.
+type Result struct {
+	Rows      []Row
+	Summary   []Summary
+	Lifts     []Lift
+	Synthetic []SyntheticInfo
+	Problem   string
+	N, D      int
+	Duration  time.Duration
+	// Files written (empty without OutDir).
+	CSVPath, PNGPath, SummaryPath string
+}
+
+func (c *Config) defaults() error {
+	if (c.Data == nil) == (c.Synthetic == nil) {
+		return errors.New("simulate: give either a data set or the synthetic problem")
+	}
+	if c.Draws == 0 {
+		c.Draws = 1
+	}
+	if c.Runs == 0 {
+		c.Runs = 10
+	}
+	if c.Iterations == 0 {
+		c.Iterations = 50
+	}
+	if c.Workers == 0 {
+		c.Workers = 2
+	}
+	if c.GP.SignalVariance == 0 {
+		c.GP.SignalVariance = 1
+	}
+	if c.GP.DeltaUCB == 0 {
+		c.GP.DeltaUCB = 0.05
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch {
+	case c.Draws < 1 || (c.Data != nil && c.Draws != 1):
+		return fmt.Errorf("simulate: draws must be ≥ 1 (and 1 for a data set), got %d", c.Draws)
+	case c.Runs < 1:
+		return fmt.Errorf("simulate: runs must be ≥ 1, got %d", c.Runs)
+	case c.Iterations < 1:
+		return fmt.Errorf("simulate: iterations must be ≥ 1, got %d", c.Iterations)
+	case c.Workers < 1:
+		return fmt.Errorf("simulate: workers must be ≥ 1, got %d", c.Workers)
+	case len(c.Methods) == 0:
+		return errors.New("simulate: no method given")
+	case c.GP.FitEvery < 0:
+		return fmt.Errorf("simulate: fit-every must be ≥ 0, got %d", c.GP.FitEvery)
+	case !(c.GP.Lengthscale >= 0) || math.IsInf(c.GP.Lengthscale, 0):
+		return fmt.Errorf("simulate: lengthscale must be ≥ 0 and finite (0 = default), got %g", c.GP.Lengthscale)
+	case !(c.GP.NoiseVariance >= 0) || math.IsInf(c.GP.NoiseVariance, 0):
+		return fmt.Errorf("simulate: noise variance must be ≥ 0 and finite (0 = default), got %g", c.GP.NoiseVariance)
+	case !finitePos(c.GP.SignalVariance):
+		return fmt.Errorf("simulate: signal variance must be positive and finite, got %g", c.GP.SignalVariance)
+	case !(c.GP.DeltaUCB > 0 && c.GP.DeltaUCB < 1):
+		return fmt.Errorf("simulate: delta-ucb must be in (0, 1), got %g", c.GP.DeltaUCB)
+	}
+	private := false
+	for _, m := range c.Methods {
+		switch m.Kind {
+		case POGPUCB:
+			private = true
+			if err := (projection.Params{R: m.R, Epsilon: c.Epsilon, Delta: c.Delta}).Validate(); err != nil {
+				return fmt.Errorf("simulate: %s: %w", m, err)
+			}
+		case GPUCB, Random:
+		default:
+			return fmt.Errorf("simulate: unknown method kind %q", m.Kind)
+		}
+	}
+	// Each (draw, method) is one ledger dataset holding Runs projections.
+	if private && float64(c.Runs)*c.Delta >= 0.99 {
+		return fmt.Errorf("simulate: %d runs × δ = %g exceed the ledger's dataset δ cap (< 1); use fewer runs or a smaller δ", c.Runs, c.Delta)
+	}
+	if c.Synthetic != nil {
+		if err := c.Synthetic.defaults(); err != nil {
+			return err
+		}
+		if c.GP.Lengthscale == 0 {
+			c.GP.Lengthscale = c.Synthetic.Lengthscale
+		}
+		if c.GP.NoiseVariance == 0 {
+			c.GP.NoiseVariance = max(c.Synthetic.NoiseVariance, 1e-6)
+		}
+	} else if c.GP.NoiseVariance == 0 {
+		c.GP.NoiseVariance = 1e-3
+	}
+	return nil
+}
+
+// mix derives independent seeds (SplitMix64 finaliser over the words).
+func mix(words ...uint64) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, w := range words {
+		h ^= w + 0x9e3779b97f4a7c15 + (h << 6) + (h >> 2)
+		h ^= h >> 30
+		h *= 0xbf58476d1ce4e5b9
+		h ^= h >> 27
+		h *= 0x94d049bb133111eb
+		h ^= h >> 31
+	}
+	return h
+}
+
+type job struct {
+	draw, method, run int
+}
+
+// Run performs the simulation and writes its files when cfg.OutDir is set.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	start := time.Now()
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	problems := make([]*Problem, cfg.Draws)
+	for d := range problems {
+		var err error
+		if cfg.Data != nil {
+			problems[d], err = LoadProblem(*cfg.Data)
+		} else {
+			var info SyntheticInfo
+			problems[d], info, err = SyntheticProblem(*cfg.Synthetic, mix(cfg.Seed, uint64(d), 1))
+			res.Synthetic = append(res.Synthetic, info)
+			if err == nil {
+				fmt.Fprintf(cfg.Log, "draw %d/%d: %s sampler, %v (jitter %g)\n", d+1, cfg.Draws, info.Sampler, info.Duration.Round(time.Millisecond), info.Jitter)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	p0 := problems[0]
+	res.Problem, res.N, res.D = p0.Name, p0.N, p0.D
+	if cfg.Iterations > p0.N {
+		return nil, fmt.Errorf("simulate: %d iterations exceed the %d rows", cfg.Iterations, p0.N)
+	}
+	// Which r lift: depends on X only (the same for every draw).
+	for _, m := range cfg.Methods {
+		if m.Kind != POGPUCB {
+			continue
+		}
+		_, rep, err := projection.Project(ctx, p0.X, p0.N, p0.D, projection.Params{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta}, projection.SeededSource(0))
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %w", err)
+		}
+		res.Lifts = append(res.Lifts, Lift{R: m.R, SigmaMin: rep.SigmaMin, Omega: rep.Omega, Lifted: rep.Lifted, Route: rep.Route})
+	}
+
+	state, err := os.MkdirTemp("", "privbo-simulate-")
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer os.RemoveAll(state)
+	store, err := ledger.OpenSQLite(filepath.Join(state, "ledger.db"), ledger.Limits{
+		PerIdentity: ledger.Cost{Epsilon: 1e12, Delta: 0.999},
+		Dataset:     ledger.Cost{Epsilon: 1e12, Delta: 0.999},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer store.Close()
+
+	// Ledger datasets: one per (draw, method).
+	sets := make([][]*dataset.Dataset, cfg.Draws)
+	for d, p := range problems {
+		sets[d] = make([]*dataset.Dataset, len(cfg.Methods))
+		for mi, m := range cfg.Methods {
+			sets[d][mi] = &dataset.Dataset{
+				Name: fmt.Sprintf("%s-draw%d-%s", p.Name, d, strings.NewReplacer("(", "-", ")", "", "=", "").Replace(m.String())),
+				N:    p.N, D: p.D, X: p.X, Y: p.Y, Target: "f", Unit: p.Unit,
+			}
+		}
+	}
+
+	jobs := make([]job, 0, cfg.Draws*len(cfg.Methods)*cfg.Runs)
+	for d := range cfg.Draws {
+		for k := range cfg.Runs {
+			for mi := range cfg.Methods {
+				jobs = append(jobs, job{d, mi, k})
+			}
+		}
+	}
+	out := make([][]Row, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		done     int
+		next     = make(chan int)
+	)
+	for range cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				jb := jobs[j]
+				rows, err := runOne(ctx, &cfg, problems[jb.draw], sets[jb.draw][jb.method], store, state, jb)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				out[j] = rows
+				done++
+				if done%max(1, len(jobs)/20) == 0 || done == len(jobs) {
+					fmt.Fprintf(cfg.Log, "%d/%d runs done (%v)\n", done, len(jobs), time.Since(start).Round(time.Second))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for j := range jobs {
+		select {
+		case next <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	// Order: method, run, iteration.
+	order := make([]int, len(jobs))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ja, jb := jobs[a], jobs[b]
+		if ja.method != jb.method {
+			return ja.method - jb.method
+		}
+		return (ja.draw*cfg.Runs + ja.run) - (jb.draw*cfg.Runs + jb.run)
+	})
+	for _, j := range order {
+		res.Rows = append(res.Rows, out[j]...)
+	}
+	names := make([]string, len(cfg.Methods))
+	for mi, m := range cfg.Methods {
+		names[mi] = m.String()
+	}
+	res.Summary = Summarise(res.Rows, names, cfg.Iterations)
+	res.Duration = time.Since(start)
+	if cfg.OutDir != "" {
+		if err := writeOutputs(&cfg, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// runOne performs one run of one method on one draw against a fresh in-process curator.
+func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, store ledger.Store, state string, jb job) ([]Row, error) {
+	m := cfg.Methods[jb.method]
+	run := jb.draw*cfg.Runs + jb.run
+	projSeed := mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 2, uint64(m.R))
+	dir, err := os.MkdirTemp(state, "run-")
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cur, err := curator.New(curator.Config{
+		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
+		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	identity := fmt.Sprintf("sim-run%d", run)
+	n := p.N
+	first := rand.New(rand.NewPCG(mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 1), 7)).IntN(n)
+
+	var (
+		gp        *gpucb.GP
+		perm      []int
+		cands     []float64
+		candDim   int
+		gpWorkers = 1
+	)
+	if cfg.Workers == 1 {
+		gpWorkers = 0
+	}
+	switch m.Kind {
+	case POGPUCB:
+		pr, err := cur.ReleaseProjection(ctx, identity, curator.ProjectionRequest{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: fmt.Sprintf("run-%d", run)})
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
+		}
+		if cands, err = readRelease(pr); err != nil {
+			return nil, err
+		}
+		candDim = pr.Cols
+	case GPUCB:
+		cands, candDim = p.X, p.D
+	case Random:
+		rng := rand.New(rand.NewPCG(mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 3), 7))
+		perm = rng.Perm(n)
+		// Start from the common initial row.
+		k := slices.Index(perm, first)
+		perm[0], perm[k] = perm[k], perm[0]
+	}
+	if cands != nil {
+		ls := cfg.GP.Lengthscale
+		if ls == 0 {
+			ls = gpucb.DefaultLengthscale(cands, n, candDim)
+		}
+		gp, err = gpucb.New(cands, n, candDim, gpucb.Config{
+			Kernel: cfg.GP.Kernel, Lengthscale: ls, SignalVariance: cfg.GP.SignalVariance,
+			NoiseVariance: cfg.GP.NoiseVariance, Delta: cfg.GP.DeltaUCB, SkipQueried: true,
+			Standardise: cfg.Data != nil && !cfg.GP.Raw, Workers: gpWorkers, Capacity: cfg.Iterations,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %s: %w", m, err)
+		}
+	}
+	fmax := slices.Max(p.F)
+	rows := make([]Row, 0, cfg.Iterations)
+	best := math.Inf(-1)
+	for t := range cfg.Iterations {
+		var i int
+		switch {
+		case t == 0:
+			i = first
+		case perm != nil:
+			i = perm[t]
+		default:
+			if i, err = gp.Next(); err != nil {
+				return nil, fmt.Errorf("simulate: %s run %d iteration %d: %w", m, run, t+1, err)
+			}
+		}
+		obs, _, err := cur.Query(ctx, identity, []int{i})
+		if err != nil {
+			return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
+		}
+		if gp != nil {
+			if err := gp.Observe(i, obs[0].Value); err != nil {
+				return nil, fmt.Errorf("simulate: %s run %d iteration %d: %w", m, run, t+1, err)
+			}
+			if k := cfg.GP.FitEvery; k > 0 && gp.T() >= 3 && gp.T()%k == 0 {
+				// A failed fit keeps the previous hyperparameters (gpucb guarantees it).
+				_, _ = gp.Refit(gpucb.FitOptions{Seed: mix(cfg.Seed, uint64(run), uint64(t))})
+			}
+		}
+		best = max(best, p.F[i])
+		rows = append(rows, Row{Method: m.String(), Run: run, Iteration: t + 1, Index: i, Value: p.F[i], Best: best, Regret: fmax - best})
+	}
+	return rows, nil
+}
+
+// readRelease reads a stored release (matrixio format) into memory.
+func readRelease(pr *curator.Projection) ([]float64, error) {
+	f, err := pr.Open()
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: reading release %s: %w", pr.ID, err)
+	}
+	z := make([]float64, pr.Rows*pr.Cols)
+	if len(b) != 8*len(z) {
+		return nil, fmt.Errorf("simulate: release %s has %d bytes, want %d", pr.ID, len(b), 8*len(z))
+	}
+	if err := matrixio.DecodeFloat64s(z, b); err != nil {
+		return nil, fmt.Errorf("simulate: release %s: %w", pr.ID, err)
+	}
+	return z, nil
+}

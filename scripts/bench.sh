@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the speed benchmarks of issue 6 — one per row of its table — and prints a
+# benchstat summary. Results are saved under bench-results/ (git-ignored).
+#
+#   GP-UCB loop, n = 100,000 and 1,000,000    pkg/gpucb        BenchmarkLoop
+#   projection, n = 1,000,000, d = 50, r = 20  pkg/projection   BenchmarkProject
+#   projection stream over loopback gRPC       integration      BenchmarkProjectionStream
+#   cached index queries over loopback         integration      BenchmarkCachedQueries
+#
+# Environment: BENCH_COUNT (default 6, the fewest samples for which benchstat gives a
+# confidence interval) repetitions of each benchmark; BENCH_FILTER, an extended regular expression matched against the -bench patterns below, keeps only the
+# benchmark functions it matches (e.g. BENCH_FILTER='Loop|Project\$').
+# Compare two saved runs with: .bin/benchstat bench-results/OLD.txt bench-results/NEW.txt
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${BENCH_COUNT:-6}
+filter=${BENCH_FILTER:-.}
+benchstat=.bin/benchstat
+if [ ! -x "$benchstat" ]; then
+  echo "bench: $benchstat is missing; run ./scripts/install-deps.sh (make deps) first" >&2
+  exit 1
+fi
+mkdir -p bench-results
+out="bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
+
+# package  benchmark regex
+targets=(
+  "./pkg/gpucb|^BenchmarkLoop$"
+  "./pkg/projection|^BenchmarkProject$"
+  "./integration|^BenchmarkProjectionStream$|^BenchmarkCachedQueries$"
+)
+for t in "${targets[@]}"; do
+  pkg=${t%%|*}
+  pattern=${t#*|}
+  # Keep only the benchmark functions that match BENCH_FILTER.
+  sel=$(tr '|' '\n' <<<"$pattern" | grep -E -- "$filter" | paste -sd'|' || true)
+  [ -n "$sel" ] || continue
+  echo "bench: go test -run '^\$' -bench '$sel' -count $count $pkg" >&2
+  go test -run '^$' -bench "$sel" -benchmem -count "$count" -timeout 60m "$pkg" | tee -a "$out"
+done
+echo
+echo "bench: results saved in $out"
+"$benchstat" "$out"
