@@ -94,8 +94,15 @@ func labelString(labels []string) string {
 	return b.String()
 }
 
+var escaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+
+// escape quotes a label value; values needing no escape (nearly all) are returned as
+// they are, without allocating.
 func escape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
+	if !strings.ContainsAny(s, "\\\n\"") {
+		return s
+	}
+	return escaper.Replace(s)
 }
 
 func (r *Registry) get(name string, labels []string) *series {
