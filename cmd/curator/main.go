@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +39,8 @@ const usage = `usage: curator <command> [flags]
 commands:
   serve         load a dataset and serve private releases over gRPC
   ledger        print the privacy ledger: every charge, and each identity's remaining budget
+  pending       list the rows waiting for a recorded evaluation (--evaluate manual)
+  record        record the evaluation of a pending row
   check-config  validate a serve configuration (flags, file, environment) without serving
   dev-ca        create a development CA, a server certificate and client certificates
   hash-token    print the line of a token file for a bearer token read from stdin
@@ -64,6 +67,10 @@ func run(args []string) error {
 		return serve(args[1:])
 	case "ledger":
 		return printLedger(args[1:])
+	case "pending":
+		return pending(args[1:])
+	case "record":
+		return record(args[1:])
 	case "check-config":
 		return checkConfig(args[1:])
 	case "dev-ca":
@@ -116,6 +123,7 @@ type serveFlags struct {
 	outEps, outDelta, outLower, outUpper float64
 	evaluators, evaluatorEpsilons        string
 	evaluatorTimeout                     time.Duration
+	evaluateProgram                      string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -130,6 +138,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
 	fs.Float64Var(&cfg.NoiseSD, "noise-sd", 0, "standard deviation of Gaussian observation noise recorded once per row (simulated measurement noise, not privacy)")
+	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", "column", "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
+	fs.StringVar(&f.evaluateProgram, "evaluate-program", "", "program evaluating one row: {\"index\": i, \"features\": {...}} on stdin, a number on stdout")
+	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", time.Minute, "time limit of one program evaluation")
 	fs.StringVar(&f.outMech, "output-privacy", "none", "release of query answers: none, laplace or gaussian")
 	fs.Float64Var(&f.outEps, "output-epsilon", 0, "ε charged per distinct index with private outputs")
 	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ charged per distinct index with gaussian outputs")
@@ -199,6 +210,9 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.StateDir = f.lf.state
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
+	if f.evaluateProgram != "" {
+		cfg.Evaluation.Command = []string{f.evaluateProgram}
+	}
 	evs, err := parseEvaluators(f.evaluators, f.evaluatorEpsilons, f.evaluatorTimeout)
 	if err != nil {
 		return cfg, err
@@ -419,5 +433,69 @@ func hashToken(args []string) error {
 		return errors.New("hash-token: read a token of at least 16 characters from stdin")
 	}
 	fmt.Printf("%s %s\n", *id, transport.HashToken(t))
+	return nil
+}
+
+// evaluationStore opens the ledger for recording evaluations. Recorded values cost
+// nothing, so the budget limits the store is opened with play no part.
+func evaluationStore(fs *flag.FlagSet, args []string) (ledger.Store, string, *flag.FlagSet, error) {
+	var lf ledgerFlags
+	lf.register(fs)
+	name := fs.String("dataset", "", "dataset name (required)")
+	if err := fs.Parse(args); err != nil {
+		return nil, "", nil, err
+	}
+	if *name == "" || lf.state == "" && lf.kind == "sqlite" {
+		return nil, "", nil, errors.New("--dataset and --state (or --ledger postgres) are required")
+	}
+	lc, _, _ := lf.config()
+	placeholder := ledger.Cost{Epsilon: 1}
+	store, err := server.OpenLedger(context.Background(), lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	return store, *name, fs, err
+}
+
+func pending(args []string) error {
+	store, name, _, err := evaluationStore(flag.NewFlagSet("curator pending", flag.ContinueOnError), args)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rows, err := curator.PendingEvaluations(context.Background(), store, name)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Println("no rows are waiting for an evaluation")
+		return nil
+	}
+	for _, i := range rows {
+		fmt.Println(i)
+	}
+	return nil
+}
+
+func record(args []string) error {
+	fs := flag.NewFlagSet("curator record", flag.ContinueOnError)
+	index := fs.Int("index", -1, "row index (required)")
+	value := fs.Float64("value", math.NaN(), "evaluated value (required)")
+	store, name, _, err := evaluationStore(fs, args)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if *index < 0 || math.IsNaN(*value) || math.IsInf(*value, 0) {
+		return errors.New("record: --index ≥ 0 and a finite --value are required")
+	}
+	rows, err := curator.PendingEvaluations(context.Background(), store, name)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(rows, *index) {
+		return fmt.Errorf("record: row %d is not waiting for an evaluation (see 'curator pending'); recorded values are final, so only pending rows are accepted", *index)
+	}
+	if err := curator.RecordEvaluation(context.Background(), store, name, *index, *value); err != nil {
+		return err
+	}
+	fmt.Printf("recorded row %d = %g\n", *index, *value)
 	return nil
 }

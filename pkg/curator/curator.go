@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 )
@@ -37,6 +38,8 @@ type Config struct {
 	NoiseSD float64
 	// Output says how query answers are released.
 	Output OutputPrivacy
+	// Evaluation says how a row's objective is evaluated (default: the target column).
+	Evaluation Evaluation
 	// MaxQueryIndices bounds the indices in one query; 0 means 10,000.
 	MaxQueryIndices int
 	// MaxProjectionDim bounds r; 0 means 1,024.
@@ -56,6 +59,8 @@ type Curator struct {
 	ledger ledger.Store
 	relDir string
 	out    *outputReleaser
+	// program evaluates rows with EvaluateProgram.
+	program *evaluator.Program
 
 	locks keyedMutex
 
@@ -100,6 +105,10 @@ func New(cfg Config) (*Curator, error) {
 	if err != nil {
 		return nil, err
 	}
+	prog, err := newProgram(cfg.Evaluation)
+	if err != nil {
+		return nil, err
+	}
 	relDir := filepath.Join(cfg.StateDir, "releases")
 	if err := os.MkdirAll(relDir, 0o700); err != nil {
 		return nil, fmt.Errorf("curator: state directory: %w", err)
@@ -111,6 +120,7 @@ func New(cfg Config) (*Curator, error) {
 		ledger:  cfg.Ledger,
 		relDir:  relDir,
 		out:     out,
+		program: prog,
 		evals:   make(map[int]float64),
 		answers: make(map[answerKey]float64),
 		noise:   newNoiseSource(),

@@ -140,8 +140,10 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 	return Observation{Index: i, Value: v, Replayed: rec.Replayed}, nil
 }
 
-// evaluate returns row i's recorded evaluation f(x_i) + noise, recording it durably the
-// first time so that every later request, and every caller, sees the same value.
+// evaluate returns row i's recorded evaluation, evaluating and recording it durably the
+// first time so that every later request, and every caller, sees the same value. With a
+// dataset column, Gaussian observation noise (NoiseSD) is added once; a program's or a
+// person's value is recorded as it is.
 func (c *Curator) evaluate(ctx context.Context, i int) (float64, error) {
 	c.mu.RLock()
 	y, ok := c.evals[i]
@@ -150,28 +152,51 @@ func (c *Curator) evaluate(ctx context.Context, i int) (float64, error) {
 		return y, nil
 	}
 	acct := c.account(CuratorIdentity)
-	key := "evaluation/" + strconv.Itoa(i)
+	key := evaluationKey(i)
+	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
+		return 0, fmt.Errorf("curator: %w", err)
+	} else if ok {
+		return c.cacheEvaluation(i, rec.Result)
+	}
+	if c.cfg.Evaluation.mode() == EvaluateManual {
+		// Waiting for a person: no lock is held, so other rows and other callers go on.
+		y, err := c.awaitRecorded(ctx, i)
+		if err != nil {
+			return 0, err
+		}
+		return c.cacheEvaluation(i, encodeValue(y))
+	}
 	unlock := c.locks.lock(key)
 	defer unlock()
-	rec, ok, err := c.ledger.Get(ctx, acct, key)
-	if err != nil {
+	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
 		return 0, fmt.Errorf("curator: %w", err)
+	} else if ok {
+		return c.cacheEvaluation(i, rec.Result)
 	}
-	if ok {
-		y, err = decodeValue(rec.Result)
-	} else {
+	switch c.cfg.Evaluation.mode() {
+	case EvaluateProgram:
+		var err error
+		if y, err = c.runProgram(ctx, i); err != nil {
+			return 0, err
+		}
+	default:
 		y = c.ds.Y[i]
 		if c.cfg.NoiseSD > 0 {
 			y += c.cfg.NoiseSD * c.normal()
 		}
-		rec, err = c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: "evaluation",
-			Result: encodeValue(y), Description: "recorded evaluation of one row (not a release)"})
-		if err == nil && rec.Replayed {
-			y, err = decodeValue(rec.Result)
-		}
 	}
+	rec, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: "evaluation",
+		Result: encodeValue(y), Description: "recorded evaluation of one row (not a release)"})
 	if err != nil {
 		return 0, fmt.Errorf("curator: recording evaluation of row %d: %w", i, err)
+	}
+	return c.cacheEvaluation(i, rec.Result)
+}
+
+func (c *Curator) cacheEvaluation(i int, stored []byte) (float64, error) {
+	y, err := decodeValue(stored)
+	if err != nil {
+		return 0, fmt.Errorf("curator: recorded evaluation of row %d: %w", i, err)
 	}
 	c.mu.Lock()
 	c.evals[i] = y

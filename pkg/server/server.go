@@ -55,6 +55,7 @@ type Config struct {
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config.
 	NoiseSD          float64
 	Output           curator.OutputPrivacy
+	Evaluation       curator.Evaluation
 	MaxQueryIndices  int
 	MaxProjectionDim int
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
@@ -157,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	ccfg := curator.Config{
-		Dataset: ds, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output,
+		Dataset: ds, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: log,
 	}
 	if cfg.SimulationHooks != nil {

@@ -1,0 +1,177 @@
+package curator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/evaluator"
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// How a row's objective f(x_i) is evaluated (SPEC §2.2).
+const (
+	// EvaluateColumn reads the dataset's target column (replays and benchmarks).
+	EvaluateColumn = "column"
+	// EvaluateProgram runs the operator's program once per row: the row index and its
+	// features (raw units, by column name) as JSON on stdin, a number on stdout.
+	EvaluateProgram = "program"
+	// EvaluateManual waits for a person: the row is listed as pending (curator pending)
+	// until its value is recorded (curator record); the query waits meanwhile.
+	EvaluateManual = "manual"
+)
+
+// Evaluation configures how rows are evaluated.
+type Evaluation struct {
+	Mode    string
+	Command []string      // EvaluateProgram
+	Timeout time.Duration // EvaluateProgram; default 1 minute
+	// Poll is how often a waiting query looks for a recorded value (EvaluateManual);
+	// default 250 ms.
+	Poll time.Duration
+}
+
+func (e Evaluation) mode() string {
+	if e.Mode == "" {
+		return EvaluateColumn
+	}
+	return e.Mode
+}
+
+// Evaluation keys in the ledger, under the curator's own account: "evaluation/I" holds
+// the recorded value of row I, "pending/I" marks a row waiting for a person.
+func evaluationKey(i int) string { return "evaluation/" + strconv.Itoa(i) }
+func pendingKey(i int) string    { return "pending/" + strconv.Itoa(i) }
+
+// ErrEvaluation marks a row whose evaluation failed (the program timed out or printed
+// no number). Its details are in the operator's log.
+var ErrEvaluation = errors.New("evaluation failed")
+
+func newProgram(e Evaluation) (*evaluator.Program, error) {
+	switch e.mode() {
+	case EvaluateColumn, EvaluateManual:
+		return nil, nil
+	case EvaluateProgram:
+		if len(e.Command) == 0 {
+			return nil, errors.New("curator: program evaluation needs a command")
+		}
+		t := e.Timeout
+		if t <= 0 {
+			t = time.Minute
+		}
+		p, err := evaluator.New(evaluator.Config{Command: e.Command, Timeout: t})
+		if err != nil {
+			return nil, fmt.Errorf("curator: evaluation program: %w", err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("curator: unknown evaluation mode %q (want column, program or manual)", e.Mode)
+}
+
+// runProgram evaluates row i with the operator's program.
+func (c *Curator) runProgram(ctx context.Context, i int) (float64, error) {
+	features := make(map[string]float64, c.ds.D)
+	for j, name := range c.ds.Features {
+		v := c.ds.X[i*c.ds.D+j]
+		if c.ds.Scale != nil { // back to the operator's raw units
+			v = v*c.ds.Scale[j] + c.ds.Offset[j]
+		}
+		features[name] = v
+	}
+	y, err := c.program.Evaluate(ctx, map[string]any{"index": i, "features": features})
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		c.log.Error("evaluation program failed", zap.Int("row", i), zap.Error(err))
+		return 0, fmt.Errorf("curator: %w for row %d; the curator's operator can find details in its log", ErrEvaluation, i)
+	}
+	return y, nil
+}
+
+// awaitRecorded marks row i pending (durably, once) and waits until a value for it is
+// recorded or ctx ends. A restart of either side loses nothing: the pending mark and
+// any recorded value are in the ledger, and a repeated query waits again.
+func (c *Curator) awaitRecorded(ctx context.Context, i int) (float64, error) {
+	acct := c.account(CuratorIdentity)
+	if _, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: pendingKey(i), Kind: "pending",
+		Description: "row waiting for a recorded evaluation"}); err != nil {
+		return 0, fmt.Errorf("curator: marking row %d pending: %w", i, err)
+	}
+	c.log.Info("evaluation pending; record it with 'curator record'", zap.Int("row", i))
+	poll := c.cfg.Evaluation.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		rec, ok, err := c.ledger.Get(ctx, acct, evaluationKey(i))
+		if err != nil {
+			return 0, fmt.Errorf("curator: %w", err)
+		}
+		if ok {
+			return decodeValue(rec.Result)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// RecordEvaluation records the value of row i of dataset in store, as a person does
+// with 'curator record' for a pending row. Recording the same value again is a no-op;
+// recording a different value for a row already recorded is refused.
+func RecordEvaluation(ctx context.Context, store ledger.Store, dataset string, i int, value float64) error {
+	acct := ledger.Account{Dataset: dataset, Identity: CuratorIdentity}
+	rec, err := store.Charge(ctx, ledger.Charge{Account: acct, Key: evaluationKey(i), Kind: "evaluation",
+		Result: encodeValue(value), Description: "evaluation recorded by the operator"})
+	if err != nil {
+		return fmt.Errorf("curator: recording row %d: %w", i, err)
+	}
+	if rec.Replayed {
+		if old, _ := decodeValue(rec.Result); old != value {
+			return fmt.Errorf("curator: row %d was already recorded with another value; recorded values are final", i)
+		}
+	}
+	return nil
+}
+
+// PendingEvaluations lists the rows of dataset waiting for a recorded value.
+func PendingEvaluations(ctx context.Context, store ledger.Store, dataset string) ([]int, error) {
+	entries, err := store.Entries(ctx, dataset)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	pending, done := map[int]bool{}, map[int]bool{}
+	for _, e := range entries {
+		if e.Identity != CuratorIdentity {
+			continue
+		}
+		if s, ok := strings.CutPrefix(e.Key, "pending/"); ok {
+			if i, err := strconv.Atoi(s); err == nil {
+				pending[i] = true
+			}
+		} else if s, ok := strings.CutPrefix(e.Key, "evaluation/"); ok {
+			if i, err := strconv.Atoi(s); err == nil {
+				done[i] = true
+			}
+		}
+	}
+	var out []int
+	for i := range pending {
+		if !done[i] {
+			out = append(out, i)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
