@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,9 @@ func waitJob(t *testing.T, client curatorv1.CuratorServiceClient, id string) (*c
 }
 
 func TestKusnerJobsEndToEnd(t *testing.T) {
-	cur := startCurator(t, breastCancerConfig(t, t.TempDir()))
+	cfg := breastCancerConfig(t, t.TempDir())
+	cfg.MetricsListen = "127.0.0.1:0"
+	cur := startCurator(t, cfg)
 	client := cur.client(t, "tuner")
 	ctx := context.Background()
 
@@ -132,6 +135,30 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 	// Another identity sees none of them.
 	if _, err := cur.client(t, "other").GetJob(ctx, &curatorv1.GetJobRequest{Id: j.GetId()}); status.Code(err) != codes.NotFound {
 		t.Errorf("another identity's GetJob: %v, want NotFound", err)
+	}
+
+	// The metrics listener reports requests, budgets and jobs.
+	resp, err := http.Get("http://" + cur.srv.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="OK"} 3`,
+		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="AlreadyExists"} 1`,
+		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 1`,
+		`privbo_budget_spent_epsilon{dataset="breast_cancer",identity="tuner"} 3`,
+		`privbo_budget_remaining_epsilon{dataset="breast_cancer",identity="tuner"} 97`,
+		`privbo_jobs{state="succeeded"} 2`,
+		`privbo_jobs{state="running"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
 	}
 }
 

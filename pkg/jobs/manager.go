@@ -341,6 +341,11 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 	}
 }
 
+// CountByState returns how many jobs (of all identities) are in each state.
+func (m *Manager) CountByState(ctx context.Context) (map[State]int, error) {
+	return m.store.countByState(ctx)
+}
+
 // Close stops accepting jobs, interrupts running ones (they are marked failed, charge
 // spent) and waits for them, then closes the store.
 func (m *Manager) Close() error {

@@ -216,3 +216,22 @@ func (s *store) events(ctx context.Context, id string, after uint64) ([]Event, e
 	}
 	return out, rows.Err()
 }
+
+// countByState returns how many jobs are in each state.
+func (s *store) countByState(ctx context.Context) (map[State]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM jobs GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[State]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		out[State(st)] = n
+	}
+	return out, rows.Err()
+}

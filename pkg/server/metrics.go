@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 
+	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/metrics"
 )
 
@@ -44,6 +45,22 @@ func (s *Server) newMetrics(dataset string) *metrics.Registry {
 	gauge("privbo_budget_spent_delta", "Privacy budget δ spent, by identity.", func(_, sd, _, _ float64) float64 { return sd })
 	gauge("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity.", func(_, _, re, _ float64) float64 { return re })
 	gauge("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity.", func(_, _, _, rd float64) float64 { return rd })
+	r.GaugeFunc("privbo_jobs", "Jobs by state.", func() []metrics.Sample {
+		if s.jobs == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		counts, err := s.jobs.CountByState(ctx)
+		if err != nil {
+			return nil
+		}
+		var out []metrics.Sample
+		for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.Cancelled} {
+			out = append(out, metrics.Sample{Labels: []string{"state", string(st)}, Value: float64(counts[st])})
+		}
+		return out
+	})
 	return r
 }
 
