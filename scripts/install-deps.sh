@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building, testing and generating privbo needs on a fresh Debian machine:
-# Debian's protobuf-compiler (only if protoc is missing), the Go modules, and pinned Go
-# tools (protoc plugins, staticcheck, benchstat) into ./.bin. Safe to run repeatedly.
+# Debian's protobuf-compiler (only if protoc is missing), Debian's chromium (only if
+# /usr/bin/chromium is missing; the report test renders a page in it), the Go modules,
+# and pinned Go tools (protoc plugins, staticcheck, benchstat) into ./.bin. Safe to run
+# repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATICCHECK_VERSION=v0.8.2
@@ -15,6 +17,15 @@ if ! command -v protoc >/dev/null; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq protobuf-compiler >/dev/null
+fi
+
+# Debian's chromium renders the study report in a headless browser for its integration test.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "install-deps: installing Debian's chromium" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
 go mod download

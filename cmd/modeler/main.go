@@ -1,7 +1,9 @@
 // Command modeler is privbo's modeler client: it runs PO-GP-UCB against a curator,
 // choosing which rows are worth an evaluation while seeing only private releases.
 //
-//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--json]
+//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--batch Q] [--study NAME] [--json]
+//	modeler studies
+//	modeler report --study NAME --out DIR
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/study"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -26,7 +29,9 @@ import (
 const usage = `usage: modeler <command> [flags]
 
 commands:
-  run      run a PO-GP-UCB study against a curator
+  run      run a PO-GP-UCB study against a curator (--study NAME keeps it and resumes it)
+  studies  list the stored studies
+  report   write an HTML report (and PNGs) of a stored study
   job      private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)
   simulate compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)
 
@@ -50,6 +55,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "run":
 		return runStudy(args[1:], stdout, stderr)
+	case "studies":
+		return studiesCommand(args[1:], stdout, stderr)
+	case "report":
+		return reportCommand(args[1:], stdout, stderr)
 	case "job":
 		return jobCommand(args[1:], stdout, stderr)
 	case "simulate":
@@ -85,6 +94,12 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
 	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T")
+	fs.IntVar(&cfg.Batch, "batch", 1, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
+	var studyName, studiesDir string
+	var known knownBestFlag
+	fs.StringVar(&studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
+	fs.StringVar(&studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	fs.Var(&known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se (squared exponential) or matern52")
 	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: half the median distance of the released rows to their mean)")
 	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 1, "kernel signal variance σ_y² (standardised outputs)")
@@ -99,6 +114,19 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var store *study.Store
+	if studyName != "" {
+		var err error
+		if store, err = openStudies(studiesDir); err != nil {
+			return err
+		}
+		defer store.Close()
+		if err := fillFromStudy(context.Background(), fs, store, studyName); err != nil {
+			return err
+		}
+	} else if known.set {
+		return errors.New("--known-best needs --study")
 	}
 	k, err := gpucb.ParseKernel(kernel)
 	if err != nil {
@@ -137,7 +165,28 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	defer conn.Close()
 	start := time.Now()
-	res, err := modeler.Run(ctx, curatorv1.NewCuratorServiceClient(conn), cfg)
+	client := curatorv1.NewCuratorServiceClient(conn)
+	var res *modeler.Result
+	if store != nil {
+		cfg.Resumed = func(r modeler.Resume) {
+			again := ""
+			if r.Projection {
+				again = " (projection asked again: the curator replays it at no cost)"
+			}
+			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded, GP rebuilt in %s%s\n",
+				r.Study, r.Iterations, cfg.Iterations, r.Rebuild.Round(time.Microsecond), again)
+		}
+		sconn := study.Connection{Curator: addr, Identity: identity, CA: caFile, Cert: certFile, Key: keyFile,
+			TokenFile: tokenFile, ServerName: serverName}
+		res, err = modeler.RunStudy(ctx, client, store, studyName, sconn, cfg)
+		if known.set {
+			if kerr := store.SetKnownBest(context.WithoutCancel(ctx), studyName, known.v); kerr != nil && err == nil {
+				err = kerr
+			}
+		}
+	} else {
+		res, err = modeler.Run(ctx, client, cfg)
+	}
 	if err != nil {
 		return err
 	}

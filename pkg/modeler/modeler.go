@@ -1,7 +1,3 @@
-// Package modeler is the modeler's side of PO-GP-UCB (SPEC §2.3, Algorithm 2 of
-// Kharkovskii et al. 2020): it asks the curator for a private projection Z of the
-// dataset, runs GP-UCB over the rows of Z, and queries the curator for the output of one
-// chosen row per iteration. It never sees a raw row; all it holds is Z and the answers.
 package modeler
 
 import (
@@ -13,9 +9,11 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"time"
 
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/study"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -28,6 +26,10 @@ type Config struct {
 	Label          string
 	// Iterations T ≥ 1: the number of queries, including the initial one.
 	Iterations int
+	// Batch q ≥ 1 is the number of rows chosen per round and sent in one Query request
+	// (GP-BUCB, see the package documentation); 0 means 1. The initial row is a round of
+	// its own.
+	Batch int
 	// GP settings. Lengthscale 0 takes gpucb.DefaultLengthscale of Z; SignalVariance 0
 	// means 1; NoiseVariance 0 means 1e-3 (both in standardised output units).
 	Kernel                                     gpucb.Kernel
@@ -44,21 +46,38 @@ type Config struct {
 	InitialIndex int
 	// Progress, if set, is called after every observation.
 	Progress func(Step)
+	// Resumed, if set, is called when RunStudy continues a stored study.
+	Resumed func(Resume)
+}
+
+// Resume reports how a stored study was continued.
+type Resume struct {
+	Study string
+	// Iterations already recorded, replayed into the GP; Rebuild is the time from the
+	// start of the run to the GP ready (loading Z, or fetching it again, and the replay).
+	Iterations int
+	Rebuild    time.Duration
+	// Projection is true when the release had not been stored and was asked again
+	// (the curator replays a release it made before at no cost).
+	Projection bool
 }
 
 // Step reports one observation.
 type Step struct {
-	Iteration, Index int
-	Value            float64
-	BestIndex        int
-	BestValue        float64
-	Replayed         bool
-	EpsilonRemaining float64
-	DeltaRemaining   float64
+	// Iteration t ≥ 1 and Round (one Query request) ≥ 1.
+	Iteration, Round, Index int
+	Value                   float64
+	BestIndex               int
+	BestValue               float64
+	Replayed                bool
+	EpsilonRemaining        float64
+	DeltaRemaining          float64
 }
 
 // Result is the summary of a study.
 type Result struct {
+	// Study is the name of the stored study ("" for Run).
+	Study      string    `json:"study,omitempty"`
 	Dataset    string    `json:"dataset"`
 	ReleaseID  string    `json:"release_id"`
 	Rows       int       `json:"rows"`
@@ -68,6 +87,8 @@ type Result struct {
 	Iterations int       `json:"iterations"`
 	Queried    []int     `json:"queried"`
 	Values     []float64 `json:"values"`
+	Batch      int       `json:"batch"`
+	Rounds     int       `json:"rounds"`
 	// Lengthscale actually used.
 	Lengthscale      float64 `json:"lengthscale"`
 	EpsilonSpent     float64 `json:"epsilon_spent"`
@@ -83,6 +104,15 @@ func (c *Config) defaults() error {
 	if c.R < 1 {
 		return fmt.Errorf("modeler: projection dimension r must be ≥ 1, got %d", c.R)
 	}
+	if c.Batch == 0 {
+		c.Batch = 1
+	}
+	if c.Batch < 1 {
+		return fmt.Errorf("modeler: batch must be ≥ 1, got %d", c.Batch)
+	}
+	if c.InitialIndex < -1 {
+		return fmt.Errorf("modeler: initial index must be ≥ 0, or −1 for a random row, got %d", c.InitialIndex)
+	}
 	if c.SignalVariance == 0 {
 		c.SignalVariance = 1
 	}
@@ -95,7 +125,36 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// Run performs a study against the curator behind client.
+// Settings returns the study settings of c, after defaults, as RunStudy stores and
+// compares them.
+func (c Config) Settings() (study.Settings, error) {
+	if err := c.defaults(); err != nil {
+		return study.Settings{}, err
+	}
+	return study.Settings{
+		R: c.R, Epsilon: c.Epsilon, Delta: c.Delta, Label: c.Label, Iterations: c.Iterations, Batch: c.Batch,
+		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
+		DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
+		InitialIndex: c.InitialIndex,
+	}, nil
+}
+
+// ConfigFromSettings is the inverse of Config.Settings (without callbacks).
+func ConfigFromSettings(s study.Settings) (Config, error) {
+	k, err := gpucb.ParseKernel(s.Kernel)
+	if err != nil {
+		return Config{}, fmt.Errorf("modeler: %w", err)
+	}
+	return Config{
+		R: s.R, Epsilon: s.Epsilon, Delta: s.Delta, Label: s.Label, Iterations: s.Iterations, Batch: s.Batch,
+		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
+		DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
+		InitialIndex: s.InitialIndex,
+	}, nil
+}
+
+// Run performs a study against the curator behind client, keeping nothing on disk (see
+// RunStudy for a study that survives a crash).
 func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -104,67 +163,152 @@ func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: dataset info: %w", err)
 	}
+	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
+		return nil, err
+	}
 	proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
 		Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
 	})
 	if err != nil {
 		return nil, err
 	}
-	n := proj.Rows
+	s, err := newSession(cfg, client, proj.Z, proj.Rows, proj.Cols)
+	if err != nil {
+		return nil, err
+	}
+	s.res.Dataset, s.res.ReleaseID = info.GetName(), proj.ReleaseID
+	s.budget = proj.Budget
+	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loop(ctx, initial, nil); err != nil {
+		return s.res, err
+	}
+	return s.finish(), nil
+}
+
+func checkBatch(q, maxIndices int) error {
+	if maxIndices > 0 && q > maxIndices {
+		return fmt.Errorf("modeler: batch %d exceeds the curator's %d indices per query", q, maxIndices)
+	}
+	return nil
+}
+
+// session is one study's GP and results while it runs.
+type session struct {
+	cfg    Config
+	client curatorv1.CuratorServiceClient
+	z      []float64
+	n, dim int
+	gcfg   gpucb.Config
+	gp     *gpucb.GP
+	ys     []float64 // real answers in order, as observed by gp
+	res    *Result
+	budget *curatorv1.Budget
+	rounds int
+}
+
+func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, n, dim int) (*session, error) {
 	if cfg.Iterations > n && !cfg.AllowRepeats {
 		return nil, fmt.Errorf("modeler: %d iterations exceed the %d rows; allow repeats or ask for fewer", cfg.Iterations, n)
 	}
 	ls := cfg.Lengthscale
 	if ls == 0 {
-		ls = gpucb.DefaultLengthscale(proj.Z, n, proj.Cols)
+		ls = gpucb.DefaultLengthscale(z, n, dim)
 	}
-	gp, err := gpucb.New(proj.Z, n, proj.Cols, gpucb.Config{
+	gcfg := gpucb.Config{
 		Kernel: cfg.Kernel, Lengthscale: ls, SignalVariance: cfg.SignalVariance, NoiseVariance: cfg.NoiseVariance,
 		Delta: cfg.DeltaUCB, ConstantBeta: cfg.ConstantBeta, SkipQueried: !cfg.AllowRepeats,
 		Standardise: !cfg.RawOutputs, Capacity: cfg.Iterations,
-	})
+	}
+	gp, err := gpucb.New(z, n, dim, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	res := &Result{Dataset: info.GetName(), ReleaseID: proj.ReleaseID, Rows: n, R: proj.Cols, BestIndex: -1,
-		BestValue: math.Inf(-1), Lengthscale: ls}
-	var budget *curatorv1.Budget = proj.Budget
-	for t := 0; t < cfg.Iterations; t++ {
-		var i int
+	return &session{cfg: cfg, client: client, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp,
+		res: &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Lengthscale: ls, Batch: cfg.Batch}}, nil
+}
+
+// observe conditions the GP on one real answer and updates the result.
+func (s *session) observe(iteration, round, i int, y float64) error {
+	if err := s.gp.Observe(i, y); err != nil {
+		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
+	}
+	s.ys = append(s.ys, y)
+	s.res.Queried = append(s.res.Queried, i)
+	s.res.Values = append(s.res.Values, y)
+	if y > s.res.BestValue {
+		s.res.BestValue, s.res.BestIndex = y, i
+	}
+	s.res.Iterations = iteration
+	s.rounds = max(s.rounds, round)
+	s.res.Rounds = s.rounds
+	return nil
+}
+
+// loop runs the remaining rounds, starting from the answers already observed; the first
+// round (t = 0) is the initial row alone. record, if set, is called with every round's
+// answers before they enter the GP.
+func (s *session) loop(ctx context.Context, initial int, record func([]study.Observation, *curatorv1.Budget) error) error {
+	for t := s.gp.T(); t < s.cfg.Iterations; {
+		var batch []int
 		if t == 0 {
-			if i, err = initialIndex(cfg.InitialIndex, n); err != nil {
-				return nil, err
+			batch = []int{initial}
+		} else {
+			var err error
+			if batch, _, err = s.chooseBatch(min(s.cfg.Batch, s.cfg.Iterations-t)); err != nil {
+				return fmt.Errorf("modeler: iteration %d: %w", t+1, err)
 			}
-		} else if i, err = gp.Next(); err != nil {
-			return nil, fmt.Errorf("modeler: iteration %d: %w", t+1, err)
 		}
-		resp, err := client.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{uint64(i)}})
+		req := &curatorv1.QueryRequest{Indices: make([]uint64, len(batch))}
+		for k, i := range batch {
+			req.Indices[k] = uint64(i)
+		}
+		resp, err := s.client.Query(ctx, req)
 		if err != nil {
-			return res, fmt.Errorf("modeler: query of row %d: %w", i, err)
+			return fmt.Errorf("modeler: query of rows %v: %w", batch, err)
 		}
 		obs := resp.GetObservations()
-		if len(obs) != 1 || obs[0].GetIndex() != uint64(i) {
-			return res, fmt.Errorf("modeler: curator answered %d observations for one index", len(obs))
+		if len(obs) != len(batch) {
+			return fmt.Errorf("modeler: curator answered %d observations for %d indices", len(obs), len(batch))
 		}
-		y := obs[0].GetValue()
-		if err := gp.Observe(i, y); err != nil {
-			return res, fmt.Errorf("modeler: %w", err)
+		round := s.rounds + 1
+		recs := make([]study.Observation, len(batch))
+		now := time.Now()
+		for k, o := range obs {
+			if o.GetIndex() != uint64(batch[k]) {
+				return fmt.Errorf("modeler: curator answered row %d in place of row %d", o.GetIndex(), batch[k])
+			}
+			recs[k] = study.Observation{Iteration: t + 1 + k, Round: round, Index: batch[k], Value: o.GetValue(),
+				Replayed: o.GetReplayed(), Time: now}
 		}
-		budget = resp.GetBudget()
-		res.Queried = append(res.Queried, i)
-		res.Values = append(res.Values, y)
-		if y > res.BestValue {
-			res.BestValue, res.BestIndex = y, i
+		s.budget = resp.GetBudget()
+		if record != nil {
+			if err := record(recs, s.budget); err != nil {
+				return err
+			}
 		}
-		res.Iterations = t + 1
-		if cfg.Progress != nil {
-			cfg.Progress(Step{Iteration: t + 1, Index: i, Value: y, BestIndex: res.BestIndex, BestValue: res.BestValue,
-				Replayed: obs[0].GetReplayed(), EpsilonRemaining: budget.GetEpsilonRemaining(), DeltaRemaining: budget.GetDeltaRemaining()})
+		for _, r := range recs {
+			if err := s.observe(r.Iteration, r.Round, r.Index, r.Value); err != nil {
+				return err
+			}
+			if s.cfg.Progress != nil {
+				s.cfg.Progress(Step{Iteration: r.Iteration, Round: r.Round, Index: r.Index, Value: r.Value,
+					BestIndex: s.res.BestIndex, BestValue: s.res.BestValue, Replayed: r.Replayed,
+					EpsilonRemaining: s.budget.GetEpsilonRemaining(), DeltaRemaining: s.budget.GetDeltaRemaining()})
+			}
 		}
+		t += len(batch)
 	}
-	res.EpsilonSpent, res.DeltaSpent = budget.GetEpsilonSpent(), budget.GetDeltaSpent()
-	res.EpsilonRemaining, res.DeltaRemaining = budget.GetEpsilonRemaining(), budget.GetDeltaRemaining()
-	return res, nil
+	return nil
+}
+
+func (s *session) finish() *Result {
+	b := s.budget
+	s.res.EpsilonSpent, s.res.DeltaSpent = b.GetEpsilonSpent(), b.GetDeltaSpent()
+	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.GetEpsilonRemaining(), b.GetDeltaRemaining()
+	return s.res
 }
 
 func initialIndex(i, n int) (int, error) {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/privbo/privbo/pkg/study"
+)
+
+// openStudies opens the studies directory dir, or study.DefaultDir when dir is empty.
+func openStudies(dir string) (*study.Store, error) {
+	if dir == "" {
+		var err error
+		if dir, err = study.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	return study.Open(dir)
+}
+
+// fillFromStudy sets every flag that the command line did not set from the stored study
+// name (its settings and connection), so that `modeler run --study NAME` alone resumes
+// it. Flags that were set are left for modeler.RunStudy to compare with the stored ones.
+// A study that does not exist yet is left alone.
+func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) error {
+	st, err := store.Get(ctx, name)
+	if errors.Is(err, study.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	vals := st.Settings.FlagValues()
+	var conn map[string]string
+	b, err := json.Marshal(st.Connection)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &conn); err != nil {
+		return err
+	}
+	for k, v := range conn {
+		vals[k] = v
+	}
+	for k, v := range vals {
+		if set[k] || fs.Lookup(k) == nil {
+			continue
+		}
+		if err := fs.Set(k, v); err != nil {
+			return fmt.Errorf("study %s: stored %s = %q: %w", name, k, v, err)
+		}
+	}
+	return nil
+}
+
+// knownBestFlag is an optional float flag.
+type knownBestFlag struct {
+	v   float64
+	set bool
+}
+
+func (k *knownBestFlag) String() string {
+	if !k.set {
+		return ""
+	}
+	return strconv.FormatFloat(k.v, 'g', -1, 64)
+}
+
+func (k *knownBestFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	k.v, k.set = v, true
+	return nil
+}
+
+// studiesCommand is `modeler studies`: one line per stored study.
+func studiesCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("modeler studies", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	asJSON := fs.Bool("json", false, "print the list as one JSON array")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	store, err := openStudies(*dir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	list, err := store.List(context.Background())
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		b, err := json.Marshal(list)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tDATASET\tITERATIONS\tBEST VALUE\tBEST ROW\tSTATE\tUPDATED")
+	for _, s := range list {
+		best, row := "-", "-"
+		if s.BestValue != nil {
+			best, row = strconv.FormatFloat(*s.BestValue, 'g', 6, 64), strconv.Itoa(s.BestIndex)
+		}
+		ds := s.Dataset
+		if ds == "" {
+			ds = "-"
+		}
+		state := s.State
+		if s.Error != "" && s.State != "done" {
+			state += " (" + truncate(s.Error, 60) + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, ds, s.Done, s.Total, best, row, state, s.Updated.Format("2006-01-02 15:04:05"))
+	}
+	return w.Flush()
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// reportCommand is `modeler report`: an HTML page and PNGs of one study.
+func reportCommand(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("modeler report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	name := fs.String("study", "", "study to report on (required)")
+	out := fs.String("out", "", "output directory for index.html and the PNGs (default: report-STUDY)")
+	var known knownBestFlag
+	fs.Var(&known, "known-best", "record the known optimum max f (simulations) for the regret curve")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *name == "" {
+		return errors.New("--study is required")
+	}
+	if *out == "" {
+		*out = "report-" + *name
+	}
+	store, err := openStudies(*dir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx := context.Background()
+	if known.set {
+		if err := store.SetKnownBest(ctx, *name, known.v); err != nil {
+			return err
+		}
+	}
+	st, err := store.Get(ctx, *name)
+	if err != nil {
+		return err
+	}
+	obs, err := store.Observations(ctx, *name)
+	if err != nil {
+		return err
+	}
+	path, err := study.WriteReport(st, obs, *out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, path)
+	return nil
+}

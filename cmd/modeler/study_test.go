@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+)
+
+// TestStudyCommands runs a stored study through the command line, resumes it with only
+// its name, refuses changed settings, lists it and writes its report.
+func TestStudyCommands(t *testing.T) {
+	srv, err := server.Start(context.Background(), server.Config{
+		Listen:   "127.0.0.1:0",
+		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
+		Data:     dataset.Options{Target: "progression"},
+		StateDir: t.TempDir(),
+		Budget:   ledger.Cost{Epsilon: 10, Delta: 1e-3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	dir := t.TempDir()
+	cmd := func(args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(args, &stdout, &stderr)
+		return stdout.String(), stderr.String(), err
+	}
+	lastJSON := func(out string) map[string]any {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+			t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
+		}
+		return m
+	}
+	out, errOut, err := cmd("run", "--curator", srv.Addr(), "--identity", "cli-study", "--study", "s1", "--studies-dir", dir,
+		"--r", "5", "--epsilon", "2", "--delta", "1e-4", "--iterations", "9", "--batch", "4", "--known-best", "346", "--json")
+	if err != nil {
+		t.Fatalf("run --study: %v\n%s", err, errOut)
+	}
+	first := lastJSON(out)
+	if first["study"] != "s1" || first["iterations"] != 9.0 || first["batch"] != 4.0 || first["rounds"] != 3.0 {
+		t.Errorf("run --study result = %v, want study s1, 9 iterations, batch 4, 3 rounds (1 + 4 + 4)", first)
+	}
+	// The name alone resumes the study with its stored settings and connection.
+	out, errOut, err = cmd("run", "--study", "s1", "--studies-dir", dir, "--json")
+	if err != nil {
+		t.Fatalf("run --study s1 alone: %v\n%s", err, errOut)
+	}
+	if again := lastJSON(out); again["best_value"] != first["best_value"] || again["iterations"] != 9.0 {
+		t.Errorf("resumed finished study = %v, want the stored result %v", again, first)
+	}
+	if !strings.Contains(errOut, "resuming study s1: 9 of 9 iterations recorded") {
+		t.Errorf("no resume line on stderr:\n%s", errOut)
+	}
+	if _, _, err := cmd("run", "--study", "s1", "--studies-dir", dir, "--r", "6"); err == nil || !strings.Contains(err.Error(), "r: stored 5, given 6") {
+		t.Errorf("run --study s1 --r 6: err = %v, want the settings difference", err)
+	}
+	out, _, err = cmd("studies", "--studies-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLineWithFields(out, "s1", "diabetes", "9/9", "done") {
+		t.Errorf("studies output lacks a line for s1 with diabetes, 9/9, done:\n%s", out)
+	}
+	rep := filepath.Join(t.TempDir(), "rep")
+	out, errOut, err = cmd("report", "--study", "s1", "--studies-dir", dir, "--out", rep)
+	if err != nil {
+		t.Fatalf("report: %v\n%s", err, errOut)
+	}
+	if strings.TrimSpace(out) != filepath.Join(rep, "index.html") {
+		t.Errorf("report printed %q, want the path of index.html", out)
+	}
+	// --known-best was recorded, so the report has a regret curve.
+	if _, err := os.Stat(filepath.Join(rep, "regret.png")); err != nil {
+		t.Errorf("report of a study with a known best: %v", err)
+	}
+}
+
+func hasLineWithFields(out string, fields ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		ok := len(f) >= len(fields)
+		for _, want := range fields {
+			found := false
+			for _, g := range f {
+				found = found || g == want
+			}
+			ok = ok && found
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,44 @@
+// Package modeler is the modeler's side of PO-GP-UCB (SPEC §2.3, Algorithm 2 of
+// Kharkovskii et al. 2020): it asks the curator for a private projection Z of the
+// dataset, runs GP-UCB over the rows of Z, and queries the curator for the output of the
+// chosen rows. It never sees a raw row; all it holds is Z and the answers.
+//
+// # Sequential choice (q = 1)
+//
+// After t answers, the next row is z_{t+1} = argmax_z µ_t(z) + √β_{t+1} σ_t(z) over the
+// unqueried rows of Z (pkg/gpucb, incremental exact posterior, O(n·(r + t)) per answer).
+//
+// # Batches (q > 1): GP-BUCB
+//
+// With Config.Batch = q the modeler picks q rows per round and sends them in one Query
+// request (Desautels, Krause & Burdick, "Parallelizing exploration–exploitation
+// tradeoffs in Gaussian process bandit optimization", JMLR 15, 2014). The first row of a
+// round is the sequential choice above. Each later row is chosen after the pending ones
+// have entered the posterior as hallucinated observations equal to their posterior mean:
+//
+//	x_{t,1}   = argmax µ_t + √β_{t+1} σ_t
+//	ỹ_{t,k}   = µ_{t,k−1}(x_{t,k})                    (the stand-in)
+//	x_{t,k+1} = argmax µ_{t,k} + √β_{t+k+1} σ_{t,k}
+//
+// where µ_{t,k}, σ_{t,k} condition on the t real answers and k stand-ins. Conditioning on
+// y = µ(x) leaves the posterior mean unchanged everywhere (µ_{t,k} = µ_t) and shrinks the
+// variance around the pending rows, σ²_{t,k}(z) ≤ σ²_{t,k−1}(z), so the batch spreads out
+// instead of piling onto the maximiser. With standardised outputs the stand-ins are taken
+// in the units standardised by the real answers' mean and deviation, which the stand-ins
+// do not change. When the answers come back they replace the stand-ins: the real
+// posterior is only ever conditioned on real answers.
+//
+// pkg/gpucb has no rollback, so each round replays the t real answers into a scratch GP
+// and adds the q − 1 stand-ins there: O(n·t·(r + t)) per round, O(n·T²·(r + T)/q) for a
+// study, while the real posterior stays incremental. For the sizes of a study (n in the
+// thousands, T in the hundreds) a round costs milliseconds.
+//
+// # Studies
+//
+// RunStudy keeps the study in a pkg/study store and resumes it after a crash or an
+// interrupt: the projection, the initial row and every answer are recorded durably; the
+// posterior is rebuilt by replaying the recorded answers (bit-identical, pkg/gpucb is
+// deterministic) and the study continues with the choice the interrupted run would have
+// made. A round that was answered but not recorded is asked again, and the curator
+// returns the values it released before, at no cost.
+package modeler

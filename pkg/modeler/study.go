@@ -1,0 +1,156 @@
+package modeler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/privbo/privbo/pkg/study"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// RunStudy runs the study name of store against the curator behind client, creating it
+// with cfg and conn if it does not exist and resuming it otherwise (see the package
+// documentation). On resume cfg's settings (Config.Settings) must equal the stored ones
+// and conn's identity the stored identity; a changed address or file path replaces the
+// stored one. The study is locked for the duration (study.ErrLocked if another process
+// runs it). A finished study returns its result without contacting the curator.
+func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, name string,
+	conn study.Connection, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	set, err := cfg.Settings()
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Validate(); err != nil {
+		return nil, fmt.Errorf("modeler: %w", err)
+	}
+	unlock, err := store.Lock(name)
+	if err != nil {
+		return nil, fmt.Errorf("modeler: %w", err)
+	}
+	defer unlock()
+	st, err := store.Get(ctx, name)
+	existed := err == nil
+	switch {
+	case errors.Is(err, study.ErrNotFound):
+		if st, err = store.Create(ctx, name, conn, set); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("modeler: %w", err)
+	default:
+		if diff := st.Settings.Diff(set); len(diff) > 0 {
+			return nil, fmt.Errorf("modeler: study %s was created with other settings (%s); give the stored ones or none to resume, or start a new study",
+				name, strings.Join(diff, "; "))
+		}
+		if conn.Identity != st.Connection.Identity {
+			return nil, fmt.Errorf("modeler: study %s runs as identity %q, not %q (answers and budget belong to an identity)",
+				name, st.Connection.Identity, conn.Identity)
+		}
+		if conn != st.Connection {
+			if err := store.SetConnection(ctx, name, conn); err != nil {
+				return nil, fmt.Errorf("modeler: %w", err)
+			}
+		}
+	}
+	res, err := runStudy(ctx, client, store, st, cfg, existed)
+	if err != nil {
+		// Keep the reason for `modeler studies`, even when ctx was cancelled.
+		store.SetError(context.WithoutCancel(ctx), name, err.Error()) //nolint:errcheck // err is the one to report
+		return res, err
+	}
+	return res, nil
+}
+
+func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, st *study.Study, cfg Config, existed bool) (*Result, error) {
+	start := time.Now()
+	fetched := st.Release == nil
+	var z []float64
+	budget := &curatorv1.Budget{Identity: st.Budget.Identity, EpsilonLimit: st.Budget.EpsilonLimit, DeltaLimit: st.Budget.DeltaLimit,
+		EpsilonSpent: st.Budget.EpsilonSpent, DeltaSpent: st.Budget.DeltaSpent,
+		EpsilonRemaining: st.Budget.EpsilonRemaining, DeltaRemaining: st.Budget.DeltaRemaining}
+	if st.Release == nil {
+		info, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("modeler: dataset info: %w", err)
+		}
+		if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
+			return nil, err
+		}
+		proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
+			Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
+		})
+		if err != nil {
+			return nil, err
+		}
+		op := info.GetOutputPrivacy()
+		rel := study.Release{ID: proj.ReleaseID, Dataset: info.GetName(), Rows: proj.Rows, Cols: proj.Cols,
+			Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
+			ProtectedUnit: info.GetProtectedUnit(), MaxQueryIndices: int(info.GetMaxQueryIndices()),
+			OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
+				DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper()}}
+		if err := store.SaveRelease(ctx, st.Name, rel, proj.Z); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+		st.Release, z, budget = &rel, proj.Z, proj.Budget
+	} else {
+		var err error
+		if z, err = store.LoadZ(st); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+	}
+	rel := st.Release
+	s, err := newSession(cfg, client, z, rel.Rows, rel.Cols)
+	if err != nil {
+		return nil, err
+	}
+	s.res.Study, s.res.Dataset, s.res.ReleaseID = st.Name, rel.Dataset, rel.ID
+	s.budget = budget
+	prior, err := store.Observations(ctx, st.Name)
+	if err != nil {
+		return nil, fmt.Errorf("modeler: %w", err)
+	}
+	for _, o := range prior {
+		if err := s.observe(o.Iteration, o.Round, o.Index, o.Value); err != nil {
+			return nil, fmt.Errorf("%w (replaying study %s)", err, st.Name)
+		}
+	}
+	if existed && cfg.Resumed != nil {
+		cfg.Resumed(Resume{Study: st.Name, Iterations: len(prior), Rebuild: time.Since(start), Projection: fetched})
+	}
+	initial := st.InitialIndex
+	if initial < 0 {
+		if initial, err = initialIndex(cfg.InitialIndex, rel.Rows); err != nil {
+			return nil, err
+		}
+		if err := store.SetInitialIndex(ctx, st.Name, initial); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+	}
+	if !st.Done {
+		err = s.loop(ctx, initial, func(obs []study.Observation, b *curatorv1.Budget) error {
+			if err := store.Record(ctx, st.Name, obs, studyBudget(b)); err != nil {
+				return fmt.Errorf("modeler: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.res, err
+		}
+		if err := store.Finish(ctx, st.Name); err != nil {
+			return s.res, fmt.Errorf("modeler: %w", err)
+		}
+	}
+	return s.finish(), nil
+}
+
+func studyBudget(b *curatorv1.Budget) study.Budget {
+	return study.Budget{Identity: b.GetIdentity(), EpsilonLimit: b.GetEpsilonLimit(), DeltaLimit: b.GetDeltaLimit(),
+		EpsilonSpent: b.GetEpsilonSpent(), DeltaSpent: b.GetDeltaSpent(),
+		EpsilonRemaining: b.GetEpsilonRemaining(), DeltaRemaining: b.GetDeltaRemaining()}
+}

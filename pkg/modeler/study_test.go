@@ -1,0 +1,205 @@
+package modeler
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+const answerEps = 0.01
+
+// startCurator serves the shipped diabetes data in-process, as cmd/curator does, with
+// answers released under the Laplace mechanism so that every answer has a price.
+func startCurator(t *testing.T) string {
+	t.Helper()
+	srv, err := server.Start(context.Background(), server.Config{
+		Listen:   "127.0.0.1:0",
+		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
+		Data:     dataset.Options{Target: "progression"},
+		StateDir: t.TempDir(),
+		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
+		Output:   curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return srv.Addr()
+}
+
+func dial(t *testing.T, addr, identity string) curatorv1.CuratorServiceClient {
+	t.Helper()
+	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return curatorv1.NewCuratorServiceClient(conn)
+}
+
+// crashingClient passes calls through and fails the crashAt-th Query after the curator
+// answered it: the answers were released but never reach the study, as when the modeler
+// dies between receiving and recording them.
+type crashingClient struct {
+	curatorv1.CuratorServiceClient
+	crashAt, calls int
+}
+
+var errCrash = errors.New("simulated crash after the answer")
+
+func (c *crashingClient) Query(ctx context.Context, in *curatorv1.QueryRequest, opts ...grpc.CallOption) (*curatorv1.QueryResponse, error) {
+	resp, err := c.CuratorServiceClient.Query(ctx, in, opts...)
+	c.calls++
+	if err == nil && c.calls == c.crashAt {
+		return nil, errCrash
+	}
+	return resp, err
+}
+
+// TestRunStudyResume interrupts a batch study twice after answers were released but not
+// recorded, resumes it, and checks that it ends as an uninterrupted study on the same
+// release with the same initial row (same rows in the same order), that nothing was paid
+// twice, that changed settings are refused, and that a finished study is not run again.
+func TestRunStudyResume(t *testing.T) {
+	ctx := context.Background()
+	addr := startCurator(t)
+	client := dial(t, addr, "resume-test")
+	store, err := study.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	conn := study.Connection{Curator: addr, Identity: "resume-test"}
+	cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 15, Batch: 3, InitialIndex: -1}
+
+	// Round 1 is the initial row, rounds 2.. have 3 rows. Crash in round 3, then in round 2
+	// of the resumed run (round 4 of the study).
+	for _, tc := range []struct {
+		crashAt, wantStored int
+	}{{3, 1 + 3}, {2, 1 + 3 + 3}} {
+		_, err := RunStudy(ctx, &crashingClient{CuratorServiceClient: client, crashAt: tc.crashAt}, store, "s", conn, cfg)
+		if !errors.Is(err, errCrash) {
+			t.Fatalf("RunStudy with a crash at query %d: err = %v, want the crash", tc.crashAt, err)
+		}
+		obs, err := store.Observations(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(obs) != tc.wantStored {
+			t.Fatalf("after a crash at query %d: %d observations stored, want %d", tc.crashAt, len(obs), tc.wantStored)
+		}
+	}
+	var resumed []Resume
+	rcfg := cfg
+	rcfg.Resumed = func(r Resume) { resumed = append(resumed, r) }
+	res, err := RunStudy(ctx, client, store, "s", conn, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumed) != 1 || resumed[0].Iterations != 7 || resumed[0].Projection {
+		t.Errorf("Resumed calls = %+v, want one, from 7 stored iterations and the stored projection", resumed)
+	}
+	if res.Iterations != 15 || len(res.Queried) != 15 || res.Rounds != 1+5 || res.Study != "s" {
+		t.Errorf("resumed study: %d iterations, %d queried, %d rounds, study %q; want 15, 15, 6, s", res.Iterations, len(res.Queried), res.Rounds, res.Study)
+	}
+	st, err := store.Get(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Done || st.LastError != "" || st.InitialIndex != res.Queried[0] {
+		t.Errorf("stored study: done %v, error %q, initial %d; want done, no error, initial %d", st.Done, st.LastError, st.InitialIndex, res.Queried[0])
+	}
+
+	// An uninterrupted study on the same release and initial row chooses the same rows.
+	ucfg := cfg
+	ucfg.InitialIndex = st.InitialIndex
+	ref, err := RunStudy(ctx, client, store, "uninterrupted", conn, ucfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.ReleaseID != res.ReleaseID {
+		t.Fatalf("uninterrupted study got release %s, want the same %s", ref.ReleaseID, res.ReleaseID)
+	}
+	for k := range ref.Queried {
+		if ref.Queried[k] != res.Queried[k] || ref.Values[k] != res.Values[k] {
+			t.Fatalf("resumed study queried %v, uninterrupted %v; want the same sequence", res.Queried, ref.Queried)
+		}
+	}
+	distinct := map[int]bool{}
+	for _, i := range res.Queried {
+		distinct[i] = true
+	}
+	if len(distinct) != 15 {
+		t.Errorf("%d distinct rows in 15 queries, want 15", len(distinct))
+	}
+	b, err := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One projection and one charge per distinct row, nothing for the replays.
+	want := math.Exp(2) + answerEps*float64(len(distinct))
+	if got := b.GetBudget().GetEpsilonSpent(); math.Abs(got-want) > 1e-9 {
+		t.Errorf("spent ε = %.12g, want %.12g (one projection and %d answers)", got, want, len(distinct))
+	}
+
+	// Changed settings are refused with the difference spelled out.
+	bad := cfg
+	bad.R, bad.Batch = 6, 2
+	if _, err := RunStudy(ctx, client, store, "s", conn, bad); err == nil || !strings.Contains(err.Error(), "r: stored 5, given 6") ||
+		!strings.Contains(err.Error(), "batch: stored 3, given 2") {
+		t.Errorf("RunStudy with r = 6, batch = 2: err = %v, want both differences named", err)
+	}
+	other := conn
+	other.Identity = "someone-else"
+	if _, err := RunStudy(ctx, client, store, "s", other, cfg); err == nil || !strings.Contains(err.Error(), "identity") {
+		t.Errorf("RunStudy as another identity: err = %v, want an identity error", err)
+	}
+	// A finished study returns its result without a query.
+	again, err := RunStudy(ctx, &crashingClient{CuratorServiceClient: client, crashAt: 1}, store, "s", conn, cfg)
+	if err != nil || again.Iterations != 15 || again.BestValue != res.BestValue {
+		t.Errorf("RunStudy of a finished study = %+v, %v; want its 15 iterations and best %g", again, err, res.BestValue)
+	}
+	unlock, err := store.Lock("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := RunStudy(ctx, client, store, "s", conn, cfg); !errors.Is(err, study.ErrLocked) {
+		t.Errorf("RunStudy of a locked study: err = %v, want ErrLocked", err)
+	}
+}
+
+// TestRunBatch checks that Run sends one Query request per round: T of them for q = 1,
+// 1 + ⌈(T − 1)/q⌉ for q > 1 (the initial row is a round of its own).
+func TestRunBatch(t *testing.T) {
+	ctx := context.Background()
+	client := dial(t, startCurator(t), "batch-test")
+	for _, tc := range []struct {
+		q, rounds int
+	}{{1, 10}, {3, 1 + 3}, {4, 1 + 3}} {
+		cc := &crashingClient{CuratorServiceClient: client}
+		res, err := Run(ctx, cc, Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 10, Batch: tc.q, InitialIndex: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc.calls != tc.rounds || res.Rounds != tc.rounds || len(res.Queried) != 10 {
+			t.Errorf("Run(q = %d): %d Query calls, %d rounds, %d queried; want %d, %d, 10", tc.q, cc.calls, res.Rounds, len(res.Queried), tc.rounds, tc.rounds)
+		}
+	}
+	if _, err := Run(ctx, client, Config{R: 5, Epsilon: 1, Delta: 1e-4, Iterations: 10, Batch: -1}); err == nil {
+		t.Error("Run(batch = −1): no error")
+	}
+}

@@ -1,0 +1,375 @@
+package study
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Report file names inside the output directory.
+const (
+	ReportHTML   = "index.html"
+	ReportValues = "values.png"
+	ReportRegret = "regret.png"
+)
+
+// TopRecords is how many rows the report lists as the best found.
+const TopRecords = 10
+
+// WriteReport renders st and its observations into dir (created if needed): index.html,
+// self-contained (inline CSS, the plots embedded as data URIs), and beside it the plots
+// as values.png and, when st.KnownBest is set, regret.png. It returns the HTML's path.
+func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("study: report: %w", err)
+	}
+	d := reportData{Study: st, Obs: obs, Generated: time.Now().UTC().Format(time.RFC3339), Done: len(obs),
+		Total: st.Settings.Iterations}
+	d.State = "in progress"
+	if st.Done {
+		d.State = "done"
+	}
+	d.BestIndex, d.BestValue = Best(obs)
+	d.HasBest = d.BestIndex >= 0
+	d.Top = topRecords(obs, TopRecords)
+	d.Settings = settingRows(st.Settings)
+	d.Privacy = privacyRows(st, obs)
+	rounds := 0
+	for _, o := range obs {
+		rounds = max(rounds, o.Round)
+	}
+	d.Rounds = rounds
+
+	png, err := valuesPlot(st, obs)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportValues), png, 0o644); err != nil {
+		return "", fmt.Errorf("study: report: %w", err)
+	}
+	d.ValuesPNG = dataURI(png)
+	if st.KnownBest != nil && len(obs) > 0 {
+		d.KnownBest = *st.KnownBest
+		d.HasKnownBest = true
+		d.FinalRegret = *st.KnownBest - d.BestValue
+		png, err := regretPlot(*st.KnownBest, obs)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, ReportRegret), png, 0o644); err != nil {
+			return "", fmt.Errorf("study: report: %w", err)
+		}
+		d.RegretPNG = dataURI(png)
+	}
+	var b bytes.Buffer
+	if err := reportTmpl.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("study: report: %w", err)
+	}
+	path := filepath.Join(dir, ReportHTML)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("study: report: %w", err)
+	}
+	return path, nil
+}
+
+type reportData struct {
+	Study                  *Study
+	Obs                    []Observation
+	Generated, State       string
+	Done, Total, Rounds    int
+	HasBest                bool
+	BestIndex              int
+	BestValue              float64
+	Top                    []record
+	Settings, Privacy      [][2]string
+	ValuesPNG, RegretPNG   template.URL
+	HasKnownBest           bool
+	KnownBest, FinalRegret float64
+}
+
+type record struct {
+	Rank, Index, Iteration int
+	Value                  float64
+}
+
+// topRecords returns the n best distinct rows, by value (ties: earlier iteration first).
+func topRecords(obs []Observation, n int) []record {
+	seen := map[int]bool{}
+	var recs []record
+	for _, o := range obs {
+		if !seen[o.Index] {
+			seen[o.Index] = true
+			recs = append(recs, record{Index: o.Index, Iteration: o.Iteration, Value: o.Value})
+		}
+	}
+	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Value > recs[b].Value })
+	if len(recs) > n {
+		recs = recs[:n]
+	}
+	for k := range recs {
+		recs[k].Rank = k + 1
+	}
+	return recs
+}
+
+func settingRows(s Settings) [][2]string {
+	fv := s.FlagValues()
+	names := make([]string, 0, len(fv))
+	for k := range fv {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	rows := make([][2]string, 0, len(names))
+	for _, k := range names {
+		v := fv[k]
+		switch {
+		case k == "lengthscale" && s.Lengthscale == 0:
+			v = "0 (default: from Z)"
+		case k == "beta" && s.ConstantBeta == 0:
+			v = "0 (schedule β_t)"
+		case k == "initial-index" && s.InitialIndex < 0:
+			v = "−1 (uniformly random)"
+		}
+		rows = append(rows, [2]string{k, v})
+	}
+	return rows
+}
+
+func g(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// privacyRows states what the study cost: the release, the answers (an upper bound: a row
+// already released to the identity costs nothing again), and the identity's budget.
+func privacyRows(st *Study, obs []Observation) [][2]string {
+	var rows [][2]string
+	add := func(k, v string) { rows = append(rows, [2]string{k, v}) }
+	rel := st.Release
+	if rel == nil {
+		add("projection", "not released yet")
+	} else {
+		paid := "charged to this study"
+		if rel.Replayed {
+			paid = "replayed: released to this identity before, no new cost"
+		}
+		add("projection release", fmt.Sprintf("%s: (ε, δ) = (%s, %s), %s", rel.ID, g(rel.Epsilon), g(rel.Delta), paid))
+		if rel.Guarantee != "" {
+			add("guarantee", rel.Guarantee)
+		}
+		if rel.ProtectedUnit != "" {
+			add("protected unit", rel.ProtectedUnit)
+		}
+	}
+	distinct := map[int]bool{}
+	for _, o := range obs {
+		distinct[o.Index] = true
+	}
+	var ansEps, ansDelta float64
+	if rel != nil {
+		op := rel.OutputPrivacy
+		switch op.Mechanism {
+		case "", "none":
+			add("answers", fmt.Sprintf("%d queries, %d distinct rows, released as they are (outputs not protected): (ε, δ) = (0, 0)", len(obs), len(distinct)))
+		default:
+			ansEps, ansDelta = op.EpsilonPerIndex*float64(len(distinct)), op.DeltaPerIndex*float64(len(distinct))
+			add("answers", fmt.Sprintf("%d queries, %d distinct rows, %s mechanism on [%s, %s] at (ε, δ) = (%s, %s) per row: at most (%s, %s)",
+				len(obs), len(distinct), op.Mechanism, g(op.Lower), g(op.Upper), g(op.EpsilonPerIndex), g(op.DeltaPerIndex), g(ansEps), g(ansDelta)))
+		}
+		relEps, relDelta := rel.Epsilon, rel.Delta
+		if rel.Replayed {
+			relEps, relDelta = 0, 0
+		}
+		add("this study, at most", fmt.Sprintf("(ε, δ) = (%s, %s) by basic composition", g(relEps+ansEps), g(relDelta+ansDelta)))
+	}
+	b := st.Budget
+	if b.EpsilonLimit > 0 {
+		who := b.Identity
+		if who == "" {
+			who = "the identity"
+		}
+		add("budget of "+who, fmt.Sprintf("spent (ε, δ) = (%s, %s) of (%s, %s); remaining (%s, %s) at the last contact",
+			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
+	}
+	return rows
+}
+
+func dataURI(png []byte) template.URL {
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
+}
+
+// runningBest is y*_t = max_{s ≤ t} y_s.
+func runningBest(obs []Observation) plotter.XYs {
+	xy := make(plotter.XYs, len(obs))
+	best := math.Inf(-1)
+	for k, o := range obs {
+		best = max(best, o.Value)
+		xy[k] = plotter.XY{X: float64(o.Iteration), Y: best}
+	}
+	return xy
+}
+
+var (
+	blue  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	red   = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	green = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+)
+
+func valuesPlot(st *Study, obs []Observation) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = "value of each query"
+	p.X.Label.Text = "iteration t"
+	p.Y.Label.Text = "answer y_t"
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Add(plotter.NewGrid())
+	if len(obs) > 0 {
+		pts := make(plotter.XYs, len(obs))
+		for k, o := range obs {
+			pts[k] = plotter.XY{X: float64(o.Iteration), Y: o.Value}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, fmt.Errorf("study: plot: %w", err)
+		}
+		sc.Color, sc.Shape, sc.Radius = blue, draw.CircleGlyph{}, vg.Points(2.5)
+		best, err := plotter.NewLine(runningBest(obs))
+		if err != nil {
+			return nil, fmt.Errorf("study: plot: %w", err)
+		}
+		best.Color, best.Width, best.StepStyle = red, vg.Points(1.5), plotter.PostStep
+		p.Add(sc, best)
+		p.Legend.Add("y_t", sc)
+		p.Legend.Add("best so far", best)
+		if st.KnownBest != nil {
+			opt, err := plotter.NewLine(plotter.XYs{{X: 1, Y: *st.KnownBest}, {X: float64(max(obs[len(obs)-1].Iteration, 2)), Y: *st.KnownBest}})
+			if err != nil {
+				return nil, fmt.Errorf("study: plot: %w", err)
+			}
+			opt.Color, opt.Dashes = green, []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(opt)
+			p.Legend.Add("known optimum", opt)
+		}
+		// Room below the data for the legend (bottom right).
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, o := range obs {
+			lo, hi = min(lo, o.Value), max(hi, o.Value)
+		}
+		if st.KnownBest != nil {
+			hi = max(hi, *st.KnownBest)
+		}
+		span := max(hi-lo, math.Abs(hi)*1e-3, 1e-9)
+		p.Y.Min, p.Y.Max = lo-0.3*span, hi+0.05*span
+	}
+	return savePNG(p)
+}
+
+func regretPlot(known float64, obs []Observation) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = "simple regret"
+	p.X.Label.Text = "iteration t"
+	p.Y.Label.Text = "f* − best so far"
+	p.Add(plotter.NewGrid())
+	xy := runningBest(obs)
+	for k := range xy {
+		xy[k].Y = known - xy[k].Y
+	}
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return nil, fmt.Errorf("study: plot: %w", err)
+	}
+	l.Color, l.Width, l.StepStyle = red, vg.Points(1.5), plotter.PostStep
+	p.Add(l)
+	p.Y.Min = math.Min(0, p.Y.Min)
+	return savePNG(p)
+}
+
+func savePNG(p *plot.Plot) ([]byte, error) {
+	w, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return nil, fmt.Errorf("study: plot: %w", err)
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return nil, fmt.Errorf("study: plot: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"g": g}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>privbo study {{.Study.Name}}</title>
+<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1000px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.sub { color: #666; margin-top: 0; }
+.cards { display: flex; gap: 1em; flex-wrap: wrap; }
+.card { background: #f4f7fb; border: 1px solid #d8e1ec; border-radius: 6px; padding: 0.7em 1.1em; min-width: 10em; }
+.card .k { color: #666; font-size: 0.85em; }
+.card .v { font-size: 1.4em; font-weight: 600; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.3em 0.7em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; border: 1px solid #eee; }
+.err { color: #a00; }
+</style>
+</head>
+<body>
+<h1>Study {{.Study.Name}}</h1>
+<p class="sub">{{with .Study.Release}}dataset {{.Dataset}} ({{.Rows}} rows, Z of dimension {{.Cols}}) · {{end}}{{.State}} · generated {{.Generated}}</p>
+<div class="cards">
+<div class="card"><div class="k">iterations</div><div class="v">{{.Done}} / {{.Total}}</div></div>
+<div class="card"><div class="k">rounds (Query requests)</div><div class="v">{{.Rounds}}</div></div>
+<div class="card"><div class="k">best value</div><div class="v">{{if .HasBest}}{{g .BestValue}}{{else}}–{{end}}</div></div>
+<div class="card"><div class="k">best row</div><div class="v">{{if .HasBest}}{{.BestIndex}}{{else}}–{{end}}</div></div>
+{{if .HasKnownBest}}<div class="card"><div class="k">simple regret</div><div class="v">{{g .FinalRegret}}</div></div>{{end}}
+</div>
+{{with .Study.LastError}}<p class="err">The last run stopped with: {{.}}</p>{{end}}
+
+<h2>Best records found</h2>
+{{if .Top}}<table>
+<tr><th>rank</th><th>row</th><th>value</th><th>first queried at iteration</th></tr>
+{{range .Top}}<tr><td class="num">{{.Rank}}</td><td class="num">{{.Index}}</td><td class="num">{{g .Value}}</td><td class="num">{{.Iteration}}</td></tr>
+{{end}}</table>{{else}}<p>No answers yet.</p>{{end}}
+
+<h2>Value per iteration</h2>
+<img alt="value of each query and the best so far" src="{{.ValuesPNG}}">
+
+{{if .HasKnownBest}}<h2>Regret</h2>
+<p>Simple regret f* − max<sub>s≤t</sub> y<sub>s</sub> with the known optimum f* = {{g .KnownBest}}.</p>
+<img alt="simple regret per iteration" src="{{.RegretPNG}}">
+{{end}}
+
+<h2>Privacy spent</h2>
+<table>
+{{range .Privacy}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}</table>
+
+<h2>Settings</h2>
+<table>
+{{range .Settings}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
+{{end}}<tr><th>curator</th><td>{{.Study.Connection.Curator}}{{with .Study.Connection.Identity}} as {{.}}{{end}}</td></tr>
+<tr><th>initial row</th><td>{{.Study.InitialIndex}}</td></tr>
+</table>
+
+<h2>All queries</h2>
+<table>
+<tr><th>iteration</th><th>round</th><th>row</th><th>value</th><th>replayed</th></tr>
+{{range .Obs}}<tr><td class="num">{{.Iteration}}</td><td class="num">{{.Round}}</td><td class="num">{{.Index}}</td><td class="num">{{g .Value}}</td><td>{{if .Replayed}}yes{{end}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`))

@@ -1,0 +1,95 @@
+package study
+
+import (
+	"bytes"
+	"encoding/base64"
+	"html"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestWriteReport(t *testing.T) {
+	known := 50.0
+	st := &Study{Name: "rep", Settings: testSettings, Connection: testConn, Release: &testRelease, InitialIndex: 3, Done: true,
+		Budget: Budget{Identity: "acme", EpsilonLimit: 10, DeltaLimit: 1e-3, EpsilonSpent: 7.42, DeltaSpent: 1e-4}}
+	obs := []Observation{
+		{Iteration: 1, Round: 1, Index: 3, Value: 10},
+		{Iteration: 2, Round: 2, Index: 0, Value: 40},
+		{Iteration: 3, Round: 2, Index: 1, Value: 25},
+		{Iteration: 4, Round: 3, Index: 2, Value: 45},
+	}
+	for _, tc := range []struct {
+		name      string
+		knownBest *float64
+		regret    bool
+	}{{"no truth", nil, false}, {"simulation", &known, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st.KnownBest = tc.knownBest
+			dir := t.TempDir()
+			path, err := WriteReport(st, obs, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := string(b)
+			// The best records, best first: rows 2, 0, 1, 3.
+			rows := regexp.MustCompile(`<tr><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num">([0-9.]+)</td>`).FindAllStringSubmatch(page, -1)
+			var order []string
+			for _, r := range rows[:4] {
+				order = append(order, r[2]+"="+r[3])
+			}
+			if got, want := strings.Join(order, " "), "2=45 0=40 1=25 3=10"; got != want {
+				t.Errorf("best records = %s, want %s", got, want)
+			}
+			// Privacy: the release (7.38906, 1e-4) and at most 4 answers × 0.01.
+			for _, want := range []string{"rel-1: (ε, δ) = (7.38906, 0.0001)", "at most (0.04, 0)", "(ε, δ) = (7.42906, 0.0001) by basic composition",
+				"spent (ε, δ) = (7.42, 0.0001) of (10, 0.001)"} {
+				if !strings.Contains(page, want) {
+					t.Errorf("report lacks %q", want)
+				}
+			}
+			if strings.Contains(page, "<link") || strings.Contains(page, "<script") || strings.Contains(page, "http://") || strings.Contains(page, "https://") {
+				t.Error("report refers to external resources; it must be self-contained")
+			}
+			uris := regexp.MustCompile(`src="data:image/png;base64,([^"]+)"`).FindAllStringSubmatch(page, -1)
+			wantImgs := 1
+			if tc.regret {
+				wantImgs = 2
+			}
+			if len(uris) != wantImgs {
+				t.Fatalf("report embeds %d PNGs, want %d", len(uris), wantImgs)
+			}
+			for _, u := range uris {
+				// html/template writes '+' as an entity; a browser decodes it.
+				raw, err := base64.StdEncoding.DecodeString(html.UnescapeString(u[1]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				img, err := png.Decode(bytes.NewReader(raw))
+				if err != nil {
+					t.Fatalf("embedded PNG does not decode: %v", err)
+				}
+				if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 150 {
+					t.Errorf("embedded PNG is %v, want at least 300 × 150", b)
+				}
+			}
+			_, err = os.Stat(filepath.Join(dir, ReportRegret))
+			if (err == nil) != tc.regret {
+				t.Errorf("regret.png exists = %v, want %v", err == nil, tc.regret)
+			}
+			if tc.regret && !strings.Contains(page, `<div class="k">simple regret</div><div class="v">5</div>`) {
+				t.Error("report does not show the final simple regret 50 − 45 = 5")
+			}
+			if _, err := os.Stat(filepath.Join(dir, ReportValues)); err != nil {
+				t.Errorf("values.png: %v", err)
+			}
+		})
+	}
+}
