@@ -139,6 +139,9 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 				s.Iteration, cfg.Iterations, s.Index, s.Value, s.BestValue, s.BestIndex, s.EpsilonRemaining)
 		}
 	}
+	cfg.Waiting = func(rows []int, waited time.Duration) {
+		fmt.Fprintf(stderr, "waiting %s for the curator to evaluate rows %v (slow evaluation, or the curator is restarting)\n", waited.Round(time.Second), rows)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if timeout > 0 {

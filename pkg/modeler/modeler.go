@@ -15,6 +15,9 @@ import (
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/study"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Config configures a PO-GP-UCB study.
@@ -46,6 +49,11 @@ type Config struct {
 	InitialIndex int
 	// Progress, if set, is called after every observation.
 	Progress func(Step)
+	// Waiting, if set, is called while a query is unanswered: first after WaitNotice
+	// (default 2 s), then every 30 s, with the rows and the time waited. Slow
+	// evaluations (a lab test, a person recording a result) make queries wait.
+	Waiting    func(rows []int, waited time.Duration)
+	WaitNotice time.Duration
 	// Resumed, if set, is called when RunStudy continues a stored study.
 	Resumed func(Resume)
 }
@@ -265,7 +273,7 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		for k, i := range batch {
 			req.Indices[k] = uint64(i)
 		}
-		resp, err := s.client.Query(ctx, req)
+		resp, err := s.query(ctx, req, batch)
 		if err != nil {
 			return fmt.Errorf("modeler: query of rows %v: %w", batch, err)
 		}
@@ -302,6 +310,48 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		t += len(batch)
 	}
 	return nil
+}
+
+// query asks the curator for rows, waiting for it to be reachable and asking again when
+// the connection breaks mid-query (a curator restart): a query is idempotent — rows
+// already released come back as replays at no cost — so retrying is safe. It gives up
+// only when ctx ends or the curator refuses the request.
+func (s *session) query(ctx context.Context, req *curatorv1.QueryRequest, rows []int) (*curatorv1.QueryResponse, error) {
+	start := time.Now()
+	done := make(chan struct{})
+	defer close(done)
+	if s.cfg.Waiting != nil {
+		notice := s.cfg.WaitNotice
+		if notice <= 0 {
+			notice = 2 * time.Second
+		}
+		go func() {
+			t := time.NewTimer(notice)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					s.cfg.Waiting(rows, time.Since(start))
+					t.Reset(30 * time.Second)
+				}
+			}
+		}()
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		resp, err := s.client.Query(ctx, req, grpc.WaitForReady(true))
+		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 func (s *session) finish() *Result {

@@ -148,7 +148,7 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	case errors.Is(err, curator.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, curator.ErrEvaluation):
-		return status.Error(codes.Unavailable, err.Error()+"; retrying evaluates the row again")
+		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
