@@ -26,6 +26,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/logging"
@@ -122,6 +123,7 @@ type serveFlags struct {
 	outMech                              string
 	outEps, outDelta, outLower, outUpper float64
 	evaluators, evaluatorEpsilons        string
+	evaluatorRDP                         string
 	evaluatorTimeout                     time.Duration
 	evaluateProgram                      string
 }
@@ -163,6 +165,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", 1, "seed of the training/validation split of tuning jobs")
 	fs.StringVar(&f.evaluators, "evaluators", "", "external evaluators for jobs: NAME=PROGRAM[,NAME=PROGRAM] (hyperparameters as JSON on stdin, {\"score\": x} on stdout)")
 	fs.StringVar(&f.evaluatorEpsilons, "evaluator-epsilons", "", "declared per-run pure-DP ε of evaluators usable by DP-HyPO: NAME=EPS[,NAME=EPS]")
+	fs.StringVar(&f.evaluatorRDP, "evaluator-rdp", "", "declared per-run Rényi-DP curve of evaluators usable by DP-HyPO: NAME=ALPHA:EPS/ALPHA:EPS/...[,NAME=...]")
 	fs.DurationVar(&f.evaluatorTimeout, "evaluator-timeout", time.Minute, "time limit of one external evaluation")
 	fs.IntVar(&cfg.Jobs.MaxGrid, "max-job-grid", 10000, "largest hyperparameter grid a job may search")
 	fs.IntVar(&cfg.Jobs.MaxIterations, "max-job-iterations", 1000, "most iterations (or expected runs) of a job")
@@ -213,7 +216,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	if f.evaluateProgram != "" {
 		cfg.Evaluation.Command = []string{f.evaluateProgram}
 	}
-	evs, err := parseEvaluators(f.evaluators, f.evaluatorEpsilons, f.evaluatorTimeout)
+	evs, err := parseEvaluators(f.evaluators, f.evaluatorEpsilons, f.evaluatorRDP, f.evaluatorTimeout)
 	if err != nil {
 		return cfg, err
 	}
@@ -222,7 +225,7 @@ func (f *serveFlags) build() (server.Config, error) {
 }
 
 // parseEvaluators reads NAME=PROGRAM pairs and NAME=EPS declarations.
-func parseEvaluators(progs, epsilons string, timeout time.Duration) ([]tuning.Evaluator, error) {
+func parseEvaluators(progs, epsilons, rdps string, timeout time.Duration) ([]tuning.Evaluator, error) {
 	pairs := func(s, what string) ([][2]string, error) {
 		var out [][2]string
 		if s == "" {
@@ -261,6 +264,30 @@ func parseEvaluators(progs, epsilons string, timeout time.Duration) ([]tuning.Ev
 			return nil, fmt.Errorf("--evaluator-epsilons: %s=%s is not a positive ε", e[0], e[1])
 		}
 		evs[k].Epsilon = v
+	}
+	rs, err := pairs(rdps, "--evaluator-rdp")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		k, ok := index[r[0]]
+		if !ok {
+			return nil, fmt.Errorf("--evaluator-rdp names %q, which --evaluators does not define", r[0])
+		}
+		var curve dp.RDPCurve
+		for _, point := range strings.Split(r[1], "/") {
+			a, e, ok := strings.Cut(point, ":")
+			alpha, err1 := strconv.ParseFloat(a, 64)
+			eps, err2 := strconv.ParseFloat(e, 64)
+			if !ok || err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("--evaluator-rdp %s: want ALPHA:EPS points separated by '/', got %q", r[0], point)
+			}
+			curve.Orders, curve.Epsilons = append(curve.Orders, alpha), append(curve.Epsilons, eps)
+		}
+		if err := curve.Validate(); err != nil {
+			return nil, fmt.Errorf("--evaluator-rdp %s: %w", r[0], err)
+		}
+		evs[k].RDP = &curve
 	}
 	return evs, nil
 }

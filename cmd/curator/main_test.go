@@ -41,6 +41,8 @@ budget-delta = 1e-3
 		{"missing file", []string{"check-config", "--config", good, "--data", "/nonexistent.csv"}, nil, "nonexistent.csv"},
 		{"plaintext off loopback", []string{"check-config", "--config", good, "--listen", "0.0.0.0:7070"}, nil, "plaintext"},
 		{"bad output privacy", []string{"check-config", "--config", good, "--output-privacy", "laplace"}, nil, "range"},
+		{"bad evaluator curve", []string{"check-config", "--config", good, "--evaluators", "x=/bin/true", "--evaluator-rdp", "x=2:abc"}, nil, "ALPHA:EPS"},
+		{"curve of an unknown evaluator", []string{"check-config", "--config", good, "--evaluator-rdp", "y=2:0.1"}, nil, `"y"`},
 		{"no state", []string{"check-config", "--data", diabetes, "--target", "progression", "--budget-epsilon", "1"}, nil, "state"},
 	} {
 		for k, v := range tc.env {

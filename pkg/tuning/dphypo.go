@@ -66,11 +66,15 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			return dphypoJob{}, jobs.Plan{}, err
 		}
 		pureEps = job.eval.cfg.Epsilon
-		if pureEps <= 0 {
-			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons)", s.Evaluator)
-		}
-		if base, err = dp.PureDPRDP(orders, pureEps); err != nil {
-			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		switch {
+		case job.eval.cfg.RDP != nil:
+			base = *job.eval.cfg.RDP
+		case pureEps > 0:
+			if base, err = dp.PureDPRDP(orders, pureEps); err != nil {
+				return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+			}
+		default:
+			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
 		}
 	} else {
 		for _, name := range space.Names() {

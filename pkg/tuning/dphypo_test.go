@@ -105,3 +105,46 @@ func (r *Runner) mustSpace(t *testing.T, s jobs.DPHyPOSpec) interface {
 	}
 	return sp
 }
+
+// TestDPHyPOExternalEvaluatorGuarantees: an external base algorithm is charged from the
+// guarantee its operator declared — a Rényi-DP curve through Theorem 1, or a pure ε
+// through Theorem 2 when that is smaller — and refused when it declares none.
+func TestDPHyPOExternalEvaluatorGuarantees(t *testing.T) {
+	base := breastCancer(t)
+	curve, _ := dp.GaussianRDP(dp.DefaultOrders(), 1, 3)
+	r, err := New(Config{Dataset: base.cfg.Dataset, ValidationFraction: 0.3, SplitSeed: 1, Evaluators: []Evaluator{
+		{Name: "rdp", Command: []string{"/bin/true"}, Timeout: 1e9, RDP: &curve},
+		{Name: "pure", Command: []string{"/bin/true"}, Timeout: 1e9, Epsilon: 0.5},
+		{Name: "silent", Command: []string{"/bin/true"}, Timeout: 1e9},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(ev string) jobs.DPHyPOSpec {
+		return jobs.DPHyPOSpec{Space: []jobs.Range{{Name: "depth", Scale: "list", Values: []float64{1, 2, 3}}},
+			Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75, Tau: 0.1, Beta: 1, Delta: 1e-5, Evaluator: ev}
+	}
+	s := spec("rdp")
+	plan, err := r.Plan(jobs.Spec{DPHyPO: &s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, _ := dp.DPHyPORDP(curve, curve, 1, 0.1, 2, 0.75)
+	want, _, _ := total.ToDPImproved(1e-5)
+	if math.Abs(plan.Cost.Epsilon-want) > 1e-12 || plan.Cost.Delta != 1e-5 {
+		t.Errorf("declared RDP curve: cost (%g, %g), want (%g, 1e-5)", plan.Cost.Epsilon, plan.Cost.Delta, want)
+	}
+	s = spec("pure")
+	plan, err = r.Plan(jobs.Spec{DPHyPO: &s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Theorem 2: (2 + θ)(ε + log(C/c)) = 3 (0.5 + log(2/0.75)).
+	if want := 3 * (0.5 + math.Log(2/0.75)); math.Abs(plan.Cost.Epsilon-want) > 1e-12 || plan.Cost.Delta != 0 {
+		t.Errorf("declared pure ε: cost (%g, %g), want (%g, 0)", plan.Cost.Epsilon, plan.Cost.Delta, want)
+	}
+	s = spec("silent")
+	if _, err := r.Plan(jobs.Spec{DPHyPO: &s}); !errors.Is(err, jobs.ErrInvalidSpec) || !strings.Contains(err.Error(), "declares no per-run privacy guarantee") {
+		t.Errorf("undeclared evaluator: %v, want a refusal", err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
@@ -32,7 +33,8 @@ import (
 )
 
 // Evaluator is an operator-configured external program that scores one hyperparameter
-// setting. For DP-HyPO it must declare its per-run guarantee: pure ε-DP (Epsilon > 0).
+// setting. For DP-HyPO it must declare its per-run guarantee: pure ε-DP (Epsilon > 0)
+// or a Rényi-DP curve (RDP).
 type Evaluator struct {
 	Name    string
 	Command []string
@@ -41,6 +43,8 @@ type Evaluator struct {
 	// evaluator can serve Kusner jobs, whose privacy comes from the release mechanism,
 	// but not DP-HyPO, whose privacy composes the runs' own guarantees).
 	Epsilon float64
+	// RDP is the program's declared per-run Rényi-DP curve (nil: undeclared).
+	RDP *dp.RDPCurve
 }
 
 // Config configures the Runner.
