@@ -31,7 +31,8 @@ func breastCancerConfig(t *testing.T, state string) server.Config {
 		Data:     dataset.Options{Target: "benign"},
 		StateDir: state,
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.5},
-		Jobs:     server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1},
+		Jobs: server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,
+			Kusner: tuning.KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}},
 	}
 }
 
@@ -41,7 +42,7 @@ func lambdaGrid() []*curatorv1.HyperparameterRange {
 
 func kusnerJob(alg curatorv1.KusnerSpec_Algorithm, eps float64) *curatorv1.JobSpec {
 	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{
-		Algorithm: alg, Space: lambdaGrid(), Iterations: 10, Epsilon: eps, Delta: 1e-3, K1: 0.5, NoiseVariance: 0.01}}}
+		Algorithm: alg, Space: lambdaGrid(), Iterations: 10, Epsilon: eps, Delta: 1e-3}}}
 }
 
 // waitJob watches a job to its end and returns it.
@@ -192,6 +193,8 @@ func TestBadJobSpecsCostNothing(t *testing.T) {
 		{"δ = 1", mk(func(s *curatorv1.KusnerSpec) { s.Delta = 1 }), "elta"},
 		{"unknown hyperparameter", mk(func(s *curatorv1.KusnerSpec) { s.Space[0].Name = "depth" }), "lambda"},
 		{"unknown evaluator", mk(func(s *curatorv1.KusnerSpec) { s.Evaluator = "nope" }), "nope"},
+		{"modeler's k1", mk(func(s *curatorv1.KusnerSpec) { s.K1 = 0.999999 }), "operator"},
+		{"modeler's A", mk(func(s *curatorv1.KusnerSpec) { s.Algorithm, s.A, s.Tau = 2, 1e-300, 1 }), "operator"},
 		{"no kind", &curatorv1.JobSpec{}, "kusner or dphypo"},
 	} {
 		_, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: tc.spec})

@@ -146,11 +146,6 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		fs.UintVar(&iterations, "iterations", 20, "Bayesian-optimisation steps T")
 		fs.Float64Var(&kusnerSpec.Epsilon, "epsilon", 1, "ε of each release (the job costs 2ε for algorithms 1 and 2)")
 		fs.Float64Var(&kusnerSpec.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
-		fs.Float64Var(&kusnerSpec.K1, "k1", 0.5, "k1(V, V') in [0, 1): dataset-kernel value of neighbouring validation sets")
-		fs.Float64Var(&kusnerSpec.NoiseVariance, "noise-variance", 0.01, "GP observation noise σ² (algorithm 1)")
-		fs.Float64Var(&kusnerSpec.GammaT, "gamma-t", 0, "maximum information gain γ_T (0: the greedy upper bound)")
-		fs.Float64Var(&kusnerSpec.A, "a", 0, "constant A of algorithm 2")
-		fs.Float64Var(&kusnerSpec.Tau, "tau", 0, "constant τ of algorithm 2")
 		fs.Float64Var(&kusnerSpec.Lengthscale, "lengthscale", 0, "GP lengthscale over normalised grid coordinates (0: default)")
 		fs.StringVar(&kusnerSpec.Evaluator, "evaluator", "", "an external evaluator configured on the curator (default: its built-in learner)")
 	case "dphypo":

@@ -86,6 +86,8 @@ type JobsConfig struct {
 	ValidationFraction float64
 	SplitSeed          uint64
 	Evaluators         []tuning.Evaluator
+	// Kusner holds the operator's assumptions for Kusner jobs (see tuning.KusnerAssumptions).
+	Kusner tuning.KusnerAssumptions
 	// MaxGrid and MaxIterations bound a job's size; MaxRunning the jobs run at once.
 	MaxGrid, MaxIterations, MaxRunning int
 }
@@ -369,7 +371,7 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := tuning.New(tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
-		Evaluators: j.Evaluators, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
+		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}

@@ -112,7 +112,7 @@ func (r *Runner) mustSpace(t *testing.T, s jobs.DPHyPOSpec) interface {
 func TestDPHyPOExternalEvaluatorGuarantees(t *testing.T) {
 	base := breastCancer(t)
 	curve, _ := dp.GaussianRDP(dp.DefaultOrders(), 1, 3)
-	r, err := New(Config{Dataset: base.cfg.Dataset, ValidationFraction: 0.3, SplitSeed: 1, Evaluators: []Evaluator{
+	r, err := New(Config{Dataset: base.cfg.Dataset, ValidationFraction: 0.3, SplitSeed: 1, Kusner: base.cfg.Kusner, Evaluators: []Evaluator{
 		{Name: "rdp", Command: []string{"/bin/true"}, Timeout: 1e9, RDP: &curve},
 		{Name: "pure", Command: []string{"/bin/true"}, Timeout: 1e9, Epsilon: 0.5},
 		{Name: "silent", Command: []string{"/bin/true"}, Timeout: 1e9},

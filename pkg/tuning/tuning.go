@@ -47,16 +47,36 @@ type Evaluator struct {
 	RDP *dp.RDPCurve
 }
 
+// KusnerAssumptions are the constants Kusner et al.'s guarantees rest on. They are claims
+// about the curator's data and learner — how close the validation gains of neighbouring
+// validation sets are (k1, Assumption 1), the observation noise σ², a bound γ_T on the
+// information gain, and Algorithm 2's regret constants A and τ — and they set how much
+// noise a release gets. So the curator's operator sets them, never the modeler: a job
+// spec may leave them unset or repeat the operator's values, and is refused otherwise.
+type KusnerAssumptions struct {
+	// K1 ∈ [0, 1): k1(V, V'). 0, the default, is the most conservative.
+	K1 float64
+	// NoiseVariance σ² of Algorithm 1's observations; default 0.01.
+	NoiseVariance float64
+	// GammaT > 0 replaces the greedy upper bound on γ_T (0: use the bound).
+	GammaT float64
+	// A, Tau > 0 enable Algorithm 2 (de Freitas et al. 2012); unset, it is refused.
+	A, Tau float64
+}
+
 // Config configures the Runner.
 type Config struct {
 	Dataset *dataset.Dataset
+	// Kusner holds the operator's assumptions for Kusner jobs.
+	Kusner KusnerAssumptions
 	// ValidationFraction of the rows form the sensitive validation part (default 0.3);
 	// SplitSeed fixes which (operator configuration, not a privacy secret).
 	ValidationFraction float64
 	SplitSeed          uint64
 	Evaluators         []Evaluator
-	// MaxGrid bounds |Λ| (default 10,000); MaxIterations bounds T and DP-HyPO's expected
-	// number of runs (default 1,000).
+	// MaxGrid bounds |Λ| (default 5,000); MaxIterations bounds T and DP-HyPO's expected
+	// number of runs (default 500). Planning a Kusner job computes a greedy bound on γ_T
+	// in O(T·|Λ|·(dim + T)) inside the submitting RPC; these caps keep that to seconds.
 	MaxGrid, MaxIterations int
 	Logger                 *zap.Logger
 }
@@ -85,10 +105,16 @@ func New(cfg Config) (*Runner, error) {
 		cfg.ValidationFraction = 0.3
 	}
 	if cfg.MaxGrid <= 0 {
-		cfg.MaxGrid = 10000
+		cfg.MaxGrid = 5000
 	}
 	if cfg.MaxIterations <= 0 {
-		cfg.MaxIterations = 1000
+		cfg.MaxIterations = 500
+	}
+	if cfg.Kusner.NoiseVariance == 0 {
+		cfg.Kusner.NoiseVariance = 0.01
+	}
+	if k := cfg.Kusner; !(k.K1 >= 0 && k.K1 < 1) || !(k.NoiseVariance > 0) || math.IsInf(k.NoiseVariance, 0) || k.GammaT < 0 || k.A < 0 || k.Tau < 0 {
+		return nil, fmt.Errorf("tuning: Kusner assumptions out of range: k1 must be in [0, 1), σ² positive, γ_T, A and τ non-negative (got %+v)", k)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

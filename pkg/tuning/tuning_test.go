@@ -19,7 +19,7 @@ func breastCancer(t testing.TB) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Dataset: ds, ValidationFraction: 0.3, SplitSeed: 1})
+	r, err := New(Config{Dataset: ds, ValidationFraction: 0.3, SplitSeed: 1, Kusner: KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}})
 	if err != nil {
 		t.Fatal(err)
 	}
