@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -143,7 +144,11 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q", req.R, req.Epsilon, req.Delta, req.Label),
 	})
 	if err != nil {
-		os.Remove(path)
+		// The commit may have happened even though Charge reports an error (a lost
+		// acknowledgement): keep the file if the ledger names it.
+		if got, ok, gerr := c.ledger.Get(context.Background(), acct, key); gerr != nil || !ok || !strings.Contains(string(got.Result), file) {
+			os.Remove(path)
+		}
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	if rec.Replayed { // another replica or process released it first

@@ -44,6 +44,9 @@ type Manager struct {
 	wg       sync.WaitGroup
 	stop     context.CancelFunc
 	base     context.Context
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewManager opens the job store and marks jobs left unfinished by an earlier process
@@ -95,6 +98,13 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	if spec.Kind() == "" {
 		return Job{}, fmt.Errorf("jobs: %w: exactly one job kind must be set", ErrInvalidSpec)
 	}
+	if key != "" { // a retry: answer it before planning, which can take seconds
+		if existing, err := m.store.get(ctx, jobID(identity, key)); err == nil {
+			return m.sameSpec(existing, spec)
+		} else if !errors.Is(err, ErrNotFound) {
+			return Job{}, err
+		}
+	}
 	plan, err := m.cfg.Runner.Plan(spec)
 	if err != nil {
 		return Job{}, err
@@ -124,7 +134,11 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	if _, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: "job:" + spec.Kind(),
 		Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
-	}); err != nil {
+	}); errors.Is(err, ledger.ErrKeyConflict) {
+		// The key was charged before for a spec of another cost (a retry after a crash
+		// between charge and record, with a changed spec).
+		return Job{}, fmt.Errorf("jobs: %w (job %s)", ErrKeyReused, id)
+	} else if err != nil {
 		return Job{}, fmt.Errorf("jobs: %w", err)
 	}
 	now := time.Now().UTC()
@@ -190,6 +204,7 @@ func (m *Manager) run(ctx context.Context, j Job) {
 	}
 	if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Message: "running"}, nil, ""); err != nil {
 		m.log.Error("recording job state", zap.String("job", j.ID), zap.Error(err))
+		m.finish(j, nil, err)
 		return
 	}
 	start := time.Now()
@@ -323,6 +338,13 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 		if err != nil {
 			return err
 		}
+		if len(evs) == 0 { // nothing new: a finished job has nothing more to say
+			if j, err := m.store.get(ctx, id); err != nil {
+				return err
+			} else if j.State.Terminal() {
+				return nil
+			}
+		}
 		for _, e := range evs {
 			if err := send(e); err != nil {
 				return err
@@ -346,17 +368,20 @@ func (m *Manager) CountByState(ctx context.Context) (map[State]int, error) {
 	return m.store.countByState(ctx)
 }
 
-// Close stops accepting jobs, interrupts running ones (they are marked failed, charge
-// spent) and waits for them, then closes the store.
-func (m *Manager) Close() error {
+// Interrupt stops accepting jobs and interrupts running ones (they are marked failed,
+// their charge spent), waiting for them to stop. Reads (Get, List, Watch) keep working
+// until Close, so a server can drain its RPCs in between.
+func (m *Manager) Interrupt() {
 	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
-	}
 	m.closed = true
 	m.mu.Unlock()
 	m.stop()
 	m.wg.Wait()
-	return m.store.close()
+}
+
+// Close interrupts running jobs (see Interrupt) and closes the store.
+func (m *Manager) Close() error {
+	m.Interrupt()
+	m.closeOnce.Do(func() { m.closeErr = m.store.close() })
+	return m.closeErr
 }

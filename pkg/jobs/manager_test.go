@@ -221,3 +221,22 @@ func TestRestartMarksInterrupted(t *testing.T) {
 		t.Errorf("resubmit after restart = %s %s %v", again.ID, again.State, err)
 	}
 }
+
+// TestWatchFinishedJobReturns: a watcher that asks for events after the last one of a
+// finished job gets an empty, ended stream instead of hanging.
+func TestWatchFinishedJobReturns(t *testing.T) {
+	m, led := newTestManager(t, t.TempDir(), &fakeRunner{})
+	defer led.Close()
+	defer m.Close()
+	j, err := m.Submit(context.Background(), "alice", "", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, m, j.ID, Succeeded)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	n := 0
+	if err := m.Watch(ctx, "alice", j.ID, 1000, func(Event) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("Watch after the last event = %d events, %v; want an immediate, empty end", n, err)
+	}
+}

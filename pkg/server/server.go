@@ -188,9 +188,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	s.metrics = s.newMetrics(ds.Name)
-	s.grpc = grpc.NewServer(transport.ServerOptions(transport.ServerConfig{
-		Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC,
-	})...)
+	opts := transport.ServerOptions(transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC})
+	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
+	s.grpc = grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
 	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, jobs: jm, log: log})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -199,6 +199,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {
 			lis.Close()
+			if jm != nil {
+				jm.Close()
+			}
 			store.Close()
 			return nil, err
 		}
@@ -401,10 +404,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.health.Shutdown()
 		if s.jobs != nil {
 			// Running jobs stop and are marked interrupted (their charge stays spent),
-			// which also ends their watchers' streams.
-			if err := s.jobs.Close(); err != nil {
-				s.log.Error("closing the job manager", zap.Error(err))
-			}
+			// which also ends their watchers' streams; reads keep working while the
+			// RPCs drain below.
+			s.jobs.Interrupt()
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 		defer cancel()
@@ -419,6 +421,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		if s.metricsSrv != nil {
 			s.metricsSrv.Close()
+		}
+		if s.jobs != nil {
+			if err := s.jobs.Close(); err != nil {
+				s.log.Error("closing the job store", zap.Error(err))
+			}
 		}
 		err = s.ledger.Close()
 		s.log.Info("curator stopped")

@@ -55,6 +55,9 @@ func (l *limiter) acquire(id string) (release func(), err error) {
 	defer l.mu.Unlock()
 	b := l.ids[id]
 	now := l.now()
+	if b == nil && len(l.ids) >= maxBuckets {
+		l.evictIdle(now)
+	}
 	if b == nil {
 		b = &bucket{tokens: float64(l.cfg.Burst), last: now}
 		l.ids[id] = b
@@ -77,6 +80,20 @@ func (l *limiter) acquire(id string) (release func(), err error) {
 		b.inFlight--
 		l.mu.Unlock()
 	}, nil
+}
+
+// maxBuckets bounds the limiter's memory: beyond it, buckets of identities with nothing
+// in flight and a full bucket (idle long enough to have refilled) are dropped, which
+// changes nothing for them.
+const maxBuckets = 10000
+
+func (l *limiter) evictIdle(now time.Time) {
+	for id, b := range l.ids {
+		refilled := l.cfg.Rate <= 0 || b.tokens+now.Sub(b.last).Seconds()*l.cfg.Rate >= float64(l.cfg.Burst)
+		if b.inFlight == 0 && refilled {
+			delete(l.ids, id)
+		}
+	}
 }
 
 func retryStatus(msg string, after time.Duration) error {

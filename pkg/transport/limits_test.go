@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,5 +46,25 @@ func TestLimiter(t *testing.T) {
 	r3()
 	if _, err := l.acquire("a"); err != nil {
 		t.Errorf("after releases: %v", err)
+	}
+}
+
+func TestLimiterEvictsIdleBuckets(t *testing.T) {
+	l := newLimiter(Limits{Rate: 100, Burst: 1})
+	now := time.Unix(0, 0)
+	l.now = func() time.Time { return now }
+	for i := 0; i < maxBuckets; i++ {
+		release, err := l.acquire(fmt.Sprint("id-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	now = now.Add(time.Second) // every bucket has refilled
+	if _, err := l.acquire("newcomer"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.ids); n != 1 {
+		t.Errorf("after eviction %d buckets remain, want only the newcomer's", n)
 	}
 }
