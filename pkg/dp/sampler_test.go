@@ -130,7 +130,7 @@ func TestBernoulliExpChiSquare(t *testing.T) {
 		stat += sq(float64(ones)-e1)/e1 + sq(float64(n-ones)-e0)/e0
 		df++
 	}
-	if crit := chiSquareCritical(df); stat > crit {
+	if crit := dptest.ChiSquareCritical(df); stat > crit {
 		t.Errorf("BernoulliExp: chi-square = %g with %d degrees of freedom, want ≤ %g", stat, df, crit)
 	}
 }
@@ -165,7 +165,7 @@ func TestBernoulliChiSquare(t *testing.T) {
 		stat += sq(float64(ones)-e1)/e1 + sq(float64(n-ones)-e0)/e0
 		df++
 	}
-	if crit := chiSquareCritical(df); stat > crit {
+	if crit := dptest.ChiSquareCritical(df); stat > crit {
 		t.Errorf("Bernoulli: chi-square = %g with %d degrees of freedom, want ≤ %g", stat, df, crit)
 	}
 	for _, p := range []*big.Rat{big.NewRat(0, 1), big.NewRat(1, 1)} {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
@@ -83,7 +81,7 @@ func TestSampleNegBinChiSquare(t *testing.T) {
 			cum += NegBinPMF(tc.theta, tc.gamma, k)
 			seen += o
 		}
-		crit := distuv.ChiSquared{K: float64(df)}.Quantile(1 - 1e-6)
+		crit := dptest.ChiSquareCritical(df)
 		if chi > crit {
 			t.Errorf("SampleNegBin(θ=%g, γ=%g): chi-square %.2f > critical %.2f (df %d)", tc.theta, tc.gamma, chi, crit, df)
 		}
@@ -214,14 +212,7 @@ func TestSampleIndex(t *testing.T) {
 		}
 		counts[i]++
 	}
-	var chi float64
-	for i, p := range f {
-		e := n * p
-		chi += (float64(counts[i]) - e) * (float64(counts[i]) - e) / e
-	}
-	if crit := (distuv.ChiSquared{K: 3}).Quantile(1 - 1e-6); chi > crit {
-		t.Errorf("sampleIndex counts %v: chi-square %.2f > %.2f", counts, chi, crit)
-	}
+	dptest.ChiSquareCheck(t, "sampleIndex", counts, f)
 	// 0.9·4 = 3.6 > C = 2: never sampled as is; the check mixes toward uniform.
 	w, tot := exactWeights([]float64{0.9, 0.05, 0.03, 0.02})
 	if withinBounds(w, tot, 4, 2, 0.2) {
@@ -345,14 +336,11 @@ func TestUniformNeverChanges(t *testing.T) {
 		}
 		total += res.Runs
 	}
-	var chi float64
-	e := float64(total) / n
-	for _, c := range counts {
-		chi += (float64(c) - e) * (float64(c) - e) / e
+	uniform := []float64{0.2, 0.2, 0.2, 0.2, 0.2}
+	if sum := counts[0] + counts[1] + counts[2] + counts[3] + counts[4]; sum != total {
+		t.Fatalf("base ran %d times for %d runs", sum, total)
 	}
-	if crit := (distuv.ChiSquared{K: n - 1}).Quantile(1 - 1e-6); chi > crit {
-		t.Errorf("C = c = 1: counts %v, chi-square %.2f > %.2f", counts, chi, crit)
-	}
+	dptest.ChiSquareCheck(t, "C = c = 1", counts, uniform)
 }
 
 type baseFunc func(int) (float64, error)

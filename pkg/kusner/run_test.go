@@ -78,7 +78,7 @@ func TestSelectIndexChiSquare(t *testing.T) {
 			}
 			counts[i]++
 		}
-		chiSquareCheck(t, "selectIndex "+tc.name, counts, p)
+		dptest.ChiSquareCheck(t, "selectIndex "+tc.name, counts, p)
 	}
 }
 
@@ -379,7 +379,7 @@ func TestRunSelectionDistribution(t *testing.T) {
 	for i := range p {
 		p[i] /= sum
 	}
-	chiSquareCheck(t, "Run λ̃", counts, p)
+	dptest.ChiSquareCheck(t, "Run λ̃", counts, p)
 }
 
 // For Algorithm 2 the statistic really is the last observation, not the
