@@ -167,16 +167,7 @@ func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config)
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	info, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("modeler: dataset info: %w", err)
-	}
-	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
-		return nil, err
-	}
-	proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
-		Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
-	})
+	info, proj, err := fetchRelease(ctx, client, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -373,6 +364,25 @@ func initialIndex(i, n int) (int, error) {
 		return 0, fmt.Errorf("modeler: %w", err)
 	}
 	return int(v.Int64()), nil
+}
+
+// fetchRelease reads the dataset's description, checks the batch size against the
+// curator's limit and receives the projection cfg asks for.
+func fetchRelease(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*curatorv1.GetDatasetInfoResponse, *Projection, error) {
+	info, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("modeler: dataset info: %w", err)
+	}
+	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
+		return nil, nil, err
+	}
+	proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
+		Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return info, proj, nil
 }
 
 // Projection is a released matrix as received.

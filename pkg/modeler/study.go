@@ -75,16 +75,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		EpsilonSpent: st.Budget.EpsilonSpent, DeltaSpent: st.Budget.DeltaSpent,
 		EpsilonRemaining: st.Budget.EpsilonRemaining, DeltaRemaining: st.Budget.DeltaRemaining}
 	if st.Release == nil {
-		info, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
-		if err != nil {
-			return nil, fmt.Errorf("modeler: dataset info: %w", err)
-		}
-		if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
-			return nil, err
-		}
-		proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
-			Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
-		})
+		info, proj, err := fetchRelease(ctx, client, cfg)
 		if err != nil {
 			return nil, err
 		}
