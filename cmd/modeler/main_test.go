@@ -13,9 +13,9 @@ import (
 	"github.com/privbo/privbo/pkg/server"
 )
 
-// TestRunJSON runs the modeler command against an in-process curator and checks the
-// contract of --json: the last line of stdout is one JSON object with the study.
-func TestRunJSON(t *testing.T) {
+// startDiabetesCurator starts an in-process curator over the shipped diabetes data.
+func startDiabetesCurator(t *testing.T) *server.Server {
+	t.Helper()
 	srv, err := server.Start(context.Background(), server.Config{
 		Listen:   "127.0.0.1:0",
 		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
@@ -26,9 +26,16 @@ func TestRunJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown(context.Background())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return srv
+}
+
+// TestRunJSON runs the modeler command against an in-process curator and checks the
+// contract of --json: the last line of stdout is one JSON object with the study.
+func TestRunJSON(t *testing.T) {
+	srv := startDiabetesCurator(t)
 	var stdout, stderr bytes.Buffer
-	err = run([]string{"run", "--curator", srv.Addr(), "--identity", "cli-test", "--r", "5", "--epsilon", "2",
+	err := run([]string{"run", "--curator", srv.Addr(), "--identity", "cli-test", "--r", "5", "--epsilon", "2",
 		"--delta", "1e-4", "--iterations", "12", "--json"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())

@@ -2,32 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // TestStudyCommands runs a stored study through the command line, resumes it with only
 // its name, refuses changed settings, lists it and writes its report.
 func TestStudyCommands(t *testing.T) {
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:   "127.0.0.1:0",
-		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:     dataset.Options{Target: "progression"},
-		StateDir: t.TempDir(),
-		Budget:   ledger.Cost{Epsilon: 10, Delta: 1e-3},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
+	srv := startDiabetesCurator(t)
 	dir := t.TempDir()
 	cmd := func(args ...string) (string, string, error) {
 		var stdout, stderr bytes.Buffer
