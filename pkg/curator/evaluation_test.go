@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,11 @@ import (
 )
 
 func testCurator(t *testing.T, ev Evaluation) (*Curator, ledger.Store, *dataset.Dataset) {
+	t.Helper()
+	return testCuratorOutput(t, ev, OutputPrivacy{})
+}
+
+func testCuratorOutput(t *testing.T, ev Evaluation, out OutputPrivacy) (*Curator, ledger.Store, *dataset.Dataset) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -33,7 +39,7 @@ func testCurator(t *testing.T, ev Evaluation) (*Curator, ledger.Store, *dataset.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { led.Close() })
-	c, err := New(Config{Dataset: ds, Ledger: led, StateDir: dir, Evaluation: ev})
+	c, err := New(Config{Dataset: ds, Ledger: led, StateDir: dir, Evaluation: ev, Output: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +114,18 @@ func TestProgramEvaluation(t *testing.T) {
 	c2, _, _ := testCurator(t, Evaluation{Mode: EvaluateProgram, Command: []string{bad}, Timeout: 5 * time.Second})
 	if _, _, err := c2.Query(context.Background(), "vendor", []int{1}); !errors.Is(err, ErrEvaluation) || strings.Contains(err.Error(), "nonsense") {
 		t.Errorf("garbage from the program: %v, want ErrEvaluation without the output", err)
+	}
+	// With private outputs a failure is a release too: it is charged, once per failure.
+	c3, led3, _ := testCuratorOutput(t, Evaluation{Mode: EvaluateProgram, Command: []string{bad}, Timeout: 5 * time.Second},
+		OutputPrivacy{Mechanism: "laplace", Epsilon: 0.1, Lower: 0, Upper: 100})
+	for k := 1; k <= 2; k++ {
+		if _, _, err := c3.Query(context.Background(), "vendor", []int{1}); !errors.Is(err, ErrEvaluation) {
+			t.Fatalf("failing program with private outputs: %v, want ErrEvaluation", err)
+		}
+		bal, _ := led3.Balance(context.Background(), ledger.Account{Dataset: "d", Identity: "vendor"})
+		if math.Abs(bal.Spent.Epsilon-0.1*float64(k)) > 1e-12 {
+			t.Errorf("after %d failures spent ε = %g, want %g", k, bal.Spent.Epsilon, 0.1*float64(k))
+		}
 	}
 	if _, err := New(Config{Dataset: c.ds, Ledger: c.ledger, StateDir: dir, Evaluation: Evaluation{Mode: "oracle"}}); err == nil {
 		t.Error("unknown evaluation mode accepted")

@@ -3,10 +3,14 @@ package curator
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -118,6 +122,11 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 	}
 	y, err := c.evaluate(ctx, i)
 	if err != nil {
+		if errors.Is(err, ErrEvaluation) {
+			if cerr := c.chargeFailure(identity, i); cerr != nil {
+				return Observation{}, cerr // the failure is not revealed uncharged
+			}
+		}
 		return Observation{}, err
 	}
 	v, err := c.out.release(y)
@@ -138,6 +147,24 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 	}
 	c.cacheAnswer(identity, i, v)
 	return Observation{Index: i, Value: v, Replayed: rec.Replayed}, nil
+}
+
+// chargeFailure charges a failed evaluation of row i like an answer when outputs are
+// private: whether the operator's program fails on a row may depend on that row, and the
+// caller learns it (DP_REFERENCE §5: charge errors that come after the data was touched).
+// Each failure is a new release, so a caller retrying a failing row pays each time.
+func (c *Curator) chargeFailure(identity string, i int) error {
+	cost := c.out.cost()
+	if cost == (ledger.Cost{}) {
+		return nil
+	}
+	key := fmt.Sprintf("query-failure/%d/%d", i, time.Now().UnixNano())
+	if _, err := c.ledger.Charge(context.Background(), ledger.Charge{Account: c.account(identity), Key: key, Kind: "query-failure",
+		Cost: cost, Description: fmt.Sprintf("failed evaluation of row %d reported (%s)", i, c.out.name())}); err != nil {
+		c.log.Error("charging a failed evaluation", zap.Int("row", i), zap.String("identity", identity), zap.Error(err))
+		return fmt.Errorf("curator: %w", err)
+	}
+	return nil
 }
 
 // evaluate returns row i's recorded evaluation, evaluating and recording it durably the
