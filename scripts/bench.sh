@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Runs the speed benchmarks of issue 6 — one per row of its table — and prints a
+# Runs the speed benchmarks — every row of the speed issue's table, plus the per-step,
+# sampler, ledger and accountant figures the other issues ask for — and prints a
 # benchstat summary. Results are saved under bench-results/ (git-ignored).
 #
 #   GP-UCB loop, n = 100,000 and 1,000,000    pkg/gpucb        BenchmarkLoop
+#   one GP-UCB iteration, n = 10⁴ and 10⁵      pkg/gpucb        BenchmarkIteration
+#   samplers, mechanisms, RDP accountant       pkg/dp           BenchmarkBernoulliExp … BenchmarkSubsampledGaussian10000Steps
+#   ledger charges per second                   pkg/ledger       BenchmarkChargeSQLite, BenchmarkChargePostgres
 #   projection, n = 1,000,000, d = 50, r = 20  pkg/projection   BenchmarkProject
 #   projection stream over loopback gRPC       integration      BenchmarkProjectionStream
 #   cached index queries over loopback         integration      BenchmarkCachedQueries
@@ -25,7 +29,9 @@ out="bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
 
 # package  benchmark regex
 targets=(
-  "./pkg/gpucb|^BenchmarkLoop$"
+  "./pkg/gpucb|^BenchmarkLoop$|^BenchmarkIteration$"
+  "./pkg/dp|^BenchmarkBernoulliExp$|^BenchmarkDiscreteLaplace$|^BenchmarkDiscreteGaussian$|^BenchmarkLaplaceMechanism$|^BenchmarkGaussianMechanism$|^BenchmarkExponential$|^BenchmarkSubsampledGaussian10000Steps$"
+  "./pkg/ledger|^BenchmarkChargeSQLite$|^BenchmarkChargePostgres$"
   "./pkg/projection|^BenchmarkProject$"
   "./integration|^BenchmarkProjectionStream$|^BenchmarkCachedQueries$"
 )
