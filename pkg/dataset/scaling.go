@@ -299,13 +299,9 @@ func standardise(x []float64, n, d int, maxNorm float64) (offset, scale []float6
 			row[j] = (v/a[j] - m[j]) / s[j]
 		}
 	}
-	r := maxRowNorm(x, n, d)
-	if r == 0 || math.IsInf(r, 0) || math.IsNaN(r) {
-		return nil, nil, &scaleError{"rows differ only below floating-point resolution; cannot standardise"}
-	}
-	f := maxNorm / r
-	for k := range x {
-		x[k] *= f
+	f, err := rescaleToMaxNorm(x, n, d, maxNorm, "cannot standardise")
+	if err != nil {
+		return nil, nil, err
 	}
 	offset = make([]float64, d)
 	scale = make([]float64, d)
@@ -314,6 +310,20 @@ func standardise(x []float64, n, d int, maxNorm float64) (offset, scale []float6
 		scale[j] = a[j] * s[j] / f
 	}
 	return offset, scale, checkScaling(x, offset, scale)
+}
+
+// rescaleToMaxNorm multiplies x (n×d, centred) by the factor f that makes its maximal
+// row norm maxNorm, and returns f.
+func rescaleToMaxNorm(x []float64, n, d int, maxNorm float64, what string) (float64, error) {
+	r := maxRowNorm(x, n, d)
+	if r == 0 || math.IsInf(r, 0) || math.IsNaN(r) {
+		return 0, &scaleError{"rows differ only below floating-point resolution; " + what}
+	}
+	f := maxNorm / r
+	for k := range x {
+		x[k] *= f
+	}
+	return f, nil
 }
 
 // maxNormScale centres the columns of the n×d matrix x in place and scales
@@ -353,13 +363,9 @@ func maxNormScale(x []float64, n, d int, maxNorm float64) (offset, scale []float
 			row[j] = v/a - m[j]
 		}
 	}
-	r := maxRowNorm(x, n, d)
-	if r == 0 || math.IsInf(r, 0) || math.IsNaN(r) {
-		return nil, nil, &scaleError{"rows differ only below floating-point resolution; cannot scale to a maximal norm"}
-	}
-	f := maxNorm / r
-	for k := range x {
-		x[k] *= f
+	f, err := rescaleToMaxNorm(x, n, d, maxNorm, "cannot scale to a maximal norm")
+	if err != nil {
+		return nil, nil, err
 	}
 	offset = make([]float64, d)
 	scale = make([]float64, d)
