@@ -339,10 +339,19 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 			return err
 		}
 		if len(evs) == 0 { // nothing new: a finished job has nothing more to say
-			if j, err := m.store.get(ctx, id); err != nil {
+			j, err := m.store.get(ctx, id)
+			if err != nil {
 				return err
-			} else if j.State.Terminal() {
-				return nil
+			}
+			if j.State.Terminal() {
+				// The job may have ended between the two reads: its last events
+				// (state and event are written in one transaction) are there now.
+				if evs, err = m.store.events(ctx, id, after); err != nil {
+					return err
+				}
+				if len(evs) == 0 {
+					return nil
+				}
 			}
 		}
 		for _, e := range evs {
