@@ -137,7 +137,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	submit := args[0] == "kusner" || args[0] == "dphypo"
 	if submit {
 		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT or NAME=list:V1,V2,...")
-		fs.StringVar(&key, "key", "", "idempotency key: resubmitting with the same key returns the same job (default: a new job)")
+		fs.StringVar(&key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
 		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
 	}
 	switch args[0] {

@@ -15,15 +15,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
-	"github.com/privbo/privbo/pkg/transport"
-	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 const usage = `usage: modeler <command> [flags]
@@ -75,20 +72,13 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("modeler run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg            modeler.Config
-		addr, identity string
-		kernel         string
-		asJSON, quiet  bool
-		timeout        time.Duration
+		cfg           modeler.Config
+		conn          connFlags
+		kernel        string
+		asJSON, quiet bool
+		timeout       time.Duration
 	)
-	fs.StringVar(&addr, "curator", "127.0.0.1:7070", "curator address host:port")
-	fs.StringVar(&identity, "identity", "", "identity to be charged, sent in request metadata when the curator takes no certificates or tokens (default: anonymous)")
-	var caFile, certFile, keyFile, tokenFile, serverName string
-	fs.StringVar(&caFile, "ca", "", "CA (PEM) that signed the curator's certificate; turns on TLS")
-	fs.StringVar(&certFile, "cert", "", "client certificate (PEM) for mutual TLS; its common name is the identity charged")
-	fs.StringVar(&keyFile, "key", "", "client private key (PEM)")
-	fs.StringVar(&tokenFile, "token-file", "", "file holding a bearer token (TLS only)")
-	fs.StringVar(&serverName, "server-name", "", "name to verify in the curator's certificate (default: the host of --curator)")
+	conn.register(fs)
 	fs.IntVar(&cfg.R, "r", 10, "projection dimension r")
 	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
@@ -149,26 +139,12 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	ccfg := transport.ClientConfig{Identity: identity}
-	if caFile != "" || certFile != "" {
-		if ccfg.TLS, err = transport.ClientTLS(caFile, certFile, keyFile, serverName); err != nil {
-			return err
-		}
-	}
-	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return fmt.Errorf("token file: %w", err)
-		}
-		ccfg.Token = strings.TrimSpace(string(b))
-	}
-	conn, err := transport.Dial(addr, ccfg)
+	client, closeConn, err := conn.client()
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn()
 	start := time.Now()
-	client := curatorv1.NewCuratorServiceClient(conn)
 	var res *modeler.Result
 	if store != nil {
 		cfg.Resumed = func(r modeler.Resume) {
@@ -179,8 +155,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded, GP rebuilt in %s%s\n",
 				r.Study, r.Iterations, cfg.Iterations, r.Rebuild.Round(time.Microsecond), again)
 		}
-		sconn := study.Connection{Curator: addr, Identity: identity, CA: caFile, Cert: certFile, Key: keyFile,
-			TokenFile: tokenFile, ServerName: serverName}
+		sconn := study.Connection{Curator: conn.addr, Identity: conn.identity, CA: conn.ca, Cert: conn.cert, Key: conn.key,
+			TokenFile: conn.tokenFile, ServerName: conn.serverName}
 		res, err = modeler.RunStudy(ctx, client, store, studyName, sconn, cfg)
 		if known.set {
 			if kerr := store.SetKnownBest(context.WithoutCancel(ctx), studyName, known.v); kerr != nil && err == nil {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+)
+
+// TestJobCommands drives 'modeler job' against an in-process curator with jobs enabled:
+// a Kusner and a DP-HyPO submission wait for their results, a resubmission with the
+// same idempotency key returns the same job, and list and get show them.
+func TestJobCommands(t *testing.T) {
+	srv, err := server.Start(context.Background(), server.Config{
+		Listen:   "127.0.0.1:0",
+		DataPath: filepath.Join("..", "..", "examples", "data", "breast_cancer.csv"),
+		Data:     dataset.Options{Target: "benign"},
+		StateDir: t.TempDir(),
+		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
+		Jobs:     server.JobsConfig{Enabled: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	cmd := func(args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(append(args, "--curator", srv.Addr(), "--identity", "cli-jobs"), &stdout, &stderr)
+		return stdout.String(), stderr.String(), err
+	}
+	out, errOut, err := cmd("job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",
+		"--epsilon", "1", "--delta", "1e-3", "--idempotency-key", "k1", "--json")
+	if err != nil {
+		t.Fatalf("job kusner: %v\n%s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var job struct {
+		ID     string `json:"id"`
+		State  string `json:"state"`
+		Result struct {
+			Hyperparameters map[string]float64 `json:"hyperparameters"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &job); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	if job.State != "JOB_STATE_SUCCEEDED" || job.Result.Hyperparameters["lambda"] == 0 {
+		t.Errorf("job = %+v, want succeeded with a released lambda", job)
+	}
+	if !strings.Contains(errOut, "accepted: charged ε=2") || !strings.Contains(out, "released lambda") {
+		t.Errorf("output lacks the charge or the release:\n%s\n%s", errOut, out)
+	}
+	again, _, err := cmd("job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",
+		"--epsilon", "1", "--delta", "1e-3", "--idempotency-key", "k1", "--detach")
+	if err != nil || !strings.Contains(again, job.ID) {
+		t.Errorf("resubmission with the same key: %v\n%s; want job %s", err, again, job.ID)
+	}
+	out, errOut, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--grid", "clip_norm=list:0.5,1,2")
+	if err != nil || !strings.Contains(out, "released clip_norm") || strings.Contains(out, "runs =") {
+		t.Errorf("job dphypo: %v\n%s\n%s; want a release without a run count", err, out, errOut)
+	}
+	list, _, err := cmd("job", "list")
+	if err != nil || strings.Count(list, "succeeded") != 2 {
+		t.Errorf("job list = %q, %v; want two succeeded jobs", list, err)
+	}
+	if _, _, err := cmd("job", "kusner", "--grid", "depth=list:1,2"); err == nil {
+		t.Error("a grid the built-in learner cannot tune was accepted")
+	}
+}
