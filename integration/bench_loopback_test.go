@@ -173,6 +173,30 @@ func BenchmarkCachedQueries(b *testing.B) {
 		}
 		report(b, lat, time.Since(start))
 	})
+	// batch-10: one caller asking 10 cached rows per request, the request shape of a
+	// GP-BUCB study with q = 10; reported per row answered.
+	b.Run("batch-10", func(b *testing.B) {
+		lat := make([]time.Duration, 0, b.N)
+		start := time.Now()
+		answered := 0
+		for k := 0; b.Loop(); k++ {
+			req := &curatorv1.QueryRequest{Indices: make([]uint64, 10)}
+			for j := range req.Indices {
+				req.Indices[j] = uint64((10*k + j) % rows)
+			}
+			t0 := time.Now()
+			resp, err := client.Query(ctx, req)
+			if err != nil || len(resp.GetObservations()) != 10 {
+				b.Fatalf("batch query: %v", err)
+			}
+			lat = append(lat, time.Since(t0))
+			answered += 10
+		}
+		wall := time.Since(start)
+		slices.Sort(lat)
+		b.ReportMetric(float64(answered)/wall.Seconds(), "rows/s")
+		b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
+	})
 	for _, callers := range []int{4, 8} {
 		b.Run(fmt.Sprintf("parallel-%d", callers), func(b *testing.B) {
 			var (
