@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
 // store keeps jobs and their events in a SQLite file (WAL, synchronous=FULL).
@@ -45,13 +44,9 @@ CREATE TABLE IF NOT EXISTS job_events (
 );`
 
 func openStore(path string) (*store, error) {
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "busy_timeout(30000)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sqlitedb.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: open %s: %w", path, err)
+		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
 	if _, err := db.Exec(schema); err != nil {

@@ -4,14 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"github.com/privbo/privbo/pkg/sqlitedb"
 )
-
-// sqliteBusyTimeoutMS is how long a writer waits for another connection or
-// process holding the write lock before failing with SQLITE_BUSY.
-const sqliteBusyTimeoutMS = 30000
 
 var sqliteDDL = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (
@@ -40,37 +35,20 @@ var sqliteDDL = []string{
 }
 
 // OpenSQLite opens (creating if needed) the ledger in the SQLite file at
-// path, with the modernc.org/sqlite driver. The database runs in WAL mode
-// with synchronous=FULL, so a commit is on disk (the WAL is fsynced) before
+// path, with the settings of package sqlitedb: a commit is on disk before
 // Charge returns, and every write transaction starts with BEGIN IMMEDIATE,
-// so the check-and-charge is atomic also across processes sharing the
-// file. Writers wait up to 30 s for the write lock. The file must be on a
-// local file system (SQLite's WAL needs shared memory between processes).
+// so the check-and-charge is atomic also across processes sharing the file.
 func OpenSQLite(path string, limits Limits) (Store, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case path == "":
-		return nil, fmt.Errorf("ledger: sqlite path must not be empty")
-	case path == ":memory:" || strings.HasPrefix(path, "file:"):
-		return nil, fmt.Errorf("ledger: sqlite path must name a file, got %q", path)
-	case strings.ContainsAny(path, "?#\x00"):
-		return nil, fmt.Errorf("ledger: sqlite path must not contain '?', '#' or NUL, got %q", path)
-	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate",
-		path, sqliteBusyTimeoutMS)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("ledger: %w", err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	e := &sqliteEngine{db: db, sem: make(chan struct{}, 1)}
-	if err := e.checkPragmas(); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w (sqlite %s)", err, path)
-	}
 	s := newStore(e, limits, "", false)
 	if err := s.migrate(context.Background(), sqliteDDL); err != nil {
 		db.Close()
@@ -113,28 +91,6 @@ func (e *sqliteEngine) read(_ context.Context, fn func(q querier) error) error {
 }
 
 func (e *sqliteEngine) close() error { return e.db.Close() }
-
-// checkPragmas verifies that the durability settings took effect.
-func (e *sqliteEngine) checkPragmas() error {
-	ctx := context.Background()
-	conn, err := e.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("ledger: sqlite: %w", err)
-	}
-	defer conn.Close()
-	var mode string
-	var sync int
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("ledger: sqlite: %w", err)
-	}
-	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
-		return fmt.Errorf("ledger: sqlite: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") || sync != 2 {
-		return fmt.Errorf("ledger: sqlite: journal_mode=%s synchronous=%d, want wal and 2 (FULL)", mode, sync)
-	}
-	return nil
-}
 
 // sqlQuerier adapts *sql.DB and *sql.Tx.
 type sqlQuerier struct {

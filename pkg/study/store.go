@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"github.com/privbo/privbo/pkg/sqlitedb"
 
 	"github.com/privbo/privbo/pkg/matrixio"
 )
@@ -34,10 +34,7 @@ var ErrLocked = errors.New("study is in use by another process")
 // DBFile is the name of the database inside a studies directory.
 const DBFile = "studies.db"
 
-const (
-	busyTimeoutMS = 30000
-	schemaVersion = 1
-)
+const schemaVersion = 1
 
 var ddl = []string{
 	`CREATE TABLE IF NOT EXISTS schema_version (
@@ -281,14 +278,9 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("study: %w", err)
 	}
 	path := filepath.Join(dir, DBFile)
-	if strings.ContainsAny(path, "?#\x00") {
-		return nil, fmt.Errorf("study: studies directory must not contain '?', '#' or NUL, got %q", dir)
-	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate",
-		path, busyTimeoutMS)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitedb.Open(path, "foreign_keys(1)")
 	if err != nil {
-		return nil, fmt.Errorf("study: open %s: %w", path, err)
+		return nil, fmt.Errorf("study: %w", err)
 	}
 	db.SetMaxOpenConns(2)
 	s := &Store{dir: dir, db: db}
@@ -301,17 +293,6 @@ func Open(dir string) (*Store, error) {
 
 func (s *Store) init() error {
 	ctx := context.Background()
-	var mode string
-	var sync int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
-		return err
-	}
-	if !strings.EqualFold(mode, "wal") || sync != 2 {
-		return fmt.Errorf("journal_mode=%s synchronous=%d, want wal and 2 (FULL)", mode, sync)
-	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		for _, stmt := range ddl {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
