@@ -23,6 +23,8 @@ type kusnerJob struct {
 
 // kusnerConfig turns a spec into a validated kusner.Config and its plan, without
 // touching the data (the validation size m is public: it follows from the row count).
+// It does not compute the release constants (γ_T's greedy bound is the expensive part):
+// kusnerPlan does, once per submission, and kusner.Run once per run.
 func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 	space, err := r.space(s.Space)
 	if err != nil {
@@ -78,9 +80,6 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return kusnerJob{}, jobs.Plan{}, invalid("%v", err)
 	}
-	if _, err := cfg.Constants(); err != nil {
-		return kusnerJob{}, jobs.Plan{}, invalid("%v", err)
-	}
 	job.cfg = cfg
 	eps, delta := cfg.Cost()
 	plan := jobs.Plan{Guarantee: cfg.Guarantee(), Steps: cfg.Steps()}
@@ -88,8 +87,22 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 	return job, plan, nil
 }
 
+// kusnerPlan is kusnerConfig plus the check that the release constants can be computed
+// (for example that the Laplace scale is within pkg/dp's range), so that such a spec is
+// refused before it is charged.
+func (r *Runner) kusnerPlan(s jobs.KusnerSpec) (jobs.Plan, error) {
+	job, plan, err := r.kusnerConfig(s)
+	if err != nil {
+		return jobs.Plan{}, err
+	}
+	if _, err := job.cfg.Constants(); err != nil {
+		return jobs.Plan{}, invalid("%v", err)
+	}
+	return plan, nil
+}
+
 func (r *Runner) runKusner(ctx context.Context, s jobs.KusnerSpec, progress func(jobs.Progress)) (jobs.Result, error) {
-	job, _, err := r.kusnerConfig(s)
+	job, _, err := r.kusnerConfig(s) // kusner.Run computes and checks the constants
 	if err != nil {
 		return jobs.Result{}, err
 	}

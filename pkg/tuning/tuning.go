@@ -248,8 +248,7 @@ func (r *Runner) evaluate(ctx context.Context, e *evaluatorEntry, point map[stri
 func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
 	switch {
 	case spec.Kusner != nil:
-		_, plan, err := r.kusnerConfig(*spec.Kusner)
-		return plan, err
+		return r.kusnerPlan(*spec.Kusner)
 	case spec.DPHyPO != nil:
 		_, plan, err := r.dphypoPlan(*spec.DPHyPO)
 		return plan, err
