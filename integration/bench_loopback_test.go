@@ -197,7 +197,7 @@ func BenchmarkCachedQueries(b *testing.B) {
 		b.ReportMetric(float64(answered)/wall.Seconds(), "rows/s")
 		b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
 	})
-	for _, callers := range []int{4, 8} {
+	for _, callers := range []int{2, 4, 8} {
 		b.Run(fmt.Sprintf("parallel-%d", callers), func(b *testing.B) {
 			var (
 				mu  sync.Mutex

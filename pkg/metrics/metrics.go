@@ -78,20 +78,24 @@ func (r *Registry) GaugeFunc(name, help string, f func() []Sample) {
 }
 
 func labelString(labels []string) string {
+	return string(appendLabels(nil, labels))
+}
+
+// appendLabels appends the rendered label set name="value",… to b.
+func appendLabels(b []byte, labels []string) []byte {
 	if len(labels)%2 != 0 {
 		panic("metrics: labels must be name, value pairs")
 	}
-	var b strings.Builder
 	for i := 0; i < len(labels); i += 2 {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(labels[i])
-		b.WriteString(`="`)
-		b.WriteString(escape(labels[i+1]))
-		b.WriteByte('"')
+		b = append(b, labels[i]...)
+		b = append(b, `="`...)
+		b = append(b, escape(labels[i+1])...)
+		b = append(b, '"')
 	}
-	return b.String()
+	return b
 }
 
 var escaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
@@ -110,11 +114,15 @@ func (r *Registry) get(name string, labels []string) *series {
 	if !ok {
 		panic("metrics: undeclared metric " + name)
 	}
-	key := labelString(labels)
-	s := m[key]
+	// The key is built in a stack buffer and looked up without converting it to a
+	// string (the compiler elides that allocation), so a series that exists costs no
+	// allocation per call.
+	var buf [256]byte
+	key := appendLabels(buf[:0], labels)
+	s := m[string(key)]
 	if s == nil {
 		s = &series{buckets: make([]uint64, len(r.bounds[name]))}
-		m[key] = s
+		m[string(key)] = s
 	}
 	return s
 }

@@ -101,8 +101,9 @@ func (a Auth) identify(ctx context.Context) (string, error) {
 			return certIdentity(ti.State.VerifiedChains[0][0])
 		}
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	if auth := md.Get("authorization"); len(auth) > 0 && len(a.Tokens) > 0 {
+	// ValueFromIncomingContext reads one header without copying the whole metadata map
+	// (FromIncomingContext copies it on every call).
+	if auth := metadata.ValueFromIncomingContext(ctx, "authorization"); len(auth) > 0 && len(a.Tokens) > 0 {
 		if len(auth) != 1 || !strings.HasPrefix(auth[0], "Bearer ") {
 			return "", errUnauthenticated{"send exactly one \"authorization: Bearer TOKEN\" header"}
 		}

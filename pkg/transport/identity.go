@@ -54,8 +54,7 @@ func OutgoingIdentity(ctx context.Context, id string) context.Context {
 
 // identityFromMetadata reads the identity a client named in its metadata.
 func identityFromMetadata(ctx context.Context) (string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(IdentityHeader)
+	vals := metadata.ValueFromIncomingContext(ctx, IdentityHeader)
 	switch len(vals) {
 	case 0:
 		return AnonymousIdentity, nil
