@@ -7,7 +7,7 @@
 // A study is everything the modeler needs to continue where it stopped, and nothing the
 // curator protects: how to reach the curator again (an address and the paths of the
 // identity's files, never their contents), the settings that determine the sequence of
-// queries (r, ε, δ, label, T, q, kernel and UCB parameters), the released projection Z
+// queries (r, ε, δ, label, T, q, kernel, hyperparameter-fitting and UCB parameters), the released projection Z
 // (an n × r matrix, already public to the modeler), the initial row drawn uniformly at
 // random, every query and its answer in order, the caller's budget as last reported by
 // the curator, and optionally the known optimum max_i f(x_i) of a simulation.
@@ -33,6 +33,13 @@
 // rebuilds the modeler's posterior exactly and the next choice is the one the
 // interrupted run would have made. An answer received but not yet recorded is asked
 // again; the curator returns the value it released before, at no cost.
+//
+// The settings are fixed when the study is created, except the number of iterations T:
+// Store.SetIterations moves it to any value not below the number of observations
+// recorded (raising it un-finishes a done study, as adding trials to an Optuna or Vizier
+// study does). Past choices do not depend on T (β_t depends on the iteration t), so a
+// sequential study continues as if it had been created with the larger T; pkg/modeler
+// says when the same holds for batches.
 //
 // # Reports
 //

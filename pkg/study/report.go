@@ -140,6 +140,10 @@ func settingRows(s Settings) [][2]string {
 			v = "0 (default: from Z)"
 		case k == "beta" && s.ConstantBeta == 0:
 			v = "0 (schedule β_t)"
+		case k == "fit-every" && s.FitEvery == 0:
+			v = "0 (fixed hyperparameters)"
+		case k == "fit-every":
+			v += " (observations between maximum-likelihood refits)"
 		case k == "initial-index" && s.InitialIndex < 0:
 			v = "−1 (uniformly random)"
 		}

@@ -93,3 +93,22 @@ func TestWriteReport(t *testing.T) {
 		})
 	}
 }
+
+func TestSettingRowsFitEvery(t *testing.T) {
+	for _, tc := range []struct {
+		k    int
+		want string
+	}{{0, "0 (fixed hyperparameters)"}, {5, "5 (observations between maximum-likelihood refits)"}} {
+		set := testSettings
+		set.FitEvery = tc.k
+		got := ""
+		for _, r := range settingRows(set) {
+			if r[0] == "fit-every" {
+				got = r[1]
+			}
+		}
+		if got != tc.want {
+			t.Errorf("settingRows(fit-every %d) shows %q, want %q", tc.k, got, tc.want)
+		}
+	}
+}

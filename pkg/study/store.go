@@ -90,10 +90,14 @@ type Settings struct {
 	Lengthscale    float64 `json:"lengthscale"`
 	SignalVariance float64 `json:"signal-variance"`
 	NoiseVariance  float64 `json:"noise-variance"`
-	DeltaUCB       float64 `json:"delta-ucb"`
-	ConstantBeta   float64 `json:"beta"`
-	AllowRepeats   bool    `json:"allow-repeats"`
-	RawOutputs     bool    `json:"raw-outputs"`
+	// FitEvery k > 0 refits the kernel hyperparameters by maximum likelihood every k
+	// observations (pkg/modeler); 0, the value of studies stored before the setting
+	// existed, keeps them fixed.
+	FitEvery     int     `json:"fit-every"`
+	DeltaUCB     float64 `json:"delta-ucb"`
+	ConstantBeta float64 `json:"beta"`
+	AllowRepeats bool    `json:"allow-repeats"`
+	RawOutputs   bool    `json:"raw-outputs"`
 	// InitialIndex as asked: −1 draws it at random (the drawn row is Study.InitialIndex).
 	InitialIndex int `json:"initial-index"`
 }
@@ -109,6 +113,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("study: batch must be ≥ 1, got %d", s.Batch)
 	case s.InitialIndex < -1:
 		return fmt.Errorf("study: initial index must be ≥ 0 or −1 (random), got %d", s.InitialIndex)
+	case s.FitEvery < 0:
+		return fmt.Errorf("study: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed), got %d", s.FitEvery)
 	}
 	for _, f := range []struct {
 		name string
@@ -566,6 +572,46 @@ func (s *Store) SetError(ctx context.Context, name, msg string) error {
 func (s *Store) Finish(ctx context.Context, name string) error {
 	if err := s.update(ctx, name, `done = 1, last_error = ''`); err != nil {
 		return fmt.Errorf("study: %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetIterations changes the study's number of iterations T to n, which must be at least
+// the number of observations recorded (checked in the same transaction as the update).
+// Raising T past the recorded count marks the study not done, so that the next run
+// continues it; otherwise Done is left as it is.
+func (s *Store) SetIterations(ctx context.Context, name string, n int) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var sj string
+		var count int
+		if err := tx.QueryRowContext(ctx, `SELECT settings, (SELECT COUNT(*) FROM observations WHERE study = ?) FROM studies WHERE name = ?`,
+			name, name).Scan(&sj, &count); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		} else if err != nil {
+			return err
+		}
+		if n < count {
+			return fmt.Errorf("%d iterations are recorded; iterations must be at least %d, got %d", count, count, n)
+		}
+		var set Settings
+		if err := json.Unmarshal([]byte(sj), &set); err != nil {
+			return fmt.Errorf("settings: %w", err)
+		}
+		set.Iterations = n
+		if err := set.Validate(); err != nil {
+			return err
+		}
+		b, err := json.Marshal(set)
+		if err != nil {
+			return err
+		}
+		if n > count {
+			return updateTx(ctx, tx, name, `settings = ?, done = 0`, string(b))
+		}
+		return updateTx(ctx, tx, name, `settings = ?`, string(b))
+	})
+	if err != nil {
+		return fmt.Errorf("study: %s: iterations: %w", name, err)
 	}
 	return nil
 }

@@ -279,8 +279,8 @@ func TestSettingsDiff(t *testing.T) {
 // TestFlagValues checks that every setting has a flag value that parses back exactly.
 func TestFlagValues(t *testing.T) {
 	fv := testSettings.FlagValues()
-	if len(fv) != 15 {
-		t.Errorf("FlagValues has %d entries, want 15 (one per field of Settings)", len(fv))
+	if len(fv) != 16 {
+		t.Errorf("FlagValues has %d entries, want 16 (one per field of Settings)", len(fv))
 	}
 	for _, tc := range []struct {
 		flag string
@@ -291,8 +291,78 @@ func TestFlagValues(t *testing.T) {
 			t.Errorf("FlagValues()[%q] = %q, want %v exactly", tc.flag, fv[tc.flag], tc.want)
 		}
 	}
-	if fv["kernel"] != "se" || fv["allow-repeats"] != "false" {
-		t.Errorf("FlagValues kernel, allow-repeats = %q, %q; want se, false", fv["kernel"], fv["allow-repeats"])
+	if fv["kernel"] != "se" || fv["allow-repeats"] != "false" || fv["fit-every"] != "0" {
+		t.Errorf("FlagValues kernel, allow-repeats, fit-every = %q, %q, %q; want se, false, 0", fv["kernel"], fv["allow-repeats"], fv["fit-every"])
+	}
+}
+
+// TestSettingsBeforeFitEvery loads a study stored before the fit-every setting existed
+// (its settings JSON has no such key): it reads as 0, fixed hyperparameters.
+func TestSettingsBeforeFitEvery(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	old := `{"r":5,"epsilon":7.38905609893065,"delta":0.0001,"label":"","iterations":6,"batch":2,"kernel":"se","lengthscale":0,` +
+		`"signal-variance":1,"noise-variance":0.001,"delta-ucb":0.05,"beta":0,"allow-repeats":false,"raw-outputs":false,"initial-index":-1}`
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO studies (name, created_ns, updated_ns, connection, settings) VALUES ('old', 1, 1, '{}', ?)`, old); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Get(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settings != testSettings {
+		t.Errorf("settings stored without fit-every = %+v, want %+v (fit-every 0)", st.Settings, testSettings)
+	}
+}
+
+// TestSetIterations raises and lowers a study's T around its recorded observations.
+func TestSetIterations(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	if _, err := s.Create(ctx, "x", testConn, testSettings); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveRelease(ctx, "x", testRelease, testZ); err != nil {
+		t.Fatal(err)
+	}
+	obs := []Observation{{Iteration: 1, Round: 1, Index: 3, Value: 10}, {Iteration: 2, Round: 2, Index: 0, Value: 30},
+		{Iteration: 3, Round: 2, Index: 1, Value: 20}}
+	if err := s.Record(ctx, "x", obs, Budget{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	get := func() *Study {
+		t.Helper()
+		st, err := s.Get(ctx, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if err := s.SetIterations(ctx, "x", 2); err == nil || !strings.Contains(err.Error(), "3 iterations are recorded") {
+		t.Errorf("SetIterations(2) with 3 recorded: err = %v, want one saying 3 are recorded", err)
+	}
+	if st := get(); st.Settings.Iterations != 6 || !st.Done {
+		t.Errorf("after a refused SetIterations: T = %d, done %v; want 6, done", st.Settings.Iterations, st.Done)
+	}
+	if err := s.SetIterations(ctx, "x", 3); err != nil {
+		t.Fatal(err)
+	}
+	if st := get(); st.Settings.Iterations != 3 || !st.Done {
+		t.Errorf("after SetIterations(3) with 3 recorded: T = %d, done %v; want 3, still done", st.Settings.Iterations, st.Done)
+	}
+	if err := s.SetIterations(ctx, "x", 10); err != nil {
+		t.Fatal(err)
+	}
+	want := testSettings
+	want.Iterations = 10
+	if st := get(); st.Settings != want || st.Done {
+		t.Errorf("after SetIterations(10): settings %+v, done %v; want %+v, not done", st.Settings, st.Done, want)
+	}
+	if err := s.SetIterations(ctx, "nobody", 10); !errors.Is(err, ErrNotFound) {
+		t.Errorf("SetIterations of a missing study: err = %v, want ErrNotFound", err)
 	}
 }
 
@@ -318,6 +388,11 @@ func TestValidName(t *testing.T) {
 	bad.Epsilon = math.Inf(1)
 	if err := bad.Validate(); err == nil {
 		t.Error("Validate(ε = +Inf): no error")
+	}
+	bad = testSettings
+	bad.FitEvery = -1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "fit-every must be ≥ 0") {
+		t.Errorf("Validate(fit-every −1) = %v, want a fit-every error", err)
 	}
 }
 
