@@ -1,7 +1,7 @@
 // Command modeler is privbo's modeler client: it runs PO-GP-UCB against a curator,
 // choosing which rows are worth an evaluation while seeing only private releases.
 //
-//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--batch Q] [--study NAME] [--json]
+//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--batch Q] [--fit-every K] [--study NAME] [--json]
 //	modeler studies
 //	modeler report --study NAME --out DIR
 package main
@@ -94,6 +94,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: half the median distance of the released rows to their mean)")
 	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 1, "kernel signal variance σ_y² (standardised outputs)")
 	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 1e-3, "observation noise variance σ_n² (standardised outputs)")
+	fs.IntVar(&cfg.FitEvery, "fit-every", 0, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
 	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.Float64Var(&cfg.ConstantBeta, "beta", 0, "constant β instead of the schedule (0: use the schedule)")
 	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", false, "let GP-UCB choose rows it has already queried")
@@ -169,8 +170,14 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s, release %s, r=%d, lengthscale %.4g)\n",
-		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R, res.Lengthscale)
+	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s, release %s, r=%d)\n",
+		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
+	fitted := "fixed"
+	if cfg.FitEvery > 0 {
+		fitted = fmt.Sprintf("maximum likelihood every %d observations, %d fits", cfg.FitEvery, res.Refits)
+	}
+	fmt.Fprintf(stdout, "hyperparameters (%s): lengthscale %.4g, signal variance %.4g, noise variance %.4g\n",
+		fitted, res.Lengthscale, res.SignalVariance, res.NoiseVariance)
 	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g\n",
 		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
 	if asJSON {

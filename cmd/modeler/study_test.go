@@ -72,6 +72,49 @@ func TestStudyCommands(t *testing.T) {
 	}
 }
 
+// TestRunFitEvery checks the --fit-every flag: negative is refused, a positive period is
+// stored with the study, reported, and filled in when the study is resumed by name.
+func TestRunFitEvery(t *testing.T) {
+	srv := startDiabetesCurator(t)
+	dir := t.TempDir()
+	cmd := func(args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(args, &stdout, &stderr)
+		return stdout.String(), stderr.String(), err
+	}
+	base := []string{"run", "--curator", srv.Addr(), "--identity", "cli-fit", "--r", "5", "--epsilon", "2", "--delta", "1e-4",
+		"--iterations", "8", "--quiet"}
+	if _, _, err := cmd(append(base, "--fit-every", "-1")...); err == nil || !strings.Contains(err.Error(), "fit-every must be ≥ 0") {
+		t.Errorf("run --fit-every -1: err = %v, want it refused", err)
+	}
+	out, errOut, err := cmd(append(base, "--fit-every", "3", "--study", "f", "--studies-dir", dir)...)
+	if err != nil {
+		t.Fatalf("run --fit-every 3: %v\n%s", err, errOut)
+	}
+	// Refits after answers 3 and 6.
+	if !strings.Contains(out, "hyperparameters (maximum likelihood every 3 observations, 2 fits)") {
+		t.Errorf("run --fit-every 3 output lacks the fitted hyperparameters:\n%s", out)
+	}
+	store, err := openStudies(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := store.Get(t.Context(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settings.FitEvery != 3 {
+		t.Errorf("stored fit-every = %d, want 3", st.Settings.FitEvery)
+	}
+	if _, errOut, err := cmd("run", "--study", "f", "--studies-dir", dir, "--quiet"); err != nil {
+		t.Errorf("run --study f alone: %v\n%s", err, errOut)
+	}
+	if _, _, err := cmd("run", "--study", "f", "--studies-dir", dir, "--fit-every", "0"); err == nil || !strings.Contains(err.Error(), "fit-every: stored 3, given 0") {
+		t.Errorf("run --study f --fit-every 0: err = %v, want the settings difference", err)
+	}
+}
+
 func hasLineWithFields(out string, fields ...string) bool {
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)

@@ -27,6 +27,8 @@ func (s *session) chooseBatch(q int) ([]int, *gpucb.GP, error) {
 	}
 	m, sd := s.standardisation()
 	cfg := s.gcfg
+	h := s.gp.Hyper() // refitted ones with Config.FitEvery
+	cfg.Lengthscale, cfg.SignalVariance, cfg.NoiseVariance = h.Lengthscale, h.SignalVariance, h.NoiseVariance
 	cfg.Standardise = false
 	cfg.Capacity = len(s.ys) + q
 	scratch, err := gpucb.New(s.z, s.n, s.dim, cfg)

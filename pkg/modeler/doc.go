@@ -33,6 +33,29 @@
 // study, while the real posterior stays incremental. For the sizes of a study (n in the
 // thousands, T in the hundreds) a round costs milliseconds.
 //
+// # Hyperparameters
+//
+// The kernel's lengthscale l, signal variance σ_y² and noise variance σ_n² (θ) are fixed
+// (Config; l defaults to gpucb.DefaultLengthscale of Z) unless Config.FitEvery = k > 0.
+// Then θ is refitted by maximum likelihood on the t answers so far (type-II maximum
+// likelihood, Rasmussen & Williams 2006 §5.4; gpucb.GP.Refit: L-BFGS on log p(y | θ) from
+// the current θ and from three random starts, within bounds scaled to Z and the outputs)
+// at the end of every round that takes t to or past a multiple of k, once t ≥ 3:
+//
+//	refit after a round that took t from t₀ to t₁  ⇔  ⌊t₁/k⌋ > ⌊t₀/k⌋ and t₁ ≥ 3
+//
+// For q = 1 that is after every k-th answer, the rule of pkg/simulate. Refits happen
+// only between rounds, never while stand-ins are pending: the q rows of a round are all
+// chosen under one θ, and the scratch GP that holds their stand-ins is built with the θ in
+// use. A fit costs O(t³) per likelihood evaluation (some hundreds of evaluations) and an
+// exact rebuild of the posterior, O(n·t·(r + t)).
+//
+// The fit is deterministic. Its random starts after t answers are seeded by a fixed
+// function of t, not by crypto/rand: they search the likelihood of data the modeler
+// already holds and protect nothing, and a resumed study must fit as the uninterrupted
+// one did. A fit that fails (no start reaches a positive-definite covariance) keeps the
+// previous θ. Result reports the θ in use at the end and the number of fits.
+//
 // # Studies
 //
 // RunStudy keeps the study in a pkg/study store and resumes it after a crash or an
@@ -40,5 +63,9 @@
 // posterior is rebuilt by replaying the recorded answers (bit-identical, pkg/gpucb is
 // deterministic) and the study continues with the choice the interrupted run would have
 // made. A round that was answered but not recorded is asked again, and the curator
-// returns the values it released before, at no cost.
+// returns the values it released before, at no cost. The replay goes round by round, as
+// recorded, through the code that observes live answers, so the hyperparameters are
+// refitted at the same points with the same seeds (with FitEvery the rebuild pays for
+// those fits again).
+
 package modeler

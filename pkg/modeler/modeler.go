@@ -37,6 +37,11 @@ type Config struct {
 	// means 1; NoiseVariance 0 means 1e-3 (both in standardised output units).
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
+	// FitEvery k > 0 refits the three hyperparameters above by maximum likelihood
+	// (gpucb.GP.Refit, from the current values) at the end of every round that takes the
+	// number of answers t to or past a multiple of k, once t ≥ 3: for q = 1 after every
+	// k-th answer, as pkg/simulate does (package documentation). 0 keeps them fixed.
+	FitEvery int
 	// DeltaUCB is δ' of the β_t schedule (default 0.05); ConstantBeta > 0 overrides it.
 	DeltaUCB, ConstantBeta float64
 	// AllowRepeats lets GP-UCB choose rows it has already queried (they cost nothing
@@ -97,8 +102,14 @@ type Result struct {
 	Values     []float64 `json:"values"`
 	Batch      int       `json:"batch"`
 	Rounds     int       `json:"rounds"`
-	// Lengthscale actually used.
+	// Lengthscale, SignalVariance and NoiseVariance are the kernel hyperparameters in
+	// use at the end: the configured ones, or the last maximum-likelihood fit when
+	// Config.FitEvery > 0. Refits counts the fits that succeeded (a failed fit keeps the
+	// previous values), those replayed when a study resumed included.
 	Lengthscale      float64 `json:"lengthscale"`
+	SignalVariance   float64 `json:"signal_variance"`
+	NoiseVariance    float64 `json:"noise_variance"`
+	Refits           int     `json:"refits"`
 	EpsilonSpent     float64 `json:"epsilon_spent"`
 	DeltaSpent       float64 `json:"delta_spent"`
 	EpsilonRemaining float64 `json:"epsilon_remaining"`
@@ -121,6 +132,9 @@ func (c *Config) defaults() error {
 	if c.InitialIndex < -1 {
 		return fmt.Errorf("modeler: initial index must be ≥ 0, or −1 for a random row, got %d", c.InitialIndex)
 	}
+	if c.FitEvery < 0 {
+		return fmt.Errorf("modeler: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed, k > 0 refits them every k answers), got %d", c.FitEvery)
+	}
 	if c.SignalVariance == 0 {
 		c.SignalVariance = 1
 	}
@@ -142,7 +156,7 @@ func (c Config) Settings() (study.Settings, error) {
 	return study.Settings{
 		R: c.R, Epsilon: c.Epsilon, Delta: c.Delta, Label: c.Label, Iterations: c.Iterations, Batch: c.Batch,
 		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
-		DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
+		FitEvery: c.FitEvery, DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
 		InitialIndex: c.InitialIndex,
 	}, nil
 }
@@ -156,7 +170,7 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 	return Config{
 		R: s.R, Epsilon: s.Epsilon, Delta: s.Delta, Label: s.Label, Iterations: s.Iterations, Batch: s.Batch,
 		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
-		DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
+		FitEvery: s.FitEvery, DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
 		InitialIndex: s.InitialIndex,
 	}, nil
 }
@@ -208,9 +222,17 @@ type session struct {
 	rounds int
 }
 
+// checkRows refuses more iterations than rows when a row may be queried only once.
+func checkRows(iterations, n int, allowRepeats bool) error {
+	if iterations > n && !allowRepeats {
+		return fmt.Errorf("modeler: %d iterations exceed the %d rows; allow repeats or ask for fewer", iterations, n)
+	}
+	return nil
+}
+
 func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, n, dim int) (*session, error) {
-	if cfg.Iterations > n && !cfg.AllowRepeats {
-		return nil, fmt.Errorf("modeler: %d iterations exceed the %d rows; allow repeats or ask for fewer", cfg.Iterations, n)
+	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
+		return nil, err
 	}
 	ls := cfg.Lengthscale
 	if ls == 0 {
@@ -226,7 +248,8 @@ func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, 
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
 	return &session{cfg: cfg, client: client, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp,
-		res: &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Lengthscale: ls, Batch: cfg.Batch}}, nil
+		res: &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Batch: cfg.Batch,
+			Lengthscale: ls, SignalVariance: cfg.SignalVariance, NoiseVariance: cfg.NoiseVariance}}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.
@@ -244,6 +267,54 @@ func (s *session) observe(iteration, round, i int, y float64) error {
 	s.rounds = max(s.rounds, round)
 	s.res.Rounds = s.rounds
 	return nil
+}
+
+// observeRound conditions the GP on one round's answers in order, calling each (if set)
+// after each of them, and then refits the hyperparameters if the round took the number
+// of answers to or past a multiple of Config.FitEvery. The live loop and the replay of a
+// stored study both go through it, so that both refit at the same points.
+func (s *session) observeRound(recs []study.Observation, each func(study.Observation)) error {
+	before := s.gp.T()
+	for _, r := range recs {
+		if err := s.observe(r.Iteration, r.Round, r.Index, r.Value); err != nil {
+			return err
+		}
+		if each != nil {
+			each(r)
+		}
+	}
+	s.refit(before)
+	return nil
+}
+
+// refit fits the hyperparameters by maximum likelihood when the answers went from before
+// to t ≥ 3 across a multiple of k = Config.FitEvery (for one answer per round: when
+// t % k = 0, pkg/simulate's rule). A failed fit leaves the GP as it was (gpucb.GP.Refit
+// guarantees it) and the study goes on with the previous hyperparameters: which
+// happens is as deterministic as the fit itself.
+func (s *session) refit(before int) {
+	k, t := s.cfg.FitEvery, s.gp.T()
+	if k <= 0 || t < 3 || t/k == before/k {
+		return
+	}
+	h, err := s.gp.Refit(gpucb.FitOptions{Seed: fitSeed(t)})
+	if err != nil {
+		return
+	}
+	s.res.Lengthscale, s.res.SignalVariance, s.res.NoiseVariance = h.Lengthscale, h.SignalVariance, h.NoiseVariance
+	s.res.Refits++
+}
+
+// fitSeed is the seed of the random restarts of the fit after t answers. It is a fixed
+// function of t so that a resumed study, which replays its refits, fits exactly as an
+// uninterrupted one. The restarts only search the likelihood of data the modeler already
+// holds (Z and released answers); they protect nothing, so a seeded generator is the
+// right tool. (SplitMix64's finaliser, to spread consecutive t over the seed space.)
+func fitSeed(t int) uint64 {
+	h := uint64(t) + 0x9e3779b97f4a7c15
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	return h ^ h>>31
 }
 
 // loop runs the remaining rounds, starting from the answers already observed; the first
@@ -288,15 +359,16 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 				return err
 			}
 		}
-		for _, r := range recs {
-			if err := s.observe(r.Iteration, r.Round, r.Index, r.Value); err != nil {
-				return err
-			}
-			if s.cfg.Progress != nil {
+		var progress func(study.Observation)
+		if s.cfg.Progress != nil {
+			progress = func(r study.Observation) {
 				s.cfg.Progress(Step{Iteration: r.Iteration, Round: r.Round, Index: r.Index, Value: r.Value,
 					BestIndex: s.res.BestIndex, BestValue: s.res.BestValue, Replayed: r.Replayed,
 					EpsilonRemaining: s.budget.GetEpsilonRemaining(), DeltaRemaining: s.budget.GetDeltaRemaining()})
 			}
+		}
+		if err := s.observeRound(recs, progress); err != nil {
+			return err
 		}
 		t += len(batch)
 	}

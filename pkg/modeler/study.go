@@ -106,13 +106,21 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	for _, o := range prior {
-		if err := s.observe(o.Iteration, o.Round, o.Index, o.Value); err != nil {
+	replayed := 0
+	// Round by round, as the answers came, so that refits fall where they fell.
+	for len(prior) > 0 {
+		k := 1
+		for k < len(prior) && prior[k].Round == prior[0].Round {
+			k++
+		}
+		if err := s.observeRound(prior[:k], nil); err != nil {
 			return nil, fmt.Errorf("%w (replaying study %s)", err, st.Name)
 		}
+		replayed += k
+		prior = prior[k:]
 	}
 	if existed && cfg.Resumed != nil {
-		cfg.Resumed(Resume{Study: st.Name, Iterations: len(prior), Rebuild: time.Since(start), Projection: fetched})
+		cfg.Resumed(Resume{Study: st.Name, Iterations: replayed, Rebuild: time.Since(start), Projection: fetched})
 	}
 	initial := st.InitialIndex
 	if initial < 0 {

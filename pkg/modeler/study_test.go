@@ -3,12 +3,15 @@ package modeler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
@@ -25,13 +28,19 @@ const answerEps = 0.01
 // answers released under the Laplace mechanism so that every answer has a price.
 func startCurator(t *testing.T) string {
 	t.Helper()
+	return startCuratorOutput(t, curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400})
+}
+
+// startCuratorOutput is startCurator with answers released as out says.
+func startCuratorOutput(t *testing.T, out curator.OutputPrivacy) string {
+	t.Helper()
 	srv, err := server.Start(context.Background(), server.Config{
 		Listen:   "127.0.0.1:0",
 		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
 		Data:     dataset.Options{Target: "progression"},
 		StateDir: t.TempDir(),
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
-		Output:   curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400},
+		Output:   out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -201,5 +210,93 @@ func TestRunBatch(t *testing.T) {
 	}
 	if _, err := Run(ctx, client, Config{R: 5, Epsilon: 1, Delta: 1e-4, Iterations: 10, Batch: -1}); err == nil {
 		t.Error("Run(batch = −1): no error")
+	}
+}
+
+// stopAfter cancels the run once iteration n has been observed (and recorded), as a
+// person pressing Ctrl-C would.
+func stopAfter(n int, cancel context.CancelFunc) func(Step) {
+	return func(s Step) {
+		if s.Iteration == n {
+			cancel()
+		}
+	}
+}
+
+// TestRunStudyFitEveryResume stops studies that refit their hyperparameters (FitEvery = 4)
+// twice part-way (after iterations 4 and 10; for q = 1 the second is between refits),
+// resumes them, and
+// checks that they choose the same rows as an uninterrupted study on the same release
+// and initial row, end with the same hyperparameters, and that the fit moved the
+// lengthscale away from the fixed default on the diabetes data (answered exactly, so that
+// the likelihood sees the data rather than the Laplace noise of tiny ε). With q = 3
+// rounds end at t = 1, 4, 7, …, so refits fall at 4, 10 (crossing 8), 13 (crossing 12)
+// and 16.
+func TestRunStudyFitEveryResume(t *testing.T) {
+	ctx := context.Background()
+	addr := startCuratorOutput(t, curator.OutputPrivacy{Mechanism: "none"})
+	for _, q := range []int{1, 3} {
+		t.Run(fmt.Sprintf("q=%d", q), func(t *testing.T) {
+			id := fmt.Sprintf("fit-resume-%d", q)
+			client := dial(t, addr, id)
+			store, err := study.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			conn := study.Connection{Curator: addr, Identity: id}
+			cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 16, Batch: q, FitEvery: 4, InitialIndex: -1}
+			for _, stop := range []int{4, 10} {
+				sctx, cancel := context.WithCancel(ctx)
+				scfg := cfg
+				scfg.Progress = stopAfter(stop, cancel)
+				_, err := RunStudy(sctx, client, store, "s", conn, scfg)
+				cancel()
+				if !errors.Is(err, context.Canceled) && status.Code(err) != codes.Canceled {
+					t.Fatalf("RunStudy stopped after iteration %d: err = %v, want cancelled", stop, err)
+				}
+			}
+			obs, err := store.Observations(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(obs) < 10 || len(obs) >= 16 {
+				t.Fatalf("%d observations stored after two stops, want from 10 to 15", len(obs))
+			}
+			res, err := RunStudy(ctx, client, store, "s", conn, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := store.Get(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ucfg := cfg
+			ucfg.InitialIndex = st.InitialIndex
+			ref, err := RunStudy(ctx, client, store, "uninterrupted", conn, ucfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.ReleaseID != res.ReleaseID {
+				t.Fatalf("uninterrupted study got release %s, want the same %s", ref.ReleaseID, res.ReleaseID)
+			}
+			if fmt.Sprint(res.Queried) != fmt.Sprint(ref.Queried) {
+				t.Errorf("resumed study queried %v, uninterrupted %v; want the same sequence", res.Queried, ref.Queried)
+			}
+			if res.Refits != 4 || ref.Refits != 4 {
+				t.Errorf("refits: resumed %d, uninterrupted %d; want 4 (t = 4, 8, 12, 16 or the round ends past them)", res.Refits, ref.Refits)
+			}
+			if res.Lengthscale != ref.Lengthscale || res.SignalVariance != ref.SignalVariance || res.NoiseVariance != ref.NoiseVariance {
+				t.Errorf("resumed study ends with (%g, %g, %g), uninterrupted (%g, %g, %g); want the same",
+					res.Lengthscale, res.SignalVariance, res.NoiseVariance, ref.Lengthscale, ref.SignalVariance, ref.NoiseVariance)
+			}
+			fixed, err := RunStudy(ctx, client, store, "fixed", conn, func() Config { c := ucfg; c.FitEvery = 0; return c }())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fixed.Refits != 0 || res.Lengthscale == fixed.Lengthscale {
+				t.Errorf("lengthscale %g after %d refits, %g fixed (%d refits); want the fit to move it", res.Lengthscale, res.Refits, fixed.Lengthscale, fixed.Refits)
+			}
+		})
 	}
 }
