@@ -83,7 +83,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
 	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
-	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T")
+	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T (with --study on a stored study: a new T, at least the number recorded, extends or shortens it)")
 	fs.IntVar(&cfg.Batch, "batch", 1, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
 	var studyName, studiesDir string
 	var known knownBestFlag
@@ -153,8 +153,12 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			if r.Projection {
 				again = " (projection asked again: the curator replays it at no cost)"
 			}
-			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded, GP rebuilt in %s%s\n",
-				r.Study, r.Iterations, cfg.Iterations, r.Rebuild.Round(time.Microsecond), again)
+			moved := ""
+			if r.PreviousIterations != 0 {
+				moved = fmt.Sprintf(" (T changed from %d)", r.PreviousIterations)
+			}
+			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded%s, GP rebuilt in %s%s\n",
+				r.Study, r.Iterations, cfg.Iterations, moved, r.Rebuild.Round(time.Microsecond), again)
 		}
 		sconn := study.Connection{Curator: conn.addr, Identity: conn.identity, CA: conn.ca, Cert: conn.cert, Key: conn.key,
 			TokenFile: conn.tokenFile, ServerName: conn.serverName}

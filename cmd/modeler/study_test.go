@@ -70,6 +70,28 @@ func TestStudyCommands(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rep, "regret.png")); err != nil {
 		t.Errorf("report of a study with a known best: %v", err)
 	}
+	// --iterations on a stored study extends it; below what is recorded it is refused.
+	if _, _, err := cmd("run", "--study", "s1", "--studies-dir", dir, "--iterations", "8"); err == nil ||
+		!strings.Contains(err.Error(), "9 iterations are already recorded") {
+		t.Errorf("run --study s1 --iterations 8: err = %v, want one saying 9 are recorded", err)
+	}
+	out, errOut, err = cmd("run", "--study", "s1", "--studies-dir", dir, "--iterations", "13", "--json")
+	if err != nil {
+		t.Fatalf("run --study s1 --iterations 13: %v\n%s", err, errOut)
+	}
+	if ext := lastJSON(out); ext["iterations"] != 13.0 || ext["rounds"] != 4.0 {
+		t.Errorf("extended study = %v, want 13 iterations in 4 rounds (1 + 4 + 4 + 4)", ext)
+	}
+	if !strings.Contains(errOut, "resuming study s1: 9 of 13 iterations recorded (T changed from 9)") {
+		t.Errorf("no resume line naming the change of T on stderr:\n%s", errOut)
+	}
+	out, _, err = cmd("studies", "--studies-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasLineWithFields(out, "s1", "13/13", "done") {
+		t.Errorf("studies output lacks a line for s1 with 13/13, done:\n%s", out)
+	}
 }
 
 // TestRunFitEvery checks the --fit-every flag: negative is refused, a positive period is

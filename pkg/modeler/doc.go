@@ -67,5 +67,23 @@
 // recorded, through the code that observes live answers, so the hyperparameters are
 // refitted at the same points with the same seeds (with FitEvery the rebuild pays for
 // those fits again).
-
+//
+// # Extending a study
+//
+// On resume every setting must be given as stored except the number of iterations T,
+// which may become any value at least the number of iterations recorded (RunStudy;
+// study.Store.SetIterations updates it in a transaction):
+//
+//   - a larger T continues the study, finished or not, as adding trials to an Optuna or
+//     Vizier study does;
+//   - a smaller T that is still at least the recorded count ends a stopped study there
+//     (nothing recorded is lost, and T can be raised again later);
+//   - a T below the recorded count is refused, with the count.
+//
+// Nothing already chosen depends on T: β_t and the refit points depend on the iteration
+// t. So a sequential study extended from T to T' makes the choices of a study created
+// with T'. With q > 1 the last round of the shorter study has min(q, T − t) rows and is
+// answered before the next round is chosen; the two studies agree when T − 1 is a
+// multiple of q (T ends a round of the longer study). Otherwise their first T rows are
+// the same (a batch is chosen row by row) and the later ones may differ.
 package modeler

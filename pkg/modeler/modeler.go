@@ -73,6 +73,9 @@ type Resume struct {
 	// Projection is true when the release had not been stored and was asked again
 	// (the curator replays a release it made before at no cost).
 	Projection bool
+	// PreviousIterations is the study's T before this run changed it to
+	// Config.Iterations, 0 if it did not.
+	PreviousIterations int
 }
 
 // Step reports one observation.

@@ -13,10 +13,13 @@ import (
 
 // RunStudy runs the study name of store against the curator behind client, creating it
 // with cfg and conn if it does not exist and resuming it otherwise (see the package
-// documentation). On resume cfg's settings (Config.Settings) must equal the stored ones
-// and conn's identity the stored identity; a changed address or file path replaces the
-// stored one. The study is locked for the duration (study.ErrLocked if another process
-// runs it). A finished study returns its result without contacting the curator.
+// documentation). On resume cfg's settings (Config.Settings) must equal the stored ones,
+// except Iterations, and conn's identity the stored identity; a changed address or file
+// path replaces the stored one. A different Iterations becomes the study's T if it is at
+// least the number of iterations recorded: a larger T continues a finished study, a
+// smaller one ends a stopped study sooner. The study is locked for the duration
+// (study.ErrLocked if another process runs it). A finished study returns its result
+// without contacting the curator.
 func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, name string,
 	conn study.Connection, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
@@ -35,7 +38,10 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 	}
 	defer unlock()
 	st, err := store.Get(ctx, name)
-	existed := err == nil
+	var resumed *Resume // nil for a new study
+	if err == nil {
+		resumed = &Resume{Study: name}
+	}
 	switch {
 	case errors.Is(err, study.ErrNotFound):
 		if st, err = store.Create(ctx, name, conn, set); err != nil {
@@ -44,7 +50,9 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 	case err != nil:
 		return nil, fmt.Errorf("modeler: %w", err)
 	default:
-		if diff := st.Settings.Diff(set); len(diff) > 0 {
+		same := set
+		same.Iterations = st.Settings.Iterations // compared below
+		if diff := st.Settings.Diff(same); len(diff) > 0 {
 			return nil, fmt.Errorf("modeler: study %s was created with other settings (%s); give the stored ones or none to resume, or start a new study",
 				name, strings.Join(diff, "; "))
 		}
@@ -52,13 +60,27 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 			return nil, fmt.Errorf("modeler: study %s runs as identity %q, not %q (answers and budget belong to an identity)",
 				name, st.Connection.Identity, conn.Identity)
 		}
+		if set.Iterations != st.Settings.Iterations {
+			if st.Release != nil {
+				if err := checkRows(set.Iterations, st.Release.Rows, set.AllowRepeats); err != nil {
+					return nil, err
+				}
+			}
+			if err := store.SetIterations(ctx, name, set.Iterations); err != nil {
+				return nil, fmt.Errorf("modeler: %w", err)
+			}
+			resumed.PreviousIterations = st.Settings.Iterations
+			if st, err = store.Get(ctx, name); err != nil {
+				return nil, fmt.Errorf("modeler: %w", err)
+			}
+		}
 		if conn != st.Connection {
 			if err := store.SetConnection(ctx, name, conn); err != nil {
 				return nil, fmt.Errorf("modeler: %w", err)
 			}
 		}
 	}
-	res, err := runStudy(ctx, client, store, st, cfg, existed)
+	res, err := runStudy(ctx, client, store, st, cfg, resumed)
 	if err != nil {
 		// Keep the reason for `modeler studies`, even when ctx was cancelled.
 		store.SetError(context.WithoutCancel(ctx), name, err.Error()) //nolint:errcheck // err is the one to report
@@ -67,7 +89,8 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 	return res, nil
 }
 
-func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, st *study.Study, cfg Config, existed bool) (*Result, error) {
+// runStudy runs st, new or resumed (resumed holds what RunStudy knows of the resume).
+func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, st *study.Study, cfg Config, resumed *Resume) (*Result, error) {
 	start := time.Now()
 	fetched := st.Release == nil
 	var z []float64
@@ -119,8 +142,9 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		replayed += k
 		prior = prior[k:]
 	}
-	if existed && cfg.Resumed != nil {
-		cfg.Resumed(Resume{Study: st.Name, Iterations: replayed, Rebuild: time.Since(start), Projection: fetched})
+	if resumed != nil && cfg.Resumed != nil {
+		resumed.Iterations, resumed.Rebuild, resumed.Projection = replayed, time.Since(start), fetched
+		cfg.Resumed(*resumed)
 	}
 	initial := st.InitialIndex
 	if initial < 0 {

@@ -300,3 +300,80 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 		})
 	}
 }
+
+// TestRunStudyExtend runs studies to T, raises T on a finished study and checks that the
+// extended study chooses the same rows as one created with the larger T: β_t depends on
+// the iteration t, not on T, and so do the refit points. With q > 1 that holds when the
+// shorter study ends on a round boundary of the longer one (16 = 1 + 5·3). Lowering T
+// below the recorded count is refused, saying how many are recorded.
+func TestRunStudyExtend(t *testing.T) {
+	ctx := context.Background()
+	addr := startCurator(t)
+	for k, tc := range []struct {
+		name            string
+		q, fitEvery     int
+		from, to        int
+		queriesToExtend int
+	}{
+		{"sequential", 1, 0, 20, 30, 10},
+		{"sequential, fit every 5", 1, 5, 20, 30, 10},
+		{"batches of 3", 3, 0, 16, 25, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := fmt.Sprintf("extend-%d", k)
+			client := dial(t, addr, id)
+			store, err := study.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			conn := study.Connection{Curator: addr, Identity: id}
+			cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: tc.from, Batch: tc.q, FitEvery: tc.fitEvery, InitialIndex: -1}
+			short, err := RunStudy(ctx, client, store, "s", conn, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			low := cfg
+			low.Iterations = tc.from - 1
+			want := fmt.Sprintf("%d iterations are already recorded", tc.from)
+			if _, err := RunStudy(ctx, client, store, "s", conn, low); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("RunStudy with T = %d after %d: err = %v, want %q", low.Iterations, tc.from, err, want)
+			}
+			var resumed []Resume
+			ext := cfg
+			ext.Iterations = tc.to
+			ext.Resumed = func(r Resume) { resumed = append(resumed, r) }
+			cc := &crashingClient{CuratorServiceClient: client}
+			res, err := RunStudy(ctx, cc, store, "s", conn, ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resumed) != 1 || resumed[0].Iterations != tc.from || resumed[0].PreviousIterations != tc.from {
+				t.Errorf("Resumed calls = %+v, want one from %d recorded iterations and T = %d before", resumed, tc.from, tc.from)
+			}
+			if cc.calls != tc.queriesToExtend || res.Iterations != tc.to || fmt.Sprint(res.Queried[:tc.from]) != fmt.Sprint(short.Queried) {
+				t.Errorf("extension: %d queries, %d iterations, first %d rows %v; want %d queries, %d iterations, the rows %v",
+					cc.calls, res.Iterations, tc.from, res.Queried[:min(tc.from, len(res.Queried))], tc.queriesToExtend, tc.to, short.Queried)
+			}
+			st, err := store.Get(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Done || st.Settings.Iterations != tc.to {
+				t.Errorf("extended study: done %v, T = %d; want done, %d", st.Done, st.Settings.Iterations, tc.to)
+			}
+			one := ext
+			one.Resumed, one.InitialIndex = nil, st.InitialIndex
+			ref, err := RunStudy(ctx, client, store, "one-go", conn, one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ref.ReleaseID != res.ReleaseID {
+				t.Fatalf("one-go study got release %s, want the same %s", ref.ReleaseID, res.ReleaseID)
+			}
+			if fmt.Sprint(res.Queried) != fmt.Sprint(ref.Queried) {
+				t.Errorf("extended study queried %v, one-go study %v; want the same rows", res.Queried, ref.Queried)
+			}
+		})
+	}
+}

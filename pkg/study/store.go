@@ -591,7 +591,7 @@ func (s *Store) SetIterations(ctx context.Context, name string, n int) error {
 			return err
 		}
 		if n < count {
-			return fmt.Errorf("%d iterations are recorded; iterations must be at least %d, got %d", count, count, n)
+			return fmt.Errorf("%d iterations are already recorded, so iterations must be at least %d, got %d", count, count, n)
 		}
 		var set Settings
 		if err := json.Unmarshal([]byte(sj), &set); err != nil {

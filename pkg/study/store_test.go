@@ -341,7 +341,7 @@ func TestSetIterations(t *testing.T) {
 		}
 		return st
 	}
-	if err := s.SetIterations(ctx, "x", 2); err == nil || !strings.Contains(err.Error(), "3 iterations are recorded") {
+	if err := s.SetIterations(ctx, "x", 2); err == nil || !strings.Contains(err.Error(), "3 iterations are already recorded") {
 		t.Errorf("SetIterations(2) with 3 recorded: err = %v, want one saying 3 are recorded", err)
 	}
 	if st := get(); st.Settings.Iterations != 6 || !st.Done {
