@@ -91,7 +91,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
 	fs.Var(&known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se (squared exponential) or matern52")
-	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: half the median distance of the released rows to their mean)")
+	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: the median distance of the released rows to their mean)")
 	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 1, "kernel signal variance σ_y² (standardised outputs)")
 	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 1e-3, "observation noise variance σ_n² (standardised outputs)")
 	fs.IntVar(&cfg.FitEvery, "fit-every", 0, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
