@@ -124,8 +124,24 @@ func BenchmarkProjectionStream(b *testing.B) {
 // shipped diabetes curator: "sequential" is one caller waiting for each answer
 // (latency), "parallel-N" is N concurrent callers on one connection (throughput).
 // Reported: queries/s, p50 and p99 latency. Target: ≥ 10,000 queries/s, p99 ≤ 2 ms.
+//
+// With PRIVBO_BENCH_CURATOR=HOST:PORT the benchmark queries a curator already running in
+// another process (plaintext, serving the shipped diabetes data with its target
+// "progression", e.g. `curator serve --data examples/data/diabetes.csv --target
+// progression --state DIR --budget-epsilon 1e9 --budget-delta 0.5 --listen
+// 127.0.0.1:7070`), so that client and server are separate processes as in a deployment.
 func BenchmarkCachedQueries(b *testing.B) {
-	client := benchCurator(b, diabetesPath, "progression", "bench-query")
+	var client curatorv1.CuratorServiceClient
+	if addr := os.Getenv("PRIVBO_BENCH_CURATOR"); addr != "" {
+		conn, err := transport.Dial(addr, transport.ClientConfig{Identity: "bench-query"})
+		if err != nil {
+			b.Fatalf("Dial %s (PRIVBO_BENCH_CURATOR): %v", addr, err)
+		}
+		b.Cleanup(func() { conn.Close() })
+		client = curatorv1.NewCuratorServiceClient(conn)
+	} else {
+		client = benchCurator(b, diabetesPath, "progression", "bench-query")
+	}
 	ctx := context.Background()
 	const rows = 442
 	all := make([]uint64, rows)
