@@ -36,3 +36,32 @@ privbo_budget_remaining_epsilon{identity="a\"b"} 1.5
 		t.Errorf("exposition =\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// Recording on a series that exists must not allocate: the registry is called on every
+// RPC. A long label set (past the 256-byte stack buffer) is still counted correctly.
+func TestRecordingDoesNotAllocate(t *testing.T) {
+	r := NewRegistry()
+	r.Counter("c_total", "a counter")
+	r.Histogram("h_seconds", "a histogram", []float64{0.1, 1})
+	r.Add("c_total", 1, "method", "/a.B/C", "code", "OK")
+	r.Observe("h_seconds", 0.5, "method", "/a.B/C")
+	if n := testing.AllocsPerRun(100, func() {
+		r.Add("c_total", 1, "method", "/a.B/C", "code", "OK")
+		r.Observe("h_seconds", 0.5, "method", "/a.B/C")
+	}); n != 0 {
+		t.Errorf("Add and Observe on existing series: %v allocations per call, want 0", n)
+	}
+	long := strings.Repeat("x", 300)
+	r.Add("c_total", 2, "method", long, "code", "OK")
+	r.Add("c_total", 3, "method", long, "code", "OK")
+	var b strings.Builder
+	if _, err := r.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := `c_total{method="` + long + `",code="OK"} 5`; !strings.Contains(b.String(), want) {
+		t.Errorf("long label set: exposition lacks %q", want[:40]+"…")
+	}
+	if want := `c_total{method="/a.B/C",code="OK"} 102`; !strings.Contains(b.String(), want) {
+		t.Errorf("exposition lacks %q:\n%s", want, b.String())
+	}
+}
