@@ -217,18 +217,36 @@ func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 		opt.MaxIterations = 200
 	}
 	const penalty = 1e300
+	// L-BFGS asks for the value and then the gradient at the same point, and one
+	// LogMarginalLikelihood call (a Cholesky and an inverse, O(t³)) yields both: keep the
+	// last point's results so each point costs one evaluation. Local methods evaluate
+	// one point at a time, so the cache needs no lock.
+	var (
+		lastU   [3]float64
+		lastOK  bool
+		lastLML float64
+		lastGr  [3]float64
+		lastErr error
+	)
+	eval := func(u []float64) (float64, [3]float64, error) {
+		if !lastOK || [3]float64(u) != lastU {
+			h, _ := b.hyper(u)
+			lml, gr, _, err := LogMarginalLikelihood(k, x, t, dim, y, h)
+			lastU, lastOK, lastLML, lastGr, lastErr = [3]float64(u), true, lml, gr, err
+		}
+		return lastLML, lastGr, lastErr
+	}
 	prob := optimize.Problem{
 		Func: func(u []float64) float64 {
-			h, _ := b.hyper(u)
-			lml, _, _, err := LogMarginalLikelihood(k, x, t, dim, y, h)
+			lml, _, err := eval(u)
 			if err != nil {
 				return penalty
 			}
 			return -lml
 		},
 		Grad: func(g, u []float64) {
-			h, dth := b.hyper(u)
-			_, gr, _, err := LogMarginalLikelihood(k, x, t, dim, y, h)
+			_, dth := b.hyper(u)
+			_, gr, err := eval(u)
 			for j := range 3 {
 				if err != nil {
 					g[j] = 0
