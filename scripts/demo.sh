@@ -4,7 +4,7 @@
 # highest disease progression while seeing only a private projection of the patients.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=.bin
+bin=${PRIVBO_BIN:-.bin} # where the curator and modeler binaries are (make build puts them in .bin)
 state=$(mktemp -d -t privbo-demo.XXXXXX)
 log="$state/curator.log"
 curator_pid=""
@@ -29,8 +29,12 @@ echo "== running the modeler (vendor, identity from its certificate) against $ad
   --ca "$state/pki/ca.pem" --cert "$state/pki/vendor-demo.pem" --key "$state/pki/vendor-demo-key.pem" \
   --r 5 --epsilon 7.38905609893065 --delta 1e-4 --iterations 40 --quiet
 
-best=$(sort -t, -k11 -n -r examples/data/diabetes.csv | head -1 | awk -F, '{print $11}')
-echo "   (for reference: the highest progression in the data is $best; the top 1% is ≥ $(tail -n +2 examples/data/diabetes.csv | awk -F, '{print $11}' | sort -n -r | sed -n 5p))"
+# Every stage of these pipelines reads all of its input: under pipefail a stage that stops
+# early (head) would kill the writer with SIGPIPE and fail the demo at random.
+# The CSV has CRLF line ends; awk strips the CR before splitting.
+best=$(awk -F, '{ sub(/\r$/, "") } NR > 1 && (m == "" || $11 + 0 > m) { m = $11 + 0 } END { print m }' examples/data/diabetes.csv)
+top1=$(awk -F, '{ sub(/\r$/, "") } NR > 1 { print $11 }' examples/data/diabetes.csv | sort -n -r | sed -n 5p)
+echo "   (for reference: the highest progression in the data is $best; the top 1% is ≥ $top1)"
 
 echo "== the curator's privacy ledger"
 kill -TERM $curator_pid; wait $curator_pid || true
