@@ -150,20 +150,8 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 	pi := uniform(cfg.N)
 	var gp *gpucb.GP
 	if !cfg.Uniform {
-		ls := cfg.Lengthscale
-		if ls == 0 {
-			ls = gpucb.DefaultLengthscale(cfg.Candidates, cfg.N, cfg.Dim)
-		}
-		nv := cfg.NoiseVariance
-		if nv == 0 {
-			nv = DefaultNoiseVariance
-		}
-		gp, err = gpucb.New(cfg.Candidates, cfg.N, cfg.Dim, gpucb.Config{
-			Kernel: gpucb.Matern52, Lengthscale: ls, SignalVariance: 1, NoiseVariance: nv,
-			ConstantBeta: 1, Standardise: true, Workers: 1, Capacity: min(t, 4096),
-		})
-		if err != nil {
-			return Result{}, fmt.Errorf("dphypo: %w", err)
+		if gp, err = newScoreGP(cfg, t); err != nil {
+			return Result{}, err
 		}
 	}
 	res := Result{BestIndex: -1, BestScore: math.Inf(-1), Runs: t}
@@ -201,6 +189,29 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 		}
 	}
 	return res, nil
+}
+
+// newScoreGP returns the GP that models the scores of the GP rule: Matérn 5/2
+// with cfg's lengthscale (default: the candidates' median distance to their
+// mean) and noise variance (default DefaultNoiseVariance), unit signal
+// variance, on standardised scores, sized for runs observations.
+func newScoreGP(cfg Config, runs int) (*gpucb.GP, error) {
+	ls := cfg.Lengthscale
+	if ls == 0 {
+		ls = gpucb.DefaultLengthscale(cfg.Candidates, cfg.N, cfg.Dim)
+	}
+	nv := cfg.NoiseVariance
+	if nv == 0 {
+		nv = DefaultNoiseVariance
+	}
+	gp, err := gpucb.New(cfg.Candidates, cfg.N, cfg.Dim, gpucb.Config{
+		Kernel: gpucb.Matern52, Lengthscale: ls, SignalVariance: 1, NoiseVariance: nv,
+		ConstantBeta: 1, Standardise: true, Workers: 1, Capacity: min(runs, 4096),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dphypo: %w", err)
+	}
+	return gp, nil
 }
 
 // softmaxScores sets pi ∝ exp(β(µ_i + τσ_i)), normalised with the
