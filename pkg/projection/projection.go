@@ -61,7 +61,11 @@ type Report struct {
 	Omega    float64 // ω of Algorithm 1
 	Lifted   bool    // true when σ_min < ω and the singular values were lifted (step 6)
 	Rank     int     // numerical rank of the centred data
-	Route    string  // RouteGram or RouteSVD
+	Route    string  // RouteGram or RouteSVD ("product" for ProjectGaussian)
+	// Mechanism is MechanismLifted (Project) or MechanismGaussian (ProjectGaussian);
+	// NoiseSD is the Gaussian noise's σ of ProjectGaussian (0 for Project).
+	Mechanism string
+	NoiseSD   float64
 }
 
 // Project runs Algorithm 1 of Kharkovskii et al. (2020) on the row-major n×d
@@ -116,7 +120,7 @@ const (
 // given explicitly. With m = I_d and r = d it returns d^(−1/2)·X̃, which the
 // tests use.
 func project(ctx context.Context, x []float64, n, d int, m []float64, r int, omega float64, choice routeChoice) ([]float64, Report, error) {
-	rep := Report{N: n, D: d, R: r, Omega: omega}
+	rep := Report{N: n, D: d, R: r, Omega: omega, Mechanism: MechanismLifted}
 	mean, err := columnMeans(ctx, x, n, d)
 	if err != nil {
 		return nil, rep, err
