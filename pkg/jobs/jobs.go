@@ -179,7 +179,25 @@ var (
 	ErrKeyReused = errors.New("idempotency key already used with a different spec")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("job manager is shut down")
+	// ErrAcceptedElsewhere is returned when the ledger already holds a job's charge but
+	// this manager has no record of the job: another curator replica sharing the ledger
+	// accepted it (or this curator lost its job store). The job is not run again, since
+	// that would release a second result for one charge. Errors wrapping it also match
+	// ErrKeyReused: the idempotency key is already used, by a job this manager cannot show.
+	ErrAcceptedElsewhere = errors.New("job accepted by another curator replica")
 )
+
+// acceptedElsewhereError matches both ErrAcceptedElsewhere and ErrKeyReused, with a
+// message that tells the modeler what to do.
+type acceptedElsewhereError struct{ id string }
+
+func (e *acceptedElsewhereError) Error() string {
+	return "jobs: job " + e.id + " was already accepted and charged, but this curator has no record of it " +
+		"(another curator replica sharing the privacy ledger accepted it, or this curator lost its job store); " +
+		"it is not run here and nothing more is charged: ask the replica that accepted it, or the curator's operator, for its result"
+}
+
+func (e *acceptedElsewhereError) Unwrap() []error { return []error{ErrAcceptedElsewhere, ErrKeyReused} }
 
 // PublicError is an error whose message may be shown to the modeler: it depends only on
 // the spec or the operator's configuration, never on the data.

@@ -37,6 +37,8 @@ type Manager struct {
 	store *store
 	slots chan struct{}
 
+	submitMu sync.Mutex // serialises the charge-and-record step of Submit
+
 	mu       sync.Mutex
 	closed   bool
 	cancels  map[string]context.CancelFunc
@@ -90,7 +92,10 @@ func jobID(identity, key string) string {
 }
 
 // Submit plans the job, charges its cost and starts it. With a key seen before it
-// returns the existing job (same spec) or ErrKeyReused (another spec).
+// returns the existing job (same spec) or ErrKeyReused (another spec). A key whose
+// charge the ledger already holds but which this manager has no job for (accepted by
+// another replica sharing the ledger) is refused with ErrAcceptedElsewhere and never
+// run: one charge buys one release.
 func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (Job, error) {
 	if len(key) > 128 {
 		return Job{}, fmt.Errorf("jobs: %w: idempotency key longer than 128 bytes", ErrInvalidSpec)
@@ -117,6 +122,10 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		key = hex.EncodeToString(b[:])
 	}
 	id := jobID(identity, key)
+	// Charge and record under one lock, so that a concurrent identical submission to
+	// this manager finds the job record below rather than a replayed charge without one.
+	m.submitMu.Lock()
+	defer m.submitMu.Unlock()
 	if existing, err := m.store.get(ctx, id); err == nil {
 		return m.sameSpec(existing, spec)
 	} else if !errors.Is(err, ErrNotFound) {
@@ -129,17 +138,26 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		return Job{}, ErrClosed
 	}
 	// Charge before the job exists: a job that cannot be paid for never touches the data.
-	// The charge is keyed by the job id, so a retry after a crash here replays it.
 	specJSON, _ := json.Marshal(spec)
-	if _, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
+	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: "job:" + spec.Kind(),
 		Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
-	}); errors.Is(err, ledger.ErrKeyConflict) {
-		// The key was charged before for a spec of another cost (a retry after a crash
-		// between charge and record, with a changed spec).
+	})
+	if errors.Is(err, ledger.ErrKeyConflict) {
+		// The key was charged before for a spec of another cost.
 		return Job{}, fmt.Errorf("jobs: %w (job %s)", ErrKeyReused, id)
 	} else if err != nil {
 		return Job{}, fmt.Errorf("jobs: %w", err)
+	}
+	if rec.Replayed {
+		// The ledger already holds this job's charge but this manager's jobs.db has no
+		// record of it: another replica sharing the ledger accepted it, or this
+		// replica's jobs.db was lost, or it crashed between charge and record. The job
+		// may have run (or be running) elsewhere, so running it here would release a
+		// second, independent result for one charge (SPEC §5). Refuse; nothing is spent.
+		m.log.Warn("job charge replayed without a local job record; not running it",
+			zap.String("job", id), zap.String("identity", identity), zap.Bool("has_result", len(rec.Result) > 0))
+		return Job{}, &acceptedElsewhereError{id: id}
 	}
 	now := time.Now().UTC()
 	j, created, err := m.store.insert(ctx, Job{ID: id, Identity: identity, Key: key, Spec: spec, State: Queued,

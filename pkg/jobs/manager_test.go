@@ -240,3 +240,96 @@ func TestWatchFinishedJobReturns(t *testing.T) {
 		t.Errorf("Watch after the last event = %d events, %v; want an immediate, empty end", n, err)
 	}
 }
+
+// TestReplayedChargeOnAnotherReplicaDoesNotRun: two curator replicas, each with its own
+// jobs.db, share one ledger. A retry of a job on the replica that did not accept it
+// replays the ledger charge; it must not run the job again (a second release for one
+// charge, SPEC §5) and must say why.
+func TestReplayedChargeOnAnotherReplicaDoesNotRun(t *testing.T) {
+	shared := t.TempDir()
+	led, err := ledger.OpenSQLite(filepath.Join(shared, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	ra, rb := &fakeRunner{}, &fakeRunner{}
+	a, err := NewManager(Config{StateDir: t.TempDir(), Dataset: "d", Ledger: led, Runner: ra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewManager(Config{StateDir: t.TempDir(), Dataset: "d", Ledger: led, Runner: rb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+
+	j, err := a.Submit(ctx, "alice", "k1", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, a, j.ID, Succeeded)
+
+	_, err = b.Submit(ctx, "alice", "k1", spec(1))
+	if !errors.Is(err, ErrAcceptedElsewhere) || !errors.Is(err, ErrKeyReused) {
+		t.Fatalf("retry on another replica: %v; want ErrAcceptedElsewhere (and ErrKeyReused, which the server maps)", err)
+	}
+	if !strings.Contains(err.Error(), "another curator replica") {
+		t.Errorf("error %q does not tell the modeler where the job is", err)
+	}
+	if jobs, _ := b.List(ctx, "alice"); len(jobs) != 0 {
+		t.Errorf("replica b recorded %d jobs; want none", len(jobs))
+	}
+	ra.mu.Lock()
+	runsA := ra.runs
+	ra.mu.Unlock()
+	rb.mu.Lock()
+	runsB := rb.runs
+	rb.mu.Unlock()
+	if runsA != 1 || runsB != 0 {
+		t.Errorf("runs = %d on a, %d on b; want 1 and 0 (one release for one charge)", runsA, runsB)
+	}
+	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	if bal.Spent.Epsilon != 2 || bal.Charges != 1 {
+		t.Errorf("spent ε = %g in %d charges; want 2 in 1", bal.Spent.Epsilon, bal.Charges)
+	}
+	// The replica that accepted the job still answers the retry with it.
+	if again, err := a.Submit(ctx, "alice", "k1", spec(1)); err != nil || again.ID != j.ID {
+		t.Errorf("retry on the accepting replica = %s, %v; want job %s", again.ID, err, j.ID)
+	}
+}
+
+// TestConcurrentIdenticalSubmitsOneJob: identical submissions racing on one manager get
+// the one job, not a refusal meant for another replica's job, and it runs once.
+func TestConcurrentIdenticalSubmitsOneJob(t *testing.T) {
+	r := &fakeRunner{}
+	m, led := newTestManager(t, t.TempDir(), r)
+	defer led.Close()
+	defer m.Close()
+	ctx := context.Background()
+	const n = 8
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := m.Submit(ctx, "alice", "same", spec(1))
+			ids[i], errs[i] = j.ID, err
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("submission %d = %s, %v; want job %s", i, ids[i], errs[i], ids[0])
+		}
+	}
+	waitState(t, m, ids[0], Succeeded)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs != 1 {
+		t.Errorf("runs = %d, want 1", r.runs)
+	}
+}
