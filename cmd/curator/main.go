@@ -106,9 +106,13 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 }
 
 func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
+	// Each part of the dataset cap defaults to the identity budget's on its own.
 	ds := ledger.Cost{Epsilon: l.datasetEpsilon, Delta: l.datasetDel}
-	if ds == (ledger.Cost{}) {
-		ds = ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}
+	if ds.Epsilon == 0 {
+		ds.Epsilon = l.epsilon
+	}
+	if ds.Delta == 0 {
+		ds.Delta = l.delta
 	}
 	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
 }
@@ -150,6 +154,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared output range")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "lifted", "how projections are made private: lifted (the paper's Algorithm 1; its release lies in the data's column space, so its (ε, δ) claim fails against an adversary who knows every other row) or gaussian (the projection plus Gaussian noise: (ε, δ)-DP in that worst case too)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "server certificate (PEM); serves TLS")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "server private key (PEM)")

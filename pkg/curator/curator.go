@@ -44,6 +44,11 @@ type Config struct {
 	MaxQueryIndices int
 	// MaxProjectionDim bounds r; 0 means 1,024.
 	MaxProjectionDim int
+	// ProjectionMechanism is projection.MechanismLifted (the paper's Algorithm 1, the
+	// default when empty) or projection.MechanismGaussian (the JL projection plus
+	// Gaussian noise, whose guarantee holds against an adversary who knows the
+	// other rows; see projection.ProjectGaussian).
+	ProjectionMechanism string
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
@@ -97,6 +102,13 @@ func New(cfg Config) (*Curator, error) {
 	}
 	if cfg.MaxProjectionDim <= 0 {
 		cfg.MaxProjectionDim = 1024
+	}
+	switch cfg.ProjectionMechanism {
+	case "":
+		cfg.ProjectionMechanism = projection.MechanismLifted
+	case projection.MechanismLifted, projection.MechanismGaussian:
+	default:
+		return nil, fmt.Errorf("curator: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -195,13 +207,27 @@ func (c *Curator) ensureAffordable(ctx context.Context, identity string, cost le
 	if err != nil {
 		return err
 	}
-	if cost.Epsilon > bal.Remaining.Epsilon || cost.Delta > bal.Remaining.Delta {
+	idOK := fitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
+	dsOK := fitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
+	switch {
+	case idOK && dsOK:
+		return nil
+	case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
+		// Name the scope that binds, so the remainder in the message is what can
+		// still be spent.
+		return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Requested: cost, Remaining: bal.DatasetRemaining}
+	default:
 		return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Requested: cost, Remaining: bal.Remaining}
 	}
-	if cost.Epsilon > bal.DatasetRemaining.Epsilon || cost.Delta > bal.DatasetRemaining.Delta {
-		return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Requested: cost, Remaining: bal.DatasetRemaining}
-	}
-	return nil
+}
+
+// fitsRemaining is the ledger's rule (a total may reach limit·(1 + RelativeSlack),
+// so that schedules such as ten charges of 0.1 fit) applied to a remainder read
+// earlier. It only refuses early what the ledger would refuse; the ledger's
+// transaction stays the authority.
+func fitsRemaining(c, remaining, limit ledger.Cost) bool {
+	fits := func(c, rem, lim float64) bool { return c == 0 || c <= rem+lim*ledger.RelativeSlack }
+	return fits(c.Epsilon, remaining.Epsilon, limit.Epsilon) && fits(c.Delta, remaining.Delta, limit.Delta)
 }
 
 // keyedMutex serialises work per key (one computation per release at a time).

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/projection"
@@ -80,6 +81,10 @@ func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(r.Delta))
 	h.Write(b[:])
 	h.Write([]byte(r.Label))
+	// The default mechanism keeps the ids of releases made before there was a choice.
+	if m := c.cfg.ProjectionMechanism; m != projection.MechanismLifted {
+		fmt.Fprintf(h, "\x00mechanism=%s", m)
+	}
 	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
@@ -92,7 +97,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	id := c.releaseID(identity, req)
 	key := "projection/" + id
 	acct := c.account(identity)
-	guarantee := fmt.Sprintf("(ε=%g, δ=%g)-DP for rows differing by one protected unit (SPEC §2.1, Kharkovskii et al. 2020 Theorem 1)", req.Epsilon, req.Delta)
+	guarantee := projectionGuarantee(c.cfg.ProjectionMechanism, req.Epsilon, req.Delta)
 
 	unlock := c.locks.lock(key)
 	defer unlock()
@@ -112,7 +117,17 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if c.cfg.SimulationProjectionSource != nil {
 		src = c.cfg.SimulationProjectionSource()
 	}
-	z, rep, err := projection.Project(ctx, c.ds.X, c.ds.N, c.ds.D, projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}, src)
+	params := projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}
+	var (
+		z   []float64
+		rep projection.Report
+		err error
+	)
+	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
+		z, rep, err = projection.ProjectGaussian(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, dp.CryptoSource())
+	} else {
+		z, rep, err = projection.Project(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
@@ -120,6 +135,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	c.log.Info("projection computed",
 		zap.String("release", id), zap.String("identity", identity),
 		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
+		zap.String("mechanism", rep.Mechanism), zap.Float64("noise_sd", rep.NoiseSD),
 		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
 		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
 		zap.Duration("duration", time.Since(start)))
@@ -179,4 +195,13 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	}
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
 		path: filepath.Join(c.relDir, pr.File)}, nil
+}
+
+// projectionGuarantee is the guarantee stated to the modeler with a projection.
+func projectionGuarantee(mechanism string, eps, delta float64) string {
+	if mechanism == projection.MechanismGaussian {
+		return fmt.Sprintf("(ε=%g, δ=%g)-DP for rows differing by one protected unit: JL projection plus Gaussian noise calibrated to its sensitivity (Kenthapadi et al. 2013)", eps, delta)
+	}
+	return fmt.Sprintf("(ε=%g, δ=%g) as claimed by Kharkovskii et al. 2020, Theorem 1 (SPEC §2.1); the release lies in the column space of the data, "+
+		"which an adversary who knows every other row can test, so the claim does not hold in that worst case: curators who need it use --projection-mechanism gaussian", eps, delta)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/metrics"
+	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -58,6 +59,8 @@ type Config struct {
 	Evaluation       curator.Evaluation
 	MaxQueryIndices  int
 	MaxProjectionDim int
+	// ProjectionMechanism: see curator.Config (default: the paper's lifted projection).
+	ProjectionMechanism string
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
 	ShutdownTimeout time.Duration
 	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
@@ -162,6 +165,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ccfg := curator.Config{
 		Dataset: ds, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: log,
+		ProjectionMechanism: cfg.ProjectionMechanism,
 	}
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
@@ -236,6 +240,9 @@ func security(cfg Config) (*tls.Config, transport.Auth, error) {
 		}
 		return nil, auth, nil
 	}
+	if t.CertFile == "" || t.KeyFile == "" {
+		return nil, auth, errors.New("server: TLS needs both the certificate and its private key: give --tls-cert and --tls-key")
+	}
 	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
 	if err != nil {
 		return nil, auth, fmt.Errorf("server: %w", err)
@@ -300,8 +307,18 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Budget == (ledger.Cost{}) {
 		return cfg, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
 	}
-	if cfg.DatasetBudget == (ledger.Cost{}) {
-		cfg.DatasetBudget = cfg.Budget
+	// Each part of the dataset cap defaults to the identity budget's on its own, so
+	// that setting only --dataset-budget-epsilon does not leave a δ cap of zero.
+	if cfg.DatasetBudget.Epsilon == 0 {
+		cfg.DatasetBudget.Epsilon = cfg.Budget.Epsilon
+	}
+	if cfg.DatasetBudget.Delta == 0 {
+		cfg.DatasetBudget.Delta = cfg.Budget.Delta
+	}
+	switch cfg.ProjectionMechanism {
+	case "", projection.MechanismLifted, projection.MechanismGaussian:
+	default:
+		return cfg, fmt.Errorf("server: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)
 	}
 	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: budget: %w", err)

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/projection"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// TestGaussianProjectionMechanism runs the curator with --projection-mechanism
+// gaussian: the release is charged once, replayed byte for byte at no cost, says
+// which guarantee it carries, has another release id than the lifted mechanism's
+// for the same parameters, and the operator log records the noise σ.
+func TestGaussianProjectionMechanism(t *testing.T) {
+	req := &curatorv1.ReleaseProjectionRequest{Dimension: 5, Epsilon: 7.389, Delta: 1e-4}
+	ctx := context.Background()
+
+	lifted := startCurator(t, diabetesConfig(t, t.TempDir()))
+	pl, err := modeler.FetchProjection(ctx, lifted.client(t, "acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pl.Guarantee, "--projection-mechanism gaussian") {
+		t.Errorf("lifted release's guarantee %q does not point to the Gaussian mechanism", pl.Guarantee)
+	}
+
+	cfg := diabetesConfig(t, t.TempDir())
+	cfg.ProjectionMechanism = projection.MechanismGaussian
+	cur := startCurator(t, cfg)
+	client := cur.client(t, "acme")
+	p1, err := modeler.FetchProjection(ctx, client, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.Replayed || p1.Rows != 442 || p1.Cols != 5 || len(p1.Z) != 442*5 {
+		t.Fatalf("release: replayed %v, %d×%d, %d values", p1.Replayed, p1.Rows, p1.Cols, len(p1.Z))
+	}
+	if !strings.Contains(p1.Guarantee, "Gaussian noise") {
+		t.Errorf("guarantee = %q, want the Gaussian mechanism's", p1.Guarantee)
+	}
+	if p1.ReleaseID == pl.ReleaseID {
+		t.Errorf("both mechanisms named their release %s", p1.ReleaseID)
+	}
+	if got := p1.Budget.GetEpsilonSpent(); got != 7.389 {
+		t.Errorf("ε spent = %g, want 7.389", got)
+	}
+	p2, err := modeler.FetchProjection(ctx, client, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p2.Replayed || !slices.Equal(p1.Z, p2.Z) || p2.Budget.GetEpsilonSpent() != 7.389 {
+		t.Errorf("replay: replayed %v, same bytes %v, ε spent %g", p2.Replayed, slices.Equal(p1.Z, p2.Z), p2.Budget.GetEpsilonSpent())
+	}
+	if logs := string(cur.logs.Bytes()); !strings.Contains(logs, `"mechanism":"gaussian"`) || !strings.Contains(logs, `"noise_sd"`) {
+		t.Errorf("operator log lacks the mechanism and its noise σ")
+	}
+
+	bad := diabetesConfig(t, t.TempDir())
+	bad.ProjectionMechanism = "laplace"
+	if _, err := startCuratorErr(bad); err == nil || !strings.Contains(err.Error(), "projection mechanism") {
+		t.Errorf("unknown mechanism: Start error = %v", err)
+	}
+}
+
+// TestBudgetSchedulesAndRemainders checks the curator's early budget check against
+// the ledger's rule: ten private answers of ε = 0.1 fit a budget of 1 (the ledger's
+// relative slack absorbs float rounding), the eleventh is refused; and a refusal
+// names the scope that binds, with the remainder that can still be spent.
+func TestBudgetSchedulesAndRemainders(t *testing.T) {
+	ctx := context.Background()
+	cfg := diabetesConfig(t, t.TempDir())
+	cfg.Budget = ledger.Cost{Epsilon: 1, Delta: 1e-3}
+	cfg.DatasetBudget = ledger.Cost{Epsilon: 1.5} // δ cap defaults to the identity's
+	cfg.Output = curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 0.1, Lower: 0, Upper: 400}
+	cur := startCurator(t, cfg)
+	a := cur.client(t, "acme")
+	for i := range 10 {
+		if _, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{uint64(i)}}); err != nil {
+			t.Fatalf("private answer %d of 10 at ε = 0.1 under a budget of 1: %v", i+1, err)
+		}
+	}
+	_, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{10}})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "identity") {
+		t.Errorf("eleventh answer: %v, want ResourceExhausted for the identity", err)
+	}
+
+	// The dataset cap (1.5, 1.0 spent) now binds before bob's own budget (1).
+	b := cur.client(t, "bob")
+	_, err = modeler.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.9, Delta: 1e-5})
+	if msg := status.Convert(err).Message(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(msg, "dataset") || !strings.Contains(msg, "remaining ε=0.4999999") {
+		t.Errorf("release over the dataset cap: %v, want ResourceExhausted naming the dataset and ε≈0.5 remaining", err)
+	}
+	if _, err := modeler.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.5, Delta: 1e-5}); err != nil {
+		t.Errorf("release of exactly the dataset's remainder: %v", err)
+	}
+}
