@@ -441,12 +441,32 @@ func initialIndex(i, n int) (int, error) {
 	return int(v.Int64()), nil
 }
 
+// infoTimeout bounds the first request of a run, which reaches the curator fail-fast.
+const infoTimeout = 30 * time.Second
+
+// datasetInfo asks the curator to describe its dataset. It is the first request of a
+// run and fails fast (no WaitForReady, at most infoTimeout): a wrong address or TLS
+// files that the curator refuses are reported at once, rather than waited out as the
+// queries wait out a curator restart.
+func datasetInfo(ctx context.Context, client curatorv1.CuratorServiceClient) (*curatorv1.GetDatasetInfoResponse, error) {
+	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+	defer cancel()
+	info, err := client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
+	if err != nil {
+		if c := status.Code(err); ctx.Err() == nil && (c == codes.Unavailable || c == codes.DeadlineExceeded) {
+			return nil, fmt.Errorf("modeler: cannot reach the curator; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name): %w", err)
+		}
+		return nil, fmt.Errorf("modeler: dataset info: %w", err)
+	}
+	return info, nil
+}
+
 // fetchRelease reads the dataset's description, checks the batch size against the
 // curator's limit and receives the projection cfg asks for.
 func fetchRelease(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*curatorv1.GetDatasetInfoResponse, *Projection, error) {
-	info, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+	info, err := datasetInfo(ctx, client)
 	if err != nil {
-		return nil, nil, fmt.Errorf("modeler: dataset info: %w", err)
+		return nil, nil, err
 	}
 	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
 		return nil, nil, err

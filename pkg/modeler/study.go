@@ -14,8 +14,10 @@ import (
 // RunStudy runs the study name of store against the curator behind client, creating it
 // with cfg and conn if it does not exist and resuming it otherwise (see the package
 // documentation). On resume cfg's settings (Config.Settings) must equal the stored ones,
-// except Iterations, and conn's identity the stored identity; a changed address or file
-// path replaces the stored one. A different Iterations becomes the study's T if it is at
+// except Iterations, and conn's identity the stored identity. Before a stored study with
+// a release runs again, the curator is asked, fail-fast, for its dataset: it must serve
+// the release's dataset, with as many rows, and charge the identity that paid for the
+// release. Only then do a changed address or file paths replace the stored ones. A different Iterations becomes the study's T if it is at
 // least the number of iterations recorded: a larger T continues a finished study, a
 // smaller one ends a stopped study sooner. The study is locked for the duration
 // (study.ErrLocked if another process runs it). A finished study returns its result
@@ -60,12 +62,19 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 			return nil, fmt.Errorf("modeler: study %s runs as identity %q, not %q (answers and budget belong to an identity)",
 				name, st.Connection.Identity, conn.Identity)
 		}
-		if set.Iterations != st.Settings.Iterations {
-			if st.Release != nil {
-				if err := checkRows(set.Iterations, st.Release.Rows, set.AllowRepeats); err != nil {
-					return nil, err
-				}
+		if set.Iterations != st.Settings.Iterations && st.Release != nil {
+			if err := checkRows(set.Iterations, st.Release.Rows, set.AllowRepeats); err != nil {
+				return nil, err
 			}
+		}
+		// Nothing is changed in the store until the curator is known to be the one the
+		// study ran against: a finished study left as it is needs no curator at all.
+		if st.Release != nil && (!st.Done || set.Iterations != st.Settings.Iterations) {
+			if err := verifyCurator(ctx, client, st, conn.Curator); err != nil {
+				return nil, err
+			}
+		}
+		if set.Iterations != st.Settings.Iterations {
 			if err := store.SetIterations(ctx, name, set.Iterations); err != nil {
 				return nil, fmt.Errorf("modeler: %w", err)
 			}
@@ -106,6 +115,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		rel := study.Release{ID: proj.ReleaseID, Dataset: info.GetName(), Rows: proj.Rows, Cols: proj.Cols,
 			Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
 			ProtectedUnit: info.GetProtectedUnit(), MaxQueryIndices: int(info.GetMaxQueryIndices()),
+			Identity: proj.Budget.GetIdentity(),
 			OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
 				DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper()}}
 		if err := store.SaveRelease(ctx, st.Name, rel, proj.Z); err != nil {
@@ -170,6 +180,33 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	}
 	return s.finish(), nil
+}
+
+// verifyCurator checks, before a stored study with a release is resumed, that the
+// curator behind client (at addr) serves the dataset the release came from, with as many
+// rows, and charges this connection as the identity that paid for the release: another
+// curator's answers would silently mix another dataset into the study, and another
+// identity's budget would pay for it. It asks fail-fast, within infoTimeout, so that a
+// wrong address or wrong TLS files are reported at once rather than waited for.
+func verifyCurator(ctx context.Context, client curatorv1.CuratorServiceClient, st *study.Study, addr string) error {
+	info, err := datasetInfo(ctx, client)
+	if err != nil {
+		return fmt.Errorf("%w (resuming study %s against %s)", err, st.Name, addr)
+	}
+	rel := st.Release
+	if info.GetName() != rel.Dataset || info.GetRows() != uint64(rel.Rows) {
+		return fmt.Errorf("modeler: study %s runs on dataset %q of %d rows, but the curator at %s serves %q of %d rows; resume it against the curator it was started with",
+			st.Name, rel.Dataset, rel.Rows, addr, info.GetName(), info.GetRows())
+	}
+	want := rel.Identity
+	if want == "" { // a release stored before the identity was kept with it
+		want = st.Budget.Identity
+	}
+	if got := info.GetBudget().GetIdentity(); want != "" && got != want {
+		return fmt.Errorf("modeler: study %s is paid for by identity %q, but the curator at %s charges this connection to %q; resume it with the study's certificate or token",
+			st.Name, want, addr, got)
+	}
+	return nil
 }
 
 func studyBudget(b *curatorv1.Budget) study.Budget {

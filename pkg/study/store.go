@@ -183,6 +183,9 @@ type Release struct {
 	OutputPrivacy OutputPrivacy `json:"output_privacy"`
 	// MaxQueryIndices is the curator's limit on indices per Query request.
 	MaxQueryIndices int `json:"max_query_indices,omitempty"`
+	// Identity is the identity the curator charged for the release, as it reported it
+	// ("" in studies stored before it was kept); a resumed study must be charged to it.
+	Identity string `json:"identity,omitempty"`
 }
 
 // Budget is the caller's (ε, δ) budget as the curator last reported it.
