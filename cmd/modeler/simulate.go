@@ -43,6 +43,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&rs, "r", "10", "projection dimensions for po-gp-ucb, comma-separated")
 	fs.Float64Var(&cfg.Epsilon, "epsilon", math.Exp(1.1), "ε of each projection")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of each projection")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "lifted", "the curator's projection mechanism: lifted (the paper's) or gaussian (noise from crypto/rand: not reproducible from --seed)")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
 	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
 	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")

@@ -119,7 +119,11 @@ type Config struct {
 	Methods          []Method
 	// Epsilon and Delta of each private projection.
 	Epsilon, Delta float64
-	GP             GPSettings
+	// ProjectionMechanism is the curator's (curator.Config.ProjectionMechanism;
+	// default the paper's lifted projection). The Gaussian mechanism's noise comes
+	// from crypto/rand, so its runs are not reproducible from Seed.
+	ProjectionMechanism string
+	GP                  GPSettings
 	// Seed makes everything reproducible: draws, initial rows, projections, random search.
 	Seed uint64
 	// Workers running independent runs concurrently; default 2.
@@ -424,6 +428,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	defer os.RemoveAll(dir)
 	cur, err := curator.New(curator.Config{
 		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
+		ProjectionMechanism:        cfg.ProjectionMechanism,
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
 	})
 	if err != nil {
