@@ -89,10 +89,42 @@ func (c *Curator) runProgram(ctx context.Context, i int) (float64, error) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		c.log.Error("evaluation program failed", zap.Int("row", i), zap.Error(err))
+		c.logProgramFailure(i, err)
 		return 0, fmt.Errorf("curator: %w for row %d; the curator's operator can find details in its log", ErrEvaluation, i)
 	}
 	return y, nil
+}
+
+// logProgramFailure tells the operator that the evaluation of row i failed, without the
+// program's output: the program reads the row on standard input and its standard error
+// (a crash trace, a debug print) may well repeat it, and the log never receives a data
+// row (Config.Logger). Only the kind of failure, the exit status, the duration and the
+// size of standard error are logged; the message says how to see the rest.
+func (c *Curator) logProgramFailure(i int, err error) {
+	fields := []zap.Field{zap.Int("row", i)}
+	var ee *evaluator.Error
+	if !errors.As(err, &ee) {
+		// Not a run of the program (the input could not be encoded): no program output.
+		c.log.Error("evaluation program not run", append(fields, zap.Error(err))...)
+		return
+	}
+	kind := "not started"
+	switch {
+	case errors.Is(err, evaluator.ErrTimeout):
+		kind = "timeout"
+	case errors.Is(err, evaluator.ErrExit):
+		kind = "non-zero exit"
+	case errors.Is(err, evaluator.ErrBadOutput):
+		kind = "bad output"
+	}
+	fields = append(fields, zap.String("failure", kind), zap.String("exit_status", ee.ExitStatus),
+		zap.Duration("duration", ee.Elapsed), zap.Int64("stderr_bytes", ee.StderrSize))
+	if kind == "not started" {
+		// A start error (permission denied, a missing interpreter) names the program, never the row.
+		fields = append(fields, zap.String("reason", ee.Msg))
+	}
+	c.log.Error("evaluation program failed; its stderr is not logged because it may contain the row. "+
+		"To debug, run the program by hand on a test row: echo '{\"index\": 0, \"features\": {...}}' | PROGRAM", fields...)
 }
 
 // awaitRecorded marks row i pending (durably, once) and waits until a value for it is

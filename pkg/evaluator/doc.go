@@ -42,6 +42,10 @@
 // text of an *Error is for the operator's log, never for a modeler: a
 // service answering a modeler should report only the kind (errors.Is with
 // ErrTimeout, ErrBadOutput, ErrExit). Standard output is never quoted.
+// A program that is handed a data row on standard input (the curator's
+// per-row evaluation) may echo it on standard error, in a crash trace for
+// instance; its caller must not log the error text at all, only the kind and
+// Error.ExitStatus, Error.Elapsed and Error.StderrSize.
 //
 // The score itself is not private: whatever guarantee a job gives for it
 // comes from the mechanism the job applies to it afterwards, and from the

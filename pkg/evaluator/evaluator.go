@@ -96,11 +96,21 @@ func New(cfg Config) (*Program, error) {
 }
 
 // Error is a failed evaluation. Its text includes the end of the program's
-// standard error, for the operator; see the package documentation.
+// standard error, for the operator; see the package documentation. A caller
+// whose program reads data rows must not log that text: ExitStatus, Elapsed
+// and StderrSize describe the failure without any program output.
 type Error struct {
 	Err    error  // ErrTimeout, ErrBadOutput, ErrExit, a context error or a start error
 	Msg    string // what went wrong, without program output
 	Stderr string // the last MaxStderr bytes of standard error
+	// ExitStatus is how the program ended ("exit status 2", "signal: killed"),
+	// empty if it did not start or did not end.
+	ExitStatus string
+	// Elapsed is how long the program ran.
+	Elapsed time.Duration
+	// StderrSize is the number of bytes the program wrote to standard error,
+	// including those beyond the MaxStderr kept in Stderr.
+	StderrSize int64
 }
 
 func (e *Error) Error() string {
@@ -151,7 +161,11 @@ func (p *Program) Evaluate(ctx context.Context, input any) (float64, error) {
 	runErr := cmd.Run()
 	elapsed := time.Since(start)
 	fail := func(kind error, format string, args ...any) (float64, error) {
-		return 0, &Error{Err: kind, Msg: fmt.Sprintf(format, args...), Stderr: stderr.String()}
+		e := &Error{Err: kind, Msg: fmt.Sprintf(format, args...), Stderr: stderr.String(), Elapsed: elapsed, StderrSize: stderr.total}
+		if cmd.ProcessState != nil {
+			e.ExitStatus = cmd.ProcessState.String()
+		}
+		return 0, e
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -257,14 +271,16 @@ func (b *headBuffer) Write(p []byte) (int, error) {
 
 func (b *headBuffer) Bytes() []byte { return b.buf }
 
-// tailBuffer keeps the last max bytes written.
+// tailBuffer keeps the last max bytes written and counts all of them.
 type tailBuffer struct {
-	buf []byte
-	max int
+	buf   []byte
+	max   int
+	total int64
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
 	n := len(p)
+	b.total += int64(n)
 	if len(p) >= b.max {
 		b.buf = append(b.buf[:0], p[len(p)-b.max:]...)
 		return n, nil

@@ -130,6 +130,11 @@ func TestEvaluateStderrBounded(t *testing.T) {
 	if msg := err.Error(); len(msg) > 1200 || !strings.Contains(msg, "THE-END") {
 		t.Errorf("error text has %d bytes (want ≤ 1200) and should quote the end of stderr: %.100q…", len(msg), msg)
 	}
+	// What a caller may log instead of the text: status, duration and the full size
+	// (200000 'a's and "THE-END\n"), not just the kept tail.
+	if e.StderrSize != 200008 || e.ExitStatus != "exit status 1" || e.Elapsed <= 0 {
+		t.Errorf("StderrSize, ExitStatus, Elapsed = %d, %q, %v; want 200008, \"exit status 1\", > 0", e.StderrSize, e.ExitStatus, e.Elapsed)
+	}
 }
 
 // TestEvaluateTimeout: a program sleeping 5 s under a 200 ms timeout fails
