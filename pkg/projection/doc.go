@@ -21,12 +21,28 @@
 // Z ∈ Rⁿˣʳ is released.
 //
 // Neighbouring relation and guarantee: X and X′ are neighbours when they differ
-// in one row i* with ‖x_i* − x′_i*‖₂ ≤ 1, all other rows equal. Under that
-// relation the output Z is (ε, δ)-differentially private (Theorem 1 of the
-// paper; the proof follows Blocki, Blum, Datta and Sheffet, FOCS 2012, and
+// in one row i* with ‖x_i* − x′_i*‖₂ ≤ 1, all other rows equal. The paper
+// claims that under that relation the output Z is (ε, δ)-differentially private
+// (Theorem 1; the proof follows Blocki, Blum, Datta and Sheffet, FOCS 2012, and
 // needs every singular value of the projected matrix to be at least ω, which
 // step 6 enforces). The units of X therefore decide what is protected: the
 // caller must scale the data so that one unit is the change to hide.
+//
+// # The claim fails against an adversary who knows the other rows
+//
+// Z = r^(−1/2) X̃ M lies in the column space of X̃, which in both branches is
+// the column space of the centred X (lifting changes Σ, not U). Blocki et al.
+// multiply on the other side (R·X mixes rows, and each output row is
+// N(0, XᵀX) with a full-rank d×d covariance); here every column of Z is
+// N(0, X̃X̃ᵀ/r) with an n×n covariance of rank at most d, and when n > d + 1
+// moving one row by less than a unit moves its support. An adversary who knows
+// every other row — the adversary of the DP definition — tests whether Z's
+// columns lie in colspace(X_c) or colspace(X′_c) and is right with
+// probability 1; with r ≥ d and the rows known it can even solve for M and
+// recover the missing row. TestLiftedReleaseRevealsColumnSpace shows the test
+// on a small example. [ProjectGaussian] releases the same JL projection plus
+// Gaussian noise calibrated to its sensitivity, which is (ε, δ)-DP against that
+// adversary too; Project stays for fidelity to the paper and SPEC §2.1.
 //
 // Distance preservation (Lemma 1 and Theorem 2 of the paper): if
 // r ≥ 8 log(n²/µ)/ν² with ν ∈ (0, ½), µ ∈ (0, 1), then with probability at least
