@@ -147,7 +147,28 @@ func (c *Config) defaults() error {
 	if c.DeltaUCB == 0 {
 		c.DeltaUCB = 0.05
 	}
+	// The GP's settings are checked by gpucb itself, on one stand-in candidate, so that a
+	// bad one is refused before the curator charges the projection. A lengthscale of 0
+	// is taken from Z later; any positive stand-in checks the rest.
+	ls := c.Lengthscale
+	if ls == 0 {
+		ls = 1
+	}
+	gc := c.gpConfig(ls)
+	gc.Capacity = 0
+	if _, err := gpucb.New([]float64{0}, 1, 1, gc); err != nil {
+		return fmt.Errorf("modeler: %w", err)
+	}
 	return nil
+}
+
+// gpConfig is the GP configuration of c with lengthscale ls.
+func (c *Config) gpConfig(ls float64) gpucb.Config {
+	return gpucb.Config{
+		Kernel: c.Kernel, Lengthscale: ls, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
+		Delta: c.DeltaUCB, ConstantBeta: c.ConstantBeta, SkipQueried: !c.AllowRepeats,
+		Standardise: !c.RawOutputs, Capacity: c.Iterations,
+	}
 }
 
 // Settings returns the study settings of c, after defaults, as RunStudy stores and
@@ -241,11 +262,7 @@ func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, 
 	if ls == 0 {
 		ls = gpucb.DefaultLengthscale(z, n, dim)
 	}
-	gcfg := gpucb.Config{
-		Kernel: cfg.Kernel, Lengthscale: ls, SignalVariance: cfg.SignalVariance, NoiseVariance: cfg.NoiseVariance,
-		Delta: cfg.DeltaUCB, ConstantBeta: cfg.ConstantBeta, SkipQueried: !cfg.AllowRepeats,
-		Standardise: !cfg.RawOutputs, Capacity: cfg.Iterations,
-	}
+	gcfg := cfg.gpConfig(ls)
 	gp, err := gpucb.New(z, n, dim, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
@@ -462,7 +479,8 @@ func datasetInfo(ctx context.Context, client curatorv1.CuratorServiceClient) (*c
 }
 
 // fetchRelease reads the dataset's description, checks the batch size against the
-// curator's limit and receives the projection cfg asks for.
+// curator's limit and the iterations and initial row against its rows, and only then
+// receives the projection cfg asks for.
 func fetchRelease(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*curatorv1.GetDatasetInfoResponse, *Projection, error) {
 	info, err := datasetInfo(ctx, client)
 	if err != nil {
@@ -470,6 +488,15 @@ func fetchRelease(ctx context.Context, client curatorv1.CuratorServiceClient, cf
 	}
 	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
 		return nil, nil, err
+	}
+	// What can be checked against the dataset's size is checked before the projection
+	// is charged.
+	n := int(min(info.GetRows(), math.MaxInt32))
+	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
+		return nil, nil, err
+	}
+	if cfg.InitialIndex >= n {
+		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.GetName())
 	}
 	proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
 		Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// TestRunBadSettingsSpendNothing runs `modeler run` with GP settings, an initial row or an
+// iteration count that cannot work on the 442-row diabetes data, and checks that each is
+// refused with an error naming it and that the identity's budget is left unspent: the
+// projection must not be charged for a study that cannot run.
+func TestRunBadSettingsSpendNothing(t *testing.T) {
+	srv := startDiabetesCurator(t)
+	common := []string{"run", "--curator", srv.Addr(), "--identity", "i1", "--r", "3", "--epsilon", "0.5", "--delta", "1e-5", "--quiet"}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--lengthscale", "-1"}, "lengthscale"},
+		{[]string{"--noise-variance", "-1"}, "noise variance"},
+		{[]string{"--signal-variance", "-1"}, "signal variance"},
+		{[]string{"--beta", "-1"}, "beta"},
+		{[]string{"--delta-ucb", "2"}, "delta'"},
+		{[]string{"--initial-index", "1000"}, "initial index 1000 is out of range [0, 442)"},
+		{[]string{"--iterations", "500"}, "500 iterations exceed the 442 rows"},
+		{[]string{"--iterations", "500", "--study", "too-long", "--studies-dir", t.TempDir()}, "500 iterations exceed the 442 rows"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append(append([]string{}, common...), tc.flags...)
+		err := run(args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run(%q): err = %v, want %q", tc.flags, err, tc.want)
+		}
+	}
+	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b, err := curatorv1.NewCuratorServiceClient(conn).GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.GetBudget(); got.GetEpsilonSpent() != 0 || got.GetDeltaSpent() != 0 {
+		t.Errorf("after refused runs identity i1 spent ε = %g, δ = %g; want nothing", got.GetEpsilonSpent(), got.GetDeltaSpent())
+	}
+}
