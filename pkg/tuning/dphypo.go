@@ -100,6 +100,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			return dphypoJob{}, jobs.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
 		}
 		n, m := r.train.N, float64(r.val.N)
+		orders = dpsgdOrders()
 		sgdCurve, err := dp.SubsampledGaussianRDP(orders, job.sgd.SamplingRate(n), job.sgd.NoiseMultiplier, job.sgd.Steps(n))
 		if err != nil {
 			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
@@ -134,6 +135,23 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	job.guarantee += ". Only the best run is released; the number of runs stays on the curator, as the guarantee requires."
 	plan.Guarantee = job.guarantee
 	return job, plan, nil
+}
+
+// dpsgdOrders is the order grid the built-in DP-SGD base algorithm is accounted on:
+// dp.DefaultOrders without its fractional orders (1.25, 1.5, 1.75).
+//
+// learner.TrainDPSGD adds lattice discrete-Gaussian noise. Its Rényi guarantee rests on
+// the moments E[(p_μ/p_0)^j] of the discrete Gaussian, which equal the continuous
+// Gaussian's only for integer j (see pkg/learner's documentation), and on Mironov, Talwar
+// & Zhang's integer-order bound A_α = Σ_j C(α,j)(1−q)^{α−j} q^j E[(p_μ/p_0)^j], which is
+// built from exactly those moments. At fractional α, dp.SubsampledGaussianRDP evaluates
+// the two-sided series of the continuous Gaussian, which nobody has shown to bound the
+// lattice mechanism. So the DP-SGD curve, and the score release composed with it (whose
+// curve must share its orders), use integer orders only; the minimum over orders is then
+// taken over orders where the bound is proved. The fractional orders matter only for
+// very large ε, where the best order is close to 1.
+func dpsgdOrders() []float64 {
+	return slices.DeleteFunc(dp.DefaultOrders(), func(a float64) bool { return a != math.Trunc(a) })
 }
 
 // runConfig is the DP-SGD configuration of grid point i.

@@ -21,7 +21,8 @@ func dphypoSpec() jobs.DPHyPOSpec {
 
 // TestDPHyPOPlan pins the job's charge to the accountant computed by hand from its parts:
 // the subsampled Gaussian of DP-SGD composed with the Gaussian score release, through
-// DP-HyPO's Theorem 1 and the improved conversion.
+// DP-HyPO's Theorem 1 and the improved conversion, on the integer orders of the default
+// grid only (DP-SGD's lattice noise has a proved Rényi bound at integer orders only).
 func TestDPHyPOPlan(t *testing.T) {
 	r := breastCancer(t)
 	s := dphypoSpec()
@@ -31,7 +32,15 @@ func TestDPHyPOPlan(t *testing.T) {
 	}
 	n, m := float64(r.train.N), float64(r.val.N)
 	steps := 3 * int(math.Ceil(n/64))
-	orders := dp.DefaultOrders()
+	var orders []float64
+	for _, a := range dp.DefaultOrders() {
+		if a == math.Floor(a) {
+			orders = append(orders, a)
+		}
+	}
+	if len(orders) == len(dp.DefaultOrders()) {
+		t.Fatal("the default order grid has no fractional orders; this test no longer tells them apart")
+	}
 	sgd, _ := dp.SubsampledGaussianRDP(orders, 64/n, 1, steps)
 	score, _ := dp.GaussianRDP(orders, 1/m, 2/m)
 	base, _ := sgd.Compose(score)
