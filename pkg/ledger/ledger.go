@@ -170,6 +170,11 @@ var (
 	ErrKeyConflict = errors.New("ledger: key already charged with a different kind or cost")
 	// ErrNotFound is returned by SetResult for a record that does not exist.
 	ErrNotFound = errors.New("ledger: no such record")
+	// ErrUnavailable is matched (errors.Is) by errors that mean the database
+	// could not be reached or dropped the connection: nothing is known to be
+	// wrong with the request, and retrying it later is safe (charges are
+	// idempotent by key).
+	ErrUnavailable = errors.New("ledger: database unavailable")
 )
 
 // Scopes of a BudgetError.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -158,9 +159,26 @@ func (e *pgEngine) acquire(ctx context.Context) (*pgx.Conn, error) {
 	c, err := pgx.ConnectConfig(ctx, e.cfg)
 	if err != nil {
 		<-e.slots
-		return nil, err
+		return nil, unavailable(nil, err)
 	}
 	return c, nil
+}
+
+// unavailable marks err with ErrUnavailable when it means the server could not
+// be reached or the connection c (nil while connecting) was lost, rather than
+// that the statement failed: a connection error, a network error, a closed
+// connection, or an error pgx knows happened before anything was sent. Context
+// errors stay as they are.
+func unavailable(c *pgx.Conn, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if c == nil || errors.As(err, &ce) || errors.As(err, &ne) || c.IsClosed() || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
 }
 
 // release returns c to the pool, or closes it if it is broken or the
@@ -191,7 +209,10 @@ func (e *pgEngine) write(ctx context.Context, lock lockKey, fn func(q querier) e
 		return err
 	}
 	broken := false
-	defer func() { e.release(c, broken) }()
+	defer func() {
+		err = unavailable(c, err)
+		e.release(c, broken)
+	}()
 	tx, err := c.Begin(ctx)
 	if err != nil {
 		broken = true
@@ -232,7 +253,7 @@ func (e *pgEngine) read(ctx context.Context, fn func(q querier) error) error {
 	if err != nil {
 		return err
 	}
-	err = fn(pgQuerier{c})
+	err = unavailable(c, fn(pgQuerier{c}))
 	e.release(c, false) // release checks IsClosed: pgx closes a connection it cannot trust
 	return err
 }

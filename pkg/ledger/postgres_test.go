@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -123,5 +124,41 @@ func TestOpenPostgresArguments(t *testing.T) {
 		if got, err := (PostgresOptions{Schema: tt.in}).schema(); err != nil || got != tt.want {
 			t.Errorf("PostgresOptions{Schema: %q}.schema() = %q, %v, want %q", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+// TestPostgresUnavailable checks that losing the database connection is
+// reported as ErrUnavailable (which the curator answers as UNAVAILABLE, so
+// that clients retry), and that the store reconnects afterwards: the test
+// terminates the store's server processes with pg_terminate_backend.
+func TestPostgresUnavailable(t *testing.T) {
+	conn := requirePostgres(t)
+	schema := randomSchema(t, conn)
+	s, err := OpenPostgres(ctx, testDSN(), PostgresOptions{Schema: schema, MaxConns: 1}, stdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	acct := Account{Dataset: "d", Identity: "a"}
+	if _, err := s.Balance(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`, schema).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("terminated %d server processes, want the store's one", killed)
+	}
+	_, err = s.Balance(ctx, acct)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Balance after the connection was killed: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Balance(ctx, acct); err != nil {
+		t.Errorf("Balance after reconnecting: %v", err)
+	}
+	if _, err := OpenPostgres(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", PostgresOptions{}, stdLimits); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("OpenPostgres on a closed port: %v, want ErrUnavailable", err)
 	}
 }

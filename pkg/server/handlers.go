@@ -153,6 +153,9 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		return status.Error(codes.Canceled, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
+	case errors.Is(err, ledger.ErrUnavailable):
+		h.log.Warn("privacy ledger unavailable", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
+		return status.Error(codes.Unavailable, "the curator cannot reach its privacy ledger right now; retry the same request shortly (a release already charged is replayed at no cost)")
 	}
 	h.log.Error("request failed", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
 	return status.Errorf(codes.Internal, "internal error (request id %s); the curator's operator can find details in its log", transport.RequestIDFromContext(ctx))
