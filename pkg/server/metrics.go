@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/metrics"
@@ -76,6 +77,19 @@ func (s *Server) serveMetrics() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", s.metrics.Handler())
+	// Plain-HTTP probes for orchestrators whose probes cannot present a client
+	// certificate to the mutual-TLS gRPC port: /healthz mirrors the gRPC health
+	// status (NOT_SERVING while the ledger is unreachable or while draining: take
+	// the curator out of rotation), /livez only says the process answers.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		resp, err := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "SERVING")
+	})
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.metricsLis = lis
 	s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -72,7 +72,8 @@ type Config struct {
 	AllowPlaintext bool
 	// Limits bounds each identity's request rate and concurrency.
 	Limits transport.Limits
-	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address.
+	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
+	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
 	MetricsListen string
 	// Jobs enables private tuning jobs on the dataset (its target must be a 0/1 label).
 	Jobs JobsConfig
