@@ -364,14 +364,22 @@ func checkConfig(args []string) error {
 func printLedger(args []string) error {
 	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
 	var (
-		lf   ledgerFlags
-		name string
-		all  bool
+		lf         ledgerFlags
+		name       string
+		all        bool
+		configFile string
 	)
 	lf.register(fs)
 	fs.StringVar(&name, "dataset", "", "dataset name (required)")
 	fs.BoolVar(&all, "all", false, "list zero-cost releases too (by default they are only counted)")
+	fs.StringVar(&configFile, "config", "", "the curator's configuration file: the ledger and budget settings not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("curator ledger: unexpected arguments %q", fs.Args())
+	}
+	if err := ledgerSettingsFromServeConfig(fs, configFile); err != nil {
 		return err
 	}
 	if name == "" || lf.state == "" && lf.kind == "sqlite" {
@@ -391,8 +399,11 @@ func printLedger(args []string) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tEPSILON\tDELTA\tKEY")
 	free := 0
+	if len(entries) == 0 {
+		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset %q: check --dataset (a curator names its dataset after the data file unless --name is given)\n", name)
+	}
 	for _, e := range entries {
-		if e.Kind == "evaluation" {
+		if e.Kind == "evaluation" || e.Kind == "pending" {
 			continue // the curator's own records, not releases
 		}
 		if !all && e.Cost == (ledger.Cost{}) {
@@ -422,6 +433,33 @@ func printLedger(args []string) error {
 		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", b.DatasetSpent.Epsilon, b.DatasetSpent.Delta, b.DatasetRemaining.Epsilon, b.DatasetRemaining.Delta)
 	}
 	return w.Flush()
+}
+
+// ledgerSettingsFromServeConfig sets the flags of fs that the command line did not set
+// from the curator's configuration file and environment, exactly as serve would read
+// them, so that 'curator ledger' reports the budget the curator enforces.
+func ledgerSettingsFromServeConfig(fs *flag.FlagSet, configFile string) error {
+	full := flag.NewFlagSet("curator serve", flag.ContinueOnError)
+	var sf serveFlags
+	sf.register(full)
+	if err := full.Parse(nil); err != nil {
+		return err
+	}
+	if configFile == "" {
+		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
+	}
+	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if g := full.Lookup(f.Name); err == nil && !set[f.Name] && g != nil && f.Name != "config" {
+			err = fs.Set(f.Name, g.Value.String())
+		}
+	})
+	return err
 }
 
 func devCA(args []string) error {

@@ -44,6 +44,12 @@ budget-delta = 1e-3
 		{"bad evaluator curve", []string{"check-config", "--config", good, "--evaluators", "x=/bin/true", "--evaluator-rdp", "x=2:abc"}, nil, "ALPHA:EPS"},
 		{"curve of an unknown evaluator", []string{"check-config", "--config", good, "--evaluator-rdp", "y=2:0.1"}, nil, `"y"`},
 		{"no state", []string{"check-config", "--data", diabetes, "--target", "progression", "--budget-epsilon", "1"}, nil, "state"},
+		{"unknown evaluation mode", []string{"check-config", "--config", good, "--evaluate", "bogus"}, nil, "evaluation mode"},
+		{"negative noise", []string{"check-config", "--config", good, "--noise-sd", "-1"}, nil, "noise sd"},
+		{"missing evaluation program", []string{"check-config", "--config", good, "--evaluate", "program", "--evaluate-program", "/nonexistent/prog"}, nil, "/nonexistent/prog"},
+		{"jobs on a non-binary target", []string{"check-config", "--config", good, "--jobs"}, nil, "0/1"},
+		{"unknown projection mechanism", []string{"check-config", "--config", good, "--projection-mechanism", "magic"}, nil, "projection mechanism"},
+		{"certificate without key", []string{"check-config", "--config", good, "--tls-cert", "x.pem"}, nil, "--tls-key"},
 	} {
 		for k, v := range tc.env {
 			t.Setenv(k, v)

@@ -86,6 +86,24 @@ type answerKey struct {
 	index    int
 }
 
+// CheckSettings validates the settings of a Config that New checks beyond the dataset
+// and ledger — the observation noise and the evaluation mode and program — without
+// creating anything (for a configuration check before serving).
+func CheckSettings(noiseSD float64, e Evaluation) error {
+	if err := checkNoiseSD(noiseSD); err != nil {
+		return err
+	}
+	_, err := newProgram(e)
+	return err
+}
+
+func checkNoiseSD(sd float64) error {
+	if math.IsNaN(sd) || math.IsInf(sd, 0) || sd < 0 {
+		return fmt.Errorf("curator: noise sd must be finite and ≥ 0, got %g", sd)
+	}
+	return nil
+}
+
 // New validates cfg and returns a Curator.
 func New(cfg Config) (*Curator, error) {
 	if cfg.Dataset == nil || cfg.Ledger == nil {
@@ -94,8 +112,8 @@ func New(cfg Config) (*Curator, error) {
 	if cfg.StateDir == "" {
 		return nil, errors.New("curator: StateDir is required")
 	}
-	if math.IsNaN(cfg.NoiseSD) || math.IsInf(cfg.NoiseSD, 0) || cfg.NoiseSD < 0 {
-		return nil, fmt.Errorf("curator: noise sd must be finite and ≥ 0, got %g", cfg.NoiseSD)
+	if err := checkNoiseSD(cfg.NoiseSD); err != nil {
+		return nil, err
 	}
 	if cfg.MaxQueryIndices <= 0 {
 		cfg.MaxQueryIndices = 10000

@@ -358,6 +358,14 @@ func Check(cfg Config) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("server: %w", err)
 	}
+	if err := curator.CheckSettings(cfg.NoiseSD, cfg.Evaluation); err != nil {
+		return "", fmt.Errorf("server: %w", err)
+	}
+	if cfg.Jobs.Enabled {
+		if _, err := jobsRunner(cfg, ds, zap.NewNop()); err != nil {
+			return "", err
+		}
+	}
 	return fmt.Sprintf("dataset %s: %d rows × %d features, target %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
 		ds.Name, ds.N, ds.D, ds.Target, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
 }
@@ -391,16 +399,26 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 
 func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
-	runner, err := tuning.New(tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
-		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
+	runner, err := jobsRunner(cfg, ds, log)
 	if err != nil {
-		return nil, fmt.Errorf("server: jobs: %w", err)
+		return nil, err
 	}
 	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: ds.Name, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
 	if err != nil {
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
 	return m, nil
+}
+
+// jobsRunner builds the tuning-job runner of cfg over ds.
+func jobsRunner(cfg Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runner, error) {
+	j := cfg.Jobs
+	runner, err := tuning.New(tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
+		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("server: jobs: %w", err)
+	}
+	return runner, nil
 }
 
 // Addr is the address the server listens on.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// captureStdout runs f and returns what it printed on standard output.
+func captureStdout(t *testing.T, f func() error) (string, error) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	ferr := f()
+	os.Stdout = old
+	w.Close()
+	return <-done, ferr
+}
+
+// TestLedgerReadsServeConfig checks that 'curator ledger --config' reports the
+// budgets the curator enforces (read from the same file and environment as
+// serve), and that the curator's own pending markers are not listed as releases.
+func TestLedgerReadsServeConfig(t *testing.T) {
+	state := t.TempDir()
+	store, err := ledger.OpenSQLite(filepath.Join(state, "ledger.db"), ledger.Limits{
+		PerIdentity: ledger.Cost{Epsilon: 10, Delta: 1e-3}, Dataset: ledger.Cost{Epsilon: 30, Delta: 1e-3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []ledger.Charge{
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "projection/p1", Kind: "projection", Cost: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "_curator"}, Key: "pending/7", Kind: "pending"},
+	} {
+		if _, err := store.Charge(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	cfg := writeConfig(t, `data = "`+diabetes+`"
+target = "progression"
+state = "`+state+`"
+budget-epsilon = 10
+budget-delta = 1e-3
+dataset-budget-epsilon = 30
+`)
+	out, err := captureStdout(t, func() error { return run([]string{"ledger", "--config", cfg, "--dataset", "diabetes"}) })
+	if err != nil {
+		t.Fatalf("curator ledger: %v\n%s", err, out)
+	}
+	for _, want := range []string{"acme  ", "(dataset)  1 ", " 29 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("curator ledger output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "pending") || strings.Contains(out, "releases at no cost") {
+		t.Errorf("curator ledger lists the curator's pending marker:\n%s", out)
+	}
+	t.Logf("curator ledger:\n%s", out)
+	// The command line still wins over the file.
+	out, err = captureStdout(t, func() error {
+		return run([]string{"ledger", "--config", cfg, "--dataset", "diabetes", "--dataset-budget-epsilon", "12"})
+	})
+	if err != nil || !strings.Contains(out, " 11 ") {
+		t.Errorf("curator ledger with --dataset-budget-epsilon 12: %v\n%s", err, out)
+	}
+}
