@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -332,7 +333,10 @@ func serve(args []string) error {
 	}
 	select {
 	case <-ctx.Done():
-		log.Info("signal received; draining", zap.Duration("deadline", cfg.ShutdownTimeout))
+		// A second signal now stops the process at once (the ledger's transactions
+		// make that safe); the first one drains.
+		stop()
+		log.Info("signal received; draining (send it again to stop at once)", zap.Duration("deadline", cfg.ShutdownTimeout))
 		return srv.Shutdown(context.Background())
 	case err := <-srv.Done():
 		srv.Shutdown(context.Background())
@@ -468,6 +472,7 @@ func devCA(args []string) error {
 	hosts := fs.String("hosts", "127.0.0.1,localhost", "comma-separated server host names and addresses")
 	clients := fs.String("clients", "", "comma-separated modeler identities to issue client certificates for")
 	valid := fs.Duration("valid-for", 30*24*time.Hour, "validity of the certificates")
+	force := fs.Bool("force", false, "replace a CA already in --out")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -482,6 +487,9 @@ func devCA(args []string) error {
 		if err := transport.ValidateIdentity(id); err != nil {
 			return err
 		}
+	}
+	if _, err := os.Stat(filepath.Join(*out, "ca.pem")); err == nil && !*force {
+		return fmt.Errorf("dev-ca: %s already holds a CA; replacing it would invalidate every certificate it issued (--force replaces it)", *out)
 	}
 	if err := devca.Create(*out, strings.Split(*hosts, ","), ids, *valid); err != nil {
 		return err

@@ -74,7 +74,17 @@ func TestDevCAAndHashToken(t *testing.T) {
 			t.Errorf("dev-ca did not write %s: %v", f, err)
 		}
 	}
-	if err := run([]string{"dev-ca", "--out", dir, "--clients", "bad identity"}); err == nil {
+	if err := run([]string{"dev-ca", "--out", t.TempDir(), "--clients", "bad identity"}); err == nil {
 		t.Error("dev-ca accepted an invalid identity")
+	}
+	ca, _ := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	if err := run([]string{"dev-ca", "--out", dir, "--clients", "vendor-c"}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("dev-ca over an existing CA: %v, want a refusal naming --force", err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); string(again) != string(ca) {
+		t.Error("a refused dev-ca replaced the CA")
+	}
+	if err := run([]string{"dev-ca", "--out", dir, "--clients", "vendor-c", "--force"}); err != nil {
+		t.Errorf("dev-ca --force: %v", err)
 	}
 }
