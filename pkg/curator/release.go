@@ -16,7 +16,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/projection"
@@ -124,7 +123,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		err error
 	)
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		z, rep, err = projection.ProjectGaussian(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, dp.CryptoSource())
+		z, rep, err = projection.ProjectGaussian(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, projection.CryptoNoise)
 	} else {
 		z, rep, err = projection.Project(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
 	}

@@ -131,6 +131,16 @@ func (g *VectorGaussian) Release(src *Source, x []float64) error {
 	if len(x) != g.dim {
 		return fmt.Errorf("dp: vector Gaussian of dimension %d given %d values", g.dim, len(x))
 	}
+	return g.AddNoise(src, x)
+}
+
+// AddNoise rounds the coordinates in part to the lattice and adds the
+// mechanism's independent noise to each, in place. It lets the caller noise a
+// release of the mechanism's dimension in disjoint parts, concurrently, each
+// with its own Source: the result has the same distribution as Release. The
+// caller must cover every coordinate exactly once.
+func (g *VectorGaussian) AddNoise(src *Source, part []float64) error {
+	x := part
 	for _, v := range x {
 		if err := validateFinite("Gaussian input", v); err != nil {
 			return err

@@ -11,6 +11,11 @@ import (
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
 
+// seededNoise gives row partition k the test source seed·1000 + k.
+func seededNoise(seed uint64) func(int) *dp.Source {
+	return func(k int) *dp.Source { return dptest.Source(seed*1000 + uint64(k)) }
+}
+
 // outsideColumnSpace returns the largest relative residual of a column of
 // z (row-major n×r) after projecting it onto the column space of the centred
 // data x (row-major n×d).
@@ -70,7 +75,7 @@ func TestLiftedReleaseRevealsColumnSpace(t *testing.T) {
 			t.Errorf("%s: release is only %.3g outside the neighbour's column space", c.name, out)
 		}
 	}
-	z, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-5}, SeededSource(1), dptest.Source(2))
+	z, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-5}, SeededSource(1), seededNoise(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func TestProjectGaussian(t *testing.T) {
 	const n, d, r = 2000, 6, 5
 	x := gaussianData(5, n, d, 3)
 	p := Params{R: r, Epsilon: 2, Delta: 1e-5}
-	z, rep, err := ProjectGaussian(context.Background(), x, n, d, p, SeededSource(9), dptest.Source(4))
+	z, rep, err := ProjectGaussian(context.Background(), x, n, d, p, SeededSource(9), seededNoise(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,15 +143,15 @@ func TestProjectGaussianErrors(t *testing.T) {
 	if _, _, err := ProjectGaussian(ctx, x, 10, 2, p, SeededSource(1), nil); err == nil {
 		t.Error("nil noise source: no error")
 	}
-	if _, _, err := ProjectGaussian(ctx, x, 10, 2, p, Source{}, dptest.Source(1)); err == nil {
+	if _, _, err := ProjectGaussian(ctx, x, 10, 2, p, Source{}, seededNoise(1)); err == nil {
 		t.Error("zero Source: no error")
 	}
-	if _, _, err := ProjectGaussian(ctx, x, 10, 2, Params{R: 0, Epsilon: 1, Delta: 1e-5}, SeededSource(1), dptest.Source(1)); err == nil {
+	if _, _, err := ProjectGaussian(ctx, x, 10, 2, Params{R: 0, Epsilon: 1, Delta: 1e-5}, SeededSource(1), seededNoise(1)); err == nil {
 		t.Error("r = 0: no error")
 	}
 	bad := append([]float64(nil), x...)
 	bad[3] = math.Inf(1)
-	if _, _, err := ProjectGaussian(ctx, bad, 10, 2, p, SeededSource(1), dptest.Source(1)); err == nil {
+	if _, _, err := ProjectGaussian(ctx, bad, 10, 2, p, SeededSource(1), seededNoise(1)); err == nil {
 		t.Error("infinite data: no error")
 	}
 }
@@ -158,7 +163,7 @@ func BenchmarkProjectGaussian(b *testing.B) {
 	x := gaussianData(1, n, d, 1)
 	b.SetBytes(int64(n * d * 8))
 	for b.Loop() {
-		if _, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-5}, SecureSource(), dp.CryptoSource()); err != nil {
+		if _, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-5}, SecureSource(), CryptoNoise); err != nil {
 			b.Fatal(err)
 		}
 	}
