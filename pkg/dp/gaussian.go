@@ -36,13 +36,7 @@ type Gaussian struct {
 // sensitivity Δ > 0 (all finite). It refuses noise scales outside
 // [2⁻¹⁰⁰⁰, 2¹⁰⁰⁰].
 func NewGaussian(epsilon, delta, sensitivity float64) (*Gaussian, error) {
-	if err := ValidateEpsilon(epsilon); err != nil {
-		return nil, err
-	}
-	if err := validateGaussianDelta(delta); err != nil {
-		return nil, err
-	}
-	if err := ValidateSensitivity(sensitivity); err != nil {
+	if err := validateGaussianParams(epsilon, delta, sensitivity); err != nil {
 		return nil, err
 	}
 	sigma1, err := AnalyticGaussianSigma(epsilon, delta, 1)
@@ -72,6 +66,17 @@ func NewGaussian(epsilon, delta, sensitivity float64) (*Gaussian, error) {
 		sigma2:      new(big.Rat).SetFloat64(n),
 		sigma:       math.Ldexp(math.Sqrt(n), k),
 	}, nil
+}
+
+// validateGaussianParams checks the parameters every Gaussian mechanism takes.
+func validateGaussianParams(epsilon, delta, sensitivity float64) error {
+	if err := ValidateEpsilon(epsilon); err != nil {
+		return err
+	}
+	if err := validateGaussianDelta(delta); err != nil {
+		return err
+	}
+	return ValidateSensitivity(sensitivity)
 }
 
 // calibrateDiscreteGaussian returns the smallest float64 N ≥ sc² (to a

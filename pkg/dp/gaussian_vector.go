@@ -40,13 +40,7 @@ type VectorGaussian struct {
 // NewVectorGaussian returns the Gaussian mechanism for m-dimensional queries
 // with L2 sensitivity Δ, for ε > 0, 0 < δ < 1 and Δ > 0 (all finite), m ≥ 1.
 func NewVectorGaussian(epsilon, delta, sensitivity float64, m int) (*VectorGaussian, error) {
-	if err := ValidateEpsilon(epsilon); err != nil {
-		return nil, err
-	}
-	if err := validateGaussianDelta(delta); err != nil {
-		return nil, err
-	}
-	if err := ValidateSensitivity(sensitivity); err != nil {
+	if err := validateGaussianParams(epsilon, delta, sensitivity); err != nil {
 		return nil, err
 	}
 	if m < 1 {

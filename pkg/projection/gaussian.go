@@ -51,28 +51,10 @@ const (
 // crypto/rand (about 0.45 million a second per core, spread over GOMAXPROCS
 // goroutines), which dominate for large n. Report.NoiseSD holds σ (it depends only on M, never on the data).
 func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src Source, noise func(part int) *dp.Source) (z []float64, rep Report, err error) {
-	if err := p.Validate(); err != nil {
-		return nil, Report{}, err
-	}
-	if src.s == nil {
-		return nil, Report{}, errors.New("projection: zero Source; use SecureSource (or SeededSource in simulations)")
-	}
 	if noise == nil {
 		return nil, Report{}, errors.New("projection: nil noise sources; use CryptoNoise")
 	}
-	if n < 2 {
-		return nil, Report{}, fmt.Errorf("projection: need at least 2 rows to centre, got %d", n)
-	}
-	if d < 1 {
-		return nil, Report{}, fmt.Errorf("projection: need at least 1 column, got %d", d)
-	}
-	if len(x) != n*d {
-		panic(fmt.Sprintf("projection: len(x) = %d, want n*d = %d*%d", len(x), n, d))
-	}
-	if n > math.MaxInt/p.R {
-		return nil, Report{}, fmt.Errorf("projection: %d×%d release is too large", n, p.R)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkInputs(ctx, x, n, d, p, src); err != nil {
 		return nil, Report{}, err
 	}
 	r := p.R

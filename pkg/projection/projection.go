@@ -77,28 +77,37 @@ type Report struct {
 // or non-finite data; it panics if len(x) != n*d. It stops with ctx.Err() when
 // ctx is cancelled.
 func Project(ctx context.Context, x []float64, n, d int, p Params, src Source) (z []float64, rep Report, err error) {
-	if err := p.Validate(); err != nil {
-		return nil, Report{}, err
-	}
-	if src.s == nil {
-		return nil, Report{}, errors.New("projection: zero Source; use SecureSource (or SeededSource in simulations)")
-	}
-	if n < 2 {
-		return nil, Report{}, fmt.Errorf("projection: need at least 2 rows to centre, got %d", n)
-	}
-	if d < 1 {
-		return nil, Report{}, fmt.Errorf("projection: need at least 1 column, got %d", d)
-	}
-	if len(x) != n*d {
-		panic(fmt.Sprintf("projection: len(x) = %d, want n*d = %d*%d", len(x), n, d))
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkInputs(ctx, x, n, d, p, src); err != nil {
 		return nil, Report{}, err
 	}
 	m := make([]float64, d*p.R)
 	defer clear(m)
 	src.normals(m)
 	return project(ctx, x, n, d, m, p.R, Omega(p.R, p.Epsilon, p.Delta), routeAuto)
+}
+
+// checkInputs validates what Project and ProjectGaussian take; it panics if
+// len(x) != n*d.
+func checkInputs(ctx context.Context, x []float64, n, d int, p Params, src Source) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if src.s == nil {
+		return errors.New("projection: zero Source; use SecureSource (or SeededSource in simulations)")
+	}
+	if n < 2 {
+		return fmt.Errorf("projection: need at least 2 rows to centre, got %d", n)
+	}
+	if d < 1 {
+		return fmt.Errorf("projection: need at least 1 column, got %d", d)
+	}
+	if len(x) != n*d {
+		panic(fmt.Sprintf("projection: len(x) = %d, want n*d = %d*%d", len(x), n, d))
+	}
+	if n > math.MaxInt/p.R {
+		return fmt.Errorf("projection: %d×%d release is too large", n, p.R)
+	}
+	return ctx.Err()
 }
 
 type routeChoice int
