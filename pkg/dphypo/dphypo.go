@@ -112,6 +112,9 @@ type Base interface {
 type Progress struct {
 	Run     int // 1-based number of base runs finished so far
 	Message string
+	// Err is the run's error if it failed (it was kept with score −∞), for the
+	// operator's log only.
+	Err error
 }
 
 // Result is the outcome of a search.
@@ -119,7 +122,12 @@ type Result struct {
 	BestIndex int     // grid index of the run with the highest score (first one on ties)
 	BestScore float64 // its noisy score
 	Runs      int     // T: operator-only, see Progress
+	Failed    int     // runs that failed and were kept with score −∞: operator-only, like Runs
 }
+
+// ErrAllRunsFailed is returned by Run when every base run failed. It names no run and
+// no run count.
+var ErrAllRunsFailed = errors.New("dphypo: every base run of the search failed")
 
 // Run executes DP-HyPO (Wang et al. 2023, Framework 1 / Algorithms 2–3):
 //
@@ -132,10 +140,16 @@ type Result struct {
 //	return the run with the highest q
 //
 // All randomness of the search (T and every λ) comes from src; use
-// dp.CryptoSource for real searches. If ctx is cancelled or a base run
-// fails, Run returns the error and no result: the privacy cost of the runs
-// already made is spent, so charge the whole search before calling Run.
-// progress may be nil.
+// dp.CryptoSource for real searches. A base run that fails (an error other
+// than the context's, or a non-finite score) is kept as a run with score −∞:
+// it can never be selected, the GP rule does not observe it (π stays as it
+// was, a rule that depends only on what was kept), and the search goes on.
+// Aborting instead would reveal that a particular run, not the best one,
+// failed, which the guarantee does not cover. If every run failed, Run
+// returns ErrAllRunsFailed, which names no run. If ctx is cancelled, Run
+// returns the context's error and no result. Either way the privacy cost of
+// the runs already made is spent, so charge the whole search before calling
+// Run. progress may be nil.
 func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress func(Progress)) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
@@ -169,11 +183,18 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 			return Result{}, err
 		}
 		q, err := base.Run(ctx, i)
-		if err != nil {
+		if err != nil && (ctx.Err() != nil || errors.Is(err, context.Canceled)) {
 			return Result{}, fmt.Errorf("dphypo: base run %d: %w", j+1, err)
 		}
-		if math.IsNaN(q) || math.IsInf(q, 0) {
-			return Result{}, fmt.Errorf("dphypo: base run %d returned a non-finite score", j+1)
+		if err == nil && (math.IsNaN(q) || math.IsInf(q, 0)) {
+			err = errors.New("non-finite score")
+		}
+		if err != nil { // kept with score −∞: never selected, not observed
+			res.Failed++
+			if progress != nil {
+				progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d failed; kept with score −∞", j+1), Err: err})
+			}
+			continue
 		}
 		if q > res.BestScore {
 			res.BestIndex, res.BestScore = i, q
@@ -187,6 +208,9 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 		if progress != nil {
 			progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d finished", j+1)})
 		}
+	}
+	if res.BestIndex < 0 {
+		return Result{}, ErrAllRunsFailed
 	}
 	return res, nil
 }

@@ -366,13 +366,81 @@ func TestRunProgressAndErrors(t *testing.T) {
 	if _, err := Run(ctx, dptest.Source(9), cfg, b, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run(cancelled) = %v, want context.Canceled", err)
 	}
-	boom := errors.New("boom")
-	if _, err := Run(context.Background(), dptest.Source(9), cfg, baseFunc(func(int) (float64, error) { return 0, boom }), nil); !errors.Is(err, boom) {
-		t.Errorf("Run(failing base) = %v, want it to wrap %v", err, boom)
-	}
 	bad := cfg
 	bad.Cmin = 2
 	if _, err := Run(context.Background(), dptest.Source(9), bad, b, nil); err == nil {
 		t.Error("Run(c > 1): no error")
+	}
+}
+
+// TestRunFailedRunsKept: a failed base run (an error, or a non-finite score) is kept as
+// a run with score −∞ — never selected, not observed by the GP — and the search goes on;
+// aborting would reveal that a run other than the best failed, which Theorem 1 does not
+// cover. Only when every run fails does Run fail, with an error naming no run.
+// Cancellation still stops the search with the context's error.
+func TestRunFailedRunsKept(t *testing.T) {
+	boom := errors.New("boom")
+	// Grid point 0 scores 0; point 1 returns NaN; point 2 fails. Only 0 can be best.
+	mixed := baseFunc(func(i int) (float64, error) {
+		switch i {
+		case 1:
+			return math.NaN(), nil
+		case 2:
+			return 0, boom
+		}
+		return 0, nil
+	})
+	for _, uniform := range []bool{true, false} {
+		cfg := Config{Theta: 1, Gamma: 0.02, C: 2, Cmin: 0.75, Tau: 0.1, Beta: 1, Uniform: uniform,
+			Candidates: []float64{0, 1, 2}, N: 3, Dim: 1}
+		src := dptest.Source(3)
+		sawSuccess := false
+		for range 50 {
+			var failedEvents, events int
+			res, err := Run(context.Background(), src, cfg, mixed, func(p Progress) {
+				events++
+				if p.Err != nil {
+					failedEvents++
+				}
+			})
+			if errors.Is(err, ErrAllRunsFailed) { // possible: every run drew 1 or 2
+				continue
+			}
+			if err != nil {
+				t.Fatalf("uniform=%v: Run with some failing runs = %v, want the search to go on", uniform, err)
+			}
+			if res.BestIndex != 0 || res.BestScore != 0 {
+				t.Fatalf("uniform=%v: Run = %+v, want best index 0 (failed runs are never selected)", uniform, res)
+			}
+			if events != res.Runs || failedEvents != res.Failed {
+				t.Fatalf("uniform=%v: %d events (%d failed) for %+v; want one per run, failures flagged", uniform, events, failedEvents, res)
+			}
+			if res.Failed > 0 && res.Failed < res.Runs {
+				sawSuccess = true
+			}
+		}
+		if !sawSuccess {
+			t.Errorf("uniform=%v: no search had both failed and successful runs; the test proves nothing", uniform)
+		}
+	}
+
+	// Every run fails: an error that names no run (and no run count).
+	cfg := Config{Theta: 1, Gamma: 0.2, C: 1, Cmin: 1, Uniform: true, N: 3}
+	for _, fail := range []baseFunc{
+		func(int) (float64, error) { return 0, boom },
+		func(int) (float64, error) { return math.Inf(1), nil },
+	} {
+		_, err := Run(context.Background(), dptest.Source(9), cfg, fail, nil)
+		if !errors.Is(err, ErrAllRunsFailed) || strings.ContainsAny(err.Error(), "0123456789") {
+			t.Errorf("Run(every run fails) = %v, want ErrAllRunsFailed naming no run", err)
+		}
+	}
+
+	// A base run interrupted by cancellation stops the search with the context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := baseFunc(func(int) (float64, error) { cancel(); return 0, context.Canceled })
+	if _, err := Run(ctx, dptest.Source(9), cfg, stop, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run(cancelled during a run) = %v, want context.Canceled", err)
 	}
 }

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -197,11 +198,19 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	// The number of runs is part of what the guarantee hides: progress reports only that
 	// the search runs, and the run count goes to the operator's log alone.
 	progress(jobs.Progress{Message: "searching (the number of runs is private)"})
-	res, err := dphypo.Run(ctx, src, job.cfg, dphypoBase{r: r, job: job, src: src}, func(dphypo.Progress) {})
-	if err != nil {
+	// A failed base run is kept with score −∞ and the search goes on (dphypo.Run); its
+	// error goes to the operator's log only.
+	res, err := dphypo.Run(ctx, src, job.cfg, dphypoBase{r: r, job: job, src: src}, func(p dphypo.Progress) {
+		if p.Err != nil {
+			r.log.Warn("DP-HyPO base run failed; kept with score −∞ (operator only)", zap.Int("run", p.Run), zap.Error(p.Err))
+		}
+	})
+	if errors.Is(err, dphypo.ErrAllRunsFailed) {
+		return jobs.Result{}, jobs.Publicf("every run of the search failed; the curator's operator can find details in its log")
+	} else if err != nil {
 		return jobs.Result{}, fmt.Errorf("tuning: dphypo: %w", err)
 	}
-	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs))
+	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs), zap.Int("failed_runs", res.Failed))
 	return jobs.Result{
 		HasHyperparameters: true, Hyperparameters: job.space.Point(res.BestIndex), Score: res.BestScore,
 		Epsilon: plan.Cost.Epsilon, Delta: plan.Cost.Delta, Guarantee: plan.Guarantee,
