@@ -15,6 +15,7 @@ import (
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/study"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -397,8 +398,10 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 
 // query asks the curator for rows, waiting for it to be reachable and asking again when
 // the connection breaks mid-query (a curator restart): a query is idempotent — rows
-// already released come back as replays at no cost — so retrying is safe. It gives up
-// only when ctx ends or the curator refuses the request.
+// already released come back as replays at no cost — so retrying is safe. When the
+// curator's rate limits refuse it with a RetryInfo, it waits as long as they ask and asks
+// again. It gives up only when ctx ends or the curator refuses the request (a budget
+// refusal among them).
 func (s *session) query(ctx context.Context, req *curatorv1.QueryRequest, rows []int) (*curatorv1.QueryResponse, error) {
 	start := time.Now()
 	done := make(chan struct{})
@@ -425,15 +428,51 @@ func (s *session) query(ctx context.Context, req *curatorv1.QueryRequest, rows [
 	backoff := 100 * time.Millisecond
 	for {
 		resp, err := s.client.Query(ctx, req, grpc.WaitForReady(true))
-		if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
 			return resp, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(backoff):
+		wait, ok := retryDelay(err)
+		if !ok {
+			if status.Code(err) != codes.Unavailable {
+				return resp, err
+			}
+			wait, backoff = backoff, min(2*backoff, 5*time.Second)
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		if sleep(ctx, wait) != nil {
+			return nil, err
+		}
+	}
+}
+
+// retryDelay returns how long a RESOURCE_EXHAUSTED status asks the caller to wait before
+// trying again, from its errdetails.RetryInfo (the curator's rate and concurrency
+// limits); ok is false for any other error. A refusal by the privacy budget carries no
+// RetryInfo: waiting would not change it.
+func retryDelay(err error) (d time.Duration, ok bool) {
+	st, isStatus := status.FromError(err)
+	if !isStatus || st.Code() != codes.ResourceExhausted {
+		return 0, false
+	}
+	for _, det := range st.Details() {
+		if ri, isRetry := det.(*errdetails.RetryInfo); isRetry {
+			return max(ri.GetRetryDelay().AsDuration(), minRetryDelay), true
+		}
+	}
+	return 0, false
+}
+
+// minRetryDelay is the least wait before a retry the curator asked for.
+const minRetryDelay = 10 * time.Millisecond
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
@@ -466,16 +505,29 @@ const infoTimeout = 30 * time.Second
 // files that the curator refuses are reported at once, rather than waited out as the
 // queries wait out a curator restart.
 func datasetInfo(ctx context.Context, client curatorv1.CuratorServiceClient) (*curatorv1.GetDatasetInfoResponse, error) {
-	ictx, cancel := context.WithTimeout(ctx, infoTimeout)
-	defer cancel()
-	info, err := client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
-	if err != nil {
-		if c := status.Code(err); ctx.Err() == nil && (c == codes.Unavailable || c == codes.DeadlineExceeded) {
-			return nil, fmt.Errorf("modeler: cannot reach the curator; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name): %w", err)
+	for {
+		ictx, cancel := context.WithTimeout(ctx, infoTimeout)
+		info, err := client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
+		cancel()
+		if d, ok := retryDelay(err); ok {
+			if sleep(ctx, d) != nil {
+				return nil, fmt.Errorf("modeler: dataset info: %w", err)
+			}
+			continue
 		}
-		return nil, fmt.Errorf("modeler: dataset info: %w", err)
+		if err != nil {
+			return nil, infoError(ctx, err)
+		}
+		return info, nil
 	}
-	return info, nil
+}
+
+// infoError explains an error of datasetInfo.
+func infoError(ctx context.Context, err error) error {
+	if c := status.Code(err); ctx.Err() == nil && (c == codes.Unavailable || c == codes.DeadlineExceeded) {
+		return fmt.Errorf("modeler: cannot reach the curator; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name): %w", err)
+	}
+	return fmt.Errorf("modeler: dataset info: %w", err)
 }
 
 // fetchRelease reads the dataset's description, checks the batch size against the
@@ -519,8 +571,19 @@ type Projection struct {
 }
 
 // FetchProjection receives a projection release, checking chunk order, sizes and the
-// trailer's SHA-256.
+// trailer's SHA-256. When the curator's rate limits ask it to wait, it waits and asks
+// again (a release already made is replayed at no cost).
 func FetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
+	for {
+		p, err := fetchProjection(ctx, client, req)
+		if d, ok := retryDelay(err); ok && sleep(ctx, d) == nil {
+			continue
+		}
+		return p, err
+	}
+}
+
+func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := client.ReleaseProjection(ctx, req)

@@ -1,0 +1,110 @@
+package modeler
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// refusalCounter passes calls through and counts the refusals of the rate limit
+// (RESOURCE_EXHAUSTED with details), and the Query calls and budget refusals
+// (RESOURCE_EXHAUSTED without details) besides them.
+type refusalCounter struct {
+	curatorv1.CuratorServiceClient
+	mu                             sync.Mutex
+	throttled, queries, overBudget int
+}
+
+func (c *refusalCounter) count(query bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := status.Convert(err)
+	switch {
+	case st.Code() == codes.ResourceExhausted && len(st.Details()) > 0:
+		c.throttled++
+		return
+	case st.Code() == codes.ResourceExhausted:
+		c.overBudget++
+	}
+	if query {
+		c.queries++
+	}
+}
+
+func (c *refusalCounter) Query(ctx context.Context, in *curatorv1.QueryRequest, opts ...grpc.CallOption) (*curatorv1.QueryResponse, error) {
+	resp, err := c.CuratorServiceClient.Query(ctx, in, opts...)
+	c.count(true, err)
+	return resp, err
+}
+
+func (c *refusalCounter) GetDatasetInfo(ctx context.Context, in *curatorv1.GetDatasetInfoRequest, opts ...grpc.CallOption) (*curatorv1.GetDatasetInfoResponse, error) {
+	resp, err := c.CuratorServiceClient.GetDatasetInfo(ctx, in, opts...)
+	c.count(false, err)
+	return resp, err
+}
+
+// TestRunRidesOutRateLimit runs studies against a curator limiting each identity to 2
+// requests per second (burst 2), as `curator serve --rate-limit 2` does: its refusals
+// carry a RetryInfo, and the modeler waits and asks again. A refusal by the privacy
+// budget carries none and ends the study at once, without another attempt.
+func TestRunRidesOutRateLimit(t *testing.T) {
+	const answerEps = 0.1
+	srv, err := server.Start(context.Background(), server.Config{
+		Listen:        "127.0.0.1:0",
+		DataPath:      filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
+		Data:          dataset.Options{Target: "progression"},
+		StateDir:      t.TempDir(),
+		Budget:        ledger.Cost{Epsilon: 1 + 3*answerEps + answerEps/2, Delta: 0.1},
+		DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5},
+		Output:        curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400},
+		Limits:        transport.Limits{Rate: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := Config{R: 3, Epsilon: 1, Delta: 1e-5, Iterations: 3, InitialIndex: 0}
+
+	// Two runs of one identity: 2 × 5 requests at 2 per second, the second run's dataset
+	// info among those refused at first. The second run is all replays, at no cost.
+	cc := &refusalCounter{CuratorServiceClient: dial(t, srv.Addr(), "patient")}
+	for k := range 2 {
+		res, err := Run(ctx, cc, cfg)
+		if err != nil {
+			t.Fatalf("run %d under a rate limit: %v", k+1, err)
+		}
+		if res.Iterations != 3 {
+			t.Errorf("run %d under a rate limit: %d iterations, want 3", k+1, res.Iterations)
+		}
+	}
+	if cc.throttled == 0 {
+		t.Errorf("no request was refused by the rate limit; the test does not test the retry")
+	}
+
+	// 3 answers fit the budget, the 4th does not: one Query call is refused, not retried.
+	poor := &refusalCounter{CuratorServiceClient: dial(t, srv.Addr(), "poor")}
+	bcfg := cfg
+	bcfg.Iterations = 6
+	_, err = Run(ctx, poor, bcfg)
+	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
+		t.Fatalf("run past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
+	}
+	if poor.queries != 4 || poor.overBudget != 1 {
+		t.Errorf("run past the budget: %d queries, %d refused by the budget; want 4 queries, the last refused", poor.queries, poor.overBudget)
+	}
+}
