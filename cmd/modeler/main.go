@@ -160,8 +160,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded%s, GP rebuilt in %s%s\n",
 				r.Study, r.Iterations, cfg.Iterations, moved, r.Rebuild.Round(time.Microsecond), again)
 		}
-		sconn := study.Connection{Curator: conn.addr, Identity: conn.identity, CA: conn.ca, Cert: conn.cert, Key: conn.key,
-			TokenFile: conn.tokenFile, ServerName: conn.serverName}
+		sconn, err := conn.studyConnection()
+		if err != nil {
+			return err
+		}
 		res, err = modeler.RunStudy(ctx, client, store, studyName, sconn, cfg)
 		if known.set {
 			if kerr := store.SetKnownBest(context.WithoutCancel(ctx), studyName, known.v); kerr != nil && err == nil {

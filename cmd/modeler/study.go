@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -59,6 +60,28 @@ func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, na
 		}
 	}
 	return nil
+}
+
+// studyConnection is c as a study stores it, with absolute file paths so that the study
+// can be resumed from any directory.
+func (c *connFlags) studyConnection() (study.Connection, error) {
+	sc := study.Connection{Curator: c.addr, Identity: c.identity, ServerName: c.serverName}
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&sc.CA, c.ca}, {&sc.Cert, c.cert}, {&sc.Key, c.key}, {&sc.TokenFile, c.tokenFile},
+	} {
+		if f.src == "" {
+			continue
+		}
+		abs, err := filepath.Abs(f.src)
+		if err != nil {
+			return study.Connection{}, err
+		}
+		*f.dst = abs
+	}
+	return sc, nil
 }
 
 // knownBestFlag is an optional float flag.
