@@ -160,9 +160,9 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded%s, GP rebuilt in %s%s\n",
 				r.Study, r.Iterations, cfg.Iterations, moved, r.Rebuild.Round(time.Microsecond), again)
 		}
-		sconn, err := conn.studyConnection()
-		if err != nil {
-			return err
+		sconn, cerr := conn.studyConnection()
+		if cerr != nil {
+			return cerr
 		}
 		res, err = modeler.RunStudy(ctx, client, store, studyName, sconn, cfg)
 		if known.set {
