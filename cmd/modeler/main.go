@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,10 +39,20 @@ Run 'modeler <command> -h' for the flags of a command.
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "modeler:", err)
+			fmt.Fprintln(os.Stderr, errorLine(err))
 		}
 		os.Exit(1)
 	}
+}
+
+// errorLine is err as printed: prefixed "modeler: " once, library errors carrying it
+// already.
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "modeler: ") {
+		return msg
+	}
+	return "modeler: " + msg
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -105,6 +116,9 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var store *study.Store
 	if studyName != "" {
