@@ -50,3 +50,36 @@ func TestRunBadSettingsSpendNothing(t *testing.T) {
 		t.Errorf("after refused runs identity i1 spent ε = %g, δ = %g; want nothing", got.GetEpsilonSpent(), got.GetDeltaSpent())
 	}
 }
+
+// TestRefusedNewStudyCanBeRetried checks that a study refused before its projection was
+// charged keeps no settings: running it again under the same name with corrected
+// settings works, and is charged once.
+func TestRefusedNewStudyCanBeRetried(t *testing.T) {
+	srv := startDiabetesCurator(t)
+	dir := t.TempDir()
+	common := []string{"run", "--curator", srv.Addr(), "--identity", "i2", "--r", "3", "--epsilon", "0.5", "--delta", "1e-5",
+		"--quiet", "--study", "retry", "--studies-dir", dir, "--iterations", "5"}
+	var stdout, stderr bytes.Buffer
+	if err := run(append(append([]string{}, common...), "--initial-index", "1000"), &stdout, &stderr); err == nil {
+		t.Fatal("initial index 1000 of 442 rows: no error")
+	}
+	if err := run(append(append([]string{}, common...), "--initial-index", "7"), &stdout, &stderr); err != nil {
+		t.Fatalf("the same study with a valid initial index: %v", err)
+	}
+	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: "i2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	b, err := curatorv1.NewCuratorServiceClient(conn).GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.GetBudget().GetEpsilonSpent(); got != 0.5 {
+		t.Errorf("identity i2 spent ε = %g, want 0.5 (one projection)", got)
+	}
+	// Once the study holds a release its settings are fixed again.
+	if err := run(append(append([]string{}, common...), "--initial-index", "8"), &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Errorf("changing a released study's initial index: %v, want a refusal", err)
+	}
+}

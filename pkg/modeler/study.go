@@ -51,6 +51,16 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	case err != nil:
 		return nil, fmt.Errorf("modeler: %w", err)
+	case st.Release == nil:
+		// Created but refused before anything was charged or learnt: take the new
+		// settings as if the study were new.
+		if err := store.Reset(ctx, name, conn, set); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+		if st, err = store.Get(ctx, name); err != nil {
+			return nil, fmt.Errorf("modeler: %w", err)
+		}
+		resumed = nil
 	default:
 		same := set
 		same.Iterations = st.Settings.Iterations // compared below

@@ -456,6 +456,44 @@ func updateTx(ctx context.Context, tx *sql.Tx, name, set string, args ...any) er
 	return nil
 }
 
+// ErrReleased is returned by Reset for a study that already holds a release.
+var ErrReleased = errors.New("study already holds a release")
+
+// Reset replaces the connection and settings of a study that holds no release yet
+// (created, but refused before anything was charged or learnt, for example for an
+// initial index past the dataset's rows), so that it can be run again with other
+// settings under the same name. It fails with ErrReleased otherwise.
+func (s *Store) Reset(ctx context.Context, name string, conn Connection, set Settings) error {
+	if err := set.Validate(); err != nil {
+		return err
+	}
+	cj, err := json.Marshal(conn)
+	if err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	sj, err := json.Marshal(set)
+	if err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var released bool
+		if err := tx.QueryRowContext(ctx, `SELECT release IS NOT NULL FROM studies WHERE name = ?`, name).Scan(&released); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: %q", ErrNotFound, name)
+			}
+			return err
+		}
+		if released {
+			return ErrReleased
+		}
+		return updateTx(ctx, tx, name, `connection = ?, settings = ?, last_error = ''`, string(cj), string(sj))
+	})
+	if err != nil {
+		return fmt.Errorf("study: reset %s: %w", name, err)
+	}
+	return nil
+}
+
 // SetConnection replaces the stored connection (a curator that moved, renewed files).
 func (s *Store) SetConnection(ctx context.Context, name string, conn Connection) error {
 	cj, err := json.Marshal(conn)

@@ -425,3 +425,37 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("DefaultDir with a relative XDG_STATE_HOME = %q, %v; want /home/u/.local/state/privbo", got, err)
 	}
 }
+
+// TestReset checks that a study without a release takes new settings and a new
+// connection, and that one holding a release refuses with ErrReleased.
+func TestReset(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, t.TempDir())
+	if _, err := s.Create(ctx, "r", testConn, testSettings); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetError(ctx, "r", "initial index out of range"); err != nil {
+		t.Fatal(err)
+	}
+	set, conn := testSettings, testConn
+	set.InitialIndex, conn.Identity = 3, "bob"
+	if err := s.Reset(ctx, "r", conn, set); err != nil {
+		t.Fatalf("Reset of a study without a release: %v", err)
+	}
+	st, err := s.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Settings != set || st.Connection != conn || st.LastError != "" {
+		t.Errorf("after Reset: settings %+v, connection %+v, last error %q", st.Settings, st.Connection, st.LastError)
+	}
+	if err := s.SaveRelease(ctx, "r", testRelease, testZ); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(ctx, "r", testConn, testSettings); !errors.Is(err, ErrReleased) {
+		t.Errorf("Reset of a released study: %v, want ErrReleased", err)
+	}
+	if err := s.Reset(ctx, "nope", testConn, testSettings); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Reset of a missing study: %v, want ErrNotFound", err)
+	}
+}
