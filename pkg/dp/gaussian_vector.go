@@ -18,17 +18,18 @@ import (
 // (lattice units). The m-dimensional discrete Gaussian with variance N is
 // ρ-zCDP for integer shifts of L2 norm at most s, ρ = s²/(2N) (Canonne, Kamath
 // & Steinke 2020, Theorem 14: the same Rényi divergences α s²/(2N) as the
-// continuous Gaussian), so it is (α, αρ)-RDP at every order α > 1. N is the
-// smallest variance (to a relative 1e-9, rounded up) for which
+// continuous Gaussian), so it is (α, αρ)-RDP at every order α > 1. N (the
+// discrete Gaussian's scale parameter σ², a hair above its variance) is the
+// smallest value (to a relative 1e-9, rounded up) for which
 // min_α ConvertRDP(α, αρ, δ, improved) ≤ ε over a fine grid of orders, which
 // makes the release (ε, δ)-DP. The lattice step is 2^k with
-// k = ⌊log₂ min(Δ, σ₀)⌋ − 20, σ₀ the analytic-Gaussian σ for Δ, so the √m
-// rounding slack costs little unless m is astronomically large.
+// k = ⌊log₂ min(Δ, σ₀)⌋ − 20 − ⌈½ log₂ m⌉, σ₀ the analytic-Gaussian σ for Δ,
+// so the √m rounding slack adds at most 2⁻²⁰ of Δ to the sensitivity.
 //
 // Compared with the scalar Gaussian (calibrated exactly by the analytic
-// Gaussian bound), the zCDP route costs a few per cent more noise; it is the
-// rigorous one for many coordinates. A VectorGaussian is immutable and safe
-// for concurrent use.
+// Gaussian bound for Δ alone), the zCDP route costs about 4–9% more noise
+// (4% at ε = 50, 8–9% at ε ≤ 1); it is the rigorous one for many
+// coordinates. A VectorGaussian is immutable and safe for concurrent use.
 type VectorGaussian struct {
 	epsilon, delta, sensitivity float64
 	dim                         int
@@ -53,7 +54,7 @@ func NewVectorGaussian(epsilon, delta, sensitivity float64, m int) (*VectorGauss
 	if l2 := math.Log2(sigma0); math.Abs(l2) > maxLog2Scale || math.Abs(math.Log2(sensitivity)) > maxLog2Scale {
 		return nil, fmt.Errorf("dp: Gaussian sigma %g is outside [2^-%d, 2^%d]", sigma0, maxLog2Scale, maxLog2Scale)
 	}
-	k := latticeExponent(sensitivity, math.Log2(sigma0))
+	k := latticeExponent(sensitivity, math.Log2(sigma0)) - int(math.Ceil(0.5*math.Log2(float64(m))))
 	s := math.Ldexp(sensitivity, -k) + math.Sqrt(float64(m))
 	n, err := calibrateZCDP(s, epsilon, delta)
 	if err != nil {

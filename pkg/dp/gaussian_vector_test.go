@@ -31,6 +31,12 @@ func TestZCDPEpsilon(t *testing.T) {
 	}
 }
 
+// latticeStep is the documented lattice step 2^k of dp.VectorGaussian,
+// k = ⌊log₂ min(Δ, σ₀)⌋ − 20 − ⌈½ log₂ m⌉.
+func latticeStep(sens, sigma0 float64, m int) float64 {
+	return math.Ldexp(1, int(math.Floor(math.Log2(math.Min(sens, sigma0))))-20-int(math.Ceil(0.5*math.Log2(float64(m)))))
+}
+
 // TestVectorGaussianCalibration checks that the noise is what the privacy
 // argument on dp.VectorGaussian needs, and not much more: the conversion of
 // ρ = s²/(2σ²) (s = Δ plus the √m rounding slack, in query units) gives at
@@ -48,13 +54,16 @@ func TestVectorGaussianCalibration(t *testing.T) {
 			t.Fatalf("NewVectorGaussian(%+v): %v", c, err)
 		}
 		sigma := g.Scale()
-		// The lattice step is 2^-20 of min(Δ, σ₀) or finer; the slack is √m steps.
+		// The lattice step is 2^-20/√m of min(Δ, σ₀) or finer; the slack is √m steps.
 		sigma0, err := dp.AnalyticGaussianSigma(c.eps, c.delta, c.sens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		step := math.Ldexp(1, int(math.Floor(math.Log2(math.Min(c.sens, sigma0))))-20)
+		step := latticeStep(c.sens, sigma0, c.m)
 		s := c.sens + step*math.Sqrt(float64(c.m))
+		if slack := step * math.Sqrt(float64(c.m)); slack > math.Ldexp(c.sens, -20) {
+			t.Errorf("%+v: rounding slack %g exceeds 2^-20 of Δ", c, slack)
+		}
 		if e := dp.ZCDPEpsilon(s*s/(2*sigma*sigma), c.delta); e > c.eps {
 			t.Errorf("%+v: σ = %g gives ε = %g > %g", c, sigma, e, c.eps)
 		}
@@ -100,7 +109,7 @@ func TestVectorGaussianNoise(t *testing.T) {
 		t.Errorf("noise variance = %g, want %g ± %g", got, v, tol)
 	}
 	sigma0, _ := dp.AnalyticGaussianSigma(1, 1e-5, 1)
-	step := math.Ldexp(1, int(math.Floor(math.Log2(math.Min(1, sigma0))))-20)
+	step := latticeStep(1, sigma0, m)
 	for j, y := range x {
 		if q := y / step; q != math.Trunc(q) {
 			t.Fatalf("x[%d] = %g is not a multiple of the lattice step %g", j, y, step)
