@@ -52,7 +52,8 @@ type Config struct {
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
-	// For simulations and tests only: a known seed makes the release non-private.
+	// For simulations and tests only: a known seed reveals M, which the lifted
+	// mechanism relies on keeping secret.
 	SimulationProjectionSource func() projection.Source
 }
 

@@ -201,6 +201,6 @@ func projectionGuarantee(mechanism string, eps, delta float64) string {
 	if mechanism == projection.MechanismGaussian {
 		return fmt.Sprintf("(ε=%g, δ=%g)-DP for rows differing by one protected unit: JL projection plus Gaussian noise calibrated to its sensitivity (Kenthapadi et al. 2013)", eps, delta)
 	}
-	return fmt.Sprintf("(ε=%g, δ=%g) as claimed by Kharkovskii et al. 2020, Theorem 1 (SPEC §2.1); the release lies in the column space of the data, "+
-		"which an adversary who knows every other row can test, so the claim does not hold in that worst case: curators who need it use --projection-mechanism gaussian", eps, delta)
+	return fmt.Sprintf("(ε=%g, δ=%g) as claimed by Kharkovskii et al. 2020, Theorem 1 (SPEC §2.1), which does not hold: the release is the data times a fixed matrix, "+
+		"so an adversary who knows d+1 rows recovers linear measurements of every other row; curators who need the guarantee use --projection-mechanism gaussian", eps, delta)
 }

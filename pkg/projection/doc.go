@@ -28,21 +28,24 @@
 // step 6 enforces). The units of X therefore decide what is protected: the
 // caller must scale the data so that one unit is the change to hide.
 //
-// # The claim fails against an adversary who knows the other rows
+// # The claim does not hold
 //
-// Z = r^(−1/2) X̃ M lies in the column space of X̃, which in both branches is
-// the column space of the centred X (lifting changes Σ, not U). Blocki et al.
-// multiply on the other side (R·X mixes rows, and each output row is
+// Z = r^(−1/2) X̃ M lies in the column space of X̃, span(U) ⊇ colspace(X_c)
+// (equal when X_c has full column rank: lifting changes Σ, not U). Blocki et
+// al. multiply on the other side (R·X mixes rows, and each output row is
 // N(0, XᵀX) with a full-rank d×d covariance); here every column of Z is
 // N(0, X̃X̃ᵀ/r) with an n×n covariance of rank at most d, and when n > d + 1
 // moving one row by less than a unit moves its support. An adversary who knows
-// every other row — the adversary of the DP definition — tests whether Z's
-// columns lie in colspace(X_c) or colspace(X′_c) and is right with
-// probability 1; with r ≥ d and the rows known it can even solve for M and
-// recover the missing row. TestLiftedReleaseRevealsColumnSpace shows the test
-// on a small example. [ProjectGaussian] releases the same JL projection plus
-// Gaussian noise calibrated to its sensitivity, which is (ε, δ)-DP against that
-// adversary too; Project stays for fidelity to the paper and SPEC §2.1.
+// every other row — the adversary of the DP definition — computes X̃ under
+// both hypotheses, tests which column space holds Z's columns, and is right
+// with probability 1 (TestLiftedReleaseRevealsColumnSpace). Far less is
+// needed to do harm: Z = X_c B with B = C M/√r for a fixed d×d matrix C (C = I
+// in step 5; in step 6 C = V diag(sqrt(1 + ω²/σ_j²)) Vᵀ at full rank), so
+// anyone who knows d + 1 affinely independent rows solves for B and reads r
+// exact linear measurements x_i B of every other row — every row in full
+// when r ≥ d. [ProjectGaussian] releases the same JL projection plus Gaussian
+// noise calibrated to its sensitivity, which is (ε, δ)-DP against any
+// adversary; Project stays for fidelity to the paper and SPEC §2.1.
 //
 // Distance preservation (Lemma 1 and Theorem 2 of the paper): if
 // r ≥ 8 log(n²/µ)/ν² with ν ∈ (0, ½), µ ∈ (0, 1), then with probability at least

@@ -44,8 +44,14 @@ const (
 // mixture over M. Unlike Algorithm 1, whose release lies in the column space
 // of the centred data (see the package documentation), the noise spans all
 // of Rⁿˣʳ. σ grows like (1 + √(d/r))·sqrt(2 log(1/δ))/ε and does not depend on
-// the data; distances are preserved up to the JL distortion plus noise of
-// variance 2rσ² in ‖z − z′‖².
+// the data; squared distances ‖z − z′‖² keep the JL distortion and gain a
+// bias of 2rσ² and a variance of 8rσ⁴ + 8σ²‖a‖² (a the noise-free difference).
+//
+// The argument is in exact arithmetic. The computed product differs from the
+// exact one by about d·2⁻⁵²·‖x‖·‖M‖ per entry, far below the noise's lattice
+// step (2⁻²⁰ of σ or finer) for data scaled to the protected unit (the
+// curator's default standardise scaling bounds rows at norm 25); data of
+// enormous magnitude should be rescaled first.
 //
 // Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws from
 // crypto/rand (about 0.45 million a second per core, spread over GOMAXPROCS

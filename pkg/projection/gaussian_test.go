@@ -54,7 +54,7 @@ func TestLiftedReleaseRevealsColumnSpace(t *testing.T) {
 	const n, d, r = 40, 3, 4
 	x := gaussianData(3, n, d, 2)
 	xn := append([]float64(nil), x...)
-	xn[0] += 0.6 // a neighbour: row 0 moved by 0.6 < 1 unit
+	xn[0] += 0.6 // a neighbour: row 0 moved by 0.6·√2 ≈ 0.85 < 1 unit
 	xn[1] -= 0.6
 	for _, c := range []struct {
 		name   string

@@ -37,8 +37,9 @@ func SecureSource() Source {
 }
 
 // SeededSource returns a deterministic generator for simulations, benchmarks
-// and tests only: anyone who knows seed can reconstruct M and undo the
-// protection, so a release made with it is NOT differentially private.
+// and tests only: anyone who knows seed can reconstruct M, so whatever
+// protection Project's release has relies on M staying secret and is lost.
+// (ProjectGaussian's guarantee does not need M to be secret.)
 func SeededSource(seed uint64) Source {
 	var key [32]byte
 	copy(key[:24], "privbo/projection/seeded")
