@@ -144,7 +144,10 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Duration(20+rng.IntN(120)) * time.Millisecond)
+		// Long enough for the (Gaussian, exactly sampled) projections and then some
+		// answers to complete under -race on a loaded machine, short enough to catch
+		// releases in flight.
+		time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
 		cur.kill()
 		cancel()
 		wg.Wait()

@@ -16,15 +16,17 @@ import (
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
-// TestGaussianProjectionMechanism runs the curator with --projection-mechanism
-// gaussian: the release is charged once, replayed byte for byte at no cost, says
+// TestGaussianProjectionMechanism runs the curator with its default projection
+// mechanism, gaussian: the release is charged once, replayed byte for byte at no cost, says
 // which guarantee it carries, has another release id than the lifted mechanism's
 // for the same parameters, and the operator log records the noise σ.
 func TestGaussianProjectionMechanism(t *testing.T) {
 	req := &curatorv1.ReleaseProjectionRequest{Dimension: 5, Epsilon: 7.389, Delta: 1e-4}
 	ctx := context.Background()
 
-	lifted := startCurator(t, diabetesConfig(t, t.TempDir()))
+	lcfg := diabetesConfig(t, t.TempDir())
+	lcfg.ProjectionMechanism = projection.MechanismLifted
+	lifted := startCurator(t, lcfg)
 	pl, err := modeler.FetchProjection(ctx, lifted.client(t, "acme"), req)
 	if err != nil {
 		t.Fatal(err)
@@ -33,9 +35,7 @@ func TestGaussianProjectionMechanism(t *testing.T) {
 		t.Errorf("lifted release's guarantee %q does not point to the Gaussian mechanism", pl.Guarantee)
 	}
 
-	cfg := diabetesConfig(t, t.TempDir())
-	cfg.ProjectionMechanism = projection.MechanismGaussian
-	cur := startCurator(t, cfg)
+	cur := startCurator(t, diabetesConfig(t, t.TempDir())) // the default mechanism
 	client := cur.client(t, "acme")
 	p1, err := modeler.FetchProjection(ctx, client, req)
 	if err != nil {

@@ -155,7 +155,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared output range")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
-	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "lifted", "how projections are made private: lifted (the paper's Algorithm 1; no noise: the release is the data times a fixed matrix, so its (ε, δ) claim fails, and a modeler who knows d+1 rows recovers linear measurements of every other row) or gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary)")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "gaussian", "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "server certificate (PEM); serves TLS")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "server private key (PEM)")

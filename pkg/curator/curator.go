@@ -44,10 +44,10 @@ type Config struct {
 	MaxQueryIndices int
 	// MaxProjectionDim bounds r; 0 means 1,024.
 	MaxProjectionDim int
-	// ProjectionMechanism is projection.MechanismLifted (the paper's Algorithm 1, the
-	// default when empty) or projection.MechanismGaussian (the JL projection plus
-	// Gaussian noise, whose guarantee holds against an adversary who knows the
-	// other rows; see projection.ProjectGaussian).
+	// ProjectionMechanism is projection.MechanismGaussian (the JL projection plus
+	// Gaussian noise, (ε, δ)-DP against any adversary; the default when empty) or
+	// projection.MechanismLifted (the paper's Algorithm 1, SPEC §2.1, whose claimed
+	// guarantee does not hold: see the projection package documentation).
 	ProjectionMechanism string
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
@@ -124,7 +124,7 @@ func New(cfg Config) (*Curator, error) {
 	}
 	switch cfg.ProjectionMechanism {
 	case "":
-		cfg.ProjectionMechanism = projection.MechanismLifted
+		cfg.ProjectionMechanism = projection.MechanismGaussian
 	case projection.MechanismLifted, projection.MechanismGaussian:
 	default:
 		return nil, fmt.Errorf("curator: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)

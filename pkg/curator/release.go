@@ -80,7 +80,7 @@ func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(r.Delta))
 	h.Write(b[:])
 	h.Write([]byte(r.Label))
-	// The default mechanism keeps the ids of releases made before there was a choice.
+	// Lifted releases keep the ids they had before there was a choice of mechanism.
 	if m := c.cfg.ProjectionMechanism; m != projection.MechanismLifted {
 		fmt.Fprintf(h, "\x00mechanism=%s", m)
 	}

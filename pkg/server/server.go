@@ -59,7 +59,7 @@ type Config struct {
 	Evaluation       curator.Evaluation
 	MaxQueryIndices  int
 	MaxProjectionDim int
-	// ProjectionMechanism: see curator.Config (default: the paper's lifted projection).
+	// ProjectionMechanism: see curator.Config (default: the Gaussian mechanism).
 	ProjectionMechanism string
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
 	ShutdownTimeout time.Duration

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -119,9 +120,10 @@ type Config struct {
 	Methods          []Method
 	// Epsilon and Delta of each private projection.
 	Epsilon, Delta float64
-	// ProjectionMechanism is the curator's (curator.Config.ProjectionMechanism;
-	// default the paper's lifted projection). The Gaussian mechanism's noise comes
-	// from crypto/rand, so its runs are not reproducible from Seed.
+	// ProjectionMechanism is the curator's (curator.Config.ProjectionMechanism).
+	// Simulations reproduce the paper, so the default here is the paper's lifted
+	// projection. The Gaussian mechanism's noise comes from crypto/rand, so its
+	// runs are not reproducible from Seed.
 	ProjectionMechanism string
 	GP                  GPSettings
 	// Seed makes everything reproducible: draws, initial rows, projections, random search.
@@ -428,7 +430,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	defer os.RemoveAll(dir)
 	cur, err := curator.New(curator.Config{
 		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
-		ProjectionMechanism:        cfg.ProjectionMechanism,
+		ProjectionMechanism:        cmp.Or(cfg.ProjectionMechanism, projection.MechanismLifted),
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
 	})
 	if err != nil {
