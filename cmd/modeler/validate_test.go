@@ -37,7 +37,15 @@ func TestRunBadSettingsSpendNothing(t *testing.T) {
 			t.Errorf("run(%q): err = %v, want %q", tc.flags, err, tc.want)
 		}
 	}
-	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: "i1"})
+	if got := spent(t, srv.Addr(), "i1"); got.GetEpsilonSpent() != 0 || got.GetDeltaSpent() != 0 {
+		t.Errorf("after refused runs identity i1 spent ε = %g, δ = %g; want nothing", got.GetEpsilonSpent(), got.GetDeltaSpent())
+	}
+}
+
+// spent returns identity's budget as the curator at addr reports it.
+func spent(t *testing.T, addr, identity string) *curatorv1.Budget {
+	t.Helper()
+	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +54,7 @@ func TestRunBadSettingsSpendNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := b.GetBudget(); got.GetEpsilonSpent() != 0 || got.GetDeltaSpent() != 0 {
-		t.Errorf("after refused runs identity i1 spent ε = %g, δ = %g; want nothing", got.GetEpsilonSpent(), got.GetDeltaSpent())
-	}
+	return b.GetBudget()
 }
 
 // TestRefusedNewStudyCanBeRetried checks that a study refused before its projection was
@@ -66,16 +72,7 @@ func TestRefusedNewStudyCanBeRetried(t *testing.T) {
 	if err := run(append(append([]string{}, common...), "--initial-index", "7"), &stdout, &stderr); err != nil {
 		t.Fatalf("the same study with a valid initial index: %v", err)
 	}
-	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: "i2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	b, err := curatorv1.NewCuratorServiceClient(conn).GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.GetBudget().GetEpsilonSpent(); got != 0.5 {
+	if got := spent(t, srv.Addr(), "i2").GetEpsilonSpent(); got != 0.5 {
 		t.Errorf("identity i2 spent ε = %g, want 0.5 (one projection)", got)
 	}
 	// Once the study holds a release its settings are fixed again.

@@ -104,8 +104,14 @@ func calibrateDiscreteGaussian(sc, epsilon, delta float64, shift int64) (float64
 			return 0, fmt.Errorf("dp: discrete Gaussian variance is outside the supported range (above 1e300 lattice steps²)")
 		}
 	}
-	// ok(hi), !ok(lo).
-	for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
+	return bisectSmallest(lo, hi, 1e-12, ok), nil
+}
+
+// bisectSmallest narrows [lo, hi], with ok(hi) and !ok(lo) for a monotone ok,
+// to a relative width rel (at most 200 halvings) and returns the upper end,
+// which always satisfies ok.
+func bisectSmallest(lo, hi, rel float64, ok func(float64) bool) float64 {
+	for i := 0; i < 200 && hi-lo > rel*hi; i++ {
 		mid := lo + (hi-lo)/2
 		if ok(mid) {
 			hi = mid
@@ -113,7 +119,7 @@ func calibrateDiscreteGaussian(sc, epsilon, delta float64, shift int64) (float64
 			lo = mid
 		}
 	}
-	return hi, nil
+	return hi
 }
 
 // Release returns x plus Gaussian noise as described on Gaussian. x must be

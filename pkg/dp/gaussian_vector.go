@@ -124,15 +124,7 @@ func calibrateZCDP(s, epsilon, delta float64) (float64, error) {
 			return hi, nil
 		}
 	}
-	for hi-lo > 1e-9*hi {
-		mid := lo + (hi-lo)/2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
+	return bisectSmallest(lo, hi, 1e-9, ok), nil
 }
 
 // Release adds the mechanism's noise to x in place. x must have the
