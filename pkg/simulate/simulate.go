@@ -176,6 +176,7 @@ func (c *Config) defaults() error {
 	if c.Draws == 0 {
 		c.Draws = 1
 	}
+	c.ProjectionMechanism = cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
 	if c.Runs == 0 {
 		c.Runs = 10
 	}
@@ -296,9 +297,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Iterations > p0.N {
 		return nil, fmt.Errorf("simulate: %d iterations exceed the %d rows", cfg.Iterations, p0.N)
 	}
-	// Which r lift: depends on X only (the same for every draw).
+	// Which r lift: depends on X only (the same for every draw). Only the lifted
+	// mechanism has branches.
 	for _, m := range cfg.Methods {
-		if m.Kind != POGPUCB {
+		if m.Kind != POGPUCB || cfg.ProjectionMechanism != projection.MechanismLifted {
 			continue
 		}
 		_, rep, err := projection.Project(ctx, p0.X, p0.N, p0.D, projection.Params{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta}, projection.SeededSource(0))
@@ -430,7 +432,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	defer os.RemoveAll(dir)
 	cur, err := curator.New(curator.Config{
 		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
-		ProjectionMechanism:        cmp.Or(cfg.ProjectionMechanism, projection.MechanismLifted),
+		ProjectionMechanism:        cfg.ProjectionMechanism,
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/projection"
 )
 
 // TestRunSmall runs the harness on a 20×20 synthetic grid, 3 runs, three methods, and
@@ -341,5 +343,34 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := Run(context.Background(), cfg); err == nil {
 			t.Errorf("Run(%s) error = nil, want an error", c.name)
 		}
+	}
+}
+
+// TestRunGaussianMechanism runs PO-GP-UCB against a curator with the Gaussian
+// projection mechanism: every run completes, no lifting branch is reported (the
+// mechanism has none), and the summary names the mechanism.
+func TestRunGaussianMechanism(t *testing.T) {
+	out := t.TempDir()
+	cfg := Config{
+		Synthetic: &SyntheticConfig{Grid: 15}, Runs: 2, Iterations: 8,
+		Methods: []Method{{Kind: POGPUCB, R: 3}}, Epsilon: math.Exp(1.1), Delta: 1e-5, Seed: 3, OutDir: out,
+		ProjectionMechanism: projection.MechanismGaussian,
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, want := len(res.Rows), 2*8; got != want {
+		t.Errorf("%d rows, want %d", got, want)
+	}
+	if len(res.Lifts) != 0 {
+		t.Errorf("Lifts = %+v, want none for the Gaussian mechanism", res.Lifts)
+	}
+	summary, err := os.ReadFile(res.SummaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(summary), "gaussian projection") {
+		t.Errorf("summary does not name the mechanism:\n%s", summary)
 	}
 }
