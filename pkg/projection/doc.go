@@ -1,7 +1,9 @@
 // Package projection implements the curator part of PO-GP-UCB (Kharkovskii, Dai
 // and Low, "Private Outsourced Bayesian Optimization", ICML 2020, Algorithm 1):
-// a differentially private Johnson–Lindenstrauss random projection of a data
-// matrix. See SPEC.md §2.1.
+// a Johnson–Lindenstrauss random projection of a data matrix meant to be
+// differentially private (SPEC.md §2.1; [Project]), and the same projection
+// with Gaussian noise that is ([ProjectGaussian], the curator's default; see
+// "The claim does not hold" below).
 //
 // # The mechanism
 //

@@ -44,8 +44,9 @@ type CuratorServiceClient interface {
 	GetDatasetInfo(ctx context.Context, in *GetDatasetInfoRequest, opts ...grpc.CallOption) (*GetDatasetInfoResponse, error)
 	// GetBudget returns the caller's privacy budget: limit, spent and remaining.
 	GetBudget(ctx context.Context, in *GetBudgetRequest, opts ...grpc.CallOption) (*GetBudgetResponse, error)
-	// ReleaseProjection releases the private random projection Z = r^{-1/2} X̃ M of the
-	// dataset (PO-GP-UCB, Algorithm 1). The response is a stream: one header, the matrix in
+	// ReleaseProjection releases the private random projection Z of the dataset
+	// (PO-GP-UCB: by default r^{-1/2} X M plus Gaussian noise, or the paper's Algorithm 1
+	// r^{-1/2} X̃ M; the header's guarantee names which). The response is a stream: one header, the matrix in
 	// row-aligned chunks of at most ~2 MiB, and a trailer with a SHA-256 of the matrix bytes.
 	// The same request (same r, ε, δ and label) returns the same matrix and costs nothing
 	// more; a new request is a new release and composes.
@@ -194,8 +195,9 @@ type CuratorServiceServer interface {
 	GetDatasetInfo(context.Context, *GetDatasetInfoRequest) (*GetDatasetInfoResponse, error)
 	// GetBudget returns the caller's privacy budget: limit, spent and remaining.
 	GetBudget(context.Context, *GetBudgetRequest) (*GetBudgetResponse, error)
-	// ReleaseProjection releases the private random projection Z = r^{-1/2} X̃ M of the
-	// dataset (PO-GP-UCB, Algorithm 1). The response is a stream: one header, the matrix in
+	// ReleaseProjection releases the private random projection Z of the dataset
+	// (PO-GP-UCB: by default r^{-1/2} X M plus Gaussian noise, or the paper's Algorithm 1
+	// r^{-1/2} X̃ M; the header's guarantee names which). The response is a stream: one header, the matrix in
 	// row-aligned chunks of at most ~2 MiB, and a trailer with a SHA-256 of the matrix bytes.
 	// The same request (same r, ε, δ and label) returns the same matrix and costs nothing
 	// more; a new request is a new release and composes.
