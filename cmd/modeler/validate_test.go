@@ -80,3 +80,24 @@ func TestRefusedNewStudyCanBeRetried(t *testing.T) {
 		t.Errorf("changing a released study's initial index: %v, want a refusal", err)
 	}
 }
+
+// TestUnreleasedStudyKeepsItsReleaseRequest checks that a study without a stored
+// release may change its other settings but not what it asks the curator to release
+// (r, ε, δ, label): the projection may have been charged before it was lost on the way.
+func TestUnreleasedStudyKeepsItsReleaseRequest(t *testing.T) {
+	srv := startDiabetesCurator(t)
+	dir := t.TempDir()
+	common := []string{"run", "--curator", srv.Addr(), "--identity", "i3", "--delta", "1e-5",
+		"--quiet", "--study", "keep", "--studies-dir", dir, "--iterations", "5"}
+	var stdout, stderr bytes.Buffer
+	if err := run(append(append([]string{}, common...), "--r", "3", "--epsilon", "0.5", "--initial-index", "1000"), &stdout, &stderr); err == nil {
+		t.Fatal("initial index 1000 of 442 rows: no error")
+	}
+	err := run(append(append([]string{}, common...), "--r", "4", "--epsilon", "0.5", "--initial-index", "7"), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Errorf("changing r of a study without a release: %v, want a refusal", err)
+	}
+	if got := spent(t, srv.Addr(), "i3").GetEpsilonSpent(); got != 0 {
+		t.Errorf("identity i3 spent ε = %g, want 0", got)
+	}
+}

@@ -51,9 +51,11 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	case err != nil:
 		return nil, fmt.Errorf("modeler: %w", err)
-	case st.Release == nil:
-		// Created but refused before anything was charged or learnt: take the new
-		// settings as if the study were new.
+	case st.Release == nil && sameReleaseRequest(st, set, conn):
+		// No release stored: the study was refused before its projection arrived (a bad
+		// initial index, too many iterations) or lost it on the way. It asks for the
+		// same release, which the curator replays at no cost if it was charged, so
+		// nothing learnt is lost by taking the other settings as if the study were new.
 		if err := store.Reset(ctx, name, conn, set); err != nil {
 			return nil, fmt.Errorf("modeler: %w", err)
 		}
@@ -106,6 +108,14 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		return res, err
 	}
 	return res, nil
+}
+
+// sameReleaseRequest reports whether set and conn ask for the release st asked for: the
+// same r, ε, δ and label, charged to the same identity.
+func sameReleaseRequest(st *study.Study, set study.Settings, conn study.Connection) bool {
+	s := st.Settings
+	return s.R == set.R && s.Epsilon == set.Epsilon && s.Delta == set.Delta && s.Label == set.Label &&
+		st.Connection.Identity == conn.Identity
 }
 
 // runStudy runs st, new or resumed (resumed holds what RunStudy knows of the resume).

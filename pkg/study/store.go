@@ -460,9 +460,10 @@ func updateTx(ctx context.Context, tx *sql.Tx, name, set string, args ...any) er
 var ErrReleased = errors.New("study already holds a release")
 
 // Reset replaces the connection and settings of a study that holds no release yet
-// (created, but refused before anything was charged or learnt, for example for an
-// initial index past the dataset's rows), so that it can be run again with other
-// settings under the same name. It fails with ErrReleased otherwise.
+// (created, but refused before its release arrived, for example for an initial index
+// past the dataset's rows), so that it can be run again with other settings under the
+// same name. It fails with ErrReleased otherwise. The caller decides whether the new
+// settings may differ in what they ask the curator to release.
 func (s *Store) Reset(ctx context.Context, name string, conn Connection, set Settings) error {
 	if err := set.Validate(); err != nil {
 		return err
