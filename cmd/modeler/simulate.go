@@ -99,8 +99,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %v\n\n%s\nwrote %s, %s, %s\n",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, res.Duration.Round(1e6),
+	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %v\n\n%s\nwrote %s, %s, %s\n",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Duration.Round(1e6),
 		simulate.MarkdownTable(res.Summary, res.Lifts), res.CSVPath, res.PNGPath, res.SummaryPath)
 	return nil
 }

@@ -24,5 +24,6 @@
 // upper − lower.
 //
 // Secrets: the Gaussian matrix M and the seed of its generator exist only inside one call
-// of projection.Project; they are never stored, logged or returned.
+// of projection.Project or projection.ProjectGaussian; they are never stored, logged or
+// returned.
 package curator

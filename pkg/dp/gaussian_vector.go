@@ -21,7 +21,7 @@ import (
 // continuous Gaussian), so it is (α, αρ)-RDP at every order α > 1. N (the
 // discrete Gaussian's scale parameter σ², a hair above its variance) is the
 // smallest value (to a relative 1e-9, rounded up) for which
-// min_α ConvertRDP(α, αρ, δ, improved) ≤ ε over a fine grid of orders, which
+// min_α ConvertRDP(α, αρ, δ, improved) ≤ ε as ZCDPEpsilon computes it, which
 // makes the release (ε, δ)-DP. The lattice step is 2^k with
 // k = ⌊log₂ min(Δ, σ₀)⌋ − 20 − ⌈½ log₂ m⌉, σ₀ the analytic-Gaussian σ for Δ,
 // so the √m rounding slack adds at most 2⁻²⁰ of Δ to the sensitivity.

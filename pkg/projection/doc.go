@@ -2,8 +2,8 @@
 // and Low, "Private Outsourced Bayesian Optimization", ICML 2020, Algorithm 1):
 // a Johnson–Lindenstrauss random projection of a data matrix meant to be
 // differentially private (SPEC.md §2.1; [Project]), and the same projection
-// with Gaussian noise that is ([ProjectGaussian], the curator's default; see
-// "The claim does not hold" below).
+// with Gaussian noise that is (ε, δ)-DP ([ProjectGaussian], the curator's
+// default; see "The claim does not hold" below).
 //
 // # The mechanism
 //

@@ -35,8 +35,10 @@
 // is named per (draw, method) so that the dataset-wide δ cap (< 1) is never reached by
 // summing many runs. The projection's generator is
 // projection.SeededSource(seed of the run) through
-// curator.Config.SimulationProjectionSource: simulations are reproducible and therefore
-// NOT differentially private; they measure utility only.
+// curator.Config.SimulationProjectionSource: with the default lifted mechanism,
+// simulations are reproducible and therefore NOT differentially private; they measure
+// utility only. (With the Gaussian mechanism the noise comes from crypto/rand: runs are
+// not reproducible, and a known M does not break its guarantee.)
 //
 // # Synthetic GP (SPEC §2.4)
 //

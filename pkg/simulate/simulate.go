@@ -126,7 +126,8 @@ type Config struct {
 	// runs are not reproducible from Seed.
 	ProjectionMechanism string
 	GP                  GPSettings
-	// Seed makes everything reproducible: draws, initial rows, projections, random search.
+	// Seed makes everything reproducible: draws, initial rows, projections (with the
+	// lifted mechanism), random search.
 	Seed uint64
 	// Workers running independent runs concurrently; default 2.
 	Workers int
