@@ -226,8 +226,8 @@ func (c *Curator) ensureAffordable(ctx context.Context, identity string, cost le
 	if err != nil {
 		return err
 	}
-	idOK := fitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
-	dsOK := fitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
+	idOK := ledger.FitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
+	dsOK := ledger.FitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
 	switch {
 	case idOK && dsOK:
 		return nil
@@ -238,15 +238,6 @@ func (c *Curator) ensureAffordable(ctx context.Context, identity string, cost le
 	default:
 		return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Requested: cost, Remaining: bal.Remaining}
 	}
-}
-
-// fitsRemaining is the ledger's rule (a total may reach limit·(1 + RelativeSlack),
-// so that schedules such as ten charges of 0.1 fit) applied to a remainder read
-// earlier. It only refuses early what the ledger would refuse; the ledger's
-// transaction stays the authority.
-func fitsRemaining(c, remaining, limit ledger.Cost) bool {
-	fits := func(c, rem, lim float64) bool { return c == 0 || c <= rem+lim*ledger.RelativeSlack }
-	return fits(c.Epsilon, remaining.Epsilon, limit.Epsilon) && fits(c.Delta, remaining.Delta, limit.Delta)
 }
 
 // keyedMutex serialises work per key (one computation per release at a time).

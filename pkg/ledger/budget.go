@@ -50,6 +50,16 @@ func (t *total) fits(c Cost, limit Cost) bool {
 	return fitsComponent(&t.eps, c.Epsilon, limit.Epsilon) && fitsComponent(&t.delta, c.Delta, limit.Delta)
 }
 
+// FitsRemaining applies the charge rule of the ledger — a total may reach
+// limit·(1 + RelativeSlack), so that schedules such as ten charges of 0.1 fit — to
+// a remainder read earlier (Balance.Remaining or DatasetRemaining), in float64.
+// It is for refusing early what a charge would refuse; the charge's transaction,
+// on exact sums, stays the authority.
+func FitsRemaining(c, remaining, limit Cost) bool {
+	fits := func(c, rem, lim float64) bool { return c == 0 || c <= rem+lim*RelativeSlack }
+	return fits(c.Epsilon, remaining.Epsilon, limit.Epsilon) && fits(c.Delta, remaining.Delta, limit.Delta)
+}
+
 func fitsComponent(spent *big.Rat, c, limit float64) bool {
 	if c == 0 {
 		return true
