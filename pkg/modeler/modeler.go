@@ -505,20 +505,27 @@ const infoTimeout = 30 * time.Second
 // files that the curator refuses are reported at once, rather than waited out as the
 // queries wait out a curator restart.
 func datasetInfo(ctx context.Context, client curatorv1.CuratorServiceClient) (*curatorv1.GetDatasetInfoResponse, error) {
-	for {
+	info, err := retryRateLimited(ctx, func() (*curatorv1.GetDatasetInfoResponse, error) {
 		ictx, cancel := context.WithTimeout(ctx, infoTimeout)
-		info, err := client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
-		cancel()
-		if d, ok := retryDelay(err); ok {
-			if sleep(ctx, d) != nil {
-				return nil, fmt.Errorf("modeler: dataset info: %w", err)
-			}
+		defer cancel()
+		return client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
+	})
+	if err != nil {
+		return nil, infoError(ctx, err)
+	}
+	return info, nil
+}
+
+// retryRateLimited calls call until it returns anything but a rate-limit refusal,
+// waiting between calls as long as the refusal's RetryInfo asks (see retryDelay). If
+// ctx ends while waiting it returns the last refusal.
+func retryRateLimited[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	for {
+		v, err := call()
+		if d, ok := retryDelay(err); ok && sleep(ctx, d) == nil {
 			continue
 		}
-		if err != nil {
-			return nil, infoError(ctx, err)
-		}
-		return info, nil
+		return v, err
 	}
 }
 
@@ -574,13 +581,7 @@ type Projection struct {
 // trailer's SHA-256. When the curator's rate limits ask it to wait, it waits and asks
 // again (a release already made is replayed at no cost).
 func FetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
-	for {
-		p, err := fetchProjection(ctx, client, req)
-		if d, ok := retryDelay(err); ok && sleep(ctx, d) == nil {
-			continue
-		}
-		return p, err
-	}
+	return retryRateLimited(ctx, func() (*Projection, error) { return fetchProjection(ctx, client, req) })
 }
 
 func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
