@@ -1,0 +1,52 @@
+package ledger
+
+import "fmt"
+
+// Relation names the neighbour relation a charge's (ε, δ) is stated for. A
+// guarantee holds for pairs of datasets that are neighbours under its own
+// relation only, so the ledger keeps totals and enforces limits per relation
+// and never adds costs stated under different relations into one sum.
+type Relation string
+
+// The relations privbo's releases are stated for.
+const (
+	// RelationFeatureUnit: the datasets differ in one record's feature vector by
+	// at most one protected unit of Euclidean norm after the dataset's public (or
+	// privately estimated) scaling and clipping. The projection release.
+	RelationFeatureUnit Relation = "feature-unit"
+	// RelationRecord: one record of the served dataset is replaced by any other
+	// (features and target alike). Query answers, and the private estimates of
+	// the scaling and of the target's range.
+	RelationRecord Relation = "record"
+	// RelationTrainingAddRemove: one record is added to or removed from a job's
+	// training data. DP-HyPO's DP-SGD runs.
+	RelationTrainingAddRemove Relation = "training-add-remove"
+	// RelationValidationRecord: one record of a job's validation data is
+	// replaced by any other. Kusner et al.'s private best hyperparameter and
+	// score.
+	RelationValidationRecord Relation = "validation-record"
+)
+
+// Relations lists the known relations in a fixed order (for listings).
+var Relations = []Relation{RelationFeatureUnit, RelationRecord, RelationTrainingAddRemove, RelationValidationRecord}
+
+// Validate reports whether r is a known relation.
+func (r Relation) Validate() error {
+	for _, k := range Relations {
+		if r == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("ledger: unknown neighbour relation %q (want one of %v)", string(r), Relations)
+}
+
+// Implies reports whether a guarantee stated under r also holds, with the same
+// (ε, δ), under s: every pair of neighbours under s is a pair of neighbours
+// under r. A record-level guarantee covers a change of one feature vector by
+// one unit (that change replaces one record), so a charge under
+// RelationRecord also counts towards RelationFeatureUnit's totals. No other
+// conversion is applied: add/remove and replace-one differ, and the training
+// and validation data of a job are not the served dataset's rows.
+func (r Relation) Implies(s Relation) bool {
+	return r == s || (r == RelationRecord && s == RelationFeatureUnit)
+}
