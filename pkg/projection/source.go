@@ -19,6 +19,7 @@ type source struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	seeded bool
+	fixed  []float64 // FixedSource's matrix, returned by every draw
 }
 
 // SecureSource returns a generator for production releases: a ChaCha8 stream
@@ -47,6 +48,15 @@ func SeededSource(seed uint64) Source {
 	return Source{&source{rng: rand.New(rand.NewChaCha8(key)), seeded: true}}
 }
 
+// FixedSource returns a source whose every draw is the row-major d×r matrix m
+// (copied), for privacy audits only: ProjectGaussian's guarantee holds for every
+// M, so an audit may fix M to the worst case for the change it tests (aligned
+// with the change). It reports itself as seeded, so the curator refuses it for
+// real releases. A draw of another size panics.
+func FixedSource(m []float64) Source {
+	return Source{&source{fixed: append([]float64(nil), m...), seeded: true}}
+}
+
 // Seeded reports whether the source came from SeededSource. The curator can
 // refuse such sources for real releases.
 func (s Source) Seeded() bool { return s.s != nil && s.s.seeded }
@@ -68,6 +78,13 @@ func (s Source) String() string {
 func (s Source) normals(dst []float64) {
 	s.s.mu.Lock()
 	defer s.s.mu.Unlock()
+	if s.s.fixed != nil {
+		if len(dst) != len(s.s.fixed) {
+			panic("projection: FixedSource asked for a matrix of another size")
+		}
+		copy(dst, s.s.fixed)
+		return
+	}
 	for i := range dst {
 		dst[i] = s.s.rng.NormFloat64()
 	}
