@@ -54,17 +54,23 @@ func (g *Gaussian) EpsilonAtDistance(units, delta float64) (float64, error) {
 	if !shift.IsInt64() || shift.Int64() > 1<<53 {
 		return math.Inf(1), nil // too far apart to evaluate; +Inf is always valid
 	}
-	s := shift.Int64()
+	eps := g.epsilonAtShift(shift.Int64(), delta)
+	if units <= 1 && delta >= g.delta {
+		eps = math.Min(eps, g.epsilon) // the calibration's own guarantee covers this shift
+	}
+	return eps, nil
+}
+
+// epsilonAtShift returns the smallest ε (relative 1e-10, rounded up) whose
+// rigorous δ bound for an integer shift of s lattice steps is at most
+// δ·(1 − 1e-9); +Inf above EpsilonCap.
+func (g *Gaussian) epsilonAtShift(s int64, delta float64) float64 {
 	sd := math.Nextafter(math.Sqrt(ratFloat(g.sigma2)), 0) // as in calibrateDiscreteGaussian
 	target := delta * (1 - 1e-9)
 	ok := func(e float64) bool {
 		return math.Min(DiscreteGaussianDeltaBound(sd, e, s), discreteGaussianDeltaBoundLog(sd, e, s)) <= target
 	}
-	eps := smallestEpsilon(ok)
-	if units <= 1 && delta >= g.delta {
-		eps = math.Min(eps, g.epsilon) // the calibration's own guarantee covers this shift
-	}
-	return eps, nil
+	return smallestEpsilon(ok)
 }
 
 // EpsilonAtDistance returns an ε (rounded up) for which the vector Gaussian
@@ -94,10 +100,7 @@ func (g *VectorGaussian) EpsilonAtDistance(units, delta float64) (float64, error
 	if err := validateDistance(units, delta, false); err != nil {
 		return 0, err
 	}
-	up := func(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
-	s := up(math.Ldexp(up(units*g.sensitivity), -g.k) + up(math.Sqrt(float64(g.dim))))
-	rho := up(up(s*s) / ratFloatDown(g.sigma2) / 2)
-	eps := ZCDPEpsilon(rho, delta)
+	eps := ZCDPEpsilon(g.rhoAtDistance(units), delta)
 	if math.IsNaN(eps) || eps > EpsilonCap {
 		eps = math.Inf(1)
 	}
@@ -105,6 +108,13 @@ func (g *VectorGaussian) EpsilonAtDistance(units, delta float64) (float64, error
 		eps = math.Min(eps, g.epsilon)
 	}
 	return eps, nil
+}
+
+// rhoAtDistance returns ρ_D = s_D²/(2N), s_D = units·Δ/2^k + √m, rounded up.
+func (g *VectorGaussian) rhoAtDistance(units float64) float64 {
+	up := func(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
+	s := up(math.Ldexp(up(units*g.sensitivity), -g.k) + up(math.Sqrt(float64(g.dim))))
+	return up(up(s*s) / ratFloatDown(g.sigma2) / 2)
 }
 
 // EpsilonAtDistance returns the ε for which the Laplace release is (ε, 0)-DP
