@@ -58,8 +58,8 @@ func TestCurveAtOneUnitUnclamped(t *testing.T) {
 	}
 }
 
-// TestLatticeShift pins ⌊units·Δ·2^−k⌋ + 1 on exact cases.
-func TestLatticeShift(t *testing.T) {
+// TestCurveLatticeShift pins ⌊units·Δ·2^−k⌋ + 1 on exact cases.
+func TestCurveLatticeShift(t *testing.T) {
 	for _, c := range []struct {
 		units, sens float64
 		k           int

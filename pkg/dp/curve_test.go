@@ -108,14 +108,14 @@ func zcdpEpsilonRef(rho, delta float64) float64 {
 	return f(1 + math.Exp((lo+hi)/2))
 }
 
-// TestAnalyticGaussianEpsilonGolden pins the exact Gaussian curve's ε at D
+// TestCurveAnalyticGaussianEpsilonGolden pins the exact Gaussian curve's ε at D
 // times the one-unit distance μ₁. Reference values: mpmath (30–40 digits),
 // from the table "What a guarantee means for a whole record" of the
 // project's DP reference (rows (1, 1e-5) and (e², 1e-4)), plus D = 50 for
 // (1, 1e-5) computed the same way (bisection in mpmath on
 // Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) = δ). The table gives 7 to 13 digits, so
 // the tolerance is 5e-7 relative.
-func TestAnalyticGaussianEpsilonGolden(t *testing.T) {
+func TestCurveAnalyticGaussianEpsilonGolden(t *testing.T) {
 	for _, c := range []struct{ mu1, delta, d, want float64 }{
 		{0.268051123211, 1e-5, 1, 1},
 		{0.268051123211, 1e-5, 2, 2.154676658},
@@ -139,10 +139,10 @@ func TestAnalyticGaussianEpsilonGolden(t *testing.T) {
 	}
 }
 
-// TestAnalyticGaussianEpsilonMatchesPLD compares the closed-form curve
+// TestCurveAnalyticGaussianEpsilonMatchesPLD compares the closed-form curve
 // (Balle & Wang 2018, Theorem 8) with numerical integration of the
 // privacy-loss distribution and a different root finder.
-func TestAnalyticGaussianEpsilonMatchesPLD(t *testing.T) {
+func TestCurveAnalyticGaussianEpsilonMatchesPLD(t *testing.T) {
 	for _, mu := range []float64{0.1, 0.5, 2, 13.4, 86} {
 		for _, delta := range []float64{1e-3, 1e-5, 1e-8} {
 			got, err := dp.AnalyticGaussianEpsilon(mu, delta)
@@ -476,7 +476,7 @@ func TestWholeRecordTable(t *testing.T) {
 	}
 }
 
-func TestRoundUpEpsilon(t *testing.T) {
+func TestCurveRoundUpEpsilon(t *testing.T) {
 	a, b := 0.1, 0.2 // a + b = 0.30000000000000004 in float64
 	for _, c := range []struct {
 		eps  float64
