@@ -61,6 +61,30 @@
 // Cost reports each mechanism's (ε, δ); Rényi-DP accounting of the same
 // mechanisms is accountant.go (Rényi DP curves, subsampled Gaussian, conversions, the DP-HyPO and Papernot–Steinke bounds).
 //
+// # A guarantee for a whole record (curve.go)
+//
+// A mechanism built for sensitivity Δ is also private, more weakly, for
+// inputs that differ by D·Δ (a whole record moving by D protected units;
+// group privacy). EpsilonAtDistance(D, δ) states that weaker ε from the
+// same accounting that calibrated the mechanism, evaluated at the larger
+// shift, never from data:
+//
+//   - Gaussian: the exact privacy of the discrete Gaussian (CKS20 Theorem 7)
+//     at the integer lattice shift ⌊DΔ/2^k⌋ + 1, bounded rigorously and
+//     inverted in ε by bisection. It matches the continuous Gaussian curve
+//     δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), μ = DΔ/σ (Balle & Wang 2018,
+//     Theorem 8; AnalyticGaussianEpsilon) to about 1e-6.
+//   - VectorGaussian: ρ_D = (DΔ/2^k + √m)²/(2N)-zCDP (CKS20 Theorem 14)
+//     converted with ZCDPEpsilon (CKS20 Proposition 12), as in calibration.
+//     ε grows about like D²ρ: for a release at (1, 1e-5) with Δ = 1, D = 50
+//     gives ε ≈ 134 (the scalar Gaussian at (1, 1e-5): ≈ 147).
+//   - Laplace: pure DP, ε_D = (⌊DΔ/2^k⌋ + 1)/t ≤ D·ε.
+//
+// Above EpsilonCap (10⁶) the answer is +Inf. WholeRecordTable and
+// FormatWholeRecordTable turn a list of public distances (1, 2, 5, 10, the
+// clip diameter) into the line a guarantee text shows, every ε rounded up
+// to three significant digits (RoundUpEpsilon) so that it stays a bound.
+//
 // # Timing
 //
 // The CKS20 samplers and the exponential mechanism run in variable time
