@@ -13,7 +13,7 @@ import (
 // a header "a,b,y".
 var fuzzScalings = []Scaling{
 	{},
-	{Mode: ScaleMaxNorm, MaxNorm: 10},
+	{Mode: ScaleMaxNormNonprivate, MaxNorm: 10},
 	{Mode: ScaleFixed, Scales: map[string]float64{"a": 2, "b": 0.5}, Offsets: map[string]float64{"a": 1}},
 	{Mode: ScaleNone},
 }
@@ -84,7 +84,7 @@ func FuzzParseCSV(f *testing.F) {
 				t.Fatalf("ParseCSV: column %d Offset %v Scale %v, want finite with Scale > 0", j, ds.Offset[j], s)
 			}
 		}
-		if m := ds.Scaling.Mode; m == ScaleStandardise || m == ScaleMaxNorm {
+		if m := ds.Scaling.Mode; m == ScaleStandardiseNonprivate || m == ScaleMaxNormNonprivate {
 			if got := maxRowNorm(ds.X, ds.N, ds.D); math.Abs(got-ds.Scaling.MaxNorm) > 1e-12*ds.Scaling.MaxNorm {
 				t.Fatalf("ParseCSV(%v): max row norm = %s, want %g", ds.Scaling, strconv.FormatFloat(got, 'g', -1, 64), ds.Scaling.MaxNorm)
 			}
