@@ -440,13 +440,15 @@ func clipRows(x []float64, n, d int, r float64) int {
 	clipped := 0
 	for i := range n {
 		row := x[i*d : (i+1)*d]
-		nrm := rowNorm(row)
-		if nrm <= r {
+		// ‖row‖ = a·√s, compared and divided without forming it, which could
+		// overflow for finite rows.
+		a, s := normParts(row)
+		if a == 0 || math.Sqrt(s) <= r/a {
 			continue
 		}
 		// Shrink by a few ulps more than r/‖row‖ so that the computed norm of
 		// the result never exceeds r.
-		f := r / nrm * (1 - 4*0x1p-53)
+		f := r / a / math.Sqrt(s) * (1 - 4*0x1p-53)
 		for j := range row {
 			row[j] *= f
 		}
@@ -455,20 +457,26 @@ func clipRows(x []float64, n, d int, r float64) int {
 	return clipped
 }
 
-// rowNorm returns ‖v‖₂ without overflow or underflow for finite v.
-func rowNorm(v []float64) float64 {
-	var a float64
+// normParts returns a = max_j |v_j| and s = Σ_j (v_j/a)², so ‖v‖₂ = a·√s
+// (a = 0 for a zero vector).
+func normParts(v []float64) (a, s float64) {
 	for _, x := range v {
 		a = math.Max(a, math.Abs(x))
 	}
 	if a == 0 {
-		return 0
+		return 0, 0
 	}
-	var s float64
 	for _, x := range v {
 		y := x / a
 		s += y * y
 	}
+	return a, s
+}
+
+// rowNorm returns ‖v‖₂ without underflow, and without overflow unless the
+// norm itself exceeds the float64 range.
+func rowNorm(v []float64) float64 {
+	a, s := normParts(v)
 	return a * math.Sqrt(s)
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,5 +392,66 @@ func TestUnitPerMode(t *testing.T) {
 		if got := ds.ClipDiameterUnits(); got != wantDiam {
 			t.Errorf("ParseCSV(%v).ClipDiameterUnits() = %g, want %g", tt.s, got, wantDiam)
 		}
+	}
+}
+
+func TestClipping(t *testing.T) {
+	x := []float64{
+		3, 4, // norm 5: clipped to 2
+		0.6, 0.8, // norm 1: kept
+		0, 0, // kept
+		1.5e308, -1.5e308, // norm overflows a naive sum of squares: clipped
+		2, 0, // exactly on the sphere: kept
+	}
+	orig := slices.Clone(x)
+	if got := clipRows(x, 5, 2, 2); got != 2 {
+		t.Errorf("clipRows clipped %d rows, want 2", got)
+	}
+	want := [][]float64{{1.2, 1.6}, {0.6, 0.8}, {0, 0}, {math.Sqrt2, -math.Sqrt2}, {2, 0}}
+	for i, w := range want {
+		r := x[2*i : 2*i+2]
+		if a, s := normParts(r); a*math.Sqrt(s) > 2 {
+			t.Errorf("row %d norm %.17g after clipping to 2", i, rowNorm(r))
+		}
+		for j := range w {
+			if math.Abs(r[j]-w[j]) > 1e-14 {
+				t.Errorf("row %d = %v, want %v", i, r, w)
+				break
+			}
+		}
+		// Direction is kept.
+		if i != 2 && math.Abs(r[0]*orig[2*i+1]-r[1]*orig[2*i])/rowNorm(orig[2*i:2*i+2]) > 1e-12 {
+			t.Errorf("row %d = %v changed direction from %v", i, r, orig[2*i:2*i+2])
+		}
+	}
+	if got := rowNorm([]float64{1e-300, 1e-300}); math.Abs(got-math.Sqrt2*1e-300) > 1e-314 {
+		t.Errorf("rowNorm of tiny values = %g, want %g", got, math.Sqrt2*1e-300)
+	}
+}
+
+// TestUnitDividesClippedRows: Unit U divides the clipped rows, so the data
+// at Unit U are the data at Unit 1 divided by U, and Scale grows by U.
+func TestUnitDividesClippedRows(t *testing.T) {
+	const data = "a,b,y\n30,40,0\n3,4,0\n-1,2,0\n"
+	one, err := ParseCSV(strings.NewReader(data), "t", Options{Scaling: Scaling{Mode: ScaleNone, ClipNorm: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := ParseCSV(strings.NewReader(data), "t", Options{Scaling: Scaling{Mode: ScaleNone, ClipNorm: 10, Unit: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range []float64{6, 8, 3, 4, -1, 2} {
+		if math.Abs(one.X[k]-want) > 1e-14 {
+			t.Errorf("none, clip 10: X[%d] = %.17g, want %g", k, one.X[k], want)
+		}
+	}
+	for k := range one.X {
+		if four.X[k] != one.X[k]/4 {
+			t.Errorf("unit 4: X[%d] = %g, want %g", k, four.X[k], one.X[k]/4)
+		}
+	}
+	if four.Scale[0] != 4 || four.ClipDiameterUnits() != 5 || one.ClipDiameterUnits() != 20 || one.Clipped != 1 {
+		t.Errorf("unit 4: Scale %v, diameters %g and %g, Clipped %d; want 4, 5, 20, 1", four.Scale, four.ClipDiameterUnits(), one.ClipDiameterUnits(), one.Clipped)
 	}
 }
