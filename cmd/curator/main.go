@@ -140,7 +140,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
-	fs.StringVar(&f.scaling, "scaling", "standardise", "how rows are put on the protected unit: standardise[:MAXNORM], maxnorm[:MAXNORM], fixed:col=scale,..., none")
+	fs.StringVar(&f.scaling, "scaling", "standardise-nonprivate", "how rows are put on the protected unit: schema:FILE (public bounds or scales per column), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), private[:EPS] (bounds estimated with DP), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold")
 	fs.StringVar(&cfg.DatasetName, "name", "", "dataset name (default: the file name)")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,8 +22,9 @@ type Options struct {
 	// Features lists the feature columns in the order wanted in X; empty
 	// means every column but the target, in file order.
 	Features []string
-	// Scaling says how features are scaled; the zero value standardises to
-	// a maximal row norm of DefaultMaxNorm.
+	// Scaling says how features are scaled; the zero value is
+	// standardise-nonprivate (no privacy guarantee). LoadRaw and ParseRaw
+	// ignore it.
 	Scaling Scaling
 }
 
@@ -39,19 +39,57 @@ type Dataset struct {
 	X []float64 // row-major N×D, scaled to the protected unit
 	Y []float64 // target column in raw units, length N
 
-	// Unit says in one or two plain sentences what one unit of change
-	// protects under the scaling used, for the operator log or a README.
+	// Unit says in a few plain sentences what one unit of change protects
+	// under the scaling used, for the operator log, the modeler or a README.
+	// It states the scaling, never a statistic of the data.
 	Unit string
+
+	// Private reports whether the scaling keeps a release's guarantee: every
+	// row was scaled with public (schema, fixed, none) or differentially
+	// private (private) constants, independently of the other rows, and
+	// clipped to norm ClipNorm/Unit, so changing one record changes only its
+	// own row, by at most its change in scaled units and by at most
+	// ClipDiameterUnits() in all. False for the *-nonprivate modes.
+	Private bool
+
+	// TargetRange is the target's range from the schema's line for the
+	// target column (public in schema mode, estimated with
+	// Scaling.TargetEpsilon in private mode); nil if there is none. Private
+	// query answers are clipped to it.
+	TargetRange *Bounds
 
 	// Scaling is the scaling applied, with defaults filled in.
 	Scaling Scaling
 
-	// Offset and Scale give the scaling per feature:
-	// X[i,j] = (raw[i,j] − Offset[j]) / Scale[j]. Under standardise and
-	// maxnorm they are statistics of the data (means, standard deviations,
-	// the maximal row norm): for the curator's operator only, never to be
-	// sent to a modeler.
+	// Offset and Scale give the affine part of the scaling per feature:
+	// X[i,j] = c_i · (clamp_j(raw[i,j]) − Offset[j]) / Scale[j], where clamp_j
+	// clamps to the column's bounds (schema and private mode only) and
+	// c_i ∈ (0, 1] is row i's clipping factor (1 unless the row was clipped;
+	// the nonprivate modes do not clip). Scale includes the division by
+	// Unit. Under the *-nonprivate modes they are statistics of the data
+	// (means, standard deviations, the maximal row norm): for the curator's
+	// operator only, never to be sent to a modeler. Use RawRow for a row's
+	// raw values.
 	Offset, Scale []float64
+
+	// Clipped is the number of rows whose norm was clipped (private modes).
+	// It is a statistic of the data: for the curator's operator only.
+	Clipped int
+
+	raw []float64 // row-major N×D raw features; nil for a Dataset built in code
+}
+
+// ClipDiameterUnits returns the distance, in protected units, that covers
+// the replacement of one whole record: every scaled row has norm at most
+// ClipNorm/Unit, so two rows are at most 2·ClipNorm/Unit apart. A guarantee
+// stated for one unit holds for the replacement of a record with ε and δ
+// converted for a change of this many units (group privacy). It is +Inf for
+// the *-nonprivate modes, where one record's change moves every row.
+func (d *Dataset) ClipDiameterUnits() float64 {
+	if !d.Scaling.mode().Private() {
+		return math.Inf(1)
+	}
+	return 2 * d.Scaling.clipNorm() / d.Scaling.unit()
 }
 
 // Row returns row i of X (a view, not a copy). It panics if i is out of range.
@@ -62,10 +100,74 @@ func (d *Dataset) Row(i int) []float64 {
 	return d.X[i*d.D : (i+1)*d.D : (i+1)*d.D]
 }
 
-// LoadCSV reads and scales the CSV file at path; see ParseCSV. Errors are
-// *ParseError values naming path; a missing file satisfies
+// RawRow returns the raw (unscaled) feature values of row i, a fresh slice,
+// for evaluating a row in the operator's units. For a Dataset built in code
+// without raw values it inverts Offset and Scale (exact only for rows that
+// were neither clamped nor clipped). It panics if i is out of range.
+func (d *Dataset) RawRow(i int) []float64 {
+	if i < 0 || i >= d.N {
+		panic(fmt.Sprintf("dataset: row %d out of range [0, %d)", i, d.N))
+	}
+	if d.raw != nil {
+		return slices.Clone(d.raw[i*d.D : (i+1)*d.D])
+	}
+	out := slices.Clone(d.Row(i))
+	if d.Scale != nil {
+		for j := range out {
+			out[j] = out[j]*d.Scale[j] + d.Offset[j]
+		}
+	}
+	return out
+}
+
+// LoadCSV reads and scales the CSV file at path: LoadRaw, then Raw.Scale
+// with opt.Scaling. Private mode needs bounds estimated from the data first
+// (LoadRaw, Raw.EstimateScaling, Raw.Scale); LoadCSV accepts it only with
+// the estimated bounds already in opt.Scaling.Schema. Errors are *ParseError
+// or *SchemaError values naming path; a missing file satisfies
 // errors.Is(err, fs.ErrNotExist).
 func LoadCSV(path string, opt Options) (*Dataset, error) {
+	if err := checkBeforeRead(path, opt.Scaling); err != nil {
+		return nil, err
+	}
+	r, err := LoadRaw(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.Scale(opt.Scaling)
+}
+
+// ParseCSV reads CSV data from r and scales it: ParseRaw, then Raw.Scale with
+// opt.Scaling. name identifies the input in errors and becomes Dataset.Name.
+// See LoadCSV for private mode.
+func ParseCSV(r io.Reader, name string, opt Options) (*Dataset, error) {
+	if err := checkBeforeRead(name, opt.Scaling); err != nil {
+		return nil, err
+	}
+	raw, err := ParseRaw(r, name, opt)
+	if err != nil {
+		return nil, err
+	}
+	return raw.Scale(opt.Scaling)
+}
+
+// checkBeforeRead refuses a scaling that cannot apply to any file before the
+// file is read.
+func checkBeforeRead(file string, s Scaling) error {
+	if err := s.check(); err != nil {
+		return &ParseError{File: file, Err: err}
+	}
+	if s.mode() == ScalePrivate && s.Schema == nil {
+		return &ParseError{File: file, Err: errPrivateNeedsBounds}
+	}
+	return nil
+}
+
+var errPrivateNeedsBounds = errors.New("private scaling needs per-column bounds estimated from the data first: load the raw table (LoadRaw), charge the ε to the ledger, estimate the bounds (Raw.EstimateScaling or EstimateBounds), then Raw.Scale")
+
+// LoadRaw reads the CSV file at path without scaling it; see ParseRaw. The
+// Raw's Name is the file name without directory and extension.
+func LoadRaw(path string, opt Options) (*Raw, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		var pe *fs.PathError
@@ -75,41 +177,34 @@ func LoadCSV(path string, opt Options) (*Dataset, error) {
 		return nil, &ParseError{File: path, Err: err}
 	}
 	defer f.Close()
-	ds, err := parse(f, path, opt)
+	r, err := parseRaw(f, path, opt)
 	if err != nil {
 		return nil, err
 	}
-	ds.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return ds, nil
+	r.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return r, nil
 }
 
-// ParseCSV reads CSV data from r: a header row of column names, then one
-// record per row. name identifies the input in errors and becomes
-// Dataset.Name. The target and feature cells must be finite numbers; other
+// ParseRaw reads CSV data from r without scaling it: a header row of column
+// names, then one record per row. name identifies the input in errors and
+// becomes Raw.Name. opt selects the target and feature columns; its Scaling
+// is not used. The target and feature cells must be finite numbers; other
 // columns are not parsed. At least two records are needed. Errors are
 // *ParseError values.
-func ParseCSV(r io.Reader, name string, opt Options) (*Dataset, error) {
-	ds, err := parse(r, name, opt)
+func ParseRaw(r io.Reader, name string, opt Options) (*Raw, error) {
+	raw, err := parseRaw(r, name, opt)
 	if err != nil {
 		return nil, err
 	}
-	ds.Name = name
-	return ds, nil
+	raw.Name = name
+	return raw, nil
 }
 
-// parse does the work of LoadCSV and ParseCSV; file names the input in errors.
-func parse(r io.Reader, file string, opt Options) (*Dataset, error) {
-	fail := func(line int, col string, err error) (*Dataset, error) {
+// parseRaw does the work of LoadRaw and ParseRaw; file names the input in
+// errors.
+func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
+	fail := func(line int, col string, err error) (*Raw, error) {
 		return nil, &ParseError{File: file, Line: line, Column: col, Err: err}
-	}
-	if err := opt.Scaling.check(); err != nil {
-		return fail(0, "", err)
-	}
-	sc := opt.Scaling
-	sc.Mode = sc.mode()
-	sc.Scales, sc.Offsets = maps.Clone(sc.Scales), maps.Clone(sc.Offsets)
-	if sc.Mode == ScaleStandardise || sc.Mode == ScaleMaxNorm {
-		sc.MaxNorm = sc.maxNorm()
 	}
 
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -188,31 +283,9 @@ func parse(r io.Reader, file string, opt Options) (*Dataset, error) {
 		fi[j] = index[f]
 	}
 
-	// Fixed mode: every feature needs a public scale; nothing else may have one.
-	var fixOff, fixScale []float64
-	if sc.Mode == ScaleFixed {
-		fixOff = make([]float64, d)
-		fixScale = make([]float64, d)
-		var missing []string
-		for j, f := range features {
-			s, ok := sc.Scales[f]
-			if !ok {
-				missing = append(missing, f)
-			}
-			fixScale[j], fixOff[j] = s, sc.Offsets[f]
-		}
-		if len(missing) > 0 {
-			return fail(0, "", fmt.Errorf("fixed scaling has no scale for feature columns %s; give every feature a public scale", nameList(missing)))
-		}
-		for c := range sc.Scales {
-			if !slices.Contains(features, c) {
-				return fail(headerLine, c, errors.New("fixed scaling gives a scale for a column that is not a feature"))
-			}
-		}
-	}
-
 	// Records.
 	var x, y []float64
+	var lines []int
 	n := 0
 	for {
 		rec, err = cr.Read()
@@ -231,14 +304,9 @@ func parse(r io.Reader, file string, opt Options) (*Dataset, error) {
 			x = slices.Grow(x, max(cap(x), 1024*d))
 			y = slices.Grow(y, max(cap(y), 1024))
 		}
-		for j, k := range fi {
+		lines = append(lines, line)
+		for _, k := range fi {
 			v, err := parseCell(rec[k])
-			if err == nil && fixScale != nil {
-				v = (v - fixOff[j]) / fixScale[j]
-				if math.IsInf(v, 0) {
-					err = errors.New("value overflows after dividing by its fixed scale")
-				}
-			}
 			if err != nil {
 				l, _ := cr.FieldPos(k)
 				return fail(l, header[k], err)
@@ -260,34 +328,17 @@ func parse(r io.Reader, file string, opt Options) (*Dataset, error) {
 		return fail(0, "", errors.New("only 1 data row; need at least 2"))
 	}
 
-	ds := &Dataset{
-		Features: features,
-		Target:   target,
-		N:        n,
-		D:        d,
-		X:        x[: n*d : n*d],
-		Y:        y[:n:n],
-		Scaling:  sc,
-		Unit:     unitText(sc, features),
-	}
-	var serr error
-	switch sc.Mode {
-	case ScaleStandardise:
-		ds.Offset, ds.Scale, serr = standardise(ds.X, n, d, sc.MaxNorm)
-	case ScaleMaxNorm:
-		ds.Offset, ds.Scale, serr = maxNormScale(ds.X, n, d, sc.MaxNorm)
-	case ScaleFixed:
-		ds.Offset, ds.Scale = fixOff, fixScale
-	case ScaleNone:
-		ds.Offset, ds.Scale = make([]float64, d), make([]float64, d)
-		for j := range ds.Scale {
-			ds.Scale[j] = 1
-		}
-	}
-	if serr != nil {
-		return fail(0, "", serr)
-	}
-	return ds, nil
+	return &Raw{
+		Features:   features,
+		Target:     target,
+		N:          n,
+		D:          d,
+		X:          x[: n*d : n*d],
+		Y:          y[:n:n],
+		file:       file,
+		headerLine: headerLine,
+		lines:      lines,
+	}, nil
 }
 
 // parseCell parses one selected cell. Its errors describe the cell without
@@ -316,7 +367,7 @@ func parseCell(s string) (float64, error) {
 
 // readError converts an error from the CSV reader, keeping its position but
 // not its content.
-func readError(file string, err error) (*Dataset, error) {
+func readError(file string, err error) (*Raw, error) {
 	var ce *csv.ParseError
 	if errors.As(err, &ce) {
 		if ce.StartLine != ce.Line {

@@ -16,38 +16,46 @@
 // explicit. Every Dataset carries a Unit text, written for the curator's
 // operator, saying what one unit is under the scaling used.
 //
-// Features are scaled column-wise as X[i,j] = (raw[i,j] − Offset[j]) / Scale[j].
-// The modes are
+// The modes below scale each row with constants fixed before the data are
+// seen (or estimated from them with differential privacy), clip every row to
+// Euclidean norm ClipNorm (default 25, the maximal norm of Kharkovskii et al.
+// 2020, §4) and divide it by Unit (default 1):
 //
-//   - standardise (the default): z-score each column,
-//     z[i,j] = (raw[i,j] − mean_j) / sd_j with the population standard
-//     deviation sd_j = sqrt(Σ_i (raw[i,j] − mean_j)² / n); the rows are then
-//     centred (every column has mean zero) and all of X is multiplied by one
-//     factor so that max_i ‖x_i‖₂ = MaxNorm. One unit is 1/MaxNorm of the
-//     largest record's distance from the average record, measured in standard
-//     deviations. A constant column (sd_j = 0) cannot be standardised; it is
-//     centred to zero, treated as if sd_j = 1, and so contributes nothing.
-//   - maxnorm: centre the columns, raw[i,j] − mean_j, and multiply by one
-//     factor so that max_i ‖x_i‖₂ = MaxNorm. The relative units of the columns
-//     are kept.
-//   - fixed: divide each column by a public scale chosen by the operator and
-//     optionally subtract a public offset first. No statistic of the data is
-//     used, so the neighbouring relation is fixed before the data are seen:
-//     one unit is a change of Scale[j] in column j alone (or any combination of
-//     such changes with Euclidean length one).
-//   - none: the raw units of the columns are the protected unit.
+//   - schema: a public schema file (LoadSchema; examples/data/*.schema.csv)
+//     gives each feature public bounds [l, u] or a public scale s and offset
+//     o. A bounded column is clamped to [l, u] and mapped affinely onto
+//     [−c, c], c = ClipNorm/√d; a scaled column maps x to (x − o)/s. A line
+//     for the target gives its public range (Dataset.TargetRange).
+//   - private: as schema, with bounds estimated by EstimateBounds, which is
+//     ε-DP under the replacement of one record (exponential mechanism over a
+//     public grid, McSherry & Talwar 2007). Scaling takes two steps: LoadRaw,
+//     charge the ledger, Raw.EstimateScaling, Raw.Scale.
+//   - fixed: divide each column by a public scale chosen by the operator,
+//     optionally after subtracting a public offset.
+//   - none: the raw units of the columns.
 //
-// MaxNorm defaults to 25, the maximal norm used in the experiments of
-// Kharkovskii et al. (2020, §4).
+// Clamping is 1-Lipschitz per column and clipping (the projection onto the
+// ball of radius ClipNorm) is 1-Lipschitz per row, so a change of one record
+// by at most one unit of the affine scaling changes exactly that scaled row,
+// by at most one unit, and no other row; replacing a whole record moves its
+// row by at most ClipDiameterUnits() = 2·ClipNorm/Unit units, the distance a
+// record-level guarantee is converted for. Dataset.Private is true.
 //
-// Standardise and maxnorm compute means, standard deviations and the maximal
-// row norm from the data themselves. The scaling is then itself a function of
-// every record, so the guarantee holds for the scaled data but the scale (and
-// hence what one unit means in raw terms) is not private; this is the usual
-// practice in the literature, but a strict guarantee needs fixed public
-// scales. The Unit text says so. Offset and Scale of a Dataset hold these
-// statistics: they are for the curator's operator and must never be sent to a
-// modeler.
+// Two further modes keep the old behaviour under names that say what it is:
+//
+//   - standardise-nonprivate (the zero Scaling): z-score each column with the
+//     data's mean and population standard deviation, then multiply all of X
+//     by one factor so that max_i ‖x_i‖₂ = MaxNorm (default 25). A constant
+//     column is centred to zero and treated as if its sd were 1.
+//   - maxnorm-nonprivate: centre the columns and multiply by one factor so
+//     that max_i ‖x_i‖₂ = MaxNorm.
+//
+// Their scaling is a function of every record: one patient's change moves
+// every scaled row, so the (ε, δ) claim of a release calibrated for one unit
+// does NOT hold (Dataset.Private is false, ClipDiameterUnits is +Inf, and the
+// Unit text says so). Their Offset and Scale are statistics of the data, for
+// the curator's operator only. The old names standardise, standardize and
+// maxnorm are refused.
 //
 // # Input format
 //

@@ -13,14 +13,18 @@ import (
 // a header "a,b,y".
 var fuzzScalings = []Scaling{
 	{},
-	{Mode: ScaleMaxNorm, MaxNorm: 10},
+	{Mode: ScaleMaxNormNonprivate, MaxNorm: 10},
 	{Mode: ScaleFixed, Scales: map[string]float64{"a": 2, "b": 0.5}, Offsets: map[string]float64{"a": 1}},
 	{Mode: ScaleNone},
+	{Mode: ScaleNone, ClipNorm: 3, Unit: 0.5},
+	{Mode: ScaleSchema, Schema: &Schema{File: "f.schema.csv", Columns: []SchemaColumn{
+		{Name: "a", HasBounds: true, Lower: -1, Upper: 5}, {Name: "b", Scale: 1e-3, Offset: 7}, {Name: "y", HasBounds: true, Lower: 0, Upper: 1}}}},
 }
 
 // FuzzParseCSV checks that ParseCSV never panics and returns either a
 // *ParseError that repeats no data row, or a consistent dataset with finite X
-// and Y and, for standardise and maxnorm, the wanted maximal row norm.
+// and Y and, for the *-nonprivate modes, the wanted maximal row norm, for
+// the private modes rows within ClipNorm/Unit.
 func FuzzParseCSV(f *testing.F) {
 	seeds := []string{
 		"a,b,y\n1,2,3\n4,5,6\n",
@@ -84,7 +88,12 @@ func FuzzParseCSV(f *testing.F) {
 				t.Fatalf("ParseCSV: column %d Offset %v Scale %v, want finite with Scale > 0", j, ds.Offset[j], s)
 			}
 		}
-		if m := ds.Scaling.Mode; m == ScaleStandardise || m == ScaleMaxNorm {
+		if ds.Private {
+			if got, lim := maxRowNorm(ds.X, ds.N, ds.D), ds.ClipDiameterUnits()/2; got > lim {
+				t.Fatalf("ParseCSV(%v): max row norm = %g, above ClipNorm/Unit = %g", ds.Scaling, got, lim)
+			}
+		}
+		if m := ds.Scaling.Mode; m == ScaleStandardiseNonprivate || m == ScaleMaxNormNonprivate {
 			if got := maxRowNorm(ds.X, ds.N, ds.D); math.Abs(got-ds.Scaling.MaxNorm) > 1e-12*ds.Scaling.MaxNorm {
 				t.Fatalf("ParseCSV(%v): max row norm = %s, want %g", ds.Scaling, strconv.FormatFloat(got, 'g', -1, 64), ds.Scaling.MaxNorm)
 			}

@@ -13,33 +13,74 @@ import (
 type ScalingMode string
 
 const (
-	// ScaleStandardise z-scores each feature column, centres the rows and
-	// scales all of X by one factor so that the maximal row norm is MaxNorm.
-	// It is the default (the zero Mode). Data-dependent.
-	ScaleStandardise ScalingMode = "standardise"
-	// ScaleMaxNorm centres the columns and scales all of X by one factor so
-	// that the maximal row norm is MaxNorm. Data-dependent.
-	ScaleMaxNorm ScalingMode = "maxnorm"
-	// ScaleFixed divides each column by a public scale given by the operator,
-	// after subtracting an optional public offset. Uses no statistic of the
-	// data.
+	// ScaleSchema scales with a public schema (LoadSchema): a column with
+	// public bounds is clamped to them and mapped affinely onto [−c, c],
+	// c = ClipNorm/√d; a column with a public scale is mapped to
+	// (x − offset)/scale. Rows are then clipped to norm ClipNorm and divided
+	// by Unit. Uses no statistic of the data.
+	ScaleSchema ScalingMode = "schema"
+	// ScalePrivate is ScaleSchema with per-column bounds estimated from the
+	// data with differential privacy (EstimateBounds, Raw.EstimateScaling).
+	ScalePrivate ScalingMode = "private"
+	// ScaleFixed divides each column by a public scale given by the
+	// operator, after subtracting an optional public offset, then clips rows
+	// to norm ClipNorm and divides by Unit. Uses no statistic of the data.
 	ScaleFixed ScalingMode = "fixed"
-	// ScaleNone keeps the raw units.
+	// ScaleNone keeps the raw units, then clips rows to norm ClipNorm and
+	// divides by Unit.
 	ScaleNone ScalingMode = "none"
+	// ScaleStandardiseNonprivate z-scores each feature column, centres the
+	// rows and scales all of X by one factor so that the maximal row norm is
+	// MaxNorm. The scaling is a function of every record, so the (ε, δ)
+	// claim of a release does NOT hold. It is the zero Mode, for simulations
+	// on public data.
+	ScaleStandardiseNonprivate ScalingMode = "standardise-nonprivate"
+	// ScaleMaxNormNonprivate centres the columns and scales all of X by one
+	// factor so that the maximal row norm is MaxNorm. Data-dependent: the
+	// (ε, δ) claim does NOT hold.
+	ScaleMaxNormNonprivate ScalingMode = "maxnorm-nonprivate"
 )
 
-// DefaultMaxNorm is the maximal row norm used by standardise and maxnorm when
+// Private reports whether the mode scales each row independently of the
+// other rows with public (or differentially private) constants and clips it,
+// so that a release calibrated for one unit keeps its guarantee.
+func (m ScalingMode) Private() bool {
+	switch m {
+	case ScaleSchema, ScalePrivate, ScaleFixed, ScaleNone:
+		return true
+	}
+	return false
+}
+
+// DefaultMaxNorm is the maximal row norm used by the *-nonprivate modes when
 // Scaling.MaxNorm is zero: the value of the experiments of Kharkovskii et al.
 // (2020, §4).
 const DefaultMaxNorm = 25
 
-// Scaling says how features are scaled. The zero value means standardise to
-// a maximal row norm of DefaultMaxNorm.
+// DefaultClipNorm is the radius every row is clipped to in the private modes
+// when Scaling.ClipNorm is zero: the maximal norm of the experiments of
+// Kharkovskii et al. (2020, §4).
+const DefaultClipNorm = 25
+
+// DefaultUnit is the protected distance, in the nominal scaled units, when
+// Scaling.Unit is zero.
+const DefaultUnit = 1
+
+// Scaling says how features are scaled. The zero value is
+// standardise-nonprivate to a maximal row norm of DefaultMaxNorm, which
+// gives no privacy guarantee (Dataset.Private is false).
 type Scaling struct {
 	Mode ScalingMode
-	// MaxNorm is the maximal row norm after scaling, for standardise and
-	// maxnorm; 0 means DefaultMaxNorm. It must be 0 for fixed and none.
+	// MaxNorm is the maximal row norm after scaling, for the *-nonprivate
+	// modes only; 0 means DefaultMaxNorm.
 	MaxNorm float64
+	// ClipNorm is the radius every scaled row is clipped to, for the private
+	// modes (schema, private, fixed, none); 0 means DefaultClipNorm.
+	ClipNorm float64
+	// Unit is the protected distance in the nominal scaled units, for the
+	// private modes: the clipped rows are divided by Unit, so that the
+	// release's "one unit" is Unit nominal units. 0 means DefaultUnit.
+	Unit float64
 	// Scales maps every feature column to its public scale (finite, > 0),
 	// for fixed mode only.
 	Scales map[string]float64
@@ -47,105 +88,195 @@ type Scaling struct {
 	// subtracted before dividing by the scale, for fixed mode only. A column
 	// without an entry has offset 0.
 	Offsets map[string]float64
+	// Schema holds the public bounds or scales of schema mode, or, in
+	// private mode, the bounds estimated by Raw.EstimateScaling (nil before
+	// the estimate). It must cover every feature column.
+	Schema *Schema
+	// Epsilon is, in private mode, the ε spent on estimating the feature
+	// bounds (record replacement); 0 until set. TargetEpsilon is the ε spent
+	// on the target's range, 0 if it was not estimated.
+	Epsilon, TargetEpsilon float64
 }
 
 // ParseScaling parses a scaling given on a command line:
 //
-//	""                         standardise to DefaultMaxNorm
-//	"standardise"              the same ("standardize" is accepted too)
-//	"standardise:25"           standardise to a maximal row norm of 25
-//	"maxnorm", "maxnorm:10"    centre and scale to a maximal row norm of 25 or 10
+//	"schema:PATH"              public bounds or scales from the schema file PATH (LoadSchema)
+//	"private", "private:EPS"   bounds estimated from the data with ε = EPS (record replacement)
 //	"fixed:age=10,bmi=5"       divide age by 10 and bmi by 5
 //	"fixed:age=10@50"          subtract 50 from age, then divide by 10
 //	"none"                     raw units
+//	"standardise-nonprivate[:MAXNORM]"  z-score, maximal row norm 25 or MAXNORM (no guarantee)
+//	"maxnorm-nonprivate[:MAXNORM]"      centre, maximal row norm 25 or MAXNORM (no guarantee)
+//	""                         standardise-nonprivate (the zero Scaling)
 //
-// Mode names are case-insensitive. In fixed mode, column names may not contain
-// ',' and the last '=' separates name and scale.
+// The private modes (schema, private, fixed, none) take options after ';':
+// "clip=R" sets ClipNorm, "unit=U" sets Unit, e.g. "schema:d.schema.csv;unit=2".
+// Mode names are case-insensitive. The old data-dependent names standardise,
+// standardize and maxnorm are refused. In fixed mode, column names may not
+// contain ',' or ';' and the last '=' separates name and scale. ParseScaling
+// reads the schema file of schema mode.
 func ParseScaling(spec string) (Scaling, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return Scaling{Mode: ScaleStandardise, MaxNorm: DefaultMaxNorm}, nil
+		return Scaling{Mode: ScaleStandardiseNonprivate, MaxNorm: DefaultMaxNorm}, nil
 	}
-	name, arg, hasArg := strings.Cut(spec, ":")
+	base, opts, hasOpts := strings.Cut(spec, ";")
+	name, arg, hasArg := strings.Cut(base, ":")
 	arg = strings.TrimSpace(arg)
 	var s Scaling
-	switch strings.ToLower(strings.TrimSpace(name)) {
-	case "standardise", "standardize":
-		s.Mode = ScaleStandardise
-	case "maxnorm":
-		s.Mode = ScaleMaxNorm
+	lname := strings.ToLower(strings.TrimSpace(name))
+	switch lname {
+	case "schema":
+		s.Mode = ScaleSchema
+	case "private":
+		s.Mode = ScalePrivate
 	case "fixed":
 		s.Mode = ScaleFixed
 	case "none":
 		s.Mode = ScaleNone
+	case "standardise-nonprivate", "standardize-nonprivate":
+		s.Mode = ScaleStandardiseNonprivate
+	case "maxnorm-nonprivate":
+		s.Mode = ScaleMaxNormNonprivate
+	case "standardise", "standardize", "maxnorm":
+		return Scaling{}, fmt.Errorf("dataset: scaling %q: %q is no longer accepted: it scales with the data's own statistics, so no (ε, δ) claim holds; use schema:FILE (public bounds), private[:EPS] (bounds estimated with differential privacy), fixed:col=scale,... or none, or %s-nonprivate to keep the old scaling without a guarantee",
+			spec, name, strings.Replace(lname, "standardize", "standardise", 1))
 	default:
-		return Scaling{}, fmt.Errorf("dataset: scaling %q: unknown mode %q, want standardise, maxnorm, fixed or none", spec, name)
+		return Scaling{}, fmt.Errorf("dataset: scaling %q: unknown mode %q, want schema, private, fixed, none, standardise-nonprivate or maxnorm-nonprivate", spec, name)
+	}
+	if hasOpts && !s.Mode.Private() {
+		return Scaling{}, fmt.Errorf("dataset: scaling %q: options after ';' (clip, unit) apply to schema, private, fixed and none only", spec)
 	}
 	switch s.Mode {
-	case ScaleStandardise, ScaleMaxNorm:
+	case ScaleStandardiseNonprivate, ScaleMaxNormNonprivate:
 		s.MaxNorm = DefaultMaxNorm
 		if hasArg {
 			v, err := strconv.ParseFloat(arg, 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			if err != nil || !positive(v) {
 				return Scaling{}, fmt.Errorf("dataset: scaling %q: maximal norm must be a finite positive number, got %q", spec, arg)
 			}
 			s.MaxNorm = v
 		}
-	case ScaleFixed:
+	case ScaleSchema:
 		if arg == "" {
-			return Scaling{}, fmt.Errorf("dataset: scaling %q: fixed needs column scales, e.g. \"fixed:age=10,bmi=5\"", spec)
+			return Scaling{}, fmt.Errorf("dataset: scaling %q: schema needs a schema file, e.g. \"schema:examples/data/diabetes.schema.csv\"", spec)
 		}
-		s.Scales = make(map[string]float64)
-		for item := range strings.SplitSeq(arg, ",") {
-			item = strings.TrimSpace(item)
-			i := strings.LastIndex(item, "=")
-			if i < 0 {
-				return Scaling{}, fmt.Errorf("dataset: scaling %q: %q is not column=scale", spec, item)
+		sch, err := LoadSchema(arg)
+		if err != nil {
+			return Scaling{}, err
+		}
+		s.Schema = sch
+	case ScalePrivate:
+		if hasArg {
+			v, err := strconv.ParseFloat(arg, 64)
+			if err != nil || !positive(v) {
+				return Scaling{}, fmt.Errorf("dataset: scaling %q: ε of the bounds estimate must be a finite positive number, got %q", spec, arg)
 			}
-			col := strings.TrimSpace(item[:i])
-			scaleText, offText, hasOff := strings.Cut(item[i+1:], "@")
-			if col == "" {
-				return Scaling{}, fmt.Errorf("dataset: scaling %q: %q has no column name", spec, item)
-			}
-			if _, dup := s.Scales[col]; dup {
-				return Scaling{}, fmt.Errorf("dataset: scaling %q: column %q given twice", spec, col)
-			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(scaleText), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-				return Scaling{}, fmt.Errorf("dataset: scaling %q: scale of column %q must be a finite positive number, got %q", spec, col, scaleText)
-			}
-			s.Scales[col] = v
-			if hasOff {
-				o, err := strconv.ParseFloat(strings.TrimSpace(offText), 64)
-				if err != nil || math.IsNaN(o) || math.IsInf(o, 0) {
-					return Scaling{}, fmt.Errorf("dataset: scaling %q: offset of column %q must be a finite number, got %q", spec, col, offText)
-				}
-				if s.Offsets == nil {
-					s.Offsets = make(map[string]float64)
-				}
-				s.Offsets[col] = o
-			}
+			s.Epsilon = v
+		}
+	case ScaleFixed:
+		if err := s.parseFixed(spec, arg); err != nil {
+			return Scaling{}, err
 		}
 	case ScaleNone:
 		if hasArg {
 			return Scaling{}, fmt.Errorf("dataset: scaling %q: none takes no argument", spec)
 		}
 	}
+	if s.Mode.Private() {
+		s.ClipNorm, s.Unit = DefaultClipNorm, DefaultUnit
+	}
+	if hasOpts {
+		seen := map[string]bool{}
+		for opt := range strings.SplitSeq(opts, ";") {
+			k, v, ok := strings.Cut(opt, "=")
+			k = strings.ToLower(strings.TrimSpace(k))
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			switch {
+			case !ok || (k != "clip" && k != "unit"):
+				return Scaling{}, fmt.Errorf("dataset: scaling %q: option %q is not clip=R or unit=U", spec, strings.TrimSpace(opt))
+			case seen[k]:
+				return Scaling{}, fmt.Errorf("dataset: scaling %q: option %s given twice", spec, k)
+			case err != nil || !positive(f):
+				return Scaling{}, fmt.Errorf("dataset: scaling %q: %s must be a finite positive number, got %q", spec, k, strings.TrimSpace(v))
+			}
+			seen[k] = true
+			if k == "clip" {
+				s.ClipNorm = f
+			} else {
+				s.Unit = f
+			}
+		}
+	}
 	return s, nil
 }
 
-// String formats s in the syntax ParseScaling accepts.
+// parseFixed reads the column scales of "fixed:...".
+func (s *Scaling) parseFixed(spec, arg string) error {
+	if arg == "" {
+		return fmt.Errorf("dataset: scaling %q: fixed needs column scales, e.g. \"fixed:age=10,bmi=5\"", spec)
+	}
+	s.Scales = make(map[string]float64)
+	for item := range strings.SplitSeq(arg, ",") {
+		item = strings.TrimSpace(item)
+		i := strings.LastIndex(item, "=")
+		if i < 0 {
+			return fmt.Errorf("dataset: scaling %q: %q is not column=scale", spec, item)
+		}
+		col := strings.TrimSpace(item[:i])
+		scaleText, offText, hasOff := strings.Cut(item[i+1:], "@")
+		if col == "" {
+			return fmt.Errorf("dataset: scaling %q: %q has no column name", spec, item)
+		}
+		if _, dup := s.Scales[col]; dup {
+			return fmt.Errorf("dataset: scaling %q: column %q given twice", spec, col)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(scaleText), 64)
+		if err != nil || !positive(v) {
+			return fmt.Errorf("dataset: scaling %q: scale of column %q must be a finite positive number, got %q", spec, col, scaleText)
+		}
+		s.Scales[col] = v
+		if hasOff {
+			o, err := strconv.ParseFloat(strings.TrimSpace(offText), 64)
+			if err != nil || math.IsNaN(o) || math.IsInf(o, 0) {
+				return fmt.Errorf("dataset: scaling %q: offset of column %q must be a finite number, got %q", spec, col, offText)
+			}
+			if s.Offsets == nil {
+				s.Offsets = make(map[string]float64)
+			}
+			s.Offsets[col] = o
+		}
+	}
+	return nil
+}
+
+// positive reports whether v is finite and > 0.
+func positive(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// String formats s in the syntax ParseScaling accepts. A schema is written as
+// its File, which parses back only if it is the path of the schema file; the
+// bounds of private mode are not written.
 func (s Scaling) String() string {
-	switch s.mode() {
-	case ScaleStandardise, ScaleMaxNorm:
-		return string(s.mode()) + ":" + formatFloat(s.maxNorm())
+	var b strings.Builder
+	switch m := s.mode(); m {
+	case ScaleStandardiseNonprivate, ScaleMaxNormNonprivate:
+		return string(m) + ":" + formatFloat(s.maxNorm())
+	case ScaleSchema:
+		b.WriteString("schema:")
+		if s.Schema != nil {
+			b.WriteString(s.Schema.File)
+		}
+	case ScalePrivate:
+		b.WriteString("private")
+		if s.Epsilon > 0 {
+			b.WriteString(":" + formatFloat(s.Epsilon))
+		}
 	case ScaleFixed:
 		cols := make([]string, 0, len(s.Scales))
 		for c := range s.Scales {
 			cols = append(cols, c)
 		}
 		sort.Strings(cols)
-		var b strings.Builder
 		b.WriteString("fixed:")
 		for i, c := range cols {
 			if i > 0 {
@@ -159,14 +290,20 @@ func (s Scaling) String() string {
 				b.WriteString(formatFloat(o))
 			}
 		}
-		return b.String()
 	default:
-		return string(s.Mode)
+		b.WriteString(string(s.Mode))
 	}
+	if s.clipNorm() != DefaultClipNorm {
+		b.WriteString(";clip=" + formatFloat(s.clipNorm()))
+	}
+	if s.unit() != DefaultUnit {
+		b.WriteString(";unit=" + formatFloat(s.unit()))
+	}
+	return b.String()
 }
 
-// Validate checks s on its own; whether the scales fit the columns of a file
-// is checked when the file is parsed.
+// Validate checks s on its own; whether the scales or schema fit the columns
+// of a file is checked when the file is scaled.
 func (s Scaling) Validate() error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("dataset: %w", err)
@@ -176,18 +313,61 @@ func (s Scaling) Validate() error {
 
 // check is Validate without the package prefix.
 func (s Scaling) check() error {
-	switch s.mode() {
-	case ScaleStandardise, ScaleMaxNorm:
-		if math.IsNaN(s.MaxNorm) || math.IsInf(s.MaxNorm, 0) || s.MaxNorm < 0 {
-			return fmt.Errorf("scaling %s: MaxNorm must be finite and positive (0 for the default %d), got %g", s.mode(), DefaultMaxNorm, s.MaxNorm)
+	m := s.mode()
+	if m.Private() {
+		for _, p := range []struct {
+			name string
+			v    float64
+		}{{"ClipNorm", s.ClipNorm}, {"Unit", s.Unit}} {
+			if math.IsNaN(p.v) || math.IsInf(p.v, 0) || p.v < 0 {
+				return fmt.Errorf("scaling %s: %s must be finite and positive (0 for the default), got %g", m, p.name, p.v)
+			}
 		}
-		if len(s.Scales) > 0 || len(s.Offsets) > 0 {
-			return fmt.Errorf("scaling %s: Scales and Offsets apply to fixed mode only", s.mode())
+		if s.MaxNorm != 0 {
+			return fmt.Errorf("scaling %s: MaxNorm applies to the *-nonprivate modes only (rows are clipped to ClipNorm), got %g", m, s.MaxNorm)
+		}
+	}
+	if m != ScaleFixed && (len(s.Scales) > 0 || len(s.Offsets) > 0) {
+		return fmt.Errorf("scaling %s: Scales and Offsets apply to fixed mode only", m)
+	}
+	if m != ScaleSchema && m != ScalePrivate && s.Schema != nil {
+		return fmt.Errorf("scaling %s: Schema applies to schema and private mode only", m)
+	}
+	if m != ScalePrivate && (s.Epsilon != 0 || s.TargetEpsilon != 0) {
+		return fmt.Errorf("scaling %s: Epsilon applies to private mode only", m)
+	}
+	switch m {
+	case ScaleStandardiseNonprivate, ScaleMaxNormNonprivate:
+		if math.IsNaN(s.MaxNorm) || math.IsInf(s.MaxNorm, 0) || s.MaxNorm < 0 {
+			return fmt.Errorf("scaling %s: MaxNorm must be finite and positive (0 for the default %d), got %g", m, DefaultMaxNorm, s.MaxNorm)
+		}
+		if s.ClipNorm != 0 || s.Unit != 0 {
+			return fmt.Errorf("scaling %s: ClipNorm and Unit apply to the private modes only", m)
+		}
+	case ScaleSchema:
+		if s.Schema == nil {
+			return errors.New("scaling schema: Schema must give public bounds or scales for every feature column (LoadSchema)")
+		}
+		if err := s.Schema.Validate(); err != nil {
+			return err
+		}
+	case ScalePrivate:
+		for _, e := range []float64{s.Epsilon, s.TargetEpsilon} {
+			if math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
+				return fmt.Errorf("scaling private: Epsilon and TargetEpsilon must be finite and ≥ 0, got %g", e)
+			}
+		}
+		if s.Schema != nil {
+			if err := s.Schema.Validate(); err != nil {
+				return err
+			}
+			for _, c := range s.Schema.Columns {
+				if !c.HasBounds {
+					return fmt.Errorf("scaling private: column %s has a scale, but private mode scales with estimated bounds only", quoteName(c.Name))
+				}
+			}
 		}
 	case ScaleFixed:
-		if s.MaxNorm != 0 {
-			return fmt.Errorf("scaling fixed: MaxNorm does not apply to fixed mode, got %g", s.MaxNorm)
-		}
 		if len(s.Scales) == 0 {
 			return errors.New("scaling fixed: Scales must give a public scale for every feature column")
 		}
@@ -195,7 +375,7 @@ func (s Scaling) check() error {
 			if c == "" {
 				return errors.New("scaling fixed: Scales has an empty column name")
 			}
-			if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			if !positive(v) {
 				return fmt.Errorf("scaling fixed: scale of column %s must be finite and positive, got %g", quoteName(c), v)
 			}
 		}
@@ -208,14 +388,12 @@ func (s Scaling) check() error {
 			}
 		}
 	case ScaleNone:
-		if s.MaxNorm != 0 {
-			return fmt.Errorf("scaling none: MaxNorm does not apply, got %g", s.MaxNorm)
-		}
-		if len(s.Scales) > 0 || len(s.Offsets) > 0 {
-			return errors.New("scaling none: Scales and Offsets apply to fixed mode only")
-		}
+	case "standardise", "standardize", "maxnorm":
+		return fmt.Errorf("scaling mode %q is no longer accepted (data-dependent, no guarantee): use %s, %s, %s or %s, or %s/%s without a guarantee",
+			string(s.Mode), ScaleSchema, ScalePrivate, ScaleFixed, ScaleNone, ScaleStandardiseNonprivate, ScaleMaxNormNonprivate)
 	default:
-		return fmt.Errorf("unknown scaling mode %q, want standardise, maxnorm, fixed or none", s.Mode)
+		return fmt.Errorf("unknown scaling mode %q, want %s, %s, %s, %s, %s or %s",
+			string(s.Mode), ScaleSchema, ScalePrivate, ScaleFixed, ScaleNone, ScaleStandardiseNonprivate, ScaleMaxNormNonprivate)
 	}
 	return nil
 }
@@ -223,7 +401,7 @@ func (s Scaling) check() error {
 // mode returns the mode with the default filled in.
 func (s Scaling) mode() ScalingMode {
 	if s.Mode == "" {
-		return ScaleStandardise
+		return ScaleStandardiseNonprivate
 	}
 	return s.Mode
 }
@@ -236,203 +414,104 @@ func (s Scaling) maxNorm() float64 {
 	return s.MaxNorm
 }
 
+// clipNorm returns ClipNorm with the default filled in.
+func (s Scaling) clipNorm() float64 {
+	if s.ClipNorm == 0 {
+		return DefaultClipNorm
+	}
+	return s.ClipNorm
+}
+
+// unit returns Unit with the default filled in.
+func (s Scaling) unit() float64 {
+	if s.Unit == 0 {
+		return DefaultUnit
+	}
+	return s.Unit
+}
+
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// scaleError reports a scaling that the data do not allow.
-type scaleError struct{ msg string }
-
-func (e *scaleError) Error() string { return e.msg }
-
-// standardise z-scores the columns of the n×d matrix x in place, then scales
-// all of x so that its maximal row norm is maxNorm. It returns the per-column
-// offset and scale with x[i,j] = (raw[i,j] − offset[j]) / scale[j].
-//
-// To stay finite for any finite input, each column is first divided by its
-// largest absolute value a_j, so that sums never exceed n. All passes run
-// over x in row-major order.
-func standardise(x []float64, n, d int, maxNorm float64) (offset, scale []float64, err error) {
-	lo, hi := columnRanges(x, n, d)
-	a := make([]float64, d)
-	constant := 0
-	for j := range d {
-		if lo[j] == hi[j] {
-			constant++
-			a[j] = 1
-		} else {
-			a[j] = math.Max(-lo[j], hi[j])
-		}
-	}
-	if constant == d {
-		return nil, nil, &scaleError{"every feature column is constant (all rows are identical); standardise needs at least one column that varies"}
-	}
-	m := make([]float64, d)
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			m[j] += v / a[j]
-		}
-	}
-	for j := range d {
-		if lo[j] == hi[j] {
-			// Zero standard deviation: centre to exactly 0, take sd = 1.
-			m[j] = lo[j]
-		} else {
-			m[j] /= float64(n)
-		}
-	}
-	s := make([]float64, d)
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			c := v/a[j] - m[j]
-			s[j] += c * c
-		}
-	}
-	for j := range d {
-		if lo[j] == hi[j] {
-			s[j] = 1
-		} else {
-			s[j] = math.Sqrt(s[j] / float64(n))
-		}
-	}
+// clipRows scales every row of the n×d matrix x whose Euclidean norm exceeds
+// r down onto the sphere of radius r (the projection onto the ball, which is
+// 1-Lipschitz: two rows at distance δ are at most δ apart after clipping). It
+// returns the number of rows clipped. The norm is computed without overflow.
+func clipRows(x []float64, n, d int, r float64) int {
+	clipped := 0
 	for i := range n {
 		row := x[i*d : (i+1)*d]
-		for j, v := range row {
-			row[j] = (v/a[j] - m[j]) / s[j]
+		// ‖row‖ = a·√s, compared and divided without forming it, which could
+		// overflow for finite rows.
+		a, s := normParts(row)
+		if a == 0 || math.Sqrt(s) <= r/a {
+			continue
 		}
+		// Shrink by a few ulps more than r/‖row‖ so that the computed norm of
+		// the result never exceeds r.
+		f := r / a / math.Sqrt(s) * (1 - 4*0x1p-53)
+		for j := range row {
+			row[j] *= f
+		}
+		clipped++
 	}
-	f, err := rescaleToMaxNorm(x, n, d, maxNorm, "cannot standardise")
-	if err != nil {
-		return nil, nil, err
-	}
-	offset = make([]float64, d)
-	scale = make([]float64, d)
-	for j := range d {
-		offset[j] = a[j] * m[j]
-		scale[j] = a[j] * s[j] / f
-	}
-	return offset, scale, checkScaling(x, offset, scale)
+	return clipped
 }
 
-// rescaleToMaxNorm multiplies x (n×d, centred) by the factor f that makes its maximal
-// row norm maxNorm, and returns f.
-func rescaleToMaxNorm(x []float64, n, d int, maxNorm float64, what string) (float64, error) {
-	r := maxRowNorm(x, n, d)
-	if r == 0 || math.IsInf(r, 0) || math.IsNaN(r) {
-		return 0, &scaleError{"rows differ only below floating-point resolution; " + what}
+// normParts returns a = max_j |v_j| and s = Σ_j (v_j/a)², so ‖v‖₂ = a·√s
+// (a = 0 for a zero vector).
+func normParts(v []float64) (a, s float64) {
+	for _, x := range v {
+		a = math.Max(a, math.Abs(x))
 	}
-	f := maxNorm / r
-	for k := range x {
-		x[k] *= f
+	if a == 0 {
+		return 0, 0
 	}
-	return f, nil
+	for _, x := range v {
+		y := x / a
+		s += y * y
+	}
+	return a, s
 }
 
-// maxNormScale centres the columns of the n×d matrix x in place and scales
-// all of x by one factor so that its maximal row norm is maxNorm.
-//
-// To stay finite for any finite input, x is first divided by its largest
-// absolute value A.
-func maxNormScale(x []float64, n, d int, maxNorm float64) (offset, scale []float64, err error) {
-	lo, hi := columnRanges(x, n, d)
-	var a float64
-	constant := 0
-	for j := range d {
-		a = math.Max(a, math.Max(-lo[j], hi[j]))
-		if lo[j] == hi[j] {
-			constant++
-		}
-	}
-	if constant == d {
-		return nil, nil, &scaleError{"all rows are identical; maxnorm scaling needs at least two different rows"}
-	}
-	m := make([]float64, d)
-	for i := range n {
-		for j, v := range x[i*d : (i+1)*d] {
-			m[j] += v / a
-		}
-	}
-	for j := range d {
-		if lo[j] == hi[j] {
-			m[j] = lo[j] / a // centres the column to exactly 0
-		} else {
-			m[j] /= float64(n)
-		}
-	}
-	for i := range n {
-		row := x[i*d : (i+1)*d]
-		for j, v := range row {
-			row[j] = v/a - m[j]
-		}
-	}
-	f, err := rescaleToMaxNorm(x, n, d, maxNorm, "cannot scale to a maximal norm")
-	if err != nil {
-		return nil, nil, err
-	}
-	offset = make([]float64, d)
-	scale = make([]float64, d)
-	for j := range d {
-		offset[j] = a * m[j]
-		scale[j] = a / f
-	}
-	return offset, scale, checkScaling(x, offset, scale)
+// rowNorm returns ‖v‖₂ without underflow, and without overflow unless the
+// norm itself exceeds the float64 range.
+func rowNorm(v []float64) float64 {
+	a, s := normParts(v)
+	return a * math.Sqrt(s)
 }
 
-// columnRanges returns the minimum and maximum of each column of the n×d
-// matrix x (n ≥ 1).
-func columnRanges(x []float64, n, d int) (lo, hi []float64) {
-	lo = append([]float64(nil), x[:d]...)
-	hi = append([]float64(nil), x[:d]...)
-	for i := 1; i < n; i++ {
-		for j, v := range x[i*d : (i+1)*d] {
-			lo[j] = math.Min(lo[j], v)
-			hi[j] = math.Max(hi[j], v)
-		}
-	}
-	return lo, hi
-}
-
-// maxRowNorm returns max_i ‖x_i‖₂ of the n×d matrix x.
-func maxRowNorm(x []float64, n, d int) float64 {
-	var best float64
-	for i := range n {
-		var s float64
-		for _, v := range x[i*d : (i+1)*d] {
-			s += v * v
-		}
-		best = math.Max(best, s)
-	}
-	return math.Sqrt(best)
-}
-
-// checkScaling makes sure the scaled data and the reported offsets and
-// scales are finite, so that extreme inputs fail loudly rather than yield
-// infinities.
-func checkScaling(x, offset, scale []float64) error {
-	for j := range scale {
-		if s := scale[j]; !(s > 0) || math.IsInf(s, 0) || math.IsNaN(offset[j]) || math.IsInf(offset[j], 0) {
-			return &scaleError{"the data's range and MaxNorm put the scale outside floating-point range; choose another MaxNorm or a fixed scaling"}
-		}
-	}
-	for _, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return &scaleError{"scaling overflowed floating-point range"}
-		}
-	}
-	return nil
-}
-
-// unitText explains the protected unit for the operator.
+// unitText explains the protected unit for the operator and the modeler. It
+// states only the scaling, never a statistic of the data.
 func unitText(s Scaling, features []string) string {
 	const lead = "Neighbouring datasets differ in one record's feature vector by at most 1 in Euclidean norm"
-	const dataDependent = " Scaling used the data's own statistics (data-dependent); use fixed public scales for a strict guarantee."
-	switch s.mode() {
-	case ScaleStandardise:
+	const noClaim = " The (ε, δ) claim does NOT hold: the scaling uses the data's own statistics, so one record's change moves every scaled row."
+	d := len(features)
+	clip, unit := s.clipNorm(), s.unit()
+	clipped := fmt.Sprintf(" Every row is then clipped to norm %s and divided by %s, so replacing a whole record moves it by at most %s units.",
+		formatFloat(clip), formatFloat(unit), formatFloat(2*clip/unit))
+	// In schema and private mode one unit is unit/(2c) of a bounded column's range.
+	frac := "1/" + strconv.FormatFloat(2*clip/math.Sqrt(float64(d))/unit, 'g', 4, 64)
+	switch m := s.mode(); m {
+	case ScaleStandardiseNonprivate:
 		mn := formatFloat(s.maxNorm())
 		return lead + " after scaling: columns standardised, rows scaled to a maximal norm of " + mn +
-			", so one unit is 1/" + mn + " of the largest record's distance from the average record, measured in standard deviations." + dataDependent
-	case ScaleMaxNorm:
+			", so one unit is 1/" + mn + " of the largest record's distance from the average record, measured in standard deviations." + noClaim
+	case ScaleMaxNormNonprivate:
 		mn := formatFloat(s.maxNorm())
 		return lead + " after scaling: columns centred, then all values multiplied by one common factor so that the maximal row norm is " + mn +
-			", so one unit is 1/" + mn + " of the largest record's distance from the average record in the columns' raw units." + dataDependent
+			", so one unit is 1/" + mn + " of the largest record's distance from the average record in the columns' raw units." + noClaim
+	case ScaleSchema:
+		file := "built in code"
+		if s.Schema != nil && s.Schema.File != "" {
+			file = s.Schema.File
+		}
+		return lead + " after scaling: each feature clamped to its public range from the schema " + file +
+			" and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) + " (or divided by its public scale), so one unit is a change of " +
+			frac + " of a column's public range in that column alone, or of one public scale." + clipped + " Scaling used only public constants, no statistic of the data."
+	case ScalePrivate:
+		return lead + " after scaling: each feature clamped to bounds estimated from the data with ε = " + formatFloat(s.Epsilon) +
+			" under the replacement of one record (the bounds are not released) and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) +
+			", so one unit is a change of " + frac + " of a column's estimated range in that column alone." + clipped
 	case ScaleFixed:
 		var b strings.Builder
 		b.WriteString(lead)
@@ -451,16 +530,19 @@ func unitText(s Scaling, features []string) string {
 		}
 		b.WriteString("), so one unit is a change of ")
 		f0 := features[0]
-		b.WriteString(formatFloat(s.Scales[f0]))
+		b.WriteString(formatFloat(s.Scales[f0] * unit))
 		b.WriteString(" in ")
 		b.WriteString(f0)
 		b.WriteString(" alone")
-		if len(features) > 1 {
+		if d > 1 {
 			b.WriteString(", or of one scale in any other single column")
 		}
-		b.WriteString(". Scaling used only public constants, no statistic of the data.")
+		b.WriteString(".")
+		b.WriteString(clipped)
+		b.WriteString(" Scaling used only public constants, no statistic of the data.")
 		return b.String()
 	default:
-		return lead + " in the columns' raw units (no scaling), so one unit is a change of 1 in the raw value of a single column. No statistic of the data was used."
+		return lead + " in the columns' raw units (no scaling), so one unit is a change of " + formatFloat(unit) +
+			" in the raw value of a single column." + clipped + " No statistic of the data was used."
 	}
 }

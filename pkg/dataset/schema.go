@@ -1,0 +1,318 @@
+package dataset
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Bounds is a closed interval [Lower, Upper] of one column, Lower < Upper.
+type Bounds struct{ Lower, Upper float64 }
+
+// SchemaColumn is one line of a schema: a column with either public bounds
+// (HasBounds) or a public scale and offset.
+type SchemaColumn struct {
+	Name string
+	// Line is the column's line in the schema file; 0 for a schema built in
+	// code.
+	Line int
+	// HasBounds says the column has public bounds [Lower, Upper]; otherwise
+	// it has a public Scale (> 0) and Offset.
+	HasBounds     bool
+	Lower, Upper  float64
+	Scale, Offset float64
+}
+
+// Schema holds public, data-independent facts about the columns of a data
+// file: for each feature its public bounds or scale, and optionally the
+// target's public range. It is what ScaleSchema scales with. Build one with
+// LoadSchema, ParseSchema or SchemaFromBounds.
+type Schema struct {
+	// File names the schema in errors (the path for LoadSchema).
+	File    string
+	Columns []SchemaColumn // in file order, each name once
+}
+
+// SchemaError reports a bad schema, or a schema that does not fit a data
+// file. Its message names the schema file and, where one applies, the line.
+// Schemas are public, so messages may repeat their values.
+type SchemaError struct {
+	File   string // the schema file (Schema.File)
+	Line   int    // 1-based line in the schema file; 0 if none applies
+	Column string // the column concerned; empty if none
+	Err    error
+}
+
+// Error returns `dataset: schema FILE:LINE: column "c": what is wrong`,
+// leaving out the parts that do not apply.
+func (e *SchemaError) Error() string {
+	var b strings.Builder
+	b.WriteString("dataset: schema ")
+	if e.File != "" {
+		b.WriteString(e.File)
+	} else {
+		b.WriteString("(built in code)")
+	}
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Column != "" {
+		b.WriteString("column ")
+		b.WriteString(quoteName(e.Column))
+		b.WriteString(": ")
+	}
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	} else {
+		b.WriteString("invalid schema")
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *SchemaError) Unwrap() error { return e.Err }
+
+// schemaFields are the header names a schema may use.
+var schemaFields = []string{"column", "lower", "upper", "scale", "offset"}
+
+// LoadSchema reads the schema file at path; see ParseSchema. A missing file
+// satisfies errors.Is(err, fs.ErrNotExist).
+func LoadSchema(path string) (*Schema, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("cannot open: %w", pe.Err)
+		}
+		return nil, &SchemaError{File: path, Err: err}
+	}
+	defer f.Close()
+	return ParseSchema(f, path)
+}
+
+// ParseSchema reads a schema: CSV with a header naming some of column,
+// lower, upper, scale, offset (any order, "column" required), then one line
+// per column with either lower and upper (public bounds, lower < upper) or
+// scale (> 0) and an optional offset. Empty cells are absent values; lines
+// starting with '#' are comments. A line for the target column gives the
+// target's public range (lower and upper). Every value must be a finite
+// number and every column appear once. name identifies the input in errors
+// and becomes Schema.File. Errors are *SchemaError values.
+//
+// Whether the schema covers every feature of a data file is checked when it
+// is applied (Raw.Scale), since the feature selection is not known here.
+func ParseSchema(r io.Reader, name string) (*Schema, error) {
+	fail := func(line int, col string, format string, args ...any) (*Schema, error) {
+		return nil, &SchemaError{File: name, Line: line, Column: col, Err: fmt.Errorf(format, args...)}
+	}
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1
+	cr.TrimLeadingSpace = true
+	cr.Comment = '#'
+	readErr := func(err error) (*Schema, error) {
+		var ce *csv.ParseError
+		if errors.As(err, &ce) {
+			return fail(ce.Line, "", "malformed CSV: %v", ce.Err)
+		}
+		return fail(0, "", "read: %v", err)
+	}
+
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return fail(0, "", "empty file, want a header naming some of %s", strings.Join(schemaFields, ", "))
+	}
+	if err != nil {
+		return readErr(err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	idx := map[string]int{}
+	for k, h := range rec {
+		h = strings.ToLower(strings.TrimSpace(h))
+		known := false
+		for _, f := range schemaFields {
+			known = known || f == h
+		}
+		if !known {
+			return fail(headerLine, "", "header field %d (%q) is not one of %s", k+1, h, strings.Join(schemaFields, ", "))
+		}
+		if _, dup := idx[h]; dup {
+			return fail(headerLine, "", "header names %q twice", h)
+		}
+		idx[h] = k
+	}
+	if _, ok := idx["column"]; !ok {
+		return fail(headerLine, "", "header has no \"column\" field")
+	}
+	_, hasLower := idx["lower"]
+	_, hasUpper := idx["upper"]
+	_, hasScale := idx["scale"]
+	if hasLower != hasUpper {
+		return fail(headerLine, "", "header names only one of lower and upper; bounds need both")
+	}
+	if !hasLower && !hasScale {
+		return fail(headerLine, "", "header names neither lower and upper nor scale")
+	}
+
+	s := &Schema{File: name}
+	seen := map[string]int{}
+	for {
+		rec, err = cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return readErr(err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != len(idx) {
+			return fail(line, "", "line has %d fields, the header has %d", len(rec), len(idx))
+		}
+		col := strings.TrimSpace(rec[idx["column"]])
+		if col == "" {
+			return fail(line, "", "empty column name")
+		}
+		if first, dup := seen[col]; dup {
+			return fail(line, col, "column named twice (first on line %d)", first)
+		}
+		seen[col] = line
+		vals := map[string]float64{}
+		for _, f := range schemaFields[1:] {
+			k, ok := idx[f]
+			if !ok {
+				continue
+			}
+			cell := strings.TrimSpace(rec[k])
+			if cell == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(cell, 64)
+			if err != nil && !(errors.Is(err, strconv.ErrRange) && !math.IsInf(v, 0)) {
+				return fail(line, col, "%s %q is not a finite number", f, cell)
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fail(line, col, "%s %q is not a finite number", f, cell)
+			}
+			vals[f] = v
+		}
+		c := SchemaColumn{Name: col, Line: line}
+		_, lo := vals["lower"]
+		_, up := vals["upper"]
+		_, sc := vals["scale"]
+		_, off := vals["offset"]
+		switch {
+		case (lo || up) && (sc || off):
+			return fail(line, col, "line gives both bounds (lower, upper) and a scale or offset; give one or the other")
+		case lo != up:
+			return fail(line, col, "line gives only one of lower and upper; bounds need both")
+		case lo:
+			c.HasBounds, c.Lower, c.Upper = true, vals["lower"], vals["upper"]
+		case sc:
+			c.Scale, c.Offset = vals["scale"], vals["offset"]
+		case off:
+			return fail(line, col, "line gives an offset but no scale")
+		default:
+			return fail(line, col, "line gives neither bounds (lower, upper) nor a scale")
+		}
+		if err := c.check(); err != nil {
+			return fail(line, col, "%v", err)
+		}
+		s.Columns = append(s.Columns, c)
+	}
+	if len(s.Columns) == 0 {
+		return fail(0, "", "no column lines after the header")
+	}
+	return s, nil
+}
+
+// check checks one column's values on their own.
+func (c SchemaColumn) check() error {
+	if c.HasBounds {
+		if math.IsNaN(c.Lower) || math.IsInf(c.Lower, 0) || math.IsNaN(c.Upper) || math.IsInf(c.Upper, 0) {
+			return fmt.Errorf("bounds must be finite, got [%g, %g]", c.Lower, c.Upper)
+		}
+		if !(c.Lower < c.Upper) {
+			return fmt.Errorf("lower %g must be below upper %g", c.Lower, c.Upper)
+		}
+		if math.IsInf(c.Upper-c.Lower, 0) {
+			return fmt.Errorf("bounds [%g, %g] are too far apart for float64", c.Lower, c.Upper)
+		}
+		return nil
+	}
+	if math.IsNaN(c.Scale) || math.IsInf(c.Scale, 0) || c.Scale <= 0 {
+		return fmt.Errorf("scale must be finite and positive, got %g", c.Scale)
+	}
+	if math.IsNaN(c.Offset) || math.IsInf(c.Offset, 0) {
+		return fmt.Errorf("offset must be finite, got %g", c.Offset)
+	}
+	return nil
+}
+
+// SchemaFromBounds returns a schema giving each named column the bounds at
+// the same index, for bounds estimated privately (EstimateBounds) or known in
+// code. file names the schema in errors. It panics if the lengths differ.
+func SchemaFromBounds(file string, columns []string, bounds []Bounds) *Schema {
+	if len(columns) != len(bounds) {
+		panic(fmt.Sprintf("dataset: SchemaFromBounds with %d columns and %d bounds", len(columns), len(bounds)))
+	}
+	s := &Schema{File: file}
+	for i, c := range columns {
+		s.Columns = append(s.Columns, SchemaColumn{Name: c, HasBounds: true, Lower: bounds[i].Lower, Upper: bounds[i].Upper})
+	}
+	return s
+}
+
+// Validate checks a schema built in code as ParseSchema checks a file.
+func (s *Schema) Validate() error {
+	if s == nil {
+		return &SchemaError{Err: errors.New("nil schema")}
+	}
+	if len(s.Columns) == 0 {
+		return &SchemaError{File: s.File, Err: errors.New("no columns")}
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Columns {
+		if c.Name == "" {
+			return &SchemaError{File: s.File, Line: c.Line, Err: errors.New("empty column name")}
+		}
+		if seen[c.Name] {
+			return &SchemaError{File: s.File, Line: c.Line, Column: c.Name, Err: errors.New("column named twice")}
+		}
+		seen[c.Name] = true
+		if err := c.check(); err != nil {
+			return &SchemaError{File: s.File, Line: c.Line, Column: c.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// Column returns the schema's line for the named column.
+func (s *Schema) Column(name string) (SchemaColumn, bool) {
+	for _, c := range s.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return SchemaColumn{}, false
+}
+
+// Names returns the column names in schema order.
+func (s *Schema) Names() []string {
+	out := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		out[i] = c.Name
+	}
+	return out
+}
