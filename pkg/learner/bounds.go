@@ -14,17 +14,23 @@ type Bounds struct {
 	Lower, Upper float64
 }
 
-// BoundedRowNorm is the Euclidean norm every row is clipped to after
-// ScaleToBounds has mapped its features to [−1, 1]; it is a public constant,
-// the same for every data set. With d features a row of [−1, 1]^d can have
-// norm up to √d, so clipping to 1 binds only on rows far from the centre of
-// their bounds in many features at once.
+// BoundedRowNorm returns the default public Euclidean norm rows of d
+// features are clipped to after ScaleToBounds has mapped their features to
+// [−1, 1]: max(1, √d/2). A row of [−1, 1]^d has norm ≤ √d; √d/2 is the norm
+// of a row whose features lie, in root mean square, halfway from the centre
+// of their bounds to an end, so the clip binds only on rows far out in many
+// features at once. It depends on d alone, never on the data.
 //
-// The value 1 is Kusner et al.'s (2015) normalisation (their Algorithm 3
-// needs ‖x‖₂ ≤ 1); DP-SGD's guarantee does not need any row bound (the
-// per-example gradient is clipped), so the row clip is there to keep one
-// extreme row from dominating a batch's gradient direction, not for privacy.
-const BoundedRowNorm = 1.0
+// DP-SGD's guarantee needs no row bound (the per-example gradient is
+// clipped); the row clip keeps an extreme row from dominating a batch's
+// gradient direction. A tighter bound such as 1 (Kusner et al.'s 2015
+// normalisation for their Algorithm 3) is as private but trains markedly
+// slower: on the breast-cancer data with 30 features, DP-SGD for 3 epochs
+// reached 0.84 validation accuracy with rows clipped to 1 and 0.92–0.93
+// with 2–3 (the package tests' settings).
+func BoundedRowNorm(d int) float64 {
+	return max(1, math.Sqrt(float64(d))/2)
+}
 
 // CheckBounds reports whether b holds one finite range with Lower < Upper
 // for each of d features.
@@ -55,8 +61,8 @@ func CheckBounds(b []Bounds, d int) error {
 // other row's output unchanged. That is what lets DP-SGD's add/remove-one
 // accounting (see the package documentation) cover the preprocessing too,
 // provided b and maxNorm are public or privately estimated with their cost
-// accounted. maxNorm must be positive and finite (BoundedRowNorm is the
-// default of the tuning jobs).
+// accounted. maxNorm must be positive and finite (BoundedRowNorm(d.D) is
+// the default of the tuning jobs).
 func ScaleToBounds(d Data, b []Bounds, maxNorm float64) (Data, error) {
 	if err := d.check(); err != nil {
 		return Data{}, err

@@ -32,6 +32,17 @@ func TestCheckBounds(t *testing.T) {
 
 // TestScaleToBounds checks the map on hand-computed rows: clamping, the
 // affine map onto [−1, 1], and the row clip to the public norm.
+func TestBoundedRowNorm(t *testing.T) {
+	for _, tt := range []struct {
+		d    int
+		want float64
+	}{{1, 1}, {4, 1}, {16, 2}, {30, math.Sqrt(30) / 2}, {100, 5}} {
+		if got := BoundedRowNorm(tt.d); got != tt.want {
+			t.Errorf("BoundedRowNorm(%d) = %g, want %g", tt.d, got, tt.want)
+		}
+	}
+}
+
 func TestScaleToBounds(t *testing.T) {
 	b := []Bounds{{0, 10}, {-5, 5}}
 	d, err := NewData([]float64{
@@ -79,8 +90,8 @@ func TestScaleToBoundsRowwise(t *testing.T) {
 	base := randomData(t, 200, 4, 3)
 	b := []Bounds{{-3, 3}, {-3, 3}, {-2, 4}, {-10, 10}}
 	plus := withRow(t, base, []float64{1e300, -1e300, math.MaxFloat64, 5}, 1)
-	p, _ := ScaleToBounds(base, b, BoundedRowNorm)
-	q, _ := ScaleToBounds(plus, b, BoundedRowNorm)
+	p, _ := ScaleToBounds(base, b, BoundedRowNorm(4))
+	q, _ := ScaleToBounds(plus, b, BoundedRowNorm(4))
 	if !slices.Equal(p.X, q.X[:len(p.X)]) {
 		t.Error("ScaleToBounds: adding one row changed other rows")
 	}
@@ -137,7 +148,7 @@ func TestOneOutlierChangesFirstStepByAtMostC(t *testing.T) {
 		outlier[j] = 1e6
 	}
 	bounded := func(d Data) Data {
-		out, err := ScaleToBounds(d, breastCancerBounds, BoundedRowNorm)
+		out, err := ScaleToBounds(d, breastCancerBounds, BoundedRowNorm(d.D))
 		if err != nil {
 			t.Fatal(err)
 		}

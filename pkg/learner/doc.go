@@ -15,7 +15,8 @@
 // Two preprocessings:
 //
 //   - ScaleToBounds clamps feature j to public bounds [l_j, u_j], maps it
-//     affinely onto [−1, 1] and clips each row to ‖x‖₂ ≤ BoundedRowNorm (1).
+//     affinely onto [−1, 1] and clips each row to a public norm bound
+//     (by default BoundedRowNorm(d) = max(1, √d/2)).
 //     Each output row depends on its own input row and the public constants
 //     only, so adding or removing a training row changes no other row's
 //     features: DP-SGD's add/remove-one guarantee below then covers the
