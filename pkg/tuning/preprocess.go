@@ -128,10 +128,12 @@ func rawFeatures(ds *dataset.Dataset) []float64 {
 // record replaces a zero row or pushes out the last kept row; a removed one is replaced
 // by a zero row or by the first row beyond the cut. So an estimator that is ε-DP under
 // replacing one of rows rows, applied after fixedRows, is ε-DP under adding or removing
-// one record. (Calling the estimator on n rows directly would not be: a replace-one
-// guarantee says nothing about data sets of different sizes, and a mechanism whose
-// output depends on n — a quantile's rank q·n, say — need not be add/remove private at
-// the same ε.)
+// one record. (Calling the estimator on n rows directly need not be: a replace-one
+// guarantee says nothing about data sets of different sizes — a mechanism may release n
+// itself. Some estimators are add/remove private anyway: for the exponential-mechanism
+// quantile with utility −|#{x ≤ c} − q·n|, adding a record moves the count by 0 or 1
+// and q·n by q, so the utility by at most max(q, 1 − q) ≤ 1, the same sensitivity as
+// under replacement. The Runner does not rely on how an estimator works inside.)
 func fixedRows(x []float64, n, d, rows int) []float64 {
 	out := make([]float64, rows*d)
 	copy(out, x[:min(n, rows)*d])
