@@ -11,7 +11,10 @@
 //
 // The learner is trained on a non-sensitive training set; its validation gain
 // f_V(λ) depends on a sensitive validation set V. Neighbouring V, V' differ in
-// one record. Everything this package releases is private with respect to V.
+// one record, replaced by any other (Relation, the privacy ledger's
+// validation-record). Everything this package releases is private with
+// respect to V, and only V: the training records are not protected, and
+// every Guarantee text says so.
 // The objective's values, the hyperparameters λ_1 … λ_T visited by the search
 // and the posterior µ_T all depend on V: none of them leave Run. Progress
 // events carry step counts and fixed messages only. The grid, T and every

@@ -8,7 +8,23 @@ import (
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/ledger"
 )
+
+// Relation is the neighbour relation of every guarantee this package gives
+// (Kusner et al. 2015, §2): two validation sets V, V' of the same public size
+// m are neighbours when one record of V is replaced by any other record.
+// Nothing here protects the training records: the learner is trained on them
+// as they are (the paper's setting, in which the training set is not
+// sensitive). It is the privacy ledger's RelationValidationRecord.
+const Relation = ledger.RelationValidationRecord
+
+// relationWords states Relation, and what it leaves unprotected, in every
+// Guarantee text.
+const relationWords = " Neighbour relation " + string(Relation) + ": one record of the validation set is replaced by any " +
+	"other record (the validation size is public). The training records are NOT protected: the learner is trained on " +
+	"them without any privacy mechanism (Kusner et al.'s setting, in which the training set is not sensitive), so a " +
+	"change of one training record is not covered by this guarantee."
 
 // Algorithm selects one of the paper's three algorithms. The zero value is
 // invalid, so a forgotten field is an error rather than Algorithm 1.
@@ -225,26 +241,26 @@ func (c Config) Guarantee() string {
 	eps, delta := c.Cost()
 	switch c.Algorithm {
 	case NoisyGP:
-		return fmt.Sprintf("(%g, %g)-differentially private for the validation set (neighbours differ in one record): "+
+		return fmt.Sprintf("(%g, %g)-differentially private for the validation set (neighbours: one validation record replaced): "+
 			"the hyperparameter by the exponential mechanism and the validation gain by the Laplace mechanism, each (%g, %g)-DP "+
 			"(Kusner et al. 2015, Algorithm 1, Corollaries 1 and 2). Rests on Assumption 1: the validation gains of all "+
 			"validation sets are jointly a Gaussian process with kernel k1 ⊗ k2, k1(V, V') = %g for neighbours, k2 squared "+
-			"exponential over the grid, observation noise variance %g; on %s; and holds with probability 1 − δ over that prior.",
+			"exponential over the grid, observation noise variance %g; on %s; and holds with probability 1 − δ over that prior."+relationWords,
 			eps, delta, c.Epsilon, c.Delta, c.K1, c.NoiseVariance, gammaWords(c.GammaT))
 	case NoiseFree:
-		return fmt.Sprintf("(%g, %g)-differentially private for the validation set (neighbours differ in one record): "+
+		return fmt.Sprintf("(%g, %g)-differentially private for the validation set (neighbours: one validation record replaced): "+
 			"the hyperparameter by the exponential mechanism and the last validation gain by the Laplace mechanism, each (%g, %g)-DP "+
 			"(Kusner et al. 2015, Algorithm 2, Corollaries 1 and 3). Rests on Assumption 1 (validation gains jointly a Gaussian "+
 			"process with kernel k1 ⊗ k2, k1(V, V') = %g for neighbours, exact observations) and, for the gain, on the regret "+
 			"bound A·exp(−τT/(log T)^{d/4}) of de Freitas et al. (2012) with A = %g, τ = %g holding for this GP-UCB search; "+
-			"holds with probability 1 − δ over that prior.",
+			"holds with probability 1 − δ over that prior."+relationWords,
 			eps, delta, c.Epsilon, c.Delta, c.K1, c.A, c.Tau)
 	case Lipschitz:
-		return fmt.Sprintf("(%g, 0)-differentially private for the validation set (neighbours differ in one record): "+
+		return fmt.Sprintf("(%g, 0)-differentially private for the validation set (neighbours: one validation record replaced): "+
 			"the best validation score by the Laplace mechanism (Kusner et al. 2015, Algorithm 3, Corollary 4), with no "+
 			"Gaussian process assumption. Rests on Assumption 2: the model minimises λ/2‖w‖² + (1/n)Σℓ with ℓ convex and "+
 			"1-Lipschitz in w on the non-sensitive training set, every λ of the grid in [%g, %g], the validation score is "+
-			"−(1/m)Σg with g %g-Lipschitz in w and 0 ≤ g ≤ %g, m = %d.",
+			"−(1/m)Σg with g %g-Lipschitz in w and 0 ≤ g ≤ %g, m = %d."+relationWords,
 			eps, c.LambdaMin, c.LambdaMax, c.L, c.GStar, c.M)
 	}
 	return fmt.Sprintf("invalid algorithm %v: no guarantee", c.Algorithm)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 func validConfig(alg Algorithm) Config {
@@ -134,11 +136,31 @@ func TestGuarantee(t *testing.T) {
 		c := validConfig(tc.alg)
 		c.Delta = 1e-3
 		g := c.Guarantee()
-		for _, w := range tc.want {
+		// Every text states the neighbour relation, by the ledger's name, and
+		// that the training rows are not protected.
+		want := append(tc.want, "(neighbours: one validation record replaced)",
+			" Neighbour relation validation-record: one record of the validation set is replaced by any other record (the validation size is public).",
+			" The training records are NOT protected: the learner is trained on them without any privacy mechanism (Kusner et al.'s setting, in which the training set is not sensitive), so a change of one training record is not covered by this guarantee.")
+		if !strings.HasSuffix(g, want[len(want)-1]) {
+			t.Errorf("%v: Guarantee() = %q does not end with the statement of what it leaves unprotected", tc.alg, g)
+		}
+		for _, w := range want {
 			if !strings.Contains(g, w) {
 				t.Errorf("%v: Guarantee() = %q, want it to contain %q", tc.alg, g, w)
 			}
 		}
+	}
+}
+
+// TestRelation: the relation constant is the privacy ledger's name for
+// replace-one-validation-record guarantees, so charges made from Kusner jobs
+// are totalled under the right relation.
+func TestRelation(t *testing.T) {
+	if Relation != ledger.RelationValidationRecord || string(Relation) != "validation-record" {
+		t.Errorf("Relation = %q, want the ledger's %q", Relation, ledger.RelationValidationRecord)
+	}
+	if err := Relation.Validate(); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -12,9 +12,27 @@ import (
 // 30 features, label column benign; see examples/data/README.md).
 const breastCancerPath = "../../examples/data/breast_cancer.csv"
 
-// breastCancer returns the data split 70/30 with SplitRandom seed 1, features
-// standardised with the training part's means and standard deviations.
-func breastCancer(t testing.TB) (train, val Data) {
+// breastCancerBounds are public per-feature ranges of the 30 features, in
+// the file's column order, written here by hand, not computed from the data:
+// the summary table (minimum, maximum) of the Wisconsin diagnostic data's
+// documentation (UCI wdbc.names; scikit-learn's load_breast_cancer
+// description) rounded outward to round numbers, with every lower bound 0
+// (each feature is a non-negative length, area, grey-level spread or
+// shape ratio of the imaged nuclei). Radius ≤ 40 pixels gives perimeter
+// ≤ 2π·40 ≈ 251 → 300 and area ≤ π·40² ≈ 5027 → 5000.
+var breastCancerBounds = []Bounds{
+	// mean: radius, texture, perimeter, area, smoothness, compactness,
+	// concavity, concave points, symmetry, fractal dimension
+	{0, 40}, {0, 60}, {0, 300}, {0, 5000}, {0, 0.25}, {0, 1.2}, {0, 1.5}, {0, 0.35}, {0, 0.7}, {0, 0.25},
+	// standard error of the same ten
+	{0, 3}, {0, 5}, {0, 25}, {0, 600}, {0, 0.05}, {0, 0.15}, {0, 0.5}, {0, 0.1}, {0, 0.1}, {0, 0.05},
+	// worst (mean of the three largest) of the same ten
+	{0, 40}, {0, 60}, {0, 300}, {0, 5000}, {0, 0.25}, {0, 1.2}, {0, 1.5}, {0, 0.35}, {0, 0.7}, {0, 0.25},
+}
+
+// breastCancerRaw returns the data in raw units split 70/30 with
+// SplitRandom seed 1.
+func breastCancerRaw(t testing.TB) (train, val Data) {
 	t.Helper()
 	ds, err := dataset.LoadCSV(breastCancerPath, dataset.Options{
 		Target:  "benign",
@@ -34,6 +52,14 @@ func breastCancer(t testing.TB) (train, val Data) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return train, val
+}
+
+// breastCancer returns the data split 70/30 with SplitRandom seed 1, features
+// standardised with the training part's means and standard deviations.
+func breastCancer(t testing.TB) (train, val Data) {
+	t.Helper()
+	train, val = breastCancerRaw(t)
 	s := FitStandardiser(train)
 	return s.Apply(train), s.Apply(val)
 }

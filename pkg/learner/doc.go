@@ -9,9 +9,29 @@
 // (not sensitive in Kusner et al.'s setting) from a validation part (the
 // sensitive V). The random split is driven by a seeded generator
 // (math/rand/v2 PCG): the seed is operator configuration, reproducible on
-// purpose, and protects nothing. FitStandardiser/Apply z-score features with
-// statistics of the training part only. ClipRows scales each row to
-// ‖x_i‖₂ ≤ R, which Kusner et al.'s Algorithm 3 needs with R = 1.
+// purpose, and protects nothing. ClipRows scales each row to ‖x_i‖₂ ≤ R,
+// which Kusner et al.'s Algorithm 3 needs with R = 1.
+//
+// Two preprocessings:
+//
+//   - ScaleToBounds clamps feature j to public bounds [l_j, u_j], maps it
+//     affinely onto [−1, 1] and clips each row to a public norm bound
+//     (by default BoundedRowNorm(d) = max(1, √d/2)).
+//     Each output row depends on its own input row and the public constants
+//     only, so adding or removing a training row changes no other row's
+//     features: DP-SGD's add/remove-one guarantee below then covers the
+//     preprocessing as well. The bounds must not be computed from the data
+//     (or must be estimated with a differentially private mechanism whose
+//     cost is accounted separately).
+//   - FitStandardiser/Apply z-score features with the means and standard
+//     deviations of the training part. Fitted to the training rows, the
+//     scaling of every row depends on every other: one added outlier moves
+//     all rows' features and hence DP-SGD's summed clipped gradient by far
+//     more than the clipping norm R the accounting assumes
+//     (ClippedGradientSum measures it). So a Standardiser fitted to DP-SGD's
+//     own training rows voids TrainDPSGD's guarantee; it is fine where the
+//     training rows are not protected (Kusner et al.'s setting) and the
+//     validation rows are scaled with training statistics only.
 //
 // # Non-private training
 //
@@ -93,7 +113,10 @@
 // Guarantee. TrainDPSGD's privacy is that of the Poisson-subsampled Gaussian
 // mechanism with sampling rate q = B/n, noise multiplier NoiseMultiplier
 // (σ/R) and Steps(n) compositions, neighbouring datasets differing by adding
-// or removing one row; the returned model is post-processing. q and the
+// or removing one row of the data TrainDPSGD is given; the returned model is
+// post-processing. The guarantee extends to the raw rows only through a
+// preprocessing that maps each row on its own (ScaleToBounds with public
+// bounds), not through one fitted to the rows (a Standardiser). q and the
 // number of steps are computed from n, which is treated as public (as in
 // Opacus and TF Privacy). The accounting itself (RDP of the subsampled
 // Gaussian) lives in package dp. With NoiseMultiplier = 0 no noise is added

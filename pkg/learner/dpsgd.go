@@ -232,3 +232,39 @@ func (t *dpsgdTrainer) coefficient(i int, z float64) float64 {
 	}
 	return r
 }
+
+// ClippedGradientSum returns Σ_i g_i over all rows of d: the per-example
+// logistic-loss gradients g_i = (σ(z_i) − y_i)·(x_i, 1) over (w, b) at the
+// model m, each clipped to norm ≤ clipNorm exactly as TrainDPSGD clips them
+// (the same code), without noise and without the regulariser. It is the
+// noise-free sum one DP-SGD step adds when every row is in the batch, and
+// serves audits: DP-SGD's accounting assumes that adding or removing one row
+// changes this sum by a vector of norm ≤ clipNorm, which holds only if the
+// other rows' preprocessing does not depend on that row (ScaleToBounds
+// preprocessing qualifies; a Standardiser fitted to the same rows does not).
+func ClippedGradientSum(d Data, m Model, clipNorm float64) ([]float64, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if len(m.W) != d.D {
+		return nil, fmt.Errorf("learner: model has %d weights, data has %d features", len(m.W), d.D)
+	}
+	cfg := DPSGDConfig{LearningRate: 1, ClipNorm: clipNorm, Epochs: 1, ExpectedBatchSize: 1}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &dpsgdTrainer{cfg: cfg, x: d.X, y: d.Y, n: d.N, d: d.D, p: d.D + 1}
+	if err := t.init(); err != nil {
+		return nil, err
+	}
+	w := append(append(make([]float64, 0, t.p), m.W...), m.B)
+	batch := make([]int, d.N)
+	for i := range batch {
+		batch[i] = i
+	}
+	sum := make([]float64, t.p)
+	if err := t.noisySum(nil, w, batch, sum); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}

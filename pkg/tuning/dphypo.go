@@ -14,6 +14,7 @@ import (
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // The built-in DP-HyPO base algorithm M_λ is DP-SGD logistic regression on the training
@@ -28,17 +29,23 @@ type dphypoJob struct {
 	eval      *evaluatorEntry
 	sgd       learner.DPSGDConfig // fixed settings; grid axes override per run
 	scoreSD   float64             // standard deviation of the noisy accuracy
+	boundsEps float64             // ε of the private bounds estimate (0: none)
 	guarantee string
+	// train, val: the built-in learner's preprocessed data, set by runDPHyPO.
+	train, val learner.Data
 }
 
 // dphypoPlan validates the spec and computes the search's (ε, δ) from the base
 // algorithm's Rényi-DP curve through DP-HyPO's Theorem 1 (or Theorem 2 for a pure-ε
 // external evaluator), minimised over the order grid.
 //
-// Neighbouring datasets: the curator's data with one training row added or removed, or
-// one validation row replaced. DP-SGD is accounted for add/remove of a training row, the
-// noisy accuracy for replacement of a validation row; their curves are composed, which
-// covers a change in either part.
+// Neighbouring datasets (the built-in learner): the curator's data with one training
+// record added or removed — ledger.RelationTrainingAddRemove, the relation the job is
+// charged under. DP-SGD is accounted for add/remove of a training row (Abadi et al.
+// 2016; Mironov, Talwar & Zhang 2019), on features that depend on no other record
+// (PreprocessBounded); the noisy accuracy is accounted for replacing one validation
+// record, and its curve is composed in, so the same (ε, δ) also covers replacing one
+// validation record. A private bounds estimate adds its ε by basic composition.
 func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	space, err := r.space(s.Space)
 	if err != nil {
@@ -78,6 +85,12 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
 		}
 	} else {
+		switch r.boundsSource() {
+		case boundsNone:
+			return dphypoJob{}, jobs.Plan{}, invalid("the built-in DP-SGD learner needs public feature bounds or a private bounds estimate, and this curator's operator has configured neither (or must choose the preprocessing %s explicitly)", PreprocessStandardiseNonprivate)
+		case boundsEstimated:
+			job.boundsEps = r.cfg.BoundsEpsilon
+		}
 		for _, name := range space.Names() {
 			if !slices.Contains(dpsgdAxes, name) {
 				return dphypoJob{}, jobs.Plan{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
@@ -124,9 +137,13 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
 	}
 	plan := jobs.Plan{}
-	plan.Cost.Epsilon, plan.Cost.Delta = eps, s.Delta
-	job.guarantee = fmt.Sprintf("(ε=%.4g, δ=%g)-DP for the released best run (DP-HyPO Theorem 1, Rényi DP at order %g, improved conversion; C=%g, c=%g, runs ~ NegBin(θ=%g, γ=%g))",
-		eps, s.Delta, order, cfg.C, cfg.Cmin, cfg.Theta, cfg.Gamma)
+	plan.Cost.Epsilon, plan.Cost.Delta = eps+job.boundsEps, s.Delta
+	job.guarantee = fmt.Sprintf("(ε=%.4g, δ=%g)-DP for the released best run (DP-HyPO Theorem 1, Rényi DP at order %g, improved conversion; C=%g, c=%g, runs ~ NegBin(θ=%g, γ=%g)",
+		plan.Cost.Epsilon, s.Delta, order, cfg.C, cfg.Cmin, cfg.Theta, cfg.Gamma)
+	if job.boundsEps > 0 {
+		job.guarantee += fmt.Sprintf("; ε=%.4g for the search plus ε=%g for the private feature bounds", eps, job.boundsEps)
+	}
+	job.guarantee += ")"
 	if pureEps > 0 {
 		if pe, err := dp.DPHyPOPure(pureEps, cfg.Theta, cfg.C, cfg.Cmin); err == nil && pe <= eps {
 			plan.Cost.Epsilon, plan.Cost.Delta = pe, 0
@@ -134,6 +151,16 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		}
 	}
 	job.guarantee += ". Only the best run is released; the number of runs stays on the curator, as the guarantee requires."
+	if job.eval != nil {
+		job.guarantee += fmt.Sprintf(" Neighbour relation %s, as this curator's operator declared for evaluator %q's per-run guarantee.", job.eval.cfg.Relation, job.eval.cfg.Name)
+	} else {
+		job.guarantee += " Neighbour relation " + string(ledger.RelationTrainingAddRemove) + ": one record added to or removed from the " +
+			"training data (the DP-SGD runs); the same (ε, δ) holds when one validation record is replaced instead (the noisy " +
+			"validation accuracy is composed in)." + r.preprocessWords()
+		if r.boundsSource() == boundsStandardise {
+			job.guarantee = nonprivateWarning + job.guarantee
+		}
+	}
 	plan.Guarantee = job.guarantee
 	return job, plan, nil
 }
@@ -182,17 +209,22 @@ func (b dphypoBase) Run(ctx context.Context, i int) (float64, error) {
 	if b.job.eval != nil {
 		return b.r.evaluate(ctx, b.job.eval, b.job.space.Point(i))
 	}
-	m, err := learner.TrainDPSGD(ctx, b.src, b.r.train, b.r.runConfig(b.job, i))
+	m, err := learner.TrainDPSGD(ctx, b.src, b.job.train, b.r.runConfig(b.job, i))
 	if err != nil {
 		return 0, err
 	}
-	return learner.NoisyAccuracy(b.src, m, b.r.val, b.job.scoreSD)
+	return learner.NoisyAccuracy(b.src, m, b.job.val, b.job.scoreSD)
 }
 
 func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func(jobs.Progress)) (jobs.Result, error) {
 	job, plan, err := r.dphypoPlan(s)
 	if err != nil {
 		return jobs.Result{}, err
+	}
+	if job.eval == nil {
+		if job.train, job.val, err = r.sgdData(ctx); err != nil {
+			return jobs.Result{}, err
+		}
 	}
 	src := dp.CryptoSource()
 	// The number of runs is part of what the guarantee hides: progress reports only that
@@ -211,9 +243,13 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 		return jobs.Result{}, fmt.Errorf("tuning: dphypo: %w", err)
 	}
 	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs), zap.Int("failed_runs", res.Failed))
+	constants := map[string]float64{"expected_runs": dp.NegBinMean(job.cfg.Theta, job.cfg.Gamma), "score_noise_sd": job.scoreSD}
+	if job.boundsEps > 0 {
+		constants["bounds_epsilon"] = job.boundsEps
+	}
 	return jobs.Result{
 		HasHyperparameters: true, Hyperparameters: job.space.Point(res.BestIndex), Score: res.BestScore,
 		Epsilon: plan.Cost.Epsilon, Delta: plan.Cost.Delta, Guarantee: plan.Guarantee,
-		Constants: map[string]float64{"expected_runs": dp.NegBinMean(job.cfg.Theta, job.cfg.Gamma), "score_noise_sd": job.scoreSD},
+		Constants: constants,
 	}, nil
 }

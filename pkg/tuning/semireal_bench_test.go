@@ -16,7 +16,8 @@ import (
 // landscape caches the validation accuracy of DP-SGD logistic regression on breast
 // cancer over the paper's MNIST-style grid: learning rate log-spaced in [1e-4, 10]
 // (16 values) × clipping norm 0.3..6 step 0.3 (20 values), 320 candidates; each point is
-// the mean of 3 DP-SGD runs (noise multiplier 1, 3 epochs, batch 64).
+// the mean of 3 DP-SGD runs (noise multiplier 1, 3 epochs, batch 64) on the jobs'
+// default preprocessing (public bounds, learner.ScaleToBounds).
 func landscape(b *testing.B, r *Runner) (hparam.Space, []float64) {
 	lr, _ := hparam.LogRange("learning_rate", 1e-4, 10, 16)
 	clip, _ := hparam.LinearRange("clip_norm", 0.3, 6, 20)
@@ -26,12 +27,12 @@ func landscape(b *testing.B, r *Runner) (hparam.Space, []float64) {
 	for i := range acc {
 		p := space.Point(i)
 		for k := 0; k < 3; k++ {
-			m, err := learner.TrainDPSGD(context.Background(), src, r.train, learner.DPSGDConfig{LearningRate: p["learning_rate"],
+			m, err := learner.TrainDPSGD(context.Background(), src, r.sgdTrain, learner.DPSGDConfig{LearningRate: p["learning_rate"],
 				ClipNorm: p["clip_norm"], NoiseMultiplier: 1, Epochs: 3, ExpectedBatchSize: 64, Lambda: 1e-3})
 			if err != nil {
 				b.Fatal(err)
 			}
-			acc[i] += learner.Accuracy(m, r.val) / 3
+			acc[i] += learner.Accuracy(m, r.sgdVal) / 3
 		}
 	}
 	return space, acc

@@ -5,10 +5,27 @@
 // Kusner et al. (package kusner) or DP-HyPO (package dphypo).
 //
 // Data: the served dataset's target must be a 0/1 label. The operator fixes the split
-// into a non-sensitive training part and the sensitive validation part (a fraction and a
-// seed); the modeler cannot choose it. Features are standardised with statistics of the
-// training part only, so the validation rows do not shape the scaling. For Kusner's
-// Algorithm 3 the rows are put on norm ≤ 1, as its Lipschitz bounds require.
+// into a training part and a validation part (a fraction and a seed); the modeler cannot
+// choose it. What each job protects, and how its features are prepared, differ:
+//
+//   - Kusner jobs (Kusner et al. 2015) protect the validation part only, under replacing
+//     one validation record (ledger.RelationValidationRecord): the learner is trained on
+//     the training part without any privacy mechanism, as in the paper's setting, and
+//     every Kusner guarantee text says so. Features are standardised with statistics of
+//     the training part only, so the validation records do not shape the scaling; for
+//     Algorithm 3 the rows are then put on norm ≤ 1, as its Lipschitz bounds require.
+//   - DP-HyPO jobs (Wang et al. 2023) with the built-in DP-SGD learner protect the
+//     training part under adding or removing one record (ledger.RelationTrainingAddRemove;
+//     the noisy validation accuracy is composed in, so replacing one validation record is
+//     covered too). DP-SGD's accounting holds for the rows it is given, so the features
+//     are prepared without any statistic of the data (Preprocessing, default
+//     PreprocessBounded): clamped to per-feature bounds — the operator's public
+//     Config.FeatureBounds in the raw units of the dataset's columns, or else a private
+//     estimate from the training part whose ε is added to the job's cost — mapped onto
+//     [−1, 1] and clipped to row norm ≤ Config.RowNorm (max(1, √d/2)). The earlier standardisation
+//     with the training rows' own statistics is kept only as the explicit operator
+//     option PreprocessStandardiseNonprivate, whose jobs' guarantee texts say the claim
+//     does not hold. Runner.Relation names each job's relation.
 //
 // Nothing computed from the validation data leaves a job except its released result:
 // progress carries step counts, and errors that reach the modeler name only the spec or
@@ -29,7 +46,9 @@ import (
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/learner"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // Evaluator is an operator-configured external program that scores one hyperparameter
@@ -45,6 +64,12 @@ type Evaluator struct {
 	Epsilon float64
 	// RDP is the program's declared per-run Rényi-DP curve (nil: undeclared).
 	RDP *dp.RDPCurve
+	// Relation is the neighbour relation the declared per-run guarantee is stated for,
+	// and so that of a DP-HyPO job over this evaluator; empty means
+	// ledger.RelationTrainingAddRemove (DP-HyPO's setting: each run trains with DP-SGD).
+	// Kusner jobs over the evaluator are stated for ledger.RelationValidationRecord
+	// whatever this says.
+	Relation ledger.Relation
 }
 
 // KusnerAssumptions are the constants Kusner et al.'s guarantees rest on. They are claims
@@ -78,17 +103,43 @@ type Config struct {
 	// number of runs (default 500). Planning a Kusner job computes a greedy bound on γ_T
 	// in O(T·|Λ|·(dim + T)) inside the submitting RPC; these caps keep that to seconds.
 	MaxGrid, MaxIterations int
-	Logger                 *zap.Logger
+	// Preprocessing of the built-in DP-SGD learner's features for DP-HyPO jobs; the zero
+	// value is PreprocessBounded.
+	Preprocessing Preprocessing
+	// FeatureBounds are public per-feature bounds, one per feature in the dataset's
+	// feature order, in the raw units of its columns (before the dataset's own scaling).
+	// They must come from outside the data: the operator's domain knowledge, documented
+	// measurement ranges. With PreprocessBounded and no FeatureBounds, the bounds are
+	// estimated privately with EstimateBounds; with neither, DP-HyPO jobs with the
+	// built-in learner are refused.
+	FeatureBounds []learner.Bounds
+	// RowNorm is the public Euclidean norm bound rows are clipped to after the map onto
+	// [−1, 1]; 0 means learner.BoundedRowNorm(d) = max(1, √d/2) for d features.
+	RowNorm float64
+	// EstimateBounds estimates the bounds privately from the training part when
+	// FeatureBounds is nil (dataset.EstimateBounds, say), for each DP-HyPO job with the
+	// built-in learner; BoundsEpsilon > 0 is its ε, added to each such job's cost.
+	EstimateBounds BoundsEstimator
+	BoundsEpsilon  float64
+	Logger         *zap.Logger
 }
 
 // Runner implements jobs.Runner.
 type Runner struct {
 	cfg        Config
 	log        *zap.Logger
-	train, val learner.Data // standardised with training statistics
+	train, val learner.Data // standardised with training statistics (Kusner)
 	// trainUnit, valUnit: rows on norm ≤ 1 (Kusner Algorithm 3).
 	trainUnit, valUnit learner.Data
-	evaluators         map[string]*evaluatorEntry
+	// rawTrain, rawVal: the same split in the raw units of the dataset's columns.
+	rawTrain, rawVal learner.Data
+	// sgdTrain, sgdVal: the DP-SGD learner's data, when its preprocessing is fixed
+	// (public bounds, or standardise-nonprivate); with estimated bounds, sgdData
+	// prepares them per job.
+	sgdTrain, sgdVal learner.Data
+	// boundsRows is the number of rows a BoundsEstimator is given (see fixedRows).
+	boundsRows int
+	evaluators map[string]*evaluatorEntry
 }
 
 type evaluatorEntry struct {
@@ -120,7 +171,10 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	ds := cfg.Dataset
-	all, err := learner.NewData(ds.X, ds.Y, ds.N, ds.D)
+	if err := checkPreprocessing(&cfg, ds.D); err != nil {
+		return nil, err
+	}
+	all, err := learner.NewData(rawFeatures(ds), ds.Y, ds.N, ds.D)
 	if err != nil {
 		return nil, fmt.Errorf("tuning: jobs need a 0/1 label as the target column %q: %w", ds.Target, err)
 	}
@@ -129,7 +183,13 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("tuning: %w", err)
 	}
 	st := learner.FitStandardiser(train)
-	r := &Runner{cfg: cfg, log: cfg.Logger, train: st.Apply(train), val: st.Apply(val), evaluators: map[string]*evaluatorEntry{}}
+	r := &Runner{cfg: cfg, log: cfg.Logger, train: st.Apply(train), val: st.Apply(val), rawTrain: train, rawVal: val,
+		boundsRows: train.N, evaluators: map[string]*evaluatorEntry{}}
+	if src := r.boundsSource(); src == boundsStandardise || src == boundsPublic {
+		if r.sgdTrain, r.sgdVal, err = prepareSGD(cfg.Preprocessing, cfg.FeatureBounds, cfg.RowNorm, train, val); err != nil {
+			return nil, err
+		}
+	}
 	// Unit norm: divide by the largest training-row norm (the training part is not
 	// sensitive), then clip, so every row — validation included — has norm ≤ 1.
 	maxNorm := 0.0
@@ -144,6 +204,12 @@ func New(cfg Config) (*Runner, error) {
 	for _, e := range cfg.Evaluators {
 		if _, dup := r.evaluators[e.Name]; dup || e.Name == "" {
 			return nil, fmt.Errorf("tuning: evaluator names must be unique and non-empty (%q)", e.Name)
+		}
+		if e.Relation == "" {
+			e.Relation = ledger.RelationTrainingAddRemove
+		}
+		if err := e.Relation.Validate(); err != nil {
+			return nil, fmt.Errorf("tuning: evaluator %q: %w", e.Name, err)
 		}
 		prog, err := evaluator.New(evaluator.Config{Command: e.Command, Timeout: e.Timeout})
 		if err != nil {
@@ -254,6 +320,28 @@ func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
 		return plan, err
 	}
 	return jobs.Plan{}, invalid("no job kind set")
+}
+
+// Relation returns the neighbour relation spec's guarantee (and so its charge) is stated
+// for, by the privacy ledger's names: Kusner jobs kusner.Relation (one validation record
+// replaced), DP-HyPO jobs with the built-in learner ledger.RelationTrainingAddRemove,
+// DP-HyPO jobs over an external evaluator the relation its operator declared
+// (Evaluator.Relation). It does not validate the rest of spec.
+func (r *Runner) Relation(spec jobs.Spec) (ledger.Relation, error) {
+	switch {
+	case spec.Kusner != nil && spec.DPHyPO == nil:
+		return kusner.Relation, nil
+	case spec.DPHyPO != nil && spec.Kusner == nil:
+		if spec.DPHyPO.Evaluator == "" {
+			return ledger.RelationTrainingAddRemove, nil
+		}
+		e, err := r.evaluator(spec.DPHyPO.Evaluator)
+		if err != nil {
+			return "", err
+		}
+		return e.cfg.Relation, nil
+	}
+	return "", invalid("a job spec needs exactly one job kind")
 }
 
 // Run implements jobs.Runner.

@@ -13,13 +13,54 @@ import (
 	"github.com/privbo/privbo/pkg/learner"
 )
 
-func breastCancer(t testing.TB) *Runner {
+// breastCancerBounds are public per-feature ranges of the 30 features of
+// breast_cancer.csv, in its column order, written here by hand, not computed from the
+// data: the summary table (minimum, maximum) of the Wisconsin diagnostic data's
+// documentation (UCI wdbc.names; scikit-learn's load_breast_cancer description) rounded
+// outward to round numbers, every lower bound 0 (each feature is a non-negative length,
+// area, grey-level spread or shape ratio of the imaged nuclei). Radius ≤ 40 pixels gives
+// perimeter ≤ 2π·40 ≈ 251 → 300 and area ≤ π·40² ≈ 5027 → 5000.
+var breastCancerBounds = boundsOf([][2]float64{
+	// mean: radius, texture, perimeter, area, smoothness, compactness, concavity,
+	// concave points, symmetry, fractal dimension
+	{0, 40}, {0, 60}, {0, 300}, {0, 5000}, {0, 0.25}, {0, 1.2}, {0, 1.5}, {0, 0.35}, {0, 0.7}, {0, 0.25},
+	// standard error of the same ten
+	{0, 3}, {0, 5}, {0, 25}, {0, 600}, {0, 0.05}, {0, 0.15}, {0, 0.5}, {0, 0.1}, {0, 0.1}, {0, 0.05},
+	// worst (mean of the three largest) of the same ten
+	{0, 40}, {0, 60}, {0, 300}, {0, 5000}, {0, 0.25}, {0, 1.2}, {0, 1.5}, {0, 0.35}, {0, 0.7}, {0, 0.25},
+})
+
+// boundsOf turns (lower, upper) pairs into learner.Bounds.
+func boundsOf(pairs [][2]float64) []learner.Bounds {
+	b := make([]learner.Bounds, len(pairs))
+	for j, p := range pairs {
+		b[j] = learner.Bounds{Lower: p[0], Upper: p[1]}
+	}
+	return b
+}
+
+func breastCancerData(t testing.TB) *dataset.Dataset {
 	t.Helper()
 	ds, err := dataset.LoadCSV(filepath.Join("..", "..", "examples", "data", "breast_cancer.csv"), dataset.Options{Target: "benign"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Dataset: ds, ValidationFraction: 0.3, SplitSeed: 1, Kusner: KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}})
+	return ds
+}
+
+// breastCancer is the runner over breast_cancer.csv (loaded with the dataset's default,
+// data-dependent scaling, which the runner undoes) with the public bounds above.
+func breastCancer(t testing.TB) *Runner {
+	return breastCancerWith(t, func(*Config) {})
+}
+
+// breastCancerWith is breastCancer with its configuration changed by edit.
+func breastCancerWith(t testing.TB, edit func(*Config)) *Runner {
+	t.Helper()
+	cfg := Config{Dataset: breastCancerData(t), ValidationFraction: 0.3, SplitSeed: 1, Kusner: KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01},
+		FeatureBounds: breastCancerBounds}
+	edit(&cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
