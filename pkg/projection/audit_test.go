@@ -88,9 +88,12 @@ func runAudit(t *testing.T, raw [][]string, c auditCase) auditResult {
 	t.Helper()
 	ds := c.load(t, joinCSV(raw))
 	d := ds.D
-	// The row to change: the one farthest from the others after scaling (the
-	// most atypical patient), moved outward along its own direction.
-	i, v := farthestRow(ds)
+	// The row to change, moved by one unit away from the column means. On the
+	// data-dependent scaling: the most atypical patient (farthest from the
+	// means), where its statistics move most. On a private scaling: the most
+	// typical one, whose change no bound or clip absorbs, so that the
+	// noise-free release moves by the full calibrated sensitivity.
+	i, v := chosenRow(ds, !c.private)
 	changed := cloneCSV(raw)
 	for j := range d {
 		col := columnIndex(t, raw[0], ds.Features[j])
@@ -152,6 +155,9 @@ func runAudit(t *testing.T, raw [][]string, c auditCase) auditResult {
 		}
 	}
 	sens := math.Sqrt(1 - 1/float64(ds.N)) // ‖M‖₂ = 1, r = 1
+	if c.private && math.Abs(shift-sens) > 1e-6*sens {
+		t.Errorf("%s: the change moved the noise-free release by %.9g, want exactly the sensitivity %.9g: the audit is not sharp", c.name, shift, sens)
+	}
 	return auditResult{shift: shift, sens: sens, sigma: sigma, tp: tp, fp: fp,
 		epsLB: epsilonLowerBound(tp, fp, auditReleases, auditDelta, auditAlpha)}
 }
@@ -189,28 +195,46 @@ func TestEpsilonLowerBound(t *testing.T) {
 	}
 }
 
-// farthestRow returns the index of the scaled row farthest from the column
-// means and the unit vector from the means towards it.
-func farthestRow(ds *dataset.Dataset) (int, []float64) {
+// chosenRow returns the index of the scaled row farthest from the column means
+// (or nearest to them when !farthest) and the unit vector from the means
+// towards it.
+func chosenRow(ds *dataset.Dataset, farthest bool) (int, []float64) {
 	mean := make([]float64, ds.D)
 	for i := range ds.N {
 		for j, x := range ds.Row(i) {
 			mean[j] += x / float64(ds.N)
 		}
 	}
-	best, bestNorm := 0, -1.0
+	best, bestNorm := -1, 0.0
 	for i := range ds.N {
 		var s float64
 		for j, x := range ds.Row(i) {
 			s += (x - mean[j]) * (x - mean[j])
 		}
-		if s > bestNorm {
+		if best < 0 || (farthest && s > bestNorm) || (!farthest && s < bestNorm) {
 			best, bestNorm = i, s
 		}
 	}
+	// Away from the means, leaving out columns in which the row holds the
+	// column's extreme value (such as a two-valued sex column): a schema bound may
+	// sit there and absorb the change.
+	lo := append([]float64(nil), ds.Row(0)...)
+	hi := append([]float64(nil), ds.Row(0)...)
+	for i := range ds.N {
+		for j, x := range ds.Row(i) {
+			lo[j], hi[j] = math.Min(lo[j], x), math.Max(hi[j], x)
+		}
+	}
 	v := make([]float64, ds.D)
+	var norm float64
 	for j, x := range ds.Row(best) {
-		v[j] = (x - mean[j]) / math.Sqrt(bestNorm)
+		if farthest || (x > lo[j] && x < hi[j]) {
+			v[j] = x - mean[j]
+			norm += v[j] * v[j]
+		}
+	}
+	for j := range v {
+		v[j] /= math.Sqrt(norm)
 	}
 	return best, v
 }

@@ -50,8 +50,13 @@ const (
 // The argument is in exact arithmetic. The computed product differs from the
 // exact one by about d·2⁻⁵²·‖x‖·‖M‖ per entry, far below the noise's lattice
 // step (2⁻²⁰ of σ or finer) for data scaled to the protected unit (the
-// curator's default standardise scaling bounds rows at norm 25); data of
-// enormous magnitude should be rescaled first.
+// curator's private scalings clip rows at norm 25); data of enormous magnitude
+// should be rescaled first.
+//
+// The guarantee is about the x it is given: it holds for the dataset only if a
+// change of one record changes one row of x by at most one unit and no other row
+// (package dataset's schema, private, fixed and none scalings, which clip; not
+// its *-nonprivate ones). TestAuditGaussianProjection checks this end to end.
 //
 // Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws from
 // crypto/rand (about 0.45 million a second per core, spread over GOMAXPROCS
