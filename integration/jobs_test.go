@@ -25,10 +25,15 @@ var breastCancerPath = filepath.Join("..", "examples", "data", "breast_cancer.cs
 
 func breastCancerConfig(t *testing.T, state string) server.Config {
 	t.Helper()
+	// The shipped schema's public bounds scale the data and DP-HyPO's learner.
+	sc, err := dataset.ParseScaling("schema:" + filepath.Join("..", "examples", "data", "breast_cancer.schema.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return server.Config{
 		Listen:   "127.0.0.1:0",
 		DataPath: breastCancerPath,
-		Data:     dataset.Options{Target: "benign"},
+		Data:     dataset.Options{Target: "benign", Scaling: sc},
 		StateDir: state,
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Jobs: server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,

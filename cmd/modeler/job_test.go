@@ -17,10 +17,15 @@ import (
 // a Kusner and a DP-HyPO submission wait for their results, a resubmission with the
 // same idempotency key returns the same job, and list and get show them.
 func TestJobCommands(t *testing.T) {
+	// The shipped schema's public bounds scale the data and DP-HyPO's learner.
+	sc, err := dataset.ParseScaling("schema:" + filepath.Join("..", "..", "examples", "data", "breast_cancer.schema.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := server.Start(context.Background(), server.Config{
 		Listen:   "127.0.0.1:0",
 		DataPath: filepath.Join("..", "..", "examples", "data", "breast_cancer.csv"),
-		Data:     dataset.Options{Target: "benign"},
+		Data:     dataset.Options{Target: "benign", Scaling: sc},
 		StateDir: t.TempDir(),
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
 		Jobs:     server.JobsConfig{Enabled: true},

@@ -26,7 +26,9 @@ import (
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/metrics"
 	"github.com/privbo/privbo/pkg/projection"
@@ -94,6 +96,14 @@ type JobsConfig struct {
 	Kusner tuning.KusnerAssumptions
 	// MaxGrid and MaxIterations bound a job's size; MaxRunning the jobs run at once.
 	MaxGrid, MaxIterations, MaxRunning int
+	// BoundsEpsilon is the ε each DP-HyPO job with the built-in learner spends on
+	// estimating its feature bounds privately (dataset.EstimateBounds), added to the
+	// job's cost, when the dataset's schema does not give public bounds for every
+	// feature. 0 refuses such jobs instead.
+	BoundsEpsilon float64
+	// Preprocessing of the built-in learner (tuning.Preprocessing); empty is the
+	// default, public or privately estimated bounds.
+	Preprocessing tuning.Preprocessing
 }
 
 // TLSConfig names the curator's TLS material.
@@ -413,12 +423,48 @@ func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Log
 // jobsRunner builds the tuning-job runner of cfg over ds.
 func jobsRunner(cfg Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runner, error) {
 	j := cfg.Jobs
-	runner, err := tuning.New(tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
-		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log})
+	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
+		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
+		Preprocessing: j.Preprocessing}
+	if b, ok := schemaFeatureBounds(ds); ok {
+		tc.FeatureBounds = b
+	} else if j.BoundsEpsilon > 0 {
+		tc.BoundsEpsilon = j.BoundsEpsilon
+		tc.EstimateBounds = func(x []float64, n, d int, epsilon float64) ([]learner.Bounds, error) {
+			est, err := dataset.EstimateBounds(x, n, d, epsilon, dp.CryptoSource())
+			if err != nil {
+				return nil, err
+			}
+			out := make([]learner.Bounds, len(est))
+			for k, e := range est {
+				out[k] = learner.Bounds{Lower: e.Lower, Upper: e.Upper}
+			}
+			return out, nil
+		}
+	}
+	runner, err := tuning.New(tc)
 	if err != nil {
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
 	return runner, nil
+}
+
+// schemaFeatureBounds returns the public bounds of every feature of ds from its schema,
+// and false unless the schema gives bounds (not only a scale) for each of them.
+func schemaFeatureBounds(ds *dataset.Dataset) ([]learner.Bounds, bool) {
+	sch := ds.Scaling.Schema
+	if sch == nil {
+		return nil, false
+	}
+	out := make([]learner.Bounds, 0, ds.D)
+	for _, f := range ds.Features {
+		col, ok := sch.Column(f)
+		if !ok || !col.HasBounds {
+			return nil, false
+		}
+		out = append(out, learner.Bounds{Lower: col.Lower, Upper: col.Upper})
+	}
+	return out, true
 }
 
 // Addr is the address the server listens on.

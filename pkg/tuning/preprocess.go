@@ -99,22 +99,12 @@ func (r *Runner) boundsSource() boundsSource {
 }
 
 // rawFeatures returns the dataset's features in the raw units of its columns, the units
-// the operator's bounds are stated in. Under the dataset scalings none and fixed this
-// uses no statistic of the data (fixed's offsets and scales are public). Under
-// standardise and maxnorm the dataset's X was computed with statistics of all rows, and
-// X·Scale + Offset undoes that only up to a few units in the last place: the rows
-// recovered depend on the other rows in their lowest bits. For an exact
-// data-independence in floating point the dataset for jobs should be loaded with the
-// scaling none or fixed.
+// the operator's bounds are stated in: the values read from the file (dataset.RawRow),
+// before any scaling, clamping or clipping, so no statistic of the other rows enters.
 func rawFeatures(ds *dataset.Dataset) []float64 {
-	x := make([]float64, len(ds.X))
-	if ds.Scaling.Mode == dataset.ScaleNone || len(ds.Scale) != ds.D || len(ds.Offset) != ds.D {
-		copy(x, ds.X)
-		return x
-	}
-	for i, v := range ds.X {
-		j := i % ds.D
-		x[i] = v*ds.Scale[j] + ds.Offset[j]
+	x := make([]float64, 0, len(ds.X))
+	for i := range ds.N {
+		x = append(x, ds.RawRow(i)...)
 	}
 	return x
 }
