@@ -30,7 +30,10 @@ type Observation struct {
 // the request, the request is refused before any evaluation. A query whose answers were
 // all released to the caller before returns the balance this curator last read for the
 // caller instead of reading the ledger again (it may lag charges made through another
-// replica sharing the ledger).
+// replica sharing the ledger). The balance is the feature-unit one: the answers are
+// record-level releases, which count towards the feature-unit totals too, and with the
+// same limits for both relations the feature-unit totals (which also hold the
+// projections) are the ones that bind the next answer.
 func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]Observation, ledger.Balance, error) {
 	if len(indices) == 0 {
 		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: a query needs at least one index", ErrInvalidArgument)
@@ -58,12 +61,12 @@ func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]
 		if err := c.answerFresh(ctx, identity, indices, fresh, obs); err != nil {
 			return nil, ledger.Balance{}, err
 		}
-	} else if bal, ok := c.lastBalance(identity, ledger.RelationRecord); ok {
+	} else if bal, ok := c.lastBalance(identity, ledger.RelationFeatureUnit); ok {
 		// Every answer was cached: nothing was charged, so the balance read after the
 		// last release still stands (up to charges made elsewhere; see lastBalance).
 		return obs, bal, nil
 	}
-	bal, err := c.Balance(ctx, identity, ledger.RelationRecord)
+	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, ledger.Balance{}, err
 	}

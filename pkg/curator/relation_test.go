@@ -10,7 +10,7 @@ import (
 
 // TestQuerySpendsFeatureUnitBudget checks that the early budget check of a query,
 // a record-level release, also checks the feature-unit budget it counts towards,
-// and that a query reports its record-level balance.
+// and that a query reports the feature-unit balance, which binds it.
 func TestQuerySpendsFeatureUnitBudget(t *testing.T) {
 	ctx := context.Background()
 	c, led, _ := testCuratorOutput(t, Evaluation{}, OutputPrivacy{Mechanism: "laplace", Epsilon: 0.25, Lower: 0, Upper: 100})
@@ -24,11 +24,11 @@ func TestQuerySpendsFeatureUnitBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bal.Relation != ledger.RelationRecord || bal.Spent.Epsilon != 0.5 {
-		t.Errorf("Query balance = %s spent %g, want record spent 0.5", bal.Relation, bal.Spent.Epsilon)
+	if bal.Relation != ledger.RelationFeatureUnit || bal.Spent.Epsilon != 1 {
+		t.Errorf("Query balance = %s spent %g, want feature-unit spent 0.5 + 0.5", bal.Relation, bal.Spent.Epsilon)
 	}
-	if fu, _ := c.Balance(ctx, "vendor", ledger.RelationFeatureUnit); fu.Spent.Epsilon != 1 {
-		t.Errorf("feature-unit spent = %g, want 0.5 + 0.5", fu.Spent.Epsilon)
+	if rec, _ := c.Balance(ctx, "vendor", ledger.RelationRecord); rec.Spent.Epsilon != 0.5 {
+		t.Errorf("record spent = %g, want 0.5", rec.Spent.Epsilon)
 	}
 	// The record budget has 0.5 left, the feature-unit budget none: refused early.
 	_, _, err = c.Query(ctx, "vendor", []int{3})
