@@ -43,8 +43,10 @@ func TestLedgerReadsServeConfig(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, c := range []ledger.Charge{
-		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "projection/p1", Kind: "projection", Cost: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
-		{Account: ledger.Account{Dataset: "diabetes", Identity: "_curator"}, Key: "pending/7", Kind: "pending"},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "projection/p1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "_curator"}, Key: "pending/7", Kind: "pending", Relation: ledger.RelationRecord},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "q/3", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "job/j", Kind: "job:kusner", Relation: ledger.RelationValidationRecord, Cost: ledger.Cost{Epsilon: 2, Delta: 1e-4}},
 	} {
 		if _, err := store.Charge(ctx, c); err != nil {
 			t.Fatal(err)
@@ -62,10 +64,28 @@ dataset-budget-epsilon = 30
 	if err != nil {
 		t.Fatalf("curator ledger: %v\n%s", err, out)
 	}
-	for _, want := range []string{"acme  ", "(dataset)  1 ", " 29 "} {
+	// Per relation, never summed across: feature-unit 1 + 0.5 (the record-level
+	// query counts there too), record 0.5, validation-record 2.
+	for _, want := range []string{"acme  ", " record  ", " validation-record  ",
+		"Budget under the feature-unit neighbour relation (including the record releases, which also hold under it):\n" +
+			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
+			"acme       1.5            0.0001       8.5           0.0009\n" +
+			"(dataset)  1.5            0.0001       28.5          0.0009\n",
+		"Budget under the record neighbour relation:\n" +
+			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
+			"acme       0.5            0            9.5           0.001\n" +
+			"(dataset)  0.5            0            29.5          0.001\n",
+		"Budget under the validation-record neighbour relation:\n" +
+			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
+			"acme       2              0.0001       8             0.0009\n" +
+			"(dataset)  2              0.0001       28            0.0009\n",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("curator ledger output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "training-add-remove") || strings.Contains(out, " 3.5 ") {
+		t.Errorf("curator ledger lists a relation without releases, or a sum across relations:\n%s", out)
 	}
 	if strings.Contains(out, "pending") || strings.Contains(out, "releases at no cost") {
 		t.Errorf("curator ledger lists the curator's pending marker:\n%s", out)
@@ -75,7 +95,7 @@ dataset-budget-epsilon = 30
 	out, err = captureStdout(t, func() error {
 		return run([]string{"ledger", "--config", cfg, "--dataset", "diabetes", "--dataset-budget-epsilon", "12"})
 	})
-	if err != nil || !strings.Contains(out, " 11 ") {
+	if err != nil || !strings.Contains(out, "(dataset)  1.5            0.0001       10.5 ") {
 		t.Errorf("curator ledger with --dataset-budget-epsilon 12: %v\n%s", err, out)
 	}
 }

@@ -403,7 +403,7 @@ func printLedger(args []string) error {
 		return err
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tEPSILON\tDELTA\tKEY")
+	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tKEY")
 	free := 0
 	if len(entries) == 0 {
 		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset %q: check --dataset (a curator names its dataset after the data file unless --name is given)\n", name)
@@ -416,29 +416,57 @@ func printLedger(args []string) error {
 			free++
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%g\t%g\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Cost.Epsilon, e.Cost.Delta, e.Key)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%g\t%g\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta, e.Key)
 	}
 	w.Flush()
 	if free > 0 {
 		fmt.Printf("(and %d releases at no cost, such as non-private query answers; --all lists them)\n", free)
 	}
+	// One table per neighbour relation: guarantees stated under different relations
+	// are never summed (see package ledger).
 	accts, err := store.Accounts(ctx, name)
 	if err != nil {
 		return err
 	}
-	fmt.Println()
-	fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
-	for _, b := range accts {
-		if strings.HasPrefix(b.Identity, "_") {
-			continue
+	totals, err := store.DatasetTotals(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, t := range totals {
+		var rows []ledger.Balance
+		for _, b := range accts {
+			if b.Relation == t.Relation && !strings.HasPrefix(b.Identity, "_") {
+				rows = append(rows, b)
+			}
 		}
-		fmt.Fprintf(w, "%s\t%g\t%g\t%g\t%g\n", b.Identity, b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)
+		if len(rows) == 0 && t.Spent == (ledger.Cost{}) {
+			continue // only the curator's own records
+		}
+		fmt.Printf("\nBudget under the %s neighbour relation%s:\n", t.Relation, relationNote(t.Relation))
+		fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
+		for _, b := range rows {
+			fmt.Fprintf(w, "%s\t%g\t%g\t%g\t%g\n", b.Identity, b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)
+		}
+		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", t.Spent.Epsilon, t.Spent.Delta, t.Remaining.Epsilon, t.Remaining.Delta)
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
-	if len(accts) > 0 {
-		b := accts[0]
-		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", b.DatasetSpent.Epsilon, b.DatasetSpent.Delta, b.DatasetRemaining.Epsilon, b.DatasetRemaining.Delta)
+	return nil
+}
+
+// relationNote says which other relations' releases a relation's totals include.
+func relationNote(rel ledger.Relation) string {
+	var from []string
+	for _, r := range ledger.Relations {
+		if r != rel && r.Implies(rel) {
+			from = append(from, string(r))
+		}
 	}
-	return w.Flush()
+	if len(from) == 0 {
+		return ""
+	}
+	return " (including the " + strings.Join(from, ", ") + " releases, which also hold under it)"
 }
 
 // ledgerSettingsFromServeConfig sets the flags of fs that the command line did not set

@@ -76,10 +76,15 @@ type Curator struct {
 	noise   func() float64        // standard normal draws for observation noise
 	noiseMu sync.Mutex
 
-	// Last balance read per identity, returned by a Query that released nothing new
-	// (every answer cached) instead of a ledger read per query.
+	// Last balance read per identity and relation, returned by a Query that released
+	// nothing new (every answer cached) instead of a ledger read per query.
 	balMu    sync.Mutex
-	balances map[string]ledger.Balance
+	balances map[balanceKey]ledger.Balance
+}
+
+type balanceKey struct {
+	identity string
+	rel      ledger.Relation
 }
 
 type answerKey struct {
@@ -156,12 +161,13 @@ func New(cfg Config) (*Curator, error) {
 		answers: make(map[answerKey]float64),
 		noise:   newNoiseSource(),
 
-		balances: make(map[string]ledger.Balance),
+		balances: make(map[balanceKey]ledger.Balance),
 	}
 	return c, nil
 }
 
-// Info describes the dataset and the caller's budget. It releases nothing.
+// Info describes the dataset and the caller's budget (its feature-unit balance,
+// the relation the projection is stated for). It releases nothing.
 type Info struct {
 	Name            string
 	Rows, Dim       int
@@ -173,7 +179,7 @@ type Info struct {
 
 // Info returns the dataset's description for identity.
 func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
-	bal, err := c.Balance(ctx, identity)
+	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return Info{}, err
 	}
@@ -188,14 +194,14 @@ func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
 	}, nil
 }
 
-// Balance returns identity's budget on this dataset.
-func (c *Curator) Balance(ctx context.Context, identity string) (ledger.Balance, error) {
-	bal, err := c.ledger.Balance(ctx, c.account(identity))
+// Balance returns identity's budget on this dataset under the neighbour relation rel.
+func (c *Curator) Balance(ctx context.Context, identity string, rel ledger.Relation) (ledger.Balance, error) {
+	bal, err := c.ledger.Balance(ctx, c.account(identity), rel)
 	if err != nil {
 		return ledger.Balance{}, fmt.Errorf("curator: %w", err)
 	}
 	c.balMu.Lock()
-	c.balances[identity] = bal
+	c.balances[balanceKey{identity, rel}] = bal
 	c.balMu.Unlock()
 	return bal, nil
 }
@@ -204,10 +210,10 @@ func (c *Curator) Balance(ctx context.Context, identity string) (ledger.Balance,
 // It can lag charges made since by other processes sharing the ledger (or by other
 // code in this process); it is only an indication for the caller — every charge is
 // still checked atomically by the ledger.
-func (c *Curator) lastBalance(identity string) (ledger.Balance, bool) {
+func (c *Curator) lastBalance(identity string, rel ledger.Relation) (ledger.Balance, bool) {
 	c.balMu.Lock()
 	defer c.balMu.Unlock()
-	b, ok := c.balances[identity]
+	b, ok := c.balances[balanceKey{identity, rel}]
 	return b, ok
 }
 
@@ -215,29 +221,34 @@ func (c *Curator) account(identity string) ledger.Account {
 	return ledger.Account{Dataset: c.ds.Name, Identity: identity}
 }
 
-// ensureAffordable refuses, before any data is touched, a release whose cost exceeds
-// what remains. The atomic charge after the computation is what enforces the budget;
-// this check only avoids computing releases that would be refused.
-func (c *Curator) ensureAffordable(ctx context.Context, identity string, cost ledger.Cost) error {
+// ensureAffordable refuses, before any data is touched, a release stated under rel
+// whose cost exceeds what remains in any relation it counts towards
+// (rel.CountsTowards: a record-level release also spends feature-unit budget). The
+// atomic charge after the computation is what enforces the budget; this check only
+// avoids computing releases that would be refused.
+func (c *Curator) ensureAffordable(ctx context.Context, identity string, rel ledger.Relation, cost ledger.Cost) error {
 	if cost.Epsilon == 0 && cost.Delta == 0 {
 		return nil
 	}
-	bal, err := c.Balance(ctx, identity)
-	if err != nil {
-		return err
+	for _, r := range rel.CountsTowards() {
+		bal, err := c.Balance(ctx, identity, r)
+		if err != nil {
+			return err
+		}
+		idOK := ledger.FitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
+		dsOK := ledger.FitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
+		switch {
+		case idOK && dsOK:
+			continue
+		case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
+			// Name the scope that binds, so the remainder in the message is what can
+			// still be spent.
+			return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.DatasetRemaining}
+		default:
+			return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.Remaining}
+		}
 	}
-	idOK := ledger.FitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
-	dsOK := ledger.FitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
-	switch {
-	case idOK && dsOK:
-		return nil
-	case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
-		// Name the scope that binds, so the remainder in the message is what can
-		// still be spent.
-		return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Requested: cost, Remaining: bal.DatasetRemaining}
-	default:
-		return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Requested: cost, Remaining: bal.Remaining}
-	}
+	return nil
 }
 
 // keyedMutex serialises work per key (one computation per release at a time).

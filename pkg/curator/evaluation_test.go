@@ -122,7 +122,7 @@ func TestProgramEvaluation(t *testing.T) {
 		if _, _, err := c3.Query(context.Background(), "vendor", []int{1}); !errors.Is(err, ErrEvaluation) {
 			t.Fatalf("failing program with private outputs: %v, want ErrEvaluation", err)
 		}
-		bal, _ := led3.Balance(context.Background(), ledger.Account{Dataset: "d", Identity: "vendor"})
+		bal, _ := led3.Balance(context.Background(), ledger.Account{Dataset: "d", Identity: "vendor"}, ledger.RelationRecord)
 		if math.Abs(bal.Spent.Epsilon-0.1*float64(k)) > 1e-12 {
 			t.Errorf("after %d failures spent ε = %g, want %g", k, bal.Spent.Epsilon, 0.1*float64(k))
 		}

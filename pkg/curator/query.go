@@ -30,7 +30,10 @@ type Observation struct {
 // the request, the request is refused before any evaluation. A query whose answers were
 // all released to the caller before returns the balance this curator last read for the
 // caller instead of reading the ledger again (it may lag charges made through another
-// replica sharing the ledger).
+// replica sharing the ledger). The balance is the feature-unit one: the answers are
+// record-level releases, which count towards the feature-unit totals too, and with the
+// same limits for both relations the feature-unit totals (which also hold the
+// projections) are the ones that bind the next answer.
 func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]Observation, ledger.Balance, error) {
 	if len(indices) == 0 {
 		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: a query needs at least one index", ErrInvalidArgument)
@@ -58,12 +61,12 @@ func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]
 		if err := c.answerFresh(ctx, identity, indices, fresh, obs); err != nil {
 			return nil, ledger.Balance{}, err
 		}
-	} else if bal, ok := c.lastBalance(identity); ok {
+	} else if bal, ok := c.lastBalance(identity, ledger.RelationFeatureUnit); ok {
 		// Every answer was cached: nothing was charged, so the balance read after the
 		// last release still stands (up to charges made elsewhere; see lastBalance).
 		return obs, bal, nil
 	}
-	bal, err := c.Balance(ctx, identity)
+	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, ledger.Balance{}, err
 	}
@@ -97,7 +100,7 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 	}
 	cost := c.out.cost()
 	total := ledger.Cost{Epsilon: cost.Epsilon * float64(len(unseen)), Delta: cost.Delta * float64(len(unseen))}
-	if err := c.ensureAffordable(ctx, identity, total); err != nil {
+	if err := c.ensureAffordable(ctx, identity, ledger.RelationRecord, total); err != nil {
 		return fmt.Errorf("curator: %d new indices: %w", len(unseen), err)
 	}
 	for _, i := range unseen {
@@ -134,7 +137,7 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 		return Observation{}, fmt.Errorf("curator: %w", err)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
-		Account: c.account(identity), Key: key, Kind: "query", Cost: c.out.cost(),
+		Account: c.account(identity), Key: key, Kind: "query", Relation: ledger.RelationRecord, Cost: c.out.cost(),
 		Result: encodeValue(v), Description: fmt.Sprintf("answer for row %d (%s)", i, c.out.name()),
 	})
 	if err != nil {
@@ -160,7 +163,7 @@ func (c *Curator) chargeFailure(identity string, i int) error {
 	}
 	key := fmt.Sprintf("query-failure/%d/%d", i, time.Now().UnixNano())
 	if _, err := c.ledger.Charge(context.Background(), ledger.Charge{Account: c.account(identity), Key: key, Kind: "query-failure",
-		Cost: cost, Description: fmt.Sprintf("failed evaluation of row %d reported (%s)", i, c.out.name())}); err != nil {
+		Relation: ledger.RelationRecord, Cost: cost, Description: fmt.Sprintf("failed evaluation of row %d reported (%s)", i, c.out.name())}); err != nil {
 		c.log.Error("charging a failed evaluation", zap.Int("row", i), zap.String("identity", identity), zap.Error(err))
 		return fmt.Errorf("curator: %w", err)
 	}
@@ -212,7 +215,7 @@ func (c *Curator) evaluate(ctx context.Context, i int) (float64, error) {
 			y += c.cfg.NoiseSD * c.normal()
 		}
 	}
-	rec, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: "evaluation",
+	rec, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: "evaluation", Relation: ledger.RelationRecord,
 		Result: encodeValue(y), Description: "recorded evaluation of one row (not a release)"})
 	if err != nil {
 		return 0, fmt.Errorf("curator: recording evaluation of row %d: %w", i, err)

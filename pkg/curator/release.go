@@ -107,7 +107,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return c.storedProjection(ctx, identity, id, rec, guarantee)
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
-	if err := c.ensureAffordable(ctx, identity, cost); err != nil {
+	if err := c.ensureAffordable(ctx, identity, ledger.RelationFeatureUnit, cost); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 
@@ -155,7 +155,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
-		Account: acct, Key: key, Kind: "projection", Cost: cost, Result: result,
+		Account: acct, Key: key, Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q", req.R, req.Epsilon, req.Delta, req.Label),
 	})
 	if err != nil {
@@ -172,7 +172,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	}
 	c.log.Info("projection released", zap.String("release", id), zap.String("identity", identity),
 		zap.Float64("epsilon", cost.Epsilon), zap.Float64("delta", cost.Delta))
-	bal, err := c.Balance(ctx, identity)
+	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	if err != nil || filepath.Base(pr.File) != pr.File {
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt", id)
 	}
-	bal, err := c.Balance(ctx, identity)
+	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, err
 	}

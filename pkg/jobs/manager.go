@@ -91,6 +91,21 @@ func jobID(identity, key string) string {
 	return "job-" + hex.EncodeToString(h[:10])
 }
 
+// jobRelation is the neighbour relation a job's cost is stated for: Kusner et al.
+// (2015)'s private selection of the best hyperparameter and score, for one record of
+// the job's validation data replaced; DP-HyPO (Wang et al. 2023)'s DP-SGD training
+// runs, for one training record added or removed. Any other kind is taken to be a
+// record-level release of the served dataset, the conservative choice.
+func jobRelation(spec Spec) ledger.Relation {
+	switch spec.Kind() {
+	case "kusner":
+		return ledger.RelationValidationRecord
+	case "dphypo":
+		return ledger.RelationTrainingAddRemove
+	}
+	return ledger.RelationRecord
+}
+
 // Submit plans the job, charges its cost and starts it. With a key seen before it
 // returns the existing job (same spec) or ErrKeyReused (another spec). A key whose
 // charge the ledger already holds but which this manager has no job for (accepted by
@@ -141,7 +156,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	specJSON, _ := json.Marshal(spec)
 	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: "job:" + spec.Kind(),
-		Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
+		Relation: jobRelation(spec), Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
 	})
 	if errors.Is(err, ledger.ErrKeyConflict) {
 		// The key was charged before for a spec of another cost.

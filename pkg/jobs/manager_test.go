@@ -104,13 +104,16 @@ func TestSubmitRunsAndCharges(t *testing.T) {
 	if done.Result == nil || done.Result.Score != 0.9 || done.Result.Hyperparameters["lambda"] != 0.1 {
 		t.Errorf("result = %+v, want the runner's", done.Result)
 	}
-	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
 	if bal.Spent.Epsilon != 2 {
 		t.Errorf("spent ε = %g, want 2 (the plan's cost)", bal.Spent.Epsilon)
 	}
 	rec, ok, err := led.Get(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, "job/"+j.ID)
 	if err != nil || !ok || !strings.Contains(string(rec.Result), `"score":0.9`) {
 		t.Errorf("ledger receipt of the job = %q, %v, %v; want the result attached", rec.Result, ok, err)
+	}
+	if rec.Relation != ledger.RelationValidationRecord {
+		t.Errorf("ledger receipt of a Kusner job is stated for %s, want %s", rec.Relation, ledger.RelationValidationRecord)
 	}
 
 	// Same key, same spec: the same job, no new charge, no new run.
@@ -122,7 +125,7 @@ func TestSubmitRunsAndCharges(t *testing.T) {
 	if _, err := m.Submit(ctx, "alice", "k1", spec(0.5)); !errors.Is(err, ErrKeyReused) {
 		t.Errorf("key reuse with another spec: %v, want ErrKeyReused", err)
 	}
-	bal, _ = led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	bal, _ = led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
 	if bal.Spent.Epsilon != 2 {
 		t.Errorf("spent ε after resubmits = %g, want 2", bal.Spent.Epsilon)
 	}
@@ -211,7 +214,7 @@ func TestRestartMarksInterrupted(t *testing.T) {
 	if err != nil || got.State != Failed || !strings.Contains(got.Error, "interrupted") {
 		t.Fatalf("after restart: %s %q %v; want failed, interrupted", got.State, got.Error, err)
 	}
-	bal, _ := led2.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	bal, _ := led2.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
 	if bal.Spent.Epsilon != 2 {
 		t.Errorf("spent ε after an interrupted job = %g, want 2 (the charge stays)", bal.Spent.Epsilon)
 	}
@@ -290,7 +293,7 @@ func TestReplayedChargeOnAnotherReplicaDoesNotRun(t *testing.T) {
 	if runsA != 1 || runsB != 0 {
 		t.Errorf("runs = %d on a, %d on b; want 1 and 0 (one release for one charge)", runsA, runsB)
 	}
-	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"})
+	bal, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
 	if bal.Spent.Epsilon != 2 || bal.Charges != 1 {
 		t.Errorf("spent ε = %g in %d charges; want 2 in 1", bal.Spent.Epsilon, bal.Charges)
 	}
@@ -331,5 +334,20 @@ func TestConcurrentIdenticalSubmitsOneJob(t *testing.T) {
 	defer r.mu.Unlock()
 	if r.runs != 1 {
 		t.Errorf("runs = %d, want 1", r.runs)
+	}
+}
+
+func TestJobRelation(t *testing.T) {
+	for _, tt := range []struct {
+		spec Spec
+		want ledger.Relation
+	}{
+		{Spec{Kusner: &KusnerSpec{}}, ledger.RelationValidationRecord},
+		{Spec{DPHyPO: &DPHyPOSpec{}}, ledger.RelationTrainingAddRemove},
+		{Spec{}, ledger.RelationRecord},
+	} {
+		if got := jobRelation(tt.spec); got != tt.want {
+			t.Errorf("jobRelation(%s) = %s, want %s", tt.spec.Kind(), got, tt.want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ func benchCharge(b *testing.B, s Store) {
 	var datasets atomic.Int64
 	charge := func(dataset string) {
 		i := next.Add(1)
-		c := Charge{Account: Account{dataset, fmt.Sprint("id", i%16)}, Key: fmt.Sprint("k", i), Kind: "query",
+		c := Charge{Account: Account{dataset, fmt.Sprint("id", i%16)}, Key: fmt.Sprint("k", i), Kind: "query", Relation: RelationRecord,
 			Cost: Cost{1e-6, 1e-12}, Result: result}
 		if _, err := s.Charge(ctx, c); err != nil {
 			b.Fatal(err)

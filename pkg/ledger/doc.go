@@ -4,20 +4,38 @@
 //
 // # Accounting
 //
-// A record costs (ε, δ). Records compose by basic composition: the totals of
-// an account (a modeler identity on a dataset) and of a dataset (all of its
-// identities) are the component-wise sums
+// A record costs (ε, δ) under a neighbour relation (Relation): the pairs of
+// datasets its guarantee is stated for — one feature vector changed by at
+// most one protected unit, one record replaced, one training record added or
+// removed, one validation record replaced. A guarantee holds only for its
+// own relation's neighbours, so costs stated under different relations are
+// never added into one total: such a sum would be a guarantee under none of
+// them.
 //
-//	E = Σᵢ εᵢ,   D = Σᵢ δᵢ,
+// Within a relation, records compose by basic composition: k mechanisms
+// that are (εᵢ, δᵢ)-DP for the same neighbouring pairs are jointly
+// (Σεᵢ, Σδᵢ)-DP (Dwork and Roth 2014, Theorem 3.16). The only conversion
+// between relations is Relation.Implies: a guarantee under r holds, with the
+// same (ε, δ), under every s whose neighbours are also neighbours under r.
+// Only RelationRecord implies another relation, RelationFeatureUnit (moving
+// one feature vector by one unit replaces one record). The effective total
+// of an account (a modeler identity on a dataset) under s, and of the
+// dataset (all of its identities) under s, are
 //
-// which bound the privacy loss of all the records together: k mechanisms
-// that are (εᵢ, δᵢ)-DP are jointly (Σεᵢ, Σδᵢ)-DP (Dwork and Roth 2014,
-// Theorem 3.16). Finer accountants (Rényi DP) convert their total to an
-// (ε, δ) cost before it reaches the ledger.
+//	E(s) = Σ { εᵢ : rᵢ implies s },   D(s) = Σ { δᵢ : rᵢ implies s },
 //
-// A charge c is accepted only if it fits both limits:
+// so the feature-unit totals include the record-level charges and no other
+// total includes another relation's charges. Finer accountants (Rényi DP)
+// convert their total to an (ε, δ) cost, under their own relation, before it
+// reaches the ledger.
 //
-//	E_identity + c ≤ L_identity   and   E_dataset + c ≤ L_dataset
+// The same Limits apply to every relation. A charge c under r is accepted
+// only if it fits both limits in every relation s that r implies
+// (Relation.CountsTowards). For RelationRecord that is the record totals
+// and the feature-unit totals, the latter holding the feature-unit charges
+// and the record-level ones:
+//
+//	E_identity(s) + c ≤ L_identity   and   E_dataset(s) + c ≤ L_dataset
 //
 // for ε and for δ alike (a component that is zero never refuses a charge, so
 // a zero cost is always recorded: it makes a durable, idempotent record that
@@ -26,8 +44,9 @@
 // processes sharing the database — can never spend more than the limits
 // together (an OpenDP-style filter: refuse any charge whose pending total
 // would exceed the limit). A refused charge writes nothing and returns a
-// *BudgetError that names the scope and gives the requested and remaining
-// (ε, δ), in the spirit of Tumult Core's InsufficientBudgetError.
+// *BudgetError that names the scope and the relation whose budget is spent,
+// and gives the requested and remaining (ε, δ), in the spirit of Tumult
+// Core's InsufficientBudgetError.
 //
 // Costs must be finite, non-negative and δ < 1; anything else is refused
 // before the database is touched, so a negative spend can never raise a
@@ -59,8 +78,8 @@
 // A charge names a Key, unique within its account. Charging a key that is
 // already recorded returns the stored receipt (with its stored result) and
 // spends nothing, so a retried request can never be charged twice and a
-// repeated release returns the same bytes. If the stored Kind or Cost
-// differ from the request, Charge fails with ErrKeyConflict instead.
+// repeated release returns the same bytes. If the stored Kind, Relation or
+// Cost differ from the request, Charge fails with ErrKeyConflict instead.
 // Results can be attached later (jobs finish after they are charged) with
 // SetResult, which never changes a cost.
 //
@@ -73,6 +92,17 @@
 // serialises the charges of a dataset across curator replicas, and commits
 // with synchronous_commit=on. Both create their tables if missing and keep a
 // schema_version table; a database written by a newer version is refused.
+//
+// Schema version 2 records each charge's relation and keeps the totals per
+// (dataset, identity, relation). A version 1 database, whose totals summed
+// all releases, is upgraded in place when opened, in one transaction: each
+// record is given the relation its kind was released under ("projection":
+// feature-unit; "query", "query-failure", "evaluation", "pending": record;
+// "job:kusner…": validation-record; "job:dphypo…": training-add-remove;
+// any other kind: record, the conservative choice, which counts towards the
+// feature-unit budget as well), and the totals are recomputed exactly from
+// the records. A process of the old version still writing to the upgraded
+// database fails (its records lack a relation) rather than mixing relations.
 //
 // # Tests
 //

@@ -9,8 +9,9 @@ import (
 	"unicode/utf8"
 )
 
-// Cost is a privacy cost (ε, δ) under basic composition: the costs of the
-// records of an account add up, component by component.
+// Cost is a privacy cost (ε, δ), stated under a neighbour relation (see
+// Relation). Under basic composition the costs of the records of an account
+// under one relation add up, component by component.
 type Cost struct {
 	Epsilon, Delta float64
 }
@@ -55,9 +56,11 @@ func (a Account) Validate() error {
 	return checkName("identity", a.Identity)
 }
 
-// Limits are the budgets a Store enforces. A charge must fit both: the
-// identity's total plus the cost must stay within PerIdentity, and the
-// dataset's total over all identities plus the cost must stay within Dataset.
+// Limits are the budgets a Store enforces, for each neighbour relation
+// separately (the same values for every relation). A charge must fit both, in
+// every relation it counts towards (Relation.CountsTowards): the identity's
+// total plus the cost must stay within PerIdentity, and the dataset's total
+// over all identities plus the cost must stay within Dataset.
 type Limits struct {
 	PerIdentity, Dataset Cost
 }
@@ -87,8 +90,12 @@ type Charge struct {
 	// and spends nothing.
 	Key string
 	// Kind names the mechanism ("projection", "query", "kusner", ...). A
-	// replay must name the same kind and cost as the stored record.
+	// replay must name the same kind, relation and cost as the stored record.
 	Kind string
+	// Relation is the neighbour relation Cost is stated for (required). The
+	// charge is added to this relation's totals and counts towards every
+	// relation it implies (see the package documentation).
+	Relation Relation
 	// Description is free text for the operator; it is not compared on replay.
 	Description string
 	Cost        Cost
@@ -102,7 +109,9 @@ type Charge struct {
 type Receipt struct {
 	Account
 	Key, Kind, Description string
-	Cost                   Cost
+	// Relation is the neighbour relation Cost is stated for.
+	Relation Relation
+	Cost     Cost
 	// Result is the stored payload (nil if none yet). Entries leaves it nil
 	// to keep listings small; use Get for the payload.
 	Result []byte
@@ -117,15 +126,35 @@ type Receipt struct {
 	Replayed bool
 }
 
-// Balance is the state of an account and of its dataset. Spent values are
-// the totals rounded to the nearest float64; Remaining values are
-// max(0, limit − total) rounded toward zero, so that a charge of exactly the
-// reported remainder always fits.
+// Balance is the state of an account and of its dataset under one neighbour
+// relation. The totals are effective: they include every record whose
+// relation implies Relation (for RelationFeatureUnit, the RelationRecord
+// records too), exactly what a charge under Relation is checked against.
+// Spent values are the totals rounded to the nearest float64; Remaining
+// values are max(0, limit − total) rounded toward zero, so that a charge of
+// exactly the reported remainder always fits.
 type Balance struct {
 	Account
+	Relation                       Relation
 	Spent, Remaining               Cost
 	DatasetSpent, DatasetRemaining Cost
-	// Charges is the number of records of the account (replays excluded).
+	// Charges is the number of records of the account that count towards
+	// Relation's totals (replays excluded).
+	Charges int
+	Limits  Limits
+}
+
+// DatasetBalance is the state of a dataset, over all its identities, under
+// one neighbour relation: the effective totals (as in Balance) that bound
+// every charge under Relation by Limits.Dataset.
+type DatasetBalance struct {
+	Dataset  string
+	Relation Relation
+	// Spent is the effective total, rounded to the nearest float64;
+	// Remaining is max(0, Limits.Dataset − total) rounded toward zero.
+	Spent, Remaining Cost
+	// Charges is the number of records of the dataset that count towards
+	// Relation's totals.
 	Charges int
 	Limits  Limits
 }
@@ -138,9 +167,10 @@ type Store interface {
 	// Charge records c in one atomic, durable transaction. If the account
 	// already holds c.Key it returns the stored receipt with Replayed set and
 	// spends nothing, or an error wrapping ErrKeyConflict when the stored
-	// Kind or Cost differ from c's. Otherwise it checks both limits and
-	// either commits the record, durably, before returning, or returns a
-	// *BudgetError (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
+	// Kind, Relation or Cost differ from c's. Otherwise it checks both
+	// limits in every relation c.Relation counts towards and either commits
+	// the record, durably, before returning, or returns a *BudgetError
+	// (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
 	Charge(ctx context.Context, c Charge) (Receipt, error)
 	// SetResult attaches or replaces the result of an existing record. It
 	// never changes a cost. It returns an error wrapping ErrNotFound if the
@@ -148,14 +178,21 @@ type Store interface {
 	SetResult(ctx context.Context, a Account, key string, result []byte) error
 	// Get returns the record of key in a, and false if there is none.
 	Get(ctx context.Context, a Account, key string) (Receipt, bool, error)
-	// Balance returns the totals of a and of its dataset.
-	Balance(ctx context.Context, a Account) (Balance, error)
+	// Balance returns the effective totals of a and of its dataset under
+	// rel: what a charge under rel is checked against (for RelationRecord, a
+	// charge must also fit the RelationFeatureUnit balance).
+	Balance(ctx context.Context, a Account, rel Relation) (Balance, error)
 	// Entries returns the records of a dataset in the order they were
 	// committed, without their Result payloads.
 	Entries(ctx context.Context, dataset string) ([]Receipt, error)
-	// Accounts returns the balance of every identity with a record on the
-	// dataset, sorted by identity.
+	// Accounts returns one balance per (identity, relation) of the dataset
+	// that has at least one record counting towards it (a zero-cost record
+	// counts), sorted by identity and then in the order of Relations.
 	Accounts(ctx context.Context, dataset string) ([]Balance, error)
+	// DatasetTotals returns the dataset's effective totals, one per relation
+	// that has at least one record counting towards it, in the order of
+	// Relations. A dataset without records has none.
+	DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error)
 	// Limits returns the limits the store enforces.
 	Limits() Limits
 	// Close releases the database handle.
@@ -166,8 +203,8 @@ var (
 	// ErrBudgetExceeded is matched (errors.Is) by every *BudgetError.
 	ErrBudgetExceeded = errors.New("ledger: budget exceeded")
 	// ErrKeyConflict is returned when a key is charged again with a
-	// different kind or cost.
-	ErrKeyConflict = errors.New("ledger: key already charged with a different kind or cost")
+	// different kind, relation or cost.
+	ErrKeyConflict = errors.New("ledger: key already charged with a different kind, relation or cost")
 	// ErrNotFound is returned by SetResult for a record that does not exist.
 	ErrNotFound = errors.New("ledger: no such record")
 	// ErrUnavailable is matched (errors.Is) by errors that mean the database
@@ -184,12 +221,17 @@ const (
 )
 
 // BudgetError reports a charge refused because it does not fit a limit.
-// When both limits would be exceeded the identity scope is reported.
+// When both limits would be exceeded the identity scope is reported, and
+// among the relations the charge counts towards, its own relation first.
 type BudgetError struct {
-	Scope     string // ScopeIdentity or ScopeDataset
-	Account   Account
+	Scope   string // ScopeIdentity or ScopeDataset
+	Account Account
+	// Relation is the neighbour relation whose budget is spent: the charge's
+	// own relation or one it counts towards (a RelationRecord charge can be
+	// refused by the RelationFeatureUnit budget).
+	Relation  Relation
 	Requested Cost
-	// Remaining is what is left in the scope, as in Balance.
+	// Remaining is what is left in the scope under Relation, as in Balance.
 	Remaining Cost
 }
 
@@ -200,8 +242,12 @@ func (e *BudgetError) Error() string {
 	} else {
 		who = fmt.Sprintf("dataset %q (charge by identity %q)", e.Account.Dataset, e.Account.Identity)
 	}
-	return fmt.Sprintf("ledger: budget exceeded for %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g",
-		who, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
+	rel := "an unnamed neighbour relation"
+	if e.Relation != "" {
+		rel = fmt.Sprintf("the %s neighbour relation", e.Relation)
+	}
+	return fmt.Sprintf("ledger: budget exceeded for %s under %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g",
+		who, rel, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
 }
 
 // Is makes errors.Is(err, ErrBudgetExceeded) true.
@@ -245,6 +291,9 @@ func (c Charge) Validate() error {
 		return err
 	}
 	if err := checkName("kind", c.Kind); err != nil {
+		return err
+	}
+	if err := c.Relation.Validate(); err != nil {
 		return err
 	}
 	if len(c.Description) > maxDescriptionLen {

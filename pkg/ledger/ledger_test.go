@@ -60,7 +60,7 @@ func TestLimitsValidate(t *testing.T) {
 }
 
 func TestChargeValidate(t *testing.T) {
-	good := Charge{Account: Account{"diabetes", "acme"}, Key: "k", Kind: "query", Cost: Cost{1, 0}}
+	good := Charge{Account: Account{"diabetes", "acme"}, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{1, 0}}
 	tests := []struct {
 		name    string
 		edit    func(c *Charge)
@@ -78,6 +78,9 @@ func TestChargeValidate(t *testing.T) {
 		{"long description", func(c *Charge) { c.Description = strings.Repeat("d", maxDescriptionLen+1) }, "description must be at most"},
 		{"NUL description", func(c *Charge) { c.Description = "\x00" }, "description must not contain NUL"},
 		{"negative cost", func(c *Charge) { c.Cost.Epsilon = -0.5 }, "epsilon must be non-negative"},
+		{"no relation", func(c *Charge) { c.Relation = "" }, "unknown neighbour relation"},
+		{"unknown relation", func(c *Charge) { c.Relation = "Record" }, "unknown neighbour relation"},
+		{"validation-record", func(c *Charge) { c.Relation = RelationValidationRecord }, ""},
 	}
 	for _, tt := range tests {
 		c := good
@@ -95,12 +98,16 @@ func TestBudgetErrorText(t *testing.T) {
 		want string
 	}{
 		{
-			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
-			`ledger: budget exceeded for identity "acme" on dataset "diabetes": requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
+			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Relation: RelationRecord, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
+			`ledger: budget exceeded for identity "acme" on dataset "diabetes" under the record neighbour relation: requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
 		},
 		{
-			&BudgetError{Scope: ScopeDataset, Account: Account{"diabetes", "acme"}, Requested: Cost{0.1, 0}, Remaining: Cost{0.05, 2.5e-6}},
-			`ledger: budget exceeded for dataset "diabetes" (charge by identity "acme"): requested ε=0.1, δ=0; remaining ε=0.05, δ=2.5e-06`,
+			&BudgetError{Scope: ScopeDataset, Account: Account{"diabetes", "acme"}, Relation: RelationFeatureUnit, Requested: Cost{0.1, 0}, Remaining: Cost{0.05, 2.5e-6}},
+			`ledger: budget exceeded for dataset "diabetes" (charge by identity "acme") under the feature-unit neighbour relation: requested ε=0.1, δ=0; remaining ε=0.05, δ=2.5e-06`,
+		},
+		{
+			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Requested: Cost{1, 0}, Remaining: Cost{0.5, 0}},
+			`ledger: budget exceeded for identity "acme" on dataset "diabetes" under an unnamed neighbour relation: requested ε=1, δ=0; remaining ε=0.5, δ=0`,
 		},
 	}
 	for _, tt := range tests {

@@ -44,12 +44,15 @@ func (o PostgresOptions) schema() (string, error) {
 	return s, nil
 }
 
-var postgresDDL = []string{
-	`CREATE SCHEMA IF NOT EXISTS {schema}`,
-	`CREATE TABLE IF NOT EXISTS {t}schema_version (
+var postgresDDL = schemaDDL{
+	base: []string{
+		`CREATE SCHEMA IF NOT EXISTS {schema}`,
+		`CREATE TABLE IF NOT EXISTS {t}schema_version (
 		id INTEGER PRIMARY KEY CHECK (id = 1),
 		version INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS {t}entries (
+	},
+	tables: []string{
+		`CREATE TABLE IF NOT EXISTS {t}entries (
 		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		dataset TEXT NOT NULL,
 		identity TEXT NOT NULL,
@@ -60,15 +63,25 @@ var postgresDDL = []string{
 		delta DOUBLE PRECISION NOT NULL CHECK (delta >= 0 AND delta < 1),
 		result BYTEA,
 		created_ns BIGINT NOT NULL,
+		relation TEXT NOT NULL,
 		UNIQUE (dataset, identity, entry_key))`,
-	`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON {t}entries (dataset, seq)`,
-	`CREATE TABLE IF NOT EXISTS {t}totals (
+		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON {t}entries (dataset, seq)`,
+		`CREATE TABLE IF NOT EXISTS {t}totals (
 		dataset TEXT NOT NULL,
 		identity TEXT NOT NULL,
+		relation TEXT NOT NULL,
 		epsilon TEXT NOT NULL,
 		delta TEXT NOT NULL,
 		charges BIGINT NOT NULL,
-		PRIMARY KEY (dataset, identity))`,
+		PRIMARY KEY (dataset, identity, relation))`,
+	},
+	fromV1: []string{
+		`ALTER TABLE {t}entries ADD COLUMN relation TEXT`,
+		`DROP TABLE {t}totals`,
+	},
+	fromV1Done: []string{
+		`ALTER TABLE {t}entries ALTER COLUMN relation SET NOT NULL`,
+	},
 }
 
 // OpenPostgres opens the ledger in a PostgreSQL database through
@@ -111,9 +124,10 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits L
 		return nil, fmt.Errorf("ledger: connect to postgres: %w", err)
 	}
 	quoted := `"` + schema + `"`
-	ddl := make([]string, len(postgresDDL))
-	for i, q := range postgresDDL {
-		ddl[i] = strings.ReplaceAll(q, "{schema}", quoted)
+	ddl := postgresDDL
+	ddl.base = make([]string, len(postgresDDL.base))
+	for i, q := range postgresDDL.base {
+		ddl.base[i] = strings.ReplaceAll(q, "{schema}", quoted)
 	}
 	s := newStore(e, limits, quoted+".", true)
 	if err := s.migrate(ctx, ddl); err != nil {

@@ -140,7 +140,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	}
 	defer s.Close()
 	acct := Account{Dataset: "d", Identity: "a"}
-	if _, err := s.Balance(ctx, acct); err != nil {
+	if _, err := s.Balance(ctx, acct, RelationRecord); err != nil {
 		t.Fatal(err)
 	}
 	var killed int
@@ -151,11 +151,11 @@ func TestPostgresUnavailable(t *testing.T) {
 	if killed != 1 {
 		t.Fatalf("terminated %d server processes, want the store's one", killed)
 	}
-	_, err = s.Balance(ctx, acct)
+	_, err = s.Balance(ctx, acct, RelationRecord)
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Balance after the connection was killed: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.Balance(ctx, acct); err != nil {
+	if _, err := s.Balance(ctx, acct, RelationRecord); err != nil {
 		t.Errorf("Balance after reconnecting: %v", err)
 	}
 	if _, err := OpenPostgres(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", PostgresOptions{}, stdLimits); !errors.Is(err, ErrUnavailable) {

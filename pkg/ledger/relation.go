@@ -1,6 +1,9 @@
 package ledger
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Relation names the neighbour relation a charge's (ε, δ) is stated for. A
 // guarantee holds for pairs of datasets that are neighbours under its own
@@ -49,4 +52,37 @@ func (r Relation) Validate() error {
 // and validation data of a job are not the served dataset's rows.
 func (r Relation) Implies(s Relation) bool {
 	return r == s || (r == RelationRecord && s == RelationFeatureUnit)
+}
+
+// CountsTowards returns the relations whose totals a charge under r counts
+// towards, and so whose limits it must fit: r itself first, then every other
+// relation r implies, in the order of Relations.
+func (r Relation) CountsTowards() []Relation {
+	out := []Relation{r}
+	for _, s := range Relations {
+		if s != r && r.Implies(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// relationOfV1Kind is the relation a record of schema version 1, which named
+// no relation, is taken to be stated for, from its kind: the projection is
+// stated for one feature unit, the curator's and the query answers' releases
+// for one record, and the jobs for their own data. A kind this code does not
+// know is taken to be a record-level release, the conservative choice: it
+// then counts towards both the record and the feature-unit budgets.
+func relationOfV1Kind(kind string) Relation {
+	switch {
+	case kind == "projection":
+		return RelationFeatureUnit
+	case kind == "query", kind == "query-failure", kind == "evaluation", kind == "pending":
+		return RelationRecord
+	case strings.HasPrefix(kind, "job:kusner"):
+		return RelationValidationRecord
+	case strings.HasPrefix(kind, "job:dphypo"):
+		return RelationTrainingAddRemove
+	}
+	return RelationRecord
 }

@@ -4,15 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
-var sqliteDDL = []string{
-	`CREATE TABLE IF NOT EXISTS schema_version (
-		id INTEGER PRIMARY KEY CHECK (id = 1),
-		version INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS entries (
+// sqliteEntries is the entries table of schema version 2, named {name}.
+const sqliteEntries = `CREATE TABLE IF NOT EXISTS {name} (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		dataset TEXT NOT NULL,
 		identity TEXT NOT NULL,
@@ -23,15 +21,41 @@ var sqliteDDL = []string{
 		delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
 		result BLOB,
 		created_ns INTEGER NOT NULL,
-		UNIQUE (dataset, identity, entry_key))`,
-	`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON entries (dataset, seq)`,
-	`CREATE TABLE IF NOT EXISTS totals (
+		relation TEXT NOT NULL,
+		UNIQUE (dataset, identity, entry_key))`
+
+var sqliteDDL = schemaDDL{
+	base: []string{
+		`CREATE TABLE IF NOT EXISTS schema_version (
+		id INTEGER PRIMARY KEY CHECK (id = 1),
+		version INTEGER NOT NULL)`,
+	},
+	tables: []string{
+		strings.ReplaceAll(sqliteEntries, "{name}", "entries"),
+		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON entries (dataset, seq)`,
+		`CREATE TABLE IF NOT EXISTS totals (
 		dataset TEXT NOT NULL,
 		identity TEXT NOT NULL,
+		relation TEXT NOT NULL,
 		epsilon TEXT NOT NULL,
 		delta TEXT NOT NULL,
 		charges INTEGER NOT NULL,
-		PRIMARY KEY (dataset, identity))`,
+		PRIMARY KEY (dataset, identity, relation))`,
+	},
+	// SQLite cannot add a NOT NULL column without a default, so the entries
+	// table is rebuilt (https://www.sqlite.org/lang_altertable.html, "Making
+	// Other Kinds Of Table Schema Changes"), keeping every seq; the rename
+	// carries the AUTOINCREMENT counter along.
+	fromV1: []string{
+		strings.ReplaceAll(sqliteEntries, "{name}", "entries_v2"),
+		`INSERT INTO entries_v2
+		(seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, relation)
+		SELECT seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, ''
+		FROM entries ORDER BY seq`,
+		`DROP TABLE entries`,
+		`ALTER TABLE entries_v2 RENAME TO entries`,
+		`DROP TABLE totals`,
+	},
 }
 
 // OpenSQLite opens (creating if needed) the ledger in the SQLite file at

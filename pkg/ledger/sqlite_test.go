@@ -86,12 +86,12 @@ func TestSQLiteCorruptTotal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mustCharge(t, s, Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}})
+	mustCharge(t, s, Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}})
 	rawSQLite(t, path, `UPDATE totals SET epsilon = '-1/2'`)
-	if _, err := s.Balance(ctx, acme); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	if _, err := s.Balance(ctx, acme, RelationRecord); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("Balance(corrupt total) error = %v, want a corruption error", err)
 	}
-	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k2", Kind: "query", Cost: Cost{0.25, 0}}); err == nil {
+	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k2", Kind: "query", Relation: RelationRecord, Cost: Cost{0.25, 0}}); err == nil {
 		t.Errorf("Charge(corrupt total) error = nil, want an error")
 	}
 }

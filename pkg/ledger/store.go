@@ -4,12 +4,32 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
 
 // schemaVersion is the version of the tables this code reads and writes.
-const schemaVersion = 1
+// Version 1 had no relation: its records and totals were summed across
+// neighbour relations. Version 2 records each charge's relation and keeps
+// the totals per (dataset, identity, relation); migrate upgrades a version 1
+// database in place.
+const schemaVersion = 2
+
+// schemaDDL is an engine's schema: statements run in the migrating
+// transaction, with {t} standing for the table prefix.
+type schemaDDL struct {
+	// base creates what holds the version (the schema_version table, and
+	// for PostgreSQL the schema), if missing.
+	base []string
+	// tables creates the tables and indexes of the current version, if
+	// missing.
+	tables []string
+	// fromV1 turns version 1's entries table into version 2's, with an
+	// empty relation on every record, and drops version 1's totals; it runs
+	// before tables. fromV1Done runs once every record has its relation.
+	fromV1, fromV1Done []string
+}
 
 // engine is what differs between SQLite and PostgreSQL: how transactions
 // are opened, serialised and made durable.
@@ -69,20 +89,28 @@ type store struct {
 	qGet, qTotals, qInsert, qUpsert, qSetResult, qEntries string
 }
 
+// The statements of the version 1 upgrade common to both engines.
+const (
+	qV1Kinds       = `SELECT DISTINCT kind FROM {t}entries ORDER BY kind`
+	qV1SetRelation = `UPDATE {t}entries SET relation = ? WHERE kind = ?`
+	qV1Costs       = `SELECT dataset, identity, relation, epsilon, delta FROM {t}entries ORDER BY seq`
+	qV1Total       = `INSERT INTO {t}totals (dataset, identity, relation, epsilon, delta, charges) VALUES (?, ?, ?, ?, ?, ?)`
+)
+
 func newStore(e engine, limits Limits, prefix string, dollar bool) *store {
 	s := &store{e: e, limits: limits, prefix: prefix, dollar: dollar}
-	s.qGet = s.sql(`SELECT kind, description, epsilon, delta, result, created_ns FROM {t}entries
+	s.qGet = s.sql(`SELECT kind, relation, description, epsilon, delta, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
-	s.qTotals = s.sql(`SELECT identity, epsilon, delta, charges FROM {t}totals WHERE dataset = ? ORDER BY identity`)
+	s.qTotals = s.sql(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
 	s.qInsert = s.sql(`INSERT INTO {t}entries
-		(dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	s.qUpsert = s.sql(`INSERT INTO {t}totals AS t (dataset, identity, epsilon, delta, charges)
-		VALUES (?, ?, ?, ?, 1)
-		ON CONFLICT (dataset, identity) DO UPDATE
+		(dataset, identity, entry_key, kind, relation, description, epsilon, delta, result, created_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.qUpsert = s.sql(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
+		VALUES (?, ?, ?, ?, ?, 1)
+		ON CONFLICT (dataset, identity, relation) DO UPDATE
 		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + 1`)
 	s.qSetResult = s.sql(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
-	s.qEntries = s.sql(`SELECT identity, entry_key, kind, description, epsilon, delta,
+	s.qEntries = s.sql(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
 		COALESCE(length(result), 0), created_ns FROM {t}entries WHERE dataset = ? ORDER BY seq`)
 	return s
 }
@@ -106,14 +134,21 @@ func (s *store) sql(q string) string {
 	return b.String()
 }
 
-// migrate runs ddl (creating the tables if needed) and checks the schema
-// version, in one transaction.
-func (s *store) migrate(ctx context.Context, ddl []string) error {
-	err := s.e.write(ctx, lockKey{migrate: true}, func(q querier) error {
-		for _, stmt := range ddl {
+// migrate creates the tables if needed, upgrades a version 1 database to
+// version 2 and checks the schema version, in one transaction: a failed
+// upgrade leaves the database as it was.
+func (s *store) migrate(ctx context.Context, ddl schemaDDL) error {
+	run := func(q querier, stmts []string) error {
+		for _, stmt := range stmts {
 			if _, err := q.exec(ctx, s.sql(stmt)); err != nil {
 				return err
 			}
+		}
+		return nil
+	}
+	err := s.e.write(ctx, lockKey{migrate: true}, func(q querier) error {
+		if err := run(q, ddl.base); err != nil {
+			return err
 		}
 		var v int64
 		found, err := queryRow(ctx, q, s.sql(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
@@ -121,17 +156,109 @@ func (s *store) migrate(ctx context.Context, ddl []string) error {
 		case err != nil:
 			return err
 		case !found:
+			if err := run(q, ddl.tables); err != nil {
+				return err
+			}
 			_, err := q.exec(ctx, s.sql(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(schemaVersion))
 			return err
 		case v > schemaVersion:
 			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, schemaVersion)
 		case v < 1:
 			return fmt.Errorf("database schema version %d is invalid", v)
+		case v == 1:
+			if err := s.upgradeV1(ctx, q, ddl, run); err != nil {
+				return fmt.Errorf("upgrade from schema version 1: %w", err)
+			}
+			_, err := q.exec(ctx, s.sql(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(schemaVersion))
+			return err
 		}
-		return nil
+		return run(q, ddl.tables)
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// upgradeV1 turns a version 1 database into version 2 within the migrating
+// transaction. Each record is given the relation its kind is stated for
+// (relationOfV1Kind), and the totals, which version 1 summed across
+// relations, are recomputed exactly from the records, per (dataset,
+// identity, relation). The records themselves (keys, costs, results, order)
+// are kept as they are.
+func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run func(querier, []string) error) error {
+	if err := run(q, ddl.fromV1); err != nil {
+		return err
+	}
+	if err := run(q, ddl.tables); err != nil {
+		return err
+	}
+	var kinds []string
+	rows, err := q.query(ctx, s.sql(qV1Kinds))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return err
+		}
+		kinds = append(kinds, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range kinds {
+		if _, err := q.exec(ctx, s.sql(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
+			return err
+		}
+	}
+	if err := run(q, ddl.fromV1Done); err != nil {
+		return err
+	}
+
+	type key struct {
+		dataset, identity string
+		rel               Relation
+	}
+	sums := make(map[key]*counted)
+	var order []key
+	rows, err = q.query(ctx, s.sql(qV1Costs))
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var k key
+		var c Cost
+		if err := rows.Scan(&k.dataset, &k.identity, &k.rel, &c.Epsilon, &c.Delta); err != nil {
+			rows.Close()
+			return err
+		}
+		if err := checkStoredCost(c); err != nil {
+			rows.Close()
+			return err
+		}
+		sum := sums[k]
+		if sum == nil {
+			sum = new(counted)
+			sums[k] = sum
+			order = append(order, k)
+		}
+		sum.t.add(c)
+		sum.n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range order {
+		sum := sums[k]
+		if _, err := q.exec(ctx, s.sql(qV1Total), k.dataset, k.identity, string(k.rel),
+			encodeRat(&sum.t.eps), encodeRat(&sum.t.delta), sum.n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -159,42 +286,54 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 			return err
 		}
 		if found {
-			if stored.Kind != c.Kind || stored.Cost != c.Cost {
-				return fmt.Errorf("ledger: key %q of identity %q on dataset %q holds %s ε=%g, δ=%g; request is %s ε=%g, δ=%g: %w",
-					c.Key, c.Identity, c.Dataset, stored.Kind, stored.Cost.Epsilon, stored.Cost.Delta,
-					c.Kind, c.Cost.Epsilon, c.Cost.Delta, ErrKeyConflict)
+			if stored.Kind != c.Kind || stored.Relation != c.Relation || stored.Cost != c.Cost {
+				return fmt.Errorf("ledger: key %q of identity %q on dataset %q holds %s (%s) ε=%g, δ=%g; request is %s (%s) ε=%g, δ=%g: %w",
+					c.Key, c.Identity, c.Dataset, stored.Kind, stored.Relation, stored.Cost.Epsilon, stored.Cost.Delta,
+					c.Kind, c.Relation, c.Cost.Epsilon, c.Cost.Delta, ErrKeyConflict)
 			}
 			stored.Replayed = true
 			out = stored
 			return nil
 		}
 
-		// Check both limits against exact totals.
-		dsTotal, per, err := s.totals(ctx, q, c.Dataset)
+		// Check both limits, in every relation the charge counts towards,
+		// against exact effective totals: the identity's first, then the
+		// dataset's.
+		dt, err := s.totals(ctx, q, c.Dataset)
 		if err != nil {
 			return err
 		}
-		idTotal, _ := find(per, c.Identity)
-		if !idTotal.fits(c.Cost, s.limits.PerIdentity) {
-			return &BudgetError{Scope: ScopeIdentity, Account: c.Account, Requested: c.Cost, Remaining: idTotal.remaining(s.limits.PerIdentity)}
+		rels := c.Relation.CountsTowards()
+		for _, r := range rels {
+			if t, _ := dt.effective(c.Identity, r); !t.fits(c.Cost, s.limits.PerIdentity) {
+				return &BudgetError{Scope: ScopeIdentity, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.PerIdentity)}
+			}
 		}
-		if !dsTotal.fits(c.Cost, s.limits.Dataset) {
-			return &BudgetError{Scope: ScopeDataset, Account: c.Account, Requested: c.Cost, Remaining: dsTotal.remaining(s.limits.Dataset)}
+		for _, r := range rels {
+			if t, _ := dt.datasetEffective(r); !t.fits(c.Cost, s.limits.Dataset) {
+				return &BudgetError{Scope: ScopeDataset, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.Dataset)}
+			}
 		}
 
-		// Record.
+		// Record, and add the cost to the total of its own relation only
+		// (the implied relations' totals are sums over relations, formed when
+		// read).
 		createdNS := time.Now().UnixNano()
-		if _, err := q.exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, c.Description,
+		if _, err := q.exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
 			c.Cost.Epsilon, c.Cost.Delta, result, createdNS); err != nil {
 			return fmt.Errorf("ledger: charge: record: %w", err)
 		}
-		idTotal.add(c.Cost)
-		if _, err := q.exec(ctx, s.qUpsert, c.Dataset, c.Identity,
-			encodeRat(&idTotal.eps), encodeRat(&idTotal.delta)); err != nil {
+		var own total
+		if o := dt.own(c.Identity, c.Relation); o != nil {
+			own.addTotal(&o.t)
+		}
+		own.add(c.Cost)
+		if _, err := q.exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
+			encodeRat(&own.eps), encodeRat(&own.delta)); err != nil {
 			return fmt.Errorf("ledger: charge: update totals: %w", err)
 		}
 		out = Receipt{
-			Account: c.Account, Key: c.Key, Kind: c.Kind, Description: c.Description,
+			Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
 			Cost: c.Cost, Result: result, ResultSize: len(result),
 			Created: time.Unix(0, createdNS).UTC(),
 		}
@@ -218,7 +357,7 @@ func (s *store) get(ctx context.Context, q querier, a Account, key string) (Rece
 	r := Receipt{Account: a, Key: key}
 	var createdNS int64
 	found, err := queryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
-		&r.Kind, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta, &r.Result, &createdNS)
+		&r.Kind, &r.Relation, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta, &r.Result, &createdNS)
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("ledger: read record: %w", err)
 	}
@@ -226,6 +365,9 @@ func (s *store) get(ctx context.Context, q querier, a Account, key string) (Rece
 		return Receipt{}, false, nil
 	}
 	if err := checkStoredCost(r.Cost); err != nil {
+		return Receipt{}, false, err
+	}
+	if err := checkStoredRelation(r.Relation); err != nil {
 		return Receipt{}, false, err
 	}
 	r.ResultSize = len(r.Result)
@@ -240,55 +382,102 @@ func checkStoredCost(c Cost) error {
 	return nil
 }
 
-type identityTotal struct {
-	identity string
-	t        total
-	charges  int64
+func checkStoredRelation(r Relation) error {
+	if r.Validate() != nil {
+		return fmt.Errorf("ledger: corrupt stored relation %q", string(r))
+	}
+	return nil
 }
 
-// totals reads the exact totals of every identity of a dataset, sorted by
-// identity, and their sum.
-func (s *store) totals(ctx context.Context, q querier, dataset string) (ds *total, per []identityTotal, err error) {
+// counted is an exact total and the number of records it sums.
+type counted struct {
+	t total
+	n int64
+}
+
+// datasetTotals are the stored totals of one dataset: per identity and
+// relation, the exact sum of the records charged under that relation alone.
+// The effective totals a limit is checked against add the relations that
+// imply the one checked (Relation.Implies).
+type datasetTotals struct {
+	identities []string // with any record, sorted
+	raw        map[string]map[Relation]*counted
+}
+
+// own returns the stored total of identity under r, nil if there is none.
+func (d *datasetTotals) own(identity string, r Relation) *counted { return d.raw[identity][r] }
+
+// effective returns the total of identity's records whose relation implies
+// s, and their number.
+func (d *datasetTotals) effective(identity string, s Relation) (*total, int64) {
+	t := new(total)
+	var n int64
+	for r, c := range d.raw[identity] {
+		if r.Implies(s) {
+			t.addTotal(&c.t)
+			n += c.n
+		}
+	}
+	return t, n
+}
+
+// datasetEffective returns the total, over all identities, of the records
+// whose relation implies s, and their number.
+func (d *datasetTotals) datasetEffective(s Relation) (*total, int64) {
+	t := new(total)
+	var n int64
+	for _, id := range d.identities {
+		u, m := d.effective(id, s)
+		t.addTotal(u)
+		n += m
+	}
+	return t, n
+}
+
+// totals reads the exact stored totals of a dataset.
+func (s *store) totals(ctx context.Context, q querier, dataset string) (*datasetTotals, error) {
 	rows, err := q.query(ctx, s.qTotals, dataset)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ledger: read totals: %w", err)
+		return nil, fmt.Errorf("ledger: read totals: %w", err)
 	}
 	defer rows.Close()
-	ds = new(total)
+	d := &datasetTotals{raw: make(map[string]map[Relation]*counted)}
 	for rows.Next() {
-		var it identityTotal
-		var e, d string
-		if err := rows.Scan(&it.identity, &e, &d, &it.charges); err != nil {
-			return nil, nil, fmt.Errorf("ledger: read totals: %w", err)
+		var identity, e, dl string
+		var r Relation
+		c := new(counted)
+		if err := rows.Scan(&identity, &r, &e, &dl, &c.n); err != nil {
+			return nil, fmt.Errorf("ledger: read totals: %w", err)
+		}
+		if err := checkStoredRelation(r); err != nil {
+			return nil, err
 		}
 		er, err := decodeRat(e)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		dr, err := decodeRat(d)
+		dr, err := decodeRat(dl)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		it.t.eps.Set(er)
-		it.t.delta.Set(dr)
-		ds.addTotal(&it.t)
-		per = append(per, it)
+		if c.n < 0 {
+			return nil, fmt.Errorf("ledger: corrupt stored number of charges %d", c.n)
+		}
+		c.t.eps.Set(er)
+		c.t.delta.Set(dr)
+		m := d.raw[identity]
+		if m == nil {
+			m = make(map[Relation]*counted)
+			d.raw[identity] = m
+			d.identities = append(d.identities, identity)
+		}
+		m[r] = c
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("ledger: read totals: %w", err)
+		return nil, fmt.Errorf("ledger: read totals: %w", err)
 	}
-	return ds, per, nil
-}
-
-// find returns the total of identity (a zero total if it has none) and its
-// number of records.
-func find(per []identityTotal, identity string) (*total, int64) {
-	for i := range per {
-		if per[i].identity == identity {
-			return &per[i].t, per[i].charges
-		}
-	}
-	return new(total), 0
+	sort.Strings(d.identities)
+	return d, nil
 }
 
 func (s *store) SetResult(ctx context.Context, a Account, key string, result []byte) error {
@@ -337,53 +526,85 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 	return r, found, nil
 }
 
-func (s *store) Balance(ctx context.Context, a Account) (Balance, error) {
+// readTotals reads the stored totals of a dataset outside a transaction.
+func (s *store) readTotals(ctx context.Context, dataset string) (*datasetTotals, error) {
+	var d *datasetTotals
+	err := s.e.read(ctx, func(q querier) error {
+		var err error
+		d, err = s.totals(ctx, q, dataset)
+		return err
+	})
+	return d, err
+}
+
+func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
 	if err := a.Validate(); err != nil {
 		return Balance{}, err
 	}
-	var ds *total
-	var per []identityTotal
-	err := s.e.read(ctx, func(q querier) error {
-		var err error
-		ds, per, err = s.totals(ctx, q, a.Dataset)
-		return err
-	})
+	if err := rel.Validate(); err != nil {
+		return Balance{}, err
+	}
+	d, err := s.readTotals(ctx, a.Dataset)
 	if err != nil {
 		return Balance{}, wrap("balance", err)
 	}
-	id, charges := find(per, a.Identity)
-	return s.balance(a, id, ds, charges), nil
+	b, _ := s.balance(d, a, rel)
+	return b, nil
 }
 
-func (s *store) balance(a Account, id, ds *total, charges int64) Balance {
+// balance returns a's effective balance under rel, and the number of
+// records counting towards it.
+func (s *store) balance(d *datasetTotals, a Account, rel Relation) (Balance, int64) {
+	id, n := d.effective(a.Identity, rel)
+	ds, _ := d.datasetEffective(rel)
 	return Balance{
 		Account:          a,
+		Relation:         rel,
 		Spent:            id.cost(),
 		Remaining:        id.remaining(s.limits.PerIdentity),
 		DatasetSpent:     ds.cost(),
 		DatasetRemaining: ds.remaining(s.limits.Dataset),
-		Charges:          int(charges),
+		Charges:          int(n),
 		Limits:           s.limits,
-	}
+	}, n
 }
 
 func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	var ds *total
-	var per []identityTotal
-	err := s.e.read(ctx, func(q querier) error {
-		var err error
-		ds, per, err = s.totals(ctx, q, dataset)
-		return err
-	})
+	d, err := s.readTotals(ctx, dataset)
 	if err != nil {
 		return nil, wrap("accounts", err)
 	}
-	out := make([]Balance, 0, len(per))
-	for i := range per {
-		out = append(out, s.balance(Account{Dataset: dataset, Identity: per[i].identity}, &per[i].t, ds, per[i].charges))
+	var out []Balance
+	for _, id := range d.identities {
+		for _, rel := range Relations {
+			if b, n := s.balance(d, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
+				out = append(out, b)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error) {
+	if err := checkName("dataset", dataset); err != nil {
+		return nil, err
+	}
+	d, err := s.readTotals(ctx, dataset)
+	if err != nil {
+		return nil, wrap("dataset totals", err)
+	}
+	var out []DatasetBalance
+	for _, rel := range Relations {
+		if t, n := d.datasetEffective(rel); n > 0 {
+			out = append(out, DatasetBalance{
+				Dataset: dataset, Relation: rel,
+				Spent: t.cost(), Remaining: t.remaining(s.limits.Dataset),
+				Charges: int(n), Limits: s.limits,
+			})
+		}
 	}
 	return out, nil
 }
@@ -402,11 +623,14 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 		for rows.Next() {
 			r := Receipt{Account: Account{Dataset: dataset}}
 			var size, createdNS int64
-			if err := rows.Scan(&r.Identity, &r.Key, &r.Kind, &r.Description,
+			if err := rows.Scan(&r.Identity, &r.Key, &r.Kind, &r.Relation, &r.Description,
 				&r.Cost.Epsilon, &r.Cost.Delta, &size, &createdNS); err != nil {
 				return err
 			}
 			if err := checkStoredCost(r.Cost); err != nil {
+				return err
+			}
+			if err := checkStoredRelation(r.Relation); err != nil {
 				return err
 			}
 			if size < 0 {

@@ -41,6 +41,7 @@ func runStoreSuite(t *testing.T, b backend) {
 		{"InvalidRefused", testInvalidRefused},
 		{"SetResult", testSetResult},
 		{"BalanceAccounts", testBalanceAccounts},
+		{"Relations", testRelations},
 		{"EntriesOrder", testEntriesOrder},
 		{"Persistence", testPersistence},
 		{"DecimalSlack", testDecimalSlack},
@@ -70,13 +71,27 @@ func mustCharge(t *testing.T, s Store, c Charge) Receipt {
 	return r
 }
 
-func mustBalance(t *testing.T, s Store, a Account) Balance {
+func mustBalance(t *testing.T, s Store, a Account, rel Relation) Balance {
 	t.Helper()
-	b, err := s.Balance(ctx, a)
+	b, err := s.Balance(ctx, a, rel)
 	if err != nil {
-		t.Fatalf("Balance(%v) error: %v", a, err)
+		t.Fatalf("Balance(%v, %s) error: %v", a, rel, err)
 	}
 	return b
+}
+
+// mustBalances returns a's balance under every relation, in the order of
+// Relations.
+func mustBalances(t *testing.T, s Store, a Account) [4]Balance {
+	t.Helper()
+	var out [4]Balance
+	if len(Relations) != len(out) {
+		t.Fatalf("%d relations, mustBalances knows %d", len(Relations), len(out))
+	}
+	for i, rel := range Relations {
+		out[i] = mustBalance(t, s, a, rel)
+	}
+	return out
 }
 
 func mustEntries(t *testing.T, s Store, dataset string) []Receipt {
@@ -94,6 +109,9 @@ func diffReceipt(got, want Receipt) string {
 	if got.Account != want.Account || got.Key != want.Key || got.Kind != want.Kind || got.Description != want.Description {
 		d = append(d, fmt.Sprintf("names %v/%s/%s/%q, want %v/%s/%s/%q", got.Account, got.Key, got.Kind, got.Description,
 			want.Account, want.Key, want.Kind, want.Description))
+	}
+	if got.Relation != want.Relation {
+		d = append(d, fmt.Sprintf("relation %s, want %s", got.Relation, want.Relation))
 	}
 	if got.Cost != want.Cost {
 		d = append(d, fmt.Sprintf("cost %+v, want %+v", got.Cost, want.Cost))
@@ -127,12 +145,12 @@ func testChargeReplay(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
 	payload := []byte("Z-bytes")
-	c := Charge{Account: acme, Key: "proj-1", Kind: "projection", Description: "r=8", Cost: Cost{0.25, 1e-6}, Result: payload}
+	c := Charge{Account: acme, Key: "proj-1", Kind: "projection", Relation: RelationFeatureUnit, Description: "r=8", Cost: Cost{0.25, 1e-6}, Result: payload}
 	before := time.Now()
 	r1 := mustCharge(t, s, c)
 	after := time.Now()
 	payload[0] = 'X' // the store must not alias the caller's slice
-	want := Receipt{Account: acme, Key: "proj-1", Kind: "projection", Description: "r=8", Cost: Cost{0.25, 1e-6},
+	want := Receipt{Account: acme, Key: "proj-1", Kind: "projection", Relation: RelationFeatureUnit, Description: "r=8", Cost: Cost{0.25, 1e-6},
 		Result: []byte("Z-bytes"), ResultSize: 7, Created: r1.Created}
 	if d := diffReceipt(r1, want); d != "" {
 		t.Errorf("Charge = %s", d)
@@ -161,8 +179,11 @@ func testChargeReplay(t *testing.T, loc location) {
 		t.Errorf("Get(unknown key) = %v, %v, want not found", found, err)
 	}
 
-	b := mustBalance(t, s, acme)
-	if b.Spent != (Cost{0.25, 1e-6}) || b.Charges != 1 || b.DatasetSpent != b.Spent {
+	if b := mustBalance(t, s, acme, RelationRecord); b.Spent != (Cost{}) || b.Charges != 0 || b.DatasetSpent != (Cost{}) {
+		t.Errorf("record Balance after a feature-unit charge: spent %+v, charges %d, dataset %+v; want nothing", b.Spent, b.Charges, b.DatasetSpent)
+	}
+	b := mustBalance(t, s, acme, RelationFeatureUnit)
+	if b.Spent != (Cost{0.25, 1e-6}) || b.Charges != 1 || b.DatasetSpent != b.Spent || b.Relation != RelationFeatureUnit {
 		t.Errorf("Balance after charge and replay: spent %+v, charges %d, dataset %+v; want {0.25 1e-06}, 1, the same", b.Spent, b.Charges, b.DatasetSpent)
 	}
 	// 1e-5 − 1e-6 rounded toward zero: within one ulp below 9e-6, never above the exact difference.
@@ -177,7 +198,7 @@ func testChargeReplay(t *testing.T, loc location) {
 func testKeyConflict(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
-	c := Charge{Account: acme, Key: "q-7", Kind: "query", Cost: Cost{0.125, 0}}
+	c := Charge{Account: acme, Key: "q-7", Kind: "query", Relation: RelationRecord, Cost: Cost{0.125, 0}}
 	mustCharge(t, s, c)
 	tests := []struct {
 		name string
@@ -187,6 +208,10 @@ func testKeyConflict(t *testing.T, loc location) {
 		{"delta", func(c *Charge) { c.Cost.Delta = 1e-9 }},
 		{"kind", func(c *Charge) { c.Kind = "projection" }},
 		{"zero cost", func(c *Charge) { c.Cost = Cost{} }},
+		// A record-level charge also counts as feature-unit, but a replay must
+		// still name the relation stated when it was charged.
+		{"relation implied", func(c *Charge) { c.Relation = RelationFeatureUnit }},
+		{"relation", func(c *Charge) { c.Relation = RelationValidationRecord }},
 	}
 	for _, tt := range tests {
 		d := c
@@ -207,7 +232,7 @@ func testKeyConflict(t *testing.T, loc location) {
 	if r := mustCharge(t, s, other); r.Replayed {
 		t.Errorf("Charge(same key, other dataset).Replayed = true, want false")
 	}
-	if b := mustBalance(t, s, acme); b.Spent != (Cost{0.125, 0}) || b.DatasetSpent != (Cost{0.25, 0}) || b.Charges != 1 {
+	if b := mustBalance(t, s, acme, RelationRecord); b.Spent != (Cost{0.125, 0}) || b.DatasetSpent != (Cost{0.25, 0}) || b.Charges != 1 {
 		t.Errorf("Balance = spent %+v, dataset %+v, charges %d; want {0.125 0}, {0.25 0}, 1", b.Spent, b.DatasetSpent, b.Charges)
 	}
 }
@@ -216,6 +241,7 @@ func testBudgetExceeded(t *testing.T, loc location) {
 	type pre struct {
 		identity string
 		cost     Cost
+		rel      Relation // RelationRecord if empty
 	}
 	tests := []struct {
 		name   string
@@ -228,41 +254,71 @@ func testBudgetExceeded(t *testing.T, loc location) {
 		{
 			name:   "identity",
 			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
-			pre:    []pre{{"acme", Cost{0.5, 1e-5}}},
-			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{1, 1e-5}},
-			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
-			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes": requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
+			pre:    []pre{{"acme", Cost{0.5, 1e-5}, ""}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{1, 1e-5}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationRecord, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the record neighbour relation: requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
 		},
 		{
 			name:   "identity delta only",
 			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
-			pre:    []pre{{"acme", Cost{0.25, 1e-5}}, {"globex", Cost{0.5, 0}}},
-			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.125, 1e-9}},
-			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{0.125, 1e-9}, Remaining: Cost{0.75, 0}},
+			pre:    []pre{{"acme", Cost{0.25, 1e-5}, ""}, {"globex", Cost{0.5, 0}, ""}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.125, 1e-9}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationRecord, Requested: Cost{0.125, 1e-9}, Remaining: Cost{0.75, 0}},
 		},
 		{
 			name:   "dataset",
 			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1.5, 1e-4}},
-			pre:    []pre{{"alice", Cost{1, 0}}, {"bob", Cost{0.25, 0}}},
-			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}},
-			want:   BudgetError{Scope: ScopeDataset, Account: acme, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-4}},
-			text:   `ledger: budget exceeded for dataset "diabetes" (charge by identity "acme"): requested ε=0.5, δ=0; remaining ε=0.25, δ=0.0001`,
+			pre:    []pre{{"alice", Cost{1, 0}, ""}, {"bob", Cost{0.25, 0}, ""}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeDataset, Account: acme, Relation: RelationRecord, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-4}},
+			text:   `ledger: budget exceeded for dataset "diabetes" (charge by identity "acme") under the record neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=0.0001`,
 		},
 		{
 			name:   "both, identity reported",
 			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1, 1e-4}},
-			pre:    []pre{{"acme", Cost{0.75, 0}}},
-			req:    Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}},
-			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
+			pre:    []pre{{"acme", Cost{0.75, 0}, ""}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationRecord, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
+		},
+		{
+			// The record budget has room (nothing spent under it), but a
+			// record-level charge also spends feature-unit budget.
+			name:   "record charge, feature-unit identity budget",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
+			pre:    []pre{{"acme", Cost{0.75, 0}, RelationFeatureUnit}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationFeatureUnit, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
+		},
+		{
+			// The record total of the dataset is 1, its feature-unit total 1.25.
+			name:   "record charge, feature-unit dataset budget",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1.5, 1e-4}},
+			pre:    []pre{{"alice", Cost{1, 0}, RelationRecord}, {"bob", Cost{0.25, 0}, RelationFeatureUnit}},
+			req:    Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeDataset, Account: acme, Relation: RelationFeatureUnit, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-4}},
+		},
+		{
+			name:   "job relation",
+			limits: Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{10, 1e-3}},
+			pre:    []pre{{"acme", Cost{0.75, 0}, RelationTrainingAddRemove}},
+			req:    Charge{Account: acme, Key: "k", Kind: "job:dphypo", Relation: RelationTrainingAddRemove, Cost: Cost{0.5, 0}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationTrainingAddRemove, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the training-add-remove neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := loc(t)(t, tt.limits)
 			for i, p := range tt.pre {
-				mustCharge(t, s, Charge{Account: Account{"diabetes", p.identity}, Key: fmt.Sprint("pre-", i), Kind: "query", Cost: p.cost})
+				rel := p.rel
+				if rel == "" {
+					rel = RelationRecord
+				}
+				mustCharge(t, s, Charge{Account: Account{"diabetes", p.identity}, Key: fmt.Sprint("pre-", i), Kind: "pre", Relation: rel, Cost: p.cost})
 			}
-			before := mustBalance(t, s, tt.req.Account)
+			before := mustBalances(t, s, tt.req.Account)
 			_, err := s.Charge(ctx, tt.req)
 			var be *BudgetError
 			if !errors.As(err, &be) || !errors.Is(err, ErrBudgetExceeded) {
@@ -281,8 +337,8 @@ func testBudgetExceeded(t *testing.T, loc location) {
 			if n := len(mustEntries(t, s, "diabetes")); n != len(tt.pre) {
 				t.Errorf("len(Entries) = %d, want %d", n, len(tt.pre))
 			}
-			if after := mustBalance(t, s, tt.req.Account); after != before {
-				t.Errorf("Balance after refusal = %+v, want %+v", after, before)
+			if after := mustBalances(t, s, tt.req.Account); after != before {
+				t.Errorf("Balances after refusal = %+v, want %+v", after, before)
 			}
 			// Exactly the reported remainder fits (where it is positive in both components or zero-cost components).
 			rem := Cost{Epsilon: math.Min(tt.req.Cost.Epsilon, be.Remaining.Epsilon), Delta: math.Min(tt.req.Cost.Delta, be.Remaining.Delta)}
@@ -298,7 +354,7 @@ func testBudgetExceeded(t *testing.T, loc location) {
 func testZeroCost(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
-	mustCharge(t, s, Charge{Account: acme, Key: "all-eps", Kind: "query", Cost: Cost{1, 0}})
+	mustCharge(t, s, Charge{Account: acme, Key: "all-eps", Kind: "query", Relation: RelationRecord, Cost: Cost{1, 0}})
 	tests := []struct {
 		key        string
 		cost       Cost
@@ -310,7 +366,7 @@ func testZeroCost(t *testing.T, loc location) {
 		{"negative zero", Cost{math.Copysign(0, -1), 0}, false},
 	}
 	for _, tt := range tests {
-		r, err := s.Charge(ctx, Charge{Account: acme, Key: tt.key, Kind: "record", Cost: tt.cost})
+		r, err := s.Charge(ctx, Charge{Account: acme, Key: tt.key, Kind: "record", Relation: RelationRecord, Cost: tt.cost})
 		if tt.wantRefuse != errors.Is(err, ErrBudgetExceeded) || !tt.wantRefuse && err != nil {
 			t.Errorf("Charge(%+v) with ε exhausted: error %v, want refused=%v", tt.cost, err, tt.wantRefuse)
 			continue
@@ -319,11 +375,11 @@ func testZeroCost(t *testing.T, loc location) {
 			t.Errorf("Charge(%+v) recorded %+v, want +0 components", tt.cost, r.Cost)
 		}
 	}
-	b := mustBalance(t, s, acme)
+	b := mustBalance(t, s, acme, RelationRecord)
 	if b.Spent != (Cost{1, 1e-6}) || b.Charges != 4 || b.Remaining != (Cost{0, 9e-6}) {
 		t.Errorf("Balance = spent %+v, remaining %+v, charges %d; want {1 1e-06}, {0 9e-06}, 4", b.Spent, b.Remaining, b.Charges)
 	}
-	if r := mustCharge(t, s, Charge{Account: acme, Key: "zero", Kind: "record"}); !r.Replayed {
+	if r := mustCharge(t, s, Charge{Account: acme, Key: "zero", Kind: "record", Relation: RelationRecord}); !r.Replayed {
 		t.Errorf("zero-cost retry Replayed = false, want true")
 	}
 }
@@ -331,7 +387,7 @@ func testZeroCost(t *testing.T, loc location) {
 func testInvalidRefused(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
-	good := Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}}
+	good := Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}}
 	tests := []struct {
 		name    string
 		edit    func(c *Charge)
@@ -349,6 +405,8 @@ func testInvalidRefused(t *testing.T, loc location) {
 		{"empty kind", func(c *Charge) { c.Kind = "" }, "kind must not be empty"},
 		{"invalid UTF-8 key", func(c *Charge) { c.Key = "\xc3\x28" }, "key must be valid UTF-8"},
 		{"NUL identity", func(c *Charge) { c.Identity = "ac\x00me" }, "identity must not contain NUL"},
+		{"no relation", func(c *Charge) { c.Relation = "" }, "unknown neighbour relation"},
+		{"unknown relation", func(c *Charge) { c.Relation = "add-remove" }, "unknown neighbour relation"},
 	}
 	for _, tt := range tests {
 		c := good
@@ -361,12 +419,18 @@ func testInvalidRefused(t *testing.T, loc location) {
 	if es := mustEntries(t, s, "diabetes"); len(es) != 0 {
 		t.Errorf("Entries after invalid charges = %d records, want 0", len(es))
 	}
-	if b := mustBalance(t, s, acme); b.Spent != (Cost{}) || b.Remaining != stdLimits.PerIdentity {
+	if b := mustBalance(t, s, acme, RelationRecord); b.Spent != (Cost{}) || b.Remaining != stdLimits.PerIdentity {
 		t.Errorf("Balance after invalid charges = spent %+v, remaining %+v; want zero, %+v", b.Spent, b.Remaining, stdLimits.PerIdentity)
 	}
 	// The other methods validate their arguments too.
-	if _, err := s.Balance(ctx, Account{Dataset: "diabetes"}); err == nil {
+	if _, err := s.Balance(ctx, Account{Dataset: "diabetes"}, RelationRecord); err == nil {
 		t.Errorf("Balance(no identity) error = nil, want an error")
+	}
+	if _, err := s.Balance(ctx, acme, "add-remove"); err == nil || !strings.Contains(err.Error(), "unknown neighbour relation") {
+		t.Errorf("Balance(unknown relation) error = %v, want an unknown relation error", err)
+	}
+	if _, err := s.DatasetTotals(ctx, ""); err == nil {
+		t.Errorf("DatasetTotals(\"\") error = nil, want an error")
 	}
 	if _, _, err := s.Get(ctx, acme, ""); err == nil {
 		t.Errorf("Get(empty key) error = nil, want an error")
@@ -385,7 +449,7 @@ func testInvalidRefused(t *testing.T, loc location) {
 func testSetResult(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
-	c := Charge{Account: acme, Key: "job-1", Kind: "kusner", Cost: Cost{0.5, 1e-6}}
+	c := Charge{Account: acme, Key: "job-1", Kind: "kusner", Relation: RelationValidationRecord, Cost: Cost{0.5, 1e-6}}
 	r := mustCharge(t, s, c)
 	if r.Result != nil || r.ResultSize != 0 {
 		t.Errorf("Charge without result: Result %q (%d), want nil (0)", r.Result, r.ResultSize)
@@ -406,7 +470,7 @@ func testSetResult(t *testing.T, loc location) {
 	if es := mustEntries(t, s, "diabetes"); len(es) != 1 || es[0].ResultSize != len("second result") || es[0].Result != nil {
 		t.Errorf("Entries = %+v, want one record with ResultSize %d and no payload", es, len("second result"))
 	}
-	if b := mustBalance(t, s, acme); b.Spent != c.Cost || b.Charges != 1 {
+	if b := mustBalance(t, s, acme, RelationValidationRecord); b.Spent != c.Cost || b.Charges != 1 {
 		t.Errorf("Balance after SetResult = spent %+v, charges %d; want %+v, 1", b.Spent, b.Charges, c.Cost)
 	}
 	for _, tt := range []struct {
@@ -426,8 +490,8 @@ func testBalanceAccounts(t *testing.T, loc location) {
 	if got := s.Limits(); got != limits {
 		t.Errorf("Limits() = %+v, want %+v", got, limits)
 	}
-	fresh := mustBalance(t, s, acme)
-	want := Balance{Account: acme, Remaining: limits.PerIdentity, DatasetRemaining: limits.Dataset, Limits: limits}
+	fresh := mustBalance(t, s, acme, RelationRecord)
+	want := Balance{Account: acme, Relation: RelationRecord, Remaining: limits.PerIdentity, DatasetRemaining: limits.Dataset, Limits: limits}
 	if fresh != want {
 		t.Errorf("Balance(fresh) = %+v, want %+v", fresh, want)
 	}
@@ -438,11 +502,11 @@ func testBalanceAccounts(t *testing.T, loc location) {
 	}{
 		{alice, Cost{0.25, 0}}, {bob, Cost{0.125, 0.5e-5}}, {alice, Cost{0.25, 1e-5}}, {Account{"ds2", "alice"}, Cost{0.5, 0}},
 	} {
-		mustCharge(t, s, Charge{Account: c.a, Key: fmt.Sprint("k", i), Kind: "query", Cost: c.cost})
+		mustCharge(t, s, Charge{Account: c.a, Key: fmt.Sprint("k", i), Kind: "query", Relation: RelationRecord, Cost: c.cost})
 	}
-	wantAlice := Balance{Account: alice, Spent: Cost{0.5, 1e-5}, Remaining: Cost{0.5, 0}, DatasetSpent: Cost{0.625, 1.5e-5},
+	wantAlice := Balance{Account: alice, Relation: RelationRecord, Spent: Cost{0.5, 1e-5}, Remaining: Cost{0.5, 0}, DatasetSpent: Cost{0.625, 1.5e-5},
 		DatasetRemaining: Cost{0.875, 0.5e-5}, Charges: 2, Limits: limits}
-	wantBob := Balance{Account: bob, Spent: Cost{0.125, 0.5e-5}, Remaining: Cost{0.875, 0.5e-5}, DatasetSpent: Cost{0.625, 1.5e-5},
+	wantBob := Balance{Account: bob, Relation: RelationRecord, Spent: Cost{0.125, 0.5e-5}, Remaining: Cost{0.875, 0.5e-5}, DatasetSpent: Cost{0.625, 1.5e-5},
 		DatasetRemaining: Cost{0.875, 0.5e-5}, Charges: 1, Limits: limits}
 	// δ values: 1e-5 + 0.5e-5 and 2e-5 − 1.5e-5 are checked against exact arithmetic below; the
 	// wanted float64 values are the correctly rounded (nearest / toward zero) results.
@@ -461,20 +525,27 @@ func testBalanceAccounts(t *testing.T, loc location) {
 	}
 	fixDelta(&wantAlice, []float64{0, 1e-5}, []float64{0, 0.5e-5, 1e-5})
 	fixDelta(&wantBob, []float64{0.5e-5}, []float64{0, 0.5e-5, 1e-5})
-	if got := mustBalance(t, s, alice); got != wantAlice {
+	if got := mustBalance(t, s, alice, RelationRecord); got != wantAlice {
 		t.Errorf("Balance(alice) = %+v, want %+v", got, wantAlice)
 	}
 	accs, err := s.Accounts(ctx, "ds1")
 	if err != nil {
 		t.Fatalf("Accounts error: %v", err)
 	}
-	if len(accs) != 2 || accs[0] != wantAlice || accs[1] != wantBob {
-		t.Errorf("Accounts(ds1) = %+v, want [%+v %+v]", accs, wantAlice, wantBob)
+	// The record-level charges count towards feature-unit as well, and
+	// feature-unit comes first in Relations.
+	aliceFU, bobFU := wantAlice, wantBob
+	aliceFU.Relation, bobFU.Relation = RelationFeatureUnit, RelationFeatureUnit
+	if got := mustBalance(t, s, alice, RelationFeatureUnit); got != aliceFU {
+		t.Errorf("Balance(alice, feature-unit) = %+v, want %+v", got, aliceFU)
+	}
+	if len(accs) != 4 || accs[0] != aliceFU || accs[1] != wantAlice || accs[2] != bobFU || accs[3] != wantBob {
+		t.Errorf("Accounts(ds1) = %+v, want [%+v %+v %+v %+v]", accs, aliceFU, wantAlice, bobFU, wantBob)
 	}
 	if accs, err := s.Accounts(ctx, "ds3"); err != nil || len(accs) != 0 {
 		t.Errorf("Accounts(ds3) = %+v, %v, want none", accs, err)
 	}
-	if got := mustBalance(t, s, Account{"ds2", "alice"}); got.DatasetSpent != (Cost{0.5, 0}) || got.Charges != 1 {
+	if got := mustBalance(t, s, Account{"ds2", "alice"}, RelationRecord); got.DatasetSpent != (Cost{0.5, 0}) || got.Charges != 1 {
 		t.Errorf("Balance(ds2/alice) = %+v, want dataset spent {0.5 0} and 1 charge", got)
 	}
 }
@@ -495,7 +566,7 @@ func testEntriesOrder(t *testing.T, loc location) {
 		if c.result != "" {
 			res = []byte(c.result)
 		}
-		mustCharge(t, s, Charge{Account: Account{c.dataset, c.identity}, Key: c.key, Kind: "query",
+		mustCharge(t, s, Charge{Account: Account{c.dataset, c.identity}, Key: c.key, Kind: "query", Relation: RelationRecord,
 			Description: fmt.Sprint("charge ", i), Cost: Cost{float64(i + 1), 0}, Result: res})
 	}
 	es := mustEntries(t, s, "ds1")
@@ -523,14 +594,14 @@ func testEntriesOrder(t *testing.T, loc location) {
 func testPersistence(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, stdLimits)
-	mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Description: "first", Cost: Cost{0.5, 1e-6}, Result: []byte{0, 1, 2, 255}})
-	mustCharge(t, s, Charge{Account: Account{"diabetes", "globex"}, Key: "b", Kind: "query", Cost: Cost{0.25, 0}})
-	mustCharge(t, s, Charge{Account: acme, Key: "c", Kind: "kusner", Cost: Cost{0.125, 0}})
+	mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Relation: RelationFeatureUnit, Description: "first", Cost: Cost{0.5, 1e-6}, Result: []byte{0, 1, 2, 255}})
+	mustCharge(t, s, Charge{Account: Account{"diabetes", "globex"}, Key: "b", Kind: "query", Relation: RelationRecord, Cost: Cost{0.25, 0}})
+	mustCharge(t, s, Charge{Account: acme, Key: "c", Kind: "kusner", Relation: RelationValidationRecord, Cost: Cost{0.125, 0}})
 	if err := s.SetResult(ctx, acme, "c", []byte("done")); err != nil {
 		t.Fatalf("SetResult error: %v", err)
 	}
 	wantEntries := mustEntries(t, s, "diabetes")
-	wantBalance := mustBalance(t, s, acme)
+	wantBalances := mustBalances(t, s, acme)
 	wantC, _, _ := s.Get(ctx, acme, "c")
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close error: %v", err)
@@ -546,31 +617,33 @@ func testPersistence(t *testing.T, loc location) {
 			t.Errorf("after reopen Entries[%d]: %s", i, d)
 		}
 	}
-	if got := mustBalance(t, s, acme); got != wantBalance {
-		t.Errorf("after reopen Balance = %+v, want %+v", got, wantBalance)
+	if got := mustBalances(t, s, acme); got != wantBalances {
+		t.Errorf("after reopen Balances = %+v, want %+v", got, wantBalances)
 	}
 	if got, found, err := s.Get(ctx, acme, "c"); err != nil || !found || diffReceipt(got, wantC) != "" {
 		t.Errorf("after reopen Get(c) = %+v, %v, %v, want %+v", got, found, err, wantC)
 	}
-	if r := mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Cost: Cost{0.5, 1e-6}}); !r.Replayed || !bytes.Equal(r.Result, []byte{0, 1, 2, 255}) {
+	if r := mustCharge(t, s, Charge{Account: acme, Key: "a", Kind: "projection", Relation: RelationFeatureUnit, Cost: Cost{0.5, 1e-6}}); !r.Replayed || !bytes.Equal(r.Result, []byte{0, 1, 2, 255}) {
 		t.Errorf("after reopen replay = %q, replayed %v; want stored bytes, true", r.Result, r.Replayed)
 	}
-	// The spend persisted: acme has 0.375 left.
-	_, err := s.Charge(ctx, Charge{Account: acme, Key: "d", Kind: "query", Cost: Cost{0.5, 0}})
+	// The spend persisted: acme has 0.5 left under feature-unit.
+	_, err := s.Charge(ctx, Charge{Account: acme, Key: "d", Kind: "projection", Relation: RelationFeatureUnit, Cost: Cost{0.75, 0}})
 	var be *BudgetError
-	if !errors.As(err, &be) || be.Remaining.Epsilon != 0.375 {
-		t.Errorf("after reopen Charge(0.5) error = %v, want a BudgetError with ε remaining 0.375", err)
+	if !errors.As(err, &be) || be.Remaining.Epsilon != 0.5 || be.Relation != RelationFeatureUnit {
+		t.Errorf("after reopen Charge(0.75) error = %v, want a feature-unit BudgetError with ε remaining 0.5", err)
 	}
 	s.Close()
 
 	// Reopened with lower limits, the totals are checked against the new limits.
 	lower := Limits{PerIdentity: Cost{0.5, 1e-5}, Dataset: Cost{0.75, 1e-4}}
 	s = open(t, lower)
-	if b := mustBalance(t, s, acme); b.Spent != wantBalance.Spent || b.Remaining.Epsilon != 0 || b.DatasetRemaining.Epsilon != 0 || b.Limits != lower {
-		t.Errorf("with lower limits Balance = %+v, want spent %+v and nothing remaining", b, wantBalance.Spent)
+	// (Feature-unit: acme 0.5, the dataset 0.75 with globex's record-level query.)
+	if b := mustBalance(t, s, acme, RelationFeatureUnit); b.Spent != wantBalances[0].Spent || b.Remaining.Epsilon != 0 || b.DatasetRemaining.Epsilon != 0 || b.Limits != lower {
+		t.Errorf("with lower limits Balance = %+v, want spent %+v and nothing remaining", b, wantBalances[0].Spent)
 	}
-	if _, err := s.Charge(ctx, Charge{Account: Account{"diabetes", "initech"}, Key: "e", Kind: "query", Cost: Cost{0.125, 0}}); !errors.Is(err, ErrBudgetExceeded) {
-		t.Errorf("with lower limits Charge error = %v, want ErrBudgetExceeded", err)
+	_, err = s.Charge(ctx, Charge{Account: Account{"diabetes", "initech"}, Key: "e", Kind: "query", Relation: RelationRecord, Cost: Cost{0.125, 0}})
+	if !errors.As(err, &be) || be.Scope != ScopeDataset || be.Relation != RelationFeatureUnit {
+		t.Errorf("with lower limits Charge error = %v, want a feature-unit dataset BudgetError", err)
 	}
 }
 
@@ -578,9 +651,9 @@ func testDecimalSlack(t *testing.T, loc location) {
 	open := loc(t)
 	s := open(t, Limits{PerIdentity: Cost{1, 1e-4}, Dataset: Cost{10, 0.5}})
 	for i := range 10 {
-		mustCharge(t, s, Charge{Account: acme, Key: fmt.Sprint("q", i), Kind: "query", Cost: Cost{0.1, 1e-5}})
+		mustCharge(t, s, Charge{Account: acme, Key: fmt.Sprint("q", i), Kind: "query", Relation: RelationRecord, Cost: Cost{0.1, 1e-5}})
 	}
-	b := mustBalance(t, s, acme)
+	b := mustBalance(t, s, acme, RelationRecord)
 	if b.Remaining != (Cost{}) || b.Charges != 10 {
 		t.Errorf("after 10×(0.1, 1e-5): remaining %+v, charges %d; want zero, 10", b.Remaining, b.Charges)
 	}
@@ -588,7 +661,7 @@ func testDecimalSlack(t *testing.T, loc location) {
 	if b.Spent.Epsilon != 1 {
 		t.Errorf("after 10×0.1: spent ε = %v, want 1", b.Spent.Epsilon)
 	}
-	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "q10", Kind: "query", Cost: Cost{0.1, 0}}); !errors.Is(err, ErrBudgetExceeded) {
+	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "q10", Kind: "query", Relation: RelationRecord, Cost: Cost{0.1, 0}}); !errors.Is(err, ErrBudgetExceeded) {
 		t.Errorf("11th Charge(0.1) error = %v, want ErrBudgetExceeded", err)
 	}
 	for _, tt := range []struct {
@@ -596,7 +669,7 @@ func testDecimalSlack(t *testing.T, loc location) {
 		eps      float64
 		want     bool
 	}{{"within", 1 + 0.5e-12, true}, {"beyond", 1 + 2e-12, false}} {
-		_, err := s.Charge(ctx, Charge{Account: Account{"diabetes", tt.identity}, Key: "k", Kind: "query", Cost: Cost{tt.eps, 0}})
+		_, err := s.Charge(ctx, Charge{Account: Account{"diabetes", tt.identity}, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{tt.eps, 0}})
 		if (err == nil) != tt.want || err != nil && !errors.Is(err, ErrBudgetExceeded) {
 			t.Errorf("Charge(ε=%.15g) against limit 1: error %v, want accepted=%v", tt.eps, err, tt.want)
 		}
@@ -608,7 +681,7 @@ func testCancelled(t *testing.T, loc location) {
 	s := open(t, stdLimits)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := s.Charge(cctx, Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}})
+	_, err := s.Charge(cctx, Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Charge(cancelled) error = %v, want context.Canceled", err)
 	}
@@ -623,10 +696,10 @@ func testClosed(t *testing.T, loc location) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close error: %v", err)
 	}
-	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k", Kind: "query", Cost: Cost{0.5, 0}}); err == nil {
+	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}}); err == nil {
 		t.Errorf("Charge after Close error = nil, want an error")
 	}
-	if _, err := s.Balance(ctx, acme); err == nil {
+	if _, err := s.Balance(ctx, acme, RelationRecord); err == nil {
 		t.Errorf("Balance after Close error = nil, want an error")
 	}
 }
@@ -664,12 +737,12 @@ func testRace(t *testing.T, loc location, nStores int) {
 			nPre := 0
 			for left := tt.preEps; left > 0; nPre++ {
 				c := math.Min(left, tt.limits.PerIdentity.Epsilon)
-				mustCharge(t, stores[0], Charge{Account: Account{"diabetes", fmt.Sprintf("pre%02d", nPre)}, Key: "pre", Kind: "projection", Cost: Cost{c, 0}})
+				mustCharge(t, stores[0], Charge{Account: Account{"diabetes", fmt.Sprintf("pre%02d", nPre)}, Key: "pre", Kind: "query", Relation: RelationRecord, Cost: Cost{c, 0}})
 				left -= c
 			}
 			charge := func(i int) Charge {
 				return Charge{Account: Account{"diabetes", fmt.Sprintf("id%02d", i%identities)}, Key: fmt.Sprint("k", i),
-					Kind: "query", Cost: Cost{unit, deltaUnit}, Result: []byte(fmt.Sprint("result ", i))}
+					Kind: "query", Relation: RelationRecord, Cost: Cost{unit, deltaUnit}, Result: []byte(fmt.Sprint("result ", i))}
 			}
 			n := identities * perIdentity
 			won := make([]bool, n)
@@ -738,7 +811,7 @@ func testRace(t *testing.T, loc location, nStores int) {
 				}
 			}
 			if tt.wantScope == ScopeDataset {
-				if b := mustBalance(t, s, Account{"diabetes", "pre00"}); b.DatasetRemaining.Epsilon != 0 || b.DatasetSpent.Epsilon != 1 {
+				if b := mustBalance(t, s, Account{"diabetes", "pre00"}, RelationRecord); b.DatasetRemaining.Epsilon != 0 || b.DatasetSpent.Epsilon != 1 {
 					t.Errorf("dataset after the race: spent %g, remaining %g; want 1, 0", b.DatasetSpent.Epsilon, b.DatasetRemaining.Epsilon)
 				}
 			}
@@ -757,5 +830,141 @@ func testRace(t *testing.T, loc location, nStores int) {
 				t.Errorf("after retries len(Entries) = %d, want %d", len(es2), len(es))
 			}
 		})
+	}
+}
+
+// testRelations charges releases under every relation: no relation's totals
+// see another's charges, except that record-level charges count towards the
+// feature-unit totals (and not the other way).
+func testRelations(t *testing.T, loc location) {
+	open := loc(t)
+	limits := Limits{PerIdentity: Cost{1, 1e-5}, Dataset: Cost{1.5, 1e-4}}
+	s := open(t, limits)
+	acme, globex := Account{"rel", "acme"}, Account{"rel", "globex"}
+	type step struct {
+		a     Account
+		key   string
+		rel   Relation
+		eps   float64
+		scope string   // "" if the charge must be accepted
+		on    Relation // the relation whose budget refuses it
+	}
+	for _, st := range []step{
+		{acme, "p1", RelationFeatureUnit, 0.75, "", ""},
+		// Fits the record budget (empty) and the feature-unit budget (0.75 + 0.25 = 1).
+		{acme, "q1", RelationRecord, 0.25, "", ""},
+		// The record budget has 0.75 left, but the feature-unit budget is spent.
+		{acme, "q2", RelationRecord, 0.125, ScopeIdentity, RelationFeatureUnit},
+		{acme, "p2", RelationFeatureUnit, 0.125, ScopeIdentity, RelationFeatureUnit},
+		// The job relations see neither the feature-unit nor the record spend.
+		{acme, "j1", RelationTrainingAddRemove, 1, "", ""},
+		{acme, "k1", RelationValidationRecord, 1, "", ""},
+		{acme, "k2", RelationValidationRecord, 0.125, ScopeIdentity, RelationValidationRecord},
+		// Dataset: feature-unit 1 + 0.5 = 1.5 fits.
+		{globex, "p", RelationFeatureUnit, 0.5, "", ""},
+		// Dataset record total 0.25 leaves room, the feature-unit total none.
+		{globex, "q", RelationRecord, 0.125, ScopeDataset, RelationFeatureUnit},
+		{globex, "j", RelationTrainingAddRemove, 0.5, "", ""},
+		{globex, "j2", RelationTrainingAddRemove, 0.125, ScopeDataset, RelationTrainingAddRemove},
+		{globex, "k", RelationValidationRecord, 0.5, "", ""},
+	} {
+		c := Charge{Account: st.a, Key: st.key, Kind: "k-" + string(st.rel), Relation: st.rel, Cost: Cost{st.eps, 0}}
+		r, err := s.Charge(ctx, c)
+		var be *BudgetError
+		switch {
+		case st.scope == "" && (err != nil || r.Replayed || r.Relation != st.rel):
+			t.Errorf("Charge(%s/%s, %s, ε=%g) = relation %s, replayed %v, %v; want a new %s record", st.a.Identity, st.key, st.rel, st.eps, r.Relation, r.Replayed, err, st.rel)
+		case st.scope != "" && (!errors.As(err, &be) || be.Scope != st.scope || be.Relation != st.on):
+			t.Errorf("Charge(%s/%s, %s, ε=%g) error = %v, want a %s BudgetError under %s", st.a.Identity, st.key, st.rel, st.eps, err, st.scope, st.on)
+		case st.scope != "" && !strings.Contains(err.Error(), "the "+string(st.on)+" neighbour relation"):
+			t.Errorf("Charge(%s/%s) error %q does not name the %s relation", st.a.Identity, st.key, err, st.on)
+		}
+	}
+
+	type want struct {
+		a              Account
+		rel            Relation
+		spent, dsSpent float64
+		charges        int
+	}
+	wants := []want{
+		{acme, RelationFeatureUnit, 1, 1.5, 2},
+		{acme, RelationRecord, 0.25, 0.25, 1},
+		{acme, RelationTrainingAddRemove, 1, 1.5, 1},
+		{acme, RelationValidationRecord, 1, 1.5, 1},
+		{globex, RelationFeatureUnit, 0.5, 1.5, 1},
+		{globex, RelationTrainingAddRemove, 0.5, 1.5, 1},
+		{globex, RelationValidationRecord, 0.5, 1.5, 1},
+	}
+	toBalance := func(w want) Balance {
+		return Balance{Account: w.a, Relation: w.rel, Spent: Cost{w.spent, 0}, Remaining: Cost{1 - w.spent, 1e-5},
+			DatasetSpent: Cost{w.dsSpent, 0}, DatasetRemaining: Cost{1.5 - w.dsSpent, 1e-4}, Charges: w.charges, Limits: limits}
+	}
+	for _, w := range wants {
+		if got := mustBalance(t, s, w.a, w.rel); got != toBalance(w) {
+			t.Errorf("Balance(%s, %s) = %+v, want %+v", w.a.Identity, w.rel, got, toBalance(w))
+		}
+	}
+	// globex has no record-level charge; its record balance is empty but
+	// shows the dataset's record total, which excludes the feature-unit spend.
+	if got, w := mustBalance(t, s, globex, RelationRecord), toBalance(want{globex, RelationRecord, 0, 0.25, 0}); got != w {
+		t.Errorf("Balance(globex, record) = %+v, want %+v", got, w)
+	}
+	accs, err := s.Accounts(ctx, "rel")
+	if err != nil {
+		t.Fatalf("Accounts error: %v", err)
+	}
+	if len(accs) != len(wants) {
+		t.Errorf("Accounts = %d balances, want %d: %+v", len(accs), len(wants), accs)
+	}
+	for i := range min(len(accs), len(wants)) {
+		if accs[i] != toBalance(wants[i]) {
+			t.Errorf("Accounts[%d] = %+v, want %+v", i, accs[i], toBalance(wants[i]))
+		}
+	}
+	tots, err := s.DatasetTotals(ctx, "rel")
+	if err != nil {
+		t.Fatalf("DatasetTotals error: %v", err)
+	}
+	wantTots := []DatasetBalance{
+		{Dataset: "rel", Relation: RelationFeatureUnit, Spent: Cost{1.5, 0}, Remaining: Cost{0, 1e-4}, Charges: 3, Limits: limits},
+		{Dataset: "rel", Relation: RelationRecord, Spent: Cost{0.25, 0}, Remaining: Cost{1.25, 1e-4}, Charges: 1, Limits: limits},
+		{Dataset: "rel", Relation: RelationTrainingAddRemove, Spent: Cost{1.5, 0}, Remaining: Cost{0, 1e-4}, Charges: 2, Limits: limits},
+		{Dataset: "rel", Relation: RelationValidationRecord, Spent: Cost{1.5, 0}, Remaining: Cost{0, 1e-4}, Charges: 2, Limits: limits},
+	}
+	if fmt.Sprint(tots) != fmt.Sprint(wantTots) {
+		t.Errorf("DatasetTotals = %+v, want %+v", tots, wantTots)
+	}
+	if tots, err := s.DatasetTotals(ctx, "empty"); err != nil || len(tots) != 0 {
+		t.Errorf("DatasetTotals(empty) = %+v, %v, want none", tots, err)
+	}
+
+	// Entries carry their relation; refused charges wrote nothing.
+	es := mustEntries(t, s, "rel")
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Identity+"/"+e.Key+"/"+string(e.Relation))
+	}
+	wantEs := "acme/p1/feature-unit acme/q1/record acme/j1/training-add-remove acme/k1/validation-record " +
+		"globex/p/feature-unit globex/j/training-add-remove globex/k/validation-record"
+	if strings.Join(got, " ") != wantEs {
+		t.Errorf("Entries = %s, want %s", strings.Join(got, " "), wantEs)
+	}
+
+	// A replay spends nothing, even with every budget it counts towards
+	// spent; a replay under another relation (even an implied one) conflicts.
+	q1 := Charge{Account: acme, Key: "q1", Kind: "k-record", Relation: RelationRecord, Cost: Cost{0.25, 0}}
+	if r, err := s.Charge(ctx, q1); err != nil || !r.Replayed || r.Relation != RelationRecord {
+		t.Errorf("replay of q1 = relation %s, replayed %v, %v; want the stored record receipt", r.Relation, r.Replayed, err)
+	}
+	q1.Relation = RelationFeatureUnit
+	if _, err := s.Charge(ctx, q1); !errors.Is(err, ErrKeyConflict) {
+		t.Errorf("replay of q1 under feature-unit error = %v, want ErrKeyConflict", err)
+	}
+	if r, found, err := s.Get(ctx, acme, "j1"); err != nil || !found || r.Relation != RelationTrainingAddRemove {
+		t.Errorf("Get(j1) = relation %s, %v, %v; want training-add-remove", r.Relation, found, err)
+	}
+	if n := len(mustEntries(t, s, "rel")); n != len(es) {
+		t.Errorf("after replays len(Entries) = %d, want %d", n, len(es))
 	}
 }

@@ -55,7 +55,9 @@ func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetIn
 }
 
 func (h *handlers) GetBudget(ctx context.Context, _ *curatorv1.GetBudgetRequest) (*curatorv1.GetBudgetResponse, error) {
-	bal, err := h.cur.Balance(ctx, identity(ctx))
+	// The feature-unit balance: the relation the projection is stated for, and the
+	// one record-level releases count towards as well.
+	bal, err := h.cur.Balance(ctx, identity(ctx), ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, h.status(ctx, err)
 	}

@@ -36,16 +36,16 @@ func (s *Server) newMetrics(dataset string) *metrics.Registry {
 				if strings.HasPrefix(b.Identity, "_") {
 					continue
 				}
-				out = append(out, metrics.Sample{Labels: []string{"dataset", dataset, "identity", b.Identity},
+				out = append(out, metrics.Sample{Labels: []string{"dataset", dataset, "identity", b.Identity, "relation", string(b.Relation)},
 					Value: value(b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)})
 			}
 			return out
 		})
 	}
-	gauge("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity.", func(se, _, _, _ float64) float64 { return se })
-	gauge("privbo_budget_spent_delta", "Privacy budget δ spent, by identity.", func(_, sd, _, _ float64) float64 { return sd })
-	gauge("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity.", func(_, _, re, _ float64) float64 { return re })
-	gauge("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity.", func(_, _, _, rd float64) float64 { return rd })
+	gauge("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation.", func(se, _, _, _ float64) float64 { return se })
+	gauge("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation.", func(_, sd, _, _ float64) float64 { return sd })
+	gauge("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation.", func(_, _, re, _ float64) float64 { return re })
+	gauge("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation.", func(_, _, _, rd float64) float64 { return rd })
 	r.GaugeFunc("privbo_jobs", "Jobs by state.", func() []metrics.Sample {
 		if s.jobs == nil {
 			return nil

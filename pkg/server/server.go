@@ -284,7 +284,7 @@ func (s *Server) watchReadiness(dataset string) {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err := s.ledger.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity})
+		_, err := s.ledger.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
 		cancel()
 		select {
 		case <-s.stopped:
