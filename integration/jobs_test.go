@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -30,7 +31,10 @@ func breastCancerConfig(t *testing.T, state string) server.Config {
 		DataPath: breastCancerPath,
 		Data:     dataset.Options{Target: "benign"},
 		StateDir: state,
-		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.5},
+		// Jobs are charged under the dataset id; answers are private (0/1 target).
+		DatasetID: "breast-cancer",
+		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},
+		Budget:    ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Jobs: server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,
 			Kusner: tuning.KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}},
 	}
