@@ -153,8 +153,8 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="OK"} 3`,
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="AlreadyExists"} 1`,
 		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 1`,
-		`privbo_budget_spent_epsilon{dataset="breast_cancer",identity="tuner"} 3`,
-		`privbo_budget_remaining_epsilon{dataset="breast_cancer",identity="tuner"} 97`,
+		`privbo_budget_spent_epsilon{dataset="breast-cancer",identity="tuner"} 3`,
+		`privbo_budget_remaining_epsilon{dataset="breast-cancer",identity="tuner"} 97`,
 		`privbo_jobs{state="succeeded"} 2`,
 		`privbo_jobs{state="running"} 0`,
 	} {
