@@ -69,7 +69,7 @@ func progressIteration(line string) (int, bool) {
 // iteration), resuming each time with the same command. The finished study must have
 // made the same queries, in the same order, as an uninterrupted run with the same
 // settings and initial row, and the curator must have charged one projection and one
-// answer per distinct row — nothing twice. The resume overhead (process start to the
+// ε_out for all the answers (they compose in parallel) — nothing twice. The resume overhead (process start to the
 // first new answer, and the in-process rebuild the modeler reports) is logged.
 func TestStudySurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
