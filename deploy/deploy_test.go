@@ -78,6 +78,16 @@ func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 			t.Errorf("Dockerfile copies %s, which is not in the repository", src)
 		}
 	}
+	// Every curator started by these files names its dataset id (the ledger keys budgets
+	// by it) and, with private outputs (the default), the target's range.
+	for _, f := range []string{"systemd/privbo-curator.service", "compose/compose.yaml", "k8s/curator.yaml", "../scripts/demo.sh"} {
+		b, _ := os.ReadFile(f)
+		for _, want := range []string{"--dataset-id", "--output-lower", "--output-upper"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s starts a curator without %s", f, want)
+			}
+		}
+	}
 	// The environment variable k8s uses must be one the curator reads.
 	k8s, _ := os.ReadFile("k8s/curator.yaml")
 	for _, m := range regexp.MustCompile(`PRIVBO_CURATOR_([A-Z_]+)`).FindAllStringSubmatch(string(k8s), -1) {

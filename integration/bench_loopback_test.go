@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
@@ -29,6 +30,7 @@ func benchCurator(b *testing.B, path, target, identity, mechanism string) curato
 	srv, err := server.Start(context.Background(), server.Config{
 		Listen: "127.0.0.1:0", DataPath: path, Data: dataset.Options{Target: target},
 		StateDir: b.TempDir(), Budget: ledger.Cost{Epsilon: 1e9, Delta: 0.99}, ProjectionMechanism: mechanism,
+		DatasetID: "bench", Output: curator.OutputPrivacy{Lower: -1e6, Upper: 1e6},
 	})
 	if err != nil {
 		b.Fatalf("server.Start: %v", err)

@@ -28,18 +28,29 @@ func TestDemoScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scripts/demo.sh: %v\n%s", err, out)
 	}
-	m := regexp.MustCompile(`best row (\d+) with value (\d+(?:\.\d+)?) after 40 queries`).FindSubmatch(out)
+	m := regexp.MustCompile(`best row (\d+) with value (\S+) after 40 queries`).FindSubmatch(out)
 	if m == nil {
 		t.Fatalf("demo printed no study result:\n%s", out)
 	}
-	// The best value is one of the 442 patients' progressions, which range over 25–346.
-	if v, _ := strconv.ParseFloat(string(m[2]), 64); v < 25 || v > 346 {
-		t.Errorf("demo's best value = %v, want a progression in [25, 346]", v)
+	// The answers are noised, so the best value is any number; the row it names is one of
+	// the 442 patients, whose true progression (printed for reference) is in [25, 346].
+	if row, err := strconv.Atoi(string(m[1])); err != nil || row < 0 || row >= 442 {
+		t.Errorf("demo's best row = %s, want a row of the 442 patients", m[1])
+	}
+	tm := regexp.MustCompile(`the best row by its noisy answer, ` + string(m[1]) + `, has the true progression (\d+)`).FindSubmatch(out)
+	if tm == nil {
+		t.Errorf("demo does not print the best row's true progression:\n%s", out)
+	} else if v, _ := strconv.ParseFloat(string(tm[1]), 64); v < 25 || v > 346 {
+		t.Errorf("true progression of the best row = %v, want one in [25, 346]", v)
 	}
 	for _, want := range []string{
 		`the highest progression in the data is 346; the top 1% is ≥ 321`,
-		`privacy spent by this identity: ε=7.38905609893065 δ=0.0001`,
+		// e² for the projection and ε_out = 2.5 once for all 40 answers.
+		`privacy spent by this identity: ε=9.88905609893065 δ=0.0001`,
+		`projection (mechanism gaussian): (ε=7.38905609893065, δ=0.0001)-DP under the feature-unit neighbour relation`,
+		`answers (mechanism laplace): each answer (ε=2.5, δ=0)-DP under the record neighbour relation`,
 		`== the curator's privacy ledger`,
+		`query-answers`,
 	} {
 		if !regexp.MustCompile(regexp.QuoteMeta(want)).Match(out) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -48,15 +49,19 @@ type curatorProc struct {
 	cfg  server.Config
 }
 
-// diabetesConfig is a curator over the shipped diabetes data with a generous budget.
+// diabetesConfig is a curator over the shipped diabetes data with a generous budget and
+// exact answers (the paper's setting, chosen explicitly: a curator's default is private
+// answers), which go to identities holding a projection, at most 200 rows each.
 func diabetesConfig(t *testing.T, state string) server.Config {
 	t.Helper()
 	return server.Config{
-		Listen:   "127.0.0.1:0",
-		DataPath: diabetesPath,
-		Data:     dataset.Options{Target: "progression"},
-		StateDir: state,
-		Budget:   ledger.Cost{Epsilon: 1000, Delta: 0.5},
+		Listen:    "127.0.0.1:0",
+		DataPath:  diabetesPath,
+		Data:      dataset.Options{Target: "progression"},
+		DatasetID: "diabetes",
+		StateDir:  state,
+		Budget:    ledger.Cost{Epsilon: 1000, Delta: 0.5},
+		Output:    curator.OutputPrivacy{Mechanism: "none"},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -35,7 +36,10 @@ func breastCancerConfig(t *testing.T, state string) server.Config {
 		DataPath: breastCancerPath,
 		Data:     dataset.Options{Target: "benign", Scaling: sc},
 		StateDir: state,
-		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.5},
+		// Jobs are charged under the dataset id; answers are private (0/1 target).
+		DatasetID: "breast-cancer",
+		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},
+		Budget:    ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Jobs: server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,
 			Kusner: tuning.KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}},
 	}
@@ -154,8 +158,8 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="OK"} 3`,
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="AlreadyExists"} 1`,
 		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 1`,
-		`privbo_budget_spent_epsilon{dataset="breast_cancer",identity="tuner"} 3`,
-		`privbo_budget_remaining_epsilon{dataset="breast_cancer",identity="tuner"} 97`,
+		`privbo_budget_spent_epsilon{dataset="breast-cancer",identity="tuner"} 3`,
+		`privbo_budget_remaining_epsilon{dataset="breast-cancer",identity="tuner"} 97`,
 		`privbo_jobs{state="succeeded"} 2`,
 		`privbo_jobs{state="running"} 0`,
 	} {

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +74,7 @@ func TestGaussianProjectionMechanism(t *testing.T) {
 }
 
 // TestBudgetSchedulesAndRemainders checks the curator's early budget check against
-// the ledger's rule: ten private answers of ε = 0.1 fit a budget of 1 (the ledger's
+// the ledger's rule: ten releases of ε = 0.1 fit a budget of 1 (the ledger's
 // relative slack absorbs float rounding), the eleventh is refused; and a refusal
 // names the scope that binds, with the remainder that can still be spent.
 func TestBudgetSchedulesAndRemainders(t *testing.T) {
@@ -80,17 +82,17 @@ func TestBudgetSchedulesAndRemainders(t *testing.T) {
 	cfg := diabetesConfig(t, t.TempDir())
 	cfg.Budget = ledger.Cost{Epsilon: 1, Delta: 1e-3}
 	cfg.DatasetBudget = ledger.Cost{Epsilon: 1.5} // δ cap defaults to the identity's
-	cfg.Output = curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 0.1, Lower: 0, Upper: 400}
 	cur := startCurator(t, cfg)
 	a := cur.client(t, "acme")
 	for i := range 10 {
-		if _, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{uint64(i)}}); err != nil {
-			t.Fatalf("private answer %d of 10 at ε = 0.1 under a budget of 1: %v", i+1, err)
+		req := &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.1, Delta: 1e-6, Label: fmt.Sprint(i)}
+		if _, err := modeler.FetchProjection(ctx, a, req); err != nil {
+			t.Fatalf("release %d of 10 at ε = 0.1 under a budget of 1: %v", i+1, err)
 		}
 	}
-	_, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{10}})
+	_, err := modeler.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.1, Delta: 1e-6, Label: "10"})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "identity") {
-		t.Errorf("eleventh answer: %v, want ResourceExhausted for the identity", err)
+		t.Errorf("eleventh release: %v, want ResourceExhausted for the identity", err)
 	}
 
 	// The dataset cap (1.5, 1.0 spent) now binds before bob's own budget (1).
@@ -101,5 +103,100 @@ func TestBudgetSchedulesAndRemainders(t *testing.T) {
 	}
 	if _, err := modeler.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.5, Delta: 1e-5}); err != nil {
 		t.Errorf("release of exactly the dataset's remainder: %v", err)
+	}
+}
+
+// TestOutputMechanismChargedOncePerIdentity: a curator with the default output
+// privacy (Laplace, ε = 1, declared range) answers a whole column in one query with
+// noised values and charges the identity ε_out once (parallel composition under the
+// record relation); a second identity pays again; GetDatasetInfo states all of it.
+func TestOutputMechanismChargedOncePerIdentity(t *testing.T) {
+	ctx := context.Background()
+	cfg := diabetesConfig(t, t.TempDir())
+	cfg.Output = curator.OutputPrivacy{Lower: 0, Upper: 400} // the default mechanism and ε
+	cur := startCurator(t, cfg)
+	a := cur.client(t, "reader")
+	info, err := a.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := info.GetOutputPrivacy()
+	if op.GetMechanism() != "laplace" || op.GetEpsilonPerIndex() != 1 || op.GetRelation() != "record" || info.GetDatasetId() != "diabetes" ||
+		!strings.HasPrefix(op.GetGuarantee(), "each answer (ε=1, δ=0)-DP under the record neighbour relation") ||
+		!strings.Contains(info.GetGuarantee(), "Projection releases: mechanism gaussian") {
+		t.Fatalf("dataset info = %v", info)
+	}
+	all := make([]uint64, 442)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	resp, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: all})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := loadDiabetes(t)
+	exact := 0
+	for k, o := range resp.GetObservations() {
+		if o.GetValue() == ds.Y[k] {
+			exact++
+		}
+	}
+	if exact > 4 {
+		t.Errorf("%d of 442 private answers equal the target exactly; the column leaked", exact)
+	}
+	if got := resp.GetBudget().GetEpsilonSpent(); got != 1 {
+		t.Errorf("the whole column cost ε = %g, want one ε_out = 1", got)
+	}
+	b := cur.client(t, "second")
+	resp, err = b.Query(ctx, &curatorv1.QueryRequest{Indices: all[:10]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetBudget().GetEpsilonSpent(); got != 1 {
+		t.Errorf("a second identity spent ε = %g, want its own ε_out = 1", got)
+	}
+	if math.Abs(resp.GetBudget().GetEpsilonLimit()-1000) > 0 {
+		t.Errorf("budget limit = %g", resp.GetBudget().GetEpsilonLimit())
+	}
+}
+
+// TestExactOutputMechanismNeedsProjection: with exact answers (output privacy none) a
+// caller without a projection release cannot read the column, and one with a projection
+// reads at most 200 distinct rows.
+func TestExactOutputMechanismNeedsProjection(t *testing.T) {
+	ctx := context.Background()
+	cur := startCurator(t, diabetesConfig(t, t.TempDir()))
+	a := cur.client(t, "reader")
+	all := make([]uint64, 442)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	_, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: all})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "request the projection first") {
+		t.Fatalf("exact column read without a projection: %v, want FailedPrecondition", err)
+	}
+	if _, err := modeler.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1, Delta: 1e-5}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Query(ctx, &curatorv1.QueryRequest{Indices: all})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 200 distinct rows per identity") {
+		t.Fatalf("exact column read past the cap: %v, want ResourceExhausted naming the cap", err)
+	}
+	resp, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: all[:200]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetBudget().GetEpsilonSpent(); got != 1 {
+		t.Errorf("exact answers cost ε = %g beyond the projection", got-1)
+	}
+	info, err := a.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := info.GetOutputPrivacy().GetGuarantee(); !strings.HasPrefix(g, "no guarantee (ε = ∞): exact answers") {
+		t.Errorf("exact answers' guarantee = %q", g)
+	}
+	if !strings.Contains(string(cur.logs.Bytes()), "WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED") {
+		t.Error("the curator did not log a warning about exact answers")
 	}
 }

@@ -23,8 +23,8 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 	}
 	bin := buildBinary(t, "./cmd/curator")
 	state := t.TempDir()
-	base := []string{"--data", diabetesPath, "--target", "progression", "--state", state,
-		"--budget-epsilon", "100", "--budget-delta", "0.1", "--evaluate", "manual"}
+	base := []string{"--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes", "--state", state,
+		"--budget-epsilon", "100", "--budget-delta", "0.1", "--evaluate", "manual", "--output-privacy", "none"}
 	cur := startRealCurator(t, bin, base...)
 	addr := cur.addr
 	ds := loadDiabetes(t)
@@ -42,7 +42,7 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			out, err := exec.Command(bin, "pending", "--state", state, "--dataset", "diabetes").Output()
+			out, err := exec.Command(bin, "pending", "--state", state, "--dataset-id", "diabetes").Output()
 			if err != nil {
 				continue // the ledger may be busy while the curator restarts
 			}
@@ -52,7 +52,7 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 					continue
 				}
 				v := fmt.Sprint(ds.Y[i])
-				if exec.Command(bin, "record", "--state", state, "--dataset", "diabetes", "--index", f, "--value", v).Run() == nil {
+				if exec.Command(bin, "record", "--state", state, "--dataset-id", "diabetes", "--index", f, "--value", v).Run() == nil {
 					recorded.Store(i, true)
 				}
 			}
@@ -99,7 +99,7 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 			t.Errorf("row %d was answered without being recorded", i)
 		}
 	}
-	out, err := exec.Command(bin, "pending", "--state", state, "--dataset", "diabetes").Output()
+	out, err := exec.Command(bin, "pending", "--state", state, "--dataset-id", "diabetes").Output()
 	if err != nil || !strings.Contains(string(out), "no rows are waiting") {
 		t.Errorf("pending after the study: %q, %v; want none", out, err)
 	}

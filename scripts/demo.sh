@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The end-to-end demo: a curator serving the shipped diabetes data and a modeler running
 # PO-GP-UCB against it, both on loopback. The modeler looks for the patients with the
-# highest disease progression while seeing only a private projection of the patients.
+# highest disease progression while seeing only a private projection of the patients and
+# private (noised) answers: the curator's default output privacy, Laplace noise on the
+# declared progression range [0, 400], charged once per modeler identity.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${PRIVBO_BIN:-.bin} # where the curator and modeler binaries are (make build puts them in .bin)
@@ -15,7 +17,8 @@ echo "== creating a development CA, a server certificate and the vendor's client
 
 echo "== starting the curator (hospital) on loopback with mutual TLS; its log: $log"
 "$bin/curator" serve \
-  --data examples/data/diabetes.csv --target progression \
+  --data examples/data/diabetes.csv --target progression --dataset-id diabetes \
+  --output-lower 0 --output-upper 400 --output-epsilon 2.5 \
   --listen 127.0.0.1:0 --addr-file "$state/addr" --state "$state/curator" \
   --tls-cert "$state/pki/server.pem" --tls-key "$state/pki/server-key.pem" --client-ca "$state/pki/ca.pem" \
   --budget-epsilon 10 --budget-delta 1e-3 2>"$log" &
@@ -25,9 +28,10 @@ for _ in $(seq 100); do [ -s "$state/addr" ] && break; sleep 0.1; done
 addr=$(cat "$state/addr")
 
 echo "== running the modeler (vendor, identity from its certificate) against $addr: r=5, ε=e², δ=1e-4, T=40"
+echo "   (the answers are noised: Laplace with ε=2.5 on [0, 400], paid once by the vendor for all its answers)"
 "$bin/modeler" run --curator "$addr" \
   --ca "$state/pki/ca.pem" --cert "$state/pki/vendor-demo.pem" --key "$state/pki/vendor-demo-key.pem" \
-  --r 5 --epsilon 7.38905609893065 --delta 1e-4 --iterations 40 --quiet
+  --r 5 --epsilon 7.38905609893065 --delta 1e-4 --iterations 40 --quiet | tee "$state/modeler.out"
 
 # Every stage of these pipelines reads all of its input: under pipefail a stage that stops
 # early (head) would kill the writer with SIGPIPE and fail the demo at random.
@@ -35,7 +39,10 @@ echo "== running the modeler (vendor, identity from its certificate) against $ad
 best=$(awk -F, '{ sub(/\r$/, "") } NR > 1 && (m == "" || $11 + 0 > m) { m = $11 + 0 } END { print m }' examples/data/diabetes.csv)
 top1=$(awk -F, '{ sub(/\r$/, "") } NR > 1 { print $11 }' examples/data/diabetes.csv | sort -n -r | sed -n 5p)
 echo "   (for reference: the highest progression in the data is $best; the top 1% is ≥ $top1)"
+row=$(sed -n 's/.*best row \([0-9]*\) with value.*/\1/p' "$state/modeler.out")
+truth=$(awk -F, -v r="$row" '{ sub(/\r$/, "") } NR == r + 2 { print $11 }' examples/data/diabetes.csv)
+echo "   (the best row by its noisy answer, $row, has the true progression $truth)"
 
 echo "== the curator's privacy ledger"
 kill -TERM $curator_pid; wait $curator_pid || true
-"$bin/curator" ledger --state "$state/curator" --dataset diabetes --budget-epsilon 10 --budget-delta 1e-3
+"$bin/curator" ledger --state "$state/curator" --dataset-id diabetes --budget-epsilon 10 --budget-delta 1e-3

@@ -1,8 +1,9 @@
 // Command curator runs privbo's curator: a gRPC daemon that serves differentially private
 // releases of a sensitive dataset and charges each to a durable privacy ledger.
 //
-//	curator serve  --data FILE --target COLUMN --state DIR --budget-epsilon E --budget-delta D [flags]
-//	curator ledger --state DIR --dataset NAME --budget-epsilon E --budget-delta D
+//	curator serve  --data FILE --target COLUMN --dataset-id ID --state DIR --budget-epsilon E --budget-delta D
+//	               --output-lower L --output-upper U [flags]
+//	curator ledger --state DIR --dataset-id ID --budget-epsilon E --budget-delta D
 package main
 
 import (
@@ -131,6 +132,9 @@ type serveFlags struct {
 	evaluatorRDP                         string
 	evaluatorTimeout                     time.Duration
 	evaluateProgram                      string
+	// set holds the flags given on the command line, in the environment or in the
+	// configuration file.
+	set map[string]bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -141,18 +145,21 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
 	fs.StringVar(&f.scaling, "scaling", "standardise-nonprivate", "how rows are put on the protected unit: schema:FILE (public bounds or scales per column), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), private[:EPS] (bounds estimated with DP), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold")
-	fs.StringVar(&cfg.DatasetName, "name", "", "dataset name (default: the file name)")
+	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
+	fs.StringVar(&cfg.DatasetName, "name", "", "display name of the dataset shown to modelers (default: the file name); budgets are kept per --dataset-id, not per name")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
 	fs.Float64Var(&cfg.NoiseSD, "noise-sd", 0, "standard deviation of Gaussian observation noise recorded once per row (simulated measurement noise, not privacy)")
 	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", "column", "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
 	fs.StringVar(&f.evaluateProgram, "evaluate-program", "", "program evaluating one row: {\"index\": i, \"features\": {...}} on stdin, a number on stdout")
 	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", time.Minute, "time limit of one program evaluation")
-	fs.StringVar(&f.outMech, "output-privacy", "none", "release of query answers: none, laplace or gaussian")
-	fs.Float64Var(&f.outEps, "output-epsilon", 0, "ε charged per distinct index with private outputs")
-	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ charged per distinct index with gaussian outputs")
-	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared output range (private outputs are clipped to it)")
-	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared output range")
+	fs.StringVar(&f.outMech, "output-privacy", "laplace", "release of query answers: laplace or gaussian (differentially private, needs --output-lower/--output-upper), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
+	fs.Float64Var(&f.outEps, "output-epsilon", curator.DefaultOutputEpsilon, "ε of each private answer; one identity's answers compose in parallel (each record influences one answer), so this is what all of an identity's answers cost, charged once")
+	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ of each gaussian answer, charged once per identity like --output-epsilon")
+	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target (required with private outputs: answers are clipped to it)")
+	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target (required with private outputs)")
+	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows answered exactly to one identity")
+	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
 	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "gaussian", "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
@@ -204,6 +211,8 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected arguments %q", name, fs.Args())
 	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	return f, nil
 }
 
@@ -214,6 +223,11 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg := f.cfg
 	if cfg.DataPath == "" || cfg.Data.Target == "" {
 		return cfg, errors.New("--data and --target are required")
+	}
+	if cfg.DatasetID == "" {
+		return cfg, errors.New("--dataset-id is required: budgets are kept per dataset id, so that renaming or moving the data file " +
+			"never gives the same records a fresh budget; declare a stable id for these records (an existing deployment keeps its ledger " +
+			"with the dataset name it used so far: the file name without extension, or its --name)")
 	}
 	if f.features != "" {
 		cfg.Data.Features = strings.Split(f.features, ",")
@@ -226,6 +240,9 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.StateDir = f.lf.state
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
+	if f.outMech == "none" && !f.set["output-epsilon"] {
+		cfg.Output.Epsilon = 0 // the default ε is that of private answers
+	}
 	if f.evaluateProgram != "" {
 		cfg.Evaluation.Command = []string{f.evaluateProgram}
 	}
@@ -320,6 +337,9 @@ func serve(args []string) error {
 	}
 	defer log.Sync()
 	cfg.Logger = log
+	for _, w := range server.Warnings(cfg) {
+		fmt.Fprintln(os.Stderr, "curator:", w)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -363,6 +383,9 @@ func checkConfig(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range server.Warnings(cfg) {
+		fmt.Fprintln(os.Stderr, "curator:", w)
+	}
 	fmt.Println("configuration OK:", sum)
 	return nil
 }
@@ -370,13 +393,14 @@ func checkConfig(args []string) error {
 func printLedger(args []string) error {
 	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
 	var (
-		lf         ledgerFlags
-		name       string
-		all        bool
-		configFile string
+		lf          ledgerFlags
+		name, alias string
+		all         bool
+		configFile  string
 	)
 	lf.register(fs)
-	fs.StringVar(&name, "dataset", "", "dataset name (required)")
+	fs.StringVar(&name, "dataset-id", "", "dataset id, as the curator's --dataset-id (required; read from --config when not given)")
+	fs.StringVar(&alias, "dataset", "", "the same as --dataset-id (older name of the flag)")
 	fs.BoolVar(&all, "all", false, "list zero-cost releases too (by default they are only counted)")
 	fs.StringVar(&configFile, "config", "", "the curator's configuration file: the ledger and budget settings not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
 	if err := fs.Parse(args); err != nil {
@@ -388,8 +412,11 @@ func printLedger(args []string) error {
 	if err := ledgerSettingsFromServeConfig(fs, configFile); err != nil {
 		return err
 	}
+	if alias != "" {
+		name = alias
+	}
 	if name == "" || lf.state == "" && lf.kind == "sqlite" {
-		return errors.New("ledger: --dataset and --state (or --ledger postgres) are required")
+		return errors.New("ledger: --dataset-id and --state (or --ledger postgres) are required")
 	}
 	lc, per, ds := lf.config()
 	ctx := context.Background()
@@ -406,7 +433,7 @@ func printLedger(args []string) error {
 	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tKEY")
 	free := 0
 	if len(entries) == 0 {
-		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset %q: check --dataset (a curator names its dataset after the data file unless --name is given)\n", name)
+		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset id %q: check --dataset-id (the curator's --dataset-id; ledgers written before it existed use the data file's name, or --name)\n", name)
 	}
 	for _, e := range entries {
 		if e.Kind == "evaluation" || e.Kind == "pending" {
@@ -420,7 +447,7 @@ func printLedger(args []string) error {
 	}
 	w.Flush()
 	if free > 0 {
-		fmt.Printf("(and %d releases at no cost, such as non-private query answers; --all lists them)\n", free)
+		fmt.Printf("(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
 	}
 	// One table per neighbour relation: guarantees stated under different relations
 	// are never summed (see package ledger).
@@ -554,12 +581,16 @@ func hashToken(args []string) error {
 func evaluationStore(fs *flag.FlagSet, args []string) (ledger.Store, string, *flag.FlagSet, error) {
 	var lf ledgerFlags
 	lf.register(fs)
-	name := fs.String("dataset", "", "dataset name (required)")
+	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")
+	alias := fs.String("dataset", "", "the same as --dataset-id (older name of the flag)")
 	if err := fs.Parse(args); err != nil {
 		return nil, "", nil, err
 	}
+	if *alias != "" {
+		*name = *alias
+	}
 	if *name == "" || lf.state == "" && lf.kind == "sqlite" {
-		return nil, "", nil, errors.New("--dataset and --state (or --ledger postgres) are required")
+		return nil, "", nil, errors.New("--dataset-id and --state (or --ledger postgres) are required")
 	}
 	lc, _, _ := lf.config()
 	placeholder := ledger.Cost{Epsilon: 1}

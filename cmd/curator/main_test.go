@@ -25,9 +25,17 @@ target = "progression"
 state = "`+t.TempDir()+`"
 budget-epsilon = 10
 budget-delta = 1e-3
+dataset-id = "diabetes-2024"
+output-lower = 0
+output-upper = 400
 `)
 	if err := run([]string{"check-config", "--config", good}); err != nil {
 		t.Fatalf("check-config of a good file: %v", err)
+	}
+	// Exact answers are an explicit choice; the default ε of private answers does not
+	// stand in their way, an explicit one does.
+	if err := run([]string{"check-config", "--config", good, "--output-privacy", "none"}); err != nil {
+		t.Errorf("check-config with exact answers: %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -40,10 +48,13 @@ budget-delta = 1e-3
 		{"environment overrides file", []string{"check-config", "--config", good}, map[string]string{"PRIVBO_CURATOR_BUDGET_EPSILON": "-1"}, "epsilon"},
 		{"missing file", []string{"check-config", "--config", good, "--data", "/nonexistent.csv"}, nil, "nonexistent.csv"},
 		{"plaintext off loopback", []string{"check-config", "--config", good, "--listen", "0.0.0.0:7070"}, nil, "plaintext"},
-		{"bad output privacy", []string{"check-config", "--config", good, "--output-privacy", "laplace"}, nil, "range"},
+		{"private outputs without a range", []string{"check-config", "--config", good, "--output-privacy", "laplace", "--output-upper", "0"}, nil, "--output-lower and --output-upper"},
+		{"no dataset id", []string{"check-config", "--data", diabetes, "--target", "progression", "--state", t.TempDir(), "--budget-epsilon", "1"}, nil, "--dataset-id is required: budgets are kept per dataset id"},
+		{"exact answers with an epsilon", []string{"check-config", "--config", good, "--output-privacy", "none", "--output-epsilon", "1"}, nil, "none takes no epsilon"},
+		{"exact program answers", []string{"check-config", "--config", good, "--output-privacy", "none", "--evaluate", "program", "--evaluate-program", "/bin/true"}, nil, "--allow-exact-program-answers"},
 		{"bad evaluator curve", []string{"check-config", "--config", good, "--evaluators", "x=/bin/true", "--evaluator-rdp", "x=2:abc"}, nil, "ALPHA:EPS"},
 		{"curve of an unknown evaluator", []string{"check-config", "--config", good, "--evaluator-rdp", "y=2:0.1"}, nil, `"y"`},
-		{"no state", []string{"check-config", "--data", diabetes, "--target", "progression", "--budget-epsilon", "1"}, nil, "state"},
+		{"no state", []string{"check-config", "--data", diabetes, "--target", "progression", "--dataset-id", "d", "--budget-epsilon", "1"}, nil, "state"},
 		{"unknown evaluation mode", []string{"check-config", "--config", good, "--evaluate", "bogus"}, nil, "evaluation mode"},
 		{"negative noise", []string{"check-config", "--config", good, "--noise-sd", "-1"}, nil, "noise sd"},
 		{"missing evaluation program", []string{"check-config", "--config", good, "--evaluate", "program", "--evaluate-program", "/nonexistent/prog"}, nil, "/nonexistent/prog"},

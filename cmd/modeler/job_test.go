@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -29,6 +30,9 @@ func TestJobCommands(t *testing.T) {
 		StateDir: t.TempDir(),
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
 		Jobs:     server.JobsConfig{Enabled: true},
+		// The jobs' budget is kept under the dataset id; answers are not asked for.
+		DatasetID: "breast-cancer",
+		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,20 @@ func main() {
 	}
 }
 
+// printProtection states the guarantee and mechanism of the projection and of the
+// answers the study received, as the curator stated them.
+func printProtection(w io.Writer, p modeler.Protection) {
+	mech := p.ProjectionMechanism
+	if mech == "" {
+		mech = "not stated"
+	}
+	fmt.Fprintf(w, "projection (mechanism %s): %s\n", mech, p.ProjectionGuarantee)
+	fmt.Fprintf(w, "answers (mechanism %s): %s\n", p.AnswersMechanism, p.AnswersGuarantee)
+	if p.ExactAnswers {
+		fmt.Fprintln(w, "note: the answers this study received are exact and unprotected (ε = ∞); the projection's guarantee does not cover them")
+	}
+}
+
 // errorLine is err as printed: prefixed "modeler: " once, library errors carrying it
 // already.
 func errorLine(err error) string {
@@ -200,6 +214,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		fitted, res.Lengthscale, res.SignalVariance, res.NoiseVariance)
 	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g\n",
 		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
+	printProtection(stdout, res.Protection)
 	if asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {

@@ -8,20 +8,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/server"
 )
 
-// startDiabetesCurator starts an in-process curator over the shipped diabetes data.
+// startDiabetesCurator starts an in-process curator over the shipped diabetes data, with
+// private answers (the default Laplace mechanism, ε = 1, on [0, 400]).
 func startDiabetesCurator(t *testing.T) *server.Server {
 	t.Helper()
+	return startDiabetesCuratorOutput(t, curator.OutputPrivacy{Lower: 0, Upper: 400})
+}
+
+func startDiabetesCuratorOutput(t *testing.T, out curator.OutputPrivacy) *server.Server {
+	t.Helper()
 	srv, err := server.Start(context.Background(), server.Config{
-		Listen:   "127.0.0.1:0",
-		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:     dataset.Options{Target: "progression"},
-		StateDir: t.TempDir(),
-		Budget:   ledger.Cost{Epsilon: 10, Delta: 1e-3},
+		Listen:    "127.0.0.1:0",
+		DataPath:  filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
+		Data:      dataset.Options{Target: "progression"},
+		DatasetID: "diabetes",
+		StateDir:  t.TempDir(),
+		Budget:    ledger.Cost{Epsilon: 10, Delta: 1e-3},
+		Output:    out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -64,10 +74,60 @@ func TestRunJSON(t *testing.T) {
 	if !strings.Contains(stderr.String(), "iteration  12/12") {
 		t.Errorf("no progress line for the last iteration on stderr:\n%s", stderr.String())
 	}
+	// The guarantees received are printed and in the JSON.
+	for _, want := range []string{
+		"projection (mechanism gaussian): (ε=2, δ=0.0001)-DP under the feature-unit neighbour relation",
+		"answers (mechanism laplace): each answer (ε=1, δ=0)-DP under the record neighbour relation (one record replaced by any other): mechanism laplace, the recorded value clipped to [0, 400]",
+	} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "exact and unprotected") {
+		t.Errorf("private answers reported as exact:\n%s", stdout.String())
+	}
+	var prot struct {
+		Protection modeler.Protection `json:"protection"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &prot); err != nil {
+		t.Fatal(err)
+	}
+	if p := prot.Protection; p.DatasetID != "diabetes" || p.ProjectionMechanism != "gaussian" || p.ProjectionRelation != "feature-unit" ||
+		p.AnswersMechanism != "laplace" || p.AnswersRelation != "record" || p.ExactAnswers ||
+		!strings.HasPrefix(p.ProjectionGuarantee, "(ε=2, δ=0.0001)-DP") || !strings.HasPrefix(p.AnswersGuarantee, "each answer (ε=1, δ=0)-DP") {
+		t.Errorf("JSON protection = %+v", p)
+	}
+	// The answers cost one ε_out for all 12 rows: 2 + 1.
+	if !strings.Contains(stdout.String(), "privacy spent by this identity: ε=3 δ=0.0001") {
+		t.Errorf("stdout does not report ε = 2 + 1 spent:\n%s", stdout.String())
+	}
 
 	for _, bad := range [][]string{{"run", "--iterations", "0", "--curator", srv.Addr()}, {"bogus"}, {"run", "--kernel", "cubic"}} {
 		if err := run(bad, &stdout, &stderr); err == nil {
 			t.Errorf("run(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// TestRunExactAnswersStated: against a curator releasing exact answers, the modeler says
+// that the answers it received have no guarantee, in its output and its JSON.
+func TestRunExactAnswersStated(t *testing.T) {
+	srv := startDiabetesCuratorOutput(t, curator.OutputPrivacy{Mechanism: "none"})
+	var stdout, stderr bytes.Buffer
+	err := run([]string{"run", "--curator", srv.Addr(), "--identity", "cli-exact", "--r", "3", "--epsilon", "1",
+		"--delta", "1e-4", "--iterations", "5", "--quiet", "--json"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"answers (mechanism none): no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); each answer is the queried record's target value as it is",
+		"note: the answers this study received are exact and unprotected (ε = ∞); the projection's guarantee does not cover them",
+		"the query answers are NOT covered: they are exact, with no guarantee (ε = ∞)",
+		`"exact_answers":true`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -72,8 +72,8 @@ func TestRefusedNewStudyCanBeRetried(t *testing.T) {
 	if err := run(append(append([]string{}, common...), "--initial-index", "7"), &stdout, &stderr); err != nil {
 		t.Fatalf("the same study with a valid initial index: %v", err)
 	}
-	if got := spent(t, srv.Addr(), "i2").GetEpsilonSpent(); got != 0.5 {
-		t.Errorf("identity i2 spent ε = %g, want 0.5 (one projection)", got)
+	if got := spent(t, srv.Addr(), "i2").GetEpsilonSpent(); got != 1.5 {
+		t.Errorf("identity i2 spent ε = %g, want 1.5 (one projection of 0.5 and the answers' one ε_out of 1)", got)
 	}
 	// Once the study holds a release its settings are fixed again.
 	if err := run(append(append([]string{}, common...), "--initial-index", "8"), &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "other settings") {

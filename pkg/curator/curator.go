@@ -28,6 +28,11 @@ const CuratorIdentity = "_curator"
 type Config struct {
 	// Dataset is the loaded, scaled dataset. Required.
 	Dataset *dataset.Dataset
+	// DatasetID is the operator-declared, stable identity of the dataset: the ledger
+	// keeps every budget under it (ledger.Account.Dataset), so the same records keep
+	// their spent budget whatever their file or display name (Dataset.Name) is. Default:
+	// Dataset.Name, for simulations and tests; the curator daemon requires it.
+	DatasetID string
 	// Ledger charges and stores every release. Required.
 	Ledger ledger.Store
 	// StateDir holds released matrices (StateDir/releases). Required.
@@ -36,8 +41,16 @@ type Config struct {
 	// each row's evaluation (the paper's ε_GP). It simulates a noisy measurement and is
 	// not a privacy mechanism; 0 records f(x_i) exactly.
 	NoiseSD float64
-	// Output says how query answers are released.
+	// Output says how query answers are released. The zero value releases exact
+	// answers ("none"), which the daemon (package server) never defaults to.
 	Output OutputPrivacy
+	// ExactAnswers restricts exact answers (Output.Mechanism "none"); the zero value
+	// restricts nothing (simulations). Ignored for private outputs.
+	ExactAnswers ExactAnswerLimits
+	// AllowExactProgramAnswers permits exact answers with EvaluateProgram. New refuses
+	// that combination otherwise: each answer would be an exact function of one
+	// record's features, which the projection release is meant to protect.
+	AllowExactProgramAnswers bool
 	// Evaluation says how a row's objective is evaluated (default: the target column).
 	Evaluation Evaluation
 	// MaxQueryIndices bounds the indices in one query; 0 means 10,000.
@@ -80,6 +93,13 @@ type Curator struct {
 	// nothing new (every answer cached) instead of a ledger read per query.
 	balMu    sync.Mutex
 	balances map[balanceKey]ledger.Balance
+
+	// paid holds the identities known to have paid the answers' one charge
+	// (chargeAnswers); exact holds what limits exact answers per identity.
+	paidMu  sync.Mutex
+	paid    map[string]bool
+	exactMu sync.Mutex
+	exact   map[string]*exactState
 }
 
 type balanceKey struct {
@@ -137,6 +157,12 @@ func New(cfg Config) (*Curator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.DatasetID == "" {
+		cfg.DatasetID = cfg.Dataset.Name
+	}
+	if err := checkExact(cfg); err != nil {
+		return nil, err
+	}
 	out, err := newOutputReleaser(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -162,19 +188,36 @@ func New(cfg Config) (*Curator, error) {
 		noise:   newNoiseSource(),
 
 		balances: make(map[balanceKey]ledger.Balance),
+		paid:     make(map[string]bool),
+		exact:    make(map[string]*exactState),
 	}
 	return c, nil
 }
 
-// Info describes the dataset and the caller's budget (its feature-unit balance,
-// the relation the projection is stated for). It releases nothing.
+// Info describes the dataset, the protection of each release and the caller's budget
+// (its feature-unit balance, the relation the projection is stated for). It releases
+// nothing.
 type Info struct {
-	Name            string
+	// Name is the display name; DatasetID the identity budgets are kept under.
+	Name, DatasetID string
 	Rows, Dim       int
 	Budget          ledger.Balance
 	Output          OutputPrivacy
 	ProtectedUnit   string
 	MaxQueryIndices int
+	// ProjectionMechanism and ProjectionRelation: how projections are made private and
+	// the neighbour relation their (ε, δ) is stated for (RelationFeatureUnit).
+	ProjectionMechanism string
+	ProjectionRelation  ledger.Relation
+	// OutputRelation is the relation of the answers' guarantee (RelationRecord);
+	// OutputGuarantee states that guarantee, or that there is none.
+	OutputRelation  ledger.Relation
+	OutputGuarantee string
+	// ExactAnswersMaxRows is the most distinct rows answered exactly to one identity
+	// (0: no limit, or outputs are private).
+	ExactAnswersMaxRows int
+	// Guarantee is the whole statement, projection and answers, in plain words.
+	Guarantee string
 }
 
 // Info returns the dataset's description for identity.
@@ -183,15 +226,25 @@ func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{
-		Name:            c.ds.Name,
-		Rows:            c.ds.N,
-		Dim:             c.ds.D,
-		Budget:          bal,
-		Output:          c.cfg.Output.normalised(),
-		ProtectedUnit:   c.ds.Unit,
-		MaxQueryIndices: c.cfg.MaxQueryIndices,
-	}, nil
+	info := Info{
+		Name:                c.ds.Name,
+		DatasetID:           c.cfg.DatasetID,
+		Rows:                c.ds.N,
+		Dim:                 c.ds.D,
+		Budget:              bal,
+		Output:              c.cfg.Output.normalised(),
+		ProtectedUnit:       c.ds.Unit,
+		MaxQueryIndices:     c.cfg.MaxQueryIndices,
+		ProjectionMechanism: c.cfg.ProjectionMechanism,
+		ProjectionRelation:  ProjectionRelation,
+		OutputRelation:      AnswerRelation,
+		OutputGuarantee:     c.OutputGuarantee(),
+		Guarantee:           c.GuaranteeStatement(),
+	}
+	if c.out.exact() {
+		info.ExactAnswersMaxRows = c.cfg.ExactAnswers.MaxRowsPerIdentity
+	}
+	return info, nil
 }
 
 // Balance returns identity's budget on this dataset under the neighbour relation rel.
@@ -218,7 +271,7 @@ func (c *Curator) lastBalance(identity string, rel ledger.Relation) (ledger.Bala
 }
 
 func (c *Curator) account(identity string) ledger.Account {
-	return ledger.Account{Dataset: c.ds.Name, Identity: identity}
+	return ledger.Account{Dataset: c.cfg.DatasetID, Identity: identity}
 }
 
 // ensureAffordable refuses, before any data is touched, a release stated under rel

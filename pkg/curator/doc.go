@@ -17,11 +17,19 @@
 //  4. Two concurrent identical requests compute at most one release for the caller: a
 //     charge that loses the race finds the winner's receipt and returns its result.
 //
-// Neighbouring relation. For the projection, datasets differ in one row by at most one
-// unit of Euclidean norm after the dataset's scaling (package dataset states what one
-// unit is). For private query answers, datasets differ in one row's target value within
-// the declared output range [lower, upper], so the sensitivity of one answer is
-// upper − lower.
+// Neighbouring relations. For the projection (ProjectionRelation, ledger's
+// feature-unit), datasets differ in one record's features by at most one unit of
+// Euclidean norm after the dataset's scaling (package dataset states what one unit is).
+// For private query answers (AnswerRelation, ledger's record), one record is replaced by
+// any other; its output moves anywhere within the declared range [lower, upper], so the
+// sensitivity of one answer is upper − lower. Each answer depends on one record and is
+// released once per identity, so an identity's answers compose in parallel and it pays
+// their (ε, δ) once (Curator.chargeAnswers has the proof). Exact answers (output privacy
+// "none") are no release at all: they protect nothing, cost nothing and are limited by
+// ExactAnswerLimits.
+//
+// Budgets are kept per dataset id (Config.DatasetID), which the operator declares and
+// keeps stable: a renamed file must not give the same records a fresh budget.
 //
 // Secrets: the Gaussian matrix M and the seed of its generator exist only inside one call
 // of projection.Project or projection.ProjectGaussian; they are never stored, logged or

@@ -39,7 +39,7 @@ func testCuratorOutput(t *testing.T, ev Evaluation, out OutputPrivacy) (*Curator
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { led.Close() })
-	c, err := New(Config{Dataset: ds, Ledger: led, StateDir: dir, Evaluation: ev, Output: out})
+	c, err := New(Config{Dataset: ds, Ledger: led, StateDir: dir, Evaluation: ev, Output: out, AllowExactProgramAnswers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,24 @@ func TestManualEvaluation(t *testing.T) {
 	if p, _ := PendingEvaluations(ctx, led, "d"); len(p) != 0 {
 		t.Errorf("pending after recording = %v, want none", p)
 	}
-	// A waiting query ends with its context, and the row stays pending.
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	// A waiting query ends with its context, and the row stays pending. The context is
+	// cancelled once the row is pending (not after a fixed time, which a loaded
+	// machine can overrun before the row is marked).
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, _, err := c.Query(cctx, "vendor", []int{7}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("query of an unrecorded row: %v, want the context's deadline", err)
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := c.Query(cctx, "vendor", []int{7})
+		errc <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if pending, _ = PendingEvaluations(ctx, led, "d"); len(pending) == 1 {
+			break
+		}
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("query of an unrecorded row: %v, want the context's cancellation", err)
 	}
 	if p, _ := PendingEvaluations(ctx, led, "d"); len(p) != 1 || p[0] != 7 {
 		t.Errorf("pending = %v, want [7]", p)
@@ -115,7 +128,9 @@ func TestProgramEvaluation(t *testing.T) {
 	if _, _, err := c2.Query(context.Background(), "vendor", []int{1}); !errors.Is(err, ErrEvaluation) || strings.Contains(err.Error(), "nonsense") {
 		t.Errorf("garbage from the program: %v, want ErrEvaluation without the output", err)
 	}
-	// With private outputs a failure is a release too: it is charged, once per failure.
+	// With private outputs a failure is a release too: it is charged, once per failure,
+	// on top of the identity's one charge for its answers (paid before the first
+	// evaluation).
 	c3, led3, _ := testCuratorOutput(t, Evaluation{Mode: EvaluateProgram, Command: []string{bad}, Timeout: 5 * time.Second},
 		OutputPrivacy{Mechanism: "laplace", Epsilon: 0.1, Lower: 0, Upper: 100})
 	for k := 1; k <= 2; k++ {
@@ -123,8 +138,8 @@ func TestProgramEvaluation(t *testing.T) {
 			t.Fatalf("failing program with private outputs: %v, want ErrEvaluation", err)
 		}
 		bal, _ := led3.Balance(context.Background(), ledger.Account{Dataset: "d", Identity: "vendor"}, ledger.RelationRecord)
-		if math.Abs(bal.Spent.Epsilon-0.1*float64(k)) > 1e-12 {
-			t.Errorf("after %d failures spent ε = %g, want %g", k, bal.Spent.Epsilon, 0.1*float64(k))
+		if want := 0.1 + 0.1*float64(k); math.Abs(bal.Spent.Epsilon-want) > 1e-12 {
+			t.Errorf("after %d failures spent ε = %g, want %g", k, bal.Spent.Epsilon, want)
 		}
 	}
 	if _, err := New(Config{Dataset: c.ds, Ledger: c.ledger, StateDir: dir, Evaluation: Evaluation{Mode: "oracle"}}); err == nil {

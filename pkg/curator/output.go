@@ -12,16 +12,25 @@ import (
 
 // OutputPrivacy says how query answers are released (SPEC §2.2).
 //
+// "laplace" and "gaussian" clip the evaluation to [Lower, Upper] and add noise
+// calibrated to the sensitivity Upper − Lower (one record's output may change anywhere
+// within the range when the record is replaced): each answer is (Epsilon, Delta)-DP
+// under ledger.RelationRecord (Delta is 0 for Laplace). The answers to one identity
+// compose in parallel, so the identity pays (Epsilon, Delta) once (see chargeAnswers).
+//
 // Mechanism "none" releases the recorded evaluation as it is: the paper's setting, in
-// which outputs are not sensitive. "laplace" and "gaussian" clip the evaluation to
-// [Lower, Upper] and add noise calibrated to the sensitivity Upper − Lower (one row's
-// output may change anywhere within the range); each distinct index released to a caller
-// costs (Epsilon, Delta) once (Delta is 0 for Laplace).
+// which outputs are assumed not sensitive. Such answers have no guarantee at all
+// (ε = ∞): they cost nothing and protect nothing. It is an explicit operator choice.
 type OutputPrivacy struct {
 	Mechanism      string
 	Epsilon, Delta float64
 	Lower, Upper   float64
 }
+
+// DefaultOutputEpsilon is the ε of each private answer when the daemon's operator
+// gives none. Because the answers to one identity compose in parallel, it is also all
+// that one identity's answers cost.
+const DefaultOutputEpsilon = 1.0
 
 // Validate checks the setting as New would.
 func (o OutputPrivacy) Validate() error {
@@ -83,6 +92,16 @@ func newOutputReleaser(o OutputPrivacy) (*outputReleaser, error) {
 }
 
 func (r *outputReleaser) name() string { return r.cfg.Mechanism }
+
+// exact reports whether answers are released without privacy.
+func (r *outputReleaser) exact() bool { return r.mech == nil }
+
+// chargeKey is the ledger key of an identity's one charge for its answers under this
+// setting: a new setting is a new key, and so a new charge.
+func (r *outputReleaser) chargeKey() string {
+	o := r.cfg
+	return fmt.Sprintf("query-answers/%s/eps=%g/delta=%g/range=%g,%g", o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
+}
 
 func (r *outputReleaser) cost() ledger.Cost {
 	return ledger.Cost{Epsilon: r.cfg.Epsilon, Delta: r.cfg.Delta}

@@ -24,16 +24,18 @@ type Observation struct {
 }
 
 // Query answers the caller's index queries (SPEC §2.2). Each index's evaluation is
-// recorded once for the dataset (with observation noise if configured); each distinct
-// index released to a caller is charged once under the output-privacy setting and later
-// returns the stored value at no cost. When the caller cannot afford every new index in
-// the request, the request is refused before any evaluation. A query whose answers were
-// all released to the caller before returns the balance this curator last read for the
-// caller instead of reading the ledger again (it may lag charges made through another
-// replica sharing the ledger). The balance is the feature-unit one: the answers are
-// record-level releases, which count towards the feature-unit totals too, and with the
-// same limits for both relations the feature-unit totals (which also hold the
-// projections) are the ones that bind the next answer.
+// recorded once for the dataset (with observation noise if configured) and released to
+// each caller once: a row asked again returns the stored answer at no cost. With
+// private outputs the caller pays (ε, δ) once, before its first answer, for all of its
+// answers (chargeAnswers explains why that is enough); with exact outputs nothing is
+// charged, and ExactAnswerLimits apply. When the caller cannot afford the charge, or may
+// not receive more exact answers, the request is refused before any evaluation. A query
+// whose answers were all released to the caller before returns the balance this curator
+// last read for the caller instead of reading the ledger again (it may lag charges made
+// through another replica sharing the ledger). The balance is the feature-unit one:
+// the answers are record-level releases, which count towards the feature-unit totals
+// too, and with the same limits for both relations the feature-unit totals (which also
+// hold the projections) are the ones that bind the next answer.
 func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]Observation, ledger.Balance, error) {
 	if len(indices) == 0 {
 		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: a query needs at least one index", ErrInvalidArgument)
@@ -98,17 +100,36 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 		known[i] = Observation{Index: i, Value: v, Replayed: true}
 		c.cacheAnswer(identity, i, v)
 	}
-	cost := c.out.cost()
-	total := ledger.Cost{Epsilon: cost.Epsilon * float64(len(unseen)), Delta: cost.Delta * float64(len(unseen))}
-	if err := c.ensureAffordable(ctx, identity, ledger.RelationRecord, total); err != nil {
-		return fmt.Errorf("curator: %d new indices: %w", len(unseen), err)
-	}
-	for _, i := range unseen {
-		o, err := c.releaseAnswer(ctx, identity, i)
-		if err != nil {
-			return err
+	if len(unseen) > 0 {
+		if c.out.exact() {
+			giveBack, err := c.admitExact(ctx, identity, len(unseen))
+			if err != nil {
+				return err
+			}
+			used := 0
+			defer func() { giveBack(used) }()
+			for _, i := range unseen {
+				o, err := c.releaseAnswer(ctx, identity, i)
+				if err != nil {
+					return err
+				}
+				if !o.Replayed {
+					used++
+				}
+				known[i] = o
+			}
+		} else {
+			if err := c.chargeAnswers(ctx, identity); err != nil {
+				return fmt.Errorf("curator: %d new indices: %w", len(unseen), err)
+			}
+			for _, i := range unseen {
+				o, err := c.releaseAnswer(ctx, identity, i)
+				if err != nil {
+					return err
+				}
+				known[i] = o
+			}
 		}
-		known[i] = o
 	}
 	for _, p := range fresh {
 		obs[p] = known[indices[p]]
@@ -116,6 +137,83 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 	return nil
 }
 
+// chargeAnswers charges identity (ε, δ) of the output mechanism once for all of its
+// private answers under the current output setting, before the first of them is
+// computed, with the neighbour relation AnswerRelation (ledger.RelationRecord: D and
+// D' differ in one record j, replaced by any other record). Later answers are
+// recorded at zero cost (for replay) and covered by this one charge:
+//
+//  1. Each answer depends on one record only. The answer to row i is
+//     M_i(D) = clip(y_i, [lower, upper]) + noise, where y_i is the recorded evaluation of
+//     row i: record i's target (EvaluateColumn), the operator's program on record i's
+//     features (EvaluateProgram) or a person's evaluation of record i (EvaluateManual),
+//     plus simulated observation noise drawn once per row independently of the data.
+//     Replacing record j changes y_j only, and clip(y_j) by at most upper − lower, the
+//     sensitivity the mechanism is calibrated to: M_j is (ε, δ)-DP and M_i for i ≠ j
+//     has the same distribution under D and D'.
+//  2. A row is answered at most once to an identity: a later request for it returns the
+//     stored value (the answers cache, the ledger record query/I), which is
+//     post-processing of that one answer.
+//  3. The identity chooses its rows adaptively, from its projection and earlier
+//     answers. Fix D and D' and everything the identity saw before its first answer.
+//     Draw M_j(record j) up front — its noise is independent of when row j is asked —
+//     and let a simulator that knows the common records (all but j) answer every other
+//     row with fresh noise and hand over the pre-drawn M_j if row j is ever asked. The
+//     simulator's output is distributed exactly as the identity's transcript under D
+//     (resp. D'), and it is a post-processing of the single (ε, δ)-DP release M_j, so
+//     the whole transcript of answers to one identity is (ε, δ)-DP under
+//     RelationRecord however many rows it holds (Dwork & Roth 2014, Proposition 2.1,
+//     post-processing): the adaptive form of parallel composition over disjoint parts
+//     of the data (McSherry 2009, PINQ, Theorem 4).
+//  4. Identities draw fresh noise for the same rows, so answers to several identities
+//     compose sequentially: each identity pays (ε, δ) once, and the dataset cap sums
+//     the identities' charges (Dwork & Roth 2014, Theorem 3.16).
+//
+// Not covered: a failed evaluation reports something exact about one row; each failure
+// is charged on its own (chargeFailure). A changed output setting (mechanism, ε, δ or
+// range) is a new charge key, so the identity pays again (conservative: answers under
+// both settings cost at most the sum).
+func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
+	c.paidMu.Lock()
+	paid := c.paid[identity]
+	c.paidMu.Unlock()
+	if paid {
+		return nil
+	}
+	key := c.out.chargeKey()
+	acct := c.account(identity)
+	unlock := c.locks.lock(identity + "\x00" + key)
+	defer unlock()
+	rec, ok, err := c.ledger.Get(ctx, acct, key)
+	if err != nil {
+		return fmt.Errorf("curator: %w", err)
+	}
+	if !ok {
+		cost := c.out.cost()
+		if err := c.ensureAffordable(ctx, identity, AnswerRelation, cost); err != nil {
+			return err
+		}
+		if rec, err = c.ledger.Charge(ctx, ledger.Charge{
+			Account: acct, Key: key, Kind: "query-answers", Relation: AnswerRelation, Cost: cost,
+			Description: fmt.Sprintf("all query answers of this identity (%s, ε=%g δ=%g per answer, range [%g, %g]): parallel composition over records",
+				c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
+		}); err != nil {
+			return fmt.Errorf("curator: %w", err)
+		}
+		if !rec.Replayed {
+			c.log.Info("query answers charged", zap.String("identity", identity),
+				zap.Float64("epsilon", cost.Epsilon), zap.Float64("delta", cost.Delta))
+		}
+	}
+	c.paidMu.Lock()
+	c.paid[identity] = true
+	c.paidMu.Unlock()
+	return nil
+}
+
+// releaseAnswer evaluates row i and records its answer to identity, at no cost: a
+// private answer is paid for by the identity's one charge (chargeAnswers), an exact one
+// costs nothing because it protects nothing.
 func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Observation, error) {
 	key := queryKey(i)
 	unlock := c.locks.lock(identity + "\x00" + key)
@@ -136,9 +234,13 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 	if err != nil {
 		return Observation{}, fmt.Errorf("curator: %w", err)
 	}
+	desc := fmt.Sprintf("answer for row %d (%s; covered by the identity's query-answers charge)", i, c.out.name())
+	if c.out.exact() {
+		desc = fmt.Sprintf("exact answer for row %d (output privacy none: not protected)", i)
+	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
-		Account: c.account(identity), Key: key, Kind: "query", Relation: ledger.RelationRecord, Cost: c.out.cost(),
-		Result: encodeValue(v), Description: fmt.Sprintf("answer for row %d (%s)", i, c.out.name()),
+		Account: c.account(identity), Key: key, Kind: "query", Relation: ledger.RelationRecord,
+		Result: encodeValue(v), Description: desc,
 	})
 	if err != nil {
 		return Observation{}, fmt.Errorf("curator: %w", err)

@@ -74,7 +74,7 @@ func (r ProjectionRequest) validate(maxR int) error {
 // releaseID names a projection release by its public parameters and the caller.
 func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "projection\x00%s\x00%s\x00%d\x00", c.ds.Name, identity, r.R)
+	fmt.Fprintf(h, "projection\x00%s\x00%s\x00%d\x00", c.cfg.DatasetID, identity, r.R)
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], math.Float64bits(r.Epsilon))
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(r.Delta))
@@ -96,7 +96,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	id := c.releaseID(identity, req)
 	key := "projection/" + id
 	acct := c.account(identity)
-	guarantee := projectionGuarantee(c.cfg.ProjectionMechanism, req.Epsilon, req.Delta)
+	guarantee := c.ProjectionGuarantee(req.Epsilon, req.Delta)
 
 	unlock := c.locks.lock(key)
 	defer unlock()
@@ -170,6 +170,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		os.Remove(path)
 		return c.storedProjection(ctx, identity, id, rec, guarantee)
 	}
+	c.noteProjection(identity)
 	c.log.Info("projection released", zap.String("release", id), zap.String("identity", identity),
 		zap.Float64("epsilon", cost.Epsilon), zap.Float64("delta", cost.Delta))
 	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
@@ -188,19 +189,11 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	if err != nil || filepath.Base(pr.File) != pr.File {
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt", id)
 	}
+	c.noteProjection(identity)
 	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, err
 	}
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
 		path: filepath.Join(c.relDir, pr.File)}, nil
-}
-
-// projectionGuarantee is the guarantee stated to the modeler with a projection.
-func projectionGuarantee(mechanism string, eps, delta float64) string {
-	if mechanism == projection.MechanismGaussian {
-		return fmt.Sprintf("(ε=%g, δ=%g)-DP for rows differing by one protected unit: JL projection plus Gaussian noise calibrated to its sensitivity (Kenthapadi et al. 2013)", eps, delta)
-	}
-	return fmt.Sprintf("(ε=%g, δ=%g) as claimed by Kharkovskii et al. 2020, Theorem 1 (SPEC §2.1), which does not hold: the release is the data times a fixed matrix, "+
-		"so an adversary who knows d+1 rows recovers linear measurements of every other row; curators who need the guarantee use --projection-mechanism gaussian", eps, delta)
 }

@@ -118,6 +118,65 @@ type Result struct {
 	DeltaSpent       float64 `json:"delta_spent"`
 	EpsilonRemaining float64 `json:"epsilon_remaining"`
 	DeltaRemaining   float64 `json:"delta_remaining"`
+	// Protection is what the curator stated about the releases the study received.
+	Protection Protection `json:"protection"`
+}
+
+// Protection is the guarantee of each release a study received, as the curator stated
+// it (GetDatasetInfo and the projection header).
+type Protection struct {
+	// DatasetID is the curator's stable dataset id ("" from curators without one).
+	DatasetID string `json:"dataset_id,omitempty"`
+	// ProjectionMechanism, ProjectionRelation and ProjectionGuarantee describe the
+	// projection release.
+	ProjectionMechanism string `json:"projection_mechanism,omitempty"`
+	ProjectionRelation  string `json:"projection_relation,omitempty"`
+	ProjectionGuarantee string `json:"projection_guarantee"`
+	// AnswersMechanism ("laplace", "gaussian" or "none"), AnswersRelation and
+	// AnswersGuarantee describe the query answers; exact answers ("none") have no
+	// guarantee.
+	AnswersMechanism string `json:"answers_mechanism"`
+	AnswersRelation  string `json:"answers_relation,omitempty"`
+	AnswersGuarantee string `json:"answers_guarantee"`
+	// ExactAnswers is true when the answers were released without privacy.
+	ExactAnswers bool `json:"exact_answers"`
+}
+
+// answersGuarantee is the answers' guarantee of op, stated by the curator or, from a
+// curator that states none, derived from its mechanism.
+func answersGuarantee(mechanism, stated string, eps, delta float64) string {
+	switch {
+	case stated != "":
+		return stated
+	case mechanism == "" || mechanism == "none":
+		return "no guarantee (ε = ∞): exact answers"
+	}
+	return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP (%s mechanism), as the curator's settings state", eps, delta, mechanism)
+}
+
+// protectionOf is the Protection of a stored release.
+func protectionOf(rel *study.Release) Protection {
+	op := rel.OutputPrivacy
+	mech := op.Mechanism
+	if mech == "" {
+		mech = "none"
+	}
+	return Protection{DatasetID: rel.DatasetID, ProjectionMechanism: rel.Mechanism, ProjectionRelation: rel.Relation,
+		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: mech, AnswersRelation: op.Relation,
+		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}
+}
+
+// releaseOf is the stored form of a projection received with the dataset's info.
+func releaseOf(info *curatorv1.GetDatasetInfoResponse, proj *Projection, cfg Config) study.Release {
+	op := info.GetOutputPrivacy()
+	return study.Release{ID: proj.ReleaseID, Dataset: info.GetName(), DatasetID: info.GetDatasetId(), Rows: proj.Rows, Cols: proj.Cols,
+		Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
+		Mechanism: info.GetProjectionMechanism(), Relation: info.GetProjectionRelation(),
+		ProtectedUnit: info.GetProtectedUnit(), MaxQueryIndices: int(info.GetMaxQueryIndices()),
+		Identity: proj.Budget.GetIdentity(),
+		OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
+			DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper(),
+			Relation: op.GetRelation(), Guarantee: op.GetGuarantee()}}
 }
 
 func (c *Config) defaults() error {
@@ -215,6 +274,8 @@ func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config)
 		return nil, err
 	}
 	s.res.Dataset, s.res.ReleaseID = info.GetName(), proj.ReleaseID
+	rel := releaseOf(info, proj, cfg)
+	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
 	if err != nil {

@@ -66,6 +66,7 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 		Listen:        "127.0.0.1:0",
 		DataPath:      filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
 		Data:          dataset.Options{Target: "progression"},
+		DatasetID:     "diabetes",
 		StateDir:      t.TempDir(),
 		Budget:        ledger.Cost{Epsilon: 1 + 3*answerEps + answerEps/2, Delta: 0.1},
 		DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5},
@@ -96,15 +97,16 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 		t.Errorf("no request was refused by the rate limit; the test does not test the retry")
 	}
 
-	// 3 answers fit the budget, the 4th does not: one Query call is refused, not retried.
+	// A projection of ε = 1.3 fits the budget of 1.35, the answers' one charge of 0.1
+	// then does not: the first Query call is refused, not retried.
 	poor := &refusalCounter{CuratorServiceClient: dial(t, srv.Addr(), "poor")}
 	bcfg := cfg
-	bcfg.Iterations = 6
+	bcfg.Epsilon = 1.3
 	_, err = Run(ctx, poor, bcfg)
 	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
 		t.Fatalf("run past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
 	}
-	if poor.queries != 4 || poor.overBudget != 1 {
-		t.Errorf("run past the budget: %d queries, %d refused by the budget; want 4 queries, the last refused", poor.queries, poor.overBudget)
+	if poor.queries != 1 || poor.overBudget != 1 {
+		t.Errorf("run past the budget: %d queries, %d refused by the budget; want 1 query, refused", poor.queries, poor.overBudget)
 	}
 }

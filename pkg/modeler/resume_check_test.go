@@ -19,13 +19,19 @@ import (
 	"github.com/privbo/privbo/pkg/study"
 )
 
-// startCuratorOn serves the CSV at path in-process, named name ("" for the file's name).
+// startCuratorOn serves the CSV at path in-process, named name ("" for the file's name)
+// and with that name as its dataset id ("diabetes" for "").
 func startCuratorOn(t *testing.T, path, name string) string {
 	t.Helper()
+	id := name
+	if id == "" {
+		id = "diabetes"
+	}
 	srv, err := server.Start(context.Background(), server.Config{
 		Listen:      "127.0.0.1:0",
 		DataPath:    path,
 		DatasetName: name,
+		DatasetID:   id,
 		Data:        dataset.Options{Target: "progression"},
 		StateDir:    t.TempDir(),
 		Budget:      ledger.Cost{Epsilon: 100, Delta: 0.1},
@@ -114,7 +120,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 	for _, tc := range []struct {
 		name, addr, identity, want string
 	}{
-		{"another dataset", renamed, "owner", `serves "other" of 442 rows`},
+		{"another dataset", renamed, "owner", `runs on dataset id "diabetes", but the curator at ` + renamed + ` serves dataset id "other"`},
 		{"same name, other rows", shorter, "owner", `serves "diabetes" of 100 rows`},
 		{"another identity charged", addr, "intruder", `charges this connection to "intruder"`},
 		{"nothing listening", closed, "owner", "cannot reach the curator"},

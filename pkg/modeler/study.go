@@ -131,13 +131,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		if err != nil {
 			return nil, err
 		}
-		op := info.GetOutputPrivacy()
-		rel := study.Release{ID: proj.ReleaseID, Dataset: info.GetName(), Rows: proj.Rows, Cols: proj.Cols,
-			Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
-			ProtectedUnit: info.GetProtectedUnit(), MaxQueryIndices: int(info.GetMaxQueryIndices()),
-			Identity: proj.Budget.GetIdentity(),
-			OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
-				DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper()}}
+		rel := releaseOf(info, proj, cfg)
 		if err := store.SaveRelease(ctx, st.Name, rel, proj.Z); err != nil {
 			return nil, fmt.Errorf("modeler: %w", err)
 		}
@@ -154,6 +148,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		return nil, err
 	}
 	s.res.Study, s.res.Dataset, s.res.ReleaseID = st.Name, rel.Dataset, rel.ID
+	s.res.Protection = protectionOf(rel)
 	s.budget = budget
 	prior, err := store.Observations(ctx, st.Name)
 	if err != nil {
@@ -214,6 +209,10 @@ func verifyCurator(ctx context.Context, client curatorv1.CuratorServiceClient, s
 		return fmt.Errorf("%w (resuming study %s against %s)", err, st.Name, addr)
 	}
 	rel := st.Release
+	if rel.DatasetID != "" && info.GetDatasetId() != rel.DatasetID {
+		return fmt.Errorf("modeler: study %s runs on dataset id %q, but the curator at %s serves dataset id %q; resume it against the curator it was started with",
+			st.Name, rel.DatasetID, addr, info.GetDatasetId())
+	}
 	if info.GetName() != rel.Dataset || info.GetRows() != uint64(rel.Rows) {
 		return fmt.Errorf("modeler: study %s runs on dataset %q of %d rows, but the curator at %s serves %q of %d rows; resume it against the curator it was started with",
 			st.Name, rel.Dataset, rel.Rows, addr, info.GetName(), info.GetRows())

@@ -35,12 +35,13 @@ func startCurator(t *testing.T) string {
 func startCuratorOutput(t *testing.T, out curator.OutputPrivacy) string {
 	t.Helper()
 	srv, err := server.Start(context.Background(), server.Config{
-		Listen:   "127.0.0.1:0",
-		DataPath: filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:     dataset.Options{Target: "progression"},
-		StateDir: t.TempDir(),
-		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
-		Output:   out,
+		Listen:    "127.0.0.1:0",
+		DataPath:  filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
+		Data:      dataset.Options{Target: "progression"},
+		DatasetID: "diabetes",
+		StateDir:  t.TempDir(),
+		Budget:    ledger.Cost{Epsilon: 100, Delta: 0.1},
+		Output:    out,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -158,10 +159,17 @@ func TestRunStudyResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One projection and one charge per distinct row, nothing for the replays.
-	want := math.Exp(2) + answerEps*float64(len(distinct))
+	// One projection and one charge for all the identity's answers (parallel
+	// composition over the distinct rows), nothing for the replays.
+	want := math.Exp(2) + answerEps
 	if got := b.GetBudget().GetEpsilonSpent(); math.Abs(got-want) > 1e-9 {
-		t.Errorf("spent ε = %.12g, want %.12g (one projection and %d answers)", got, want, len(distinct))
+		t.Errorf("spent ε = %.12g, want %.12g (one projection and one ε_out for %d answers)", got, want, len(distinct))
+	}
+	// The resumed result states the protection stored with the release.
+	if p := res.Protection; p.DatasetID != "diabetes" || p.ProjectionMechanism != "gaussian" || p.AnswersMechanism != "laplace" || p.ExactAnswers ||
+		!strings.Contains(p.ProjectionGuarantee, "under the feature-unit neighbour relation") ||
+		!strings.Contains(p.AnswersGuarantee, "under the record neighbour relation") {
+		t.Errorf("protection of the resumed study = %+v", p)
 	}
 
 	// Changed settings are refused with the difference spelled out.

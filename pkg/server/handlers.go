@@ -44,13 +44,18 @@ func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetIn
 	}
 	o := info.Output
 	return &curatorv1.GetDatasetInfoResponse{
-		Name: info.Name, Rows: uint64(info.Rows), Dimension: uint32(info.Dim),
+		Name: info.Name, DatasetId: info.DatasetID, Rows: uint64(info.Rows), Dimension: uint32(info.Dim),
 		Budget: budgetProto(info.Budget),
 		OutputPrivacy: &curatorv1.OutputPrivacy{
 			Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta, Lower: o.Lower, Upper: o.Upper,
+			Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
+			ExactAnswersMaxRows: uint32(min(info.ExactAnswersMaxRows, math.MaxUint32)),
 		},
-		ProtectedUnit:   info.ProtectedUnit,
-		MaxQueryIndices: uint32(info.MaxQueryIndices),
+		ProtectedUnit:       info.ProtectedUnit,
+		MaxQueryIndices:     uint32(info.MaxQueryIndices),
+		ProjectionMechanism: info.ProjectionMechanism,
+		ProjectionRelation:  string(info.ProjectionRelation),
+		Guarantee:           info.Guarantee,
 	}, nil
 }
 
@@ -149,6 +154,10 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		return status.Error(codes.ResourceExhausted, be.Error())
 	case errors.Is(err, curator.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, curator.ErrNeedProjection):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, curator.ErrExactRowLimit):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, curator.ErrEvaluation):
 		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
 	case errors.Is(err, context.Canceled):

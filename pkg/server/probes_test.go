@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -33,6 +34,7 @@ func TestHTTPProbes(t *testing.T) {
 	srv, err := Start(context.Background(), Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y"},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5},
+		DatasetID: "probes", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -45,8 +45,14 @@ type Config struct {
 	// DataPath is the CSV file; Data says how to read and scale it.
 	DataPath string
 	Data     dataset.Options
-	// DatasetName names the dataset in the ledger and to modelers; default: the file
-	// name without extension.
+	// DatasetID is the operator-declared, stable identity of the dataset (required):
+	// the ledger keeps every budget under it, so renaming or moving the file must not
+	// give the same records a fresh budget. Keep it for as long as the records are
+	// served; an existing deployment keeps its ledger by declaring the name its ledger
+	// already uses (the file name without extension, or the former --name).
+	DatasetID string
+	// DatasetName is the display name shown to modelers; default: the file name
+	// without extension.
 	DatasetName string
 	// StateDir keeps what must survive a restart (ledger, released matrices).
 	StateDir string
@@ -55,12 +61,22 @@ type Config struct {
 	// Budget is the per-identity limit; DatasetBudget caps all identities together
 	// (default: equal to Budget).
 	Budget, DatasetBudget ledger.Cost
-	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config.
-	NoiseSD          float64
-	Output           curator.OutputPrivacy
-	Evaluation       curator.Evaluation
-	MaxQueryIndices  int
-	MaxProjectionDim int
+	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
+	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon, whose
+	// range [Lower, Upper] must be given; mechanism "none" (exact answers) must be
+	// chosen explicitly and is logged as a warning (Warnings).
+	NoiseSD float64
+	Output  curator.OutputPrivacy
+	// ExactAnswersMaxRows caps the distinct rows answered exactly to one identity
+	// (output privacy "none"); default DefaultExactAnswersMaxRows. Exact answers also
+	// go only to identities that hold a projection release.
+	ExactAnswersMaxRows int
+	// AllowExactProgramAnswers accepts output privacy "none" with program evaluation,
+	// whose answers are exact functions of the records' features; refused otherwise.
+	AllowExactProgramAnswers bool
+	Evaluation               curator.Evaluation
+	MaxQueryIndices          int
+	MaxProjectionDim         int
 	// ProjectionMechanism: see curator.Config (default: the Gaussian mechanism).
 	ProjectionMechanism string
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
@@ -123,6 +139,10 @@ type LedgerConfig struct {
 	Schema string
 }
 
+// DefaultExactAnswersMaxRows is the default cap on distinct rows answered exactly to one
+// identity (Config.ExactAnswersMaxRows).
+const DefaultExactAnswersMaxRows = 200
+
 // Server is a running curator daemon.
 type Server struct {
 	cfg     Config
@@ -166,18 +186,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DatasetName != "" {
 		ds.Name = cfg.DatasetName
 	}
-	log.Info("dataset loaded", zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
+	for _, w := range Warnings(cfg) {
+		log.Warn(w)
+	}
+	log.Info("dataset loaded", zap.String("dataset_id", cfg.DatasetID), zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
 		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("protected_unit", ds.Unit))
 
 	store, err := OpenLedger(ctx, cfg.Ledger, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
 	if err != nil {
 		return nil, err
 	}
-	ccfg := curator.Config{
-		Dataset: ds, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
-		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: log,
-		ProjectionMechanism: cfg.ProjectionMechanism,
-	}
+	ccfg := cfg.curatorConfig(ds, store)
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
 	}
@@ -202,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
-	s.metrics = s.newMetrics(ds.Name)
+	s.metrics = s.newMetrics(cfg.DatasetID)
 	opts := transport.ServerOptions(transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC})
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
 	s.grpc = grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
@@ -222,7 +241,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
-	go s.watchReadiness(ds.Name)
+	go s.watchReadiness(cfg.DatasetID)
 	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.kind()),
 		zap.Float64("budget_epsilon", cfg.Budget.Epsilon), zap.Float64("budget_delta", cfg.Budget.Delta),
 		zap.Float64("dataset_budget_epsilon", cfg.DatasetBudget.Epsilon), zap.Float64("dataset_budget_delta", cfg.DatasetBudget.Delta),
@@ -315,6 +334,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.StateDir == "" {
 		return cfg, errors.New("server: a state directory is required (--state)")
 	}
+	if cfg.DatasetID == "" {
+		return cfg, errors.New("server: a dataset id is required (--dataset-id): budgets are kept per dataset id, " +
+			"so that renaming or moving the data file never gives the same records a fresh budget; declare a stable id " +
+			"(an existing deployment: the dataset name its ledger already uses, see 'curator ledger')")
+	}
+	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
+		return cfg, fmt.Errorf("server: --dataset-id: %w", err)
+	}
 	if cfg.Budget == (ledger.Cost{}) {
 		return cfg, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
 	}
@@ -334,8 +361,31 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: budget: %w", err)
 	}
+	if cfg.Output.Mechanism == "" {
+		cfg.Output.Mechanism = "laplace"
+	}
+	if cfg.Output.Mechanism != "none" {
+		if cfg.Output.Epsilon == 0 {
+			cfg.Output.Epsilon = curator.DefaultOutputEpsilon
+		}
+		if cfg.Output.Lower == 0 && cfg.Output.Upper == 0 {
+			return cfg, fmt.Errorf("server: output privacy %s needs the declared range of the target: set --output-lower and --output-upper "+
+				"(answers are clipped to it and the noise is calibrated to its width), or choose --output-privacy none explicitly "+
+				"to release exact, unprotected answers", cfg.Output.Mechanism)
+		}
+	}
 	if err := cfg.Output.Validate(); err != nil {
 		return cfg, fmt.Errorf("server: %w", err)
+	}
+	if cfg.ExactAnswersMaxRows == 0 {
+		cfg.ExactAnswersMaxRows = DefaultExactAnswersMaxRows
+	}
+	if cfg.ExactAnswersMaxRows < 0 {
+		return cfg, fmt.Errorf("server: --exact-answers-max-rows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows)
+	}
+	if cfg.Output.Mechanism == "none" && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
+		return cfg, errors.New("server: --evaluate program with --output-privacy none would release exact functions of each queried record's features, " +
+			"which the projection is meant to protect; choose --output-privacy laplace or gaussian, or pass --allow-exact-program-answers to accept it explicitly")
 	}
 	if cfg.Limits.Rate < 0 || cfg.Limits.Burst < 0 || cfg.Limits.Concurrent < 0 {
 		return cfg, errors.New("server: rate and concurrency limits must be ≥ 0")
@@ -350,6 +400,37 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind)
 	}
 	return cfg, nil
+}
+
+// curatorConfig is the curator's configuration of cfg (after withDefaults).
+func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator.Config {
+	return curator.Config{
+		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
+		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
+		ProjectionMechanism:      cfg.ProjectionMechanism,
+		ExactAnswers:             curator.ExactAnswerLimits{MaxRowsPerIdentity: cfg.ExactAnswersMaxRows, RequireProjection: true},
+		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
+	}
+}
+
+// Warnings are what an operator must be told before serving cfg: exact, unprotected
+// query answers. Start logs each; cmd/curator also prints them on standard error.
+func Warnings(cfg Config) []string {
+	if cfg.Output.Mechanism != "none" {
+		return nil
+	}
+	limit := cfg.ExactAnswersMaxRows
+	if limit == 0 {
+		limit = DefaultExactAnswersMaxRows
+	}
+	w := []string{fmt.Sprintf("WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
+		"each identity holding a projection release can read the exact target of up to %d rows (--exact-answers-max-rows). "+
+		"Use --output-privacy laplace or gaussian with a declared --output-lower/--output-upper unless the outputs are truly not sensitive", limit)}
+	if cfg.Evaluation.Mode == curator.EvaluateProgram {
+		w = append(w, "WARNING: --evaluate program with exact answers (--allow-exact-program-answers): every answer is an exact function of one record's features, "+
+			"so the features of queried records are not protected by the projection's (ε, δ)")
+	}
+	return w
 }
 
 // Check validates cfg as Start would — settings, TLS material, tokens, the dataset —
@@ -376,8 +457,8 @@ func Check(cfg Config) (string, error) {
 			return "", err
 		}
 	}
-	return fmt.Sprintf("dataset %s: %d rows × %d features, target %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, ds.N, ds.D, ds.Target, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
+	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
 }
 
 func (l LedgerConfig) kind() string {
@@ -413,7 +494,7 @@ func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Log
 	if err != nil {
 		return nil, err
 	}
-	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: ds.Name, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
+	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
 	if err != nil {
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}

@@ -154,8 +154,10 @@ func settingRows(s Settings) [][2]string {
 
 func g(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-// privacyRows states what the study cost: the release, the answers (an upper bound: a row
-// already released to the identity costs nothing again), and the identity's budget.
+// privacyRows states what the study cost and protects: the release, the answers (private
+// answers cost one (ε, δ) per identity, whatever the rows; exact answers protect nothing,
+// so the study then has no guarantee for the answered rows, ε = ∞), and the identity's
+// budget.
 func privacyRows(st *Study, obs []Observation) [][2]string {
 	var rows [][2]string
 	add := func(k, v string) { rows = append(rows, [2]string{k, v}) }
@@ -167,7 +169,11 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 		if rel.Replayed {
 			paid = "replayed: released to this identity before, no new cost"
 		}
-		add("projection release", fmt.Sprintf("%s: (ε, δ) = (%s, %s), %s", rel.ID, g(rel.Epsilon), g(rel.Delta), paid))
+		mech := ""
+		if rel.Mechanism != "" {
+			mech = ", mechanism " + rel.Mechanism
+		}
+		add("projection release", fmt.Sprintf("%s: (ε, δ) = (%s, %s)%s, %s", rel.ID, g(rel.Epsilon), g(rel.Delta), mech, paid))
 		if rel.Guarantee != "" {
 			add("guarantee", rel.Guarantee)
 		}
@@ -179,22 +185,32 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 	for _, o := range obs {
 		distinct[o.Index] = true
 	}
-	var ansEps, ansDelta float64
 	if rel != nil {
 		op := rel.OutputPrivacy
-		switch op.Mechanism {
-		case "", "none":
-			add("answers", fmt.Sprintf("%d queries, %d distinct rows, released as they are (outputs not protected): (ε, δ) = (0, 0)", len(obs), len(distinct)))
-		default:
-			ansEps, ansDelta = op.EpsilonPerIndex*float64(len(distinct)), op.DeltaPerIndex*float64(len(distinct))
-			add("answers", fmt.Sprintf("%d queries, %d distinct rows, %s mechanism on [%s, %s] at (ε, δ) = (%s, %s) per row: at most (%s, %s)",
-				len(obs), len(distinct), op.Mechanism, g(op.Lower), g(op.Upper), g(op.EpsilonPerIndex), g(op.DeltaPerIndex), g(ansEps), g(ansDelta)))
-		}
 		relEps, relDelta := rel.Epsilon, rel.Delta
 		if rel.Replayed {
 			relEps, relDelta = 0, 0
 		}
-		add("this study, at most", fmt.Sprintf("(ε, δ) = (%s, %s) by basic composition", g(relEps+ansEps), g(relDelta+ansDelta)))
+		if op.Exact() {
+			add("answers", fmt.Sprintf("%d queries, %d distinct rows, released exactly (output privacy none): no guarantee (ε = ∞)", len(obs), len(distinct)))
+			if op.Guarantee != "" {
+				add("answers' guarantee", op.Guarantee)
+			}
+			add("this study", fmt.Sprintf("no guarantee (ε = ∞) for the answered rows: their answers are exact; only the projection release has a stated (ε, δ) = (%s, %s)",
+				g(rel.Epsilon), g(rel.Delta)))
+		} else {
+			ansEps, ansDelta := op.EpsilonPerIndex, op.DeltaPerIndex
+			if len(distinct) == 0 {
+				ansEps, ansDelta = 0, 0
+			}
+			add("answers", fmt.Sprintf("%d queries, %d distinct rows, %s mechanism on [%s, %s], each answer (ε, δ) = (%s, %s)-DP under the record relation; "+
+				"the answers to one identity compose in parallel (each record influences one answer), so they cost at most (%s, %s) together, charged once per identity",
+				len(obs), len(distinct), op.Mechanism, g(op.Lower), g(op.Upper), g(op.EpsilonPerIndex), g(op.DeltaPerIndex), g(ansEps), g(ansDelta)))
+			if op.Guarantee != "" {
+				add("answers' guarantee", op.Guarantee)
+			}
+			add("this study, at most", fmt.Sprintf("(ε, δ) = (%s, %s) by basic composition of the projection and the answers", g(relEps+ansEps), g(relDelta+ansDelta)))
+		}
 	}
 	b := st.Budget
 	if b.EpsilonLimit > 0 {

@@ -48,8 +48,10 @@ func TestWriteReport(t *testing.T) {
 			if got, want := strings.Join(order, " "), "2=45 0=40 1=25 3=10"; got != want {
 				t.Errorf("best records = %s, want %s", got, want)
 			}
-			// Privacy: the release (7.38906, 1e-4) and at most 4 answers × 0.01.
-			for _, want := range []string{"rel-1: (ε, δ) = (7.38906, 0.0001)", "at most (0.04, 0)", "(ε, δ) = (7.42906, 0.0001) by basic composition",
+			// Privacy: the release (7.38906, 1e-4) and the answers' one charge of 0.01
+			// (parallel composition over the 4 rows).
+			for _, want := range []string{"rel-1: (ε, δ) = (7.38906, 0.0001)", "so they cost at most (0.01, 0) together, charged once per identity",
+				"(ε, δ) = (7.39906, 0.0001) by basic composition of the projection and the answers",
 				"spent (ε, δ) = (7.42, 0.0001) of (10, 0.001)"} {
 				if !strings.Contains(page, want) {
 					t.Errorf("report lacks %q", want)
@@ -91,6 +93,42 @@ func TestWriteReport(t *testing.T) {
 				t.Errorf("values.png: %v", err)
 			}
 		})
+	}
+}
+
+// TestReportExactAnswers: a study whose answers were exact shows them as having no
+// guarantee (ε = ∞) and never bounds the study by the projection's (ε, δ).
+func TestReportExactAnswers(t *testing.T) {
+	rel := testRelease
+	rel.OutputPrivacy = OutputPrivacy{Mechanism: "none", Guarantee: "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"}
+	st := &Study{Name: "exact", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
+	obs := []Observation{{Iteration: 1, Round: 1, Index: 0, Value: 10}, {Iteration: 2, Round: 2, Index: 1, Value: 12}}
+	rows := privacyRows(st, obs)
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r[0]] = r[1]
+	}
+	want := map[string]string{
+		"answers":            "2 queries, 2 distinct rows, released exactly (output privacy none): no guarantee (ε = ∞)",
+		"answers' guarantee": rel.OutputPrivacy.Guarantee,
+		"this study":         "no guarantee (ε = ∞) for the answered rows: their answers are exact; only the projection release has a stated (ε, δ) = (7.38906, 0.0001)",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, ok := got["this study, at most"]; ok {
+		t.Errorf("a study with exact answers is bounded by %q; it has no guarantee", got["this study, at most"])
+	}
+	path, err := WriteReport(st, obs, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	page := html.UnescapeString(string(b))
+	if !strings.Contains(page, want["answers"]) || strings.Contains(page, "at most (") || strings.Contains(page, "(0, 0)") {
+		t.Errorf("report of a study with exact answers states a bound:\n%s", page)
 	}
 }
 

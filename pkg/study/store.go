@@ -163,12 +163,24 @@ type OutputPrivacy struct {
 	DeltaPerIndex   float64 `json:"delta_per_index"`
 	Lower           float64 `json:"lower,omitempty"`
 	Upper           float64 `json:"upper,omitempty"`
+	// Relation and Guarantee are the answers' neighbour relation and guarantee as the
+	// curator stated them ("" from curators that did not state them).
+	Relation  string `json:"relation,omitempty"`
+	Guarantee string `json:"guarantee,omitempty"`
 }
+
+// Exact reports whether the answers were released without privacy (mechanism "none").
+func (o OutputPrivacy) Exact() bool { return o.Mechanism == "" || o.Mechanism == "none" }
 
 // Release describes the projection the study runs on.
 type Release struct {
 	ID      string `json:"id"`
 	Dataset string `json:"dataset"`
+	// DatasetID is the curator's stable dataset id ("" from curators without one).
+	DatasetID string `json:"dataset_id,omitempty"`
+	// Mechanism and Relation of the projection, as the curator stated them.
+	Mechanism string `json:"mechanism,omitempty"`
+	Relation  string `json:"relation,omitempty"`
 	// Rows n and Cols r of Z.
 	Rows int `json:"rows"`
 	Cols int `json:"cols"`

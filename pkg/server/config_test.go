@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+func smallData(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("a,b,y\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "%d,%d,%d\n", i, (i*7)%11, i%5)
+	}
+	path := filepath.Join(t.TempDir(), "d.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestConfigDefaultsAndRefusals: outputs are private by default (Laplace, ε = 1) and
+// need a declared range; the dataset id is required; exact program answers need the
+// explicit flag; exact answers are warned about.
+func TestConfigDefaultsAndRefusals(t *testing.T) {
+	base := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
+		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small"}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // substring of the error; "" for success
+	}{
+		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "a dataset id is required (--dataset-id): budgets are kept per dataset id"},
+		{"default output without a range", func(c *Config) {}, "output privacy laplace needs the declared range of the target: set --output-lower and --output-upper"},
+		{"gaussian without a range", func(c *Config) { c.Output = curator.OutputPrivacy{Mechanism: "gaussian", Delta: 1e-6} }, "output privacy gaussian needs the declared range"},
+		{"default output with a range", func(c *Config) { c.Output = curator.OutputPrivacy{Lower: 0, Upper: 5} }, ""},
+		{"exact answers", func(c *Config) { c.Output = curator.OutputPrivacy{Mechanism: "none"} }, ""},
+		{"exact program answers", func(c *Config) {
+			c.Output = curator.OutputPrivacy{Mechanism: "none"}
+			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
+		}, "pass --allow-exact-program-answers"},
+		{"exact program answers allowed", func(c *Config) {
+			c.Output = curator.OutputPrivacy{Mechanism: "none"}
+			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
+			c.AllowExactProgramAnswers = true
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.edit(&cfg)
+			got, err := cfg.withDefaults()
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("withDefaults: %v, want an error containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "default output with a range" && (got.Output.Mechanism != "laplace" || got.Output.Epsilon != curator.DefaultOutputEpsilon) {
+				t.Errorf("default output = %+v, want laplace with ε = %g", got.Output, curator.DefaultOutputEpsilon)
+			}
+			if got.ExactAnswersMaxRows != DefaultExactAnswersMaxRows {
+				t.Errorf("exact-answer cap = %d, want the default %d", got.ExactAnswersMaxRows, DefaultExactAnswersMaxRows)
+			}
+			w := strings.Join(Warnings(got), "\n")
+			switch {
+			case got.Output.Mechanism != "none" && w != "":
+				t.Errorf("private outputs warned: %s", w)
+			case got.Output.Mechanism == "none" && !strings.Contains(w, "WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED"):
+				t.Errorf("exact answers not warned about: %q", w)
+			case got.AllowExactProgramAnswers && !strings.Contains(w, "exact function of one record's features"):
+				t.Errorf("exact program answers not warned about: %q", w)
+			}
+		})
+	}
+}
+
+// TestDatasetInfoStatesProtection: GetDatasetInfo describes the dataset id, the
+// projection's mechanism and relation, and the answers' guarantee; exact-answer
+// refusals map to statuses a person can act on.
+func TestDatasetInfoStatesProtection(t *testing.T) {
+	cfg := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
+		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small-v1", DatasetName: "Small", Output: curator.OutputPrivacy{Mechanism: "none"},
+		ExactAnswersMaxRows: 2}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.LoadCSV(cfg.DataPath, cfg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds.Name = cfg.DatasetName
+	store, err := OpenLedger(context.Background(), cfg.Ledger, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cur, err := curator.New(cfg.curatorConfig(ds, store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handlers{cur: cur, log: zap.NewNop()}
+	ctx := context.Background()
+	info, err := h.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := info.GetOutputPrivacy()
+	if info.GetName() != "Small" || info.GetDatasetId() != "small-v1" || info.GetProjectionMechanism() != "gaussian" ||
+		info.GetProjectionRelation() != "feature-unit" || op.GetRelation() != "record" || op.GetExactAnswersMaxRows() != 2 ||
+		op.GetGuarantee() != cur.OutputGuarantee() || info.GetGuarantee() != cur.GuaranteeStatement() ||
+		!strings.HasPrefix(op.GetGuarantee(), "no guarantee (ε = ∞): exact answers") {
+		t.Errorf("dataset info = %v", info)
+	}
+	_, err = h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{0}})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "request the projection first") {
+		t.Errorf("exact query without a projection: %v, want FailedPrecondition asking for the projection", err)
+	}
+	if _, err := cur.ReleaseProjection(ctx, "anonymous", curator.ProjectionRequest{R: 1, Epsilon: 0.5, Delta: 1e-6}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{2}})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 2 distinct rows per identity") {
+		t.Errorf("exact query past the cap: %v, want ResourceExhausted naming the cap", err)
+	}
+}
