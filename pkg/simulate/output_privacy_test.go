@@ -32,11 +32,11 @@ func writeToy(t *testing.T) string {
 	return path
 }
 
-// TestRunOutputPrivacy runs PO-GP-UCB against a curator releasing Laplace answers:
+// TestSimulateOutputPrivacy runs PO-GP-UCB against a curator releasing Laplace answers:
 // every run completes, regret is measured on the noise-free objective (Value = F), the
 // summary states the output mechanism and the noise rule, and the hit rate is a
 // fraction.
-func TestRunOutputPrivacy(t *testing.T) {
+func TestSimulateOutputPrivacy(t *testing.T) {
 	path := writeToy(t)
 	out := t.TempDir()
 	res, err := Run(context.Background(), Config{
@@ -75,11 +75,11 @@ func TestRunOutputPrivacy(t *testing.T) {
 	}
 }
 
-// TestOutputDefaults checks the noise rule's prior (the default rule: raw answers
+// TestSimulateOutputDefaults checks the noise rule's prior (the default rule: raw answers
 // centred on the range midpoint, σ_y² = ((U − L)/4)², σ_n² = the Laplace variance
 // 2((U − L)/ε)²), the user's overrides, rule off, and the transformation of the range
 // with Minimize and LogOutputs.
-func TestOutputDefaults(t *testing.T) {
+func TestSimulateOutputDefaults(t *testing.T) {
 	lap := curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 2, Lower: 0, Upper: 400}
 	base := func() Config {
 		return Config{Data: &DataConfig{Path: "x"}, Methods: []Method{{Kind: Random}}, Output: lap}
@@ -151,12 +151,12 @@ func TestOutputDefaults(t *testing.T) {
 	}
 }
 
-// TestRegretCSVReproducible checks that two simulations from the same seed with the
+// TestSimulateRegretCSVReproducible checks that two simulations from the same seed with the
 // lifted projection write byte-identical regret.csv files, and a third with another
 // seed does not. The answers are exact: the curator draws output noise from
 // crypto/rand and has no simulation hook for it yet (curator.Config would need a
 // SimulationOutputSource func() *dp.Source, as SimulationProjectionSource).
-func TestRegretCSVReproducible(t *testing.T) {
+func TestSimulateRegretCSVReproducible(t *testing.T) {
 	path := writeToy(t)
 	run := func(seed uint64) []byte {
 		out := t.TempDir()
@@ -183,10 +183,10 @@ func TestRegretCSVReproducible(t *testing.T) {
 	}
 }
 
-// TestTopOne checks the 99th percentile against numpy's linear interpolation (0..10:
+// TestSimulateTopOne checks the 99th percentile against numpy's linear interpolation (0..10:
 // 9.9) and the hit rate against hand computation: of three runs, those ending at 10
 // and 9.95 reach 9.9, the one at 5 does not: 2/3 ± sqrt((2/3)(1/3)/3).
-func TestTopOne(t *testing.T) {
+func TestSimulateTopOne(t *testing.T) {
 	f := []float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}
 	if got := TopOnePercentThreshold(f); math.Abs(got-9.9) > 1e-12 {
 		t.Errorf("TopOnePercentThreshold(0..10) = %g, want 9.9", got)
