@@ -51,7 +51,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Output.Delta, "output-delta", 0, "δ of each private answer (gaussian output privacy only)")
 	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs/--minimize as the target)")
 	fs.Float64Var(&cfg.Output.Upper, "output-upper", math.NaN(), "public upper bound of the target (required with output privacy)")
-	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: public-range (default), standardised, ratio, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
+	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
 	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
 	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")

@@ -23,7 +23,7 @@ func TestSimulateOutputPrivacyFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("simulate: %v", err)
 	}
-	for _, want := range []string{"laplace answers (ε_out = 2", "range [0, 400]", "noise rule public-range", "top-1% hit rate"} {
+	for _, want := range []string{"laplace answers (ε_out = 2", "range [0, 400]", "noise rule ratio", "top-1% hit rate"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}

@@ -68,17 +68,18 @@ func TestSimulateOutputPrivacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"laplace answers (ε_out = 1", "range [0, 80]", "noise rule public-range", "top-1% hit rate"} {
+	for _, want := range []string{"laplace answers (ε_out = 1", "range [0, 80]", "noise rule ratio", "top-1% hit rate"} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
 	}
 }
 
-// TestSimulateOutputDefaults checks the noise rule's prior (the default rule: raw answers
-// centred on the range midpoint, σ_y² = ((U − L)/4)², σ_n² = the Laplace variance
-// 2((U − L)/ε)²), the user's overrides, rule off, and the transformation of the range
-// with Minimize and LogOutputs.
+// TestSimulateOutputDefaults checks the noise rules' priors (the default rule ratio:
+// standardised answers, σ_y² = 1, σ_n² = 2((U − L)/ε)²/((U − L)/4)² = 8; public-range:
+// raw answers centred on the range midpoint, σ_y² = ((U − L)/4)², σ_n² = the Laplace
+// variance 2((U − L)/ε)²), the user's overrides, rule off, and the transformation of the
+// range with Minimize and LogOutputs.
 func TestSimulateOutputDefaults(t *testing.T) {
 	lap := curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 2, Lower: 0, Upper: 400}
 	base := func() Config {
@@ -90,8 +91,18 @@ func TestSimulateOutputDefaults(t *testing.T) {
 	if err := c.defaults(); err != nil {
 		t.Fatal(err)
 	}
+	if !c.standardise || c.offset != 0 || c.GP.SignalVariance != 1 || !near(c.GP.NoiseVariance, 8) {
+		t.Errorf("default rule: standardise %v offset %g σ_y² %g σ_n² %g; want true, 0, 1, 8",
+			c.standardise, c.offset, c.GP.SignalVariance, c.GP.NoiseVariance)
+	}
+
+	c = base()
+	c.GP.NoiseRule = gpucb.NoiseRulePublicRange
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
 	if c.standardise || c.offset != 200 || c.GP.SignalVariance != 1e4 || !near(c.GP.NoiseVariance, 8e4) || c.output != lap {
-		t.Errorf("default rule: standardise %v offset %g σ_y² %g σ_n² %g output %+v; want false, 200, 1e4, 8e4, %+v",
+		t.Errorf("public-range rule: standardise %v offset %g σ_y² %g σ_n² %g output %+v; want false, 200, 1e4, 8e4, %+v",
 			c.standardise, c.offset, c.GP.SignalVariance, c.GP.NoiseVariance, c.output, lap)
 	}
 

@@ -120,7 +120,7 @@ const NoiseRuleOff gpucb.NoiseRule = "off"
 
 // DefaultNoiseRule is the noise rule used with output privacy unless another is given:
 // the better of the rules measured on diabetes (docs/EXPERIMENTS.md, "Honest defaults").
-const DefaultNoiseRule = gpucb.NoiseRulePublicRange
+const DefaultNoiseRule = gpucb.NoiseRuleRatio
 
 // Config configures a simulation. Exactly one of Data and Synthetic is set.
 type Config struct {
