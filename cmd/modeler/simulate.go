@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/simulate"
@@ -29,6 +30,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		sampler                 string
 		synthLS                 float64
 		quiet                   bool
+		outMech, noiseRule      string
 	)
 	fs.StringVar(&data, "data", "", "CSV data set (the curator's file)")
 	fs.StringVar(&target, "target", "", "target column (default: the last column)")
@@ -44,6 +46,12 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Epsilon, "epsilon", math.Exp(1.1), "ε of each projection")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of each projection")
 	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "lifted", "the curator's projection mechanism: lifted (the paper's) or gaussian (noise from crypto/rand: not reproducible from --seed)")
+	fs.StringVar(&outMech, "output-privacy", "none", "how the curator releases answers: none (exact), laplace or gaussian (clip to --output-lower/--output-upper, add noise; noise from crypto/rand, not reproducible from --seed)")
+	fs.Float64Var(&cfg.Output.Epsilon, "output-epsilon", 0, "ε of each private answer (output privacy)")
+	fs.Float64Var(&cfg.Output.Delta, "output-delta", 0, "δ of each private answer (gaussian output privacy only)")
+	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs/--minimize as the target)")
+	fs.Float64Var(&cfg.Output.Upper, "output-upper", math.NaN(), "public upper bound of the target (required with output privacy)")
+	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
 	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
 	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")
@@ -52,8 +60,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Workers, "workers", 2, "runs in parallel")
 	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se or matern52")
 	fs.Float64Var(&cfg.GP.Lengthscale, "lengthscale", 0, "GP lengthscale (default: the synthetic one, or the median distance to the mean of the candidates)")
-	fs.Float64Var(&cfg.GP.SignalVariance, "signal-variance", 1, "GP signal variance")
-	fs.Float64Var(&cfg.GP.NoiseVariance, "noise-variance", 0, "GP noise variance (default: synthetic σ_n², or 1e-3 for standardised data)")
+	fs.Float64Var(&cfg.GP.SignalVariance, "signal-variance", 0, "GP signal variance (default 1, or the noise rule's with output privacy)")
+	fs.Float64Var(&cfg.GP.NoiseVariance, "noise-variance", 0, "GP noise variance (default: synthetic σ_n², or 1e-3 for standardised data, or the noise rule's with output privacy)")
 	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
 	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
@@ -69,6 +77,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.GP.Kernel = k
+	if err := parseOutputPrivacy(&cfg, outMech, noiseRule); err != nil {
+		return err
+	}
 	rlist, err := simulate.ParseInts(rs)
 	if err != nil {
 		return err
@@ -99,8 +110,51 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %v\n\n%s\nwrote %s, %s, %s\n",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Duration.Round(1e6),
+	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %s, %v\n\n%s\nwrote %s, %s, %s\n",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Output, res.Duration.Round(1e6),
 		simulate.MarkdownTable(res.Summary, res.Lifts), res.CSVPath, res.PNGPath, res.SummaryPath)
+	return nil
+}
+
+// parseOutputPrivacy checks the output-privacy flags and fills cfg.Output and
+// cfg.GP.NoiseRule. The range flags default to NaN (not given).
+func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
+	o := &cfg.Output
+	given := !math.IsNaN(o.Lower) || !math.IsNaN(o.Upper)
+	switch mech {
+	case "none", "":
+		if given || o.Epsilon != 0 || o.Delta != 0 {
+			return errors.New("--output-epsilon, --output-delta, --output-lower and --output-upper need --output-privacy laplace or gaussian")
+		}
+		if rule != "" {
+			return errors.New("--noise-rule needs --output-privacy laplace or gaussian")
+		}
+		*o = curator.OutputPrivacy{}
+		return nil
+	case "laplace", "gaussian":
+	default:
+		return fmt.Errorf("--output-privacy %q: want none, laplace or gaussian", mech)
+	}
+	o.Mechanism = mech
+	switch {
+	case math.IsNaN(o.Lower) || math.IsNaN(o.Upper):
+		return fmt.Errorf("--output-privacy %s needs the public target range: --output-lower and --output-upper", mech)
+	case math.IsInf(o.Lower, 0) || math.IsInf(o.Upper, 0) || !(o.Lower < o.Upper):
+		return fmt.Errorf("--output-lower %g and --output-upper %g: want finite bounds with lower < upper", o.Lower, o.Upper)
+	case !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0):
+		return fmt.Errorf("--output-privacy %s needs --output-epsilon > 0 (finite), got %g", mech, o.Epsilon)
+	case mech == "laplace" && o.Delta != 0:
+		return fmt.Errorf("--output-privacy laplace is pure ε-DP: --output-delta must be 0, got %g", o.Delta)
+	case mech == "gaussian" && !(o.Delta > 0 && o.Delta < 1):
+		return fmt.Errorf("--output-privacy gaussian needs --output-delta in (0, 1), got %g", o.Delta)
+	}
+	if rule != "" {
+		if rule != string(simulate.NoiseRuleOff) {
+			if _, err := gpucb.ParseNoiseRule(rule); err != nil {
+				return err
+			}
+		}
+		cfg.GP.NoiseRule = gpucb.NoiseRule(rule)
+	}
 	return nil
 }

@@ -40,6 +40,24 @@
 // utility only. (With the Gaussian mechanism the noise comes from crypto/rand: runs are
 // not reproducible, and a known M does not break its guarantee.)
 //
+// # Output privacy
+//
+// Config.Output makes the curator release each answer as clip(y, [L, U]) plus Laplace or
+// Gaussian noise (curator.OutputPrivacy); the zero value releases exact answers, the
+// paper's setting. [L, U] is the public range of the target in its own units and is
+// transformed as the target is (log for LogOutputs, [−U, −L] for Minimize). Regret is
+// still measured on the noise-free f. The GP then models the public noise
+// (GPSettings.NoiseRule, gpucb.NoisyOutputPrior with gpucb.AnswerNoiseVariance; default
+// DefaultNoiseRule, chosen by the measurements in docs/EXPERIMENTS.md, "Honest
+// defaults"). The curator draws this noise from crypto/rand, so such runs are not
+// reproducible from Seed.
+//
+// # Top-1% hit rate
+//
+// Besides S_T, the summary reports the fraction of runs whose best f reaches the top 1%
+// of the objective (f ≥ its 99th percentile, TopOnePercentThreshold; per draw for the
+// synthetic problem) with its binomial standard error sqrt(p(1 − p)/N).
+//
 // # Synthetic GP (SPEC §2.4)
 //
 // Inputs: a g×g grid on [−1, 1]² scaled by 25/√2 so that the corners have norm 25.

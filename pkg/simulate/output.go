@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,61 @@ type Summary struct {
 	// Mean and SE (standard error, sd/√Runs with sd's divisor Runs − 1) of the simple
 	// regret per iteration t = 1..T (index t − 1).
 	Mean, SE []float64
+	// TopOne is the fraction of runs whose best noise-free value reaches the top 1% of
+	// the objective (TopOnePercentThreshold) and TopOneSE its binomial standard error
+	// sqrt(p(1 − p)/Runs); NaN until AddTopOne sets them.
+	TopOne, TopOneSE float64
+}
+
+// TopOnePercentThreshold is the 99th percentile of f (linear interpolation between
+// order statistics, numpy's default): the value a run must reach to be in the top 1%.
+func TopOnePercentThreshold(f []float64) float64 {
+	s := slices.Clone(f)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	pos := 0.99 * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	if lo+1 >= len(s) {
+		return s[lo]
+	}
+	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+}
+
+// AddTopOne sets TopOne and TopOneSE of each summary from rows: a run hits when its
+// best value (the Best of its last row) is ≥ threshold(run).
+func AddTopOne(sums []Summary, rows []Row, threshold func(run int) float64) {
+	type key struct {
+		method string
+		run    int
+	}
+	best := map[key]float64{}
+	last := map[key]int{}
+	for _, r := range rows {
+		k := key{r.Method, r.Run}
+		if it, ok := last[k]; !ok || r.Iteration > it {
+			last[k], best[k] = r.Iteration, r.Best
+		}
+	}
+	for i := range sums {
+		s := &sums[i]
+		runs, hits := 0, 0
+		for k, b := range best {
+			if k.method != s.Method {
+				continue
+			}
+			runs++
+			if b >= threshold(k.run) {
+				hits++
+			}
+		}
+		s.TopOne, s.TopOneSE = math.NaN(), math.NaN()
+		if runs > 0 {
+			p := float64(hits) / float64(runs)
+			s.TopOne, s.TopOneSE = p, math.Sqrt(p*(1-p)/float64(runs))
+		}
+	}
 }
 
 // Final returns the mean and standard error of the regret after the last iteration.
@@ -63,7 +119,7 @@ func Summarise(rows []Row, methods []string, iterations int) []Summary {
 	out := make([]Summary, 0, len(methods))
 	for _, m := range methods {
 		a := accs[m]
-		s := Summary{Method: m, Runs: len(a.runs), Mean: make([]float64, iterations), SE: make([]float64, iterations)}
+		s := Summary{Method: m, Runs: len(a.runs), Mean: make([]float64, iterations), SE: make([]float64, iterations), TopOne: math.NaN(), TopOneSE: math.NaN()}
 		for t := range iterations {
 			k := float64(a.cnt[t])
 			if k == 0 {
@@ -158,14 +214,18 @@ func MarkdownTable(sums []Summary, lifts []Lift) string {
 		}
 		lifted[Method{Kind: POGPUCB, R: l.R}.String()] = fmt.Sprintf("%s; σ_min = %.4g, ω = %.4g", br, l.SigmaMin, l.Omega)
 	}
-	fmt.Fprintf(&b, "| method | runs | mean S_T | standard error | lifted |\n| --- | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(&b, "| method | runs | mean S_T | standard error | top-1%% hit rate ± SE | lifted |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range sums {
 		m, se := s.Final()
 		l := lifted[s.Method]
 		if l == "" {
 			l = "—"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.3g | %.2g | %s |\n", s.Method, s.Runs, m, se, l)
+		hit := "—"
+		if !math.IsNaN(s.TopOne) {
+			hit = fmt.Sprintf("%.3f ± %.3f", s.TopOne, s.TopOneSE)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.3g | %.2g | %s | %s |\n", s.Method, s.Runs, m, se, hit, l)
 	}
 	return b.String()
 }
@@ -197,10 +257,33 @@ func writeOutputs(cfg *Config, res *Result) error {
 		return err
 	}
 	res.SummaryPath = filepath.Join(cfg.OutDir, "summary.md")
-	text := fmt.Sprintf("%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs, ε = %.6g, δ = %g, %s projection, seed %d, %v\n\n%s",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.Epsilon, cfg.Delta, cfg.ProjectionMechanism, cfg.Seed, res.Duration.Round(1e9), MarkdownTable(res.Summary, res.Lifts))
+	text := fmt.Sprintf("%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs, ε = %.6g, δ = %g, %s projection, %s, seed %d, %v\n\n%s",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.Epsilon, cfg.Delta, cfg.ProjectionMechanism, res.Output, cfg.Seed, res.Duration.Round(1e9), MarkdownTable(res.Summary, res.Lifts))
 	if err := os.WriteFile(res.SummaryPath, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	return nil
+}
+
+// outputDescription states how the curator released the answers and the GP prior used
+// for them (Result.Output). cfg must have its defaults filled in.
+func outputDescription(cfg *Config) string {
+	o := cfg.output
+	if o.Mechanism == "" || o.Mechanism == "none" {
+		return "exact answers"
+	}
+	rule := cfg.GP.NoiseRule
+	if rule == "" {
+		rule = DefaultNoiseRule
+	}
+	out := "standardised"
+	if !cfg.standardise {
+		out = fmt.Sprintf("raw, offset %.4g", cfg.offset)
+	}
+	d := ""
+	if o.Mechanism == "gaussian" {
+		d = fmt.Sprintf(", δ_out = %g", o.Delta)
+	}
+	return fmt.Sprintf("%s answers (ε_out = %g%s, range [%g, %g]; GP noise rule %s: σ_y² = %.4g, σ_n² = %.4g, %s)",
+		o.Mechanism, o.Epsilon, d, o.Lower, o.Upper, rule, cfg.GP.SignalVariance, cfg.GP.NoiseVariance, out)
 }

@@ -106,7 +106,21 @@ type GPSettings struct {
 	// FitEvery k > 0 refits the hyperparameters by maximum likelihood (gpucb.GP.Refit)
 	// after every k observations, from the third on.
 	FitEvery int
+	// NoiseRule sets the prior for answers released with output privacy (Config.Output)
+	// from public quantities: gpucb.NoisyOutputPrior with the answer noise variance
+	// gpucb.AnswerNoiseVariance. Empty means DefaultNoiseRule; NoiseRuleOff keeps the
+	// exact-answer defaults above (the GP then interpolates the noise). A SignalVariance
+	// or NoiseVariance given explicitly overrides the rule's, and Raw its
+	// standardisation. Ignored without output privacy.
+	NoiseRule gpucb.NoiseRule
 }
+
+// NoiseRuleOff disables the noise-aware prior (GPSettings.NoiseRule).
+const NoiseRuleOff gpucb.NoiseRule = "off"
+
+// DefaultNoiseRule is the noise rule used with output privacy unless another is given:
+// the better of the rules measured on diabetes (docs/EXPERIMENTS.md, "Honest defaults").
+const DefaultNoiseRule = gpucb.NoiseRuleRatio
 
 // Config configures a simulation. Exactly one of Data and Synthetic is set.
 type Config struct {
@@ -125,7 +139,14 @@ type Config struct {
 	// projection. The Gaussian mechanism's noise comes from crypto/rand, so its
 	// runs are not reproducible from Seed.
 	ProjectionMechanism string
-	GP                  GPSettings
+	// Output says how the curator releases answers (curator.Config.Output). The zero
+	// value releases exact answers (the paper's setting). Lower and Upper are the public
+	// range of the target column in its own units; with DataConfig.LogOutputs and
+	// Minimize they are transformed as the target is (log, then [−U, −L]) before the
+	// curator clips to them, so LogOutputs needs Lower > 0. The curator draws output
+	// noise from crypto/rand: runs with output privacy are not reproducible from Seed.
+	Output curator.OutputPrivacy
+	GP     GPSettings
 	// Seed makes everything reproducible: draws, initial rows, projections (with the
 	// lifted mechanism), random search.
 	Seed uint64
@@ -135,6 +156,12 @@ type Config struct {
 	OutDir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+
+	// Filled by defaults: the output privacy in the units of the objective, and the
+	// GP's standardisation and answer offset.
+	output      curator.OutputPrivacy
+	standardise bool
+	offset      float64
 }
 
 // Row is one line of the regret CSV.
@@ -165,7 +192,11 @@ type Result struct {
 	Synthetic []SyntheticInfo
 	Problem   string
 	N, D      int
-	Duration  time.Duration
+	// Output says how the curator released the answers and the GP prior used for them,
+	// e.g. "exact answers" or "laplace answers (ε_out = 2, range [0, 400]; GP noise rule
+	// public-range: σ_y² = 1e+04, σ_n² = 8e+04, raw, offset 200)".
+	Output   string
+	Duration time.Duration
 	// Files written (empty without OutDir).
 	CSVPath, PNGPath, SummaryPath string
 }
@@ -187,6 +218,7 @@ func (c *Config) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = 2
 	}
+	userSignal, userNoise := c.GP.SignalVariance, c.GP.NoiseVariance
 	if c.GP.SignalVariance == 0 {
 		c.GP.SignalVariance = 1
 	}
@@ -248,6 +280,77 @@ func (c *Config) defaults() error {
 	} else if c.GP.NoiseVariance == 0 {
 		c.GP.NoiseVariance = 1e-3
 	}
+	c.standardise = c.Data != nil && !c.GP.Raw
+	return c.outputDefaults(userSignal, userNoise)
+}
+
+// outputDefaults transforms the public output range as the target and, with output
+// privacy, applies the noise rule. userSignal and userNoise are the GP variances as
+// given (0: not given).
+func (c *Config) outputDefaults(userSignal, userNoise float64) error {
+	o := c.Output
+	if o.Mechanism == "" {
+		o.Mechanism = "none"
+	}
+	if o.Mechanism == "none" {
+		if o.Lower != 0 || o.Upper != 0 {
+			return errors.New("simulate: an output range applies only with output privacy (laplace or gaussian)")
+		}
+		if c.GP.NoiseRule != "" && c.GP.NoiseRule != NoiseRuleOff {
+			if _, err := gpucb.ParseNoiseRule(string(c.GP.NoiseRule)); err != nil {
+				return fmt.Errorf("simulate: %w", err)
+			}
+		}
+		c.output = o
+		if err := o.Validate(); err != nil {
+			return fmt.Errorf("simulate: %w", err)
+		}
+		return nil
+	}
+	if math.IsNaN(o.Lower) || math.IsNaN(o.Upper) || math.IsInf(o.Lower, 0) || math.IsInf(o.Upper, 0) || !(o.Lower < o.Upper) {
+		return fmt.Errorf("simulate: output privacy needs a public target range with finite lower < upper, got [%g, %g]", o.Lower, o.Upper)
+	}
+	if c.Data != nil && c.Data.LogOutputs {
+		if !(o.Lower > 0) {
+			return fmt.Errorf("simulate: --log-outputs needs a positive output range, got lower %g", o.Lower)
+		}
+		o.Lower, o.Upper = math.Log(o.Lower), math.Log(o.Upper)
+	}
+	if c.Data != nil && c.Data.Minimize {
+		o.Lower, o.Upper = -o.Upper, -o.Lower
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	c.output = o
+	rule := c.GP.NoiseRule
+	if rule == "" {
+		rule = DefaultNoiseRule
+	}
+	if rule == NoiseRuleOff {
+		return nil
+	}
+	if _, err := gpucb.ParseNoiseRule(string(rule)); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	nv, err := gpucb.AnswerNoiseVariance(o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	prior, err := gpucb.NoisyOutputPrior(rule, o.Lower, o.Upper, nv)
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	if userSignal == 0 {
+		c.GP.SignalVariance = prior.SignalVariance
+	}
+	if userNoise == 0 {
+		c.GP.NoiseVariance = prior.NoiseVariance
+	}
+	c.standardise = prior.Standardise && !c.GP.Raw
+	if !c.standardise {
+		c.offset = prior.Offset
+	}
 	return nil
 }
 
@@ -275,7 +378,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	res := &Result{Output: outputDescription(&cfg)}
 	problems := make([]*Problem, cfg.Draws)
 	for d := range problems {
 		var err error
@@ -412,6 +515,11 @@ feed:
 		names[mi] = m.String()
 	}
 	res.Summary = Summarise(res.Rows, names, cfg.Iterations)
+	thresholds := make([]float64, len(problems))
+	for d, p := range problems {
+		thresholds[d] = TopOnePercentThreshold(p.F)
+	}
+	AddTopOne(res.Summary, res.Rows, func(run int) float64 { return thresholds[run/cfg.Runs] })
 	res.Duration = time.Since(start)
 	if cfg.OutDir != "" {
 		if err := writeOutputs(&cfg, res); err != nil {
@@ -434,6 +542,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	cur, err := curator.New(curator.Config{
 		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
 		ProjectionMechanism:        cfg.ProjectionMechanism,
+		Output:                     cfg.output,
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
 	})
 	if err != nil {
@@ -480,7 +589,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 		gp, err = gpucb.New(cands, n, candDim, gpucb.Config{
 			Kernel: cfg.GP.Kernel, Lengthscale: ls, SignalVariance: cfg.GP.SignalVariance,
 			NoiseVariance: cfg.GP.NoiseVariance, Delta: cfg.GP.DeltaUCB, SkipQueried: true,
-			Standardise: cfg.Data != nil && !cfg.GP.Raw, Workers: gpWorkers, Capacity: cfg.Iterations,
+			Standardise: cfg.standardise, Workers: gpWorkers, Capacity: cfg.Iterations,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %s: %w", m, err)
@@ -506,7 +615,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 			return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
 		}
 		if gp != nil {
-			if err := gp.Observe(i, obs[0].Value); err != nil {
+			if err := gp.Observe(i, obs[0].Value-cfg.offset); err != nil {
 				return nil, fmt.Errorf("simulate: %s run %d iteration %d: %w", m, run, t+1, err)
 			}
 			if k := cfg.GP.FitEvery; k > 0 && gp.T() >= 3 && gp.T()%k == 0 {
