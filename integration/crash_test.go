@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,9 +108,20 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 		}
 		got.mu.Unlock()
 
-		// Release concurrently, and kill the process in the middle.
+		// Release concurrently, and kill the process in the middle: once this round
+		// has delivered a drawn number of releases (its eight projections and then up
+		// to seven answers), with the other workers' requests still in flight. The
+		// kill follows deliveries, not a timer, so a slow machine changes nothing.
 		rctx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
+		killAt := int64(8 + rng.IntN(8))
+		var deliveries atomic.Int64
+		enough := make(chan struct{})
+		delivered := func() {
+			if deliveries.Add(1) == killAt {
+				close(enough)
+			}
+		}
 		for w := 0; w < 4; w++ {
 			wg.Add(1)
 			labels := []string{fmt.Sprintf("p%d", next), fmt.Sprintf("p%d", next+1)}
@@ -128,6 +140,7 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 									got.cost += projEps
 								}
 							})
+							delivered()
 						}
 						continue
 					}
@@ -144,14 +157,20 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 								got.answers[i] = resp.GetObservations()[0].GetValue()
 							}
 						})
+						delivered()
 					}
 				}
 			}()
 		}
-		// Long enough for the (Gaussian, exactly sampled) projections and then some
-		// answers to complete under -race on a loaded machine, short enough to catch
-		// releases in flight.
-		time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
+		select {
+		case <-enough:
+		case <-time.After(5 * time.Minute):
+			// Not a kill timer: a curator that delivers nothing for minutes is a failure.
+			cur.kill()
+			cancel()
+			wg.Wait()
+			t.Fatalf("round %d: only %d of %d releases delivered in 5 minutes", round, deliveries.Load(), killAt)
+		}
 		cur.kill()
 		cancel()
 		wg.Wait()
