@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/bits"
 )
 
 // Bernoulli returns true with probability p, for a rational p ∈ [0, 1]
@@ -171,11 +172,14 @@ func (s *Source) bexp1Locked() (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		switch cellVersus(w, u64(1), u64(k)) {
-		case -1:
-			continue
-		case 1:
+		// cellVersus(w, 1, k), inlined: w·k ≥ 2⁶⁴ → U ≥ 1/k;
+		// (w+1)·k ≤ 2⁶⁴ → U < 1/k.
+		hi, lo := bits.Mul64(w, k)
+		if hi != 0 {
 			return k%2 == 1, nil
+		}
+		if lo <= -k {
+			continue
 		}
 		ok, err := s.decideBig(w, bigOne, new(big.Int).SetUint64(k))
 		if err != nil {
@@ -192,6 +196,36 @@ func (s *Source) bexp1Locked() (bool, error) {
 func (s *Source) bexpUnit128(num, den u128) (bool, error) {
 	if num.isZero() {
 		return true, nil
+	}
+	if den.hi == 0 && bits.Len64(den.lo) <= 56 {
+		// den·K < 2⁶⁴ for every K < 2⁸ (and K ≥ 2⁸ has probability
+		// below 1/255!): cellVersus's one-word case, inlined.
+		for k := uint64(1); k < 1<<8; k++ {
+			dk := den.lo * k
+			if num.lo >= dk {
+				continue // Bernoulli(1)
+			}
+			w, err := s.nextWord()
+			if err != nil {
+				return false, err
+			}
+			h, l := bits.Mul64(w, dk)
+			if h >= num.lo {
+				return k%2 == 1, nil
+			}
+			l2, c := bits.Add64(l, dk, 0)
+			if h2 := h + c; h2 < num.lo || (h2 == num.lo && l2 == 0) {
+				continue
+			}
+			ok, err := s.decideBig(w, new(big.Int).SetUint64(num.lo), new(big.Int).SetUint64(dk))
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return k%2 == 1, nil
+			}
+		}
+		return s.bexpUnitBig(num.toBig(new(big.Int)), den.toBig(new(big.Int)), 1<<8)
 	}
 	for k := uint64(1); ; k++ {
 		dk, overflow := den.mul64(k)
