@@ -37,3 +37,19 @@ func DiscreteLaplaceBigPath(src *Source, scale *big.Rat) (*big.Int, error) {
 func DiscreteGaussianFast(sigma2 *big.Rat) bool {
 	return newDGParams(sigma2.Num(), sigma2.Denom()).fast
 }
+
+// BernLazy returns U < num/den for the uniform U read from src, on the
+// word-size path (when num and den fit in 128 bits) and on the math/big path.
+func BernLazy(src *Source, num, den *big.Int, wordSize bool) (bool, error) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if wordSize {
+		n, ok1 := u128FromBig(num)
+		d, ok2 := u128FromBig(den)
+		if !ok1 || !ok2 {
+			panic("BernLazy: numbers beyond 128 bits")
+		}
+		return src.bernLazy128(n, d)
+	}
+	return src.bernLazyBig(num, den)
+}

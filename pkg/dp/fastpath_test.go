@@ -1,6 +1,8 @@
 package dp_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math"
 	"math/big"
 	"testing"
@@ -266,5 +268,57 @@ func TestDiscreteGaussianSampler(t *testing.T) {
 	}
 	if err := g.Int64s(new(dp.Source), batch); err == nil {
 		t.Error("Int64s(zero source): no error")
+	}
+}
+
+// TestBernoulliUndecidedCell scripts streams whose first word w is
+// ⌊2⁶⁴·q⌋, the one cell in 2⁶⁴ that does not decide U < q, so that the
+// trial must read U's next words: q's own next 64 bits (still undecided), then
+// a word of zeros (U < q) or of ones (U > q). Both paths must give that answer
+// and read exactly three words.
+func TestBernoulliUndecidedCell(t *testing.T) {
+	for _, q := range []*big.Rat{
+		big.NewRat(1, 3),
+		big.NewRat(5, 7),
+		frac(pow2(70, 0), new(big.Int).Add(new(big.Int).Mul(big.NewInt(3), pow2(70, 0)), big.NewInt(1))), // 72-bit denominator
+		frac(pow2(120, -1), pow2(127, -1)), // 127-bit denominator
+		// den = 2¹²⁷ − 1 (prime), num ≡ −2⁻⁶⁴: (w+1)·den exceeds num·2⁶⁴ by
+		// exactly 1, in the lowest of the three words cellVersus compares.
+		frac(new(big.Int).Sub(pow2(127, -1), pow2(63, 0)), pow2(127, -1)),
+	} {
+		// bits = ⌊2¹⁹²·q⌋: the first three words of q's binary expansion.
+		bits := new(big.Int).Lsh(q.Num(), 192)
+		bits.Quo(bits, q.Denom())
+		w := make([]uint64, 3)
+		for i := range w {
+			w[2-i] = new(big.Int).Rsh(bits, uint(64*i)).Uint64()
+		}
+		if w[2] == 0 || w[2] == ^uint64(0) {
+			t.Fatalf("q = %s: third word %#x does not separate the scripts", q.RatString(), w[2])
+		}
+		for _, tc := range []struct {
+			third uint64
+			want  bool
+		}{{0, true}, {^uint64(0), false}} {
+			for _, wordSize := range []bool{true, false} {
+				stream := make([]byte, 64)
+				binary.LittleEndian.PutUint64(stream[0:], w[0])
+				binary.LittleEndian.PutUint64(stream[8:], w[1])
+				binary.LittleEndian.PutUint64(stream[16:], tc.third)
+				binary.LittleEndian.PutUint64(stream[24:], 0xfeedface)
+				src := dptest.FromReader(bytes.NewReader(stream))
+				got, err := dp.BernLazy(src, q.Num(), q.Denom(), wordSize)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != tc.want {
+					t.Errorf("q = %s, third word %#x, word-size %v: U < q = %v, want %v", q.RatString(), tc.third, wordSize, got, tc.want)
+				}
+				// The next 32 bits must be the fourth word's low half.
+				if next, err := src.Uint64n(1 << 32); err != nil || next != 0xfeedface {
+					t.Errorf("q = %s, word-size %v: next draw %#x, %v, want 0xfeedface (three words read)", q.RatString(), wordSize, next, err)
+				}
+			}
+		}
 	}
 }

@@ -69,6 +69,9 @@ func sq64(x uint64) u128 {
 
 // toBig sets z to a and returns z.
 func (a u128) toBig(z *big.Int) *big.Int {
+	if a.hi == 0 {
+		return z.SetUint64(a.lo)
+	}
 	z.SetUint64(a.hi)
 	z.Lsh(z, 64)
 	return z.Or(z, new(big.Int).SetUint64(a.lo))
