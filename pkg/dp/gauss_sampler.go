@@ -19,11 +19,13 @@ import (
 // (|Y|·d·t − n)²/(2·n·d·t²), whose numerator grows like σ⁴·d² and leaves
 // machine words at σ² ≈ 2⁶³. Here, for σ ≥ 1,
 //
-//	s = ⌊σ⌋ = ⌊√⌊n/d⌋⌋,   t = σ²/s = n/(d·s) ≥ σ,   σ²/t = s,
+//	s ≈ ⌊σ⌋ = ⌊√⌊n/d⌋⌋ (s ≤ σ),   t = σ²/s = n/(d·s) ≥ σ,   σ²/t = s,
 //
 // so the exponent is γ(Y) = (|Y| − s)²·d/(2n): numerator and denominator grow
 // like σ²·d, and σ² up to about 2¹²⁰ runs on 128-bit words. The Laplace scale
-// t = n/(d·s) is the rational a/b of CKS20 Algorithm 2 with a = n, b = d·s.
+// t = n/(d·s) is the rational a/b of CKS20 Algorithm 2 (n/(d·s) in lowest
+// terms; s is ⌊σ⌋ with its bits below 2^(bitlen − 21) cleared, see
+// newDGParams).
 // The expected number of rounds is that of CKS20 (t within a factor
 // 1 + 1/s of their choice). For σ < 1, t = 1 and γ(Y) = (|Y|·d − n)²/(2nd),
 // CKS20's own form.
@@ -37,7 +39,7 @@ import (
 type dgParams struct {
 	n, d *big.Int // σ² = n/d in lowest terms (private copies)
 	ge1  bool     // σ ≥ 1
-	s    *big.Int // ⌊σ⌋ (σ ≥ 1)
+	s    *big.Int // ⌊σ⌋ rounded down to 21 significant bits (σ ≥ 1)
 	a, b *big.Int // the Laplace scale t = a/b
 	gden *big.Int // denominator of γ: 2n (σ ≥ 1) or 2nd (σ < 1)
 
@@ -53,8 +55,19 @@ func newDGParams(n, d *big.Int) *dgParams {
 	if p.ge1 {
 		p.s = new(big.Int).Quo(n, d)
 		p.s.Sqrt(p.s)
-		p.a = p.n
+		// Any integer s ≥ 1 gives the exact distribution. Clearing the bits
+		// of ⌊σ⌋ below 2^(bitlen − 21) changes t by a relative 2⁻²⁰ at most
+		// (no measurable cost in rounds) and lets a/b = n/(d·s) cancel the
+		// power of two of n: a float64 variance n = m·2^e (53-bit m) then has
+		// a Laplace numerator a of about 53 bits, where the word-size trials
+		// are cheapest.
+		if j := p.s.BitLen() - 21; j > 0 {
+			p.s.Rsh(p.s, uint(j)).Lsh(p.s, uint(j))
+		}
 		p.b = new(big.Int).Mul(p.d, p.s)
+		g := new(big.Int).GCD(nil, nil, p.n, p.b)
+		p.a = new(big.Int).Quo(p.n, g)
+		p.b.Quo(p.b, g)
 		p.gden = new(big.Int).Lsh(p.n, 1)
 	} else {
 		p.s = new(big.Int)
