@@ -44,6 +44,7 @@ func BenchmarkDiscreteLaplace(b *testing.B) {
 }
 
 func BenchmarkDiscreteGaussian(b *testing.B) {
+	// One draw per op through the per-call API (a big.Int per draw).
 	for _, s := range []*big.Rat{big.NewRat(1, 1), big.NewRat(1<<40, 1)} {
 		b.Run("sigma2="+s.RatString(), func(b *testing.B) {
 			src := dp.CryptoSource()
@@ -52,6 +53,50 @@ func BenchmarkDiscreteGaussian(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportRate(b)
+		})
+	}
+	// One draw per op from a DiscreteGaussianSampler filling a buffer, as
+	// VectorGaussian.AddNoise does: on one goroutine, and on GOMAXPROCS
+	// goroutines with a Source each (b.RunParallel; samples/s is the total).
+	// σ² = 2⁷² is about the variance (in lattice units) of a 10⁶×20
+	// ProjectGaussian release.
+	for _, s := range []*big.Rat{big.NewRat(1<<40, 1), new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), 72))} {
+		g, err := dp.NewDiscreteGaussianSampler(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("int64s/sigma2="+s.RatString(), func(b *testing.B) {
+			src := dp.CryptoSource()
+			buf := make([]int64, 256)
+			i := len(buf)
+			for b.Loop() {
+				if i == len(buf) {
+					if err := g.Int64s(src, buf); err != nil {
+						b.Fatal(err)
+					}
+					i = 0
+				}
+				i++
+			}
+			reportRate(b)
+		})
+		b.Run("parallel/sigma2="+s.RatString(), func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				src := dp.CryptoSource()
+				buf := make([]int64, 256)
+				i := len(buf)
+				for pb.Next() {
+					if i == len(buf) {
+						if err := g.Int64s(src, buf); err != nil {
+							b.Error(err)
+							return
+						}
+						i = 0
+					}
+					i++
+				}
+			})
 			reportRate(b)
 		})
 	}

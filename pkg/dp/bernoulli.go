@@ -26,7 +26,9 @@ func Bernoulli(src *Source, p *big.Rat) (bool, error) {
 // γ ≥ 0 (Canonne, Kamath & Steinke 2020, Algorithm 1). For γ ∈ [0, 1]:
 // K ← 1; repeat { A ~ Bernoulli(γ/K); if A = 0 stop; K ← K+1 }; return K odd.
 // For γ > 1: ⌊γ⌋ draws of Bernoulli(e^{−1}), returning false at the first
-// failure, then Bernoulli(exp(−(γ − ⌊γ⌋))).
+// failure, then Bernoulli(exp(−(γ − ⌊γ⌋))). Each Bernoulli(q) with rational
+// q compares a uniform U ∈ [0, 1), read 64 bits at a time, with q: see
+// bernLazy128.
 //
 // Its running time depends on γ; see the package documentation on timing.
 func BernoulliExp(src *Source, gamma *big.Rat) (bool, error) {
@@ -44,7 +46,9 @@ func BernoulliExp(src *Source, gamma *big.Rat) (bool, error) {
 // Geometric returns X ∈ {0, 1, 2, …} with P[X = x] = (1 − e^{−1/t}) e^{−x/t}
 // for a rational scale t > 0, exactly (Canonne, Kamath & Steinke 2020,
 // Algorithm 2 with t = a/b: the geometric variable with success probability
-// 1 − e^{−b/a}).
+// 1 − e^{−b/a}): repeat { U uniform on {0, …, a−1}; D ~ Bernoulli(exp(−U/a)) }
+// until D = 1; V = the number of successes of Bernoulli(e^{−1}) before the
+// first failure; return ⌊(V·a + U)/b⌋.
 func Geometric(src *Source, scale *big.Rat) (*big.Int, error) {
 	if err := src.check(); err != nil {
 		return nil, err
@@ -85,139 +89,314 @@ func (s *Source) bernoulliLocked(num, den *big.Int) (bool, error) {
 	return u.Cmp(num) < 0, nil
 }
 
-// bernoulliExpLocked returns true with probability exp(−num/den), num ≥ 0, den ≥ 1.
-func (s *Source) bernoulliExpLocked(num, den *big.Int) (bool, error) {
-	if num.Cmp(den) <= 0 {
-		return s.bernoulliExpUnitLocked(num, den)
-	}
-	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
-	if q.IsUint64() {
-		for i, n := uint64(0), q.Uint64(); i < n; i++ {
-			if ok, err := s.bernoulliExpUnit64Locked(1, 1); !ok || err != nil {
-				return false, err
-			}
-		}
-	} else {
-		// ⌊γ⌋ ≥ 2⁶⁴: each round fails with probability 1 − e^{−1}, so this loop
-		// ends after a handful of rounds; counting exactly keeps it correct.
-		for i := new(big.Int); i.Cmp(q) < 0; i.Add(i, bigOne) {
-			if ok, err := s.bernoulliExpUnit64Locked(1, 1); !ok || err != nil {
-				return false, err
-			}
-		}
-	}
-	return s.bernoulliExpUnitLocked(r, den)
-}
+// Exact Bernoulli trials on machine words.
+//
+// Every trial Bernoulli(q), q = num/den rational, is decided by a uniform
+// U ∈ [0, 1) whose binary expansion is read from the Source 64 bits at a
+// time: the trial succeeds iff U < q. The first word w places U in the cell
+// [w/2⁶⁴, (w+1)/2⁶⁴), which decides U < q unless q lies inside it (one cell in
+// 2⁶⁴); only then is the next word read (decideBig). The outcome and the bits
+// read depend on the value q alone, so the word-size code (…128, on u128
+// numbers) and the math/big code (…Big) draw identical samples from identical
+// streams; the word-size code hands a step to math/big before drawing for it
+// whenever one of its numbers would not fit in 128 bits.
 
-// bernoulliExpUnitLocked returns true with probability exp(−num/den) for
-// 0 ≤ num ≤ den.
-func (s *Source) bernoulliExpUnitLocked(num, den *big.Int) (bool, error) {
-	if num.Sign() == 0 {
+// bernLazy128 returns U < num/den for den ≥ 1: false without drawing if
+// num = 0, true without drawing if num ≥ den.
+func (s *Source) bernLazy128(num, den u128) (bool, error) {
+	if num.isZero() {
+		return false, nil
+	}
+	if !num.less(den) {
 		return true, nil
 	}
-	if num.IsUint64() && den.IsUint64() {
-		return s.bernoulliExpUnit64Locked(num.Uint64(), den.Uint64())
+	w, err := s.nextWord()
+	if err != nil {
+		return false, err
 	}
-	return s.bernoulliExpUnitBigLocked(num, den, 1)
+	switch cellVersus(w, num, den) {
+	case -1:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return s.decideBig(w, num.toBig(new(big.Int)), den.toBig(new(big.Int)))
 }
 
-// bernoulliExpUnit64Locked is bernoulliExpUnitLocked on machine words; it
-// switches to big integers if den·K would overflow.
-func (s *Source) bernoulliExpUnit64Locked(num, den uint64) (bool, error) {
-	if num == 0 {
+// bernLazyBig is bernLazy128 on big integers.
+func (s *Source) bernLazyBig(num, den *big.Int) (bool, error) {
+	if num.Sign() <= 0 {
+		return false, nil
+	}
+	if num.Cmp(den) >= 0 {
 		return true, nil
 	}
-	for k := uint64(1); ; k++ {
-		hi, dk := bits.Mul64(den, k)
-		if hi != 0 {
-			return s.bernoulliExpUnitBigLocked(new(big.Int).SetUint64(num), new(big.Int).SetUint64(den), k)
+	w, err := s.nextWord()
+	if err != nil {
+		return false, err
+	}
+	return s.decideBig(w, num, den)
+}
+
+// decideBig returns U < num/den (0 < num < den) for U whose first 64 bits
+// are w, reading further words while U's known prefix leaves it undecided.
+func (s *Source) decideBig(w uint64, num, den *big.Int) (bool, error) {
+	acc := new(big.Int).SetUint64(w) // U's first `shift` bits, as an integer
+	shift := uint(64)
+	lhs, rhs, word := new(big.Int), new(big.Int), new(big.Int)
+	for {
+		// U ∈ [acc/2^shift, (acc+1)/2^shift).
+		lhs.Mul(acc, den)
+		rhs.Lsh(num, shift)
+		if lhs.Cmp(rhs) >= 0 {
+			return false, nil
 		}
-		// A ~ Bernoulli(γ/K) = Bernoulli(num/(den·K)).
-		u, err := s.uint64nLocked(dk)
+		if lhs.Add(lhs, den).Cmp(rhs) <= 0 {
+			return true, nil
+		}
+		w, err := s.nextWord()
 		if err != nil {
 			return false, err
 		}
-		if u >= num { // A = 0: stop with this K.
+		acc.Lsh(acc, 64).Or(acc, word.SetUint64(w))
+		shift += 64
+	}
+}
+
+// bexp1Locked returns true with probability e^{−1}: Algorithm 1 of CKS20
+// with γ = 1, whose trials are Bernoulli(1/K).
+func (s *Source) bexp1Locked() (bool, error) {
+	// K = 1: Bernoulli(1) always succeeds.
+	for k := uint64(2); ; k++ {
+		w, err := s.nextWord()
+		if err != nil {
+			return false, err
+		}
+		// cellVersus(w, 1, k), inlined: w·k ≥ 2⁶⁴ → U ≥ 1/k;
+		// (w+1)·k ≤ 2⁶⁴ → U < 1/k.
+		hi, lo := bits.Mul64(w, k)
+		if hi != 0 {
+			return k%2 == 1, nil
+		}
+		if lo <= -k {
+			continue
+		}
+		ok, err := s.decideBig(w, bigOne, new(big.Int).SetUint64(k))
+		if err != nil {
+			return false, err
+		}
+		if !ok {
 			return k%2 == 1, nil
 		}
 	}
 }
 
-// bernoulliExpUnitBigLocked continues Algorithm 1 from K = k0.
-func (s *Source) bernoulliExpUnitBigLocked(num, den *big.Int, k0 uint64) (bool, error) {
-	k := new(big.Int).SetUint64(k0)
-	dk := new(big.Int)
-	u := new(big.Int)
-	for {
-		dk.Mul(den, k)
-		if _, err := s.bigIntnLocked(u, dk); err != nil {
+// bexpUnit128 returns true with probability exp(−num/den), 0 ≤ num ≤ den
+// (CKS20 Algorithm 1, γ ∈ [0, 1]).
+func (s *Source) bexpUnit128(num, den u128) (bool, error) {
+	if num.isZero() {
+		return true, nil
+	}
+	if den.hi == 0 && bits.Len64(den.lo) <= 56 {
+		// den·K < 2⁶⁴ for every K < 2⁸ (and K ≥ 2⁸ has probability
+		// below 1/255!): cellVersus's one-word case, inlined.
+		for k := uint64(1); k < 1<<8; k++ {
+			dk := den.lo * k
+			if num.lo >= dk {
+				continue // Bernoulli(1)
+			}
+			w, err := s.nextWord()
+			if err != nil {
+				return false, err
+			}
+			h, l := bits.Mul64(w, dk)
+			if h >= num.lo {
+				return k%2 == 1, nil
+			}
+			l2, c := bits.Add64(l, dk, 0)
+			if h2 := h + c; h2 < num.lo || (h2 == num.lo && l2 == 0) {
+				continue
+			}
+			ok, err := s.decideBig(w, new(big.Int).SetUint64(num.lo), new(big.Int).SetUint64(dk))
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return k%2 == 1, nil
+			}
+		}
+		return s.bexpUnitBig(num.toBig(new(big.Int)), den.toBig(new(big.Int)), 1<<8)
+	}
+	for k := uint64(1); ; k++ {
+		dk, overflow := den.mul64(k)
+		if overflow {
+			return s.bexpUnitBig(num.toBig(new(big.Int)), den.toBig(new(big.Int)), k)
+		}
+		// A ~ Bernoulli(γ/K) = Bernoulli(num/(den·K)).
+		a, err := s.bernLazy128(num, dk)
+		if err != nil {
 			return false, err
 		}
-		if u.Cmp(num) >= 0 {
+		if !a {
+			return k%2 == 1, nil
+		}
+	}
+}
+
+// bexpUnitBig continues CKS20 Algorithm 1 (γ = num/den ∈ [0, 1]) from K = k0.
+func (s *Source) bexpUnitBig(num, den *big.Int, k0 uint64) (bool, error) {
+	k := new(big.Int).SetUint64(k0)
+	dk := new(big.Int)
+	for {
+		a, err := s.bernLazyBig(num, dk.Mul(den, k))
+		if err != nil {
+			return false, err
+		}
+		if !a {
 			return k.Bit(0) == 1, nil
 		}
 		k.Add(k, bigOne)
 	}
 }
 
-// geometricLocked samples the geometric variable with success probability
-// 1 − e^{−b/a} (scale a/b), a, b ≥ 1.
-func (s *Source) geometricLocked(a, b *big.Int) (*big.Int, error) {
-	// U uniform on [0, a) accepted with probability exp(−U/a): U is then the
-	// fractional part (in units of 1/a) of a geometric variable of scale a.
-	var u *big.Int
-	if a.IsUint64() {
-		av := a.Uint64()
-		var uv uint64
-		for {
-			var err error
-			if uv, err = s.uint64nLocked(av); err != nil {
-				return nil, err
-			}
-			ok, err := s.bernoulliExpUnit64Locked(uv, av)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				break
-			}
+// bexp128 returns true with probability exp(−num/den), num ≥ 0, den ≥ 1
+// (CKS20 Algorithm 1): while γ > 1, one Bernoulli(e^{−1}) and γ ← γ − 1, so
+// ⌊γ⌋ of them (or ⌊γ⌋ − 1 and then γ = 1 exactly) before the unit case.
+func (s *Source) bexp128(num, den u128) (bool, error) {
+	for den.less(num) {
+		ok, err := s.bexp1Locked()
+		if err != nil || !ok {
+			return false, err
 		}
-		u = new(big.Int).SetUint64(uv)
-	} else {
-		u = new(big.Int)
-		for {
-			if _, err := s.bigIntnLocked(u, a); err != nil {
-				return nil, err
+		num = num.sub(den)
+	}
+	return s.bexpUnit128(num, den)
+}
+
+// bexpBig is bexp128 on big integers.
+func (s *Source) bexpBig(num, den *big.Int) (bool, error) {
+	if num.Cmp(den) > 0 {
+		num = new(big.Int).Set(num)
+		for num.Cmp(den) > 0 {
+			// Each round fails with probability 1 − e^{−1}, so even a γ
+			// beyond 2⁶⁴ ends after a handful of rounds.
+			ok, err := s.bexp1Locked()
+			if err != nil || !ok {
+				return false, err
 			}
-			ok, err := s.bernoulliExpUnitLocked(u, a)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				break
-			}
+			num.Sub(num, den)
 		}
 	}
-	// V: number of successes of Bernoulli(e^{−1}) before the first failure.
-	var v uint64
+	return s.bexpUnitBig(num, den, 1)
+}
+
+// bernoulliExpLocked returns true with probability exp(−num/den), num ≥ 0,
+// den ≥ 1, on machine words when both fit in 128 bits.
+func (s *Source) bernoulliExpLocked(num, den *big.Int) (bool, error) {
+	n, ok1 := u128FromBig(num)
+	d, ok2 := u128FromBig(den)
+	if ok1 && ok2 {
+		return s.bexp128(n, d)
+	}
+	return s.bexpBig(num, den)
+}
+
+// geometric128 is CKS20 Algorithm 2 for the scale a/b with 1 ≤ a < 2¹²⁸ and
+// 1 ≤ b < 2⁶⁴. It returns the sample as a u128, or as a big integer (mbig ≠
+// nil) in the astronomically unlikely case V·a + U ≥ 2¹²⁸.
+func (s *Source) geometric128(a u128, b uint64) (m u128, mbig *big.Int, err error) {
+	// U uniform on [0, a) accepted with probability exp(−U/a): U is then the
+	// fractional part (in units of 1/a) of an exponential variable of scale a.
+	var u u128
 	for {
-		ok, err := s.bernoulliExpUnit64Locked(1, 1)
+		if u, err = s.uniform128Locked(a); err != nil {
+			return u128{}, nil, err
+		}
+		ok, err := s.bexpUnit128(u, a)
+		if err != nil {
+			return u128{}, nil, err
+		}
+		if ok {
+			break
+		}
+	}
+	v, err := s.geometricCountLocked()
+	if err != nil {
+		return u128{}, nil, err
+	}
+	// ⌊(V·a + U)/b⌋.
+	x, o1 := a.mul64(v)
+	x, o2 := x.add(u)
+	if o1 || o2 {
+		return u128{}, geometricResult(v, a.toBig(new(big.Int)), u.toBig(new(big.Int)), new(big.Int).SetUint64(b)), nil
+	}
+	if b != 1 {
+		x = x.div64(b)
+	}
+	return x, nil, nil
+}
+
+// geometricBigLocked is CKS20 Algorithm 2 for the scale a/b, a, b ≥ 1, on
+// big integers (the same draws as geometric128).
+func (s *Source) geometricBigLocked(a, b *big.Int) (*big.Int, error) {
+	u := new(big.Int)
+	for {
+		if _, err := s.uniformBigLocked(u, a); err != nil {
+			return nil, err
+		}
+		ok, err := s.bexpUnitBig(u, a, 1)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
+		if ok {
 			break
+		}
+	}
+	v, err := s.geometricCountLocked()
+	if err != nil {
+		return nil, err
+	}
+	return geometricResult(v, a, u, b), nil
+}
+
+// geometricCountLocked returns V, the number of successes of
+// Bernoulli(e^{−1}) before the first failure.
+func (s *Source) geometricCountLocked() (uint64, error) {
+	var v uint64
+	for {
+		ok, err := s.bexp1Locked()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return v, nil
 		}
 		v++
 		if v == 0 {
-			return nil, errors.New("dp: geometric counter overflow") // unreachable in practice (probability e^{−2⁶⁴})
+			return 0, errors.New("dp: geometric counter overflow") // unreachable in practice (probability e^{−2⁶⁴})
 		}
 	}
-	// ⌊(V·a + U)/b⌋.
+}
+
+// geometricResult returns ⌊(v·a + u)/b⌋.
+func geometricResult(v uint64, a, u, b *big.Int) *big.Int {
 	x := new(big.Int).SetUint64(v)
 	x.Mul(x, a).Add(x, u)
 	if b.Cmp(bigOne) != 0 {
 		x.Quo(x, b)
 	}
-	return x, nil
+	return x
+}
+
+// geometricLocked samples the geometric variable of scale a/b, a, b ≥ 1.
+func (s *Source) geometricLocked(a, b *big.Int) (*big.Int, error) {
+	af, ok1 := u128FromBig(a)
+	if ok1 && b.IsUint64() {
+		m, mb, err := s.geometric128(af, b.Uint64())
+		if err != nil || mb != nil {
+			return mb, err
+		}
+		return m.toBig(new(big.Int)), nil
+	}
+	return s.geometricBigLocked(a, b)
 }

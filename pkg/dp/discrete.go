@@ -26,9 +26,10 @@ func DiscreteLaplace(src *Source, scale *big.Rat) (*big.Int, error) {
 
 // DiscreteGaussian returns X ∈ ℤ with P[X = x] ∝ exp(−x²/(2σ²)) for a rational
 // variance parameter σ² > 0, exactly (Canonne, Kamath & Steinke 2020,
-// Algorithm 3): t = ⌊σ⌋ + 1 (exact integer square root); loop
-// { Y ~ DiscreteLaplace(t); accept with probability
-// exp(−(|Y| − σ²/t)²/(2σ²)) }.
+// Algorithm 3: loop { Y ~ DiscreteLaplace(t); accept with probability
+// exp(−(|Y| − σ²/t)²/(2σ²)) }), with the Laplace scale t chosen so that the
+// acceptance exponent has small integers; see DiscreteGaussianSampler, which
+// also serves many draws without re-deriving the parameters.
 //
 // Adding it to an integer query of sensitivity Δ gives Δ²/(2σ²)-zCDP and the
 // (ε, δ) guarantee of CKS20 Theorem 7 (see DiscreteGaussianDeltaBound).
@@ -44,52 +45,71 @@ func DiscreteGaussian(src *Source, sigma2 *big.Rat) (*big.Int, error) {
 	return src.discreteGaussianLocked(sigma2.Num(), sigma2.Denom())
 }
 
+// discreteLaplaceLocked samples the discrete Laplace of scale a/b.
 func (s *Source) discreteLaplaceLocked(a, b *big.Int) (*big.Int, error) {
+	af, ok := u128FromBig(a)
+	if ok && b.IsUint64() {
+		neg, m, mb, err := s.laplace128(af, b.Uint64())
+		if err != nil {
+			return nil, err
+		}
+		if mb == nil {
+			mb = m.toBig(new(big.Int))
+		}
+		if neg {
+			mb.Neg(mb)
+		}
+		return mb, nil
+	}
+	neg, m, err := s.laplaceBig(a, b)
+	if neg {
+		m.Neg(m)
+	}
+	return m, err
+}
+
+// laplace128 is CKS20 Algorithm 2 (discrete Laplace of scale a/b,
+// 1 ≤ a < 2¹²⁸, 1 ≤ b < 2⁶⁴): loop { B ~ Bernoulli(½); M ~ Geometric(a/b);
+// if B = 1 and M = 0, retry }; return (1 − 2B)·M, as the sign (neg = B = 1)
+// and |M| (a u128, or mb ≠ nil if it does not fit; see geometric128).
+func (s *Source) laplace128(a u128, b uint64) (neg bool, m u128, mb *big.Int, err error) {
 	for {
 		bit, err := s.bitsLocked(1)
 		if err != nil {
-			return nil, err
+			return false, u128{}, nil, err
 		}
-		m, err := s.geometricLocked(a, b)
+		m, mb, err := s.geometric128(a, b)
 		if err != nil {
-			return nil, err
+			return false, u128{}, nil, err
 		}
-		if bit == 1 {
-			if m.Sign() == 0 {
-				continue
-			}
-			m.Neg(m)
+		if bit == 1 && mb == nil && m.isZero() {
+			continue
 		}
-		return m, nil
+		return bit == 1, m, mb, nil
 	}
 }
 
-// discreteGaussianLocked samples with σ² = n/d.
-func (s *Source) discreteGaussianLocked(n, d *big.Int) (*big.Int, error) {
-	// t = ⌊√(n/d)⌋ + 1 = ⌊√⌊n/d⌋⌋ + 1.
-	t := new(big.Int).Quo(n, d)
-	t.Sqrt(t).Add(t, bigOne)
-	// γ(Y) = (|Y| − σ²/t)²/(2σ²) = (|Y|·d·t − n)² / (2·n·d·t²).
-	dt := new(big.Int).Mul(d, t)
-	den := new(big.Int).Mul(n, dt)
-	den.Mul(den, t).Lsh(den, 1)
-	num := new(big.Int)
+// laplaceBig is laplace128 on big integers (the same draws).
+func (s *Source) laplaceBig(a, b *big.Int) (neg bool, m *big.Int, err error) {
 	for {
-		y, err := s.discreteLaplaceLocked(t, bigOne)
+		bit, err := s.bitsLocked(1)
 		if err != nil {
-			return nil, err
+			return false, nil, err
 		}
-		num.Abs(y)
-		num.Mul(num, dt).Sub(num, n)
-		num.Mul(num, num)
-		ok, err := s.bernoulliExpLocked(num, den)
+		m, err := s.geometricBigLocked(a, b)
 		if err != nil {
-			return nil, err
+			return false, nil, err
 		}
-		if ok {
-			return y, nil
+		if bit == 1 && m.Sign() == 0 {
+			continue
 		}
+		return bit == 1, m, nil
 	}
+}
+
+// discreteGaussianLocked samples with σ² = n/d (n, d ≥ 1, lowest terms).
+func (s *Source) discreteGaussianLocked(n, d *big.Int) (*big.Int, error) {
+	return s.dgSampleLocked(s.dgParamsLocked(n, d))
 }
 
 // DiscreteLaplacePMF returns P[X = x] = tanh(1/(2t)) e^{−|x|/t} for the

@@ -10,18 +10,25 @@
 // similar attacks exist on Gaussian and discrete samplers (Jin et al., S&P
 // 2022; Haney et al. 2022). This package follows OpenDP and Canonne, Kamath &
 // Steinke ("The Discrete Gaussian for Differential Privacy", NeurIPS 2020,
-// CKS20): all sampling uses integer and rational arithmetic (math/big) fed by
+// CKS20): all sampling uses exact integer and rational arithmetic fed by
 // uniform random bits, inputs are rounded exactly to a lattice 2^k·ℤ with the
 // rounding slack 2^k added to the sensitivity, and conversion to float64
 // happens once, on the final (already private) value.
 //
 // # Randomness
 //
-// Every sampler takes a *Source. CryptoSource reads crypto/rand; it is the
-// only constructor in this package. Tests get reproducible streams from
-// package dptest (seeded ChaCha8), which panics outside a test binary, so a
-// seeded generator cannot reach a release. Uniform integers come from
-// rejection sampling on random bits (no modulo bias).
+// Every sampler takes a *Source. CryptoSource is the only constructor in this
+// package: AES-256-CTR keyed from crypto/rand and re-keyed from crypto/rand
+// after every MiB of output. Tests get reproducible streams from package
+// dptest (seeded ChaCha8), which panics outside a test binary, so a seeded
+// generator cannot reach a release. Uniform integers come from rejection
+// sampling on random bits (no modulo bias); a Bernoulli trial with rational
+// probability q compares q with a uniform real read 64 bits at a time.
+//
+// The samplers compute on 128-bit machine words (math/bits) and switch a step
+// to math/big only where a number would not fit; both paths draw the same
+// bits and return the same samples (TestFastPathMatchesBig). No floating point
+// enters any decision.
 //
 // # Samplers (CKS20)
 //
@@ -29,7 +36,8 @@
 //   - Bernoulli: true with probability p, p ∈ [0, 1] rational.
 //   - Geometric: P[X = x] = (1 − e^{−1/t}) e^{−x/t}, x ≥ 0 (Algorithm 2).
 //   - DiscreteLaplace: P[X = x] = tanh(1/(2t)) e^{−|x|/t}, x ∈ ℤ (Algorithm 2).
-//   - DiscreteGaussian: P[X = x] ∝ exp(−x²/(2σ²)), x ∈ ℤ (Algorithm 3).
+//   - DiscreteGaussian, DiscreteGaussianSampler: P[X = x] ∝ exp(−x²/(2σ²)),
+//     x ∈ ℤ (Algorithm 3, with the Laplace scale σ²/⌊σ⌋; gauss_sampler.go).
 //
 // DiscreteLaplacePMF and DiscreteGaussianPMF give the exact probabilities
 // (in float64) for tests and reports.

@@ -152,18 +152,9 @@ func (g *VectorGaussian) AddNoise(src *Source, part []float64) error {
 	if err := src.check(); err != nil {
 		return err
 	}
-	num, den := g.sigma2.Num(), g.sigma2.Denom()
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	for j, v := range x {
-		n := latticeIndex(v, g.k)
-		z, err := src.discreteGaussianLocked(num, den)
-		if err != nil {
-			return err
-		}
-		x[j] = latticeValue(n.Add(n, z), g.k)
-	}
-	return nil
+	return src.addLatticeGaussianLocked(src.dgParamsLocked(g.sigma2.Num(), g.sigma2.Denom()), x, g.k)
 }
 
 // Scale returns the noise's σ = √N·2^k per coordinate, in the query's units.

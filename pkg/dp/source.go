@@ -1,7 +1,10 @@
 package dp
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,32 +25,90 @@ func init() {
 // way to wrap an arbitrary io.Reader, so a seeded generator cannot reach a
 // release path by accident.
 //
-// A Source buffers bytes from its reader and is safe for concurrent use.
+// A Source buffers its random bytes and is safe for concurrent use (one
+// mutex; concurrent workers should each have their own Source).
 type Source struct {
-	mu    sync.Mutex
-	r     io.Reader
-	buf   [64]byte
+	mu sync.Mutex
+	r  io.Reader // the stream of a test source; nil for CryptoSource
+
+	// CryptoSource: AES-256-CTR keystream under a key from crypto/rand,
+	// replaced by a fresh key every rekeyBytes bytes.
+	crypto bool
+	stream cipher.Stream
+	left   int // keystream bytes left under the current key
+
+	buf   []byte
 	pos   int    // next unread byte of buf
 	word  uint64 // unused random bits, low bits first
 	nbits uint   // number of valid bits in word
+
+	dg *dgParams // the discrete Gaussian parameters used last (DiscreteGaussian)
 }
 
-// CryptoSource returns a Source reading the operating system's
-// cryptographically secure generator (crypto/rand). Use it for every release.
-func CryptoSource() *Source { return newSource(rand.Reader) }
+const (
+	// readerChunk is the read size of test sources: a scripted stream is
+	// consumed 64 bytes at a time, so a stream shorter than that fails at once.
+	readerChunk = 64
+	// cryptoChunk is the keystream generated at a time by CryptoSource.
+	cryptoChunk = 4096
+	// rekeyBytes is the keystream one crypto/rand key may produce (1 MiB,
+	// about 8000 discrete Gaussian draws).
+	rekeyBytes = 1 << 20
+)
+
+// CryptoSource returns a Source for releases: a cryptographically secure
+// generator seeded from the operating system (crypto/rand). It reads a fresh
+// 256-bit key from crypto/rand, expands it with AES-256 in counter mode (the
+// construction of NIST SP 800-90A's CTR_DRBG, without its derivation
+// function), and replaces the key with a new one from crypto/rand after every
+// MiB of output. One crypto/rand read thus serves thousands of samples, and
+// an attacker who cannot break AES learns nothing about the output beyond
+// what truly random bits would reveal. The key is read at the first draw.
+func CryptoSource() *Source {
+	return &Source{crypto: true, buf: make([]byte, cryptoChunk), pos: cryptoChunk}
+}
 
 func newSource(r io.Reader) *Source {
-	s := &Source{r: r}
-	s.pos = len(s.buf)
-	return s
+	return &Source{r: r, buf: make([]byte, readerChunk), pos: readerChunk}
 }
 
 var errNilSource = errors.New("dp: nil Source (use CryptoSource)")
 
 func (s *Source) check() error {
-	if s == nil || s.r == nil {
+	if s == nil || (s.r == nil && !s.crypto) {
 		return errNilSource
 	}
+	return nil
+}
+
+// refill replaces the buffer with the next bytes of the stream. Callers
+// hold s.mu.
+func (s *Source) refill() error {
+	if !s.crypto {
+		if _, err := io.ReadFull(s.r, s.buf); err != nil {
+			return fmt.Errorf("dp: reading randomness: %w", err)
+		}
+		s.pos = 0
+		return nil
+	}
+	if s.stream == nil || s.left < len(s.buf) {
+		var key [32]byte
+		if _, err := io.ReadFull(rand.Reader, key[:]); err != nil {
+			return fmt.Errorf("dp: reading randomness: %w", err)
+		}
+		block, err := aes.NewCipher(key[:])
+		clear(key[:])
+		if err != nil {
+			return fmt.Errorf("dp: keying the generator: %w", err)
+		}
+		// A fresh key for every stream, so the all-zero counter block is safe.
+		s.stream = cipher.NewCTR(block, make([]byte, aes.BlockSize))
+		s.left = rekeyBytes
+	}
+	clear(s.buf)
+	s.stream.XORKeyStream(s.buf, s.buf)
+	s.left -= len(s.buf)
+	s.pos = 0
 	return nil
 }
 
@@ -55,10 +116,9 @@ func (s *Source) check() error {
 func (s *Source) fill(p []byte) error {
 	for len(p) > 0 {
 		if s.pos == len(s.buf) {
-			if _, err := io.ReadFull(s.r, s.buf[:]); err != nil {
-				return fmt.Errorf("dp: reading randomness: %w", err)
+			if err := s.refill(); err != nil {
+				return err
 			}
-			s.pos = 0
 		}
 		n := copy(p, s.buf[s.pos:])
 		s.pos += n
@@ -85,12 +145,11 @@ func (s *Source) bitsLocked(n uint) (uint64, error) {
 	}
 	// Take what is left, then refill the word with 64 fresh bits.
 	have, low := s.nbits, s.word
-	var b [8]byte
-	if err := s.fill(b[:]); err != nil {
+	w, err := s.nextWord()
+	if err != nil {
 		return 0, err
 	}
-	s.word = uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	s.word = w
 	s.nbits = 64
 	need := n - have
 	hi, err := s.bitsLocked(need)
@@ -98,6 +157,26 @@ func (s *Source) bitsLocked(n uint) (uint64, error) {
 		return 0, err
 	}
 	return low | hi<<have, nil
+}
+
+// nextWord returns the next 8 bytes of the stream as a little-endian word
+// (64 uniform bits, independent of the bits held in s.word). Callers hold
+// s.mu.
+func (s *Source) nextWord() (uint64, error) {
+	if s.pos+8 <= len(s.buf) {
+		w := binary.LittleEndian.Uint64(s.buf[s.pos:])
+		s.pos += 8
+		return w, nil
+	}
+	return s.nextWordSlow()
+}
+
+func (s *Source) nextWordSlow() (uint64, error) {
+	var b [8]byte
+	if err := s.fill(b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // Bit returns one uniform random bit.
@@ -174,6 +253,52 @@ func (s *Source) bigIntnLocked(z, n *big.Int) (*big.Int, error) {
 		b[0] &= top
 		z.SetBytes(b)
 		if z.Cmp(n) < 0 {
+			return z, nil
+		}
+	}
+}
+
+// uniform128Locked returns an integer uniform on [0, a) for 1 ≤ a < 2¹²⁸ by
+// rejection on k = bitlen(a − 1) bits, drawn as bitsLocked(min(k, 64)) for
+// the low word and then bitsLocked(k − 64) for the high word: the same draws
+// as uniformBigLocked, so both give the same value from the same stream.
+func (s *Source) uniform128Locked(a u128) (u128, error) {
+	k := a.sub(u64(1)).bitLen()
+	for {
+		var v u128
+		var err error
+		if k <= 64 {
+			v.lo, err = s.bitsLocked(uint(k))
+		} else {
+			if v.lo, err = s.bitsLocked(64); err == nil {
+				v.hi, err = s.bitsLocked(uint(k - 64))
+			}
+		}
+		if err != nil {
+			return u128{}, err
+		}
+		if v.less(a) {
+			return v, nil
+		}
+	}
+}
+
+// uniformBigLocked sets z to an integer uniform on [0, a), a ≥ 1, by
+// rejection on k = bitlen(a − 1) bits drawn in 64-bit chunks, least
+// significant first (see uniform128Locked).
+func (s *Source) uniformBigLocked(z, a *big.Int) (*big.Int, error) {
+	k := new(big.Int).Sub(a, bigOne).BitLen()
+	chunk := new(big.Int)
+	for {
+		z.SetUint64(0)
+		for off := 0; off < k || off == 0; off += 64 {
+			v, err := s.bitsLocked(uint(min(64, k-off)))
+			if err != nil {
+				return nil, err
+			}
+			z.Or(z, chunk.SetUint64(v).Lsh(chunk, uint(off)))
+		}
+		if z.Cmp(a) < 0 {
 			return z, nil
 		}
 	}

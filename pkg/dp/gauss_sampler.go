@@ -1,0 +1,281 @@
+package dp
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// The discrete Gaussian sampler.
+//
+// CKS20 Algorithm 3 (Canonne, Kamath & Steinke 2020) draws Y from the discrete
+// Laplace of scale t and accepts it with probability
+//
+//	exp(−(|Y| − σ²/t)²/(2σ²)).
+//
+// Any t > 0 gives exactly the discrete Gaussian: P[Y = y]·P[accept | y] ∝
+// exp(−|y|/t − (y² − 2|y|σ²/t + σ⁴/t²)/(2σ²)) = exp(−y²/(2σ²))·exp(−σ²/(2t²)),
+// and the second factor does not depend on y. The choice of t only sets the
+// speed. CKS20 take t = ⌊σ⌋ + 1; with σ² = n/d the exponent is then
+// (|Y|·d·t − n)²/(2·n·d·t²), whose numerator grows like σ⁴·d² and leaves
+// machine words at σ² ≈ 2⁶³. Here, for σ ≥ 1,
+//
+//	s ≈ ⌊σ⌋ = ⌊√⌊n/d⌋⌋ (s ≤ σ),   t = σ²/s = n/(d·s) ≥ σ,   σ²/t = s,
+//
+// so the exponent is γ(Y) = (|Y| − s)²·d/(2n): numerator and denominator grow
+// like σ²·d, and σ² up to about 2¹²⁰ runs on 128-bit words. The Laplace scale
+// t = n/(d·s) is the rational a/b of CKS20 Algorithm 2 (n/(d·s) in lowest
+// terms; s is ⌊σ⌋ with its bits below 2^(bitlen − 21) cleared, see
+// newDGParams).
+// The expected number of rounds is that of CKS20 (t within a factor
+// 1 + 1/s of their choice). For σ < 1, t = 1 and γ(Y) = (|Y|·d − n)²/(2nd),
+// CKS20's own form.
+//
+// Every step runs on u128 words when its numbers fit and on math/big
+// otherwise, with identical draws (see bernLazy128), so the output is the
+// same function of the random stream either way; TestFastPathMatchesBig
+// checks this near every overflow boundary.
+
+// dgParams are the derived constants of one σ² = n/d.
+type dgParams struct {
+	n, d *big.Int // σ² = n/d in lowest terms (private copies)
+	ge1  bool     // σ ≥ 1
+	s    *big.Int // ⌊σ⌋ rounded down to 21 significant bits (σ ≥ 1)
+	a, b *big.Int // the Laplace scale t = a/b
+	gden *big.Int // denominator of γ: 2n (σ ≥ 1) or 2nd (σ < 1)
+
+	// Word-size copies; fast reports whether all of them fit.
+	fast          bool
+	fn, fa, fgden u128
+	fs, fd, fb    uint64
+}
+
+func newDGParams(n, d *big.Int) *dgParams {
+	p := &dgParams{n: new(big.Int).Set(n), d: new(big.Int).Set(d)}
+	p.ge1 = n.Cmp(d) >= 0
+	if p.ge1 {
+		p.s = new(big.Int).Quo(n, d)
+		p.s.Sqrt(p.s)
+		// Any integer s ≥ 1 gives the exact distribution. Clearing the bits
+		// of ⌊σ⌋ below 2^(bitlen − 21) changes t by a relative 2⁻²⁰ at most
+		// (no measurable cost in rounds) and lets a/b = n/(d·s) cancel the
+		// power of two of n: a float64 variance n = m·2^e (53-bit m) then has
+		// a Laplace numerator a of about 53 bits, where the word-size trials
+		// are cheapest.
+		if j := p.s.BitLen() - 21; j > 0 {
+			p.s.Rsh(p.s, uint(j)).Lsh(p.s, uint(j))
+		}
+		p.b = new(big.Int).Mul(p.d, p.s)
+		g := new(big.Int).GCD(nil, nil, p.n, p.b)
+		p.a = new(big.Int).Quo(p.n, g)
+		p.b.Quo(p.b, g)
+		p.gden = new(big.Int).Lsh(p.n, 1)
+	} else {
+		p.s = new(big.Int)
+		p.a, p.b = bigOne, bigOne
+		p.gden = new(big.Int).Mul(p.n, p.d)
+		p.gden.Lsh(p.gden, 1)
+	}
+	var ok [4]bool
+	p.fn, ok[0] = u128FromBig(p.n)
+	p.fa, ok[1] = u128FromBig(p.a)
+	p.fgden, ok[2] = u128FromBig(p.gden)
+	ok[3] = p.d.IsUint64() && p.s.IsUint64() && p.b.IsUint64()
+	p.fast = ok[0] && ok[1] && ok[2] && ok[3]
+	if p.fast {
+		p.fs, p.fd, p.fb = p.s.Uint64(), p.d.Uint64(), p.b.Uint64()
+	}
+	return p
+}
+
+// dgSampleLocked draws one sample as a big integer.
+func (s *Source) dgSampleLocked(p *dgParams) (*big.Int, error) {
+	if !p.fast {
+		return s.dgBigLocked(p)
+	}
+	neg, m, mb, err := s.dg128Locked(p)
+	if err != nil {
+		return nil, err
+	}
+	if mb == nil {
+		mb = m.toBig(new(big.Int))
+	}
+	if neg {
+		mb.Neg(mb)
+	}
+	return mb, nil
+}
+
+// dg128Locked is CKS20 Algorithm 3 on words (p.fast). It returns the sign and
+// |X|, as a u128 or, if |X| ≥ 2¹²⁸ (never in practice), as mb ≠ nil.
+func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err error) {
+	for {
+		neg, m, mb, err = s.laplace128(p.fa, p.fb)
+		if err != nil {
+			return false, u128{}, nil, err
+		}
+		var ok bool
+		if mb == nil {
+			num, overflow := p.gammaNum128(m)
+			if overflow {
+				ok, err = s.bexpBig(p.gammaNumBig(m.toBig(new(big.Int))), p.gden)
+			} else {
+				ok, err = s.bexp128(num, p.fgden)
+			}
+		} else {
+			ok, err = s.bexpBig(p.gammaNumBig(mb), p.gden)
+		}
+		if err != nil {
+			return false, u128{}, nil, err
+		}
+		if ok {
+			return neg, m, mb, nil
+		}
+	}
+}
+
+// gammaNum128 returns the numerator of γ(m) over p.gden, or overflow.
+func (p *dgParams) gammaNum128(m u128) (u128, bool) {
+	if p.ge1 {
+		// (m − s)²·d
+		diff := m.absDiff(u64(p.fs))
+		if diff.hi != 0 {
+			return u128{}, true
+		}
+		return sq64(diff.lo).mul64(p.fd)
+	}
+	// (m·d − n)²
+	md, overflow := m.mul64(p.fd)
+	if overflow {
+		return u128{}, true
+	}
+	diff := md.absDiff(p.fn)
+	if diff.hi != 0 {
+		return u128{}, true
+	}
+	return sq64(diff.lo), false
+}
+
+// gammaNumBig returns the numerator of γ(m) over p.gden.
+func (p *dgParams) gammaNumBig(m *big.Int) *big.Int {
+	x := new(big.Int)
+	if p.ge1 {
+		x.Sub(m, p.s)
+		x.Mul(x, x)
+		return x.Mul(x, p.d)
+	}
+	x.Mul(m, p.d).Sub(x, p.n)
+	return x.Mul(x, x)
+}
+
+// dgBigLocked is CKS20 Algorithm 3 on big integers, with the same draws as
+// dg128Locked.
+func (s *Source) dgBigLocked(p *dgParams) (*big.Int, error) {
+	for {
+		neg, m, err := s.laplaceBig(p.a, p.b)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.bexpBig(p.gammaNumBig(m), p.gden)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if neg {
+				m.Neg(m)
+			}
+			return m, nil
+		}
+	}
+}
+
+// DiscreteGaussianSampler draws from the discrete Gaussian with a fixed
+// rational variance parameter σ² (P[X = x] ∝ exp(−x²/(2σ²)), x ∈ ℤ), exactly,
+// as DiscreteGaussian does, with its constants derived once. It is immutable
+// and safe for concurrent use.
+type DiscreteGaussianSampler struct {
+	p *dgParams
+}
+
+// NewDiscreteGaussianSampler returns the sampler for σ² > 0.
+func NewDiscreteGaussianSampler(sigma2 *big.Rat) (*DiscreteGaussianSampler, error) {
+	if sigma2 == nil || sigma2.Sign() <= 0 {
+		return nil, fmt.Errorf("dp: discrete Gaussian needs sigma2 > 0, got %v", ratString(sigma2))
+	}
+	return &DiscreteGaussianSampler{p: newDGParams(sigma2.Num(), sigma2.Denom())}, nil
+}
+
+// Sample returns one draw.
+func (g *DiscreteGaussianSampler) Sample(src *Source) (*big.Int, error) {
+	if err := src.check(); err != nil {
+		return nil, err
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.dgSampleLocked(g.p)
+}
+
+// Int64s fills dst with independent draws. It returns an error if a draw
+// does not fit in an int64, which has probability below 2·exp(−2⁶⁰) for
+// σ² ≤ 2⁶⁵ (and below 10⁻¹⁰⁰ up to σ² ≈ 2¹¹⁷); the draws written so far
+// are then valid but dst must not be used as a full sample.
+func (g *DiscreteGaussianSampler) Int64s(src *Source, dst []int64) error {
+	if err := src.check(); err != nil {
+		return err
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	for i := range dst {
+		v, vb, err := src.dgInt64Locked(g.p)
+		if err != nil {
+			return err
+		}
+		if vb != nil {
+			return fmt.Errorf("dp: a discrete Gaussian draw does not fit in 64 bits (sigma2 = %s/%s)", g.p.n, g.p.d)
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
+// dgInt64Locked draws one sample: as v if it fits in an int64, else as
+// vb ≠ nil.
+func (s *Source) dgInt64Locked(p *dgParams) (v int64, vb *big.Int, err error) {
+	if !p.fast {
+		x, err := s.dgBigLocked(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		if x.IsInt64() {
+			return x.Int64(), nil, nil
+		}
+		return 0, x, nil
+	}
+	neg, m, mb, err := s.dg128Locked(p)
+	if err != nil {
+		return 0, nil, err
+	}
+	if mb == nil && m.hi == 0 && m.lo <= 1<<63-1 {
+		if neg {
+			return -int64(m.lo), nil, nil
+		}
+		return int64(m.lo), nil, nil
+	}
+	if mb == nil {
+		mb = m.toBig(new(big.Int))
+	}
+	if neg {
+		mb.Neg(mb)
+	}
+	return 0, mb, nil
+}
+
+// dgParamsLocked returns the parameters for σ² = n/d, reusing the ones the
+// Source used last.
+func (s *Source) dgParamsLocked(n, d *big.Int) *dgParams {
+	p := s.dg
+	if p == nil || p.n.Cmp(n) != 0 || p.d.Cmp(d) != 0 {
+		p = newDGParams(n, d)
+		s.dg = p
+	}
+	return p
+}
