@@ -44,7 +44,7 @@ const (
 	auditEpsilon  = 1.0
 	auditDelta    = 1e-5
 	auditRows     = 442  // every row of the shipped diabetes data
-	auditReleases = 2000 // per side
+	auditReleases = 2000 // per side; PRIVBO_AUDIT_RELEASES sets another count
 	auditAlpha    = 0.05 // the lower bound holds with probability ≥ 95%
 )
 
@@ -60,12 +60,18 @@ type auditCase struct {
 }
 
 func TestAuditGaussianProjection(t *testing.T) {
+	releases := auditReleases
+	if v := os.Getenv("PRIVBO_AUDIT_RELEASES"); v != "" {
+		if _, err := fmt.Sscan(v, &releases); err != nil || releases < 100 {
+			t.Fatalf("PRIVBO_AUDIT_RELEASES=%q: want a count ≥ 100", v)
+		}
+	}
 	raw := auditCSV(t)
 	for _, c := range auditCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			res := runAudit(t, raw, c)
+			res := runAudit(t, raw, c, releases)
 			t.Logf("%s: noise-free shift %.4g σ (calibrated sensitivity %.4g σ); TPR %d/%d, FPR %d/%d; ε lower bound %.3f (claimed %g)",
-				c.name, res.shift/res.sigma, res.sens/res.sigma, res.tp, auditReleases, res.fp, auditReleases, res.epsLB, auditEpsilon)
+				c.name, res.shift/res.sigma, res.sens/res.sigma, res.tp, releases, res.fp, releases, res.epsLB, auditEpsilon)
 			if c.private && res.epsLB > auditEpsilon {
 				t.Errorf("%s claims (%g, %g)-DP but the audit shows ε ≥ %.3f with 95%% confidence", c.name, auditEpsilon, auditDelta, res.epsLB)
 			}
@@ -82,9 +88,9 @@ type auditResult struct {
 	epsLB              float64
 }
 
-// runAudit loads the original and the neighbour, releases each auditReleases
+// runAudit loads the original and the neighbour, releases each `releases`
 // times and returns the ε lower bound.
-func runAudit(t *testing.T, raw [][]string, c auditCase) auditResult {
+func runAudit(t *testing.T, raw [][]string, c auditCase, releases int) auditResult {
 	t.Helper()
 	ds := c.load(t, joinCSV(raw))
 	d := ds.D
@@ -146,7 +152,7 @@ func runAudit(t *testing.T, raw [][]string, c auditCase) auditResult {
 	_, sigma := release(ds.X, 1)
 	thr := 3 * sigma
 	var tp, fp int
-	for k := range auditReleases {
+	for k := range releases {
 		if s, _ := release(ds.X, uint64(2*k+2)); s > thr {
 			fp++
 		}
@@ -159,7 +165,7 @@ func runAudit(t *testing.T, raw [][]string, c auditCase) auditResult {
 		t.Errorf("%s: the change moved the noise-free release by %.9g, want exactly the sensitivity %.9g: the audit is not sharp", c.name, shift, sens)
 	}
 	return auditResult{shift: shift, sens: sens, sigma: sigma, tp: tp, fp: fp,
-		epsLB: epsilonLowerBound(tp, fp, auditReleases, auditDelta, auditAlpha)}
+		epsLB: epsilonLowerBound(tp, fp, releases, auditDelta, auditAlpha)}
 }
 
 // epsilonLowerBound returns ln((TPR_lo − δ)/FPR_hi) with Clopper–Pearson bounds at
