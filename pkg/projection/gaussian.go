@@ -58,9 +58,11 @@ const (
 // (package dataset's schema, private, fixed and none scalings, which clip; not
 // its *-nonprivate ones). TestAuditGaussianProjection checks this end to end.
 //
-// Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws from
-// crypto/rand (about 0.45 million a second per core, spread over GOMAXPROCS
-// goroutines), which dominate for large n. Report.NoiseSD holds σ (it depends only on M, never on the data).
+// Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws
+// (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 6–7 million draws per
+// CPU-second on machine words, spread over GOMAXPROCS goroutines), which
+// dominate for large n. Report.NoiseSD holds σ (it depends only on M, never on
+// the data).
 func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src Source, noise func(part int) *dp.Source) (z []float64, rep Report, err error) {
 	if noise == nil {
 		return nil, Report{}, errors.New("projection: nil noise sources; use CryptoNoise")
