@@ -103,11 +103,18 @@ func TestProjectGaussian(t *testing.T) {
 	}
 	m := make([]float64, d*r)
 	SeededSource(9).normals(m)
+	if err := orthonormalise(m, d, r); err != nil {
+		t.Fatal(err)
+	}
 	var svd mat.SVD
 	if !svd.Factorize(mat.NewDense(d, r, m), mat.SVDNone) {
 		t.Fatal("SVD of M failed")
 	}
 	sens := math.Sqrt(1-1.0/n) * svd.Values(nil)[0] / math.Sqrt(r)
+	// r^(−1/2)·M = √(d/r)·Q: every singular value is √(d/r).
+	if want := math.Sqrt(1-1.0/n) * math.Sqrt(float64(d)/r); math.Abs(sens-want) > 1e-12*want {
+		t.Errorf("sensitivity %g, want sqrt(1 − 1/n)·√(d/r) = %g", sens, want)
+	}
 	want, err := dp.NewVectorGaussian(p.Epsilon, p.Delta, sens, n*r)
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +172,41 @@ func BenchmarkProjectGaussian(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-5}, SecureSource(), CryptoNoise); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestOrthonormalise checks the matrix ProjectGaussian releases with: for r ≤ d,
+// r^(−1/2)·M has orthonormal columns times √(d/r); for r > d it has orthonormal
+// rows, so it keeps every distance exactly.
+func TestOrthonormalise(t *testing.T) {
+	for _, c := range []struct{ d, r int }{{10, 5}, {6, 6}, {9, 15}, {1, 3}, {30, 1}} {
+		m := make([]float64, c.d*c.r)
+		SeededSource(uint64(c.d*100+c.r)).normals(m)
+		if err := orthonormalise(m, c.d, c.r); err != nil {
+			t.Fatal(err)
+		}
+		a := mat.NewDense(c.d, c.r, m)
+		a.Scale(1/math.Sqrt(float64(c.r)), a)
+		var g mat.Dense
+		want := 1.0
+		if c.r <= c.d {
+			g.Mul(a.T(), a) // r×r: (d/r)·I
+			want = float64(c.d) / float64(c.r)
+		} else {
+			g.Mul(a, a.T()) // d×d: I
+		}
+		k, _ := g.Dims()
+		for i := range k {
+			for j := range k {
+				w := 0.0
+				if i == j {
+					w = want
+				}
+				if math.Abs(g.At(i, j)-w) > 1e-12*want {
+					t.Fatalf("d=%d r=%d: Gram[%d,%d] = %g, want %g", c.d, c.r, i, j, g.At(i, j), w)
+				}
+			}
 		}
 	}
 }

@@ -57,6 +57,10 @@ func FixedSource(m []float64) Source {
 	return Source{&source{fixed: append([]float64(nil), m...), seeded: true}}
 }
 
+// fixedMatrix reports whether the source is a FixedSource, whose matrix is used
+// as given.
+func (s Source) fixedMatrix() bool { return s.s != nil && s.s.fixed != nil }
+
 // Seeded reports whether the source came from SeededSource. The curator can
 // refuse such sources for real releases.
 func (s Source) Seeded() bool { return s.s != nil && s.s.seeded }
