@@ -60,7 +60,7 @@ const (
 //
 // Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws from
 // crypto/rand (about 0.45 million a second per core, spread over GOMAXPROCS
-// goroutines), which dominate for large n. Report.NoiseSD holds σ (it depends only on M, never on the data).
+// goroutines), which dominate for large n. Report.NoiseSD holds σ and Report.Sensitivity Δ (both depend only on M, never on the data).
 func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src Source, noise func(part int) *dp.Source) (z []float64, rep Report, err error) {
 	if noise == nil {
 		return nil, Report{}, errors.New("projection: nil noise sources; use CryptoNoise")
@@ -110,6 +110,6 @@ func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src S
 	if err != nil {
 		return nil, rep, fmt.Errorf("projection: %w", err)
 	}
-	rep.NoiseSD = mech.Scale()
+	rep.NoiseSD, rep.Sensitivity = mech.Scale(), sens
 	return z, rep, nil
 }

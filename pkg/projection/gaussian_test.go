@@ -115,6 +115,9 @@ func TestProjectGaussian(t *testing.T) {
 	if math.Abs(rep.NoiseSD-want.Scale()) > 1e-9*want.Scale() {
 		t.Errorf("NoiseSD = %g, want %g (sensitivity %g)", rep.NoiseSD, want.Scale(), sens)
 	}
+	if rep.Sensitivity < sens || rep.Sensitivity > sens*(1+1e-11) {
+		t.Errorf("Sensitivity = %g, want %g rounded up by at most 1e-11", rep.Sensitivity, sens)
+	}
 	var exact mat.Dense
 	exact.Mul(centredDense(x, n, d), mat.NewDense(d, r, m))
 	exact.Scale(1/math.Sqrt(r), &exact)
