@@ -96,10 +96,10 @@ func (w wholePatientStatement) sentence() string {
 	if w.none != "" {
 		return WholePatientLabel + "no guarantee (" + w.none + ")"
 	}
-	s := fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %g units (the clip diameter), "+
+	s := fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %s (the clip diameter), "+
 		"so this release is (ε=%s, δ=%g)-DP under the %s neighbour relation (the Gaussian mechanism's guarantee at that distance, Canonne, Kamath & Steinke 2020, Theorem 14); "+
 		"at δ=%g by public distance, %s",
-		WholePatientLabel, w.diam, w.eps, w.delta, AnswerRelation, w.delta, w.table)
+		WholePatientLabel, units(w.diam), w.eps, w.delta, AnswerRelation, w.delta, w.table)
 	if w.note != "" {
 		s += "; " + w.note
 	}
@@ -111,7 +111,7 @@ func (w wholePatientStatement) short() string {
 	if w.none != "" {
 		return "whole patient: no guarantee"
 	}
-	s := fmt.Sprintf("whole patient (%g units): ε=%s at δ=%g", w.diam, w.eps, w.delta)
+	s := fmt.Sprintf("whole patient (%s): ε=%s at δ=%g", units(w.diam), w.eps, w.delta)
 	if w.note != "" {
 		s += ", plus the private scaling's ε"
 	}
@@ -150,6 +150,14 @@ func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePat
 	}
 }
 
+// units renders a distance in protected units ("1 unit", "50 units").
+func units(d float64) string {
+	if d == 1 {
+		return "1 unit"
+	}
+	return fmt.Sprintf("%g units", d)
+}
+
 // wholePatientTable evaluates the release's ε at δ for the public distances below the
 // clip diameter diam and at diam itself (the last row).
 func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.DistanceEpsilon, error) {
@@ -174,9 +182,10 @@ func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.Dist
 	}
 	if nominal {
 		for i := range rows {
-			// ε itself (at one unit or less) holds for every Δ and m as calibrated.
-			if e := rows[i].Epsilon; e != eps && !math.IsInf(e, 1) {
-				rows[i].Epsilon = e * (1 + nominalMargin)
+			rows[i].Epsilon *= 1 + nominalMargin // +Inf stays +Inf
+			if rows[i].Units <= 1 {
+				// At one unit or less the calibrated (ε, δ) holds for every Δ and m.
+				rows[i].Epsilon = math.Min(rows[i].Epsilon, eps)
 			}
 		}
 	}
@@ -285,9 +294,9 @@ func (c *Curator) GuaranteeStatement() string {
 	w := c.wholePatient(exampleEpsilon, exampleDelta, 0, 0)
 	ws := w.sentence()
 	if w.none == "" {
-		ws = fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %g units (the clip diameter); "+
+		ws = fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %s (the clip diameter); "+
 			"each release states the ε this gives at its own δ, for example a release at (ε=%g, δ=%g) is (ε=%s, δ=%g)-DP for it (%s)",
-			WholePatientLabel, w.diam, float64(exampleEpsilon), exampleDelta, w.eps, exampleDelta, w.table)
+			WholePatientLabel, units(w.diam), float64(exampleEpsilon), exampleDelta, w.eps, exampleDelta, w.table)
 		if w.note != "" {
 			ws += "; " + w.note
 		}
