@@ -243,7 +243,7 @@ func (c *Curator) OutputGuarantee() string {
 			"the recorded value clipped to [%g, %g] plus Gaussian noise calibrated to the sensitivity %g (analytic Gaussian, Balle & Wang 2018); %s; %s",
 			o.Epsilon, o.Delta, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once, wholePatientAnswers(o.Epsilon, o.Delta, o))
 	}
-	s := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); whole patient: no guarantee (ε = ∞)"
+	s := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"
 	switch c.cfg.Evaluation.mode() {
 	case EvaluateProgram:
 		s += "; each answer is an exact function of the queried record's features (the operator's program run on them), so it reveals what the projection protects"
@@ -267,7 +267,7 @@ func (c *Curator) OutputGuarantee() string {
 			s += fmt.Sprintf(" at most %d distinct rows per identity", l.MaxRowsPerIdentity)
 		}
 	}
-	return s
+	return s + "; whole patient: no guarantee (ε = ∞)"
 }
 
 // wholePatientAnswers states the whole-patient equivalent of private answers: the

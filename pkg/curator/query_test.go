@@ -253,11 +253,11 @@ func TestGuaranteeTexts(t *testing.T) {
 		"the recorded value clipped to [-1, 1] plus Gaussian noise calibrated to the sensitivity 2 (analytic Gaussian, Balle & Wang 2018); " + once +
 		"; whole patient: the same (ε=0.5, δ=1e-06), the relation being record-level already (every answer lies in [-1, 1] whatever the patient, " +
 		"so replacing a whole patient moves it by at most the sensitivity)"
-	exactColumn := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); whole patient: no guarantee (ε = ∞); each answer is the queried record's target value as it is; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity"
-	exactProgram := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); whole patient: no guarantee (ε = ∞); " +
+	exactColumn := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); each answer is the queried record's target value as it is; " +
+		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
+	exactProgram := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); " +
 		"each answer is an exact function of the queried record's features (the operator's program run on them), so it reveals what the projection protects; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity"
+		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
 	exactLimits := ExactAnswerLimits{MaxRowsPerIdentity: 200, RequireProjection: true}
 	program := Evaluation{Mode: EvaluateProgram, Command: []string{"/bin/true"}}
 
