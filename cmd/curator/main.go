@@ -430,7 +430,7 @@ func printLedger(args []string) error {
 		return err
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tKEY")
+	fmt.Fprintln(w, ledgerEntriesHeader)
 	free := 0
 	if len(entries) == 0 {
 		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset id %q: check --dataset-id (the curator's --dataset-id; ledgers written before it existed use the data file's name, or --name)\n", name)
@@ -443,7 +443,7 @@ func printLedger(args []string) error {
 			free++
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%g\t%g\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta, e.Key)
+		fmt.Fprint(w, ledgerEntryLine(e))
 	}
 	w.Flush()
 	if free > 0 {

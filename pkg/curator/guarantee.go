@@ -2,7 +2,11 @@ package curator
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 )
@@ -17,10 +21,21 @@ const (
 	AnswerRelation = ledger.RelationRecord
 )
 
-// ProjectionGuarantee is the guarantee stated to the modeler with a projection release
-// of (eps, delta): its mechanism and neighbour relation, and, when query answers are
-// exact, that the answers are not covered by it.
+// ProjectionGuarantee is the guarantee stated for a projection release of (eps, delta)
+// before it is made: its mechanism and neighbour relation, when query answers are exact
+// that the answers are not covered by it, the protected unit (Dataset.Unit), and the
+// whole-patient equivalent (see wholePatient). Its figures hold for every release
+// dimension and every sensitivity (nominalMargin); a release states the figures of its
+// own n·r values and sensitivity instead, which agree with these to the digits shown
+// but for a rounding boundary.
 func (c *Curator) ProjectionGuarantee(eps, delta float64) string {
+	return c.projectionGuarantee(eps, delta, 0, 0)
+}
+
+// projectionGuarantee is ProjectionGuarantee for a release of m values whose noise was
+// calibrated to the L2 sensitivity sens (projection.Report.Sensitivity); sens = 0 when
+// it is not known, for nominal figures.
+func (c *Curator) projectionGuarantee(eps, delta float64, m int, sens float64) string {
 	var s string
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
 		s = fmt.Sprintf("(ε=%g, δ=%g)-DP under the %s neighbour relation (one record's feature vector changes by at most one protected unit): "+
@@ -33,7 +48,171 @@ func (c *Curator) ProjectionGuarantee(eps, delta float64) string {
 	if n := c.exactAnswersNote(); n != "" {
 		s += "; " + n
 	}
+	s += "."
+	if u := c.unitText(); u != "" {
+		s += " One protected unit: " + u
+	}
+	return s + " " + c.wholePatient(eps, delta, m, sens).sentence() + "."
+}
+
+// WholePatientLabel opens the whole-patient sentence of a projection guarantee. The
+// sentence holds no ". " until its final full stop, so that a reader (the study report)
+// can pick it out of the guarantee text.
+const WholePatientLabel = "Whole patient: "
+
+// wholePatientDistances are the public distances, in protected units, tabulated below
+// the clip diameter: fixed in advance, never taken from the data.
+var wholePatientDistances = []float64{1, 2, 5, 10}
+
+// The example release of the dataset's statement (GuaranteeStatement).
+const exampleEpsilon, exampleDelta = 1, 1e-5
+
+// nominalMargin makes whole-patient figures computed at the nominal sensitivity 1 and
+// one dimension upper bounds for every sensitivity Δ and dimension m. The
+// VectorGaussian's ε at a distance of D units depends on Δ and m only through the ratio
+// s_D/s = (D·a + √m)/(a + √m), a = Δ/2^k the sensitivity in lattice steps, and its
+// lattice has √m/a ≤ 2⁻²⁰ (dp.NewVectorGaussian), so the ratio, hence ρ_D = s_D²/(2N)
+// (Canonne, Kamath & Steinke 2020, Theorem 14), moves by less than 2⁻¹⁹ ≈ 1.9e-6
+// relative between any two (Δ, m), and ε (increasing and at most linear in ρ at every
+// Rényi order) by no more; 1e-5 leaves a margin of five times that.
+const nominalMargin = 1e-5
+
+// wholePatientStatement is the whole-patient equivalent of a projection release.
+type wholePatientStatement struct {
+	// none is the reason there is no guarantee at any distance ("" if there is one).
+	none string
+	// diam is the clip diameter in protected units; eps the release's ε for it
+	// (rounded up, as shown); table the figures by public distance; note the scaling's
+	// own cost (scalingNote).
+	diam       float64
+	eps, table string
+	note       string
+	delta      float64
+}
+
+// sentence is the statement for a release's guarantee text, opening with
+// WholePatientLabel, without a final full stop.
+func (w wholePatientStatement) sentence() string {
+	if w.none != "" {
+		return WholePatientLabel + "no guarantee (" + w.none + ")"
+	}
+	s := fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %s (the clip diameter), "+
+		"so this release is (ε=%s, δ=%g)-DP under the %s neighbour relation (the Gaussian mechanism's guarantee at that distance, Canonne, Kamath & Steinke 2020, Theorem 14); "+
+		"at δ=%g by public distance, %s",
+		WholePatientLabel, units(w.diam), w.eps, w.delta, AnswerRelation, w.delta, w.table)
+	if w.note != "" {
+		s += "; " + w.note
+	}
 	return s
+}
+
+// short is the statement for the ledger's description of the charge.
+func (w wholePatientStatement) short() string {
+	if w.none != "" {
+		return "whole patient: no guarantee"
+	}
+	s := fmt.Sprintf("whole patient (%s): ε=%s at δ=%g", units(w.diam), w.eps, w.delta)
+	if w.note != "" {
+		s += ", plus the private scaling's ε"
+	}
+	return s
+}
+
+// wholePatient states what a projection release of (eps, delta) under the feature-unit
+// relation means for the replacement of one patient's record by any other: the ε at the
+// release's δ for the clip diameter (Dataset.ClipDiameterUnits), and a table for the
+// public distances 1, 2, 5 and 10 units below it, computed by dp.WholeRecordTable on the
+// release's own mechanism (m values, sensitivity sens; sens = 0 for nominal figures
+// valid for every m and Δ, see nominalMargin). It uses no statistic of the data. The
+// lifted mechanism and data-dependent scalings have no guarantee at any distance.
+func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePatientStatement {
+	if c.cfg.ProjectionMechanism != projection.MechanismGaussian {
+		return wholePatientStatement{none: "the lifted mechanism's claimed guarantee does not hold even for one unit, so it holds for no larger distance"}
+	}
+	if !c.ds.Private {
+		mode := string(c.ds.Scaling.Mode)
+		if mode == "" {
+			mode = string(dataset.ScaleStandardiseNonprivate)
+		}
+		return wholePatientStatement{none: "the scaling " + mode + " uses the data's own statistics, so one patient's change moves every scaled row and no distance covers it"}
+	}
+	diam := c.ds.ClipDiameterUnits()
+	rows, err := wholePatientTable(eps, delta, diam, m, sens)
+	if err != nil {
+		// Not reached for the (ε, δ) a release accepts; say so rather than guess.
+		return wholePatientStatement{none: "not computed: " + strings.ReplaceAll(err.Error(), ". ", "; ")}
+	}
+	return wholePatientStatement{
+		diam: diam, delta: delta,
+		eps:   dp.RoundUpEpsilon(rows[len(rows)-1].Epsilon),
+		table: dp.FormatWholeRecordTable(rows, diam),
+		note:  c.scalingNote(),
+	}
+}
+
+// units renders a distance in protected units ("1 unit", "50 units").
+func units(d float64) string {
+	if d == 1 {
+		return "1 unit"
+	}
+	return fmt.Sprintf("%g units", d)
+}
+
+// wholePatientTable evaluates the release's ε at δ for the public distances below the
+// clip diameter diam and at diam itself (the last row).
+func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.DistanceEpsilon, error) {
+	var dists []float64
+	for _, d := range wholePatientDistances {
+		if d < diam {
+			dists = append(dists, d)
+		}
+	}
+	dists = append(dists, diam)
+	nominal := !(sens > 0) || m < 1
+	if nominal {
+		sens, m = 1, 1
+	}
+	g, err := dp.NewVectorGaussian(eps, delta, sens, m)
+	if err != nil {
+		return nil, fmt.Errorf("curator: whole-patient table: %w", err)
+	}
+	rows, err := dp.WholeRecordTable(g, delta, dists)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	if nominal {
+		for i := range rows {
+			rows[i].Epsilon *= 1 + nominalMargin // +Inf stays +Inf
+			if rows[i].Units <= 1 {
+				// At one unit or less the calibrated (ε, δ) holds for every Δ and m.
+				rows[i].Epsilon = math.Min(rows[i].Epsilon, eps)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// scalingNote says, for a private-estimated scaling, what its estimate cost under the
+// record relation ("" for scalings from public constants).
+func (c *Curator) scalingNote() string {
+	sc := c.ds.Scaling
+	if sc.Mode != dataset.ScalePrivate {
+		return ""
+	}
+	s := fmt.Sprintf("the scaling's feature bounds were estimated from the data with ε_s=%g", sc.Epsilon)
+	if sc.TargetEpsilon > 0 {
+		s += fmt.Sprintf(" (and the target's range with ε=%g)", sc.TargetEpsilon)
+	}
+	return s + " under the " + string(AnswerRelation) + " neighbour relation, once for the dataset, which adds to any whole-patient ε"
+}
+
+// unitText is Dataset.Unit ending in a full stop ("" if there is none).
+func (c *Curator) unitText() string {
+	u := strings.TrimSpace(c.ds.Unit)
+	if u != "" && !strings.HasSuffix(u, ".") {
+		u += "."
+	}
+	return u
 }
 
 // exactAnswersNote says, when answers are exact, what that means for the features the
@@ -57,12 +236,12 @@ func (c *Curator) OutputGuarantee() string {
 	switch o.Mechanism {
 	case "laplace":
 		return fmt.Sprintf("each answer (ε=%g, δ=0)-DP under the %s neighbour relation (one record replaced by any other): mechanism laplace, "+
-			"the recorded value clipped to [%g, %g] plus Laplace noise calibrated to the sensitivity %g; %s",
-			o.Epsilon, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once)
+			"the recorded value clipped to [%g, %g] plus Laplace noise calibrated to the sensitivity %g; %s; %s",
+			o.Epsilon, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once, wholePatientAnswers(o.Epsilon, 0, o))
 	case "gaussian":
 		return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP under the %s neighbour relation (one record replaced by any other): mechanism gaussian, "+
-			"the recorded value clipped to [%g, %g] plus Gaussian noise calibrated to the sensitivity %g (analytic Gaussian, Balle & Wang 2018); %s",
-			o.Epsilon, o.Delta, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once)
+			"the recorded value clipped to [%g, %g] plus Gaussian noise calibrated to the sensitivity %g (analytic Gaussian, Balle & Wang 2018); %s; %s",
+			o.Epsilon, o.Delta, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once, wholePatientAnswers(o.Epsilon, o.Delta, o))
 	}
 	s := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"
 	switch c.cfg.Evaluation.mode() {
@@ -88,19 +267,39 @@ func (c *Curator) OutputGuarantee() string {
 			s += fmt.Sprintf(" at most %d distinct rows per identity", l.MaxRowsPerIdentity)
 		}
 	}
-	return s
+	return s + "; whole patient: no guarantee (ε = ∞)"
+}
+
+// wholePatientAnswers states the whole-patient equivalent of private answers: the
+// relation is already the replacement of one record by any other, and the clipping range
+// bounds what any record can contribute, so it is the stated (ε, δ) itself.
+func wholePatientAnswers(eps, delta float64, o OutputPrivacy) string {
+	return fmt.Sprintf("whole patient: the same (ε=%g, δ=%g), the relation being record-level already "+
+		"(every answer lies in [%g, %g] whatever the patient, so replacing a whole patient moves it by at most the sensitivity)", eps, delta, o.Lower, o.Upper)
 }
 
 // GuaranteeStatement is the whole protection of the served dataset in plain words: the
-// projection's mechanism, relation and unit, and the answers' guarantee.
+// projection's mechanism, relation and unit, its whole-patient equivalent (with the
+// figures of an example release at (ε, δ) = (1, 1e-5), valid for every dimension and
+// sensitivity; each release states its own), and the answers' guarantee.
 func (c *Curator) GuaranteeStatement() string {
 	var p string
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
 		p = fmt.Sprintf("Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the %s neighbour relation, one protected unit being: %s",
-			ProjectionRelation, c.ds.Unit)
+			ProjectionRelation, c.unitText())
 	} else {
 		p = fmt.Sprintf("Projection releases: mechanism lifted (Kharkovskii et al. 2020, Algorithm 1), whose claimed (ε, δ) under the %s neighbour relation does not hold; one protected unit being: %s",
-			ProjectionRelation, c.ds.Unit)
+			ProjectionRelation, c.unitText())
 	}
-	return p + " Query answers: " + c.OutputGuarantee() + "."
+	w := c.wholePatient(exampleEpsilon, exampleDelta, 0, 0)
+	ws := w.sentence()
+	if w.none == "" {
+		ws = fmt.Sprintf("%sreplacing one patient's record by any other moves its scaled row by at most %s (the clip diameter); "+
+			"each release states the ε this gives at its own δ, for example a release at (ε=%g, δ=%g) is (ε=%s, δ=%g)-DP for it (%s)",
+			WholePatientLabel, units(w.diam), float64(exampleEpsilon), exampleDelta, w.eps, exampleDelta, w.table)
+		if w.note != "" {
+			ws += "; " + w.note
+		}
+	}
+	return p + " " + ws + ". Query answers: " + c.OutputGuarantee() + "."
 }

@@ -238,17 +238,26 @@ func TestGuaranteeTexts(t *testing.T) {
 	liftedProj := "mechanism lifted (Kharkovskii et al. 2020, Algorithm 1): (ε=2, δ=1e-05) under the feature-unit neighbour relation as claimed by its Theorem 1, which does not hold: " +
 		"the release is the data times a fixed matrix, so an adversary who knows d+1 rows recovers linear measurements of every other row; " +
 		"curators who need the guarantee use --projection-mechanism gaussian"
+	// rowsCurator's dataset is scaled with standardise-nonprivate: no whole-patient guarantee.
+	nonprivateWhole := "Whole patient: no guarantee (the scaling standardise-nonprivate uses the data's own statistics, " +
+		"so one patient's change moves every scaled row and no distance covers it)."
+	nonprivate := ". One protected unit: UNIT. " + nonprivateWhole
+	liftedWhole := "Whole patient: no guarantee (the lifted mechanism's claimed guarantee does not hold even for one unit, so it holds for no larger distance)."
 	once := "answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once"
 	laplace := "each answer (ε=0.5, δ=0)-DP under the record neighbour relation (one record replaced by any other): mechanism laplace, " +
-		"the recorded value clipped to [0, 400] plus Laplace noise calibrated to the sensitivity 400; " + once
+		"the recorded value clipped to [0, 400] plus Laplace noise calibrated to the sensitivity 400; " + once +
+		"; whole patient: the same (ε=0.5, δ=0), the relation being record-level already (every answer lies in [0, 400] whatever the patient, " +
+		"so replacing a whole patient moves it by at most the sensitivity)"
 	gaussian := "each answer (ε=0.5, δ=1e-06)-DP under the record neighbour relation (one record replaced by any other): mechanism gaussian, " +
-		"the recorded value clipped to [-1, 1] plus Gaussian noise calibrated to the sensitivity 2 (analytic Gaussian, Balle & Wang 2018); " + once
+		"the recorded value clipped to [-1, 1] plus Gaussian noise calibrated to the sensitivity 2 (analytic Gaussian, Balle & Wang 2018); " + once +
+		"; whole patient: the same (ε=0.5, δ=1e-06), the relation being record-level already (every answer lies in [-1, 1] whatever the patient, " +
+		"so replacing a whole patient moves it by at most the sensitivity)"
 	exactColumn := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); each answer is the queried record's target value as it is; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity"
+		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
 	exactProgram := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); " +
 		"each answer is an exact function of the queried record's features (the operator's program run on them), so it reveals what the projection protects; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity"
+		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
 	exactLimits := ExactAnswerLimits{MaxRowsPerIdentity: 200, RequireProjection: true}
 	program := Evaluation{Mode: EvaluateProgram, Command: []string{"/bin/true"}}
 
@@ -259,26 +268,26 @@ func TestGuaranteeTexts(t *testing.T) {
 	}{
 		{"gaussian projection, laplace answers", func(c *Config) {
 			c.Output = OutputPrivacy{Mechanism: "laplace", Epsilon: 0.5, Lower: 0, Upper: 400}
-		}, gaussianProj, laplace,
-			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. Query answers: " + laplace + "."},
+		}, gaussianProj + nonprivate, laplace,
+			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. " + nonprivateWhole + " Query answers: " + laplace + "."},
 		{"lifted projection, gaussian answers", func(c *Config) {
 			c.ProjectionMechanism = projection.MechanismLifted
 			c.Output = OutputPrivacy{Mechanism: "gaussian", Epsilon: 0.5, Delta: 1e-6, Lower: -1, Upper: 1}
-		}, liftedProj, gaussian,
-			"Projection releases: mechanism lifted (Kharkovskii et al. 2020, Algorithm 1), whose claimed (ε, δ) under the feature-unit neighbour relation does not hold; one protected unit being: UNIT. Query answers: " + gaussian + "."},
+		}, liftedProj + ". One protected unit: UNIT. " + liftedWhole, gaussian,
+			"Projection releases: mechanism lifted (Kharkovskii et al. 2020, Algorithm 1), whose claimed (ε, δ) under the feature-unit neighbour relation does not hold; one protected unit being: UNIT. " + liftedWhole + " Query answers: " + gaussian + "."},
 		{"exact answers", func(c *Config) {
 			c.Output = OutputPrivacy{Mechanism: "none"}
 			c.ExactAnswers = exactLimits
-		}, gaussianProj + "; the query answers are NOT covered: they are exact, with no guarantee (ε = ∞)", exactColumn,
-			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. Query answers: " + exactColumn + "."},
+		}, gaussianProj + "; the query answers are NOT covered: they are exact, with no guarantee (ε = ∞)" + nonprivate, exactColumn,
+			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. " + nonprivateWhole + " Query answers: " + exactColumn + "."},
 		{"exact program answers", func(c *Config) {
 			c.Output = OutputPrivacy{Mechanism: "none"}
 			c.ExactAnswers = exactLimits
 			c.Evaluation = program
 			c.AllowExactProgramAnswers = true
 		}, gaussianProj + "; the query answers are NOT covered: they are exact values of the operator's program on each queried record's features, " +
-			"so every answer is an exact function of that record's features and the (ε, δ) above does not protect the features of queried records", exactProgram,
-			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. Query answers: " + exactProgram + "."},
+			"so every answer is an exact function of that record's features and the (ε, δ) above does not protect the features of queried records" + nonprivate, exactProgram,
+			"Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the feature-unit neighbour relation, one protected unit being: UNIT. " + nonprivateWhole + " Query answers: " + exactProgram + "."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := build(tc.edit)

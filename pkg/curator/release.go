@@ -56,6 +56,11 @@ type projectionRecord struct {
 	SHA256 string `json:"sha256"`
 	Rows   int    `json:"rows"`
 	Cols   int    `json:"cols"`
+	// Sensitivity is the L2 sensitivity the Gaussian release's noise was calibrated to
+	// (projection.Report.Sensitivity; it depends on M only), kept so that a replay
+	// states the same whole-patient figures; 0 for lifted releases and records made
+	// before it was kept, which state the nominal figures.
+	Sensitivity float64 `json:"sensitivity,omitempty"`
 }
 
 func (r ProjectionRequest) validate(maxR int) error {
@@ -96,7 +101,6 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	id := c.releaseID(identity, req)
 	key := "projection/" + id
 	acct := c.account(identity)
-	guarantee := c.ProjectionGuarantee(req.Epsilon, req.Delta)
 
 	unlock := c.locks.lock(key)
 	defer unlock()
@@ -104,7 +108,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	} else if ok {
-		return c.storedProjection(ctx, identity, id, rec, guarantee)
+		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
 	if err := c.ensureAffordable(ctx, identity, ledger.RelationFeatureUnit, cost); err != nil {
@@ -149,14 +153,15 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if err != nil {
 		return nil, fmt.Errorf("curator: storing release %s: %w", id, err)
 	}
-	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R})
+	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity})
 	if err != nil {
 		os.Remove(path)
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
 		Account: acct, Key: key, Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
-		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q", req.R, req.Epsilon, req.Delta, req.Label),
+		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
+			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity).short()),
 	})
 	if err != nil {
 		// The commit may have happened even though Charge reports an error (a lost
@@ -168,7 +173,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	}
 	if rec.Replayed { // another replica or process released it first
 		os.Remove(path)
-		return c.storedProjection(ctx, identity, id, rec, guarantee)
+		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	c.noteProjection(identity)
 	c.log.Info("projection released", zap.String("release", id), zap.String("identity", identity),
@@ -177,10 +182,13 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if err != nil {
 		return nil, err
 	}
+	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
 	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, Budget: bal, path: path}, nil
 }
 
-func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec ledger.Receipt, guarantee string) (*Projection, error) {
+// storedProjection returns the recorded release rec of req, stating the guarantee with
+// the release's recorded dimension and sensitivity.
+func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec ledger.Receipt, req ProjectionRequest) (*Projection, error) {
 	var pr projectionRecord
 	if err := json.Unmarshal(rec.Result, &pr); err != nil {
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt: %w", id, err)
@@ -194,6 +202,7 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	if err != nil {
 		return nil, err
 	}
+	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
 		path: filepath.Join(c.relDir, pr.File)}, nil
 }

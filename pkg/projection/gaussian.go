@@ -64,8 +64,8 @@ const (
 // Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws
 // (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 6–7 million draws per
 // CPU-second on machine words, spread over GOMAXPROCS goroutines), which
-// dominate for large n. Report.NoiseSD holds σ (it depends only on M, never on
-// the data).
+// dominate for large n. Report.NoiseSD holds σ and Report.Sensitivity Δ (both
+// depend only on M, never on the data).
 //
 // Why orthonormal. A projection and its noise trade distortion against
 // sensitivity. r^(−1/2) times an i.i.d. Gaussian M preserves squared distances
@@ -134,7 +134,7 @@ func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src S
 	if err != nil {
 		return nil, rep, fmt.Errorf("projection: %w", err)
 	}
-	rep.NoiseSD = mech.Scale()
+	rep.NoiseSD, rep.Sensitivity = mech.Scale(), sens
 	return z, rep, nil
 }
 

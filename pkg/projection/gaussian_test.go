@@ -122,6 +122,9 @@ func TestProjectGaussian(t *testing.T) {
 	if math.Abs(rep.NoiseSD-want.Scale()) > 1e-9*want.Scale() {
 		t.Errorf("NoiseSD = %g, want %g (sensitivity %g)", rep.NoiseSD, want.Scale(), sens)
 	}
+	if rep.Sensitivity < sens || rep.Sensitivity > sens*(1+1e-11) {
+		t.Errorf("Sensitivity = %g, want %g rounded up by at most 1e-11", rep.Sensitivity, sens)
+	}
 	var exact mat.Dense
 	exact.Mul(centredDense(x, n, d), mat.NewDense(d, r, m))
 	exact.Scale(1/math.Sqrt(r), &exact)
@@ -182,7 +185,7 @@ func BenchmarkProjectGaussian(b *testing.B) {
 func TestOrthonormalise(t *testing.T) {
 	for _, c := range []struct{ d, r int }{{10, 5}, {6, 6}, {9, 15}, {1, 3}, {30, 1}} {
 		m := make([]float64, c.d*c.r)
-		SeededSource(uint64(c.d*100+c.r)).normals(m)
+		SeededSource(uint64(c.d*100 + c.r)).normals(m)
 		if err := orthonormalise(m, c.d, c.r); err != nil {
 			t.Fatal(err)
 		}

@@ -66,6 +66,11 @@ type Report struct {
 	// NoiseSD is the Gaussian noise's σ of ProjectGaussian (0 for Project).
 	Mechanism string
 	NoiseSD   float64
+	// Sensitivity is the L2 sensitivity Δ that ProjectGaussian's noise was
+	// calibrated to, sqrt(1 − 1/n)·‖M‖₂/√r (0 for Project). It depends on M
+	// only, never on the data; the curator states the release's guarantee at
+	// larger distances with it (dp.VectorGaussian.EpsilonAtDistance).
+	Sensitivity float64
 }
 
 // Project runs Algorithm 1 of Kharkovskii et al. (2020) on the row-major n×d

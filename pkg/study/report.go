@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -154,7 +155,8 @@ func settingRows(s Settings) [][2]string {
 
 func g(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
-// privacyRows states what the study cost and protects: the release, the answers (private
+// privacyRows states what the study cost and protects: the release (with its neighbour
+// relation and the whole-patient sentence of its guarantee, when the curator stated them), the answers (private
 // answers cost one (ε, δ) per identity, whatever the rows; exact answers protect nothing,
 // so the study then has no guarantee for the answered rows, ε = ∞), and the identity's
 // budget.
@@ -174,6 +176,12 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 			mech = ", mechanism " + rel.Mechanism
 		}
 		add("projection release", fmt.Sprintf("%s: (ε, δ) = (%s, %s)%s, %s", rel.ID, g(rel.Epsilon), g(rel.Delta), mech, paid))
+		if rel.Relation != "" {
+			add("projection relation", rel.Relation+relationWords[rel.Relation])
+		}
+		if w := wholePatient(rel.Guarantee); w != "" {
+			add("whole patient", w)
+		}
 		if rel.Guarantee != "" {
 			add("guarantee", rel.Guarantee)
 		}
@@ -222,6 +230,33 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
 	}
 	return rows
+}
+
+// relationWords explains the neighbour relations a projection is stated under (package
+// ledger's names).
+var relationWords = map[string]string{
+	"feature-unit": " (neighbours differ in one record's scaled feature vector by at most one protected unit)",
+	"record":       " (neighbours differ in one record replaced by any other)",
+}
+
+// wholePatientLabel opens the whole-patient sentence of a curator's projection guarantee
+// (curator.WholePatientLabel; this package does not import the curator's).
+const wholePatientLabel = "Whole patient: "
+
+// wholePatient returns the whole-patient sentence of a projection guarantee without its
+// label and full stop: the ε for replacing one patient's record by any other, with its
+// table by distance, or why there is none ("" from curators that did not state it). The
+// sentence holds no ". " until its end.
+func wholePatient(guarantee string) string {
+	i := strings.Index(guarantee, wholePatientLabel)
+	if i < 0 {
+		return ""
+	}
+	w := guarantee[i+len(wholePatientLabel):]
+	if j := strings.Index(w, ". "); j >= 0 {
+		w = w[:j]
+	}
+	return strings.TrimSuffix(strings.TrimSpace(w), ".")
 }
 
 func dataURI(png []byte) template.URL {

@@ -150,3 +150,46 @@ func TestSettingRowsFitEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestReportWholePatient: the report shows the projection's neighbour relation and the
+// whole-patient sentence of its guarantee, on its own row and in the page.
+func TestReportWholePatient(t *testing.T) {
+	whole := "replacing one patient's record by any other moves its scaled row by at most 50 units (the clip diameter), " +
+		"so this release is (ε=3590, δ=0.0001)-DP under the record neighbour relation (the Gaussian mechanism's guarantee at that distance, Canonne, Kamath & Steinke 2020, Theorem 14); " +
+		"at δ=0.0001 by public distance, 1 unit: ε=7.39; 2: ε=17.9; 5: ε=65.2; 10: ε=197; whole record (50 units): ε=3590"
+	rel := testRelease
+	rel.Relation = "feature-unit"
+	rel.Guarantee = "(ε=7.38906, δ=0.0001)-DP under the feature-unit neighbour relation (…): mechanism gaussian. One protected unit: UNIT. Whole patient: " + whole + "."
+	st := &Study{Name: "whole", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
+	got := map[string]string{}
+	for _, r := range privacyRows(st, nil) {
+		got[r[0]] = r[1]
+	}
+	if want := "feature-unit (neighbours differ in one record's scaled feature vector by at most one protected unit)"; got["projection relation"] != want {
+		t.Errorf("projection relation = %q, want %q", got["projection relation"], want)
+	}
+	if got["whole patient"] != whole {
+		t.Errorf("whole patient\n got: %q\nwant: %q", got["whole patient"], whole)
+	}
+	// A sentence after it is not part of it; a guarantee without one shows no row.
+	rel.Guarantee = "x. Whole patient: no guarantee (the scaling maxnorm-nonprivate uses the data's own statistics). Query answers: y."
+	if w := wholePatient(rel.Guarantee); w != "no guarantee (the scaling maxnorm-nonprivate uses the data's own statistics)" {
+		t.Errorf("wholePatient = %q", w)
+	}
+	rel.Guarantee, rel.Relation = "(7.39, 1e-4)-DP", ""
+	for _, r := range privacyRows(st, nil) {
+		if r[0] == "whole patient" || r[0] == "projection relation" {
+			t.Errorf("row %q = %q for a guarantee that states neither", r[0], r[1])
+		}
+	}
+	rel.Relation = "feature-unit"
+	rel.Guarantee = "g. Whole patient: " + whole + "."
+	path, err := WriteReport(st, nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if page := html.UnescapeString(string(b)); !strings.Contains(page, whole) || !strings.Contains(page, "whole patient") {
+		t.Errorf("report page lacks the whole-patient row")
+	}
+}

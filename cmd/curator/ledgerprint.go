@@ -1,0 +1,27 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// ledgerEntriesHeader heads the charges listed by 'curator ledger'.
+const ledgerEntriesHeader = "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tKEY\tDESCRIPTION"
+
+// maxListedDescription bounds the description shown per charge (a job's is its whole
+// specification); the ledger keeps it in full.
+const maxListedDescription = 240
+
+// ledgerEntryLine is one charge of the listing, tab-separated for a tabwriter, with its
+// description on one line: for a projection it names the neighbour relation and the
+// whole-patient ε the curator stated (package curator).
+func ledgerEntryLine(e ledger.Receipt) string {
+	d := strings.Join(strings.Fields(e.Description), " ")
+	if r := []rune(d); len(r) > maxListedDescription {
+		d = string(r[:maxListedDescription-1]) + "…"
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%g\t%g\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta, e.Key, d)
+}
