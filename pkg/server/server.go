@@ -75,9 +75,11 @@ type Config struct {
 	// (default: equal to Budget).
 	Budget, DatasetBudget ledger.Cost
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
-	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon, whose
-	// range [Lower, Upper] must be given; mechanism "none" (exact answers) must be
-	// chosen explicitly and is logged as a warning (Warnings).
+	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
+	// [Lower, Upper] is, in this order: the one given here, the schema's line for the
+	// target, or a private estimate (PrivateScalingShare); Start fills it in. Mechanism
+	// "none" (exact answers) must be chosen explicitly and is logged as a warning
+	// (Warnings).
 	NoiseSD float64
 	Output  curator.OutputPrivacy
 	// ExactAnswersMaxRows caps the distinct rows answered exactly to one identity
