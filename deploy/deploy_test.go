@@ -79,13 +79,32 @@ func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 		}
 	}
 	// Every curator started by these files names its dataset id (the ledger keys budgets
-	// by it) and, with private outputs (the default), the target's range.
+	// by it) and a public schema (public bounds, and the target's range for the private
+	// answers), and none uses a data-dependent scaling, which voids the guarantee.
 	for _, f := range []string{"systemd/privbo-curator.service", "compose/compose.yaml", "k8s/curator.yaml", "../scripts/demo.sh"} {
 		b, _ := os.ReadFile(f)
-		for _, want := range []string{"--dataset-id", "--output-lower", "--output-upper"} {
+		for _, want := range []string{"--dataset-id", "--schema"} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("%s starts a curator without %s", f, want)
 			}
+		}
+		if strings.Contains(string(b), "nonprivate") {
+			t.Errorf("%s starts a curator with a data-dependent (nonprivate) scaling", f)
+		}
+	}
+	// Schemas the image and the demo use must be in the repository, with a target line.
+	for f, prefix := range map[string]string{"compose/compose.yaml": "/usr/share/privbo/examples/", "../scripts/demo.sh": "examples/data/"} {
+		b, _ := os.ReadFile(f)
+		m := regexp.MustCompile(`--schema[= ]` + regexp.QuoteMeta(prefix) + `(\S+\.schema\.csv)`).FindStringSubmatch(string(b))
+		if m == nil {
+			t.Errorf("%s names no schema under %s", f, prefix)
+			continue
+		}
+		s, err := os.ReadFile(filepath.Join("..", "examples", "data", m[1]))
+		if err != nil {
+			t.Errorf("%s uses the schema %s, which is not in examples/data: %v", f, m[1], err)
+		} else if !regexp.MustCompile(`(?m)^progression,`).Match(s) {
+			t.Errorf("schema %s gives no range for the target progression", m[1])
 		}
 	}
 	// The environment variable k8s uses must be one the curator reads.

@@ -87,7 +87,7 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 	const projEps, answerEps = 0.05, 0.001
 	args := []string{"--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes", "--state", state,
 		"--budget-epsilon", "1000", "--budget-delta", "0.5",
-		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(answerEps), "--output-lower", "0", "--output-upper", "400"}
+		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(answerEps), "--schema", diabetesSchema}
 	got := &delivered{projections: map[string][]float64{}, answers: map[int]float64{}}
 	rng := rand.New(rand.NewPCG(1, 2))
 	next := 0 // next projection label

@@ -21,7 +21,21 @@ import (
 )
 
 // diabetesPath is the shipped example data (see examples/data/README.md).
-var diabetesPath = filepath.Join("..", "examples", "data", "diabetes.csv")
+var (
+	diabetesPath   = filepath.Join("..", "examples", "data", "diabetes.csv")
+	diabetesSchema = filepath.Join("..", "examples", "data", "diabetes.schema.csv")
+)
+
+// diabetesScaling is the shipped public schema's scaling of the diabetes data: public
+// per-column bounds (no statistic of the data) and the target's range [0, 400].
+func diabetesScaling(t *testing.T) dataset.Scaling {
+	t.Helper()
+	sc, err := dataset.ParseScaling("schema:" + diabetesSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
 
 // syncBuffer collects everything the curator logs, for scanning.
 type syncBuffer struct {
@@ -49,15 +63,16 @@ type curatorProc struct {
 	cfg  server.Config
 }
 
-// diabetesConfig is a curator over the shipped diabetes data with a generous budget and
-// exact answers (the paper's setting, chosen explicitly: a curator's default is private
-// answers), which go to identities holding a projection, at most 200 rows each.
+// diabetesConfig is a curator over the shipped diabetes data, scaled with its public
+// schema, with a generous budget and exact answers (the paper's setting, chosen
+// explicitly: a curator's default is private answers), which go to identities holding a
+// projection, at most 200 rows each.
 func diabetesConfig(t *testing.T, state string) server.Config {
 	t.Helper()
 	return server.Config{
 		Listen:    "127.0.0.1:0",
 		DataPath:  diabetesPath,
-		Data:      dataset.Options{Target: "progression"},
+		Data:      dataset.Options{Target: "progression", Scaling: diabetesScaling(t)},
 		DatasetID: "diabetes",
 		StateDir:  state,
 		Budget:    ledger.Cost{Epsilon: 1000, Delta: 0.5},

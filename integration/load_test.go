@@ -45,7 +45,7 @@ func TestLoadOverTLS(t *testing.T) {
 		"--tls-cert", filepath.Join(pki, devca.ServerFile), "--tls-key", filepath.Join(pki, devca.ServerKeyFile),
 		"--client-ca", filepath.Join(pki, devca.CAFile),
 		"--budget-epsilon", "100", "--budget-delta", "0.1", "--dataset-budget-epsilon", "10000",
-		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(epsPerRow), "--output-lower", "0", "--output-upper", "400")
+		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(epsPerRow), "--schema", diabetesSchema)
 	defer cur.kill()
 
 	var (

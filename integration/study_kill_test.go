@@ -80,7 +80,7 @@ func TestStudySurvivesSIGKILL(t *testing.T) {
 	const answerEps, T = 0.001, 40
 	cur := startRealCurator(t, curBin, "--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes", "--state", t.TempDir(),
 		"--budget-epsilon", "100", "--budget-delta", "0.1",
-		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(answerEps), "--output-lower", "0", "--output-upper", "400")
+		"--output-privacy", "laplace", "--output-epsilon", fmt.Sprint(answerEps), "--schema", diabetesSchema)
 	defer cur.kill()
 	dir := t.TempDir()
 	const identity = "kill-vendor"

@@ -24,7 +24,7 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 	bin := buildBinary(t, "./cmd/curator")
 	state := t.TempDir()
 	base := []string{"--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes", "--state", state,
-		"--budget-epsilon", "100", "--budget-delta", "0.1", "--evaluate", "manual", "--output-privacy", "none"}
+		"--budget-epsilon", "100", "--budget-delta", "0.1", "--evaluate", "manual", "--output-privacy", "none", "--schema", diabetesSchema}
 	cur := startRealCurator(t, bin, base...)
 	addr := cur.addr
 	ds := loadDiabetes(t)

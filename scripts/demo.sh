@@ -3,7 +3,9 @@
 # PO-GP-UCB against it, both on loopback. The modeler looks for the patients with the
 # highest disease progression while seeing only a private projection of the patients and
 # private (noised) answers: the curator's default output privacy, Laplace noise on the
-# declared progression range [0, 400], charged once per modeler identity.
+# progression range [0, 400] the public schema declares, charged once per modeler identity.
+# The features are scaled with the schema's public bounds (examples/data/diabetes.schema.csv),
+# never with a statistic of the data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${PRIVBO_BIN:-.bin} # where the curator and modeler binaries are (make build puts them in .bin)
@@ -18,7 +20,7 @@ echo "== creating a development CA, a server certificate and the vendor's client
 echo "== starting the curator (hospital) on loopback with mutual TLS; its log: $log"
 "$bin/curator" serve \
   --data examples/data/diabetes.csv --target progression --dataset-id diabetes \
-  --output-lower 0 --output-upper 400 --output-epsilon 2.5 \
+  --schema examples/data/diabetes.schema.csv --output-epsilon 2.5 \
   --listen 127.0.0.1:0 --addr-file "$state/addr" --state "$state/curator" \
   --tls-cert "$state/pki/server.pem" --tls-key "$state/pki/server-key.pem" --client-ca "$state/pki/ca.pem" \
   --budget-epsilon 10 --budget-delta 1e-3 2>"$log" &

@@ -45,6 +45,7 @@ func TestLedgerReadsServeConfig(t *testing.T) {
 	for _, c := range []ledger.Charge{
 		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "projection/p1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
 		{Account: ledger.Account{Dataset: "diabetes", Identity: "_curator"}, Key: "pending/7", Kind: "pending", Relation: ledger.RelationRecord},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "_curator"}, Key: "scaling-estimate/k", Kind: "scaling-estimate", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 1}},
 		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "q/3", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}},
 		{Account: ledger.Account{Dataset: "diabetes", Identity: "acme"}, Key: "job/j", Kind: "job:kusner", Relation: ledger.RelationValidationRecord, Cost: ledger.Cost{Epsilon: 2, Delta: 1e-4}},
 	} {
@@ -67,16 +68,19 @@ dataset-id = "diabetes"
 		t.Fatalf("curator ledger: %v\n%s", err, out)
 	}
 	// Per relation, never summed across: feature-unit 1 + 0.5 (the record-level
-	// query counts there too), record 0.5, validation-record 2.
-	for _, want := range []string{"acme  ", " record  ", " validation-record  ",
+	// query counts there too), record 0.5, validation-record 2; the curator's own
+	// private scaling estimate (record, ε = 1) is listed and spends the dataset cap.
+	for _, want := range []string{"acme  ", " record  ", " validation-record  ", " scaling-estimate ",
 		"Budget under the feature-unit neighbour relation (including the record releases, which also hold under it):\n" +
 			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
+			"_curator   1              0            9             0.001\n" +
 			"acme       1.5            0.0001       8.5           0.0009\n" +
-			"(dataset)  1.5            0.0001       28.5          0.0009\n",
+			"(dataset)  2.5            0.0001       27.5          0.0009\n",
 		"Budget under the record neighbour relation:\n" +
 			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
+			"_curator   1              0            9             0.001\n" +
 			"acme       0.5            0            9.5           0.001\n" +
-			"(dataset)  0.5            0            29.5          0.001\n",
+			"(dataset)  1.5            0            28.5          0.001\n",
 		"Budget under the validation-record neighbour relation:\n" +
 			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
 			"acme       2              0.0001       8             0.0009\n" +
@@ -97,7 +101,7 @@ dataset-id = "diabetes"
 	out, err = captureStdout(t, func() error {
 		return run([]string{"ledger", "--config", cfg, "--dataset", "diabetes", "--dataset-budget-epsilon", "12"})
 	})
-	if err != nil || !strings.Contains(out, "(dataset)  1.5            0.0001       10.5 ") {
+	if err != nil || !strings.Contains(out, "(dataset)  2.5            0.0001       9.5 ") {
 		t.Errorf("curator ledger with --dataset-budget-epsilon 12: %v\n%s", err, out)
 	}
 }

@@ -2,7 +2,7 @@
 // releases of a sensitive dataset and charges each to a durable privacy ledger.
 //
 //	curator serve  --data FILE --target COLUMN --dataset-id ID --state DIR --budget-epsilon E --budget-delta D
-//	               --output-lower L --output-upper U [flags]
+//	               [--schema FILE.schema.csv] [flags]
 //	curator ledger --state DIR --dataset-id ID --budget-epsilon E --budget-delta D
 package main
 
@@ -124,7 +124,7 @@ type serveFlags struct {
 	lf                                   ledgerFlags
 	cfg                                  server.Config
 	configFile                           string
-	features, scaling, addrFile          string
+	features, scaling, schema, addrFile  string
 	logLevel, logFormat                  string
 	outMech                              string
 	outEps, outDelta, outLower, outUpper float64
@@ -144,7 +144,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
-	fs.StringVar(&f.scaling, "scaling", "standardise-nonprivate", "how rows are put on the protected unit: schema:FILE (public bounds or scales per column), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), private[:EPS] (bounds estimated with DP), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold")
+	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
+	fs.StringVar(&f.schema, "schema", "", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE")
+	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private) and the target's range (private answers without --output-lower/--output-upper or a schema target line); charged to the dataset cap under the identity _curator")
 	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
 	fs.StringVar(&cfg.DatasetName, "name", "", "display name of the dataset shown to modelers (default: the file name); budgets are kept per --dataset-id, not per name")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
@@ -153,11 +155,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", "column", "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
 	fs.StringVar(&f.evaluateProgram, "evaluate-program", "", "program evaluating one row: {\"index\": i, \"features\": {...}} on stdin, a number on stdout")
 	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", time.Minute, "time limit of one program evaluation")
-	fs.StringVar(&f.outMech, "output-privacy", "laplace", "release of query answers: laplace or gaussian (differentially private, needs --output-lower/--output-upper), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
+	fs.StringVar(&f.outMech, "output-privacy", "laplace", "release of query answers: laplace or gaussian (differentially private: answers are clipped to the target's range from --output-lower/--output-upper, else the --schema target line, else a private estimate), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
 	fs.Float64Var(&f.outEps, "output-epsilon", curator.DefaultOutputEpsilon, "ε of each private answer; one identity's answers compose in parallel (each record influences one answer), so this is what all of an identity's answers cost, charged once")
 	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ of each gaussian answer, charged once per identity like --output-epsilon")
-	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target (required with private outputs: answers are clipped to it)")
-	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target (required with private outputs)")
+	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target for private outputs (answers are clipped to it); overrides the schema's target line")
+	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target for private outputs; overrides the schema's target line")
 	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows answered exactly to one identity")
 	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
@@ -232,7 +234,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	if f.features != "" {
 		cfg.Data.Features = strings.Split(f.features, ",")
 	}
-	sc, err := dataset.ParseScaling(f.scaling)
+	sc, err := scalingOf(f.scaling, f.schema)
 	if err != nil {
 		return cfg, err
 	}
@@ -252,6 +254,27 @@ func (f *serveFlags) build() (server.Config, error) {
 	}
 	cfg.Jobs.Evaluators = evs
 	return cfg, nil
+}
+
+// scalingOf is the scaling of --scaling and --schema: the named scaling, schema with
+// the --schema file when --scaling is not given, and private when neither is. The
+// data-dependent modes are used only when named.
+func scalingOf(scaling, schema string) (dataset.Scaling, error) {
+	scaling, schema = strings.TrimSpace(scaling), strings.TrimSpace(schema)
+	switch {
+	case scaling == "" && schema == "":
+		return dataset.ParseScaling(string(dataset.ScalePrivate))
+	case scaling == "":
+		return dataset.ParseScaling(string(dataset.ScaleSchema) + ":" + schema)
+	}
+	sc, err := dataset.ParseScaling(scaling)
+	if err != nil {
+		return sc, err
+	}
+	if schema != "" && (sc.Mode != dataset.ScaleSchema || filepath.Clean(sc.Schema.File) != filepath.Clean(schema)) {
+		return sc, fmt.Errorf("--schema %s conflicts with --scaling %s: --schema means --scaling schema:%s; give one of them", schema, scaling, schema)
+	}
+	return sc, nil
 }
 
 // parseEvaluators reads NAME=PROGRAM pairs and NAME=EPS declarations.
@@ -462,7 +485,9 @@ func printLedger(args []string) error {
 	for _, t := range totals {
 		var rows []ledger.Balance
 		for _, b := range accts {
-			if b.Relation == t.Relation && !strings.HasPrefix(b.Identity, "_") {
+			// The curator's own records are listed when they cost something (the
+			// private scaling estimate), which the dataset cap pays.
+			if b.Relation == t.Relation && (!strings.HasPrefix(b.Identity, "_") || b.Spent != (ledger.Cost{})) {
 				rows = append(rows, b)
 			}
 		}

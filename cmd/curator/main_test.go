@@ -3,8 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/server"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -16,7 +20,10 @@ func writeConfig(t *testing.T, text string) string {
 	return p
 }
 
-var diabetes = filepath.Join("..", "..", "examples", "data", "diabetes.csv")
+var (
+	diabetes       = filepath.Join("..", "..", "examples", "data", "diabetes.csv")
+	diabetesSchema = filepath.Join("..", "..", "examples", "data", "diabetes.schema.csv")
+)
 
 func TestCheckConfig(t *testing.T) {
 	good := writeConfig(t, `# a hospital's curator
@@ -48,7 +55,10 @@ output-upper = 400
 		{"environment overrides file", []string{"check-config", "--config", good}, map[string]string{"PRIVBO_CURATOR_BUDGET_EPSILON": "-1"}, "epsilon"},
 		{"missing file", []string{"check-config", "--config", good, "--data", "/nonexistent.csv"}, nil, "nonexistent.csv"},
 		{"plaintext off loopback", []string{"check-config", "--config", good, "--listen", "0.0.0.0:7070"}, nil, "plaintext"},
-		{"private outputs without a range", []string{"check-config", "--config", good, "--output-privacy", "laplace", "--output-upper", "0"}, nil, "--output-lower and --output-upper"},
+		{"share out of range", []string{"check-config", "--config", good, "--private-scaling-share", "1"}, nil, "--private-scaling-share must lie in (0, 1)"},
+		{"schema and another scaling", []string{"check-config", "--config", good, "--schema", diabetesSchema, "--scaling", "none"}, nil, "--schema " + diabetesSchema + " conflicts with --scaling none"},
+		{"schema file missing", []string{"check-config", "--config", good, "--schema", "/nonexistent.schema.csv"}, nil, "nonexistent.schema.csv"},
+		{"old standardise name", []string{"check-config", "--config", good, "--scaling", "standardise"}, nil, "no longer accepted"},
 		{"no dataset id", []string{"check-config", "--data", diabetes, "--target", "progression", "--state", t.TempDir(), "--budget-epsilon", "1"}, nil, "--dataset-id is required: budgets are kept per dataset id"},
 		{"exact answers with an epsilon", []string{"check-config", "--config", good, "--output-privacy", "none", "--output-epsilon", "1"}, nil, "none takes no epsilon"},
 		{"exact program answers", []string{"check-config", "--config", good, "--output-privacy", "none", "--evaluate", "program", "--evaluate-program", "/bin/true"}, nil, "--allow-exact-program-answers"},
@@ -97,5 +107,63 @@ func TestDevCAAndHashToken(t *testing.T) {
 	}
 	if err := run([]string{"dev-ca", "--out", dir, "--clients", "vendor-c", "--force"}); err != nil {
 		t.Errorf("dev-ca --force: %v", err)
+	}
+}
+
+// TestScalingSelection: without --scaling the features are scaled with the --schema
+// file when one is given (in flags or the configuration file), else privately; the
+// data-dependent scalings only when named, and then the operator is warned; --schema
+// with another scaling is refused.
+func TestScalingSelection(t *testing.T) {
+	base := []string{"--data", diabetes, "--target", "progression", "--dataset-id", "d", "--state", t.TempDir(), "--budget-epsilon", "1"}
+	build := func(args ...string) (server.Config, error) {
+		t.Helper()
+		f, err := parseServe("curator serve", append(slices.Clone(base), args...))
+		if err != nil {
+			return server.Config{}, err
+		}
+		return f.build()
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		mode dataset.ScalingMode
+		warn bool
+	}{
+		{"default", nil, dataset.ScalePrivate, false},
+		{"schema flag", []string{"--schema", diabetesSchema}, dataset.ScaleSchema, false},
+		{"schema in the configuration file", []string{"--config", writeConfig(t, "schema = \""+diabetesSchema+"\"\n")}, dataset.ScaleSchema, false},
+		{"schema named twice alike", []string{"--schema", diabetesSchema, "--scaling", "schema:" + diabetesSchema}, dataset.ScaleSchema, false},
+		{"private with an epsilon", []string{"--scaling", "private:2"}, dataset.ScalePrivate, false},
+		{"standardise-nonprivate named", []string{"--scaling", "standardise-nonprivate"}, dataset.ScaleStandardiseNonprivate, true},
+		{"maxnorm-nonprivate named", []string{"--scaling", "maxnorm-nonprivate"}, dataset.ScaleMaxNormNonprivate, true},
+	} {
+		cfg, err := build(tc.args...)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if cfg.Data.Scaling.Mode != tc.mode {
+			t.Errorf("%s: scaling %q, want %q", tc.name, cfg.Data.Scaling.Mode, tc.mode)
+		}
+		if tc.mode == dataset.ScaleSchema && (cfg.Data.Scaling.Schema == nil || len(cfg.Data.Scaling.Schema.Columns) != 11) {
+			t.Errorf("%s: schema not loaded: %+v", tc.name, cfg.Data.Scaling.Schema)
+		}
+		if cfg.PrivateScalingShare != server.DefaultPrivateScalingShare {
+			t.Errorf("%s: share %g, want the default %g", tc.name, cfg.PrivateScalingShare, server.DefaultPrivateScalingShare)
+		}
+		w := strings.Join(server.Warnings(cfg), "\n")
+		if got := strings.Contains(w, "DOES NOT HOLD"); got != tc.warn {
+			t.Errorf("%s: warned %v (%q), want %v", tc.name, got, w, tc.warn)
+		}
+	}
+	for _, args := range [][]string{
+		{"--schema", diabetesSchema, "--scaling", "standardise-nonprivate"},
+		{"--schema", diabetesSchema, "--scaling", "private"},
+		{"--schema", diabetesSchema, "--scaling", "schema:" + filepath.Join("..", "..", "examples", "data", "breast_cancer.schema.csv")},
+	} {
+		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "conflicts with --scaling") {
+			t.Errorf("%q: %v, want a conflict", args, err)
+		}
 	}
 }

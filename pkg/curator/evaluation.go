@@ -74,15 +74,15 @@ func newProgram(e Evaluation) (*evaluator.Program, error) {
 	return nil, fmt.Errorf("curator: unknown evaluation mode %q (want column, program or manual)", e.Mode)
 }
 
-// runProgram evaluates row i with the operator's program.
+// runProgram evaluates row i with the operator's program, on the row's raw values as
+// the data file holds them (dataset.Dataset.RawRow). They cannot be rebuilt from the
+// scaled row as X·Scale + Offset: the private scalings clamp each column to its bounds
+// and clip the row's norm, so a clamped or clipped row would come back changed.
 func (c *Curator) runProgram(ctx context.Context, i int) (float64, error) {
+	raw := c.ds.RawRow(i)
 	features := make(map[string]float64, c.ds.D)
 	for j, name := range c.ds.Features {
-		v := c.ds.X[i*c.ds.D+j]
-		if c.ds.Scale != nil { // back to the operator's raw units
-			v = v*c.ds.Scale[j] + c.ds.Offset[j]
-		}
-		features[name] = v
+		features[name] = raw[j]
 	}
 	y, err := c.program.Evaluate(ctx, map[string]any{"index": i, "features": features})
 	if err != nil {

@@ -65,12 +65,9 @@ func TestProgramStderrNeverLogged(t *testing.T) {
 	// since the old log quoted stderr inside a quoted error).
 	unescaped := strings.ReplaceAll(got, `\`, "")
 	leaks := []string{"MARKER", "Traceback"}
+	raw := ds.RawRow(row)
 	for j, name := range ds.Features {
-		v := ds.X[row*ds.D+j]
-		if ds.Scale != nil {
-			v = v*ds.Scale[j] + ds.Offset[j]
-		}
-		leaks = append(leaks, `"`+name+`":`+strconv.FormatFloat(v, 'g', -1, 64))
+		leaks = append(leaks, `"`+name+`":`+strconv.FormatFloat(raw[j], 'g', -1, 64))
 	}
 	for _, s := range leaks {
 		if strings.Contains(unescaped, s) {

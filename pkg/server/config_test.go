@@ -44,8 +44,11 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		want string // substring of the error; "" for success
 	}{
 		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "a dataset id is required (--dataset-id): budgets are kept per dataset id"},
-		{"default output without a range", func(c *Config) {}, "output privacy laplace needs the declared range of the target: set --output-lower and --output-upper"},
-		{"gaussian without a range", func(c *Config) { c.Output = curator.OutputPrivacy{Mechanism: "gaussian", Delta: 1e-6} }, "output privacy gaussian needs the declared range"},
+		// Without a declared range the target's range comes from the schema or the
+		// private estimate at Start (TestOutputRangePrecedence).
+		{"default output without a range", func(c *Config) {}, ""},
+		{"gaussian without a delta", func(c *Config) { c.Output = curator.OutputPrivacy{Mechanism: "gaussian"} }, "delta"},
+		{"inverted range", func(c *Config) { c.Output = curator.OutputPrivacy{Lower: 5, Upper: 1} }, "lower < upper"},
 		{"default output with a range", func(c *Config) { c.Output = curator.OutputPrivacy{Lower: 0, Upper: 5} }, ""},
 		{"exact answers", func(c *Config) { c.Output = curator.OutputPrivacy{Mechanism: "none"} }, ""},
 		{"exact program answers", func(c *Config) {
@@ -94,7 +97,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 // projection's mechanism and relation, and the answers' guarantee; exact-answer
 // refusals map to statuses a person can act on.
 func TestDatasetInfoStatesProtection(t *testing.T) {
-	cfg := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
+	cfg := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
 		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small-v1", DatasetName: "Small", Output: curator.OutputPrivacy{Mechanism: "none"},
 		ExactAnswersMaxRows: 2}
 	cfg, err := cfg.withDefaults()

@@ -43,8 +43,21 @@ type Config struct {
 	// Listen is the TCP address to serve on, e.g. "127.0.0.1:7070" or "127.0.0.1:0".
 	Listen string
 	// DataPath is the CSV file; Data says how to read and scale it.
+	// A zero Data.Scaling.Mode means dataset.ScalePrivate here (bounds estimated with
+	// differential privacy at first start, see PrivateScalingShare), not the dataset
+	// package's standardise-nonprivate: the data-dependent modes give no guarantee and
+	// must be named explicitly (Warnings).
 	DataPath string
 	Data     dataset.Options
+	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
+	// on estimating privately what no public source gives: the feature bounds of
+	// scaling mode private (Data.Scaling), and the target's range of private outputs
+	// when neither Output.Lower/Upper nor the schema's target line gives it. The
+	// estimate (ε_s = S × Budget.Epsilon, record replacement) is charged to the ledger
+	// under the curator's identity, spends the dataset cap shared by all identities,
+	// and is reused at every restart with the same settings; default
+	// DefaultPrivateScalingShare, and it must lie in (0, 1).
+	PrivateScalingShare float64
 	// DatasetID is the operator-declared, stable identity of the dataset (required):
 	// the ledger keeps every budget under it, so renaming or moving the file must not
 	// give the same records a fresh budget. Keep it for as long as the records are
@@ -62,9 +75,11 @@ type Config struct {
 	// (default: equal to Budget).
 	Budget, DatasetBudget ledger.Cost
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
-	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon, whose
-	// range [Lower, Upper] must be given; mechanism "none" (exact answers) must be
-	// chosen explicitly and is logged as a warning (Warnings).
+	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
+	// [Lower, Upper] is, in this order: the one given here, the schema's line for the
+	// target, or a private estimate (PrivateScalingShare); Start fills it in. Mechanism
+	// "none" (exact answers) must be chosen explicitly and is logged as a warning
+	// (Warnings).
 	NoiseSD float64
 	Output  curator.OutputPrivacy
 	// ExactAnswersMaxRows caps the distinct rows answered exactly to one identity
@@ -152,6 +167,7 @@ type Server struct {
 	lis     net.Listener
 	ledger  ledger.Store
 	curator *curator.Curator
+	ds      *dataset.Dataset
 	jobs    *jobs.Manager
 
 	metrics    *metrics.Registry
@@ -179,23 +195,26 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: state directory: %w", err)
 	}
-	ds, err := dataset.LoadCSV(cfg.DataPath, cfg.Data)
+	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
-	}
-	if cfg.DatasetName != "" {
-		ds.Name = cfg.DatasetName
 	}
 	for _, w := range Warnings(cfg) {
 		log.Warn(w)
 	}
-	log.Info("dataset loaded", zap.String("dataset_id", cfg.DatasetID), zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
-		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("protected_unit", ds.Unit))
-
 	store, err := OpenLedger(ctx, cfg.Ledger, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
 	if err != nil {
 		return nil, err
 	}
+	ds, err := scaleDataset(ctx, store, &cfg, raw)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	log.Info("dataset loaded", zap.String("dataset_id", cfg.DatasetID), zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
+		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("scaling", string(ds.Scaling.Mode)),
+		zap.String("protected_unit", ds.Unit))
+
 	ccfg := cfg.curatorConfig(ds, store)
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
@@ -220,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	s.metrics = s.newMetrics(cfg.DatasetID)
 	opts := transport.ServerOptions(transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC})
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
@@ -364,18 +383,26 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Output.Mechanism == "" {
 		cfg.Output.Mechanism = "laplace"
 	}
-	if cfg.Output.Mechanism != "none" {
-		if cfg.Output.Epsilon == 0 {
-			cfg.Output.Epsilon = curator.DefaultOutputEpsilon
-		}
-		if cfg.Output.Lower == 0 && cfg.Output.Upper == 0 {
-			return cfg, fmt.Errorf("server: output privacy %s needs the declared range of the target: set --output-lower and --output-upper "+
-				"(answers are clipped to it and the noise is calibrated to its width), or choose --output-privacy none explicitly "+
-				"to release exact, unprotected answers", cfg.Output.Mechanism)
-		}
+	if cfg.Output.Mechanism != "none" && cfg.Output.Epsilon == 0 {
+		cfg.Output.Epsilon = curator.DefaultOutputEpsilon
 	}
-	if err := cfg.Output.Validate(); err != nil {
+	// The target's range may come from the schema or a private estimate (Start, after
+	// loading the data); until then validate with a placeholder range.
+	probe := cfg.Output
+	if probe.Mechanism != "none" && !outputRangeDeclared(probe) {
+		probe.Lower, probe.Upper = 0, 1
+	}
+	if err := probe.Validate(); err != nil {
 		return cfg, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Data.Scaling.Mode == "" {
+		cfg.Data.Scaling.Mode = dataset.ScalePrivate
+	}
+	if cfg.PrivateScalingShare == 0 {
+		cfg.PrivateScalingShare = DefaultPrivateScalingShare
+	}
+	if s := cfg.PrivateScalingShare; !(s > 0 && s < 1) {
+		return cfg, fmt.Errorf("server: --private-scaling-share must lie in (0, 1) (the fraction of the per-identity budget ε spent once on the private scaling estimate), got %g", s)
 	}
 	if cfg.ExactAnswersMaxRows == 0 {
 		cfg.ExactAnswersMaxRows = DefaultExactAnswersMaxRows
@@ -413,19 +440,25 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 	}
 }
 
-// Warnings are what an operator must be told before serving cfg: exact, unprotected
-// query answers. Start logs each; cmd/curator also prints them on standard error.
+// Warnings are what an operator must be told before serving cfg: a data-dependent
+// scaling named explicitly, and exact, unprotected query answers. Start logs each; cmd/curator also prints them on standard error.
 func Warnings(cfg Config) []string {
+	var w []string
+	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
+		w = append(w, fmt.Sprintf("WARNING: --scaling %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
+			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use --schema FILE (public bounds) or the default private scaling "+
+			"unless the data are public", m))
+	}
 	if cfg.Output.Mechanism != "none" {
-		return nil
+		return w
 	}
 	limit := cfg.ExactAnswersMaxRows
 	if limit == 0 {
 		limit = DefaultExactAnswersMaxRows
 	}
-	w := []string{fmt.Sprintf("WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
+	w = append(w, fmt.Sprintf("WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
 		"each identity holding a projection release can read the exact target of up to %d rows (--exact-answers-max-rows). "+
-		"Use --output-privacy laplace or gaussian with a declared --output-lower/--output-upper unless the outputs are truly not sensitive", limit)}
+		"Use --output-privacy laplace or gaussian unless the outputs are truly not sensitive", limit))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
 		w = append(w, "WARNING: --evaluate program with exact answers (--allow-exact-program-answers): every answer is an exact function of one record's features, "+
 			"so the features of queried records are not protected by the projection's (ε, δ)")
@@ -445,7 +478,22 @@ func Check(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ds, err := dataset.LoadCSV(cfg.DataPath, cfg.Data)
+	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
+	if err != nil {
+		return "", fmt.Errorf("server: %w", err)
+	}
+	// The private estimate is made (and charged) only by Start; here the scaling is
+	// checked with placeholder bounds, which release nothing.
+	p := planScaling(cfg, raw)
+	sc := cfg.Data.Scaling
+	if p.features {
+		b := make([]dataset.Bounds, raw.D)
+		for j := range b {
+			b[j] = dataset.Bounds{Lower: -1, Upper: 1}
+		}
+		sc.Schema = dataset.SchemaFromBounds("(placeholder for the private estimate)", raw.Features, b)
+	}
+	ds, err := raw.Scale(sc)
 	if err != nil {
 		return "", fmt.Errorf("server: %w", err)
 	}
@@ -457,8 +505,12 @@ func Check(cfg Config) (string, error) {
 			return "", err
 		}
 	}
-	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
+	scaling := string(sc.Mode)
+	if p.needed() {
+		scaling += fmt.Sprintf(" (private estimate of %s with ε = %g, charged once at the first start to the dataset cap)", p.what(), p.total())
+	}
+	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
 }
 
 func (l LedgerConfig) kind() string {
@@ -553,6 +605,14 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // Curator returns the domain service (for in-process tools such as simulations).
 func (s *Server) Curator() *curator.Curator { return s.curator }
+
+// Dataset returns the served dataset, scaled (for in-process tools and tests; it
+// holds the sensitive records: never send or log it).
+func (s *Server) Dataset() *dataset.Dataset { return s.ds }
+
+// OutputPrivacy returns the release of query answers in force, with the target's range
+// resolved (flags, schema or the private estimate).
+func (s *Server) OutputPrivacy() curator.OutputPrivacy { return s.cfg.Output }
 
 // Done reports a serving error, or nil after Shutdown.
 func (s *Server) Done() <-chan error { return s.serveErr }
