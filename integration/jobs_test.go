@@ -55,6 +55,24 @@ func kusnerJob(alg curatorv1.KusnerSpec_Algorithm, eps float64) *curatorv1.JobSp
 }
 
 // waitJob watches a job to its end and returns it.
+// relationBudget returns identity's budget under the neighbour relation rel from
+// GetBudget's per-relation list (a job spends its own relation's budget, which the
+// Budget's own, feature-unit, fields do not hold).
+func relationBudget(t *testing.T, client curatorv1.CuratorServiceClient, rel ledger.Relation) *curatorv1.RelationBudget {
+	t.Helper()
+	b, err := client.GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range b.GetBudget().GetRelations() {
+		if r.GetRelation() == string(rel) {
+			return r
+		}
+	}
+	t.Fatalf("GetBudget lists no %s budget: %v", rel, b.GetBudget().GetRelations())
+	return nil
+}
+
 func waitJob(t *testing.T, client curatorv1.CuratorServiceClient, id string) (*curatorv1.Job, []*curatorv1.JobEvent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -134,9 +152,13 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 	if c := done3.GetResult().GetConstants(); c["laplace_scale"] <= 0 && c["laplace_sensitivity"] <= 0 {
 		t.Errorf("Algorithm 3 constants %v: want its Laplace scale", c)
 	}
-	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
-	if got := b.GetBudget().GetEpsilonSpent(); got != 3 {
-		t.Errorf("spent ε = %g, want 2 + 1", got)
+	// Kusner et al.'s jobs are stated for one validation record replaced: they spend that
+	// relation's budget and no other.
+	if got := relationBudget(t, client, ledger.RelationValidationRecord); got.GetEpsilonSpent() != 3 || got.GetEpsilonRemaining() != 97 {
+		t.Errorf("validation-record budget: spent ε = %g, remaining %g; want 2 + 1 and 97", got.GetEpsilonSpent(), got.GetEpsilonRemaining())
+	}
+	if b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{}); b.GetBudget().GetEpsilonSpent() != 0 {
+		t.Errorf("feature-unit spent ε = %g, want 0 (the jobs' relation is another)", b.GetBudget().GetEpsilonSpent())
 	}
 	list, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
 	if err != nil || len(list.GetJobs()) != 2 {
@@ -157,9 +179,9 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 	for _, want := range []string{
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="OK"} 3`,
 		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="AlreadyExists"} 1`,
-		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 1`,
-		`privbo_budget_spent_epsilon{dataset="breast-cancer",identity="tuner"} 3`,
-		`privbo_budget_remaining_epsilon{dataset="breast-cancer",identity="tuner"} 97`,
+		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 2`,
+		`privbo_budget_spent_epsilon{dataset="breast-cancer",identity="tuner",relation="validation-record"} 3`,
+		`privbo_budget_remaining_epsilon{dataset="breast-cancer",identity="tuner",relation="validation-record"} 97`,
 		`privbo_jobs{state="succeeded"} 2`,
 		`privbo_jobs{state="running"} 0`,
 	} {
@@ -225,10 +247,9 @@ func TestBadJobSpecsCostNothing(t *testing.T) {
 			t.Errorf("evaluator %s: %s %q, want failed with %q", name, done.GetState(), done.GetError(), want)
 		}
 	}
-	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
 	// The refused specs cost nothing; the two evaluator jobs were accepted, so they did.
-	if got := b.GetBudget().GetEpsilonSpent(); got != 4 {
-		t.Errorf("spent ε = %g, want 4 (two accepted jobs at 2ε, refused specs free)", got)
+	if got := relationBudget(t, client, ledger.RelationValidationRecord).GetEpsilonSpent(); got != 4 {
+		t.Errorf("validation-record spent ε = %g, want 4 (two accepted jobs at 2ε, refused specs free)", got)
 	}
 }
 
@@ -275,9 +296,8 @@ func TestJobInterruptedByRestart(t *testing.T) {
 	if got.GetState() != curatorv1.JobState_JOB_STATE_FAILED || !strings.Contains(got.GetError(), "interrupted") {
 		t.Errorf("after restart: %s %q, want failed (interrupted)", got.GetState(), got.GetError())
 	}
-	b, _ := c2.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
-	if b.GetBudget().GetEpsilonSpent() != 2 {
-		t.Errorf("spent ε after an interrupted job = %g, want its 2 (the charge stays)", b.GetBudget().GetEpsilonSpent())
+	if got := relationBudget(t, c2, ledger.RelationValidationRecord).GetEpsilonSpent(); got != 2 {
+		t.Errorf("validation-record spent ε after an interrupted job = %g, want its 2 (the charge stays)", got)
 	}
 	// The finished jobs list survives too, and a new job runs to completion.
 	j2, err := c2.SubmitJob(ctx, &curatorv1.SubmitJobRequest{Spec: kusnerJob(curatorv1.KusnerSpec_ALGORITHM_NOISY_GP, 1)})
@@ -329,9 +349,12 @@ func TestDPHyPOJobsEndToEnd(t *testing.T) {
 		t.Logf("DP-HyPO uniform=%v: charged ε=%.3f δ=%g, released %v with noisy accuracy %.3f", uniform, done.GetEpsilonCharged(), done.GetDeltaCharged(), r.GetHyperparameters(), r.GetScore())
 		spent += done.GetEpsilonCharged()
 	}
-	b, _ := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
-	if got := b.GetBudget().GetEpsilonSpent(); math.Abs(got-spent) > 1e-9 {
-		t.Errorf("spent ε = %g, want the two jobs' charges %g", got, spent)
+	// DP-HyPO's DP-SGD runs are stated for one training record added or removed.
+	if got := relationBudget(t, client, ledger.RelationTrainingAddRemove).GetEpsilonSpent(); math.Abs(got-spent) > 1e-9 {
+		t.Errorf("training-add-remove spent ε = %g, want the two jobs' charges %g", got, spent)
+	}
+	if got := relationBudget(t, client, ledger.RelationValidationRecord).GetEpsilonSpent(); got != 0 {
+		t.Errorf("validation-record spent ε = %g, want 0 (DP-HyPO spends its own relation)", got)
 	}
 	bad := dphypoJob(false)
 	bad.GetDphypo().CMin = 1.5

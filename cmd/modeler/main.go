@@ -117,8 +117,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se (squared exponential) or matern52")
 	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: the median distance of the released rows to their mean)")
-	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 1, "kernel signal variance σ_y² (standardised outputs)")
-	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 1e-3, "observation noise variance σ_n² (standardised outputs)")
+	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 0, "kernel signal variance σ_y² (standardised outputs; default: 1, or with private answers the noise-aware prior's)")
+	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 0, "observation noise variance σ_n² (standardised outputs; default: 1e-3, or with private answers the noise-aware prior's σ_n²/s_f²)")
 	fs.IntVar(&cfg.FitEvery, "fit-every", 0, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
 	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.Float64Var(&cfg.ConstantBeta, "beta", 0, "constant β instead of the schedule (0: use the schedule)")
@@ -212,7 +212,11 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "hyperparameters (%s): lengthscale %.4g, signal variance %.4g, noise variance %.4g\n",
 		fitted, res.Lengthscale, res.SignalVariance, res.NoiseVariance)
-	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g\n",
+	if res.NoisePrior != "" {
+		fmt.Fprintf(stdout, "GP prior for private answers: rule %s, answer noise variance %.4g (the curator's mechanism)\n",
+			res.NoisePrior, res.AnswerNoiseVariance)
+	}
+	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g (its feature-unit budget, which holds the projection and the answers)\n",
 		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
 	printProtection(stdout, res.Protection)
 	if asJSON {

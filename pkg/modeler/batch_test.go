@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/study"
 )
 
 // syntheticSession is a session over n random 3-dimensional candidates with a smooth
@@ -21,7 +23,7 @@ func syntheticSession(t *testing.T, raw bool, obs int) (*session, func(i int) fl
 		return 100 + 20*math.Sin(2*x[0]) + 10*math.Cos(3*x[1]) - 5*x[2]*x[2]
 	}
 	s, err := newSession(Config{R: dim, Iterations: 60, Batch: 5, RawOutputs: raw, SignalVariance: 1, NoiseVariance: 1e-3, DeltaUCB: 0.05},
-		nil, z, n, dim)
+		nil, z, n, dim, study.OutputPrivacy{})
 	if err != nil {
 		t.Fatal(err)
 	}

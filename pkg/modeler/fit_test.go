@@ -95,7 +95,7 @@ func TestFitEveryRecoversLengthscale(t *testing.T) {
 			if err := cfg.defaults(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := newSession(cfg, client, x, n, 1)
+			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package modeler
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -34,8 +35,13 @@ type Config struct {
 	// (GP-BUCB, see the package documentation); 0 means 1. The initial row is a round of
 	// its own.
 	Batch int
-	// GP settings. Lengthscale 0 takes gpucb.DefaultLengthscale of Z; SignalVariance 0
-	// means 1; NoiseVariance 0 means 1e-3 (both in standardised output units).
+	// GP settings. Lengthscale 0 takes gpucb.DefaultLengthscale of Z. SignalVariance and
+	// NoiseVariance 0 take the prior that fits the answers the curator releases
+	// (GetDatasetInfo's output privacy, see NoiseRule): with private answers ("laplace"
+	// or "gaussian") the noise-aware prior gpucb.NoisyOutputPrior(NoiseRule, L, U, σ_n²)
+	// with σ_n² = gpucb.AnswerNoiseVariance of the curator's mechanism, (ε, δ) and range
+	// [L, U]; with exact answers SignalVariance 1 and NoiseVariance 1e-3. Both are in
+	// standardised output units. A value given explicitly is kept.
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
 	// FitEvery k > 0 refits the three hyperparameters above by maximum likelihood
@@ -79,6 +85,53 @@ type Resume struct {
 	PreviousIterations int
 }
 
+// NoiseRule is the rule that sets the GP prior for answers released with output privacy
+// when Config leaves SignalVariance or NoiseVariance at 0: the rule pkg/simulate uses by
+// default (simulate.DefaultNoiseRule), which had the best top-1% hit rate and simple
+// regret pooled over ε_out = 1, 2, 5 on diabetes (docs/EXPERIMENTS.md, "Honest
+// defaults"). It keeps the standardisation of the answers, SignalVariance 1 and
+// NoiseVariance σ_n²/s_f² with s_f = (U − L)/4. It is fixed, not a setting, so that a
+// study stored with variances 0 resumes with the prior it was run with.
+const NoiseRule = gpucb.NoiseRuleRatio
+
+// exactSignalVariance and exactNoiseVariance are the prior for exact answers (and for
+// private ones when the user gives the other variance only).
+const (
+	exactSignalVariance = 1
+	exactNoiseVariance  = 1e-3
+)
+
+// prior returns the GP's signal and noise variances for answers released under op, and
+// the noise variance of those answers (0 for exact answers). A variance given in c
+// (non-zero) is kept; the other is the rule's (NoiseRule) with private answers, or the
+// exact-answer default. pkg/simulate applies the same rule (GPSettings.NoiseRule).
+func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float64, err error) {
+	signal, noise = c.SignalVariance, c.NoiseVariance
+	if !op.Exact() && (signal == 0 || noise == 0) {
+		answerNoise, err = gpucb.AnswerNoiseVariance(op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
+		}
+		p, err := gpucb.NoisyOutputPrior(NoiseRule, op.Lower, op.Upper, answerNoise)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
+		}
+		if signal == 0 {
+			signal = p.SignalVariance
+		}
+		if noise == 0 {
+			noise = p.NoiseVariance
+		}
+	}
+	if signal == 0 {
+		signal = exactSignalVariance
+	}
+	if noise == 0 {
+		noise = exactNoiseVariance
+	}
+	return signal, noise, answerNoise, nil
+}
+
 // Step reports one observation.
 type Step struct {
 	// Iteration t ≥ 1 and Round (one Query request) ≥ 1.
@@ -110,14 +163,19 @@ type Result struct {
 	// use at the end: the configured ones, or the last maximum-likelihood fit when
 	// Config.FitEvery > 0. Refits counts the fits that succeeded (a failed fit keeps the
 	// previous values), those replayed when a study resumed included.
-	Lengthscale      float64 `json:"lengthscale"`
-	SignalVariance   float64 `json:"signal_variance"`
-	NoiseVariance    float64 `json:"noise_variance"`
-	Refits           int     `json:"refits"`
-	EpsilonSpent     float64 `json:"epsilon_spent"`
-	DeltaSpent       float64 `json:"delta_spent"`
-	EpsilonRemaining float64 `json:"epsilon_remaining"`
-	DeltaRemaining   float64 `json:"delta_remaining"`
+	Lengthscale    float64 `json:"lengthscale"`
+	SignalVariance float64 `json:"signal_variance"`
+	NoiseVariance  float64 `json:"noise_variance"`
+	Refits         int     `json:"refits"`
+	// NoisePrior names the rule that set the prior for private answers (NoiseRule), ""
+	// when the answers were exact or both variances were given; AnswerNoiseVariance is
+	// the variance of the noise the curator adds to each answer (0 for exact answers).
+	NoisePrior          string  `json:"noise_prior,omitempty"`
+	AnswerNoiseVariance float64 `json:"answer_noise_variance,omitempty"`
+	EpsilonSpent        float64 `json:"epsilon_spent"`
+	DeltaSpent          float64 `json:"delta_spent"`
+	EpsilonRemaining    float64 `json:"epsilon_remaining"`
+	DeltaRemaining      float64 `json:"delta_remaining"`
 	// Protection is what the curator stated about the releases the study received.
 	Protection Protection `json:"protection"`
 }
@@ -198,12 +256,8 @@ func (c *Config) defaults() error {
 	if c.FitEvery < 0 {
 		return fmt.Errorf("modeler: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed, k > 0 refits them every k answers), got %d", c.FitEvery)
 	}
-	if c.SignalVariance == 0 {
-		c.SignalVariance = 1
-	}
-	if c.NoiseVariance == 0 {
-		c.NoiseVariance = 1e-3
-	}
+	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
+	// answers' privacy once the curator has described it (Config.prior).
 	if c.DeltaUCB == 0 {
 		c.DeltaUCB = 0.05
 	}
@@ -214,7 +268,9 @@ func (c *Config) defaults() error {
 	if ls == 0 {
 		ls = 1
 	}
-	gc := c.gpConfig(ls)
+	// Variances left at 0 are checked with the exact-answer stand-ins: the noise-aware
+	// prior is positive whenever the curator's output privacy is valid.
+	gc := c.gpConfig(ls, cmp.Or(c.SignalVariance, exactSignalVariance), cmp.Or(c.NoiseVariance, exactNoiseVariance))
 	gc.Capacity = 0
 	if _, err := gpucb.New([]float64{0}, 1, 1, gc); err != nil {
 		return fmt.Errorf("modeler: %w", err)
@@ -222,10 +278,10 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// gpConfig is the GP configuration of c with lengthscale ls.
-func (c *Config) gpConfig(ls float64) gpucb.Config {
+// gpConfig is the GP configuration of c with lengthscale ls and the given variances.
+func (c *Config) gpConfig(ls, signal, noise float64) gpucb.Config {
 	return gpucb.Config{
-		Kernel: c.Kernel, Lengthscale: ls, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
+		Kernel: c.Kernel, Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise,
 		Delta: c.DeltaUCB, ConstantBeta: c.ConstantBeta, SkipQueried: !c.AllowRepeats,
 		Standardise: !c.RawOutputs, Capacity: c.Iterations,
 	}
@@ -269,12 +325,12 @@ func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newSession(cfg, client, proj.Z, proj.Rows, proj.Cols)
+	rel := releaseOf(info, proj, cfg)
+	s, err := newSession(cfg, client, proj.Z, proj.Rows, proj.Cols, rel.OutputPrivacy)
 	if err != nil {
 		return nil, err
 	}
 	s.res.Dataset, s.res.ReleaseID = info.GetName(), proj.ReleaseID
-	rel := releaseOf(info, proj, cfg)
 	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
@@ -316,7 +372,9 @@ func checkRows(iterations, n int, allowRepeats bool) error {
 	return nil
 }
 
-func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, n, dim int) (*session, error) {
+// newSession builds the GP over Z for answers released under op (the curator's output
+// privacy, which sets the prior when cfg leaves the variances at 0: Config.prior).
+func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, n, dim int, op study.OutputPrivacy) (*session, error) {
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
 		return nil, err
 	}
@@ -324,14 +382,21 @@ func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, 
 	if ls == 0 {
 		ls = gpucb.DefaultLengthscale(z, n, dim)
 	}
-	gcfg := cfg.gpConfig(ls)
+	signal, noise, answerNoise, err := cfg.prior(op)
+	if err != nil {
+		return nil, err
+	}
+	gcfg := cfg.gpConfig(ls, signal, noise)
 	gp, err := gpucb.New(z, n, dim, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	return &session{cfg: cfg, client: client, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp,
-		res: &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Batch: cfg.Batch,
-			Lengthscale: ls, SignalVariance: cfg.SignalVariance, NoiseVariance: cfg.NoiseVariance}}, nil
+	res := &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Batch: cfg.Batch,
+		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise}
+	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
+		res.NoisePrior = string(NoiseRule)
+	}
+	return &session{cfg: cfg, client: client, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.

@@ -143,7 +143,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	}
 	rel := st.Release
-	s, err := newSession(cfg, client, z, rel.Rows, rel.Cols)
+	s, err := newSession(cfg, client, z, rel.Rows, rel.Cols, rel.OutputPrivacy)
 	if err != nil {
 		return nil, err
 	}

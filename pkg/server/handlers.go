@@ -42,10 +42,14 @@ func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetIn
 	if err != nil {
 		return nil, h.status(ctx, err)
 	}
+	budget, err := h.budgetAll(ctx, info.Budget)
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
 	o := info.Output
 	return &curatorv1.GetDatasetInfoResponse{
 		Name: info.Name, DatasetId: info.DatasetID, Rows: uint64(info.Rows), Dimension: uint32(info.Dim),
-		Budget: budgetProto(info.Budget),
+		Budget: budget,
 		OutputPrivacy: &curatorv1.OutputPrivacy{
 			Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta, Lower: o.Lower, Upper: o.Upper,
 			Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
@@ -60,13 +64,56 @@ func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetIn
 }
 
 func (h *handlers) GetBudget(ctx context.Context, _ *curatorv1.GetBudgetRequest) (*curatorv1.GetBudgetResponse, error) {
-	// The feature-unit balance: the relation the projection is stated for, and the
-	// one record-level releases count towards as well.
+	// The Budget's own fields are the feature-unit balance: the relation the projection
+	// is stated for, and the one record-level releases count towards as well.
 	bal, err := h.cur.Balance(ctx, identity(ctx), ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, h.status(ctx, err)
 	}
-	return &curatorv1.GetBudgetResponse{Budget: budgetProto(bal)}, nil
+	b, err := h.budgetAll(ctx, bal)
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	return &curatorv1.GetBudgetResponse{Budget: b}, nil
+}
+
+// budgetAll is the Budget of featureUnit's identity with its relations filled: one
+// RelationBudget per relation of ledger.Relations, featureUnit for its own. The
+// balances are read one after another, not in one transaction, so a charge made
+// meanwhile may show in some relations and not yet in others; each is consistent in
+// itself. Only GetBudget and GetDatasetInfo fill the relations: the Budget of a query or
+// projection response keeps the feature-unit fields only, so as not to read the ledger
+// four times more per release (the proto's Budget documents this).
+func (h *handlers) budgetAll(ctx context.Context, featureUnit ledger.Balance) (*curatorv1.Budget, error) {
+	b := budgetProto(featureUnit)
+	b.Relations = make([]*curatorv1.RelationBudget, 0, len(ledger.Relations))
+	for _, rel := range ledger.Relations {
+		bal := featureUnit
+		if rel != featureUnit.Relation {
+			var err error
+			if bal, err = h.cur.Balance(ctx, featureUnit.Identity, rel); err != nil {
+				return nil, err
+			}
+		}
+		b.Relations = append(b.Relations, relationBudgetProto(bal))
+	}
+	return b, nil
+}
+
+// relationBudgetProto is the RelationBudget of one relation's balance. Remaining is what
+// a charge can still spend: the smaller of the identity's and the dataset's remainders,
+// since a charge must fit both.
+func relationBudgetProto(b ledger.Balance) *curatorv1.RelationBudget {
+	return &curatorv1.RelationBudget{
+		Relation:     string(b.Relation),
+		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
+		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
+		EpsilonRemaining:    min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
+		DeltaRemaining:      min(b.Remaining.Delta, b.DatasetRemaining.Delta),
+		DatasetEpsilonLimit: b.Limits.Dataset.Epsilon, DatasetDeltaLimit: b.Limits.Dataset.Delta,
+		DatasetEpsilonSpent: b.DatasetSpent.Epsilon, DatasetDeltaSpent: b.DatasetSpent.Delta,
+		DatasetEpsilonRemaining: b.DatasetRemaining.Epsilon, DatasetDeltaRemaining: b.DatasetRemaining.Delta,
+	}
 }
 
 func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, stream curatorv1.CuratorService_ReleaseProjectionServer) error {
@@ -135,6 +182,7 @@ func (h *handlers) Query(ctx context.Context, req *curatorv1.QueryRequest) (*cur
 	return resp, nil
 }
 
+// budgetProto is the Budget of a feature-unit balance, without its relations.
 func budgetProto(b ledger.Balance) *curatorv1.Budget {
 	return &curatorv1.Budget{
 		Identity:     b.Account.Identity,
