@@ -41,9 +41,11 @@ echo "   (the answers are noised: Laplace with ε=2.5 on [0, 400], paid once by 
 best=$(awk -F, '{ sub(/\r$/, "") } NR > 1 && (m == "" || $11 + 0 > m) { m = $11 + 0 } END { print m }' examples/data/diabetes.csv)
 top1=$(awk -F, '{ sub(/\r$/, "") } NR > 1 { print $11 }' examples/data/diabetes.csv | sort -n -r | sed -n 5p)
 echo "   (for reference: the highest progression in the data is $best; the top 1% is ≥ $top1)"
+truth() { awk -F, -v r="$1" '{ sub(/\r$/, "") } NR == r + 2 { print $11 }' examples/data/diabetes.csv; }
 row=$(sed -n 's/.*best row \([0-9]*\) with value.*/\1/p' "$state/modeler.out")
-truth=$(awk -F, -v r="$row" '{ sub(/\r$/, "") } NR == r + 2 { print $11 }' examples/data/diabetes.csv)
-echo "   (the best row by its noisy answer, $row, has the true progression $truth)"
+rec=$(sed -n 's/^recommended row \([0-9]*\):.*/\1/p' "$state/modeler.out")
+echo "   (the hospital's view: the row with the highest noisy answer, $row, has the true progression $(truth "$row");"
+echo "    the recommended row, $rec, has $(truth "$rec"))"
 
 echo "== the curator's privacy ledger"
 kill -TERM $curator_pid; wait $curator_pid || true

@@ -206,6 +206,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s, release %s, r=%d)\n",
 		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
+	if res.AnswerNoiseVariance > 0 {
+		fmt.Fprintf(stdout, "recommended row %d: highest posterior mean %.4g among the queried rows (the answers are noisy, so the highest answer above is mostly the luckiest noise draw)\n",
+			res.Recommended, res.RecommendedMean)
+	}
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
 		fitted = fmt.Sprintf("maximum likelihood every %d observations, %d fits", cfg.FitEvery, res.Refits)

@@ -147,18 +147,26 @@ type Step struct {
 // Result is the summary of a study.
 type Result struct {
 	// Study is the name of the stored study ("" for Run).
-	Study      string    `json:"study,omitempty"`
-	Dataset    string    `json:"dataset"`
-	ReleaseID  string    `json:"release_id"`
-	Rows       int       `json:"rows"`
-	R          int       `json:"r"`
-	BestIndex  int       `json:"best_index"`
-	BestValue  float64   `json:"best_value"`
-	Iterations int       `json:"iterations"`
-	Queried    []int     `json:"queried"`
-	Values     []float64 `json:"values"`
-	Batch      int       `json:"batch"`
-	Rounds     int       `json:"rounds"`
+	Study     string  `json:"study,omitempty"`
+	Dataset   string  `json:"dataset"`
+	ReleaseID string  `json:"release_id"`
+	Rows      int     `json:"rows"`
+	R         int     `json:"r"`
+	BestIndex int     `json:"best_index"`
+	BestValue float64 `json:"best_value"`
+	// Recommended is the queried row with the highest posterior mean at the end of
+	// the study, and RecommendedMean that mean. With private (noisy) answers the
+	// highest answer (BestIndex) is mostly the luckiest noise draw; the posterior mean
+	// pools every answer through the GP and is what to act on, as Vizier and Optuna
+	// recommend under noisy objectives. With exact answers the two agree up to the
+	// GP's small noise term.
+	Recommended     int       `json:"recommended_index"`
+	RecommendedMean float64   `json:"recommended_mean"`
+	Iterations      int       `json:"iterations"`
+	Queried         []int     `json:"queried"`
+	Values          []float64 `json:"values"`
+	Batch           int       `json:"batch"`
+	Rounds          int       `json:"rounds"`
 	// Lengthscale, SignalVariance and NoiseVariance are the kernel hyperparameters in
 	// use at the end: the configured ones, or the last maximum-likelihood fit when
 	// Config.FitEvery > 0. Refits counts the fits that succeeded (a failed fit keeps the
@@ -603,6 +611,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (s *session) finish() *Result {
+	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
+	for _, i := range s.res.Queried {
+		if m := s.gp.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
+			s.res.Recommended, s.res.RecommendedMean = i, m
+		}
+	}
 	b := s.budget
 	s.res.EpsilonSpent, s.res.DeltaSpent = b.GetEpsilonSpent(), b.GetDeltaSpent()
 	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.GetEpsilonRemaining(), b.GetDeltaRemaining()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/curator"
@@ -119,6 +120,20 @@ func TestRunUsesNoiseAwarePrior(t *testing.T) {
 			}
 			if math.Abs(res.NoiseVariance-tc.wantNoise) > 1e-4*tc.wantNoise || res.SignalVariance != 1 || res.NoisePrior != tc.wantRule {
 				t.Errorf("study prior: signal %g, noise %g, rule %q; want 1, %g, %q", res.SignalVariance, res.NoiseVariance, res.NoisePrior, tc.wantNoise, tc.wantRule)
+			}
+			// The recommendation is a queried row. With exact answers the posterior
+			// mean at a queried row is its answer (up to the small noise term), so the
+			// recommendation is the best answer; with noisy answers the posterior mean
+			// shrinks the answers towards each other and lies below the best one.
+			if !slices.Contains(res.Queried, res.Recommended) {
+				t.Fatalf("recommended row %d was not queried (%v)", res.Recommended, res.Queried)
+			}
+			if tc.wantRule == "" {
+				if res.Recommended != res.BestIndex || math.Abs(res.RecommendedMean-res.BestValue) > 1e-2*math.Abs(res.BestValue)+1e-6 {
+					t.Errorf("exact answers: recommended row %d (mean %g), want the best row %d (%g)", res.Recommended, res.RecommendedMean, res.BestIndex, res.BestValue)
+				}
+			} else if !(res.RecommendedMean < res.BestValue) {
+				t.Errorf("noisy answers: recommended mean %g not below the best noisy answer %g", res.RecommendedMean, res.BestValue)
 			}
 		})
 	}
