@@ -41,7 +41,7 @@ func DefaultOrders() []float64 {
 
 // LibraryOrders returns the order grid of TF-Privacy's and Opacus's DP-SGD
 // accountants: 1.1, 1.2, …, 10.9, 12, 13, …, 63. The golden vectors of
-// DP_REFERENCE §3–4 were computed on it. The slice is new on every call.
+// docs/MATHS.md §4.4 and §6.3 were computed on it. The slice is new on every call.
 func LibraryOrders() []float64 {
 	o := make([]float64, 0, 99+52)
 	for x := 1; x < 100; x++ {

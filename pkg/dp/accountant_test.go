@@ -9,7 +9,7 @@ import (
 	"github.com/privbo/privbo/pkg/dp"
 )
 
-// Golden values in this file come from DP_REFERENCE.md §3–4 (the public test
+// Golden values in this file are those of docs/MATHS.md §4.4 and §6 (the public test
 // suites of TF-Privacy, Opacus and dp_accounting, re-computed independently
 // in high precision) unless a test says otherwise.
 

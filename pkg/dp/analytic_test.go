@@ -8,8 +8,8 @@ import (
 )
 
 func TestAnalyticGaussianDelta(t *testing.T) {
-	// Golden values: DP_REFERENCE §1 (Balle & Wang 2018 formula, recomputed in
-	// high precision).
+	// Golden values: Balle & Wang (ICML 2018), Theorem 8, recomputed in high
+	// precision (docs/MATHS.md §5.4).
 	tests := []struct{ sigma, eps, sens, want float64 }{
 		{10, 0.1, 1, 0.0087517681458096},
 		{10, math.Log(3), 5, 0.004159742234000802},
@@ -39,7 +39,7 @@ func TestAnalyticGaussianDelta(t *testing.T) {
 
 func TestAnalyticGaussianSigma(t *testing.T) {
 	// Calibrated variances for Δ = 1: Google's differential-privacy library
-	// (DP_REFERENCE §1), relative accuracy 1e-3.
+	// (docs/MATHS.md §5.4), relative accuracy 1e-3.
 	tests := []struct{ eps, delta, wantVar float64 }{
 		{math.Log(3), 1e-10, 28.7648},
 		{math.Log(3), 1e-5, 11.7360},

@@ -45,7 +45,7 @@
 // # Mechanisms and their guarantees
 //
 // Neighbouring datasets are whatever relation the caller computed the
-// sensitivity Δ for (privbo: datasets differing in one row, SPEC §2); each
+// sensitivity Δ for (privbo: datasets differing in one row, docs/MATHS.md §1); each
 // mechanism's guarantee holds for inputs whose true values on neighbouring
 // datasets differ by at most Δ (absolute difference for Laplace and Gaussian,
 // every score for the exponential mechanism).

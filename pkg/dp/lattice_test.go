@@ -13,7 +13,7 @@ func TestRoundToLattice(t *testing.T) {
 		k    int
 		want float64
 	}{
-		// OpenDP's examples (DP_REFERENCE §1).
+		// OpenDP's examples (docs/MATHS.md §5.3).
 		{-3, 2, -4},
 		{-1, 2, 0},
 		{2, 2, 4},

@@ -40,7 +40,7 @@ func TestLaplaceParameters(t *testing.T) {
 
 func TestGaussianParameters(t *testing.T) {
 	tests := []struct{ eps, delta, sens, wantVar float64 }{
-		// Variances for Δ = 1 from Google's library (DP_REFERENCE §1); the
+		// Variances for Δ = 1 from Google's library (docs/MATHS.md §5.4); the
 		// mechanism adds a relative ≈ 2⁻²⁰ for the lattice slack.
 		{math.Log(3), 1e-10, 1, 28.7648},
 		{math.Log(3), 1e-5, 1, 11.7360},

@@ -27,8 +27,9 @@ func gammaForMean(t *testing.T, theta, mean float64) float64 {
 	return g
 }
 
-// TestRepeatAndSelectVectors checks DP_REFERENCE §4: a Gaussian base
-// mechanism (Δ = 1), repeat-and-select with E[K] = 10, converted at
+// TestRepeatAndSelectVectors checks the vectors of docs/MATHS.md §4.4
+// (Papernot & Steinke 2022, Theorem 2; Wang et al. 2023, Theorem 1): a
+// Gaussian base mechanism (Δ = 1), repeat-and-select with E[K] = 10, converted at
 // δ = 1e-5 with the improved conversion. The 4-digit reference values were
 // computed with α and α̂ on a grid of step 0.1 (a step of 0.01 changes the
 // fourth digit, e.g. 8.5135 instead of 8.5145), so the test uses TF-Privacy's

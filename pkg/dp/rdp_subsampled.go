@@ -14,7 +14,7 @@ const (
 	// AbsoluteSeries sums the absolute values of the terms of the
 	// Mironov–Talwar–Zhang series: an upper bound on A_α, hence a
 	// conservative ε(α). This reproduces Google's dp_accounting golden
-	// values (DP_REFERENCE §3) and is what SubsampledGaussianRDP uses.
+	// values (docs/MATHS.md §6.2–6.3) and is what SubsampledGaussianRDP uses.
 	AbsoluteSeries SeriesVariant = iota
 	// SignedSeries sums the terms with their signs: the value of A_α itself
 	// (up to truncation and rounding), as TF-Privacy's rdp_accountant and

@@ -18,8 +18,8 @@ import (
 const statSamples = 20000
 
 func TestDiscreteGaussianPMFGolden(t *testing.T) {
-	// Golden values: DP_REFERENCE §1 (CKS reference code / OpenDP, recomputed
-	// in high precision).
+	// Golden values: docs/MATHS.md §5.2 (CKS20 reference code / OpenDP,
+	// recomputed in high precision).
 	tests := []struct {
 		sigma2       float64
 		x            int64
@@ -56,7 +56,7 @@ func TestDiscreteGaussianPMFGolden(t *testing.T) {
 }
 
 func TestDiscreteLaplacePMFGolden(t *testing.T) {
-	// Golden values: DP_REFERENCE §1; P[0] = tanh(1/(2t)).
+	// Golden values: docs/MATHS.md §5.2; P[0] = tanh(1/(2t)) (CKS20).
 	tests := []struct {
 		scale float64
 		x     int64

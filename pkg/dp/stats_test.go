@@ -87,7 +87,7 @@ func integerCells(samples []int64, pmf func(int64) float64, symmetric bool) []ce
 }
 
 // ksCritical5000 is the Kolmogorov–Smirnov critical value for n = 5000 samples
-// at p = 1e-6, from OpenDP's sampler tests (DP_REFERENCE §1).
+// at p = 1e-6, from OpenDP's sampler tests (docs/MATHS.md §5.6).
 const ksCritical5000 = 0.038051617888080105
 
 // ksStatistic returns sup_x |F_n(x) − F(x)| for the samples (sorted in place).

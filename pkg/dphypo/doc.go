@@ -1,6 +1,6 @@
 // Package dphypo implements DP-HyPO (Wang, Gao, Zhang, Su & Shen, "DP-HyPO:
 // An Adaptive Private Hyperparameter Optimization Framework", NeurIPS 2023;
-// SPEC §4): adaptive hyperparameter search over a finite grid Λ of N points
+// docs/MATHS.md §4): adaptive hyperparameter search over a finite grid Λ of N points
 // whose privacy cost does not grow with the number of runs. The base
 // algorithm is abstract (Base); this package is the search's mathematics.
 //

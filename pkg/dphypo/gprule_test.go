@@ -8,8 +8,8 @@ import (
 	"gonum.org/v1/gonum/stat"
 )
 
-// TestGPRuleMatchesDense pins the GP instantiation of DP-HyPO (SPEC §4, the
-// paper's Algorithm 3): after the scores seen so far, the next sampling
+// TestGPRuleMatchesDense pins the GP instantiation of DP-HyPO (Wang et
+// al. 2023, Algorithm 3; docs/MATHS.md §4.3): after the scores seen so far, the next sampling
 // distribution is π(λ) ∝ exp(β s_λ) with s_λ = µ_λ + τ σ_λ, where µ and σ² are
 // the posterior of a GP with a Matérn 5/2 kernel (unit signal variance) fitted
 // to the standardised scores. The reference computes that posterior densely,

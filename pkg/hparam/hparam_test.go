@@ -17,7 +17,8 @@ func TestLinearRange(t *testing.T) {
 		{-2, 2, 3, []float64{-2, 0, 2}},
 		{0.1, 1, 10, []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}},
 		{3, 3, 1, []float64{3}},
-		// Clipping norms of DP-HyPO's MNIST grid (SPEC §4): 0.3 … 6 in steps of 0.3.
+		// Clipping norms of DP-HyPO's MNIST grid (Wang et al. 2023; docs/MATHS.md
+		// §4.3): 0.3 … 6 in steps of 0.3.
 		{0.3, 6, 20, []float64{0.3, 0.6, 0.9, 1.2, 1.5, 1.8, 2.1, 2.4, 2.7, 3, 3.3, 3.6, 3.9, 4.2, 4.5, 4.8, 5.1, 5.4, 5.7, 6}},
 		{-1e308, 1e308, 3, []float64{-1e308, 0, 1e308}},
 	}
@@ -49,7 +50,7 @@ func TestLogRange(t *testing.T) {
 		lo, hi float64
 		n      int
 	}{
-		{1e-4, 10, 16}, // DP-HyPO's MNIST learning rates (SPEC §4)
+		{1e-4, 10, 16}, // DP-HyPO's MNIST learning rates (docs/MATHS.md §4.3)
 		{1, 1000, 4},
 		{1e-300, 1e300, 7},
 		{0.5, 0.5, 1},

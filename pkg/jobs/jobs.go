@@ -53,7 +53,8 @@ type Range struct {
 	Count  int       `json:"count,omitempty"`
 }
 
-// KusnerSpec is a Kusner et al. job (SPEC §3).
+// KusnerSpec is a Kusner et al. (ICML 2015) job, Algorithm 1, 2 or 3 of the paper
+// (docs/MATHS.md §3).
 type KusnerSpec struct {
 	Algorithm     int     `json:"algorithm"` // 1, 2 or 3
 	Space         []Range `json:"space"`
@@ -80,7 +81,7 @@ type DPSGD struct {
 	ScoreNoiseMultiplier float64 `json:"score_noise_multiplier"`
 }
 
-// DPHyPOSpec is a DP-HyPO job (SPEC §4).
+// DPHyPOSpec is a DP-HyPO job (Wang et al., NeurIPS 2023; docs/MATHS.md §4).
 type DPHyPOSpec struct {
 	Space     []Range `json:"space"`
 	Theta     float64 `json:"theta"`

@@ -169,7 +169,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		// record of it: another replica sharing the ledger accepted it, or this
 		// replica's jobs.db was lost, or it crashed between charge and record. The job
 		// may have run (or be running) elsewhere, so running it here would release a
-		// second, independent result for one charge (SPEC §5). Refuse; nothing is spent.
+		// second, independent result for one charge (docs/MATHS.md §7). Refuse; nothing is spent.
 		m.log.Warn("job charge replayed without a local job record; not running it",
 			zap.String("job", id), zap.String("identity", identity), zap.Bool("has_result", len(rec.Result) > 0))
 		return Job{}, &acceptedElsewhereError{id: id}

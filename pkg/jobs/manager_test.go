@@ -247,7 +247,7 @@ func TestWatchFinishedJobReturns(t *testing.T) {
 // TestReplayedChargeOnAnotherReplicaDoesNotRun: two curator replicas, each with its own
 // jobs.db, share one ledger. A retry of a job on the replica that did not accept it
 // replays the ledger charge; it must not run the job again (a second release for one
-// charge, SPEC §5) and must say why.
+// charge, docs/MATHS.md §7) and must say why.
 func TestReplayedChargeOnAnotherReplicaDoesNotRun(t *testing.T) {
 	shared := t.TempDir()
 	led, err := ledger.OpenSQLite(filepath.Join(shared, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})

@@ -10,8 +10,8 @@ import (
 )
 
 // Reference values in this file were computed with Python's math module from
-// the formulas of SPEC §3 / Kusner et al. (2015), e.g. for the worked example
-// |Λ| = 100, δ = 1e-3, k1 = 0.5, σ² = 0.01, T = 20, γ_T = 5, ε = 1:
+// the formulas of Kusner et al. (2015), Algorithms 1–3 (docs/MATHS.md §3),
+// e.g. for the worked example |Λ| = 100, δ = 1e-3, k1 = 0.5, σ² = 0.01, T = 20, γ_T = 5, ε = 1:
 //
 //	c   = 2*sqrt(0.5*log(3*100/1e-3))              = 5.022258008831951
 //	c₂  = 2*sqrt(0.5*log(2*100/1e-3))              = 4.940864832300146

@@ -1,7 +1,7 @@
 // Package kusner implements differentially private Bayesian optimisation of
 // hyperparameters on the curator's own data: Algorithms 1, 2 and 3 of Kusner,
 // Gardner, Garnett & Weinberger, "Differentially Private Bayesian
-// Optimization", ICML 2015 (SPEC §3). It is pure maths over an abstract
+// Optimization", ICML 2015 (docs/MATHS.md §3). It is pure maths over an abstract
 // objective: the caller supplies the finite grid Λ (as GP input coordinates)
 // and a function returning the validation gain f_V(λ_i) of candidate i; Run
 // searches Λ with GP-UCB (package gpucb) and releases private results with the

@@ -1,6 +1,6 @@
 // Package ledger is the curator's durable privacy budget: every release is
 // charged against it, atomically and durably, before its result leaves the
-// curator (SPEC §5, DP_REFERENCE §5).
+// curator (docs/MATHS.md §7).
 //
 // # Accounting
 //
