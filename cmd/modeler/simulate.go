@@ -37,7 +37,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
 	fs.BoolVar(&minimize, "minimize", false, "minimise the target instead of maximising it")
 	fs.BoolVar(&logOut, "log-outputs", false, "take the natural log of the target (must be positive)")
-	fs.BoolVar(&synth, "synthetic", false, "the synthetic GP experiment of SPEC §2.4 instead of a data set")
+	fs.BoolVar(&synth, "synthetic", false, "the synthetic GP experiment of Kharkovskii et al. (ICML 2020), Table 1, instead of a data set (docs/MATHS.md §2.5)")
 	fs.IntVar(&grid, "grid", 100, "synthetic: g×g grid on [-1,1]²")
 	fs.Float64Var(&synthLS, "synthetic-lengthscale", 0, "synthetic: lengthscale of the drawn function in scaled units (default 0.25 × 25)")
 	fs.StringVar(&sampler, "sampler", simulate.SamplerKronecker, "synthetic: how to draw f: kronecker (exact, fast) or cholesky (n×n, slow)")

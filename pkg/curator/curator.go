@@ -59,8 +59,8 @@ type Config struct {
 	MaxProjectionDim int
 	// ProjectionMechanism is projection.MechanismGaussian (the JL projection plus
 	// Gaussian noise, (ε, δ)-DP against any adversary; the default when empty) or
-	// projection.MechanismLifted (the paper's Algorithm 1, SPEC §2.1, whose claimed
-	// guarantee does not hold: see the projection package documentation).
+	// projection.MechanismLifted (Kharkovskii et al. 2020, Algorithm 1, docs/MATHS.md
+	// §2.1, whose claimed guarantee does not hold: see the projection package documentation).
 	ProjectionMechanism string
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger

@@ -1,8 +1,8 @@
 // Package curator is the curator's side of privbo without any transport: it holds the
-// dataset, makes the differentially private releases of SPEC §2 (the private random
-// projection and the answers to index queries), charges each release to the privacy
-// ledger before it can leave, and keeps every release so that repeating it returns the
-// same bytes at no further cost.
+// dataset, makes the differentially private releases of PO-GP-UCB (Kharkovskii, Dai &
+// Low, ICML 2020; docs/MATHS.md §2: the private random projection and the answers to
+// index queries), charges each release to the privacy ledger before it can leave, and
+// keeps every release so that repeating it returns the same bytes at no further cost.
 //
 // Release protocol (the same for every kind of release):
 //

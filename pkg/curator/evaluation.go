@@ -15,7 +15,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// How a row's objective f(x_i) is evaluated (SPEC §2.2).
+// How a row's objective f(x_i) is evaluated (docs/MATHS.md §2.3).
 const (
 	// EvaluateColumn reads the dataset's target column (replays and benchmarks).
 	EvaluateColumn = "column"

@@ -10,7 +10,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// OutputPrivacy says how query answers are released (SPEC §2.2).
+// OutputPrivacy says how query answers are released (docs/MATHS.md §2.3, docs/PRIVACY.md §5).
 //
 // "laplace" and "gaussian" clip the evaluation to [Lower, Upper] and add noise
 // calibrated to the sensitivity Upper − Lower (one record's output may change anywhere

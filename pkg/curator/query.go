@@ -23,7 +23,7 @@ type Observation struct {
 	Replayed bool
 }
 
-// Query answers the caller's index queries (SPEC §2.2). Each index's evaluation is
+// Query answers the caller's index queries (docs/MATHS.md §2.3). Each index's evaluation is
 // recorded once for the dataset (with observation noise if configured) and released to
 // each caller once: a row asked again returns the stored answer at no cost. With
 // private outputs the caller pays (ε, δ) once, before its first answer, for all of its
@@ -256,7 +256,7 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 
 // chargeFailure charges a failed evaluation of row i like an answer when outputs are
 // private: whether the operator's program fails on a row may depend on that row, and the
-// caller learns it (DP_REFERENCE §5: charge errors that come after the data was touched).
+// caller learns it (docs/MATHS.md §7: charge errors that come after the data was touched).
 // Each failure is a new release, so a caller retrying a failing row pays each time.
 func (c *Curator) chargeFailure(identity string, i int) error {
 	cost := c.out.cost()

@@ -21,7 +21,8 @@ import (
 	"github.com/privbo/privbo/pkg/projection"
 )
 
-// ProjectionRequest asks for the private projection of SPEC §2.1.
+// ProjectionRequest asks for the private projection of Kharkovskii et al. (2020),
+// Algorithm 1, or its Gaussian variant (docs/MATHS.md §2.1).
 type ProjectionRequest struct {
 	R              int
 	Epsilon, Delta float64

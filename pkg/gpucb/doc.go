@@ -1,7 +1,7 @@
 // Package gpucb implements exact GP-UCB (Srinivas, Krause, Kakade, Seeger 2010)
 // over a fixed, finite candidate set with incremental posterior updates, as used
 // by the modeler in PO-GP-UCB (Kharkovskii, Dai, Low, ICML 2020, Algorithm 2;
-// SPEC §2.3).
+// docs/MATHS.md §2.4).
 //
 // # Model
 //

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// refKernel is an independent transcription of the SPEC §2.3 kernels.
+// refKernel is an independent transcription of the kernels of docs/MATHS.md §2.4.
 func refKernel(cfg Config, x, z []float64) float64 {
 	var d2 float64
 	for k := range x {

@@ -1,5 +1,5 @@
-// Package modeler is the modeler's side of PO-GP-UCB (SPEC §2.3, Algorithm 2 of
-// Kharkovskii et al. 2020): it asks the curator for a private projection Z of the
+// Package modeler is the modeler's side of PO-GP-UCB (Algorithm 2 of Kharkovskii et
+// al. 2020; docs/MATHS.md §2.4): it asks the curator for a private projection Z of the
 // dataset, runs GP-UCB over the rows of Z, and queries the curator for the output of the
 // chosen rows. It never sees a raw row; all it holds is Z and the answers.
 //

@@ -24,7 +24,7 @@ import (
 
 // Config configures a PO-GP-UCB study.
 type Config struct {
-	// R, Epsilon, Delta are the projection's parameters (SPEC §2.1); Label optionally
+	// R, Epsilon, Delta are the projection's parameters (docs/MATHS.md §2.1); Label optionally
 	// asks for an independent release with the same parameters.
 	R              int
 	Epsilon, Delta float64

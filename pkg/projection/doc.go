@@ -1,7 +1,7 @@
 // Package projection implements the curator part of PO-GP-UCB (Kharkovskii, Dai
 // and Low, "Private Outsourced Bayesian Optimization", ICML 2020, Algorithm 1):
 // a Johnson–Lindenstrauss random projection of a data matrix meant to be
-// differentially private (SPEC.md §2.1; [Project]), and the same projection
+// differentially private (docs/MATHS.md §2.1; [Project]), and the same projection
 // with Gaussian noise that is (ε, δ)-DP ([ProjectGaussian], the curator's
 // default; see "The claim does not hold" below).
 //
@@ -47,7 +47,7 @@
 // exact linear measurements x_i B of every other row — every row in full
 // when r ≥ d. [ProjectGaussian] releases the same JL projection plus Gaussian
 // noise calibrated to its sensitivity, which is (ε, δ)-DP against any
-// adversary; Project stays for fidelity to the paper and SPEC §2.1.
+// adversary; Project stays for fidelity to the paper's Algorithm 1.
 //
 // Distance preservation (Lemma 1 and Theorem 2 of the paper): if
 // r ≥ 8 log(n²/µ)/ν² with ν ∈ (0, ½), µ ∈ (0, 1), then with probability at least

@@ -43,7 +43,7 @@ func outsideColumnSpace(t *testing.T, z []float64, x []float64, n, d, r int) flo
 }
 
 // TestLiftedReleaseRevealsColumnSpace records why the curator offers the
-// Gaussian mechanism: the release of Algorithm 1 (SPEC §2.1) lies exactly in
+// Gaussian mechanism: the release of Algorithm 1 (docs/MATHS.md §2.1) lies exactly in
 // the column space of the centred data, in both branches, because lifting
 // keeps U. With n > d + 1, moving one row by less than one unit moves that
 // space, so an adversary who knows the other rows (the DP threat model) can

@@ -140,7 +140,8 @@ func withDuplicateColumn(x []float64, n, d int) []float64 {
 	return x
 }
 
-// TestJLDistances checks Lemma 1 / Theorem 2 (SPEC §2.1): with
+// TestJLDistances checks Lemma 1 / Theorem 2 of Kharkovskii et al. (2020)
+// (docs/MATHS.md §2.2): with
 // r ≥ 8 log(n²/µ)/ν², all pairwise squared distances satisfy
 // (1−ν)‖x−x′‖² ≤ ‖z−z′‖² ≤ (1+ν)·C′·‖x−x′‖² with probability ≥ 1 − µ.
 // n = 50, ν = 0.45, µ = 1e-4: 8·log(2500/1e-4)/0.45² = 8·17.034/0.2025 = 672.97,

@@ -3,13 +3,13 @@
 // several methods, and reports the simple regret per iteration as a CSV file and a PNG
 // plot (mean with standard-error bars per method). It reproduces the experiments of
 // Kharkovskii, Dai and Low, "Private Outsourced Bayesian Optimization", ICML 2020, §4
-// (SPEC §2.4).
+// (docs/MATHS.md §2.5).
 //
 // # Methods
 //
 //   - po-gp-ucb(r): PO-GP-UCB. Each run asks the curator for a new private projection
-//     Z ∈ Rⁿˣʳ (SPEC §2.1, a new M per run) and runs GP-UCB over the rows of Z
-//     (SPEC §2.3).
+//     Z ∈ Rⁿˣʳ (Algorithm 1, docs/MATHS.md §2.1, a new M per run) and runs GP-UCB
+//     over the rows of Z (Algorithm 2, docs/MATHS.md §2.4).
 //   - gp-ucb: non-private GP-UCB over the scaled inputs X themselves.
 //   - random: uniformly random rows without replacement.
 //
@@ -58,11 +58,11 @@
 // of the objective (f ≥ its 99th percentile, TopOnePercentThreshold; per draw for the
 // synthetic problem) with its binomial standard error sqrt(p(1 − p)/N).
 //
-// # Synthetic GP (SPEC §2.4)
+// # Synthetic GP (the paper's §4, Table 1; docs/MATHS.md §2.5)
 //
 // Inputs: a g×g grid on [−1, 1]² scaled by 25/√2 so that the corners have norm 25.
 // f ~ GP(0, σ_y² exp(−‖x − x'‖²/(2 l²))) with the l = 0.25 × 25 = 6.25 (the
-// authors' public configuration; SPEC §2.4 quotes 1.25 from the paper's text). The
+// authors' public configuration; the paper's text gives 1.25, see docs/MATHS.md §2.5). The
 // squared-exponential kernel on a product grid factorises,
 //
 //	K = σ_y² K₁ ⊗ K₁,   K₁[a, a'] = exp(−(c_a − c_a')²/(2 l²)),

@@ -66,7 +66,8 @@ const (
 	SamplerCholesky  = "cholesky"  // n×n Cholesky of K + jitter·I
 )
 
-// SyntheticConfig is the synthetic GP objective of SPEC §2.4.
+// SyntheticConfig is the synthetic GP objective of Kharkovskii et al. (2020), §4
+// (docs/MATHS.md §2.5).
 type SyntheticConfig struct {
 	// Grid g: g×g points on [−1, 1]²; default 100 (n = 10,000).
 	Grid int

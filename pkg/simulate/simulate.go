@@ -176,7 +176,7 @@ type Row struct {
 }
 
 // Lift describes, for the operator, whether the projection at r lifts the singular
-// values (SPEC §2.1 step 6).
+// values (Kharkovskii et al. 2020, Algorithm 1; docs/MATHS.md §2.1, step 6).
 type Lift struct {
 	R               int
 	SigmaMin, Omega float64

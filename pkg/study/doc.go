@@ -1,5 +1,5 @@
 // Package study is the modeler's local, embedded record of its PO-GP-UCB studies
-// (Kharkovskii, Dai & Low, ICML 2020, Algorithm 2; SPEC §2.3) and renders reports of
+// (Kharkovskii, Dai & Low, ICML 2020, Algorithm 2; docs/MATHS.md §2.4) and renders reports of
 // them.
 //
 // # What a study holds
