@@ -1,22 +1,18 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 
+	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/internal/testlog"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
-	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -37,30 +33,12 @@ func diabetesScaling(t *testing.T) dataset.Scaling {
 	return sc
 }
 
-// syncBuffer collects everything the curator logs, for scanning.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Sync() error { return nil }
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
-}
-
+// curatorProc is a curator started in-process by curatortest, under the names this
+// package's tests use.
 type curatorProc struct {
+	*curatortest.Curator
 	srv  *server.Server
-	logs *syncBuffer
-	cfg  server.Config
+	logs *testlog.Buffer
 }
 
 // diabetesConfig is a curator over the shipped diabetes data, scaled with its public
@@ -69,31 +47,21 @@ type curatorProc struct {
 // projection, at most 200 rows each.
 func diabetesConfig(t *testing.T, state string) server.Config {
 	t.Helper()
-	return server.Config{
-		Listen:    "127.0.0.1:0",
-		DataPath:  diabetesPath,
-		Data:      dataset.Options{Target: "progression", Scaling: diabetesScaling(t)},
-		DatasetID: "diabetes",
-		StateDir:  state,
-		Budget:    ledger.Cost{Epsilon: 1000, Delta: 0.5},
-		Output:    curator.OutputPrivacy{Mechanism: "none"},
-	}
+	return curatortest.Options{
+		DataPath: diabetesPath,
+		Scaling:  diabetesScaling(t),
+		StateDir: state,
+		Budget:   ledger.Cost{Epsilon: 1000, Delta: 0.5},
+		Output:   curator.OutputPrivacy{Mechanism: "none"},
+	}.Config(t)
 }
 
 // startCurator starts a curator in-process exactly as cmd/curator does, logging at debug
-// level into a buffer the test can scan.
+// level into a buffer the test can scan, and stops it when the test ends.
 func startCurator(t *testing.T, cfg server.Config) *curatorProc {
 	t.Helper()
-	logs := &syncBuffer{}
-	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	cfg.Logger = zap.New(zapcore.NewCore(enc, logs, zapcore.DebugLevel))
-	srv, err := server.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("server.Start: %v", err)
-	}
-	p := &curatorProc{srv: srv, logs: logs, cfg: cfg}
-	t.Cleanup(func() { p.stop(t) })
-	return p
+	c := curatortest.StartConfig(t, cfg)
+	return &curatorProc{Curator: c, srv: c.Server, logs: c.Logs}
 }
 
 // startCuratorErr starts a curator that is expected to fail to start.
@@ -105,28 +73,20 @@ func startCuratorErr(cfg server.Config) (*server.Server, error) {
 	return srv, err
 }
 
+// stop shuts the curator down before the test ends (to restart it on the same state).
 func (p *curatorProc) stop(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.srv.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
+	p.Stop(t)
 }
 
 // client dials the curator as identity through the generated client.
 func (p *curatorProc) client(t *testing.T, identity string) curatorv1.CuratorServiceClient {
 	t.Helper()
-	conn := dial(t, p.srv.Addr(), identity)
-	return curatorv1.NewCuratorServiceClient(conn)
+	return p.Client(t, identity)
 }
 
+// dial connects to the curator at addr (in-process or a real one) as identity.
 func dial(t *testing.T, addr, identity string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return curatortest.Conn(t, addr, identity)
 }

@@ -2,12 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -19,28 +18,23 @@ import (
 // same idempotency key returns the same job, and list and get show them.
 func TestJobCommands(t *testing.T) {
 	// The shipped schema's public bounds scale the data and DP-HyPO's learner.
-	sc, err := dataset.ParseScaling("schema:" + filepath.Join("..", "..", "examples", "data", "breast_cancer.schema.csv"))
+	sc, err := dataset.ParseScaling("schema:" + curatortest.ExampleData("breast_cancer.schema.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:   "127.0.0.1:0",
-		DataPath: filepath.Join("..", "..", "examples", "data", "breast_cancer.csv"),
-		Data:     dataset.Options{Target: "benign", Scaling: sc},
-		StateDir: t.TempDir(),
+	cur := curatortest.Start(t, curatortest.Options{
+		DataPath: curatortest.ExampleData("breast_cancer.csv"),
+		Target:   "benign",
+		Scaling:  sc,
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
 		Jobs:     server.JobsConfig{Enabled: true},
 		// The jobs' budget is kept under the dataset id; answers are not asked for.
 		DatasetID: "breast-cancer",
 		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	cmd := func(args ...string) (string, string, error) {
 		var stdout, stderr bytes.Buffer
-		err := run(append(args, "--curator", srv.Addr(), "--identity", "cli-jobs"), &stdout, &stderr)
+		err := run(append(args, "--curator", cur.Addr, "--identity", "cli-jobs"), &stdout, &stderr)
 		return stdout.String(), stderr.String(), err
 	}
 	out, errOut, err := cmd("job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/server"
@@ -24,20 +22,7 @@ func startDiabetesCurator(t *testing.T) *server.Server {
 
 func startDiabetesCuratorOutput(t *testing.T, out curator.OutputPrivacy) *server.Server {
 	t.Helper()
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:    "127.0.0.1:0",
-		DataPath:  filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:      dataset.Options{Target: "progression"},
-		DatasetID: "diabetes",
-		StateDir:  t.TempDir(),
-		Budget:    ledger.Cost{Epsilon: 10, Delta: 1e-3},
-		Output:    out,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return srv
+	return curatortest.Start(t, curatortest.Options{Budget: ledger.Cost{Epsilon: 10, Delta: 1e-3}, Output: out}).Server
 }
 
 // TestRunJSON runs the modeler command against an in-process curator and checks the

@@ -1,39 +1,17 @@
 package curator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
+	"github.com/privbo/privbo/internal/testlog"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Sync() error { return nil }
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestProgramStderrNeverLogged: an evaluation program that fails after echoing its
 // input (the row) on standard error, as crash traces do, leaves no trace of the row in
@@ -48,8 +26,8 @@ func TestProgramStderrNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _, ds := testCurator(t, Evaluation{Mode: EvaluateProgram, Command: []string{prog}, Timeout: 5 * time.Second})
-	logs := &lockedBuffer{}
-	c.log = zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), logs, zapcore.DebugLevel))
+	var logs *testlog.Buffer
+	c.log, logs = testlog.New()
 
 	const row = 7
 	if _, _, err := c.Query(context.Background(), "vendor", []int{row}); !errors.Is(err, ErrEvaluation) {

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
+	"github.com/privbo/privbo/internal/gptest"
 )
 
 // gpSample draws t points uniformly on [0, 1]^dim and outputs from a zero-mean GP with
@@ -14,29 +14,10 @@ func gpSample(t *testing.T, rng *rand.Rand, k Kernel, n, dim int, h Hyper) (x, y
 	t.Helper()
 	x = randomCands(rng, n, dim)
 	cfg := Config{Kernel: k, Lengthscale: h.Lengthscale, SignalVariance: h.SignalVariance}
-	a := mat.NewSymDense(n, nil)
-	for i := range n {
-		for j := 0; j <= i; j++ {
-			v := refKernel(cfg, x[i*dim:(i+1)*dim], x[j*dim:(j+1)*dim])
-			if i == j {
-				v += h.NoiseVariance
-			}
-			a.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(a) {
-		t.Fatal("sample covariance not positive definite")
-	}
-	var l mat.TriDense
-	ch.LTo(&l)
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = rng.NormFloat64()
-	}
-	var v mat.VecDense
-	v.MulVec(&l, mat.NewVecDense(n, w))
-	return x, v.RawVector().Data
+	y = gptest.DrawPrior(t, rng, n, func(i, j int) float64 {
+		return refKernel(cfg, x[i*dim:(i+1)*dim], x[j*dim:(j+1)*dim])
+	}, h.NoiseVariance)
+	return x, y
 }
 
 // TestLogMarginalLikelihoodOnePoint checks the value against the closed form for t = 1:

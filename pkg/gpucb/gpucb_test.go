@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privbo/privbo/internal/gptest"
 )
 
 // refKernel is an independent transcription of the kernels of docs/MATHS.md §2.4.
@@ -60,20 +62,7 @@ func densePosterior(t *testing.T, cands []float64, n, dim int, cfg Config, idx [
 		}
 		return mu, vr
 	}
-	a := mat.NewSymDense(nt, nil)
-	for p := range nt {
-		for q := 0; q <= p; q++ {
-			v := refKernel(cfg, row(idx[p]), row(idx[q]))
-			if p == q {
-				v += cfg.NoiseVariance
-			}
-			a.SetSym(p, q, v)
-		}
-	}
-	var chol mat.Cholesky
-	if !chol.Factorize(a) {
-		t.Fatalf("dense reference: K + σ²I not positive definite at t = %d", nt)
-	}
+	chol := gptest.Factor(t, nt, func(p, q int) float64 { return refKernel(cfg, row(idx[p]), row(idx[q])) }, cfg.NoiseVariance)
 	yt := mat.NewVecDense(nt, nil)
 	for p, y := range ys {
 		yt.SetVec(p, (y-m)/s)
@@ -217,20 +206,9 @@ func TestPosteriorMatchesDense(t *testing.T) {
 			}
 			// The packed Cholesky factor equals gonum's factor of K + σ²I.
 			nt := len(idx)
-			a := mat.NewSymDense(nt, nil)
-			for p := range nt {
-				for q := 0; q <= p; q++ {
-					v := refKernel(cfg, cands[idx[p]*dim:(idx[p]+1)*dim], cands[idx[q]*dim:(idx[q]+1)*dim])
-					if p == q {
-						v += cfg.NoiseVariance
-					}
-					a.SetSym(p, q, v)
-				}
-			}
-			var chol mat.Cholesky
-			if !chol.Factorize(a) {
-				t.Fatal("dense Cholesky failed")
-			}
+			chol := gptest.Factor(t, nt, func(p, q int) float64 {
+				return refKernel(cfg, cands[idx[p]*dim:(idx[p]+1)*dim], cands[idx[q]*dim:(idx[q]+1)*dim])
+			}, cfg.NoiseVariance)
 			var l mat.TriDense
 			chol.LTo(&l)
 			for p := range nt {

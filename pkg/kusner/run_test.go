@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/gptest"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 	"gonum.org/v1/gonum/mat"
 )
@@ -106,20 +107,7 @@ func refPosterior(t *testing.T, x []float64, l, s2 float64, obs []int, ys []floa
 		}
 		return mu, va
 	}
-	kk := mat.NewSymDense(m, nil)
-	for i := range m {
-		for j := i; j < m; j++ {
-			v := k(x[obs[i]], x[obs[j]])
-			if i == j {
-				v += s2
-			}
-			kk.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(kk) {
-		t.Fatal("reference Gram matrix not positive definite")
-	}
+	ch := gptest.Factor(t, m, func(i, j int) float64 { return k(x[obs[i]], x[obs[j]]) }, s2)
 	alpha := mat.NewVecDense(m, nil)
 	if err := ch.SolveVecTo(alpha, mat.NewVecDense(m, append([]float64(nil), ys...))); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/mat"
 	"google.golang.org/grpc"
 
+	"github.com/privbo/privbo/internal/gptest"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -39,30 +39,11 @@ func gpDraw(t *testing.T, rng *rand.Rand, n int, l, noise float64) (x, y []float
 	for i := range x {
 		x[i] = rng.Float64()
 	}
-	a := mat.NewSymDense(n, nil)
-	for i := range n {
-		for j := 0; j <= i; j++ {
-			d := x[i] - x[j]
-			v := math.Exp(-d * d / (2 * l * l))
-			if i == j {
-				v += noise
-			}
-			a.SetSym(i, j, v)
-		}
-	}
-	var ch mat.Cholesky
-	if !ch.Factorize(a) {
-		t.Fatal("GP covariance not positive definite")
-	}
-	var low mat.TriDense
-	ch.LTo(&low)
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = rng.NormFloat64()
-	}
-	var v mat.VecDense
-	v.MulVec(&low, mat.NewVecDense(n, w))
-	return x, v.RawVector().Data
+	y = gptest.DrawPrior(t, rng, n, func(i, j int) float64 {
+		d := x[i] - x[j]
+		return math.Exp(-d * d / (2 * l * l))
+	}, noise)
+	return x, y
 }
 
 // TestFitEveryRecoversLengthscale runs the modeler's loop over a function drawn from a

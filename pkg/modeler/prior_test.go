@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
@@ -113,7 +114,7 @@ func TestRunUsesNoiseAwarePrior(t *testing.T) {
 		{"exact", curator.OutputPrivacy{Mechanism: "none"}, 1e-3, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := dial(t, startCuratorOutput(t, tc.out), "prior-"+tc.name)
+			client := curatortest.Client(t, startCuratorOutput(t, tc.out), "prior-"+tc.name)
 			res, err := Run(ctx, client, Config{R: 3, Epsilon: 1, Delta: 1e-5, Iterations: 5, InitialIndex: 0})
 			if err != nil {
 				t.Fatal(err)

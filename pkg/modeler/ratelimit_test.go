@@ -2,7 +2,6 @@ package modeler
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,10 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -62,28 +60,19 @@ func (c *refusalCounter) GetDatasetInfo(ctx context.Context, in *curatorv1.GetDa
 // budget carries none and ends the study at once, without another attempt.
 func TestRunRidesOutRateLimit(t *testing.T) {
 	const answerEps = 0.1
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:        "127.0.0.1:0",
-		DataPath:      filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:          dataset.Options{Target: "progression"},
-		DatasetID:     "diabetes",
-		StateDir:      t.TempDir(),
+	cur := curatortest.Start(t, curatortest.Options{
 		Budget:        ledger.Cost{Epsilon: 1 + 3*answerEps + answerEps/2, Delta: 0.1},
 		DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Output:        curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400},
 		Limits:        transport.Limits{Rate: 2},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := Config{R: 3, Epsilon: 1, Delta: 1e-5, Iterations: 3, InitialIndex: 0}
 
 	// Two runs of one identity: 2 × 5 requests at 2 per second, the second run's dataset
 	// info among those refused at first. The second run is all replays, at no cost.
-	cc := &refusalCounter{CuratorServiceClient: dial(t, srv.Addr(), "patient")}
+	cc := &refusalCounter{CuratorServiceClient: cur.Client(t, "patient")}
 	for k := range 2 {
 		res, err := Run(ctx, cc, cfg)
 		if err != nil {
@@ -99,10 +88,10 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 
 	// A projection of ε = 1.3 fits the budget of 1.35, the answers' one charge of 0.1
 	// then does not: the first Query call is refused, not retried.
-	poor := &refusalCounter{CuratorServiceClient: dial(t, srv.Addr(), "poor")}
+	poor := &refusalCounter{CuratorServiceClient: cur.Client(t, "poor")}
 	bcfg := cfg
 	bcfg.Epsilon = 1.3
-	_, err = Run(ctx, poor, bcfg)
+	_, err := Run(ctx, poor, bcfg)
 	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
 		t.Fatalf("run past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
 	}

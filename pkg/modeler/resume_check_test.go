@@ -12,43 +12,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/study"
 )
 
-// startCuratorOn serves the CSV at path in-process, named name ("" for the file's name)
-// and with that name as its dataset id ("diabetes" for "").
+// startCuratorOn serves the CSV at path in-process with exact answers, named name (""
+// for the file's name) and with that name as its dataset id ("diabetes" for "").
 func startCuratorOn(t *testing.T, path, name string) string {
 	t.Helper()
-	id := name
-	if id == "" {
-		id = "diabetes"
-	}
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:      "127.0.0.1:0",
-		DataPath:    path,
-		DatasetName: name,
-		DatasetID:   id,
-		Data:        dataset.Options{Target: "progression"},
-		StateDir:    t.TempDir(),
-		Budget:      ledger.Cost{Epsilon: 100, Delta: 0.1},
-		Output:      curator.OutputPrivacy{Mechanism: "none"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return srv.Addr()
+	return curatortest.Start(t, curatortest.Options{
+		DataPath: path, DatasetName: name, DatasetID: name, Output: curator.OutputPrivacy{Mechanism: "none"},
+	}).Addr
 }
 
 // headOfDiabetes writes the header and the first n rows of the shipped diabetes data to
 // a file of the same name in a new directory: the same dataset name, fewer rows.
 func headOfDiabetes(t *testing.T, n int) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "examples", "data", "diabetes.csv"))
+	f, err := os.Open(curatortest.Diabetes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +67,7 @@ func closedAddr(t *testing.T) string {
 // was left as it was; the right curator then resumes it.
 func TestRunStudyResumeChecksCurator(t *testing.T) {
 	ctx := context.Background()
-	diabetes := filepath.Join("..", "..", "examples", "data", "diabetes.csv")
+	diabetes := curatortest.Diabetes
 	addr := startCuratorOn(t, diabetes, "")
 	store, err := study.Open(t.TempDir())
 	if err != nil {
@@ -97,7 +79,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 	sctx, cancel := context.WithCancel(ctx)
 	scfg := cfg
 	scfg.Progress = stopAfter(3, cancel)
-	_, err = RunStudy(sctx, dial(t, addr, "owner"), store, "s", conn, scfg)
+	_, err = RunStudy(sctx, curatortest.Client(t, addr, "owner"), store, "s", conn, scfg)
 	cancel()
 	if err == nil {
 		t.Fatal("RunStudy stopped after iteration 3: no error")
@@ -128,7 +110,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The claimed identity is the stored one; what the curator charges is not.
 			other := study.Connection{Curator: tc.addr, Identity: "owner"}
-			cc := &crashingClient{CuratorServiceClient: dial(t, tc.addr, tc.identity)}
+			cc := &crashingClient{CuratorServiceClient: curatortest.Client(t, tc.addr, tc.identity)}
 			start := time.Now()
 			_, err := RunStudy(ctx, cc, store, "s", other, Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 12, InitialIndex: 0})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -154,7 +136,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 			}
 		})
 	}
-	res, err := RunStudy(ctx, dial(t, addr, "owner"), store, "s", conn, cfg)
+	res, err := RunStudy(ctx, curatortest.Client(t, addr, "owner"), store, "s", conn, cfg)
 	if err != nil {
 		t.Fatalf("RunStudy against its own curator: %v", err)
 	}

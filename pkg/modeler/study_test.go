@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,12 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/study"
-	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -34,30 +30,7 @@ func startCurator(t *testing.T) string {
 // startCuratorOutput is startCurator with answers released as out says.
 func startCuratorOutput(t *testing.T, out curator.OutputPrivacy) string {
 	t.Helper()
-	srv, err := server.Start(context.Background(), server.Config{
-		Listen:    "127.0.0.1:0",
-		DataPath:  filepath.Join("..", "..", "examples", "data", "diabetes.csv"),
-		Data:      dataset.Options{Target: "progression"},
-		DatasetID: "diabetes",
-		StateDir:  t.TempDir(),
-		Budget:    ledger.Cost{Epsilon: 100, Delta: 0.1},
-		Output:    out,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return srv.Addr()
-}
-
-func dial(t *testing.T, addr, identity string) curatorv1.CuratorServiceClient {
-	t.Helper()
-	conn, err := transport.Dial(addr, transport.ClientConfig{Identity: identity})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return curatorv1.NewCuratorServiceClient(conn)
+	return curatortest.Start(t, curatortest.Options{Output: out}).Addr
 }
 
 // crashingClient passes calls through and fails the crashAt-th Query after the curator
@@ -86,7 +59,7 @@ func (c *crashingClient) Query(ctx context.Context, in *curatorv1.QueryRequest, 
 func TestRunStudyResume(t *testing.T) {
 	ctx := context.Background()
 	addr := startCurator(t)
-	client := dial(t, addr, "resume-test")
+	client := curatortest.Client(t, addr, "resume-test")
 	store, err := study.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +176,7 @@ func TestRunStudyResume(t *testing.T) {
 // 1 + ⌈(T − 1)/q⌉ for q > 1 (the initial row is a round of its own).
 func TestRunBatch(t *testing.T) {
 	ctx := context.Background()
-	client := dial(t, startCurator(t), "batch-test")
+	client := curatortest.Client(t, startCurator(t), "batch-test")
 	for _, tc := range []struct {
 		q, rounds int
 	}{{1, 10}, {3, 1 + 3}, {4, 1 + 3}} {
@@ -246,7 +219,7 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 	for _, q := range []int{1, 3} {
 		t.Run(fmt.Sprintf("q=%d", q), func(t *testing.T) {
 			id := fmt.Sprintf("fit-resume-%d", q)
-			client := dial(t, addr, id)
+			client := curatortest.Client(t, addr, id)
 			store, err := study.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -329,7 +302,7 @@ func TestRunStudyExtend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := fmt.Sprintf("extend-%d", k)
-			client := dial(t, addr, id)
+			client := curatortest.Client(t, addr, id)
 			store, err := study.Open(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
