@@ -37,11 +37,20 @@ func TestDemoScript(t *testing.T) {
 	if row, err := strconv.Atoi(string(m[1])); err != nil || row < 0 || row >= 442 {
 		t.Errorf("demo's best row = %s, want a row of the 442 patients", m[1])
 	}
-	tm := regexp.MustCompile(`the best row by its noisy answer, ` + string(m[1]) + `, has the true progression (\d+)`).FindSubmatch(out)
+	tm := regexp.MustCompile(`the row with the highest noisy answer, ` + string(m[1]) + `, has the true progression (\d+);`).FindSubmatch(out)
 	if tm == nil {
 		t.Errorf("demo does not print the best row's true progression:\n%s", out)
 	} else if v, _ := strconv.ParseFloat(string(tm[1]), 64); v < 25 || v > 346 {
 		t.Errorf("true progression of the best row = %v, want one in [25, 346]", v)
+	}
+	// The recommended row (highest posterior mean), with its true progression.
+	rm := regexp.MustCompile(`recommended row (\d+): highest posterior mean`).FindSubmatch(out)
+	if rm == nil {
+		t.Errorf("demo prints no recommended row:\n%s", out)
+	} else if tr := regexp.MustCompile(`the recommended row, ` + string(rm[1]) + `, has (\d+)\)`).FindSubmatch(out); tr == nil {
+		t.Errorf("demo does not print the recommended row's true progression:\n%s", out)
+	} else if v, _ := strconv.ParseFloat(string(tr[1]), 64); v < 25 || v > 346 {
+		t.Errorf("true progression of the recommended row = %v, want one in [25, 346]", v)
 	}
 	for _, want := range []string{
 		`the highest progression in the data is 346; the top 1% is ≥ 321`,
