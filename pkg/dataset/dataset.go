@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -168,12 +167,8 @@ var errPrivateNeedsBounds = errors.New("private scaling needs per-column bounds 
 // LoadRaw reads the CSV file at path without scaling it; see ParseRaw. The
 // Raw's Name is the file name without directory and extension.
 func LoadRaw(path string, opt Options) (*Raw, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = fmt.Errorf("cannot open: %w", pe.Err)
-		}
 		return nil, &ParseError{File: path, Err: err}
 	}
 	defer f.Close()

@@ -1,6 +1,10 @@
 package dataset
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -35,17 +39,37 @@ func (e *ParseError) Error() string {
 		b.WriteString(strconv.Itoa(e.Line))
 		b.WriteString(": ")
 	}
-	if e.Column != "" {
+	writeColumnAndCause(&b, e.Column, e.Err, "invalid input")
+	return b.String()
+}
+
+// writeColumnAndCause ends an error message with `column "c": cause` (the column
+// left out when empty, fallback when err is nil).
+func writeColumnAndCause(b *strings.Builder, column string, err error, fallback string) {
+	if column != "" {
 		b.WriteString("column ")
-		b.WriteString(quoteName(e.Column))
+		b.WriteString(quoteName(column))
 		b.WriteString(": ")
 	}
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
+	if err != nil {
+		b.WriteString(err.Error())
 	} else {
-		b.WriteString("invalid input")
+		b.WriteString(fallback)
 	}
-	return b.String()
+}
+
+// openFile opens path for reading, with an error that says "cannot open" and the
+// reason (it still satisfies errors.Is(err, fs.ErrNotExist) for a missing file).
+func openFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = fmt.Errorf("cannot open: %w", pe.Err)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // Unwrap returns the underlying error.

@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -65,16 +63,7 @@ func (e *SchemaError) Error() string {
 		b.WriteString(strconv.Itoa(e.Line))
 	}
 	b.WriteString(": ")
-	if e.Column != "" {
-		b.WriteString("column ")
-		b.WriteString(quoteName(e.Column))
-		b.WriteString(": ")
-	}
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	} else {
-		b.WriteString("invalid schema")
-	}
+	writeColumnAndCause(&b, e.Column, e.Err, "invalid schema")
 	return b.String()
 }
 
@@ -87,12 +76,8 @@ var schemaFields = []string{"column", "lower", "upper", "scale", "offset"}
 // LoadSchema reads the schema file at path; see ParseSchema. A missing file
 // satisfies errors.Is(err, fs.ErrNotExist).
 func LoadSchema(path string) (*Schema, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = fmt.Errorf("cannot open: %w", pe.Err)
-		}
 		return nil, &SchemaError{File: path, Err: err}
 	}
 	defer f.Close()
