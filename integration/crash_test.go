@@ -19,18 +19,6 @@ import (
 	"github.com/privbo/privbo/pkg/modeler"
 )
 
-// buildBinary builds one of the project's commands into a temporary directory.
-func buildBinary(t *testing.T, pkg string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = ".."
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
 // realCurator is a curator running as a separate process.
 type realCurator struct {
 	cmd  *exec.Cmd

@@ -41,7 +41,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	closed   bool
-	cancels  map[string]context.CancelFunc
+	running  map[string]runningJob // started jobs whose goroutine has not returned
 	watchers map[string]map[chan Event]struct{}
 	wg       sync.WaitGroup
 	stop     context.CancelFunc
@@ -49,6 +49,13 @@ type Manager struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// runningJob is a started job's handle: cancel stops it, done is closed once its
+// goroutine has recorded its final state and returned.
+type runningJob struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewManager opens the job store and marks jobs left unfinished by an earlier process
@@ -69,7 +76,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning),
-		cancels: map[string]context.CancelFunc{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
+		running: map[string]runningJob{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
 	ids, err := st.unfinished(context.Background())
 	if err != nil {
 		st.close()
@@ -212,16 +219,18 @@ func (m *Manager) start(j Job) {
 		return
 	}
 	ctx, cancel := context.WithCancel(m.base)
-	m.cancels[j.ID] = cancel
+	done := make(chan struct{})
+	m.running[j.ID] = runningJob{cancel: cancel, done: done}
 	m.wg.Add(1)
 	m.mu.Unlock()
 	go func() {
 		defer m.wg.Done()
 		defer func() {
 			m.mu.Lock()
-			delete(m.cancels, j.ID)
+			delete(m.running, j.ID)
 			m.mu.Unlock()
 			cancel()
+			close(done) // after run's finish recorded the final state: Cancel may read it
 		}()
 		m.run(ctx, j)
 	}()
@@ -323,20 +332,31 @@ func (m *Manager) List(ctx context.Context, identity string) ([]Job, error) {
 	return m.store.list(ctx, identity)
 }
 
-// Cancel stops identity's job id if it is still running.
+// Cancel stops identity's job id if it is still queued or running, waits for it to
+// stop and returns it in its final state (Cancelled, or whatever state it reached
+// first). A job already finished is returned as it is, with no error.
+//
+// Cancel waits only on the job's end and on ctx; ctx bounds the wait. If ctx is
+// already done, Cancel does nothing and returns ctx's error. If ctx ends while the
+// job is still stopping (a runner slow to heed cancellation), Cancel returns an error
+// wrapping ctx.Err(); the cancellation was requested and goes ahead, so a later Get
+// or Watch shows the job cancelled.
 func (m *Manager) Cancel(ctx context.Context, identity, id string) (Job, error) {
+	if err := ctx.Err(); err != nil {
+		return Job{}, fmt.Errorf("jobs: cancel job %s: %w", id, err)
+	}
 	if _, err := m.Get(ctx, identity, id); err != nil {
 		return Job{}, err
 	}
 	m.mu.Lock()
-	cancel := m.cancels[id]
+	r, ok := m.running[id]
 	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if j, err := m.store.get(ctx, id); err != nil || j.State.Terminal() {
-				break
-			}
+	if ok {
+		r.cancel()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return Job{}, fmt.Errorf("jobs: job %s was asked to stop but had not stopped yet: %w", id, ctx.Err())
 		}
 	}
 	return m.Get(ctx, identity, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -349,5 +350,225 @@ func TestJobRelation(t *testing.T) {
 		if got := jobRelation(tt.spec); got != tt.want {
 			t.Errorf("jobRelation(%s) = %s, want %s", tt.spec.Kind(), got, tt.want)
 		}
+	}
+}
+
+// stubbornRunner is a runner whose Run reports when it sees its context cancelled and
+// returns only when the test closes release: it stands for a job slow to stop. If
+// heedCancel is false it ignores cancellation altogether and succeeds once released.
+type stubbornRunner struct {
+	fakeRunner
+	heedCancel bool
+	running    chan struct{} // closed when Run starts
+	sawCancel  chan struct{} // closed when Run sees ctx done (heedCancel only)
+	release    chan struct{}
+	stopOnce   sync.Once
+}
+
+// stop lets Run return; a test defers it so that a failed test does not leave Close
+// waiting for the job.
+func (s *stubbornRunner) stop() { s.stopOnce.Do(func() { close(s.release) }) }
+
+func newStubbornRunner(heedCancel bool) *stubbornRunner {
+	return &stubbornRunner{heedCancel: heedCancel, running: make(chan struct{}), sawCancel: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (s *stubbornRunner) Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error) {
+	close(s.running)
+	if s.heedCancel {
+		<-ctx.Done()
+		close(s.sawCancel)
+		<-s.release
+		return Result{}, ctx.Err()
+	}
+	<-s.release
+	return Result{Score: 0.5, Epsilon: 2 * spec.Kusner.Epsilon}, nil
+}
+
+type cancelResult struct {
+	job Job
+	err error
+	at  time.Time
+}
+
+// TestCancelReturnsWhenJobStops: Cancel waits for the job's own end, not a poll: it has
+// not returned while the runner is still stopping, and returns the cancelled job as soon
+// as the runner returns.
+func TestCancelReturnsWhenJobStops(t *testing.T) {
+	r := newStubbornRunner(true)
+	m, led := newTestManager(t, t.TempDir(), r)
+	defer led.Close()
+	defer m.Close()
+	defer r.stop()
+	ctx := context.Background()
+	j, err := m.Submit(ctx, "alice", "", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.running
+	res := make(chan cancelResult, 1)
+	go func() {
+		c, err := m.Cancel(ctx, "alice", j.ID)
+		res <- cancelResult{c, err, time.Now()}
+	}()
+	<-r.sawCancel // the runner was told to stop, and has not stopped yet
+	select {
+	case got := <-res:
+		t.Fatalf("Cancel returned %s, %v while the job was still running", got.job.State, got.err)
+	default:
+	}
+	stopped := time.Now()
+	r.stop()
+	var got cancelResult
+	select {
+	case got = <-res:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Cancel did not return within 30 s of the job stopping")
+	}
+	if got.err != nil || got.job.State != Cancelled {
+		t.Fatalf("Cancel = %s, %v; want cancelled", got.job.State, got.err)
+	}
+	// Recording the final state is one SQLite transaction; a second is generous on a
+	// loaded machine under -race.
+	if d := got.at.Sub(stopped); d > time.Second {
+		t.Errorf("Cancel returned %v after the job stopped, want promptly", d)
+	}
+	m.mu.Lock()
+	n := len(m.running)
+	m.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d jobs still registered as running after Cancel returned", n)
+	}
+
+	// Cancelling a finished job returns it as it is.
+	again, err := m.Cancel(ctx, "alice", j.ID)
+	if err != nil || again.State != Cancelled {
+		t.Errorf("Cancel of a cancelled job = %s, %v; want cancelled, no error", again.State, err)
+	}
+	// Another identity cannot cancel (or learn of) the job.
+	if _, err := m.Cancel(ctx, "bob", j.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cancel by another identity: %v, want ErrNotFound", err)
+	}
+}
+
+// TestCancelFinishedJob: a succeeded job is returned unchanged.
+func TestCancelFinishedJob(t *testing.T) {
+	m, led := newTestManager(t, t.TempDir(), &fakeRunner{})
+	defer led.Close()
+	defer m.Close()
+	j, err := m.Submit(context.Background(), "alice", "", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, m, j.ID, Succeeded)
+	c, err := m.Cancel(context.Background(), "alice", j.ID)
+	if err != nil || c.State != Succeeded || c.Result == nil {
+		t.Errorf("Cancel of a succeeded job = %s (result %v), %v; want it unchanged", c.State, c.Result, err)
+	}
+}
+
+// TestCancelHonoursContext: with a job that does not stop, Cancel returns ctx's error
+// as soon as ctx ends, leaves no goroutine behind, and a done ctx requests nothing.
+func TestCancelHonoursContext(t *testing.T) {
+	r := newStubbornRunner(false)
+	m, led := newTestManager(t, t.TempDir(), r)
+	defer led.Close()
+	defer m.Close()
+	defer r.stop()
+	bg := context.Background()
+	j, err := m.Submit(bg, "alice", "", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.running
+	waitState(t, m, j.ID, Running)
+
+	// cancelWithin calls Cancel on another goroutine so that a Cancel that ignored ctx
+	// fails the test instead of hanging it.
+	cancelWithin := func(ctx context.Context) error {
+		res := make(chan error, 1)
+		go func() {
+			_, err := m.Cancel(ctx, "alice", j.ID)
+			res <- err
+		}()
+		select {
+		case err := <-res:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("Cancel did not return within 30 s of its ctx ending")
+			return nil
+		}
+	}
+
+	// An already-cancelled ctx: an error at once, and the job is not touched.
+	done, cancel := context.WithCancel(bg)
+	cancel()
+	if err := cancelWithin(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Cancel with a cancelled ctx: %v, want context.Canceled", err)
+	}
+	m.mu.Lock()
+	rj, ok := m.running[j.ID]
+	m.mu.Unlock()
+	if !ok {
+		t.Fatal("job no longer registered as running")
+	}
+	select {
+	case <-rj.done:
+		t.Fatal("job ended after a Cancel whose ctx was already done")
+	default:
+	}
+
+	// ctx ends while Cancel waits for a job that ignores cancellation.
+	cctx, cancel := context.WithCancel(bg)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if err := cancelWithin(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Cancel whose ctx is cancelled while the job runs: %v, want context.Canceled", err)
+	}
+	// Twenty more whose deadline expires, one after another on one goroutine, which
+	// counts the goroutines before and after: any left over were started by Cancel.
+	type loopResult struct {
+		before, after int
+		err           error
+		slowest       time.Duration
+	}
+	loop := make(chan loopResult, 1)
+	go func() {
+		var lr loopResult
+		lr.before = runtime.NumGoroutine()
+		for range 20 {
+			ctx, cancel := context.WithTimeout(bg, 5*time.Millisecond)
+			start := time.Now()
+			_, err := m.Cancel(ctx, "alice", j.ID)
+			lr.slowest = max(lr.slowest, time.Since(start))
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				lr.err = err
+				break
+			}
+		}
+		lr.after = runtime.NumGoroutine()
+		loop <- lr
+	}()
+	var lr loopResult
+	select {
+	case lr = <-loop:
+	case <-time.After(30 * time.Second):
+		t.Fatal("20 Cancels with a 5 ms deadline did not return within 30 s")
+	}
+	if lr.err != nil {
+		t.Fatalf("Cancel whose ctx expires while the job runs: %v, want context.DeadlineExceeded", lr.err)
+	}
+	if lr.slowest > 2*time.Second {
+		t.Errorf("Cancel returned %v after a 5 ms deadline, want promptly", lr.slowest)
+	}
+	if lr.after > lr.before+2 {
+		t.Errorf("goroutines: %d before 20 abandoned Cancels, %d after; want no growth", lr.before, lr.after)
+	}
+
+	// The runner ignores the cancellation and finishes: its result is recorded.
+	r.stop()
+	<-rj.done
+	if got, err := m.Get(bg, "alice", j.ID); err != nil || !got.State.Terminal() {
+		t.Errorf("after the runner returned: %s, %v; want a final state", got.State, err)
 	}
 }
