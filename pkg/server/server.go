@@ -376,8 +376,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: --dataset-id: %w", err)
 	}
-	if cfg.Budget == (ledger.Cost{}) {
-		return cfg, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
+	if cfg.Budget.Epsilon == 0 {
+		return cfg, errors.New("server: a privacy budget is required: --budget-epsilon, the ε each modeler identity may spend (and --budget-delta, default 1e-06)")
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
 	// that setting only --dataset-budget-epsilon does not leave a δ cap of zero.
