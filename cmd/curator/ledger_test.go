@@ -73,7 +73,7 @@ dataset-id = "diabetes"
 	for _, want := range []string{"acme  ", " record  ", " validation-record  ", " scaling-estimate ",
 		"Budget under the feature-unit neighbour relation (including the record releases, which also hold under it):\n" +
 			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
-			"_curator   1              0            9             0.001\n" +
+			"_curator   1              0            9             0.0009\n" +
 			"acme       1.5            0.0001       8.5           0.0009\n" +
 			"(dataset)  2.5            0.0001       27.5          0.0009\n",
 		"Budget under the record neighbour relation:\n" +

@@ -3,7 +3,7 @@
 //
 //	curator serve  --data FILE --target COLUMN --dataset-id ID --state DIR --budget-epsilon E --budget-delta D
 //	               [--schema FILE.schema.csv] [flags]
-//	curator ledger --state DIR --dataset-id ID --budget-epsilon E --budget-delta D
+//	curator ledger --state DIR --dataset-id ID [--json | --csv]
 package main
 
 import (
@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap"
@@ -101,8 +100,8 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.kind, "ledger", "sqlite", "privacy ledger store: sqlite (in --state) or postgres")
 	fs.StringVar(&l.dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres")
 	fs.StringVar(&l.schema, "ledger-schema", "privbo", "PostgreSQL schema of the ledger tables")
-	fs.Float64Var(&l.epsilon, "budget-epsilon", 0, "privacy budget ε of each modeler identity (required)")
-	fs.Float64Var(&l.delta, "budget-delta", 0, "privacy budget δ of each modeler identity")
+	fs.Float64Var(&l.epsilon, "budget-epsilon", 0, "privacy budget ε of each modeler identity (required by serve)")
+	fs.Float64Var(&l.delta, "budget-delta", server.DefaultBudgetDelta, "privacy budget δ of each modeler identity: small against 1/n (the number of records); 0 allows only pure ε-DP releases and refuses the default Gaussian projection (warned about)")
 	fs.Float64Var(&l.datasetEpsilon, "dataset-budget-epsilon", 0, "ε cap over all identities together (default: --budget-epsilon)")
 	fs.Float64Var(&l.datasetDel, "dataset-budget-delta", 0, "δ cap over all identities together (default: --budget-delta)")
 }
@@ -413,100 +412,6 @@ func checkConfig(args []string) error {
 	return nil
 }
 
-func printLedger(args []string) error {
-	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
-	var (
-		lf          ledgerFlags
-		name, alias string
-		all         bool
-		configFile  string
-	)
-	lf.register(fs)
-	fs.StringVar(&name, "dataset-id", "", "dataset id, as the curator's --dataset-id (required; read from --config when not given)")
-	fs.StringVar(&alias, "dataset", "", "the same as --dataset-id (older name of the flag)")
-	fs.BoolVar(&all, "all", false, "list zero-cost releases too (by default they are only counted)")
-	fs.StringVar(&configFile, "config", "", "the curator's configuration file: the ledger and budget settings not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("curator ledger: unexpected arguments %q", fs.Args())
-	}
-	if err := ledgerSettingsFromServeConfig(fs, configFile); err != nil {
-		return err
-	}
-	if alias != "" {
-		name = alias
-	}
-	if name == "" || lf.state == "" && lf.kind == "sqlite" {
-		return errors.New("ledger: --dataset-id and --state (or --ledger postgres) are required")
-	}
-	lc, per, ds := lf.config()
-	ctx := context.Background()
-	store, err := server.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: per, Dataset: ds})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	entries, err := store.Entries(ctx, name)
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, ledgerEntriesHeader)
-	free := 0
-	if len(entries) == 0 {
-		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset id %q: check --dataset-id (the curator's --dataset-id; ledgers written before it existed use the data file's name, or --name)\n", name)
-	}
-	for _, e := range entries {
-		if e.Kind == "evaluation" || e.Kind == "pending" {
-			continue // the curator's own records, not releases
-		}
-		if !all && e.Cost == (ledger.Cost{}) {
-			free++
-			continue
-		}
-		fmt.Fprint(w, ledgerEntryLine(e))
-	}
-	w.Flush()
-	if free > 0 {
-		fmt.Printf("(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
-	}
-	// One table per neighbour relation: guarantees stated under different relations
-	// are never summed (see package ledger).
-	accts, err := store.Accounts(ctx, name)
-	if err != nil {
-		return err
-	}
-	totals, err := store.DatasetTotals(ctx, name)
-	if err != nil {
-		return err
-	}
-	for _, t := range totals {
-		var rows []ledger.Balance
-		for _, b := range accts {
-			// The curator's own records are listed when they cost something (the
-			// private scaling estimate), which the dataset cap pays.
-			if b.Relation == t.Relation && (!strings.HasPrefix(b.Identity, "_") || b.Spent != (ledger.Cost{})) {
-				rows = append(rows, b)
-			}
-		}
-		if len(rows) == 0 && t.Spent == (ledger.Cost{}) {
-			continue // only the curator's own records
-		}
-		fmt.Printf("\nBudget under the %s neighbour relation%s:\n", t.Relation, relationNote(t.Relation))
-		fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
-		for _, b := range rows {
-			fmt.Fprintf(w, "%s\t%g\t%g\t%g\t%g\n", b.Identity, b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)
-		}
-		fmt.Fprintf(w, "(dataset)\t%g\t%g\t%g\t%g\n", t.Spent.Epsilon, t.Spent.Delta, t.Remaining.Epsilon, t.Remaining.Delta)
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // relationNote says which other relations' releases a relation's totals include.
 func relationNote(rel ledger.Relation) string {
 	var from []string
@@ -519,33 +424,6 @@ func relationNote(rel ledger.Relation) string {
 		return ""
 	}
 	return " (including the " + strings.Join(from, ", ") + " releases, which also hold under it)"
-}
-
-// ledgerSettingsFromServeConfig sets the flags of fs that the command line did not set
-// from the curator's configuration file and environment, exactly as serve would read
-// them, so that 'curator ledger' reports the budget the curator enforces.
-func ledgerSettingsFromServeConfig(fs *flag.FlagSet, configFile string) error {
-	full := flag.NewFlagSet("curator serve", flag.ContinueOnError)
-	var sf serveFlags
-	sf.register(full)
-	if err := full.Parse(nil); err != nil {
-		return err
-	}
-	if configFile == "" {
-		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
-	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if g := full.Lookup(f.Name); err == nil && !set[f.Name] && g != nil && f.Name != "config" {
-			err = fs.Set(f.Name, g.Value.String())
-		}
-	})
-	return err
 }
 
 func devCA(args []string) error {

@@ -104,6 +104,22 @@
 // the records. A process of the old version still writing to the upgraded
 // database fails (its records lack a relation) rather than mixing relations.
 //
+// Schema version 3 adds the limits table: the limits a curator enforces for
+// a dataset, recorded by RecordLimits each time it starts, so that a reader
+// of the ledger (curator ledger) reports remainders against what the curator
+// enforces rather than figures typed again. A version 1 or 2 database gains
+// the table when opened; a version 2 program refuses a version 3 database.
+//
+// # Reports and display
+//
+// Report gives the exact totals and remainders (big.Rat) of a dataset under
+// given limits, per relation, each identity's remainder capped by the
+// dataset's: min(L_identity − E_identity(s), L_dataset − E_dataset(s)).
+// FormatSpent and FormatRemaining print them for people with DisplayDigits
+// significant digits: totals to the nearest, remainders to the nearest only
+// when a charge of the printed amount fits the rule above (which only removes
+// float64 noise such as 2.6109999999999998), otherwise toward zero.
+//
 // # Tests
 //
 // The same suite runs against both stores. The PostgreSQL tests use

@@ -195,6 +195,19 @@ type Store interface {
 	DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error)
 	// Limits returns the limits the store enforces.
 	Limits() Limits
+	// RecordLimits records Limits() as the limits enforced for dataset, replacing
+	// what was recorded before, so that a reader of the ledger (curator ledger)
+	// reports against the limits the curator enforces rather than figures typed
+	// again by hand. A curator records them each time it starts.
+	RecordLimits(ctx context.Context, dataset string) error
+	// RecordedLimits returns the limits last recorded for dataset, and false if
+	// none were (a ledger written before schema version 3, or never served).
+	RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error)
+	// Report returns the dataset's exact totals and remainders under limits
+	// (which need not be Limits(): a reader passes the recorded ones), one
+	// RelationReport per relation with a record counting towards it, in the
+	// order of Relations, each identity's remainder capped by the dataset's.
+	Report(ctx context.Context, dataset string, limits Limits) (Report, error)
 	// Close releases the database handle.
 	Close() error
 }
@@ -233,6 +246,17 @@ type BudgetError struct {
 	Requested Cost
 	// Remaining is what is left in the scope under Relation, as in Balance.
 	Remaining Cost
+	// Limit is the scope's limit, when the refusing code knew it (zero
+	// otherwise). With it, a refusal because the limit's δ is zero says so
+	// instead of reading like a spent budget (ZeroDeltaLimit).
+	Limit Cost
+}
+
+// ZeroDeltaLimit reports whether the charge was refused because it needs δ > 0
+// and the scope's δ limit is zero: no such release can ever be made, whatever
+// has been spent. It is false when Limit is unknown.
+func (e *BudgetError) ZeroDeltaLimit() bool {
+	return e.Limit.Epsilon > 0 && e.Limit.Delta == 0 && e.Requested.Delta > 0
 }
 
 func (e *BudgetError) Error() string {
@@ -245,6 +269,15 @@ func (e *BudgetError) Error() string {
 	rel := "an unnamed neighbour relation"
 	if e.Relation != "" {
 		rel = fmt.Sprintf("the %s neighbour relation", e.Relation)
+	}
+	if e.ZeroDeltaLimit() {
+		limit := "per-identity δ budget (--budget-delta)"
+		if e.Scope == ScopeDataset {
+			limit = "dataset δ cap (--dataset-budget-delta)"
+		}
+		return fmt.Sprintf("ledger: refused for %s under %s: the release needs δ=%g but the curator's %s is 0, "+
+			"so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; this is not a spent budget: "+
+			"the curator's operator must configure a δ budget above 0", who, rel, e.Requested.Delta, limit)
 	}
 	return fmt.Sprintf("ledger: budget exceeded for %s under %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g",
 		who, rel, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)

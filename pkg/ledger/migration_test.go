@@ -283,8 +283,8 @@ func TestSQLiteUpgradeV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version != 2 {
-		t.Errorf("schema version after upgrade = %d, %v; want 2", version, err)
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version != schemaVersion {
+		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, schemaVersion)
 	}
 	if err := db.QueryRow(`SELECT "notnull" FROM pragma_table_info('entries') WHERE name = 'relation'`).Scan(&nullable); err != nil || nullable != 1 {
 		t.Errorf("entries.relation NOT NULL = %d, %v; want 1", nullable, err)
@@ -339,8 +339,8 @@ func TestPostgresUpgradeV1(t *testing.T) {
 
 	var version int
 	var nullable string
-	if err := conn.QueryRow(ctx, `SELECT version FROM `+quoted+`.schema_version`).Scan(&version); err != nil || version != 2 {
-		t.Errorf("schema version after upgrade = %d, %v; want 2", version, err)
+	if err := conn.QueryRow(ctx, `SELECT version FROM `+quoted+`.schema_version`).Scan(&version); err != nil || version != schemaVersion {
+		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, schemaVersion)
 	}
 	if err := conn.QueryRow(ctx, `SELECT is_nullable FROM information_schema.columns
 		WHERE table_schema = $1 AND table_name = 'entries' AND column_name = 'relation'`, schema).Scan(&nullable); err != nil || nullable != "NO" {

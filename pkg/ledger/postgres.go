@@ -74,6 +74,13 @@ var postgresDDL = schemaDDL{
 		delta TEXT NOT NULL,
 		charges BIGINT NOT NULL,
 		PRIMARY KEY (dataset, identity, relation))`,
+		`CREATE TABLE IF NOT EXISTS {t}limits (
+		dataset TEXT PRIMARY KEY,
+		identity_epsilon DOUBLE PRECISION NOT NULL,
+		identity_delta DOUBLE PRECISION NOT NULL,
+		dataset_epsilon DOUBLE PRECISION NOT NULL,
+		dataset_delta DOUBLE PRECISION NOT NULL,
+		recorded_ns BIGINT NOT NULL)`,
 	},
 	fromV1: []string{
 		`ALTER TABLE {t}entries ADD COLUMN relation TEXT`,

@@ -41,6 +41,13 @@ var sqliteDDL = schemaDDL{
 		delta TEXT NOT NULL,
 		charges INTEGER NOT NULL,
 		PRIMARY KEY (dataset, identity, relation))`,
+		`CREATE TABLE IF NOT EXISTS limits (
+		dataset TEXT PRIMARY KEY,
+		identity_epsilon REAL NOT NULL,
+		identity_delta REAL NOT NULL,
+		dataset_epsilon REAL NOT NULL,
+		dataset_delta REAL NOT NULL,
+		recorded_ns INTEGER NOT NULL)`,
 	},
 	// SQLite cannot add a NOT NULL column without a default, so the entries
 	// table is rebuilt (https://www.sqlite.org/lang_altertable.html, "Making

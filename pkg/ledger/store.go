@@ -13,8 +13,10 @@ import (
 // Version 1 had no relation: its records and totals were summed across
 // neighbour relations. Version 2 records each charge's relation and keeps
 // the totals per (dataset, identity, relation); migrate upgrades a version 1
-// database in place.
-const schemaVersion = 2
+// database in place. Version 3 adds the limits table, the limits a server
+// recorded for each dataset when it started (RecordLimits); migrate creates it
+// in a version 1 or 2 database.
+const schemaVersion = 3
 
 // schemaDDL is an engine's schema: statements run in the migrating
 // transaction, with {t} standing for the table prefix.
@@ -87,6 +89,7 @@ type store struct {
 	dollar bool   // $1, $2, ... placeholders instead of ?
 
 	qGet, qTotals, qInsert, qUpsert, qSetResult, qEntries string
+	qRecordLimits, qRecordedLimits                        string
 }
 
 // The statements of the version 1 upgrade common to both engines.
@@ -112,6 +115,14 @@ func newStore(e engine, limits Limits, prefix string, dollar bool) *store {
 	s.qSetResult = s.sql(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qEntries = s.sql(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
 		COALESCE(length(result), 0), created_ns FROM {t}entries WHERE dataset = ? ORDER BY seq`)
+	s.qRecordLimits = s.sql(`INSERT INTO {t}limits
+		(dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dataset) DO UPDATE SET identity_epsilon = excluded.identity_epsilon,
+		identity_delta = excluded.identity_delta, dataset_epsilon = excluded.dataset_epsilon,
+		dataset_delta = excluded.dataset_delta, recorded_ns = excluded.recorded_ns`)
+	s.qRecordedLimits = s.sql(`SELECT identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns
+		FROM {t}limits WHERE dataset = ?`)
 	return s
 }
 
@@ -165,9 +176,16 @@ func (s *store) migrate(ctx context.Context, ddl schemaDDL) error {
 			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, schemaVersion)
 		case v < 1:
 			return fmt.Errorf("database schema version %d is invalid", v)
-		case v == 1:
-			if err := s.upgradeV1(ctx, q, ddl, run); err != nil {
-				return fmt.Errorf("upgrade from schema version 1: %w", err)
+		case v < schemaVersion:
+			if v == 1 {
+				if err := s.upgradeV1(ctx, q, ddl, run); err != nil {
+					return fmt.Errorf("upgrade from schema version 1: %w", err)
+				}
+			}
+			// Version 2 to 3 only adds tables (the limits), which ddl.tables
+			// creates if missing.
+			if err := run(q, ddl.tables); err != nil {
+				return fmt.Errorf("upgrade from schema version %d: %w", v, err)
 			}
 			_, err := q.exec(ctx, s.sql(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(schemaVersion))
 			return err
@@ -306,12 +324,12 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 		rels := c.Relation.CountsTowards()
 		for _, r := range rels {
 			if t, _ := dt.effective(c.Identity, r); !t.fits(c.Cost, s.limits.PerIdentity) {
-				return &BudgetError{Scope: ScopeIdentity, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.PerIdentity)}
+				return &BudgetError{Scope: ScopeIdentity, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.PerIdentity), Limit: s.limits.PerIdentity}
 			}
 		}
 		for _, r := range rels {
 			if t, _ := dt.datasetEffective(r); !t.fits(c.Cost, s.limits.Dataset) {
-				return &BudgetError{Scope: ScopeDataset, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.Dataset)}
+				return &BudgetError{Scope: ScopeDataset, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.Dataset), Limit: s.limits.Dataset}
 			}
 		}
 

@@ -45,6 +45,8 @@ func runStoreSuite(t *testing.T, b backend) {
 		{"EntriesOrder", testEntriesOrder},
 		{"Persistence", testPersistence},
 		{"DecimalSlack", testDecimalSlack},
+		{"RecordedLimits", testRecordedLimits},
+		{"Report", testReport},
 		{"Cancelled", testCancelled},
 		{"Closed", testClosed},
 		{"RaceOneStore", func(t *testing.T, loc location) { testRace(t, loc, 1) }},
@@ -307,6 +309,17 @@ func testBudgetExceeded(t *testing.T, loc location) {
 			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationTrainingAddRemove, Requested: Cost{0.5, 0}, Remaining: Cost{0.25, 1e-5}},
 			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the training-add-remove neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
 		},
+		{
+			// A δ limit of zero refuses every charge needing δ, with nothing
+			// spent: the message must say so, not read like a spent budget.
+			name:   "zero delta limit",
+			limits: Limits{PerIdentity: Cost{1, 0}, Dataset: Cost{10, 0}},
+			req:    Charge{Account: acme, Key: "k", Kind: "projection", Relation: RelationFeatureUnit, Cost: Cost{0.5, 1e-6}},
+			want:   BudgetError{Scope: ScopeIdentity, Account: acme, Relation: RelationFeatureUnit, Requested: Cost{0.5, 1e-6}, Remaining: Cost{1, 0}},
+			text: `ledger: refused for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: the release needs δ=1e-06 ` +
+				`but the curator's per-identity δ budget (--budget-delta) is 0, so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; ` +
+				`this is not a spent budget: the curator's operator must configure a δ budget above 0`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,6 +336,11 @@ func testBudgetExceeded(t *testing.T, loc location) {
 			var be *BudgetError
 			if !errors.As(err, &be) || !errors.Is(err, ErrBudgetExceeded) {
 				t.Fatalf("Charge error = %v, want a *BudgetError", err)
+			}
+			// The refusal names its scope's limit.
+			tt.want.Limit = tt.limits.PerIdentity
+			if tt.want.Scope == ScopeDataset {
+				tt.want.Limit = tt.limits.Dataset
 			}
 			if *be != tt.want {
 				t.Errorf("BudgetError = %+v, want %+v", *be, tt.want)

@@ -27,6 +27,9 @@ type handlers struct {
 	cur  *curator.Curator
 	jobs *jobs.Manager // nil when jobs are not enabled
 	log  *zap.Logger
+	// limits are the ledger's limits, which name a refusal's limit when the
+	// refusing code did not (see ledger.BudgetError.ZeroDeltaLimit).
+	limits ledger.Limits
 }
 
 func identity(ctx context.Context) string {
@@ -199,6 +202,18 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	var be *ledger.BudgetError
 	switch {
 	case errors.As(err, &be):
+		if be.Limit == (ledger.Cost{}) {
+			e := *be
+			e.Limit = h.limits.PerIdentity
+			if e.Scope == ledger.ScopeDataset {
+				e.Limit = h.limits.Dataset
+			}
+			be = &e
+		}
+		if be.ZeroDeltaLimit() {
+			// Not a spent budget: nothing needing δ can ever be released.
+			return status.Error(codes.FailedPrecondition, be.Error())
+		}
 		return status.Error(codes.ResourceExhausted, be.Error())
 	case errors.Is(err, curator.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -72,7 +72,10 @@ type Config struct {
 	// Ledger selects the budget store.
 	Ledger LedgerConfig
 	// Budget is the per-identity limit; DatasetBudget caps all identities together
-	// (default: equal to Budget).
+	// (default: equal to Budget). A δ of zero is allowed but refuses every release
+	// that needs δ > 0, among them the default Gaussian projection (Warnings);
+	// cmd/curator's --budget-delta defaults to DefaultBudgetDelta. Start records
+	// both limits in the ledger (ledger.Store.RecordLimits).
 	Budget, DatasetBudget ledger.Cost
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
 	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
@@ -154,6 +157,12 @@ type LedgerConfig struct {
 	Schema string
 }
 
+// DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
+// (--budget-delta): small against 1/n for datasets of up to about 10⁵ records,
+// the usual requirement δ ≪ 1/n (Dwork and Roth 2014, §2.3), and nonzero, so
+// that the default Gaussian projection can be released at all.
+const DefaultBudgetDelta = 1e-6
+
 // DefaultExactAnswersMaxRows is the default cap on distinct rows answered exactly to one
 // identity (Config.ExactAnswersMaxRows).
 const DefaultExactAnswersMaxRows = 200
@@ -206,6 +215,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The limits enforced are recorded with the ledger, so that 'curator ledger'
+	// reports against them rather than against figures typed again.
+	if err := store.RecordLimits(ctx, cfg.DatasetID); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("server: recording the budget limits in the ledger: %w", err)
+	}
 	ds, err := scaleDataset(ctx, store, &cfg, raw)
 	if err != nil {
 		store.Close()
@@ -244,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	opts := transport.ServerOptions(transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC})
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
 	s.grpc = grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
-	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, jobs: jm, log: log})
+	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, jobs: jm, log: log, limits: store.Limits()})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -361,8 +376,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: --dataset-id: %w", err)
 	}
-	if cfg.Budget == (ledger.Cost{}) {
-		return cfg, errors.New("server: a privacy budget is required (--budget-epsilon, --budget-delta)")
+	if cfg.Budget.Epsilon == 0 {
+		return cfg, errors.New("server: a privacy budget is required: --budget-epsilon, the ε each modeler identity may spend (and --budget-delta, default 1e-06)")
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
 	// that setting only --dataset-budget-epsilon does not leave a δ cap of zero.
@@ -444,6 +459,13 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 // scaling named explicitly, and exact, unprotected query answers. Start logs each; cmd/curator also prints them on standard error.
 func Warnings(cfg Config) []string {
 	var w []string
+	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the
+	// only way to a zero δ limit.
+	if cfg.Budget.Epsilon > 0 && cfg.Budget.Delta == 0 {
+		w = append(w, fmt.Sprintf("WARNING: --budget-delta is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
+			"(--projection-mechanism gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
+			"Set --budget-delta above 0 (the default is %g)", DefaultBudgetDelta))
+	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
 		w = append(w, fmt.Sprintf("WARNING: --scaling %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
 			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use --schema FILE (public bounds) or the default private scaling "+

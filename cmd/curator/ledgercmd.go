@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/privbo/privbo/pkg/flagconf"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
+)
+
+// budgetFlags are the flags of the limits; 'curator ledger' compares them, when
+// given, with the limits the curator recorded.
+var budgetFlags = []string{"budget-epsilon", "budget-delta", "dataset-budget-epsilon", "dataset-budget-delta"}
+
+// printLedger is 'curator ledger': every charge, and per neighbour relation each
+// identity's spending and remainder against the limits the curator recorded when it
+// last started (ledger.Store.RecordLimits).
+func printLedger(args []string) error {
+	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
+	var (
+		lf            ledgerFlags
+		name, alias   string
+		all           bool
+		configFile    string
+		asJSON, asCSV bool
+	)
+	lf.register(fs)
+	fs.StringVar(&name, "dataset-id", "", "dataset id, as the curator's --dataset-id (required; read from --config when not given)")
+	fs.StringVar(&alias, "dataset", "", "the same as --dataset-id (older name of the flag)")
+	fs.BoolVar(&all, "all", false, "list zero-cost releases too (by default they are only counted)")
+	fs.StringVar(&configFile, "config", "", "the curator's configuration file: the ledger settings not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
+	fs.BoolVar(&asJSON, "json", false, "print one JSON document with exact figures (see README) instead of tables")
+	fs.BoolVar(&asCSV, "csv", false, "print the budget per relation and identity as CSV with exact figures instead of tables")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: curator ledger --state DIR --dataset-id ID [--json | --csv] [--all]\n\n"+
+			"The limits are those the curator recorded in the ledger when it last started; budget flags\n"+
+			"(or --config) are needed only for a ledger no curator of this version has served, and are\n"+
+			"compared with the recorded limits otherwise.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("curator ledger: unexpected arguments %q", fs.Args())
+	}
+	if asJSON && asCSV {
+		return errors.New("curator ledger: give --json or --csv, not both")
+	}
+	given, err := ledgerSettingsFromServeConfig(fs, configFile)
+	if err != nil {
+		return err
+	}
+	if alias != "" {
+		name = alias
+	}
+	if name == "" || lf.state == "" && lf.kind == "sqlite" {
+		return errors.New("curator ledger: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required")
+	}
+	lc, per, ds := lf.config()
+	if lc.Kind == "sqlite" {
+		// Reading must not create an empty ledger where none is.
+		if _, err := os.Stat(filepath.Join(lf.state, "ledger.db")); err != nil {
+			return fmt.Errorf("curator ledger: no ledger in --state %s: %w", lf.state, err)
+		}
+	}
+	ctx := context.Background()
+	// Reading spends nothing: the store's own limits play no part, the report's do.
+	placeholder := ledger.Cost{Epsilon: 1}
+	store, err := server.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	lim, warnings, err := ledgerLimits(ctx, store, name, ledger.Limits{PerIdentity: per, Dataset: ds}, given)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "curator ledger:", w)
+	}
+	entries, err := store.Entries(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(os.Stderr, "curator ledger: no records for dataset id %q: check --dataset-id (the curator's --dataset-id; ledgers written before it existed use the data file's name, or --name)\n", name)
+	}
+	rep, err := store.Report(ctx, name, lim.Limits)
+	if err != nil {
+		return err
+	}
+	switch {
+	case asJSON:
+		return writeLedgerJSON(os.Stdout, lim, warnings, rep, entries)
+	case asCSV:
+		return writeLedgerCSV(os.Stdout, rep)
+	}
+	return writeLedgerText(os.Stdout, lim, rep, entries, all)
+}
+
+// reportLimits are the limits a report uses and where they come from.
+type reportLimits struct {
+	ledger.Limits
+	// Recorded is set when the curator recorded them (at RecordedAt); otherwise
+	// they are the flags' or the configuration's.
+	Recorded   bool
+	RecordedAt time.Time
+}
+
+// ledgerLimits returns the limits to report against: those the curator recorded
+// when it last started, with a warning when budget settings given here differ;
+// without a record, the budget given here, with a warning; and an error naming the
+// flags when there is neither.
+func ledgerLimits(ctx context.Context, store ledger.Store, dataset string, configured ledger.Limits, given map[string]bool) (reportLimits, []string, error) {
+	rec, found, err := store.RecordedLimits(ctx, dataset)
+	if err != nil {
+		return reportLimits{}, nil, err
+	}
+	var budgetGiven []string
+	for _, f := range budgetFlags {
+		if given[f] {
+			budgetGiven = append(budgetGiven, "--"+f)
+		}
+	}
+	if found {
+		var w []string
+		if len(budgetGiven) > 0 && configured != rec.Limits {
+			w = append(w, fmt.Sprintf("WARNING: the budget given here (%s, from the command line, --config or the environment: %s) differs from the limits "+
+				"the curator recorded when it last started, at %s (%s); the figures below use the recorded limits, which the curator enforces "+
+				"until it is restarted with the new settings",
+				strings.Join(budgetGiven, ", "), limitsText(configured), rec.Recorded.Format(time.RFC3339), limitsText(rec.Limits)))
+		}
+		return reportLimits{Limits: rec.Limits, Recorded: true, RecordedAt: rec.Recorded}, w, nil
+	}
+	if len(budgetGiven) == 0 {
+		return reportLimits{}, nil, fmt.Errorf("curator ledger: no budget limits are recorded for dataset id %q (a curator records them each time it starts; "+
+			"this ledger was last served by an older version, or never): give the curator's budget with --budget-epsilon and --budget-delta "+
+			"(and --dataset-budget-epsilon, --dataset-budget-delta if it sets them), or its --config", dataset)
+	}
+	if err := configured.Validate(); err != nil {
+		return reportLimits{}, nil, fmt.Errorf("curator ledger: --budget-epsilon, --budget-delta: %w", err)
+	}
+	return reportLimits{Limits: configured}, []string{fmt.Sprintf("no budget limits are recorded for dataset id %q (the curator records them when it starts): "+
+		"the figures below use the budget given here (%s), which may not be what the curator enforces", dataset, limitsText(configured))}, nil
+}
+
+func limitsText(l ledger.Limits) string {
+	return fmt.Sprintf("per identity ε=%g, δ=%g; dataset ε=%g, δ=%g", l.PerIdentity.Epsilon, l.PerIdentity.Delta, l.Dataset.Epsilon, l.Dataset.Delta)
+}
+
+// shownRows are the identities of a relation worth listing: the modelers, and the
+// curator's own records when they cost something (the private scaling estimate, which
+// the dataset cap pays).
+func shownRows(rr ledger.RelationReport) []ledger.ReportRow {
+	var rows []ledger.ReportRow
+	for _, r := range rr.Identities {
+		if !strings.HasPrefix(r.Identity, "_") || r.Spent.Epsilon.Sign() != 0 || r.Spent.Delta.Sign() != 0 {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// leftLimit is the limit a row's remainder is taken against, for FormatRemaining: an
+// identity's is capped by the dataset's, so the smaller of both.
+func leftLimit(identity bool, l ledger.Limits) ledger.Cost {
+	if !identity {
+		return l.Dataset
+	}
+	return ledger.Cost{Epsilon: math.Min(l.PerIdentity.Epsilon, l.Dataset.Epsilon), Delta: math.Min(l.PerIdentity.Delta, l.Dataset.Delta)}
+}
+
+func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries []ledger.Receipt, all bool) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, ledgerEntriesHeader)
+	free := 0
+	for _, e := range entries {
+		if e.Kind == "evaluation" || e.Kind == "pending" {
+			continue // the curator's own records, not releases
+		}
+		if !all && e.Cost == (ledger.Cost{}) {
+			free++
+			continue
+		}
+		fmt.Fprint(w, ledgerEntryLine(e))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if free > 0 {
+		fmt.Fprintf(out, "(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
+	}
+	src := "given on the command line or in --config; no curator has recorded limits in this ledger"
+	if lim.Recorded {
+		src = "recorded by the curator when it started, " + lim.RecordedAt.Format(time.RFC3339)
+	}
+	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, limitsText(lim.Limits))
+	fmt.Fprintf(out, "LEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent; --json or --csv give them exactly).\n", ledger.DisplayDigits)
+	// One table per neighbour relation: guarantees stated under different relations
+	// are never summed (see package ledger).
+	for _, rr := range rep.Relations {
+		rows := shownRows(rr)
+		if len(rows) == 0 && rr.Dataset.Spent.Epsilon.Sign() == 0 && rr.Dataset.Spent.Delta.Sign() == 0 {
+			continue // only the curator's own records
+		}
+		fmt.Fprintf(out, "\nBudget under the %s neighbour relation%s:\n", rr.Relation, relationNote(rr.Relation))
+		fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
+		line := func(who string, r ledger.ReportRow, identity bool) {
+			l := leftLimit(identity, lim.Limits)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta),
+				ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta))
+		}
+		for _, r := range rows {
+			line(r.Identity, r, true)
+		}
+		line("(dataset)", rr.Dataset, false)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floatDown is r as a float64 rounded toward zero, so that a remainder read as a
+// float64 is never more than can be spent.
+func floatDown(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	if new(big.Rat).SetFloat64(f).Cmp(r) > 0 {
+		f = math.Nextafter(f, 0)
+	}
+	return f
+}
+
+// jsonCost is a cost in the JSON and CSV output: float64 values (spent: the nearest;
+// left: rounded toward zero) and the exact rationals as "num/den" strings.
+type jsonCost struct {
+	Epsilon      float64 `json:"epsilon"`
+	Delta        float64 `json:"delta"`
+	EpsilonExact string  `json:"epsilon_exact"`
+	DeltaExact   string  `json:"delta_exact"`
+}
+
+func spentCost(c ledger.ExactCost) jsonCost {
+	f := c.Cost()
+	return jsonCost{Epsilon: f.Epsilon, Delta: f.Delta, EpsilonExact: c.Epsilon.RatString(), DeltaExact: c.Delta.RatString()}
+}
+
+func leftCost(c ledger.ExactCost) jsonCost {
+	return jsonCost{Epsilon: floatDown(c.Epsilon), Delta: floatDown(c.Delta), EpsilonExact: c.Epsilon.RatString(), DeltaExact: c.Delta.RatString()}
+}
+
+type jsonRow struct {
+	Identity string   `json:"identity,omitempty"`
+	Charges  int      `json:"charges"`
+	Spent    jsonCost `json:"spent"`
+	// Left is what a charge may still spend (capped by the dataset for an identity);
+	// OwnLeft the identity's remainder before the cap.
+	Left    jsonCost  `json:"left"`
+	OwnLeft *jsonCost `json:"own_left,omitempty"`
+}
+
+func rowJSON(r ledger.ReportRow, identity bool) jsonRow {
+	j := jsonRow{Identity: r.Identity, Charges: r.Charges, Spent: spentCost(r.Spent), Left: leftCost(r.Left)}
+	if identity {
+		own := leftCost(r.OwnLeft)
+		j.OwnLeft = &own
+	}
+	return j
+}
+
+type jsonLimits struct {
+	Source      string      `json:"source"` // "recorded" or "flags"
+	RecordedAt  *time.Time  `json:"recorded_at,omitempty"`
+	PerIdentity ledger.Cost `json:"per_identity"`
+	Dataset     ledger.Cost `json:"dataset"`
+}
+
+type jsonRelation struct {
+	Relation ledger.Relation `json:"relation"`
+	// Includes lists the relations whose releases count towards this one's totals.
+	Includes   []ledger.Relation `json:"includes"`
+	Dataset    jsonRow           `json:"dataset"`
+	Identities []jsonRow         `json:"identities"`
+}
+
+type jsonEntry struct {
+	Time        time.Time       `json:"time"`
+	Identity    string          `json:"identity"`
+	Kind        string          `json:"kind"`
+	Relation    ledger.Relation `json:"relation"`
+	Epsilon     float64         `json:"epsilon"`
+	Delta       float64         `json:"delta"`
+	Key         string          `json:"key"`
+	Description string          `json:"description"`
+}
+
+type jsonLedger struct {
+	DatasetID string         `json:"dataset_id"`
+	Limits    jsonLimits     `json:"limits"`
+	Warnings  []string       `json:"warnings"`
+	Relations []jsonRelation `json:"relations"`
+	Entries   []jsonEntry    `json:"entries"`
+}
+
+func writeLedgerJSON(out io.Writer, lim reportLimits, warnings []string, rep ledger.Report, entries []ledger.Receipt) error {
+	doc := jsonLedger{DatasetID: rep.Dataset, Warnings: append([]string{}, warnings...), Relations: []jsonRelation{}, Entries: []jsonEntry{},
+		Limits: jsonLimits{Source: "flags", PerIdentity: lim.PerIdentity, Dataset: lim.Dataset}}
+	if lim.Recorded {
+		at := lim.RecordedAt
+		doc.Limits.Source, doc.Limits.RecordedAt = "recorded", &at
+	}
+	for _, rr := range rep.Relations {
+		jr := jsonRelation{Relation: rr.Relation, Includes: []ledger.Relation{}, Dataset: rowJSON(rr.Dataset, false), Identities: []jsonRow{}}
+		for _, r := range ledger.Relations {
+			if r != rr.Relation && r.Implies(rr.Relation) {
+				jr.Includes = append(jr.Includes, r)
+			}
+		}
+		for _, r := range rr.Identities {
+			jr.Identities = append(jr.Identities, rowJSON(r, true))
+		}
+		doc.Relations = append(doc.Relations, jr)
+	}
+	for _, e := range entries {
+		if e.Kind == "evaluation" || e.Kind == "pending" {
+			continue
+		}
+		doc.Entries = append(doc.Entries, jsonEntry{Time: e.Created.UTC(), Identity: e.Identity, Kind: e.Kind, Relation: e.Relation,
+			Epsilon: e.Cost.Epsilon, Delta: e.Cost.Delta, Key: e.Key, Description: e.Description})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+// ledgerCSVHeader heads 'curator ledger --csv': one row per relation and identity,
+// and one for the dataset (scope "dataset", empty identity).
+var ledgerCSVHeader = []string{"relation", "scope", "identity", "charges",
+	"epsilon_spent", "delta_spent", "epsilon_left", "delta_left",
+	"epsilon_spent_exact", "delta_spent_exact", "epsilon_left_exact", "delta_left_exact"}
+
+func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
+	w := csv.NewWriter(out)
+	if err := w.Write(ledgerCSVHeader); err != nil {
+		return err
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	row := func(rel ledger.Relation, scope string, r ledger.ReportRow) error {
+		s, l := spentCost(r.Spent), leftCost(r.Left)
+		return w.Write([]string{string(rel), scope, r.Identity, strconv.Itoa(r.Charges),
+			g(s.Epsilon), g(s.Delta), g(l.Epsilon), g(l.Delta), s.EpsilonExact, s.DeltaExact, l.EpsilonExact, l.DeltaExact})
+	}
+	for _, rr := range rep.Relations {
+		for _, r := range rr.Identities {
+			if err := row(rr.Relation, ledger.ScopeIdentity, r); err != nil {
+				return err
+			}
+		}
+		if err := row(rr.Relation, ledger.ScopeDataset, rr.Dataset); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// ledgerSettingsFromServeConfig sets the flags of fs that the command line did not set
+// from the curator's configuration file and environment, exactly as serve would read
+// them. It returns the names of the flags given on the command line, in the file or
+// in the environment.
+func ledgerSettingsFromServeConfig(fs *flag.FlagSet, configFile string) (map[string]bool, error) {
+	full := flag.NewFlagSet("curator serve", flag.ContinueOnError)
+	var sf serveFlags
+	sf.register(full)
+	if err := full.Parse(nil); err != nil {
+		return nil, err
+	}
+	if configFile == "" {
+		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
+	}
+	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
+		return nil, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fromConfig := map[string]bool{}
+	full.Visit(func(f *flag.Flag) { fromConfig[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if g := full.Lookup(f.Name); err == nil && !given[f.Name] && fromConfig[f.Name] && g != nil && f.Name != "config" {
+			err = fs.Set(f.Name, g.Value.String())
+			given[f.Name] = true
+		}
+	})
+	return given, err
+}
