@@ -296,9 +296,9 @@ func (c *Curator) ensureAffordable(ctx context.Context, identity string, rel led
 		case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
 			// Name the scope that binds, so the remainder in the message is what can
 			// still be spent.
-			return &ledger.BudgetError{Scope: "dataset", Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.DatasetRemaining}
+			return &ledger.BudgetError{Scope: ledger.ScopeDataset, Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.DatasetRemaining, Limit: bal.Limits.Dataset}
 		default:
-			return &ledger.BudgetError{Scope: "identity", Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.Remaining}
+			return &ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.Remaining, Limit: bal.Limits.PerIdentity}
 		}
 	}
 	return nil
