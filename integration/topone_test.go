@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"sort"
 	"testing"
@@ -98,7 +99,7 @@ func TestDiabetesTopOnePercent(t *testing.T) {
 		client := cur.client(t, fmt.Sprintf("vendor-top1-%d", run))
 		cfg := studySettings
 		cfg.InitialIndex = -1
-		res, err := modeler.Run(context.Background(), client, cfg)
+		res, err := modeler.Run(context.Background(), curatorclient.New(client), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
