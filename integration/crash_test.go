@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
-
 )
 
 // buildBinary builds one of the project's commands into a temporary directory.

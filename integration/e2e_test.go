@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"os"
 	"sort"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/modeler"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )

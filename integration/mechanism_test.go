@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"image"
 	"image/png"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
 )

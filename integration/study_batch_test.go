@@ -3,11 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 )
 

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )

@@ -3,12 +3,12 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/privbo/privbo/pkg/curatorclient"
 	"math"
 	"sort"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 )
