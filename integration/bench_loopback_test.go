@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
@@ -83,7 +83,7 @@ func tallCSV(b *testing.B, n, d int) string {
 }
 
 // BenchmarkProjectionStream times a modeler receiving an n = 1,000,000, r = 20
-// projection over loopback gRPC end to end (modeler.FetchProjection: request, stream
+// projection over loopback gRPC end to end (curatorclient.FetchProjection: request, stream
 // of chunks, SHA-256 check, decode into Z). "fresh" asks for a new release each time
 // (projection of d = 10 features by the Gram route, durable write, ledger charge,
 // stream); "replay" streams the stored release again (no cost, no computation).
@@ -97,7 +97,7 @@ func BenchmarkProjectionStream(b *testing.B) {
 	lifted := benchCurator(b, data, "y", "bench-stream", projection.MechanismLifted)
 	ctx := context.Background()
 	fetchFrom := func(b *testing.B, client curatorv1.CuratorServiceClient, label string) {
-		p, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: r, Epsilon: 2, Delta: 1e-7, Label: label})
+		p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: r, Epsilon: 2, Delta: 1e-7, Label: label})
 		if err != nil {
 			b.Fatal(err)
 		}

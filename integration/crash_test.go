@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
-
-	"github.com/privbo/privbo/pkg/modeler"
 )
 
 // realCurator is a curator running as a separate process.
@@ -120,7 +119,7 @@ func TestSIGKILLDuringReleases(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 0))
 				for k := 0; rctx.Err() == nil; k++ {
 					if k < len(labels) {
-						p, err := modeler.FetchProjection(rctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: projEps, Delta: 1e-6, Label: labels[k]})
+						p, err := curatorclient.FetchProjection(rctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: projEps, Delta: 1e-6, Label: labels[k]})
 						if err == nil {
 							got.add(func() {
 								if _, ok := got.projections[labels[k]]; !ok {
@@ -194,7 +193,7 @@ func verifyReplays(t *testing.T, ctx context.Context, client curatorv1.CuratorSe
 	got.mu.Lock()
 	defer got.mu.Unlock()
 	for label, z := range got.projections {
-		p, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.05, Delta: 1e-6, Label: label})
+		p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.05, Delta: 1e-6, Label: label})
 		if err != nil {
 			t.Fatalf("replaying projection %s: %v", label, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/modeler"
@@ -45,7 +46,7 @@ func TestStudyEndToEnd(t *testing.T) {
 		t.Error("GetDatasetInfo: no protected unit stated")
 	}
 
-	res, err := modeler.Run(ctx, client, studySettings)
+	res, err := modeler.Run(ctx, curatorclient.New(client), studySettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestStudyEndToEnd(t *testing.T) {
 	}
 
 	// The same study again: the projection is replayed, the answers are replayed, nothing is charged.
-	again, err := modeler.Run(ctx, client, modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: res.Queried[0]})
+	again, err := modeler.Run(ctx, curatorclient.New(client), modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: res.Queried[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestStudyEndToEnd(t *testing.T) {
 	}
 
 	// A new release (new label) composes: the spend doubles.
-	p, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 5, Epsilon: math.Exp(2), Delta: 1e-4, Label: "second"})
+	p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 5, Epsilon: math.Exp(2), Delta: 1e-4, Label: "second"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestRefusals(t *testing.T) {
 		{"huge r", &curatorv1.ReleaseProjectionRequest{Dimension: 5000, Epsilon: 1, Delta: 1e-5}, codes.InvalidArgument, "maximum"},
 		{"over budget", &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 2.5, Delta: 1e-5}, codes.ResourceExhausted, "remaining"},
 	} {
-		_, err := modeler.FetchProjection(ctx, client, tc.req)
+		_, err := curatorclient.FetchProjection(ctx, client, tc.req)
 		if status.Code(err) != tc.code || !strings.Contains(strings.ToLower(status.Convert(err).Message()), tc.msg) {
 			t.Errorf("%s: FetchProjection error = %v; want %v mentioning %q", tc.name, err, tc.code, tc.msg)
 		}
@@ -143,10 +144,10 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("refused requests spent (%g, %g), want nothing", bal.GetBudget().GetEpsilonSpent(), bal.GetBudget().GetDeltaSpent())
 	}
 	// Spend most of the budget, then be refused the rest.
-	if _, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1.5, Delta: 1e-5}); err != nil {
+	if _, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1.5, Delta: 1e-5}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-5})
+	_, err = curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-5})
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("second release beyond the budget: %v, want ResourceExhausted", err)
 	}
@@ -231,12 +232,12 @@ func TestNoRawRowLeaves(t *testing.T) {
 	rec := &recorder{}
 	ctx := transport.OutgoingIdentity(context.Background(), "vendor-c")
 	client := curatorv1.NewCuratorServiceClient(rawConn(t, cur.srv.Addr(), rec))
-	if _, err := modeler.Run(ctx, client, studySettings); err != nil {
+	if _, err := modeler.Run(ctx, curatorclient.New(client), studySettings); err != nil {
 		t.Fatal(err)
 	}
 	// Some errors too: their messages must not carry data either.
 	client.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{9999}})
-	modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1e9, Delta: 0.9})
+	curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1e9, Delta: 0.9})
 	cur.stop(t)
 
 	responses := rec.buf.Bytes()
@@ -287,7 +288,7 @@ func TestRestartReplaysReleases(t *testing.T) {
 	first := startCurator(t, cfg)
 	ctx := context.Background()
 	req := &curatorv1.ReleaseProjectionRequest{Dimension: 4, Epsilon: 2, Delta: 1e-5}
-	p1, err := modeler.FetchProjection(ctx, first.client(t, "vendor-d"), req)
+	p1, err := curatorclient.FetchProjection(ctx, first.client(t, "vendor-d"), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestRestartReplaysReleases(t *testing.T) {
 
 	second := startCurator(t, cfg)
 	c2 := second.client(t, "vendor-d")
-	p2, err := modeler.FetchProjection(ctx, c2, req)
+	p2, err := curatorclient.FetchProjection(ctx, c2, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestConcurrentIdenticalReleases(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := modeler.FetchProjection(ctx, client, req)
+			p, err := curatorclient.FetchProjection(ctx, client, req)
 			errs[k] = err
 			if err == nil {
 				ids[k] = p.ReleaseID

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -50,11 +50,11 @@ func TestLedgerOutageIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-5}
-	_, err = modeler.FetchProjection(ctx, client, req)
+	_, err = curatorclient.FetchProjection(ctx, client, req)
 	if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), "retry") {
 		t.Errorf("release while the ledger's connections are cut: %v, want Unavailable saying to retry", err)
 	}
-	p, err := modeler.FetchProjection(ctx, client, req)
+	p, err := curatorclient.FetchProjection(ctx, client, req)
 	if err != nil {
 		t.Fatalf("the same release after reconnecting: %v", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -29,7 +29,7 @@ func TestGaussianProjectionMechanism(t *testing.T) {
 	lcfg := diabetesConfig(t, t.TempDir())
 	lcfg.ProjectionMechanism = projection.MechanismLifted
 	lifted := startCurator(t, lcfg)
-	pl, err := modeler.FetchProjection(ctx, lifted.client(t, "acme"), req)
+	pl, err := curatorclient.FetchProjection(ctx, lifted.client(t, "acme"), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestGaussianProjectionMechanism(t *testing.T) {
 
 	cur := startCurator(t, diabetesConfig(t, t.TempDir())) // the default mechanism
 	client := cur.client(t, "acme")
-	p1, err := modeler.FetchProjection(ctx, client, req)
+	p1, err := curatorclient.FetchProjection(ctx, client, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestGaussianProjectionMechanism(t *testing.T) {
 	if got := p1.Budget.GetEpsilonSpent(); got != 7.389 {
 		t.Errorf("ε spent = %g, want 7.389", got)
 	}
-	p2, err := modeler.FetchProjection(ctx, client, req)
+	p2, err := curatorclient.FetchProjection(ctx, client, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,22 +86,22 @@ func TestBudgetSchedulesAndRemainders(t *testing.T) {
 	a := cur.client(t, "acme")
 	for i := range 10 {
 		req := &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.1, Delta: 1e-6, Label: fmt.Sprint(i)}
-		if _, err := modeler.FetchProjection(ctx, a, req); err != nil {
+		if _, err := curatorclient.FetchProjection(ctx, a, req); err != nil {
 			t.Fatalf("release %d of 10 at ε = 0.1 under a budget of 1: %v", i+1, err)
 		}
 	}
-	_, err := modeler.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.1, Delta: 1e-6, Label: "10"})
+	_, err := curatorclient.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.1, Delta: 1e-6, Label: "10"})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "identity") {
 		t.Errorf("eleventh release: %v, want ResourceExhausted for the identity", err)
 	}
 
 	// The dataset cap (1.5, 1.0 spent) now binds before bob's own budget (1).
 	b := cur.client(t, "bob")
-	_, err = modeler.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.9, Delta: 1e-5})
+	_, err = curatorclient.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.9, Delta: 1e-5})
 	if msg := status.Convert(err).Message(); status.Code(err) != codes.ResourceExhausted || !strings.Contains(msg, "dataset") || !strings.Contains(msg, "remaining ε=0.4999999") {
 		t.Errorf("release over the dataset cap: %v, want ResourceExhausted naming the dataset and ε≈0.5 remaining", err)
 	}
-	if _, err := modeler.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.5, Delta: 1e-5}); err != nil {
+	if _, err := curatorclient.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 0.5, Delta: 1e-5}); err != nil {
 		t.Errorf("release of exactly the dataset's remainder: %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestExactOutputMechanismNeedsProjection(t *testing.T) {
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "request the projection first") {
 		t.Fatalf("exact column read without a projection: %v, want FailedPrecondition", err)
 	}
-	if _, err := modeler.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1, Delta: 1e-5}); err != nil {
+	if _, err := curatorclient.FetchProjection(ctx, a, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1, Delta: 1e-5}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = a.Query(ctx, &curatorv1.QueryRequest{Indices: all})

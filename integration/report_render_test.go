@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -53,7 +54,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	cfg := studySettings
 	cfg.Batch = 5
 	conn := study.Connection{Curator: cur.srv.Addr(), Identity: "vendor-report"}
-	if _, err := modeler.RunStudy(ctx, cur.client(t, "vendor-report"), store, "diabetes-q5", conn, cfg); err != nil {
+	if _, err := modeler.RunStudy(ctx, curatorclient.New(cur.client(t, "vendor-report")), store, "diabetes-q5", conn, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.SetKnownBest(ctx, "diabetes-q5", slices.Max(loadDiabetes(t).Y)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 )
 
@@ -71,7 +72,7 @@ func TestBatchVersusSequential(t *testing.T) {
 			cfg := studySettings
 			cfg.Label = fmt.Sprintf("batch-%d", run)
 			cfg.Iterations, cfg.Batch, cfg.InitialIndex = T20, q, initial
-			r, err := modeler.Run(context.Background(), client, cfg)
+			r, err := modeler.Run(context.Background(), curatorclient.New(client), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

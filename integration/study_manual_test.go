@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -71,7 +72,7 @@ func TestRecordedEvaluationsAcrossRestart(t *testing.T) {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		res, runErr = modeler.Run(ctx, client, modeler.Config{R: 3, Epsilon: 2, Delta: 1e-4, Iterations: 8, InitialIndex: 5,
+		res, runErr = modeler.Run(ctx, curatorclient.New(client), modeler.Config{R: 3, Epsilon: 2, Delta: 1e-4, Iterations: 8, InitialIndex: 5,
 			Progress: func(s modeler.Step) { steps <- s.Iteration }})
 	}()
 	// Kill the curator after the third answer, and restart it on the same address.

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/devca"
-	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -76,7 +76,7 @@ func TestMutualTLSAndTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := tlsClient(t, cur.srv.Addr(), transport.ClientConfig{TLS: good, Identity: "someone-else"})
-	p, err := modeler.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1.5, Delta: 1e-6})
+	p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1.5, Delta: 1e-6})
 	if err != nil {
 		t.Fatal(err)
 	}

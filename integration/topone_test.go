@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 )
@@ -98,7 +99,7 @@ func TestDiabetesTopOnePercent(t *testing.T) {
 		client := cur.client(t, fmt.Sprintf("vendor-top1-%d", run))
 		cfg := studySettings
 		cfg.InitialIndex = -1
-		res, err := modeler.Run(context.Background(), client, cfg)
+		res, err := modeler.Run(context.Background(), curatorclient.New(client), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
@@ -192,14 +193,14 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		if cerr != nil {
 			return cerr
 		}
-		res, err = modeler.RunStudy(ctx, client, store, studyName, sconn, cfg)
+		res, err = modeler.RunStudy(ctx, curatorclient.New(client), store, studyName, sconn, cfg)
 		if known.set {
 			if kerr := store.SetKnownBest(context.WithoutCancel(ctx), studyName, known.v); kerr != nil && err == nil {
 				err = kerr
 			}
 		}
 	} else {
-		res, err = modeler.Run(ctx, client, cfg)
+		res, err = modeler.Run(ctx, curatorclient.New(client), cfg)
 	}
 	if err != nil {
 		return err

@@ -54,6 +54,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
 	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
+	fs.IntVar(&cfg.Batch, "batch", 1, "rows the GP methods choose per round (GP-BUCB; 1: sequential GP-UCB)")
 	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")
 	fs.StringVar(&cfg.OutDir, "out", "simulation", "output directory (regret.csv, regret.png, summary.md)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of draws, initial rows, projections and random search (simulations are not private)")

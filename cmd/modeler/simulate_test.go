@@ -61,3 +61,46 @@ func TestSimulateOutputPrivacyFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateBatchFlag runs `modeler simulate --batch 5` and checks that every run of
+// the GP method queried all its iterations, each a distinct row; and that a negative
+// --batch is refused.
+func TestSimulateBatchFlag(t *testing.T) {
+	out := t.TempDir()
+	err := run([]string{"simulate", "--data", diabetesCSV, "--target", "progression", "--methods", "po-gp-ucb,random",
+		"--r", "3", "--runs", "2", "--iterations", "11", "--batch", "5", "--epsilon", "2", "--delta", "1e-4", "--quiet", "--out", out},
+		io.Discard, io.Discard)
+	if err != nil {
+		t.Fatalf("simulate --batch 5: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "regret.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]map[string]bool{} // method/run → rows queried
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		f := strings.Split(line, ",")
+		if !strings.HasPrefix(f[0], "po-gp-ucb") {
+			continue
+		}
+		key := f[0] + "/" + f[1]
+		if rows[key] == nil {
+			rows[key] = map[string]bool{}
+		}
+		if rows[key][f[3]] {
+			t.Errorf("%s queried row %s twice", key, f[3])
+		}
+		rows[key][f[3]] = true
+	}
+	if len(rows) != 2 {
+		t.Fatalf("po-gp-ucb runs in regret.csv: %d, want 2", len(rows))
+	}
+	for key, r := range rows {
+		if len(r) != 11 {
+			t.Errorf("%s queried %d rows, want 11", key, len(r))
+		}
+	}
+	if err := run([]string{"simulate", "--data", diabetesCSV, "--target", "progression", "--batch", "-1", "--quiet", "--out", t.TempDir()}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "batch") {
+		t.Errorf("simulate --batch -1: error %v, want one naming the batch", err)
+	}
+}

@@ -3,6 +3,11 @@
 // dataset, runs GP-UCB over the rows of Z, and queries the curator for the output of the
 // chosen rows. It never sees a raw row; all it holds is Z and the answers.
 //
+// The curator is reached through Curator, an interface in this package's own types:
+// pkg/curatorclient implements it over gRPC (waiting, retries, the checked projection
+// stream) and pkg/simulate over an in-process curator, so the study session below is the
+// same code in the modeler binary and in simulations. This package imports no gRPC.
+//
 // # Sequential choice (q = 1)
 //
 // After t answers, the next row is z_{t+1} = argmax_z µ_t(z) + √β_{t+1} σ_t(z) over the

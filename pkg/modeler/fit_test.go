@@ -7,27 +7,24 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
-
 	"github.com/privbo/privbo/internal/gptest"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
-	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // funcClient answers every query with f of the row, as a curator over a known function
 // would.
 type funcClient struct {
-	curatorv1.CuratorServiceClient
+	Curator
 	f func(i int) float64
 }
 
-func (c funcClient) Query(_ context.Context, in *curatorv1.QueryRequest, _ ...grpc.CallOption) (*curatorv1.QueryResponse, error) {
-	resp := &curatorv1.QueryResponse{Budget: &curatorv1.Budget{}}
-	for _, i := range in.GetIndices() {
-		resp.Observations = append(resp.Observations, &curatorv1.Observation{Index: i, Value: c.f(int(i))})
+func (c funcClient) Query(_ context.Context, rows []int) ([]Answer, study.Budget, error) {
+	out := make([]Answer, len(rows))
+	for k, i := range rows {
+		out[k] = Answer{Index: i, Value: c.f(i)}
 	}
-	return resp, nil
+	return out, study.Budget{}, nil
 }
 
 // gpDraw returns n points uniform on [0, 1] and one draw of a zero-mean GP with the

@@ -4,22 +4,14 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"time"
 
 	"github.com/privbo/privbo/pkg/gpucb"
-	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/study"
-	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Config configures a PO-GP-UCB study.
@@ -68,6 +60,9 @@ type Config struct {
 	WaitNotice time.Duration
 	// Resumed, if set, is called when RunStudy continues a stored study.
 	Resumed func(Resume)
+	// Workers is the GP's parallelism (gpucb.Config.Workers: 0 its default). It
+	// changes the speed only, never a choice, and is not a stored setting.
+	Workers int
 }
 
 // Resume reports how a stored study was continued.
@@ -233,16 +228,12 @@ func protectionOf(rel *study.Release) Protection {
 }
 
 // releaseOf is the stored form of a projection received with the dataset's info.
-func releaseOf(info *curatorv1.GetDatasetInfoResponse, proj *Projection, cfg Config) study.Release {
-	op := info.GetOutputPrivacy()
-	return study.Release{ID: proj.ReleaseID, Dataset: info.GetName(), DatasetID: info.GetDatasetId(), Rows: proj.Rows, Cols: proj.Cols,
+func releaseOf(info *DatasetInfo, proj *Projection, cfg Config) study.Release {
+	return study.Release{ID: proj.ReleaseID, Dataset: info.Name, DatasetID: info.DatasetID, Rows: proj.Rows, Cols: proj.Cols,
 		Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
-		Mechanism: info.GetProjectionMechanism(), Relation: info.GetProjectionRelation(),
-		ProtectedUnit: info.GetProtectedUnit(), MaxQueryIndices: int(info.GetMaxQueryIndices()),
-		Identity: proj.Budget.GetIdentity(),
-		OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
-			DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper(),
-			Relation: op.GetRelation(), Guarantee: op.GetGuarantee()}}
+		Mechanism: info.ProjectionMechanism, Relation: info.ProjectionRelation,
+		ProtectedUnit: info.ProtectedUnit, MaxQueryIndices: info.MaxQueryIndices,
+		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy}
 }
 
 func (c *Config) defaults() error {
@@ -291,7 +282,7 @@ func (c *Config) gpConfig(ls, signal, noise float64) gpucb.Config {
 	return gpucb.Config{
 		Kernel: c.Kernel, Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise,
 		Delta: c.DeltaUCB, ConstantBeta: c.ConstantBeta, SkipQueried: !c.AllowRepeats,
-		Standardise: !c.RawOutputs, Capacity: c.Iterations,
+		Standardise: !c.RawOutputs, Capacity: c.Iterations, Workers: c.Workers,
 	}
 }
 
@@ -323,22 +314,22 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 	}, nil
 }
 
-// Run performs a study against the curator behind client, keeping nothing on disk (see
-// RunStudy for a study that survives a crash).
-func Run(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*Result, error) {
+// Run performs a study against cur, keeping nothing on disk (see RunStudy for a study
+// that survives a crash).
+func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	info, proj, err := fetchRelease(ctx, client, cfg)
+	info, proj, err := fetchRelease(ctx, cur, cfg)
 	if err != nil {
 		return nil, err
 	}
 	rel := releaseOf(info, proj, cfg)
-	s, err := newSession(cfg, client, proj.Z, proj.Rows, proj.Cols, rel.OutputPrivacy)
+	s, err := newSession(cfg, cur, proj.Z, proj.Rows, proj.Cols, rel.OutputPrivacy)
 	if err != nil {
 		return nil, err
 	}
-	s.res.Dataset, s.res.ReleaseID = info.GetName(), proj.ReleaseID
+	s.res.Dataset, s.res.ReleaseID = info.Name, proj.ReleaseID
 	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
@@ -361,14 +352,14 @@ func checkBatch(q, maxIndices int) error {
 // session is one study's GP and results while it runs.
 type session struct {
 	cfg    Config
-	client curatorv1.CuratorServiceClient
+	cur    Curator
 	z      []float64
 	n, dim int
 	gcfg   gpucb.Config
 	gp     *gpucb.GP
 	ys     []float64 // real answers in order, as observed by gp
 	res    *Result
-	budget *curatorv1.Budget
+	budget study.Budget
 	rounds int
 }
 
@@ -382,7 +373,7 @@ func checkRows(iterations, n int, allowRepeats bool) error {
 
 // newSession builds the GP over Z for answers released under op (the curator's output
 // privacy, which sets the prior when cfg leaves the variances at 0: Config.prior).
-func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, n, dim int, op study.OutputPrivacy) (*session, error) {
+func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.OutputPrivacy) (*session, error) {
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
 		return nil, err
 	}
@@ -404,7 +395,7 @@ func newSession(cfg Config, client curatorv1.CuratorServiceClient, z []float64, 
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, client: client, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.
@@ -475,7 +466,7 @@ func fitSeed(t int) uint64 {
 // loop runs the remaining rounds, starting from the answers already observed; the first
 // round (t = 0) is the initial row alone. record, if set, is called with every round's
 // answers before they enter the GP.
-func (s *session) loop(ctx context.Context, initial int, record func([]study.Observation, *curatorv1.Budget) error) error {
+func (s *session) loop(ctx context.Context, initial int, record func([]study.Observation, study.Budget) error) error {
 	for t := s.gp.T(); t < s.cfg.Iterations; {
 		var batch []int
 		if t == 0 {
@@ -486,15 +477,10 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 				return fmt.Errorf("modeler: iteration %d: %w", t+1, err)
 			}
 		}
-		req := &curatorv1.QueryRequest{Indices: make([]uint64, len(batch))}
-		for k, i := range batch {
-			req.Indices[k] = uint64(i)
-		}
-		resp, err := s.query(ctx, req, batch)
+		obs, budget, err := s.query(ctx, batch)
 		if err != nil {
 			return fmt.Errorf("modeler: query of rows %v: %w", batch, err)
 		}
-		obs := resp.GetObservations()
 		if len(obs) != len(batch) {
 			return fmt.Errorf("modeler: curator answered %d observations for %d indices", len(obs), len(batch))
 		}
@@ -502,13 +488,13 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		recs := make([]study.Observation, len(batch))
 		now := time.Now()
 		for k, o := range obs {
-			if o.GetIndex() != uint64(batch[k]) {
-				return fmt.Errorf("modeler: curator answered row %d in place of row %d", o.GetIndex(), batch[k])
+			if o.Index != batch[k] {
+				return fmt.Errorf("modeler: curator answered row %d in place of row %d", o.Index, batch[k])
 			}
-			recs[k] = study.Observation{Iteration: t + 1 + k, Round: round, Index: batch[k], Value: o.GetValue(),
-				Replayed: o.GetReplayed(), Time: now}
+			recs[k] = study.Observation{Iteration: t + 1 + k, Round: round, Index: batch[k], Value: o.Value,
+				Replayed: o.Replayed, Time: now}
 		}
-		s.budget = resp.GetBudget()
+		s.budget = budget
 		if record != nil {
 			if err := record(recs, s.budget); err != nil {
 				return err
@@ -519,7 +505,7 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 			progress = func(r study.Observation) {
 				s.cfg.Progress(Step{Iteration: r.Iteration, Round: r.Round, Index: r.Index, Value: r.Value,
 					BestIndex: s.res.BestIndex, BestValue: s.res.BestValue, Replayed: r.Replayed,
-					EpsilonRemaining: s.budget.GetEpsilonRemaining(), DeltaRemaining: s.budget.GetDeltaRemaining()})
+					EpsilonRemaining: s.budget.EpsilonRemaining, DeltaRemaining: s.budget.DeltaRemaining})
 			}
 		}
 		if err := s.observeRound(recs, progress); err != nil {
@@ -530,13 +516,10 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 	return nil
 }
 
-// query asks the curator for rows, waiting for it to be reachable and asking again when
-// the connection breaks mid-query (a curator restart): a query is idempotent — rows
-// already released come back as replays at no cost — so retrying is safe. When the
-// curator's rate limits refuse it with a RetryInfo, it waits as long as they ask and asks
-// again. It gives up only when ctx ends or the curator refuses the request (a budget
-// refusal among them).
-func (s *session) query(ctx context.Context, req *curatorv1.QueryRequest, rows []int) (*curatorv1.QueryResponse, error) {
+// query asks the curator for rows (Curator.Query, which waits for a curator that is
+// down and asks again after transient failures), reporting through Config.Waiting while
+// the answers do not come.
+func (s *session) query(ctx context.Context, rows []int) ([]Answer, study.Budget, error) {
 	start := time.Now()
 	done := make(chan struct{})
 	defer close(done)
@@ -559,55 +542,7 @@ func (s *session) query(ctx context.Context, req *curatorv1.QueryRequest, rows [
 			}
 		}()
 	}
-	backoff := 100 * time.Millisecond
-	for {
-		resp, err := s.client.Query(ctx, req, grpc.WaitForReady(true))
-		if err == nil || ctx.Err() != nil {
-			return resp, err
-		}
-		wait, ok := retryDelay(err)
-		if !ok {
-			if status.Code(err) != codes.Unavailable {
-				return resp, err
-			}
-			wait, backoff = backoff, min(2*backoff, 5*time.Second)
-		}
-		if sleep(ctx, wait) != nil {
-			return nil, err
-		}
-	}
-}
-
-// retryDelay returns how long a RESOURCE_EXHAUSTED status asks the caller to wait before
-// trying again, from its errdetails.RetryInfo (the curator's rate and concurrency
-// limits); ok is false for any other error. A refusal by the privacy budget carries no
-// RetryInfo: waiting would not change it.
-func retryDelay(err error) (d time.Duration, ok bool) {
-	st, isStatus := status.FromError(err)
-	if !isStatus || st.Code() != codes.ResourceExhausted {
-		return 0, false
-	}
-	for _, det := range st.Details() {
-		if ri, isRetry := det.(*errdetails.RetryInfo); isRetry {
-			return max(ri.GetRetryDelay().AsDuration(), minRetryDelay), true
-		}
-	}
-	return 0, false
-}
-
-// minRetryDelay is the least wait before a retry the curator asked for.
-const minRetryDelay = 10 * time.Millisecond
-
-// sleep waits d, or until ctx ends (returning its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return s.cur.Query(ctx, rows)
 }
 
 func (s *session) finish() *Result {
@@ -618,8 +553,8 @@ func (s *session) finish() *Result {
 		}
 	}
 	b := s.budget
-	s.res.EpsilonSpent, s.res.DeltaSpent = b.GetEpsilonSpent(), b.GetDeltaSpent()
-	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.GetEpsilonRemaining(), b.GetDeltaRemaining()
+	s.res.EpsilonSpent, s.res.DeltaSpent = b.EpsilonSpent, b.DeltaSpent
+	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.EpsilonRemaining, b.DeltaRemaining
 	return s.res
 }
 
@@ -637,147 +572,47 @@ func initialIndex(i, n int) (int, error) {
 	return int(v.Int64()), nil
 }
 
-// infoTimeout bounds the first request of a run, which reaches the curator fail-fast.
-const infoTimeout = 30 * time.Second
-
 // datasetInfo asks the curator to describe its dataset. It is the first request of a
-// run and fails fast (no WaitForReady, at most infoTimeout): a wrong address or TLS
-// files that the curator refuses are reported at once, rather than waited out as the
-// queries wait out a curator restart.
-func datasetInfo(ctx context.Context, client curatorv1.CuratorServiceClient) (*curatorv1.GetDatasetInfoResponse, error) {
-	info, err := retryRateLimited(ctx, func() (*curatorv1.GetDatasetInfoResponse, error) {
-		ictx, cancel := context.WithTimeout(ctx, infoTimeout)
-		defer cancel()
-		return client.GetDatasetInfo(ictx, &curatorv1.GetDatasetInfoRequest{})
-	})
+// run and fails fast (Curator.DatasetInfo): a wrong address or TLS files that the curator
+// refuses are reported at once, rather than waited out as the queries wait out a curator
+// restart.
+func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
+	info, err := cur.DatasetInfo(ctx)
 	if err != nil {
-		return nil, infoError(ctx, err)
+		if errors.Is(err, ErrUnreachable) && ctx.Err() == nil {
+			return nil, fmt.Errorf("modeler: %w; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name)", err)
+		}
+		return nil, fmt.Errorf("modeler: dataset info: %w", err)
 	}
 	return info, nil
-}
-
-// retryRateLimited calls call until it returns anything but a rate-limit refusal,
-// waiting between calls as long as the refusal's RetryInfo asks (see retryDelay). If
-// ctx ends while waiting it returns the last refusal.
-func retryRateLimited[T any](ctx context.Context, call func() (T, error)) (T, error) {
-	for {
-		v, err := call()
-		if d, ok := retryDelay(err); ok && sleep(ctx, d) == nil {
-			continue
-		}
-		return v, err
-	}
-}
-
-// infoError explains an error of datasetInfo.
-func infoError(ctx context.Context, err error) error {
-	if c := status.Code(err); ctx.Err() == nil && (c == codes.Unavailable || c == codes.DeadlineExceeded) {
-		return fmt.Errorf("modeler: cannot reach the curator; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name): %w", err)
-	}
-	return fmt.Errorf("modeler: dataset info: %w", err)
 }
 
 // fetchRelease reads the dataset's description, checks the batch size against the
 // curator's limit and the iterations and initial row against its rows, and only then
 // receives the projection cfg asks for.
-func fetchRelease(ctx context.Context, client curatorv1.CuratorServiceClient, cfg Config) (*curatorv1.GetDatasetInfoResponse, *Projection, error) {
-	info, err := datasetInfo(ctx, client)
+func fetchRelease(ctx context.Context, cur Curator, cfg Config) (*DatasetInfo, *Projection, error) {
+	info, err := datasetInfo(ctx, cur)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkBatch(cfg.Batch, int(info.GetMaxQueryIndices())); err != nil {
+	if err := checkBatch(cfg.Batch, info.MaxQueryIndices); err != nil {
 		return nil, nil, err
 	}
 	// What can be checked against the dataset's size is checked before the projection
 	// is charged.
-	n := int(min(info.GetRows(), math.MaxInt32))
+	n := min(info.Rows, math.MaxInt32)
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
 		return nil, nil, err
 	}
 	if cfg.InitialIndex >= n {
-		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.GetName())
+		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
 	}
-	proj, err := FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{
-		Dimension: uint32(cfg.R), Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label,
-	})
+	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("modeler: %w", err)
+	}
+	if proj.Rows < 1 || proj.Cols < 1 || len(proj.Z) != proj.Rows*proj.Cols {
+		return nil, nil, fmt.Errorf("modeler: projection %s is an unusable %d × %d matrix of %d values", proj.ReleaseID, proj.Rows, proj.Cols, len(proj.Z))
 	}
 	return info, proj, nil
-}
-
-// Projection is a released matrix as received.
-type Projection struct {
-	ReleaseID  string
-	Rows, Cols int
-	Replayed   bool
-	Guarantee  string
-	Budget     *curatorv1.Budget
-	// Z is row-major Rows × Cols.
-	Z []float64
-}
-
-// FetchProjection receives a projection release, checking chunk order, sizes and the
-// trailer's SHA-256. When the curator's rate limits ask it to wait, it waits and asks
-// again (a release already made is replayed at no cost).
-func FetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
-	return retryRateLimited(ctx, func() (*Projection, error) { return fetchProjection(ctx, client, req) })
-}
-
-func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient, req *curatorv1.ReleaseProjectionRequest) (*Projection, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := client.ReleaseProjection(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("modeler: projection: %w", err)
-	}
-	msg, err := stream.Recv()
-	if err != nil {
-		return nil, fmt.Errorf("modeler: projection: %w", err)
-	}
-	h := msg.GetHeader()
-	if h == nil {
-		return nil, errors.New("modeler: projection stream did not start with a header")
-	}
-	const maxElems = 1 << 31
-	if h.GetRows() == 0 || h.GetCols() == 0 || h.GetRows()*uint64(h.GetCols()) > maxElems {
-		return nil, fmt.Errorf("modeler: projection header announces an unusable %d × %d matrix", h.GetRows(), h.GetCols())
-	}
-	p := &Projection{ReleaseID: h.GetReleaseId(), Rows: int(h.GetRows()), Cols: int(h.GetCols()), Replayed: h.GetReplayed(),
-		Guarantee: h.GetGuarantee(), Budget: h.GetBudget()}
-	p.Z = make([]float64, p.Rows*p.Cols)
-	sum := sha256.New()
-	next := 0
-	for {
-		msg, err := stream.Recv()
-		if err == io.EOF {
-			return nil, errors.New("modeler: projection stream ended without a trailer")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("modeler: projection: %w", err)
-		}
-		switch part := msg.GetPart().(type) {
-		case *curatorv1.ReleaseProjectionResponse_Chunk:
-			c := part.Chunk
-			rows := int(c.GetRowCount())
-			if c.GetFirstRow() != uint64(next) || rows <= 0 || next+rows > p.Rows {
-				return nil, fmt.Errorf("modeler: projection chunk for rows [%d, %d) out of order (expected row %d of %d)", c.GetFirstRow(), c.GetFirstRow()+uint64(rows), next, p.Rows)
-			}
-			if err := matrixio.DecodeFloat64s(p.Z[next*p.Cols:(next+rows)*p.Cols], c.GetData()); err != nil {
-				return nil, fmt.Errorf("modeler: projection chunk at row %d: %w", next, err)
-			}
-			sum.Write(c.GetData())
-			next += rows
-		case *curatorv1.ReleaseProjectionResponse_Trailer:
-			if next != p.Rows {
-				return nil, fmt.Errorf("modeler: projection stream ended after %d of %d rows", next, p.Rows)
-			}
-			if string(sum.Sum(nil)) != string(part.Trailer.GetSha256()) {
-				return nil, errors.New("modeler: projection checksum mismatch; the matrix was damaged in transit")
-			}
-			return p, nil
-		default:
-			return nil, errors.New("modeler: unexpected message in projection stream")
-		}
-	}
 }

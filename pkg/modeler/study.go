@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/study"
-	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
-// RunStudy runs the study name of store against the curator behind client, creating it
+// RunStudy runs the study name of store against cur, creating it
 // with cfg and conn if it does not exist and resuming it otherwise (see the package
 // documentation). On resume cfg's settings (Config.Settings) must equal the stored ones,
 // except Iterations, and conn's identity the stored identity. Before a stored study with
@@ -22,7 +21,7 @@ import (
 // smaller one ends a stopped study sooner. The study is locked for the duration
 // (study.ErrLocked if another process runs it). A finished study returns its result
 // without contacting the curator.
-func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, name string,
+func RunStudy(ctx context.Context, cur Curator, store *study.Store, name string,
 	conn study.Connection, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
@@ -82,7 +81,7 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		// Nothing is changed in the store until the curator is known to be the one the
 		// study ran against: a finished study left as it is needs no curator at all.
 		if st.Release != nil && (!st.Done || set.Iterations != st.Settings.Iterations) {
-			if err := verifyCurator(ctx, client, st, conn.Curator); err != nil {
+			if err := verifyCurator(ctx, cur, st, conn.Curator); err != nil {
 				return nil, err
 			}
 		}
@@ -101,7 +100,7 @@ func RunStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 			}
 		}
 	}
-	res, err := runStudy(ctx, client, store, st, cfg, resumed)
+	res, err := runStudy(ctx, cur, store, st, cfg, resumed)
 	if err != nil {
 		// Keep the reason for `modeler studies`, even when ctx was cancelled.
 		store.SetError(context.WithoutCancel(ctx), name, err.Error()) //nolint:errcheck // err is the one to report
@@ -119,15 +118,13 @@ func sameReleaseRequest(st *study.Study, set study.Settings, conn study.Connecti
 }
 
 // runStudy runs st, new or resumed (resumed holds what RunStudy knows of the resume).
-func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store *study.Store, st *study.Study, cfg Config, resumed *Resume) (*Result, error) {
+func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.Study, cfg Config, resumed *Resume) (*Result, error) {
 	start := time.Now()
 	fetched := st.Release == nil
 	var z []float64
-	budget := &curatorv1.Budget{Identity: st.Budget.Identity, EpsilonLimit: st.Budget.EpsilonLimit, DeltaLimit: st.Budget.DeltaLimit,
-		EpsilonSpent: st.Budget.EpsilonSpent, DeltaSpent: st.Budget.DeltaSpent,
-		EpsilonRemaining: st.Budget.EpsilonRemaining, DeltaRemaining: st.Budget.DeltaRemaining}
+	budget := st.Budget
 	if st.Release == nil {
-		info, proj, err := fetchRelease(ctx, client, cfg)
+		info, proj, err := fetchRelease(ctx, cur, cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +140,7 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	}
 	rel := st.Release
-	s, err := newSession(cfg, client, z, rel.Rows, rel.Cols, rel.OutputPrivacy)
+	s, err := newSession(cfg, cur, z, rel.Rows, rel.Cols, rel.OutputPrivacy)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +178,8 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 		}
 	}
 	if !st.Done {
-		err = s.loop(ctx, initial, func(obs []study.Observation, b *curatorv1.Budget) error {
-			if err := store.Record(ctx, st.Name, obs, studyBudget(b)); err != nil {
+		err = s.loop(ctx, initial, func(obs []study.Observation, b study.Budget) error {
+			if err := store.Record(ctx, st.Name, obs, b); err != nil {
 				return fmt.Errorf("modeler: %w", err)
 			}
 			return nil
@@ -198,38 +195,32 @@ func runStudy(ctx context.Context, client curatorv1.CuratorServiceClient, store 
 }
 
 // verifyCurator checks, before a stored study with a release is resumed, that the
-// curator behind client (at addr) serves the dataset the release came from, with as many
+// curator cur (at addr) serves the dataset the release came from, with as many
 // rows, and charges this connection as the identity that paid for the release: another
 // curator's answers would silently mix another dataset into the study, and another
-// identity's budget would pay for it. It asks fail-fast, within infoTimeout, so that a
+// identity's budget would pay for it. It asks fail-fast (Curator.DatasetInfo), so that a
 // wrong address or wrong TLS files are reported at once rather than waited for.
-func verifyCurator(ctx context.Context, client curatorv1.CuratorServiceClient, st *study.Study, addr string) error {
-	info, err := datasetInfo(ctx, client)
+func verifyCurator(ctx context.Context, cur Curator, st *study.Study, addr string) error {
+	info, err := datasetInfo(ctx, cur)
 	if err != nil {
 		return fmt.Errorf("%w (resuming study %s against %s)", err, st.Name, addr)
 	}
 	rel := st.Release
-	if rel.DatasetID != "" && info.GetDatasetId() != rel.DatasetID {
+	if rel.DatasetID != "" && info.DatasetID != rel.DatasetID {
 		return fmt.Errorf("modeler: study %s runs on dataset id %q, but the curator at %s serves dataset id %q; resume it against the curator it was started with",
-			st.Name, rel.DatasetID, addr, info.GetDatasetId())
+			st.Name, rel.DatasetID, addr, info.DatasetID)
 	}
-	if info.GetName() != rel.Dataset || info.GetRows() != uint64(rel.Rows) {
+	if info.Name != rel.Dataset || info.Rows != rel.Rows {
 		return fmt.Errorf("modeler: study %s runs on dataset %q of %d rows, but the curator at %s serves %q of %d rows; resume it against the curator it was started with",
-			st.Name, rel.Dataset, rel.Rows, addr, info.GetName(), info.GetRows())
+			st.Name, rel.Dataset, rel.Rows, addr, info.Name, info.Rows)
 	}
 	want := rel.Identity
 	if want == "" { // a release stored before the identity was kept with it
 		want = st.Budget.Identity
 	}
-	if got := info.GetBudget().GetIdentity(); want != "" && got != want {
+	if got := info.Budget.Identity; want != "" && got != want {
 		return fmt.Errorf("modeler: study %s is paid for by identity %q, but the curator at %s charges this connection to %q; resume it with the study's certificate or token",
 			st.Name, want, addr, got)
 	}
 	return nil
-}
-
-func studyBudget(b *curatorv1.Budget) study.Budget {
-	return study.Budget{Identity: b.GetIdentity(), EpsilonLimit: b.GetEpsilonLimit(), DeltaLimit: b.GetDeltaLimit(),
-		EpsilonSpent: b.GetEpsilonSpent(), DeltaSpent: b.GetDeltaSpent(),
-		EpsilonRemaining: b.GetEpsilonRemaining(), DeltaRemaining: b.GetDeltaRemaining()}
 }

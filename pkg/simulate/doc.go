@@ -13,6 +13,12 @@
 //   - gp-ucb: non-private GP-UCB over the scaled inputs X themselves.
 //   - random: uniformly random rows without replacement.
 //
+// The GP methods run the modeler's own study session (modeler.Run: GP-UCB, or GP-BUCB
+// with Config.Batch = q > 1 rows per round, refits every GPSettings.FitEvery answers,
+// the recommendation) over Local, a modeler.Curator over the in-process curator: the
+// simulation measures the code the modeler binary runs, not a copy of it. The GP's
+// settings are given to the session explicitly (the noise rule below is applied here).
+//
 // Every method starts from the same uniformly random row in a given (draw, run) pair
 // (common random numbers), and every answer comes from the curator's Query, so all
 // methods see exactly the same recorded evaluations.

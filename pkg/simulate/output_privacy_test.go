@@ -164,33 +164,36 @@ func TestSimulateOutputDefaults(t *testing.T) {
 
 // TestSimulateRegretCSVReproducible checks that two simulations from the same seed with the
 // lifted projection write byte-identical regret.csv files, and a third with another
-// seed does not. The answers are exact: the curator draws output noise from
+// seed does not: sequentially, and in batches of 3 (GP-BUCB) with refits every 3
+// answers, po-gp-ucb, gp-ucb and random. The answers are exact: the curator draws output noise from
 // crypto/rand and has no simulation hook for it yet (curator.Config would need a
 // SimulationOutputSource func() *dp.Source, as SimulationProjectionSource).
 func TestSimulateRegretCSVReproducible(t *testing.T) {
 	path := writeToy(t)
-	run := func(seed uint64) []byte {
-		out := t.TempDir()
-		res, err := Run(context.Background(), Config{
-			Data: &DataConfig{Path: path}, Runs: 3, Iterations: 10, Epsilon: 2, Delta: 1e-4, Seed: seed, OutDir: out,
-			Methods:             []Method{{Kind: POGPUCB, R: 2}, {Kind: Random}},
-			ProjectionMechanism: projection.MechanismLifted,
-		})
-		if err != nil {
-			t.Fatalf("Run: %v", err)
+	for _, tc := range []struct{ batch, fitEvery int }{{1, 0}, {3, 3}} {
+		run := func(seed uint64) []byte {
+			out := t.TempDir()
+			res, err := Run(context.Background(), Config{
+				Data: &DataConfig{Path: path}, Runs: 3, Iterations: 10, Epsilon: 2, Delta: 1e-4, Seed: seed, OutDir: out,
+				Methods:             []Method{{Kind: POGPUCB, R: 2}, {Kind: GPUCB}, {Kind: Random}},
+				ProjectionMechanism: projection.MechanismLifted, Batch: tc.batch, GP: GPSettings{FitEvery: tc.fitEvery},
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			b, err := os.ReadFile(res.CSVPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
 		}
-		b, err := os.ReadFile(res.CSVPath)
-		if err != nil {
-			t.Fatal(err)
+		a, b, c := run(11), run(11), run(12)
+		if !bytes.Equal(a, b) {
+			t.Errorf("batch %d: regret.csv differs between two runs from seed 11", tc.batch)
 		}
-		return b
-	}
-	a, b, c := run(11), run(11), run(12)
-	if !bytes.Equal(a, b) {
-		t.Error("regret.csv differs between two runs from seed 11")
-	}
-	if bytes.Equal(a, c) {
-		t.Error("regret.csv is the same for seeds 11 and 12")
+		if bytes.Equal(a, c) {
+			t.Errorf("batch %d: regret.csv is the same for seeds 11 and 12", tc.batch)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -131,7 +132,10 @@ type Config struct {
 	// Runs per draw and method (default 10) and Iterations T per run (default 50),
 	// the first being the random initial row.
 	Runs, Iterations int
-	Methods          []Method
+	// Batch q ≥ 1 is the number of rows the GP methods choose per round (GP-BUCB,
+	// modeler.Config.Batch); 0 means 1. Regret is still reported per answer.
+	Batch   int
+	Methods []Method
 	// Epsilon and Delta of each private projection.
 	Epsilon, Delta float64
 	// ProjectionMechanism is the curator's (curator.Config.ProjectionMechanism).
@@ -235,6 +239,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("simulate: runs must be ≥ 1, got %d", c.Runs)
 	case c.Iterations < 1:
 		return fmt.Errorf("simulate: iterations must be ≥ 1, got %d", c.Iterations)
+	case c.Batch < 0:
+		return fmt.Errorf("simulate: batch must be ≥ 1 (0 = 1), got %d", c.Batch)
 	case c.Workers < 1:
 		return fmt.Errorf("simulate: workers must be ≥ 1, got %d", c.Workers)
 	case len(c.Methods) == 0:
@@ -552,81 +558,61 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	n := p.N
 	first := rand.New(rand.NewPCG(mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 1), 7)).IntN(n)
 
-	var (
-		gp        *gpucb.GP
-		perm      []int
-		cands     []float64
-		candDim   int
-		gpWorkers = 1
-	)
+	gpWorkers := 1
 	if cfg.Workers == 1 {
 		gpWorkers = 0
 	}
+	var queried []int
 	switch m.Kind {
-	case POGPUCB:
-		pr, err := cur.ReleaseProjection(ctx, identity, curator.ProjectionRequest{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: fmt.Sprintf("run-%d", run)})
+	case POGPUCB, GPUCB:
+		local := &Local{Curator: cur, Identity: identity, Offset: cfg.offset}
+		r := m.R
+		if m.Kind == GPUCB {
+			local.Candidates, local.Dim, r = p.X, p.D, p.D
+		}
+		res, err := modeler.Run(ctx, local, cfg.session(r, run, first, gpWorkers))
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
 		}
-		if cands, err = readRelease(pr); err != nil {
-			return nil, err
-		}
-		candDim = pr.Cols
-	case GPUCB:
-		cands, candDim = p.X, p.D
+		queried = res.Queried
 	case Random:
 		rng := rand.New(rand.NewPCG(mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 3), 7))
-		perm = rng.Perm(n)
+		perm := rng.Perm(n)
 		// Start from the common initial row.
 		k := slices.Index(perm, first)
 		perm[0], perm[k] = perm[k], perm[0]
-	}
-	if cands != nil {
-		ls := cfg.GP.Lengthscale
-		if ls == 0 {
-			ls = gpucb.DefaultLengthscale(cands, n, candDim)
-		}
-		gp, err = gpucb.New(cands, n, candDim, gpucb.Config{
-			Kernel: cfg.GP.Kernel, Lengthscale: ls, SignalVariance: cfg.GP.SignalVariance,
-			NoiseVariance: cfg.GP.NoiseVariance, Delta: cfg.GP.DeltaUCB, SkipQueried: true,
-			Standardise: cfg.standardise, Workers: gpWorkers, Capacity: cfg.Iterations,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("simulate: %s: %w", m, err)
+		queried = perm[:cfg.Iterations]
+		for _, i := range queried {
+			if _, _, err := cur.Query(ctx, identity, []int{i}); err != nil {
+				return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
+			}
 		}
 	}
 	fmax := slices.Max(p.F)
 	rows := make([]Row, 0, cfg.Iterations)
 	best := math.Inf(-1)
-	for t := range cfg.Iterations {
-		var i int
-		switch {
-		case t == 0:
-			i = first
-		case perm != nil:
-			i = perm[t]
-		default:
-			if i, err = gp.Next(); err != nil {
-				return nil, fmt.Errorf("simulate: %s run %d iteration %d: %w", m, run, t+1, err)
-			}
-		}
-		obs, _, err := cur.Query(ctx, identity, []int{i})
-		if err != nil {
-			return nil, fmt.Errorf("simulate: %s run %d: %w", m, run, err)
-		}
-		if gp != nil {
-			if err := gp.Observe(i, obs[0].Value-cfg.offset); err != nil {
-				return nil, fmt.Errorf("simulate: %s run %d iteration %d: %w", m, run, t+1, err)
-			}
-			if k := cfg.GP.FitEvery; k > 0 && gp.T() >= 3 && gp.T()%k == 0 {
-				// A failed fit keeps the previous hyperparameters (gpucb guarantees it).
-				_, _ = gp.Refit(gpucb.FitOptions{Seed: mix(cfg.Seed, uint64(run), uint64(t))})
-			}
-		}
+	for t, i := range queried {
 		best = max(best, p.F[i])
 		rows = append(rows, Row{Method: m.String(), Run: run, Iteration: t + 1, Index: i, Value: p.F[i], Best: best, Regret: fmax - best})
 	}
 	return rows, nil
+}
+
+// session is the modeler's configuration of a GP run: projection dimension r (the
+// inputs' dimension for gp-ucb), global run number run, initial row first. The run is
+// the modeler's own study session (pkg/modeler.Run): the same GP-UCB, GP-BUCB batches,
+// refits and recommendation as the modeler binary, over the in-process curator. Every GP
+// setting is explicit here (Config.defaults applied the noise rule), so the modeler's
+// own prior rule does not apply.
+func (c *Config) session(r, run, first, workers int) modeler.Config {
+	return modeler.Config{
+		R: r, Epsilon: c.Epsilon, Delta: c.Delta, Label: fmt.Sprintf("run-%d", run),
+		Iterations: c.Iterations, Batch: c.Batch,
+		Kernel: c.GP.Kernel, Lengthscale: c.GP.Lengthscale,
+		SignalVariance: c.GP.SignalVariance, NoiseVariance: c.GP.NoiseVariance,
+		FitEvery: c.GP.FitEvery, DeltaUCB: c.GP.DeltaUCB, RawOutputs: !c.standardise,
+		InitialIndex: first, Workers: workers,
+	}
 }
 
 // readRelease reads a stored release (matrixio format) into memory.

@@ -1,7 +1,9 @@
-package modeler
+package curatorclient_test
 
 import (
 	"context"
+	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/modeler"
 	"sync"
 	"testing"
 	"time"
@@ -68,13 +70,13 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := Config{R: 3, Epsilon: 1, Delta: 1e-5, Iterations: 3, InitialIndex: 0}
+	cfg := modeler.Config{R: 3, Epsilon: 1, Delta: 1e-5, Iterations: 3, InitialIndex: 0}
 
 	// Two runs of one identity: 2 × 5 requests at 2 per second, the second run's dataset
 	// info among those refused at first. The second run is all replays, at no cost.
 	cc := &refusalCounter{CuratorServiceClient: cur.Client(t, "patient")}
 	for k := range 2 {
-		res, err := Run(ctx, cc, cfg)
+		res, err := modeler.Run(ctx, curatorclient.New(cc), cfg)
 		if err != nil {
 			t.Fatalf("run %d under a rate limit: %v", k+1, err)
 		}
@@ -91,7 +93,7 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 	poor := &refusalCounter{CuratorServiceClient: cur.Client(t, "poor")}
 	bcfg := cfg
 	bcfg.Epsilon = 1.3
-	_, err := Run(ctx, poor, bcfg)
+	_, err := modeler.Run(ctx, curatorclient.New(poor), bcfg)
 	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
 		t.Fatalf("run past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
 	}

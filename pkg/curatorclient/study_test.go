@@ -1,9 +1,11 @@
-package modeler
+package curatorclient_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/modeler"
 	"math"
 	"strings"
 	"testing"
@@ -66,14 +68,14 @@ func TestRunStudyResume(t *testing.T) {
 	}
 	defer store.Close()
 	conn := study.Connection{Curator: addr, Identity: "resume-test"}
-	cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 15, Batch: 3, InitialIndex: -1}
+	cfg := modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 15, Batch: 3, InitialIndex: -1}
 
 	// Round 1 is the initial row, rounds 2.. have 3 rows. Crash in round 3, then in round 2
 	// of the resumed run (round 4 of the study).
 	for _, tc := range []struct {
 		crashAt, wantStored int
 	}{{3, 1 + 3}, {2, 1 + 3 + 3}} {
-		_, err := RunStudy(ctx, &crashingClient{CuratorServiceClient: client, crashAt: tc.crashAt}, store, "s", conn, cfg)
+		_, err := modeler.RunStudy(ctx, curatorclient.New(&crashingClient{CuratorServiceClient: client, crashAt: tc.crashAt}), store, "s", conn, cfg)
 		if !errors.Is(err, errCrash) {
 			t.Fatalf("RunStudy with a crash at query %d: err = %v, want the crash", tc.crashAt, err)
 		}
@@ -85,10 +87,10 @@ func TestRunStudyResume(t *testing.T) {
 			t.Fatalf("after a crash at query %d: %d observations stored, want %d", tc.crashAt, len(obs), tc.wantStored)
 		}
 	}
-	var resumed []Resume
+	var resumed []modeler.Resume
 	rcfg := cfg
-	rcfg.Resumed = func(r Resume) { resumed = append(resumed, r) }
-	res, err := RunStudy(ctx, client, store, "s", conn, rcfg)
+	rcfg.Resumed = func(r modeler.Resume) { resumed = append(resumed, r) }
+	res, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestRunStudyResume(t *testing.T) {
 	// An uninterrupted study on the same release and initial row chooses the same rows.
 	ucfg := cfg
 	ucfg.InitialIndex = st.InitialIndex
-	ref, err := RunStudy(ctx, client, store, "uninterrupted", conn, ucfg)
+	ref, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "uninterrupted", conn, ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,17 +150,17 @@ func TestRunStudyResume(t *testing.T) {
 	// Changed settings are refused with the difference spelled out.
 	bad := cfg
 	bad.R, bad.Batch = 6, 2
-	if _, err := RunStudy(ctx, client, store, "s", conn, bad); err == nil || !strings.Contains(err.Error(), "r: stored 5, given 6") ||
+	if _, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, bad); err == nil || !strings.Contains(err.Error(), "r: stored 5, given 6") ||
 		!strings.Contains(err.Error(), "batch: stored 3, given 2") {
 		t.Errorf("RunStudy with r = 6, batch = 2: err = %v, want both differences named", err)
 	}
 	other := conn
 	other.Identity = "someone-else"
-	if _, err := RunStudy(ctx, client, store, "s", other, cfg); err == nil || !strings.Contains(err.Error(), "identity") {
+	if _, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", other, cfg); err == nil || !strings.Contains(err.Error(), "identity") {
 		t.Errorf("RunStudy as another identity: err = %v, want an identity error", err)
 	}
 	// A finished study returns its result without a query.
-	again, err := RunStudy(ctx, &crashingClient{CuratorServiceClient: client, crashAt: 1}, store, "s", conn, cfg)
+	again, err := modeler.RunStudy(ctx, curatorclient.New(&crashingClient{CuratorServiceClient: client, crashAt: 1}), store, "s", conn, cfg)
 	if err != nil || again.Iterations != 15 || again.BestValue != res.BestValue {
 		t.Errorf("RunStudy of a finished study = %+v, %v; want its 15 iterations and best %g", again, err, res.BestValue)
 	}
@@ -167,7 +169,7 @@ func TestRunStudyResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if _, err := RunStudy(ctx, client, store, "s", conn, cfg); !errors.Is(err, study.ErrLocked) {
+	if _, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, cfg); !errors.Is(err, study.ErrLocked) {
 		t.Errorf("RunStudy of a locked study: err = %v, want ErrLocked", err)
 	}
 }
@@ -181,7 +183,7 @@ func TestRunBatch(t *testing.T) {
 		q, rounds int
 	}{{1, 10}, {3, 1 + 3}, {4, 1 + 3}} {
 		cc := &crashingClient{CuratorServiceClient: client}
-		res, err := Run(ctx, cc, Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 10, Batch: tc.q, InitialIndex: 0})
+		res, err := modeler.Run(ctx, curatorclient.New(cc), modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 10, Batch: tc.q, InitialIndex: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,15 +191,15 @@ func TestRunBatch(t *testing.T) {
 			t.Errorf("Run(q = %d): %d Query calls, %d rounds, %d queried; want %d, %d, 10", tc.q, cc.calls, res.Rounds, len(res.Queried), tc.rounds, tc.rounds)
 		}
 	}
-	if _, err := Run(ctx, client, Config{R: 5, Epsilon: 1, Delta: 1e-4, Iterations: 10, Batch: -1}); err == nil {
+	if _, err := modeler.Run(ctx, curatorclient.New(client), modeler.Config{R: 5, Epsilon: 1, Delta: 1e-4, Iterations: 10, Batch: -1}); err == nil {
 		t.Error("Run(batch = −1): no error")
 	}
 }
 
 // stopAfter cancels the run once iteration n has been observed (and recorded), as a
 // person pressing Ctrl-C would.
-func stopAfter(n int, cancel context.CancelFunc) func(Step) {
-	return func(s Step) {
+func stopAfter(n int, cancel context.CancelFunc) func(modeler.Step) {
+	return func(s modeler.Step) {
 		if s.Iteration == n {
 			cancel()
 		}
@@ -226,12 +228,12 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 			}
 			defer store.Close()
 			conn := study.Connection{Curator: addr, Identity: id}
-			cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 16, Batch: q, FitEvery: 4, InitialIndex: -1}
+			cfg := modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 16, Batch: q, FitEvery: 4, InitialIndex: -1}
 			for _, stop := range []int{4, 10} {
 				sctx, cancel := context.WithCancel(ctx)
 				scfg := cfg
 				scfg.Progress = stopAfter(stop, cancel)
-				_, err := RunStudy(sctx, client, store, "s", conn, scfg)
+				_, err := modeler.RunStudy(sctx, curatorclient.New(client), store, "s", conn, scfg)
 				cancel()
 				if !errors.Is(err, context.Canceled) && status.Code(err) != codes.Canceled {
 					t.Fatalf("RunStudy stopped after iteration %d: err = %v, want cancelled", stop, err)
@@ -244,7 +246,7 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 			if len(obs) < 10 || len(obs) >= 16 {
 				t.Fatalf("%d observations stored after two stops, want from 10 to 15", len(obs))
 			}
-			res, err := RunStudy(ctx, client, store, "s", conn, cfg)
+			res, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +256,7 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 			}
 			ucfg := cfg
 			ucfg.InitialIndex = st.InitialIndex
-			ref, err := RunStudy(ctx, client, store, "uninterrupted", conn, ucfg)
+			ref, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "uninterrupted", conn, ucfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +273,7 @@ func TestRunStudyFitEveryResume(t *testing.T) {
 				t.Errorf("resumed study ends with (%g, %g, %g), uninterrupted (%g, %g, %g); want the same",
 					res.Lengthscale, res.SignalVariance, res.NoiseVariance, ref.Lengthscale, ref.SignalVariance, ref.NoiseVariance)
 			}
-			fixed, err := RunStudy(ctx, client, store, "fixed", conn, func() Config { c := ucfg; c.FitEvery = 0; return c }())
+			fixed, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "fixed", conn, func() modeler.Config { c := ucfg; c.FitEvery = 0; return c }())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -309,23 +311,23 @@ func TestRunStudyExtend(t *testing.T) {
 			}
 			defer store.Close()
 			conn := study.Connection{Curator: addr, Identity: id}
-			cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: tc.from, Batch: tc.q, FitEvery: tc.fitEvery, InitialIndex: -1}
-			short, err := RunStudy(ctx, client, store, "s", conn, cfg)
+			cfg := modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: tc.from, Batch: tc.q, FitEvery: tc.fitEvery, InitialIndex: -1}
+			short, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			low := cfg
 			low.Iterations = tc.from - 1
 			want := fmt.Sprintf("%d iterations are already recorded", tc.from)
-			if _, err := RunStudy(ctx, client, store, "s", conn, low); err == nil || !strings.Contains(err.Error(), want) {
+			if _, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "s", conn, low); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("RunStudy with T = %d after %d: err = %v, want %q", low.Iterations, tc.from, err, want)
 			}
-			var resumed []Resume
+			var resumed []modeler.Resume
 			ext := cfg
 			ext.Iterations = tc.to
-			ext.Resumed = func(r Resume) { resumed = append(resumed, r) }
+			ext.Resumed = func(r modeler.Resume) { resumed = append(resumed, r) }
 			cc := &crashingClient{CuratorServiceClient: client}
-			res, err := RunStudy(ctx, cc, store, "s", conn, ext)
+			res, err := modeler.RunStudy(ctx, curatorclient.New(cc), store, "s", conn, ext)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,7 +347,7 @@ func TestRunStudyExtend(t *testing.T) {
 			}
 			one := ext
 			one.Resumed, one.InitialIndex = nil, st.InitialIndex
-			ref, err := RunStudy(ctx, client, store, "one-go", conn, one)
+			ref, err := modeler.RunStudy(ctx, curatorclient.New(client), store, "one-go", conn, one)
 			if err != nil {
 				t.Fatal(err)
 			}

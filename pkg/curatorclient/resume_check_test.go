@@ -1,9 +1,11 @@
-package modeler
+package curatorclient_test
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/modeler"
 	"math"
 	"net"
 	"os"
@@ -75,11 +77,11 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 	}
 	defer store.Close()
 	conn := study.Connection{Curator: addr, Identity: "owner"}
-	cfg := Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 10, InitialIndex: 0}
+	cfg := modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 10, InitialIndex: 0}
 	sctx, cancel := context.WithCancel(ctx)
 	scfg := cfg
 	scfg.Progress = stopAfter(3, cancel)
-	_, err = RunStudy(sctx, curatortest.Client(t, addr, "owner"), store, "s", conn, scfg)
+	_, err = modeler.RunStudy(sctx, curatorclient.New(curatortest.Client(t, addr, "owner")), store, "s", conn, scfg)
 	cancel()
 	if err == nil {
 		t.Fatal("RunStudy stopped after iteration 3: no error")
@@ -112,7 +114,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 			other := study.Connection{Curator: tc.addr, Identity: "owner"}
 			cc := &crashingClient{CuratorServiceClient: curatortest.Client(t, tc.addr, tc.identity)}
 			start := time.Now()
-			_, err := RunStudy(ctx, cc, store, "s", other, Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 12, InitialIndex: 0})
+			_, err := modeler.RunStudy(ctx, curatorclient.New(cc), store, "s", other, modeler.Config{R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 12, InitialIndex: 0})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("RunStudy against %s: err = %v, want %q", tc.name, err, tc.want)
 			}
@@ -136,7 +138,7 @@ func TestRunStudyResumeChecksCurator(t *testing.T) {
 			}
 		})
 	}
-	res, err := RunStudy(ctx, curatortest.Client(t, addr, "owner"), store, "s", conn, cfg)
+	res, err := modeler.RunStudy(ctx, curatorclient.New(curatortest.Client(t, addr, "owner")), store, "s", conn, cfg)
 	if err != nil {
 		t.Fatalf("RunStudy against its own curator: %v", err)
 	}

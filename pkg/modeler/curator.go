@@ -1,0 +1,84 @@
+package modeler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/privbo/privbo/pkg/study"
+)
+
+// Curator is what a study needs of the curator, in the modeler's own terms. The modeler
+// knows nothing of the transport: pkg/curatorclient implements Curator over the gRPC API
+// (with its waiting, retries and the checks of the streamed matrix), and pkg/simulate
+// over an in-process *curator.Curator. A study runs the same code against either.
+type Curator interface {
+	// DatasetInfo describes the dataset and the caller's budget. It is the first request
+	// of a run and fails fast: an unreachable curator is reported at once, as an error
+	// that wraps ErrUnreachable.
+	DatasetInfo(ctx context.Context) (*DatasetInfo, error)
+	// ReleaseProjection receives the projection req asks for (charged once; the
+	// curator replays a release it made before at no cost).
+	ReleaseProjection(ctx context.Context, req ProjectionRequest) (*Projection, error)
+	// Query asks for the answers at rows, in that order, and returns them with the
+	// budget after the charge. A query is idempotent (rows already released come back
+	// as replays at no cost), so an implementation may ask again after a transient
+	// failure; it waits as long as the curator is expected back and gives up when ctx
+	// ends or the curator refuses the request (a budget refusal among them).
+	Query(ctx context.Context, rows []int) ([]Answer, study.Budget, error)
+}
+
+// ErrUnreachable is wrapped by the errors of a Curator that could not reach the curator
+// at all (a wrong address, TLS files the curator refuses, a curator that is down).
+var ErrUnreachable = errors.New("cannot reach the curator")
+
+// DatasetInfo describes the curator's dataset, how it releases projections and answers,
+// and the caller's budget.
+type DatasetInfo struct {
+	// Name is the dataset's display name; DatasetID its stable id ("" from curators
+	// without one).
+	Name, DatasetID string
+	Rows            int
+	// MaxQueryIndices is the most rows one query may ask for (0: no limit).
+	MaxQueryIndices int
+	// ProjectionMechanism and ProjectionRelation describe projection releases: the
+	// mechanism and the neighbour relation their (ε, δ) is stated for.
+	ProjectionMechanism, ProjectionRelation string
+	// ProtectedUnit names what a row stands for (a patient, a visit).
+	ProtectedUnit string
+	// OutputPrivacy is how the answers are released, with its relation and guarantee.
+	OutputPrivacy study.OutputPrivacy
+	// Guarantee is the curator's whole statement in plain words.
+	Guarantee string
+	// Budget is the caller's budget under the projection's relation.
+	Budget study.Budget
+}
+
+// ProjectionRequest asks for a projection of dimension R at (Epsilon, Delta); Label
+// distinguishes independent releases with equal parameters.
+type ProjectionRequest struct {
+	R              int
+	Epsilon, Delta float64
+	Label          string
+}
+
+// Projection is a released matrix Z.
+type Projection struct {
+	ReleaseID  string
+	Rows, Cols int
+	// Replayed is true when the release had been made before (no new cost).
+	Replayed bool
+	// Guarantee is the release's guarantee as the curator states it.
+	Guarantee string
+	// Budget is the caller's budget after the release.
+	Budget study.Budget
+	// Z is row-major Rows × Cols.
+	Z []float64
+}
+
+// Answer is the curator's answer at one row.
+type Answer struct {
+	Index int
+	Value float64
+	// Replayed is true when this value had been released to the caller before.
+	Replayed bool
+}

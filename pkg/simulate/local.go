@@ -1,0 +1,89 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/study"
+)
+
+// Local is a modeler.Curator over an in-process *curator.Curator, as one identity: the
+// simulation's counterpart of pkg/curatorclient, without a network and so without
+// waiting or retries. A modeler.Run over Local runs the same study session as the
+// modeler binary over gRPC (GP-UCB, GP-BUCB batches, refits, the recommendation).
+type Local struct {
+	Curator  *curator.Curator
+	Identity string
+	// Candidates, if set, replace the projection: ReleaseProjection returns them (n ×
+	// Dim, row-major) without asking the curator, for non-private GP-UCB over the
+	// inputs X themselves. Nothing is charged.
+	Candidates []float64
+	Dim        int
+	// Offset is subtracted from every answer (the noise rule's offset, when the GP
+	// does not standardise the answers: GPSettings.NoiseRule).
+	Offset float64
+}
+
+var _ modeler.Curator = (*Local)(nil)
+
+// DatasetInfo implements modeler.Curator.
+func (l *Local) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) {
+	info, err := l.Curator.Info(ctx, l.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	o := info.Output
+	return &modeler.DatasetInfo{
+		Name: info.Name, DatasetID: info.DatasetID, Rows: info.Rows, MaxQueryIndices: info.MaxQueryIndices,
+		ProjectionMechanism: info.ProjectionMechanism, ProjectionRelation: string(info.ProjectionRelation),
+		ProtectedUnit: info.ProtectedUnit, Guarantee: info.Guarantee,
+		OutputPrivacy: study.OutputPrivacy{Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta,
+			Lower: o.Lower, Upper: o.Upper, Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee},
+		Budget: budgetOf(info.Budget),
+	}, nil
+}
+
+// ReleaseProjection implements modeler.Curator.
+func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionRequest) (*modeler.Projection, error) {
+	if l.Candidates != nil {
+		n := len(l.Candidates) / l.Dim
+		return &modeler.Projection{ReleaseID: "inputs", Rows: n, Cols: l.Dim, Guarantee: "none: the inputs themselves", Z: l.Candidates}, nil
+	}
+	pr, err := l.Curator.ReleaseProjection(ctx, l.Identity, curator.ProjectionRequest{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	z, err := readRelease(pr)
+	if err != nil {
+		return nil, err
+	}
+	return &modeler.Projection{ReleaseID: pr.ID, Rows: pr.Rows, Cols: pr.Cols, Replayed: pr.Replayed,
+		Guarantee: pr.Guarantee, Budget: budgetOf(pr.Budget), Z: z}, nil
+}
+
+// Query implements modeler.Curator.
+func (l *Local) Query(ctx context.Context, rows []int) ([]modeler.Answer, study.Budget, error) {
+	obs, bal, err := l.Curator.Query(ctx, l.Identity, rows)
+	if err != nil {
+		return nil, study.Budget{}, fmt.Errorf("simulate: %w", err)
+	}
+	out := make([]modeler.Answer, len(obs))
+	for k, o := range obs {
+		out[k] = modeler.Answer{Index: o.Index, Value: o.Value - l.Offset, Replayed: o.Replayed}
+	}
+	return out, budgetOf(bal), nil
+}
+
+// budgetOf is the modeler's form of a ledger balance, as pkg/server states it: the
+// identity's limits and spending, and what remains of the tighter of its own and the
+// dataset's budget.
+func budgetOf(b ledger.Balance) study.Budget {
+	return study.Budget{Identity: b.Account.Identity,
+		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
+		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
+		EpsilonRemaining: min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
+		DeltaRemaining:   min(b.Remaining.Delta, b.DatasetRemaining.Delta)}
+}
