@@ -170,7 +170,7 @@ func limitsText(l ledger.Limits) string {
 func shownRows(rr ledger.RelationReport) []ledger.ReportRow {
 	var rows []ledger.ReportRow
 	for _, r := range rr.Identities {
-		if !strings.HasPrefix(r.Identity, "_") || r.Spent.Epsilon.Sign() != 0 || r.Spent.Delta.Sign() != 0 {
+		if !ledger.IsReserved(r.Identity) || r.Spent.Epsilon.Sign() != 0 || r.Spent.Delta.Sign() != 0 {
 			rows = append(rows, r)
 		}
 	}
@@ -191,7 +191,7 @@ func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries
 	fmt.Fprintln(w, ledgerEntriesHeader)
 	free := 0
 	for _, e := range entries {
-		if e.Kind == "evaluation" || e.Kind == "pending" {
+		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
 			continue // the curator's own records, not releases
 		}
 		if !all && e.Cost == (ledger.Cost{}) {
@@ -338,7 +338,7 @@ func writeLedgerJSON(out io.Writer, lim reportLimits, warnings []string, rep led
 		doc.Relations = append(doc.Relations, jr)
 	}
 	for _, e := range entries {
-		if e.Kind == "evaluation" || e.Kind == "pending" {
+		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
 			continue
 		}
 		doc.Entries = append(doc.Entries, jsonEntry{Time: e.Created.UTC(), Identity: e.Identity, Kind: e.Kind, Relation: e.Relation,

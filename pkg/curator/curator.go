@@ -22,7 +22,7 @@ var ErrInvalidArgument = errors.New("invalid argument")
 
 // CuratorIdentity is the ledger identity of the curator's own zero-cost records (the
 // recorded evaluation of each row). Caller identities never start with '_'.
-const CuratorIdentity = "_curator"
+const CuratorIdentity = ledger.ReservedIdentityPrefix + "curator"
 
 // Config configures a Curator.
 type Config struct {

@@ -132,7 +132,7 @@ func (c *Curator) logProgramFailure(i int, err error) {
 // any recorded value are in the ledger, and a repeated query waits again.
 func (c *Curator) awaitRecorded(ctx context.Context, i int) (float64, error) {
 	acct := c.account(CuratorIdentity)
-	if _, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: pendingKey(i), Kind: "pending", Relation: ledger.RelationRecord,
+	if _, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: pendingKey(i), Kind: ledger.KindPending, Relation: ledger.RelationRecord,
 		Description: "row waiting for a recorded evaluation"}); err != nil {
 		return 0, fmt.Errorf("curator: marking row %d pending: %w", i, err)
 	}
@@ -164,7 +164,7 @@ func (c *Curator) awaitRecorded(ctx context.Context, i int) (float64, error) {
 // recording a different value for a row already recorded is refused.
 func RecordEvaluation(ctx context.Context, store ledger.Store, dataset string, i int, value float64) error {
 	acct := ledger.Account{Dataset: dataset, Identity: CuratorIdentity}
-	rec, err := store.Charge(ctx, ledger.Charge{Account: acct, Key: evaluationKey(i), Kind: "evaluation", Relation: ledger.RelationRecord,
+	rec, err := store.Charge(ctx, ledger.Charge{Account: acct, Key: evaluationKey(i), Kind: ledger.KindEvaluation, Relation: ledger.RelationRecord,
 		Result: encodeValue(value), Description: "evaluation recorded by the operator"})
 	if err != nil {
 		return fmt.Errorf("curator: recording row %d: %w", i, err)

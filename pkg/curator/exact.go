@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // ExactAnswerLimits restrict exact answers (output privacy "none"), which are not a
@@ -122,7 +124,7 @@ func (c *Curator) exactHistory(ctx context.Context, identity string) (projection
 			continue
 		}
 		switch {
-		case e.Kind == "projection":
+		case e.Kind == ledger.KindProjection:
 			projection = true
 		case strings.HasPrefix(e.Key, "query/"):
 			rows++

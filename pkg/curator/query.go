@@ -194,7 +194,7 @@ func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
 			return err
 		}
 		if rec, err = c.ledger.Charge(ctx, ledger.Charge{
-			Account: acct, Key: key, Kind: "query-answers", Relation: AnswerRelation, Cost: cost,
+			Account: acct, Key: key, Kind: ledger.KindQueryAnswers, Relation: AnswerRelation, Cost: cost,
 			Description: fmt.Sprintf("all query answers of this identity (%s, ε=%g δ=%g per answer, range [%g, %g]): parallel composition over records",
 				c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
 		}); err != nil {
@@ -239,7 +239,7 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 		desc = fmt.Sprintf("exact answer for row %d (output privacy none: not protected)", i)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
-		Account: c.account(identity), Key: key, Kind: "query", Relation: ledger.RelationRecord,
+		Account: c.account(identity), Key: key, Kind: ledger.KindQuery, Relation: ledger.RelationRecord,
 		Result: encodeValue(v), Description: desc,
 	})
 	if err != nil {
@@ -264,7 +264,7 @@ func (c *Curator) chargeFailure(identity string, i int) error {
 		return nil
 	}
 	key := fmt.Sprintf("query-failure/%d/%d", i, time.Now().UnixNano())
-	if _, err := c.ledger.Charge(context.Background(), ledger.Charge{Account: c.account(identity), Key: key, Kind: "query-failure",
+	if _, err := c.ledger.Charge(context.Background(), ledger.Charge{Account: c.account(identity), Key: key, Kind: ledger.KindQueryFailure,
 		Relation: ledger.RelationRecord, Cost: cost, Description: fmt.Sprintf("failed evaluation of row %d reported (%s)", i, c.out.name())}); err != nil {
 		c.log.Error("charging a failed evaluation", zap.Int("row", i), zap.String("identity", identity), zap.Error(err))
 		return fmt.Errorf("curator: %w", err)
@@ -317,7 +317,7 @@ func (c *Curator) evaluate(ctx context.Context, i int) (float64, error) {
 			y += c.cfg.NoiseSD * c.normal()
 		}
 	}
-	rec, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: "evaluation", Relation: ledger.RelationRecord,
+	rec, err := c.ledger.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: ledger.KindEvaluation, Relation: ledger.RelationRecord,
 		Result: encodeValue(y), Description: "recorded evaluation of one row (not a release)"})
 	if err != nil {
 		return 0, fmt.Errorf("curator: recording evaluation of row %d: %w", i, err)

@@ -160,7 +160,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
-		Account: acct, Key: key, Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
+		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
 			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity).short()),
 	})

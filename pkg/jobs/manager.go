@@ -162,7 +162,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	// Charge before the job exists: a job that cannot be paid for never touches the data.
 	specJSON, _ := json.Marshal(spec)
 	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
-		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: "job:" + spec.Kind(),
+		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: ledger.KindJobPrefix + spec.Kind(),
 		Relation: jobRelation(spec), Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
 	})
 	if errors.Is(err, ledger.ErrKeyConflict) {

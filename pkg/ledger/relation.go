@@ -75,13 +75,13 @@ func (r Relation) CountsTowards() []Relation {
 // then counts towards both the record and the feature-unit budgets.
 func relationOfV1Kind(kind string) Relation {
 	switch {
-	case kind == "projection":
+	case kind == KindProjection:
 		return RelationFeatureUnit
-	case kind == "query", kind == "query-failure", kind == "evaluation", kind == "pending":
+	case kind == KindQuery, kind == KindQueryFailure, kind == KindEvaluation, kind == KindPending:
 		return RelationRecord
-	case strings.HasPrefix(kind, "job:kusner"):
+	case strings.HasPrefix(kind, KindJobPrefix+"kusner"):
 		return RelationValidationRecord
-	case strings.HasPrefix(kind, "job:dphypo"):
+	case strings.HasPrefix(kind, KindJobPrefix+"dphypo"):
 		return RelationTrainingAddRemove
 	}
 	return RelationRecord

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/metrics"
 )
 
@@ -33,7 +33,7 @@ func (s *Server) newMetrics(dataset string) *metrics.Registry {
 			}
 			var out []metrics.Sample
 			for _, b := range accts {
-				if strings.HasPrefix(b.Identity, "_") {
+				if ledger.IsReserved(b.Identity) {
 					continue
 				}
 				out = append(out, metrics.Sample{Labels: []string{"dataset", dataset, "identity", b.Identity, "relation", string(b.Relation)},

@@ -26,7 +26,7 @@ const DefaultPrivateScalingShare = 0.1
 
 // ScalingEstimateKind is the ledger kind of the private scaling estimate, charged under
 // the curator's own identity (curator.CuratorIdentity) and ledger.RelationRecord.
-const ScalingEstimateKind = "scaling-estimate"
+const ScalingEstimateKind = ledger.KindScalingEstimate
 
 // scalingPlan says what Start must estimate privately before it can scale the dataset
 // and answer privately, and with which ε (record replacement, ledger.RelationRecord).
