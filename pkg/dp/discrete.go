@@ -53,13 +53,7 @@ func (s *Source) discreteLaplaceLocked(a, b *big.Int) (*big.Int, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mb == nil {
-			mb = m.toBig(new(big.Int))
-		}
-		if neg {
-			mb.Neg(mb)
-		}
-		return mb, nil
+		return signedBig(neg, m, mb), nil
 	}
 	neg, m, err := s.laplaceBig(a, b)
 	if neg {

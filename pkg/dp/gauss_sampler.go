@@ -96,13 +96,19 @@ func (s *Source) dgSampleLocked(p *dgParams) (*big.Int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return signedBig(neg, m, mb), nil
+}
+
+// signedBig returns ±|X| as a big integer, from the magnitude a word sampler
+// returns: m, or mb when it did not fit in 128 bits.
+func signedBig(neg bool, m u128, mb *big.Int) *big.Int {
 	if mb == nil {
 		mb = m.toBig(new(big.Int))
 	}
 	if neg {
 		mb.Neg(mb)
 	}
-	return mb, nil
+	return mb
 }
 
 // dg128Locked is CKS20 Algorithm 3 on words (p.fast). It returns the sign and
@@ -260,13 +266,7 @@ func (s *Source) dgInt64Locked(p *dgParams) (v int64, vb *big.Int, err error) {
 		}
 		return int64(m.lo), nil, nil
 	}
-	if mb == nil {
-		mb = m.toBig(new(big.Int))
-	}
-	if neg {
-		mb.Neg(mb)
-	}
-	return 0, mb, nil
+	return 0, signedBig(neg, m, mb), nil
 }
 
 // dgParamsLocked returns the parameters for σ² = n/d, reusing the ones the
