@@ -98,20 +98,9 @@ func jobID(identity, key string) string {
 	return "job-" + hex.EncodeToString(h[:10])
 }
 
-// jobRelation is the neighbour relation a job's cost is stated for: Kusner et al.
-// (2015)'s private selection of the best hyperparameter and score, for one record of
-// the job's validation data replaced; DP-HyPO (Wang et al. 2023)'s DP-SGD training
-// runs, for one training record added or removed. Any other kind is taken to be a
-// record-level release of the served dataset, the conservative choice.
-func jobRelation(spec Spec) ledger.Relation {
-	switch spec.Kind() {
-	case "kusner":
-		return ledger.RelationValidationRecord
-	case "dphypo":
-		return ledger.RelationTrainingAddRemove
-	}
-	return ledger.RelationRecord
-}
+// jobRelation is the neighbour relation a job's cost is stated for
+// (ledger.JobRelation).
+func jobRelation(spec Spec) ledger.Relation { return ledger.JobRelation(spec.Kind()) }
 
 // Submit plans the job, charges its cost and starts it. With a key seen before it
 // returns the existing job (same spec) or ErrKeyReused (another spec). A key whose

@@ -79,9 +79,23 @@ func relationOfV1Kind(kind string) Relation {
 		return RelationFeatureUnit
 	case kind == KindQuery, kind == KindQueryFailure, kind == KindEvaluation, kind == KindPending:
 		return RelationRecord
-	case strings.HasPrefix(kind, KindJobPrefix+"kusner"):
+	case strings.HasPrefix(kind, KindJobPrefix):
+		return JobRelation(strings.TrimPrefix(kind, KindJobPrefix))
+	}
+	return RelationRecord
+}
+
+// JobRelation is the neighbour relation a tuning job's cost is stated for, from
+// the job's kind: Kusner et al. (2015)'s private best hyperparameter and score,
+// for one record of the job's validation data replaced; DP-HyPO (Wang et al.
+// 2023)'s DP-SGD runs, for one training record added or removed. Any other kind
+// is taken to be a record-level release of the served dataset, the conservative
+// choice. New charges and migrated version-1 records use this one mapping.
+func JobRelation(jobKind string) Relation {
+	switch {
+	case strings.HasPrefix(jobKind, "kusner"):
 		return RelationValidationRecord
-	case strings.HasPrefix(kind, KindJobPrefix+"dphypo"):
+	case strings.HasPrefix(jobKind, "dphypo"):
 		return RelationTrainingAddRemove
 	}
 	return RelationRecord
