@@ -573,8 +573,15 @@ func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, 
 // balance returns a's effective balance under rel, and the number of
 // records counting towards it.
 func (s *store) balance(d *datasetTotals, a Account, rel Relation) (Balance, int64) {
-	id, n := d.effective(a.Identity, rel)
 	ds, _ := d.datasetEffective(rel)
+	return s.balanceWith(d, ds, a, rel)
+}
+
+// balanceWith is balance with the dataset's effective total under rel already
+// computed (ds), so that a listing of every identity sums the dataset once per
+// relation rather than once per identity.
+func (s *store) balanceWith(d *datasetTotals, ds *total, a Account, rel Relation) (Balance, int64) {
+	id, n := d.effective(a.Identity, rel)
 	return Balance{
 		Account:          a,
 		Relation:         rel,
@@ -595,10 +602,14 @@ func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error)
 	if err != nil {
 		return nil, wrap("accounts", err)
 	}
+	ds := make(map[Relation]*total, len(Relations))
+	for _, rel := range Relations {
+		ds[rel], _ = d.datasetEffective(rel)
+	}
 	var out []Balance
 	for _, id := range d.identities {
 		for _, rel := range Relations {
-			if b, n := s.balance(d, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
+			if b, n := s.balanceWith(d, ds[rel], Account{Dataset: dataset, Identity: id}, rel); n > 0 {
 				out = append(out, b)
 			}
 		}
