@@ -66,7 +66,8 @@ func (g *Gaussian) EpsilonAtDistance(units, delta float64) (float64, error) {
 // rigorous δ bound for an integer shift of s lattice steps is at most
 // δ·(1 − 1e-9); +Inf above EpsilonCap.
 func (g *Gaussian) epsilonAtShift(s int64, delta float64) float64 {
-	sd := math.Nextafter(math.Sqrt(ratFloat(g.sigma2)), 0) // as in calibrateDiscreteGaussian
+	n, _ := g.sigma2.Float64()            // exact: sigma2 holds a float64 (NewGaussian)
+	sd := math.Nextafter(math.Sqrt(n), 0) // as in calibrateDiscreteGaussian
 	target := delta * (1 - 1e-9)
 	ok := func(e float64) bool {
 		return math.Min(DiscreteGaussianDeltaBound(sd, e, s), discreteGaussianDeltaBoundLog(sd, e, s)) <= target
@@ -116,7 +117,8 @@ func (g *VectorGaussian) EpsilonAtDistance(units, delta float64) (float64, error
 func (g *VectorGaussian) rhoAtDistance(units float64) float64 {
 	up := func(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
 	s := up(math.Ldexp(up(units*g.sensitivity), -g.k) + up(math.Sqrt(float64(g.dim))))
-	return up(up(s*s) / ratFloatDown(g.sigma2) / 2)
+	n, _ := g.sigma2.Float64() // exact: sigma2 holds a float64 (NewVectorGaussian)
+	return up(up(s*s) / n / 2)
 }
 
 // EpsilonAtDistance returns the ε for which the Laplace release is (ε, 0)-DP
@@ -256,15 +258,6 @@ func ratFloat(r *big.Rat) float64 {
 	f, exact := r.Float64()
 	if !exact && new(big.Rat).SetFloat64(f).Cmp(r) < 0 {
 		f = math.Nextafter(f, math.Inf(1))
-	}
-	return f
-}
-
-// ratFloatDown returns r rounded down to a float64.
-func ratFloatDown(r *big.Rat) float64 {
-	f, exact := r.Float64()
-	if !exact && new(big.Rat).SetFloat64(f).Cmp(r) > 0 {
-		f = math.Nextafter(f, math.Inf(-1))
 	}
 	return f
 }

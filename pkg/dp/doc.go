@@ -22,8 +22,10 @@
 // after every MiB of output. Tests get reproducible streams from package
 // dptest (seeded ChaCha8), which panics outside a test binary, so a seeded
 // generator cannot reach a release. Uniform integers come from rejection
-// sampling on random bits (no modulo bias); a Bernoulli trial with rational
-// probability q compares q with a uniform real read 64 bits at a time.
+// sampling on random bits (no modulo bias); inside BernoulliExp, Geometric and
+// the discrete Laplace and Gaussian samplers a trial with rational probability q
+// compares q with a uniform real read 64 bits at a time (the public Bernoulli
+// still draws a uniform integer below q's denominator).
 //
 // The samplers compute on 128-bit machine words (math/bits) and switch a step
 // to math/big only where a number would not fit; both paths draw the same

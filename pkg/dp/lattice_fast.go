@@ -46,7 +46,7 @@ func (s *Source) addLatticeGaussianLocked(p *dgParams, x []float64, k int) error
 		}
 		if zb == nil {
 			if n, ok := latticeIndexFast(v, k); ok {
-				if r, ok := latticeValueFast(n+z, k); ok { // |n| < 2⁵²: no overflow
+				if r, ok := latticeValueFast(n+z, k); ok { // n+z may wrap when |z| nears 2⁶³, but a wrapped value lies outside ±2⁵³ and is refused
 					x[j] = r
 					continue
 				}
