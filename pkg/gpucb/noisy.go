@@ -115,3 +115,16 @@ func NoisyOutputPrior(rule NoiseRule, lower, upper, noiseVariance float64) (Nois
 	}
 	return NoisyPrior{}, fmt.Errorf("gpucb: unknown noise rule %q", rule)
 }
+
+// OutputPrior is NoisyOutputPrior for answers released by the named output-privacy
+// mechanism at (epsilon, delta) on [lower, upper]: the prior, and the answers' noise
+// variance (AnswerNoiseVariance) it was built from. The modeler and the simulations
+// both build their prior with it.
+func OutputPrior(rule NoiseRule, mechanism string, epsilon, delta, lower, upper float64) (NoisyPrior, float64, error) {
+	nv, err := AnswerNoiseVariance(mechanism, epsilon, delta, lower, upper)
+	if err != nil {
+		return NoisyPrior{}, 0, err
+	}
+	p, err := NoisyOutputPrior(rule, lower, upper, nv)
+	return p, nv, err
+}

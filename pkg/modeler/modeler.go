@@ -103,11 +103,8 @@ const (
 func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float64, err error) {
 	signal, noise = c.SignalVariance, c.NoiseVariance
 	if !op.Exact() && (signal == 0 || noise == 0) {
-		answerNoise, err = gpucb.AnswerNoiseVariance(op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
-		}
-		p, err := gpucb.NoisyOutputPrior(NoiseRule, op.Lower, op.Upper, answerNoise)
+		var p gpucb.NoisyPrior
+		p, answerNoise, err = gpucb.OutputPrior(NoiseRule, op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
 		}

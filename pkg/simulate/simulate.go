@@ -339,11 +339,7 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	if _, err := gpucb.ParseNoiseRule(string(rule)); err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	nv, err := gpucb.AnswerNoiseVariance(o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
-	if err != nil {
-		return fmt.Errorf("simulate: %w", err)
-	}
-	prior, err := gpucb.NoisyOutputPrior(rule, o.Lower, o.Upper, nv)
+	prior, _, err := gpucb.OutputPrior(rule, o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
