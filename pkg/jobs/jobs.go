@@ -117,6 +117,10 @@ func (s Spec) Kind() string {
 type Plan struct {
 	Cost      ledger.Cost
 	Guarantee string
+	// Relation is the neighbour relation Guarantee and Cost are stated for; the
+	// charge is made under it. Empty: the default for the job's kind
+	// (ledger.JobRelation).
+	Relation ledger.Relation
 	// Steps is the expected number of progress steps (0 if unknown).
 	Steps int
 }

@@ -98,9 +98,18 @@ func jobID(identity, key string) string {
 	return "job-" + hex.EncodeToString(h[:10])
 }
 
-// jobRelation is the neighbour relation a job's cost is stated for
-// (ledger.JobRelation).
+// jobRelation is the default neighbour relation of a job's kind (ledger.JobRelation).
 func jobRelation(spec Spec) ledger.Relation { return ledger.JobRelation(spec.Kind()) }
+
+// chargeRelation is the relation a job is charged under: the one its plan states
+// with its guarantee (the runner knows, for instance, what an external evaluator's
+// operator declared), or the default for its kind.
+func chargeRelation(spec Spec, plan Plan) ledger.Relation {
+	if plan.Relation != "" {
+		return plan.Relation
+	}
+	return jobRelation(spec)
+}
 
 // Submit plans the job, charges its cost and starts it. With a key seen before it
 // returns the existing job (same spec) or ErrKeyReused (another spec). A key whose
@@ -152,7 +161,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	specJSON, _ := json.Marshal(spec)
 	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: ledger.KindJobPrefix + spec.Kind(),
-		Relation: jobRelation(spec), Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
+		Relation: chargeRelation(spec, plan), Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
 	})
 	if errors.Is(err, ledger.ErrKeyConflict) {
 		// The key was charged before for a spec of another cost.

@@ -572,3 +572,15 @@ func TestCancelHonoursContext(t *testing.T) {
 		t.Errorf("after the runner returned: %s, %v; want a final state", got.State, err)
 	}
 }
+
+// TestChargeRelationFollowsPlan: a job is charged under the relation its plan's
+// guarantee states, and under its kind's default when the plan names none.
+func TestChargeRelationFollowsPlan(t *testing.T) {
+	dp := Spec{DPHyPO: &DPHyPOSpec{}}
+	if got := chargeRelation(dp, Plan{Relation: ledger.RelationRecord}); got != ledger.RelationRecord {
+		t.Errorf("charge relation with a plan stating record = %s, want record", got)
+	}
+	if got := chargeRelation(dp, Plan{}); got != ledger.RelationTrainingAddRemove {
+		t.Errorf("charge relation with no stated relation = %s, want the DP-HyPO default", got)
+	}
+}

@@ -312,14 +312,22 @@ func (r *Runner) evaluate(ctx context.Context, e *evaluatorEntry, point map[stri
 
 // Plan implements jobs.Runner.
 func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
+	var plan jobs.Plan
+	var err error
 	switch {
 	case spec.Kusner != nil:
-		return r.kusnerPlan(*spec.Kusner)
+		plan, err = r.kusnerPlan(*spec.Kusner)
 	case spec.DPHyPO != nil:
-		_, plan, err := r.dphypoPlan(*spec.DPHyPO)
+		_, plan, err = r.dphypoPlan(*spec.DPHyPO)
+	default:
+		return jobs.Plan{}, invalid("no job kind set")
+	}
+	if err != nil {
 		return plan, err
 	}
-	return jobs.Plan{}, invalid("no job kind set")
+	// The charge is made under the relation the guarantee text states.
+	plan.Relation, err = r.Relation(spec)
+	return plan, err
 }
 
 // Relation returns the neighbour relation spec's guarantee (and so its charge) is stated
