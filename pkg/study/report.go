@@ -43,9 +43,11 @@ func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
 	if st.Done {
 		d.State = "done"
 	}
-	d.BestIndex, d.BestValue = Best(obs)
+	sdir := st.Settings.Direction
+	d.Direction = sdir.String()
+	d.BestIndex, d.BestValue = Best(obs, sdir)
 	d.HasBest = d.BestIndex >= 0
-	d.Top = topRecords(obs, TopRecords)
+	d.Top = topRecords(obs, TopRecords, sdir)
 	d.Settings = settingRows(st.Settings)
 	d.Privacy = privacyRows(st, obs)
 	rounds := 0
@@ -65,8 +67,8 @@ func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
 	if st.KnownBest != nil && len(obs) > 0 {
 		d.KnownBest = *st.KnownBest
 		d.HasKnownBest = true
-		d.FinalRegret = *st.KnownBest - d.BestValue
-		png, err := regretPlot(*st.KnownBest, obs)
+		d.FinalRegret = sdir.Regret(*st.KnownBest, d.BestValue)
+		png, err := regretPlot(*st.KnownBest, obs, sdir)
 		if err != nil {
 			return "", err
 		}
@@ -87,17 +89,19 @@ func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
 }
 
 type reportData struct {
-	Study                  *Study
-	Obs                    []Observation
-	Generated, State       string
-	Done, Total, Rounds    int
-	HasBest                bool
-	BestIndex              int
-	BestValue              float64
-	Top                    []record
-	Settings, Privacy      [][2]string
-	ValuesPNG, RegretPNG   template.URL
-	HasKnownBest           bool
+	Study                *Study
+	Obs                  []Observation
+	Generated, State     string
+	Done, Total, Rounds  int
+	HasBest              bool
+	BestIndex            int
+	BestValue            float64
+	Top                  []record
+	Settings, Privacy    [][2]string
+	ValuesPNG, RegretPNG template.URL
+	HasKnownBest         bool
+	// Direction is "maximize" or "minimize" (Settings.Direction).
+	Direction              string
 	KnownBest, FinalRegret float64
 }
 
@@ -106,8 +110,9 @@ type record struct {
 	Value                  float64
 }
 
-// topRecords returns the n best distinct rows, by value (ties: earlier iteration first).
-func topRecords(obs []Observation, n int) []record {
+// topRecords returns the n best distinct rows in direction d, by value (ties: earlier
+// iteration first).
+func topRecords(obs []Observation, n int, d Direction) []record {
 	seen := map[int]bool{}
 	var recs []record
 	for _, o := range obs {
@@ -116,7 +121,7 @@ func topRecords(obs []Observation, n int) []record {
 			recs = append(recs, record{Index: o.Index, Iteration: o.Iteration, Value: o.Value})
 		}
 	}
-	sort.SliceStable(recs, func(a, b int) bool { return recs[a].Value > recs[b].Value })
+	sort.SliceStable(recs, func(a, b int) bool { return d.Better(recs[a].Value, recs[b].Value) })
 	if len(recs) > n {
 		recs = recs[:n]
 	}
@@ -127,7 +132,7 @@ func topRecords(obs []Observation, n int) []record {
 }
 
 func settingRows(s Settings) [][2]string {
-	fv := s.FlagValues()
+	fv := s.Named()
 	names := make([]string, 0, len(fv))
 	for k := range fv {
 		names = append(names, k)
@@ -263,12 +268,14 @@ func dataURI(png []byte) template.URL {
 	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 }
 
-// runningBest is y*_t = max_{s ≤ t} y_s.
-func runningBest(obs []Observation) plotter.XYs {
+// runningBest is y*_t = max_{s ≤ t} y_s (min when d minimises).
+func runningBest(obs []Observation, d Direction) plotter.XYs {
 	xy := make(plotter.XYs, len(obs))
-	best := math.Inf(-1)
+	best := math.NaN()
 	for k, o := range obs {
-		best = max(best, o.Value)
+		if d.Better(o.Value, best) {
+			best = o.Value
+		}
 		xy[k] = plotter.XY{X: float64(o.Iteration), Y: best}
 	}
 	return xy
@@ -297,7 +304,7 @@ func valuesPlot(st *Study, obs []Observation) ([]byte, error) {
 			return nil, fmt.Errorf("study: plot: %w", err)
 		}
 		sc.Color, sc.Shape, sc.Radius = blue, draw.CircleGlyph{}, vg.Points(2.5)
-		best, err := plotter.NewLine(runningBest(obs))
+		best, err := plotter.NewLine(runningBest(obs, st.Settings.Direction))
 		if err != nil {
 			return nil, fmt.Errorf("study: plot: %w", err)
 		}
@@ -328,15 +335,18 @@ func valuesPlot(st *Study, obs []Observation) ([]byte, error) {
 	return savePNG(p)
 }
 
-func regretPlot(known float64, obs []Observation) ([]byte, error) {
+func regretPlot(known float64, obs []Observation, d Direction) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = "simple regret"
 	p.X.Label.Text = "iteration t"
 	p.Y.Label.Text = "f* − best so far"
+	if d == Minimize {
+		p.Y.Label.Text = "best so far − f*"
+	}
 	p.Add(plotter.NewGrid())
-	xy := runningBest(obs)
+	xy := runningBest(obs, d)
 	for k := range xy {
-		xy[k].Y = known - xy[k].Y
+		xy[k].Y = d.Regret(known, xy[k].Y)
 	}
 	l, err := plotter.NewLine(xy)
 	if err != nil {
@@ -388,7 +398,7 @@ img { max-width: 100%; border: 1px solid #eee; }
 <div class="cards">
 <div class="card"><div class="k">iterations</div><div class="v">{{.Done}} / {{.Total}}</div></div>
 <div class="card"><div class="k">rounds (Query requests)</div><div class="v">{{.Rounds}}</div></div>
-<div class="card"><div class="k">best value</div><div class="v">{{if .HasBest}}{{g .BestValue}}{{else}}–{{end}}</div></div>
+<div class="card"><div class="k">best value ({{.Direction}})</div><div class="v">{{if .HasBest}}{{g .BestValue}}{{else}}–{{end}}</div></div>
 <div class="card"><div class="k">best row</div><div class="v">{{if .HasBest}}{{.BestIndex}}{{else}}–{{end}}</div></div>
 {{if .HasKnownBest}}<div class="card"><div class="k">simple regret</div><div class="v">{{g .FinalRegret}}</div></div>{{end}}
 </div>
@@ -404,7 +414,7 @@ img { max-width: 100%; border: 1px solid #eee; }
 <img alt="value of each query and the best so far" src="{{.ValuesPNG}}">
 
 {{if .HasKnownBest}}<h2>Regret</h2>
-<p>Simple regret f* − max<sub>s≤t</sub> y<sub>s</sub> with the known optimum f* = {{g .KnownBest}}.</p>
+<p>Simple regret {{if eq .Direction "minimize"}}min<sub>s≤t</sub> y<sub>s</sub> − f*{{else}}f* − max<sub>s≤t</sub> y<sub>s</sub>{{end}} with the known optimum f* = {{g .KnownBest}}.</p>
 <img alt="simple regret per iteration" src="{{.RegretPNG}}">
 {{end}}
 

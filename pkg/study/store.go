@@ -77,8 +77,8 @@ type Connection struct {
 }
 
 // Settings are the choices that determine a study's sequence of queries. The JSON names
-// are the flags of `modeler run`, so that a command line can fill unset flags from a
-// stored study. Values are stored after defaults are applied.
+// are the settings' stored names (Named, Diff and the report use them); the modeler CLI
+// maps each to its flag. Values are stored after defaults are applied.
 type Settings struct {
 	R              int     `json:"r"`
 	Epsilon        float64 `json:"epsilon"`
@@ -100,6 +100,9 @@ type Settings struct {
 	RawOutputs   bool    `json:"raw-outputs"`
 	// InitialIndex as asked: −1 draws it at random (the drawn row is Study.InitialIndex).
 	InitialIndex int `json:"initial-index"`
+	// Direction is Maximize ("", studies stored before the setting existed) or
+	// Minimize.
+	Direction Direction `json:"direction,omitempty"`
 }
 
 // Validate checks the ranges a study needs; the modeler validates the rest.
@@ -115,6 +118,8 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("study: initial index must be ≥ 0 or −1 (random), got %d", s.InitialIndex)
 	case s.FitEvery < 0:
 		return fmt.Errorf("study: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed), got %d", s.FitEvery)
+	case s.Direction != Maximize && s.Direction != Minimize:
+		return fmt.Errorf("study: direction %q: want %q (maximize) or %q", string(s.Direction), string(Maximize), string(Minimize))
 	}
 	for _, f := range []struct {
 		name string
@@ -143,9 +148,10 @@ func (s Settings) Diff(given Settings) []string {
 	return out
 }
 
-// FlagValues returns the settings as flag name → value text (numbers in their shortest
-// exact form), for filling flags a resumed command line did not set.
-func (s Settings) FlagValues() map[string]string {
+// Named returns the settings as stored name → value text (numbers in their shortest
+// exact form, which parse back exactly), for a report or for filling the options a
+// resumed command line did not set.
+func (s Settings) Named() map[string]string {
 	out := map[string]string{}
 	v := reflect.ValueOf(s)
 	ty := v.Type()
@@ -221,7 +227,8 @@ type Study struct {
 	Release *Release
 	// InitialIndex is the first row queried, −1 until drawn.
 	InitialIndex int
-	// KnownBest is max_i f(x_i) when known (simulations), else nil.
+	// KnownBest is the optimum max_i f(x_i) (min_i when the study minimises) when known
+	// (simulations), else nil.
 	KnownBest *float64
 	// Budget is the caller's budget at the last contact with the curator.
 	Budget Budget
@@ -253,6 +260,8 @@ type Summary struct {
 	// BestIndex is −1 and BestValue NaN (null in JSON) before the first answer.
 	BestIndex int      `json:"best_index"`
 	BestValue *float64 `json:"best_value"`
+	// Direction is "maximize" or "minimize": what best means.
+	Direction string `json:"direction"`
 	// State is "new" (no release yet), "running" (locked by a process), "stopped"
 	// (interrupted; resume with modeler run --study) or "done".
 	State   string    `json:"state"`
@@ -603,7 +612,8 @@ func (s *Store) SetInitialIndex(ctx context.Context, name string, i int) error {
 	return nil
 }
 
-// SetKnownBest records max_i f(x_i), known in simulations, for the regret curve.
+// SetKnownBest records the optimum max_i f(x_i) (min_i when the study minimises), known
+// in simulations, for the regret curve.
 func (s *Store) SetKnownBest(ctx context.Context, name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("study: %s: known best must be finite, got %g", name, v)
@@ -784,11 +794,12 @@ func (s *Store) List(ctx context.Context) ([]Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum := Summary{Name: st.Name, Done: len(obs), Total: st.Settings.Iterations, BestIndex: -1, Updated: st.Updated, Error: st.LastError}
+		sum := Summary{Name: st.Name, Done: len(obs), Total: st.Settings.Iterations, BestIndex: -1, Updated: st.Updated, Error: st.LastError,
+			Direction: st.Settings.Direction.String()}
 		if st.Release != nil {
 			sum.Dataset = st.Release.Dataset
 		}
-		if bi, bv := Best(obs); bi >= 0 {
+		if bi, bv := Best(obs, st.Settings.Direction); bi >= 0 {
 			sum.BestIndex, sum.BestValue = bi, &bv
 		}
 		switch {
@@ -806,12 +817,12 @@ func (s *Store) List(ctx context.Context) ([]Summary, error) {
 	return out, nil
 }
 
-// Best returns the row and value of the largest observation (the first on ties), or
-// (−1, NaN) for none.
-func Best(obs []Observation) (int, float64) {
+// Best returns the row and value of the best observation in direction d (the largest
+// or the smallest; the first on ties), or (−1, NaN) for none.
+func Best(obs []Observation, d Direction) (int, float64) {
 	bi, bv := -1, math.NaN()
 	for _, o := range obs {
-		if bi < 0 || o.Value > bv {
+		if bi < 0 || d.Better(o.Value, bv) {
 			bi, bv = o.Index, o.Value
 		}
 	}

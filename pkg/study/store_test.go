@@ -276,11 +276,11 @@ func TestSettingsDiff(t *testing.T) {
 	}
 }
 
-// TestFlagValues checks that every setting has a flag value that parses back exactly.
-func TestFlagValues(t *testing.T) {
-	fv := testSettings.FlagValues()
-	if len(fv) != 16 {
-		t.Errorf("FlagValues has %d entries, want 16 (one per field of Settings)", len(fv))
+// TestNamed checks that every setting has a named value that parses back exactly.
+func TestNamed(t *testing.T) {
+	fv := testSettings.Named()
+	if len(fv) != 17 {
+		t.Errorf("Named has %d entries, want 17 (one per field of Settings)", len(fv))
 	}
 	for _, tc := range []struct {
 		flag string
@@ -288,11 +288,14 @@ func TestFlagValues(t *testing.T) {
 	}{{"epsilon", testSettings.Epsilon}, {"delta", 1e-4}, {"noise-variance", 1e-3}, {"r", 5}, {"initial-index", -1}} {
 		got, err := strconv.ParseFloat(fv[tc.flag], 64)
 		if err != nil || got != tc.want {
-			t.Errorf("FlagValues()[%q] = %q, want %v exactly", tc.flag, fv[tc.flag], tc.want)
+			t.Errorf("Named()[%q] = %q, want %v exactly", tc.flag, fv[tc.flag], tc.want)
 		}
 	}
+	if fv["direction"] != "maximize" {
+		t.Errorf(`Named()["direction"] = %q, want "maximize" (the zero Direction)`, fv["direction"])
+	}
 	if fv["kernel"] != "se" || fv["allow-repeats"] != "false" || fv["fit-every"] != "0" {
-		t.Errorf("FlagValues kernel, allow-repeats, fit-every = %q, %q, %q; want se, false, 0", fv["kernel"], fv["allow-repeats"], fv["fit-every"])
+		t.Errorf("Named kernel, allow-repeats, fit-every = %q, %q, %q; want se, false, 0", fv["kernel"], fv["allow-repeats"], fv["fit-every"])
 	}
 }
 
