@@ -66,6 +66,7 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 	op := info.GetOutputPrivacy()
 	return &modeler.DatasetInfo{
 		Name: info.GetName(), DatasetID: info.GetDatasetId(), Rows: int(min(info.GetRows(), uint64(maxInt))),
+		Dimension:           int(info.GetDimension()),
 		MaxQueryIndices:     int(info.GetMaxQueryIndices()),
 		ProjectionMechanism: info.GetProjectionMechanism(), ProjectionRelation: info.GetProjectionRelation(),
 		ProtectedUnit: info.GetProtectedUnit(), Guarantee: info.GetGuarantee(),

@@ -31,6 +31,10 @@ type Curator interface {
 // at all (a wrong address, TLS files the curator refuses, a curator that is down).
 var ErrUnreachable = errors.New("cannot reach the curator")
 
+// ErrWideProjection is returned, before anything is charged, for a projection
+// dimension r above the dataset's number of features (Config.WideProjection).
+var ErrWideProjection = errors.New("projection dimension above the number of features")
+
 // DatasetInfo describes the curator's dataset, how it releases projections and answers,
 // and the caller's budget.
 type DatasetInfo struct {
@@ -38,6 +42,8 @@ type DatasetInfo struct {
 	// without one).
 	Name, DatasetID string
 	Rows            int
+	// Dimension is the number of features d (0 from a curator that does not say).
+	Dimension int
 	// MaxQueryIndices is the most rows one query may ask for (0: no limit).
 	MaxQueryIndices int
 	// ProjectionMechanism and ProjectionRelation describe projection releases: the

@@ -63,6 +63,18 @@ type Config struct {
 	// Workers is the GP's parallelism (gpucb.Config.Workers: 0 its default). It
 	// changes the speed only, never a choice, and is not a stored setting.
 	Workers int
+	// WideProjection allows R above the dataset's number of features d. A projection
+	// with r > d keeps no more information than r = d (the Gaussian release is an
+	// isometry from r = d on) and adds noise in every extra coordinate, so it is
+	// refused by default; the paper's lifted experiments (Kharkovskii et al., ICML 2020,
+	// Table 1: r = 10 on d = 2) set it. Not a stored setting: it allows, never changes,
+	// a choice.
+	WideProjection bool
+	// Direction is study.Maximize (the zero value, the paper's setting) or
+	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
+	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
+	// and its recommendation are in the answers' own units.
+	Direction study.Direction
 }
 
 // Resume reports how a stored study was continued.
@@ -104,7 +116,11 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 	signal, noise = c.SignalVariance, c.NoiseVariance
 	if !op.Exact() && (signal == 0 || noise == 0) {
 		var p gpucb.NoisyPrior
-		p, answerNoise, err = gpucb.OutputPrior(NoiseRule, op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
+		lo, hi := op.Lower, op.Upper
+		if c.Direction == study.Minimize {
+			lo, hi = -hi, -lo
+		}
+		p, answerNoise, err = gpucb.OutputPrior(NoiseRule, op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, lo, hi)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
 		}
@@ -139,15 +155,17 @@ type Step struct {
 // Result is the summary of a study.
 type Result struct {
 	// Study is the name of the stored study ("" for Run).
-	Study     string  `json:"study,omitempty"`
-	Dataset   string  `json:"dataset"`
-	ReleaseID string  `json:"release_id"`
-	Rows      int     `json:"rows"`
-	R         int     `json:"r"`
+	Study     string `json:"study,omitempty"`
+	Dataset   string `json:"dataset"`
+	ReleaseID string `json:"release_id"`
+	Rows      int    `json:"rows"`
+	R         int    `json:"r"`
+	// Direction is "maximize" or "minimize"; BestValue is the best answer in it.
+	Direction string  `json:"direction"`
 	BestIndex int     `json:"best_index"`
 	BestValue float64 `json:"best_value"`
-	// Recommended is the queried row with the highest posterior mean at the end of
-	// the study, and RecommendedMean that mean. With private (noisy) answers the
+	// Recommended is the queried row with the best (highest, or lowest when
+	// minimising) posterior mean at the end of the study, and RecommendedMean that mean. With private (noisy) answers the
 	// highest answer (BestIndex) is mostly the luckiest noise draw; the posterior mean
 	// pools every answer through the GP and is what to act on, as Vizier and Optuna
 	// recommend under noisy objectives. With exact answers the two agree up to the
@@ -252,6 +270,9 @@ func (c *Config) defaults() error {
 	if c.FitEvery < 0 {
 		return fmt.Errorf("modeler: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed, k > 0 refits them every k answers), got %d", c.FitEvery)
 	}
+	if c.Direction != study.Maximize && c.Direction != study.Minimize {
+		return fmt.Errorf("modeler: direction %q: want maximize or minimize (study.ParseDirection)", string(c.Direction))
+	}
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
 	if c.DeltaUCB == 0 {
@@ -293,7 +314,7 @@ func (c Config) Settings() (study.Settings, error) {
 		R: c.R, Epsilon: c.Epsilon, Delta: c.Delta, Label: c.Label, Iterations: c.Iterations, Batch: c.Batch,
 		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
 		FitEvery: c.FitEvery, DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
-		InitialIndex: c.InitialIndex,
+		InitialIndex: c.InitialIndex, Direction: c.Direction,
 	}, nil
 }
 
@@ -307,7 +328,7 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 		R: s.R, Epsilon: s.Epsilon, Delta: s.Delta, Label: s.Label, Iterations: s.Iterations, Batch: s.Batch,
 		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
 		FitEvery: s.FitEvery, DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
-		InitialIndex: s.InitialIndex,
+		InitialIndex: s.InitialIndex, Direction: s.Direction,
 	}, nil
 }
 
@@ -354,7 +375,8 @@ type session struct {
 	n, dim int
 	gcfg   gpucb.Config
 	gp     *gpucb.GP
-	ys     []float64 // real answers in order, as observed by gp
+	ys     []float64 // answers in order, as observed by gp (times sign)
+	sign   float64   // cfg.Direction.Sign(): the GP maximises sign·y
 	res    *Result
 	budget study.Budget
 	rounds int
@@ -387,23 +409,24 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	res := &Result{Rows: n, R: dim, BestIndex: -1, BestValue: math.Inf(-1), Batch: cfg.Batch,
+	sign := cfg.Direction.Sign()
+	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * sign, Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise}
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, sign: sign}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.
 func (s *session) observe(iteration, round, i int, y float64) error {
-	if err := s.gp.Observe(i, y); err != nil {
+	if err := s.gp.Observe(i, s.sign*y); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
-	s.ys = append(s.ys, y)
+	s.ys = append(s.ys, s.sign*y)
 	s.res.Queried = append(s.res.Queried, i)
 	s.res.Values = append(s.res.Values, y)
-	if y > s.res.BestValue {
+	if s.cfg.Direction.Better(y, s.res.BestValue) {
 		s.res.BestValue, s.res.BestIndex = y, i
 	}
 	s.res.Iterations = iteration
@@ -549,6 +572,7 @@ func (s *session) finish() *Result {
 			s.res.Recommended, s.res.RecommendedMean = i, m
 		}
 	}
+	s.res.RecommendedMean *= s.sign // the GP's mean is of sign·y
 	b := s.budget
 	s.res.EpsilonSpent, s.res.DeltaSpent = b.EpsilonSpent, b.DeltaSpent
 	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.EpsilonRemaining, b.DeltaRemaining
@@ -600,6 +624,10 @@ func fetchRelease(ctx context.Context, cur Curator, cfg Config) (*DatasetInfo, *
 	n := min(info.Rows, math.MaxInt32)
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
 		return nil, nil, err
+	}
+	if d := info.Dimension; d > 0 && cfg.R > d && !cfg.WideProjection {
+		return nil, nil, fmt.Errorf("modeler: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d",
+			ErrWideProjection, cfg.R, d, info.Name, d, d)
 	}
 	if cfg.InitialIndex >= n {
 		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)

@@ -37,7 +37,7 @@ func (l *Local) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) {
 	}
 	o := info.Output
 	return &modeler.DatasetInfo{
-		Name: info.Name, DatasetID: info.DatasetID, Rows: info.Rows, MaxQueryIndices: info.MaxQueryIndices,
+		Name: info.Name, DatasetID: info.DatasetID, Rows: info.Rows, Dimension: info.Dim, MaxQueryIndices: info.MaxQueryIndices,
 		ProjectionMechanism: info.ProjectionMechanism, ProjectionRelation: string(info.ProjectionRelation),
 		ProtectedUnit: info.ProtectedUnit, Guarantee: info.Guarantee,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta,

@@ -608,6 +608,7 @@ func (c *Config) session(r, run, first, workers int) modeler.Config {
 		SignalVariance: c.GP.SignalVariance, NoiseVariance: c.GP.NoiseVariance,
 		FitEvery: c.GP.FitEvery, DeltaUCB: c.GP.DeltaUCB, RawOutputs: !c.standardise,
 		InitialIndex: first, Workers: workers,
+		WideProjection: true, // the paper's synthetic runs project d = 2 to r = 10
 	}
 }
 
