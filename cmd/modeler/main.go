@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
@@ -38,12 +39,11 @@ Run 'modeler <command> -h' for the flags of a command.
 `
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, errorLine(err))
-		}
-		os.Exit(1)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if cli.ExitCode(err) != 0 {
+		fmt.Fprintln(os.Stderr, errorLine(err))
 	}
+	os.Exit(cli.ExitCode(err))
 }
 
 // printProtection states the guarantee and mechanism of the projection and of the
@@ -126,14 +126,13 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", false, "let GP-UCB choose rows it has already queried")
 	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
+	fs.Var((*directionFlag)(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
+	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var store *study.Store
 	if studyName != "" {
@@ -202,14 +201,18 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	} else {
 		res, err = modeler.Run(ctx, curatorclient.New(client), cfg)
 	}
-	if err != nil {
-		return err
+	if errors.Is(err, modeler.ErrWideProjection) {
+		return fmt.Errorf("%w (--allow-r-above-d releases it anyway, to reproduce the paper's lifted runs)", err)
 	}
-	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s, release %s, r=%d)\n",
-		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
+	if err != nil {
+		return interrupted(ctx, err, studyName)
+	}
+	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g (%s) after %d queries (%s, release %s, r=%d)\n",
+		res.Dataset, res.BestIndex, res.BestValue, res.Direction, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
 	if res.AnswerNoiseVariance > 0 {
-		fmt.Fprintf(stdout, "recommended row %d: highest posterior mean %.4g among the queried rows (the answers are noisy, so the highest answer above is mostly the luckiest noise draw)\n",
-			res.Recommended, res.RecommendedMean)
+		word := map[string]string{"maximize": "highest", "minimize": "lowest"}[res.Direction]
+		fmt.Fprintf(stdout, "recommended row %d: %s posterior mean %.4g among the queried rows (the answers are noisy, so the best answer above is mostly the luckiest noise draw)\n",
+			res.Recommended, word, res.RecommendedMean)
 	}
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
@@ -231,5 +234,31 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout, string(b))
 	}
+	return nil
+}
+
+// interrupted turns the context error of a run stopped by Ctrl-C (or SIGTERM) into a
+// line that says what was kept and how to go on; other errors pass unchanged.
+func interrupted(ctx context.Context, err error, studyName string) error {
+	if !errors.Is(err, context.Canceled) || !errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
+	if studyName != "" {
+		return fmt.Errorf("interrupted: study %s is kept up to its last answer; `modeler run --study %s` resumes it (the curator replays what it already released at no cost)", studyName, studyName)
+	}
+	return errors.New("interrupted: nothing was kept; run again to start over (the curator replays the projection and the answers it already released at no cost), or pass --study NAME to keep a study that can be resumed")
+}
+
+// directionFlag is a study.Direction flag: maximize or minimize.
+type directionFlag study.Direction
+
+func (d *directionFlag) String() string { return study.Direction(*d).String() }
+
+func (d *directionFlag) Set(s string) error {
+	v, err := study.ParseDirection(s)
+	if err != nil {
+		return errors.New("want maximize or minimize")
+	}
+	*d = directionFlag(v)
 	return nil
 }

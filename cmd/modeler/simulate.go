@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/simulate"
+	"github.com/privbo/privbo/pkg/study"
 )
 
 // runSimulate is `modeler simulate`: flags → simulate.Config → simulate.Run.
@@ -35,7 +37,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&data, "data", "", "CSV data set (the curator's file)")
 	fs.StringVar(&target, "target", "", "target column (default: the last column)")
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
-	fs.BoolVar(&minimize, "minimize", false, "minimise the target instead of maximising it")
+	var direction study.Direction
+	fs.Var((*directionFlag)(&direction), "direction", "maximize or minimize the target (as modeler run --direction)")
+	fs.BoolVar(&minimize, "minimize", false, "the same as --direction minimize")
 	fs.BoolVar(&logOut, "log-outputs", false, "take the natural log of the target (must be positive)")
 	fs.BoolVar(&synth, "synthetic", false, "the synthetic GP experiment of Kharkovskii et al. (ICML 2020), Table 1, instead of a data set (docs/MATHS.md §2.5)")
 	fs.IntVar(&grid, "grid", 100, "synthetic: g×g grid on [-1,1]²")
@@ -49,7 +53,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&outMech, "output-privacy", "none", "how the curator releases answers: none (exact), laplace or gaussian (clip to --output-lower/--output-upper, add noise; noise from crypto/rand, not reproducible from --seed)")
 	fs.Float64Var(&cfg.Output.Epsilon, "output-epsilon", 0, "ε of each private answer (output privacy)")
 	fs.Float64Var(&cfg.Output.Delta, "output-delta", 0, "δ of each private answer (gaussian output privacy only)")
-	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs/--minimize as the target)")
+	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs and --direction as the target)")
 	fs.Float64Var(&cfg.Output.Upper, "output-upper", math.NaN(), "public upper bound of the target (required with output privacy)")
 	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
@@ -67,11 +71,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
 	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	k, err := gpucb.ParseKernel(kernel)
 	if err != nil {
@@ -98,7 +99,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cfg.Data = &simulate.DataConfig{Path: data, Options: dataset.Options{Target: target, Scaling: sc}, Minimize: minimize, LogOutputs: logOut}
+		cfg.Data = &simulate.DataConfig{Path: data, Options: dataset.Options{Target: target, Scaling: sc}, Minimize: minimize || direction == study.Minimize, LogOutputs: logOut}
 	default:
 		return errors.New("give --data FILE or --synthetic")
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -25,10 +26,42 @@ func openStudies(dir string) (*study.Store, error) {
 	return study.Open(dir)
 }
 
+// settingFlags maps each stored study setting (study.Settings.Named) and connection
+// field (study.Connection's JSON names) to the `modeler run` flag that sets it. The
+// names coincide today; this table is the one place where the CLI's names meet the
+// stored ones (TestSettingFlags checks that it covers both and that every flag exists).
+var settingFlags = map[string]string{
+	"r": "r", "epsilon": "epsilon", "delta": "delta", "label": "label", "iterations": "iterations",
+	"batch": "batch", "kernel": "kernel", "lengthscale": "lengthscale", "signal-variance": "signal-variance",
+	"noise-variance": "noise-variance", "fit-every": "fit-every", "delta-ucb": "delta-ucb", "beta": "beta",
+	"allow-repeats": "allow-repeats", "raw-outputs": "raw-outputs", "initial-index": "initial-index",
+	"direction": "direction",
+	// study.Connection
+	"curator": "curator", "identity": "identity", "ca": "ca", "cert": "cert", "key": "key",
+	"token-file": "token-file", "server-name": "server-name",
+}
+
+// storedValues is a stored study's settings and connection by stored name.
+func storedValues(st *study.Study) (map[string]string, error) {
+	vals := st.Settings.Named()
+	var conn map[string]string
+	b, err := json.Marshal(st.Connection)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &conn); err != nil {
+		return nil, err
+	}
+	for k, v := range conn {
+		vals[k] = v
+	}
+	return vals, nil
+}
+
 // fillFromStudy sets every flag that the command line did not set from the stored study
-// name (its settings and connection), so that `modeler run --study NAME` alone resumes
-// it. Flags that were set are left for modeler.RunStudy to compare with the stored ones.
-// A study that does not exist yet is left alone.
+// name (its settings and connection, through settingFlags), so that `modeler run --study
+// NAME` alone resumes it. Flags that were set are left for modeler.RunStudy to compare
+// with the stored ones. A study that does not exist yet is left alone.
 func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) error {
 	st, err := store.Get(ctx, name)
 	if errors.Is(err, study.ErrNotFound) {
@@ -39,24 +72,20 @@ func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, na
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	vals := st.Settings.FlagValues()
-	var conn map[string]string
-	b, err := json.Marshal(st.Connection)
+	vals, err := storedValues(st)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(b, &conn); err != nil {
-		return err
-	}
-	for k, v := range conn {
-		vals[k] = v
-	}
 	for k, v := range vals {
-		if set[k] || fs.Lookup(k) == nil {
+		fl, ok := settingFlags[k]
+		if !ok {
+			return fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
+		}
+		if set[fl] || fs.Lookup(fl) == nil {
 			continue
 		}
-		if err := fs.Set(k, v); err != nil {
-			return fmt.Errorf("study %s: stored %s = %q: %w", name, k, v, err)
+		if err := fs.Set(fl, v); err != nil {
+			return fmt.Errorf("study %s: stored %s = %q: --%s: %w", name, k, v, fl, err)
 		}
 	}
 	return nil
@@ -112,11 +141,8 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dir := fs.String("studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
 	asJSON := fs.Bool("json", false, "print the list as one JSON array")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	store, err := openStudies(*dir)
 	if err != nil {
@@ -172,11 +198,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory for index.html and the PNGs (default: report-STUDY)")
 	var known knownBestFlag
 	fs.Var(&known, "known-best", "record the known optimum max f (simulations) for the regret curve")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *name == "" {
 		return errors.New("--study is required")

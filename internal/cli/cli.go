@@ -1,0 +1,43 @@
+// Package cli holds what privbo's two commands (cmd/curator, cmd/modeler) do alike
+// with their command lines: parsing a flag set so that -h prints the flags and exits
+// successfully, and a mistake is reported first, in one line, with the way to the
+// flags.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// Parse parses args into fs. With -h or --help it prints fs's flags to stdout and
+// returns flag.ErrHelp, which the command treats as success (exit status 0; see
+// ExitCode). Any other parse error is returned as one line naming the mistake and
+// `<command> -h`, without the page of flags the flag package would print after it.
+func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "Usage of %s:\n", fs.Name())
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		return fmt.Errorf("%w (run '%s -h' for its flags)", err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (run '%s -h' for its flags)", fs.Args(), fs.Name())
+	}
+	return nil
+}
+
+// ExitCode is the exit status of a command that returned err: 0 for success and for
+// flag.ErrHelp (help was asked for and printed), 1 otherwise.
+func ExitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
+}

@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func newSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("modeler run", flag.ContinueOnError)
+	fs.Int("r", 10, "projection dimension r")
+	return fs
+}
+
+// TestParse checks the three outcomes: help printed to stdout with a success exit
+// status, an unknown flag reported first in one line, and stray arguments refused.
+func TestParse(t *testing.T) {
+	var out bytes.Buffer
+	err := Parse(newSet(), []string{"--help"}, &out)
+	if !errors.Is(err, flag.ErrHelp) || ExitCode(err) != 0 {
+		t.Errorf("--help: %v, exit %d; want ErrHelp, exit 0", err, ExitCode(err))
+	}
+	if !strings.Contains(out.String(), "Usage of modeler run:") || !strings.Contains(out.String(), "projection dimension r") {
+		t.Errorf("--help printed %q", out.String())
+	}
+	out.Reset()
+	err = Parse(newSet(), []string{"--nope"}, &out)
+	if err == nil || ExitCode(err) != 1 || out.Len() != 0 {
+		t.Fatalf("--nope: %v, exit %d, printed %q", err, ExitCode(err), out.String())
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "flag provided but not defined: -nope") || !strings.Contains(msg, "'modeler run -h'") || strings.Contains(msg, "\n") {
+		t.Errorf("--nope: message %q, want the mistake first, one line, and the way to the flags", msg)
+	}
+	if err := Parse(newSet(), []string{"--r", "5", "extra"}, &out); err == nil || !strings.Contains(err.Error(), `["extra"]`) {
+		t.Errorf("stray argument: %v", err)
+	}
+	if err := Parse(newSet(), []string{"--r", "5"}, &out); err != nil || ExitCode(err) != 0 {
+		t.Errorf("good flags: %v", err)
+	}
+}
