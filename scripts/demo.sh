@@ -10,7 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${PRIVBO_BIN:-.bin} # where the curator and modeler binaries are (make build puts them in .bin)
 state=$(mktemp -d -t privbo-demo.XXXXXX)
-log="$state/curator.log"
+# The curator's log outlives the demo (the state directory does not): it is where a
+# person looks when something went wrong, and it holds no data row.
+logdir=$(mktemp -d -t privbo-demo-log.XXXXXX)
+log="$logdir/curator.log"
 curator_pid=""
 trap '[ -n "$curator_pid" ] && kill $curator_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$state"' EXIT
 
@@ -49,4 +52,5 @@ echo "    the recommended row, $rec, has $(truth "$rec"))"
 
 echo "== the curator's privacy ledger"
 kill -TERM $curator_pid; wait $curator_pid || true
-"$bin/curator" ledger --state "$state/curator" --dataset-id diabetes --budget-epsilon 10 --budget-delta 1e-3
+"$bin/curator" ledger --state "$state/curator" --dataset-id diabetes
+echo "== the curator's log is kept at $log"

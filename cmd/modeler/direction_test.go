@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,5 +114,26 @@ func TestRunDirectionAndCLIErrors(t *testing.T) {
 	}
 	if spent["cli-wide"] != spent["cli-fresh"] {
 		t.Errorf("after the same run, the identity refused r = 11 spent ε = %v, a fresh one %v: the refusal was charged", spent["cli-wide"], spent["cli-fresh"])
+	}
+}
+
+// TestInterruptedSaysHowToGoOn checks the line a Ctrl-C leaves: with a study, how to
+// resume it; without, that nothing was kept and how to keep one; other errors unchanged.
+func TestInterruptedSaysHowToGoOn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := fmt.Errorf("modeler: query of rows [3]: %w", context.Canceled)
+	if err := interrupted(ctx, stopped, "s7"); !strings.Contains(err.Error(), "`modeler run --study s7` resumes it") {
+		t.Errorf("with a study: %v", err)
+	}
+	if err := interrupted(ctx, stopped, ""); !strings.Contains(err.Error(), "nothing was kept") || !strings.Contains(err.Error(), "--study NAME") {
+		t.Errorf("without a study: %v", err)
+	}
+	other := errors.New("modeler: budget exhausted")
+	if err := interrupted(ctx, other, "s7"); err != other {
+		t.Errorf("another error was rewritten: %v", err)
+	}
+	if err := interrupted(context.Background(), stopped, "s7"); err != stopped {
+		t.Errorf("a cancellation that is not ours was rewritten: %v", err)
 	}
 }
