@@ -19,8 +19,14 @@ type Options struct {
 	// Target is the name of the target column; empty means the last column.
 	Target string
 	// Features lists the feature columns in the order wanted in X; empty
-	// means every column but the target, in file order.
+	// means every column but the target and those in Exclude, in file order.
+	// A column the scaling's schema declares categorical (SchemaColumn's
+	// Categories) becomes one one-hot feature per category, named
+	// "column=category", in the schema's order.
 	Features []string
+	// Exclude lists columns to leave out (a text column, an identifier) when
+	// Features is empty; every name must be a column of the file.
+	Exclude []string
 	// Scaling says how features are scaled; the zero value is
 	// standardise-nonprivate (no privacy guarantee). LoadRaw and ParseRaw
 	// ignore it.
@@ -245,12 +251,26 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	}
 	var features []string
 	if len(opt.Features) == 0 {
+		excluded := make(map[string]bool, len(opt.Exclude))
+		for _, e := range opt.Exclude {
+			e = strings.TrimSpace(e)
+			if _, ok := index[e]; !ok {
+				return fail(headerLine, e, fmt.Errorf("excluded column not in the header; columns are %s", nameList(header)))
+			}
+			if e == target {
+				return fail(headerLine, e, errors.New("the target column cannot be excluded"))
+			}
+			excluded[e] = true
+		}
 		for _, h := range header {
-			if h != target {
+			if h != target && !excluded[h] {
 				features = append(features, h)
 			}
 		}
 	} else {
+		if len(opt.Exclude) > 0 {
+			return fail(headerLine, "", errors.New("give the feature columns or the columns to exclude, not both"))
+		}
 		seen := make(map[string]bool, len(opt.Features))
 		for _, f := range opt.Features {
 			f = strings.TrimSpace(f)
@@ -269,14 +289,39 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 			features = append(features, f)
 		}
 	}
-	d := len(features)
-	if d == 0 {
-		return fail(headerLine, "", fmt.Errorf("no feature columns: the header has only the target %s", quoteName(target)))
+	if len(features) == 0 {
+		return fail(headerLine, "", fmt.Errorf("no feature columns: the header has only the target %s (and excluded columns)", quoteName(target)))
 	}
-	fi := make([]int, d)
+	// Source columns in feature order; a categorical one (from the schema)
+	// becomes one one-hot feature per category.
+	type source struct {
+		k    int      // index in the header
+		cats []string // the schema's categories, nil for a numeric column
+		line int      // the categorical column's schema line
+	}
+	var sch *Schema
+	if opt.Scaling.Schema != nil {
+		sch = opt.Scaling.Schema
+	}
+	srcs := make([]source, len(features))
+	var expanded []string
 	for j, f := range features {
-		fi[j] = index[f]
+		srcs[j].k = index[f]
+		if sch != nil {
+			if oh := sch.OneHot(f); oh != nil {
+				c, _ := sch.Column(f)
+				srcs[j].cats, srcs[j].line = c.Categories, c.Line
+				expanded = append(expanded, oh...)
+				continue
+			}
+		}
+		expanded = append(expanded, f)
 	}
+	if c, ok := schemaColumn(sch, target); ok && len(c.Categories) > 0 {
+		return fail(headerLine, target, fmt.Errorf("the target column is categorical in schema %s (line %d); the target must be a number", sch.File, c.Line))
+	}
+	features = expanded
+	d := len(features)
 
 	// Records.
 	var x, y []float64
@@ -300,11 +345,27 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 			y = slices.Grow(y, max(cap(y), 1024))
 		}
 		lines = append(lines, line)
-		for _, k := range fi {
-			v, err := parseCell(rec[k])
+		for _, s := range srcs {
+			if s.cats != nil {
+				cell := strings.TrimSpace(rec[s.k])
+				hit := slices.Index(s.cats, cell)
+				if hit < 0 {
+					// The cell is data: the message names where it is, not what it holds.
+					l, _ := cr.FieldPos(s.k)
+					return fail(l, header[s.k], fmt.Errorf("value is not one of the %d categories schema %s lists for this column on line %d", len(s.cats), sch.File, s.line))
+				}
+				for c := range s.cats {
+					x = append(x, float64(b2i(c == hit)))
+				}
+				continue
+			}
+			v, err := parseCell(rec[s.k])
 			if err != nil {
-				l, _ := cr.FieldPos(k)
-				return fail(l, header[k], err)
+				l, _ := cr.FieldPos(s.k)
+				if err == errNotANumber {
+					err = fmt.Errorf("%w (a text column? exclude it, or list its public categories in the schema)", err)
+				}
+				return fail(l, header[s.k], err)
 			}
 			x = append(x, v)
 		}
@@ -336,6 +397,25 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	}, nil
 }
 
+// errNotANumber is parseCell's error for text.
+var errNotANumber = errors.New("not a number")
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// schemaColumn is s.Column(name), false for a nil schema.
+func schemaColumn(s *Schema, name string) (SchemaColumn, bool) {
+	if s == nil {
+		return SchemaColumn{}, false
+	}
+	return s.Column(name)
+}
+
 // parseCell parses one selected cell. Its errors describe the cell without
 // repeating its content.
 func parseCell(s string) (float64, error) {
@@ -352,7 +432,7 @@ func parseCell(s string) (float64, error) {
 		if errors.Is(err, strconv.ErrRange) {
 			return 0, errors.New("number too large for a 64-bit float")
 		}
-		return 0, errors.New("not a number")
+		return 0, errNotANumber
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, errors.New("NaN or infinite value, want a finite number")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,7 +16,7 @@ import (
 type Bounds struct{ Lower, Upper float64 }
 
 // SchemaColumn is one line of a schema: a column with either public bounds
-// (HasBounds) or a public scale and offset.
+// (HasBounds), a public scale and offset, or public categories.
 type SchemaColumn struct {
 	Name string
 	// Line is the column's line in the schema file; 0 for a schema built in
@@ -26,7 +27,17 @@ type SchemaColumn struct {
 	HasBounds     bool
 	Lower, Upper  float64
 	Scale, Offset float64
+	// Categories, when set, make the column categorical: its cells are text,
+	// each one of these public categories, and the loader one-hot encodes it
+	// as one feature per category, named "column=category" in this order,
+	// each with the public bounds [0, 1] (Schema.Column resolves those names).
+	// A categorical line has no bounds, scale or offset, and the target
+	// cannot be categorical.
+	Categories []string
 }
+
+// CategorySeparator separates the categories in a schema's categories cell.
+const CategorySeparator = "|"
 
 // Schema holds public, data-independent facts about the columns of a data
 // file: for each feature its public bounds or scale, and optionally the
@@ -71,7 +82,10 @@ func (e *SchemaError) Error() string {
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // schemaFields are the header names a schema may use.
-var schemaFields = []string{"column", "lower", "upper", "scale", "offset"}
+var schemaFields = []string{"column", "lower", "upper", "scale", "offset", "categories"}
+
+// numericFields are the schema fields holding numbers.
+var numericFields = []string{"lower", "upper", "scale", "offset"}
 
 // LoadSchema reads the schema file at path; see ParseSchema. A missing file
 // satisfies errors.Is(err, fs.ErrNotExist).
@@ -85,9 +99,10 @@ func LoadSchema(path string) (*Schema, error) {
 }
 
 // ParseSchema reads a schema: CSV with a header naming some of column,
-// lower, upper, scale, offset (any order, "column" required), then one line
-// per column with either lower and upper (public bounds, lower < upper) or
-// scale (> 0) and an optional offset. Empty cells are absent values; lines
+// lower, upper, scale, offset, categories (any order, "column" required),
+// then one line per column with either lower and upper (public bounds,
+// lower < upper), or scale (> 0) and an optional offset, or categories: the
+// public categories of a text column, separated by "|" (e.g. "benign|malignant"). Empty cells are absent values; lines
 // starting with '#' are comments. A line for the target column gives the
 // target's public range (lower and upper). Every value must be a finite
 // number and every column appear once. name identifies the input in errors
@@ -147,8 +162,9 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 	if hasLower != hasUpper {
 		return fail(headerLine, "", "header names only one of lower and upper; bounds need both")
 	}
-	if !hasLower && !hasScale {
-		return fail(headerLine, "", "header names neither lower and upper nor scale")
+	_, hasCategories := idx["categories"]
+	if !hasLower && !hasScale && !hasCategories {
+		return fail(headerLine, "", "header names neither lower and upper, nor scale, nor categories")
 	}
 
 	s := &Schema{File: name}
@@ -174,7 +190,7 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		}
 		seen[col] = line
 		vals := map[string]float64{}
-		for _, f := range schemaFields[1:] {
+		for _, f := range numericFields {
 			k, ok := idx[f]
 			if !ok {
 				continue
@@ -197,7 +213,18 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		_, up := vals["upper"]
 		_, sc := vals["scale"]
 		_, off := vals["offset"]
+		cat := false
+		if k, ok := idx["categories"]; ok && strings.TrimSpace(rec[k]) != "" {
+			cat = true
+			for _, v := range strings.Split(rec[k], CategorySeparator) {
+				c.Categories = append(c.Categories, strings.TrimSpace(v))
+			}
+		}
 		switch {
+		case cat && (lo || up || sc || off):
+			return fail(line, col, "line gives categories and also bounds or a scale; a categorical column has only its categories")
+		case cat:
+			// c.Categories, checked below.
 		case (lo || up) && (sc || off):
 			return fail(line, col, "line gives both bounds (lower, upper) and a scale or offset; give one or the other")
 		case lo != up:
@@ -209,7 +236,7 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		case off:
 			return fail(line, col, "line gives an offset but no scale")
 		default:
-			return fail(line, col, "line gives neither bounds (lower, upper) nor a scale")
+			return fail(line, col, "line gives neither bounds (lower, upper), nor a scale, nor categories")
 		}
 		if err := c.check(); err != nil {
 			return fail(line, col, "%v", err)
@@ -224,6 +251,22 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 
 // check checks one column's values on their own.
 func (c SchemaColumn) check() error {
+	if len(c.Categories) > 0 {
+		seen := map[string]bool{}
+		for _, v := range c.Categories {
+			switch {
+			case v == "":
+				return errors.New("empty category name")
+			case seen[v]:
+				return fmt.Errorf("category %q listed twice", v)
+			}
+			seen[v] = true
+		}
+		if c.HasBounds || c.Scale != 0 || c.Offset != 0 {
+			return errors.New("a categorical column has no bounds, scale or offset")
+		}
+		return nil
+	}
 	if c.HasBounds {
 		if math.IsNaN(c.Lower) || math.IsInf(c.Lower, 0) || math.IsNaN(c.Upper) || math.IsInf(c.Upper, 0) {
 			return fmt.Errorf("bounds must be finite, got [%g, %g]", c.Lower, c.Upper)
@@ -283,14 +326,39 @@ func (s *Schema) Validate() error {
 	return nil
 }
 
-// Column returns the schema's line for the named column.
+// Column returns the schema's line for the named column. A name
+// "column=category" that is not itself a line, for a categorical column and
+// one of its categories, is that category's one-hot feature: a column with
+// the public bounds [0, 1] (on the categorical column's line).
 func (s *Schema) Column(name string) (SchemaColumn, bool) {
 	for _, c := range s.Columns {
 		if c.Name == name {
 			return c, true
 		}
 	}
+	if col, cat, ok := strings.Cut(name, "="); ok {
+		for _, c := range s.Columns {
+			if c.Name == col && slices.Contains(c.Categories, cat) {
+				return SchemaColumn{Name: name, Line: c.Line, HasBounds: true, Lower: 0, Upper: 1}, true
+			}
+		}
+	}
 	return SchemaColumn{}, false
+}
+
+// OneHot returns the names of the one-hot features of the categorical column
+// c ("c=category" for each category, in the schema's order), or nil if c is
+// not a categorical column of s.
+func (s *Schema) OneHot(c string) []string {
+	col, ok := s.Column(c)
+	if !ok || len(col.Categories) == 0 {
+		return nil
+	}
+	out := make([]string, len(col.Categories))
+	for k, v := range col.Categories {
+		out[k] = c + "=" + v
+	}
+	return out
 }
 
 // Names returns the column names in schema order.

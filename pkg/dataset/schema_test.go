@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestParseSchemaErrors(t *testing.T) {
 		{"header twice", "column,lower,upper,lower\n", 1, `names "lower" twice`},
 		{"no column", "lower,upper\n", 1, `no "column" field`},
 		{"half bounds header", "column,lower,scale\n", 1, "only one of lower and upper"},
-		{"nothing to give", "column,offset\n", 1, "neither lower and upper nor scale"},
+		{"nothing to give", "column,offset\n", 1, "neither lower and upper, nor scale, nor categories"},
 		{"no lines", "# c\ncolumn,lower,upper\n# only comments\n", 0, "no column lines"},
 		{"lower ≥ upper", "column,lower,upper\nage,18,90\nbmi,50,15\n", 3, "lower 50 must be below upper 15"},
 		{"lower = upper", "column,lower,upper\nage,18,18\n", 2, "lower 18 must be below upper 18"},
@@ -35,7 +36,7 @@ func TestParseSchemaErrors(t *testing.T) {
 		{"named twice", "column,lower,upper\nage,18,90\nsex,1,2\nage,0,100\n", 4, "column named twice (first on line 2)"},
 		{"bounds and scale", "column,lower,upper,scale\nage,18,90,10\n", 2, "both bounds (lower, upper) and a scale"},
 		{"bounds and offset", "column,lower,upper,scale,offset\nage,18,90,,5\n", 2, "both bounds"},
-		{"neither", "column,lower,upper,scale\nage,,,\n", 2, "neither bounds (lower, upper) nor a scale"},
+		{"neither", "column,lower,upper,scale\nage,,,\n", 2, "neither bounds (lower, upper), nor a scale, nor categories"},
 		{"only lower", "column,lower,upper\nage,18,\n", 2, "only one of lower and upper"},
 		{"offset only", "column,scale,offset\nage,,3\n", 2, "offset but no scale"},
 		{"short line", "column,lower,upper\nage,18\n", 2, "line has 2 fields, the header has 3"},
@@ -83,7 +84,7 @@ func TestParseSchema(t *testing.T) {
 		t.Fatalf("ParseSchema columns = %+v, want %+v", s.Columns, want)
 	}
 	for i := range want {
-		if s.Columns[i] != want[i] {
+		if !reflect.DeepEqual(s.Columns[i], want[i]) {
 			t.Errorf("column %d = %+v, want %+v", i, s.Columns[i], want[i])
 		}
 	}
@@ -168,7 +169,7 @@ func TestSchemaApplied(t *testing.T) {
 // are wide enough) and that the scaled rows stay within ClipNorm without
 // clipping (every column lies in [−c, c] with c = ClipNorm/√d).
 func TestShippedSchemas(t *testing.T) {
-	for _, tt := range []struct{ data, target string }{{"diabetes", "progression"}, {"breast_cancer", "benign"}} {
+	for _, tt := range []struct{ data, target string }{{"diabetes", "progression"}, {"breast_cancer", "benign"}, {"breast_cancer_labelled", "worst_area"}} {
 		dir := filepath.Join("..", "..", "examples", "data")
 		spec := "schema:" + filepath.Join(dir, tt.data+".schema.csv")
 		sc, err := ParseScaling(spec)
@@ -178,7 +179,7 @@ func TestShippedSchemas(t *testing.T) {
 		if sc.String() != spec {
 			t.Errorf("ParseScaling(%q).String() = %q", spec, sc.String())
 		}
-		raw, err := LoadRaw(filepath.Join(dir, tt.data+".csv"), Options{Target: tt.target})
+		raw, err := LoadRaw(filepath.Join(dir, tt.data+".csv"), Options{Target: tt.target, Scaling: sc})
 		if err != nil {
 			t.Fatal(err)
 		}
