@@ -124,6 +124,7 @@ type serveFlags struct {
 	cfg                                  server.Config
 	configFile                           string
 	features, scaling, schema, addrFile  string
+	exclude                              string
 	logLevel, logFormat                  string
 	outMech                              string
 	outEps, outDelta, outLower, outUpper float64
@@ -142,7 +143,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.configFile, "config", "", "configuration file: flat TOML, one flag-name = value per line (flags and PRIVBO_CURATOR_* environment variables override it)")
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
-	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
+	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target and --exclude)")
+	fs.StringVar(&f.exclude, "exclude", "", "comma-separated columns to leave out (a text label, an identifier); a text column can instead be a categorical feature, one-hot encoded from the public categories its --schema line lists")
 	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
 	fs.StringVar(&f.schema, "schema", "", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE")
 	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private) and the target's range (private answers without --output-lower/--output-upper or a schema target line); charged to the dataset cap under the identity _curator")
@@ -232,6 +234,9 @@ func (f *serveFlags) build() (server.Config, error) {
 	}
 	if f.features != "" {
 		cfg.Data.Features = strings.Split(f.features, ",")
+	}
+	if f.exclude != "" {
+		cfg.Data.Exclude = strings.Split(f.exclude, ",")
 	}
 	sc, err := scalingOf(f.scaling, f.schema)
 	if err != nil {

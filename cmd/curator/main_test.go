@@ -167,3 +167,45 @@ func TestScalingSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestTextLabelColumn loads the shipped CSV with a text label column (diagnosis) in the
+// two ways a hospital has: leaving it out with --exclude, or as a categorical feature
+// whose public categories its --schema line lists; without either, the error names the
+// column and both ways.
+func TestTextLabelColumn(t *testing.T) {
+	data := filepath.Join("..", "..", "examples", "data", "breast_cancer_labelled.csv")
+	schema := filepath.Join("..", "..", "examples", "data", "breast_cancer_labelled.schema.csv")
+	base := []string{"check-config", "--data", data, "--target", "worst_area", "--dataset-id", "bc", "--state", t.TempDir(),
+		"--budget-epsilon", "10", "--output-lower", "0", "--output-upper", "10000"}
+	err := run(base)
+	if err == nil || !strings.Contains(err.Error(), `"diagnosis"`) || !strings.Contains(err.Error(), "exclude it") || !strings.Contains(err.Error(), "categories") {
+		t.Errorf("text column, neither excluded nor categorical: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"excluded", []string{"--exclude", "diagnosis"}, "569 rows × 10 features"},
+		{"categorical", []string{"--schema", schema}, "569 rows × 12 features"},
+	} {
+		sum, err := server.Check(mustBuild(t, append(append([]string{}, base[1:]...), tc.args...)))
+		if err != nil || !strings.Contains(sum, tc.want) {
+			t.Errorf("%s: %q, %v; want %q", tc.name, sum, err, tc.want)
+		}
+	}
+}
+
+// mustBuild is the server configuration serve would build from args.
+func mustBuild(t *testing.T, args []string) server.Config {
+	t.Helper()
+	f, err := parseServe("curator check-config", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
