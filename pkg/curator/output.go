@@ -69,6 +69,9 @@ func newOutputReleaser(o OutputPrivacy) (*outputReleaser, error) {
 		return nil, fmt.Errorf("curator: output privacy needs a finite range lower < upper, got [%g, %g]", o.Lower, o.Upper)
 	}
 	sens := o.Upper - o.Lower
+	if math.IsInf(sens, 0) {
+		return nil, fmt.Errorf("curator: output privacy range [%g, %g] is wider than float64 can hold (upper − lower overflows); declare a range that the target can be rescaled to", o.Lower, o.Upper)
+	}
 	var err error
 	switch o.Mechanism {
 	case "laplace":

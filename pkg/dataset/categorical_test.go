@@ -129,3 +129,16 @@ func TestUnknownCategory(t *testing.T) {
 		t.Errorf("categorical target: %v", err)
 	}
 }
+
+// TestTargetSpreadOverflow refuses at load a target whose values are further apart than
+// float64 holds (the modeler could not model them, and a curator would have charged a
+// release before finding out).
+func TestTargetSpreadOverflow(t *testing.T) {
+	_, err := ParseRaw(strings.NewReader("a,y\n1,1.7e308\n2,-1.7e308\n"), "x.csv", Options{Target: "y"})
+	if err == nil || !strings.Contains(err.Error(), "rescale the target") {
+		t.Errorf("target spread overflowing float64: %v", err)
+	}
+	if _, err := ParseRaw(strings.NewReader("a,y\n1,1.7e308\n2,1e308\n"), "x.csv", Options{Target: "y"}); err != nil {
+		t.Errorf("large target values whose spread fits: %v", err)
+	}
+}

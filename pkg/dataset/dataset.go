@@ -383,6 +383,12 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	case 1:
 		return fail(0, "", errors.New("only 1 data row; need at least 2"))
 	}
+	// A target whose values are further apart than float64 can hold cannot be
+	// modelled (the modeler's GP works with differences of answers): refuse it
+	// here, before a curator serves it and charges a release for it.
+	if lo, hi := slices.Min(y[:n]), slices.Max(y[:n]); math.IsInf(hi-lo, 0) {
+		return fail(0, target, errors.New("the target's values are further apart than float64 can hold (largest − smallest overflows); rescale the target column"))
+	}
 
 	return &Raw{
 		Features:   features,

@@ -286,10 +286,10 @@ func (g *GP) Next() (int, error) {
 		}
 	}
 	if best < 0 {
-		if g.cfg.SkipQueried {
+		if g.cfg.SkipQueried && !slices.Contains(g.queried, false) {
 			return -1, fmt.Errorf("gpucb: all %d candidates have been queried", g.n)
 		}
-		return -1, errors.New("gpucb: no candidate has a finite acquisition value")
+		return -1, errors.New("gpucb: no candidate has a defined acquisition value (NaN everywhere: outputs or hyperparameters beyond float64's range)")
 	}
 	return best, nil
 }
@@ -334,6 +334,9 @@ func (g *GP) Observe(i int, y float64) error {
 		return fmt.Errorf("gpucb: observation at candidate %d is not finite (%g)", i, y)
 	}
 	t := len(g.idx)
+	if g.cfg.Standardise && t > 0 && math.IsInf(y-g.shift, 0) {
+		return fmt.Errorf("gpucb: observation at candidate %d is %g, and its difference from the first observation %g overflows float64; rescale the outputs", i, y, g.shift)
+	}
 	col := g.col[:0]
 	var ss float64
 	for _, r := range g.rows {

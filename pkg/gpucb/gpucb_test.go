@@ -689,3 +689,25 @@ func TestExpNonPos(t *testing.T) {
 		t.Errorf("expNonPos(NaN) = %g, want NaN", got)
 	}
 }
+
+// TestOverflowingOutputs checks that an output whose difference from the first one
+// overflows is refused, leaving the GP as it was, rather than turning every
+// acquisition value into NaN and reporting, wrongly, that every candidate was queried.
+func TestOverflowingOutputs(t *testing.T) {
+	g, err := New([]float64{0, 1, 2, 3}, 4, 1, Config{Lengthscale: 1, SignalVariance: 1, NoiseVariance: 1e-3, Delta: 0.1, SkipQueried: true, Standardise: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Observe(0, 1.7e308); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Observe(1, -1.7e308); err == nil || !strings.Contains(err.Error(), "overflows") {
+		t.Fatalf("Observe of an overflowing difference: %v", err)
+	}
+	if g.T() != 1 {
+		t.Errorf("T = %d after a refused observation, want 1", g.T())
+	}
+	if i, err := g.Next(); err != nil || i == 0 {
+		t.Errorf("Next = %d, %v; want an unqueried candidate", i, err)
+	}
+}
