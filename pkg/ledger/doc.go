@@ -87,7 +87,9 @@
 //
 // OpenSQLite uses WAL mode with synchronous=FULL and BEGIN IMMEDIATE:
 // the commit is fsynced before Charge returns and the check-and-charge is
-// atomic across processes sharing the file. OpenPostgres takes
+// atomic across processes sharing the file. pgledger.Open (package
+// pgledger, the PostgreSQL engine, kept out of this package so that programs
+// which never open PostgreSQL do not link its driver) takes
 // pg_advisory_xact_lock on (schema, dataset) inside the transaction, which
 // serialises the charges of a dataset across curator replicas, and commits
 // with synchronous_commit=on. Both create their tables if missing and keep a
@@ -122,8 +124,10 @@
 //
 // # Tests
 //
-// The same suite runs against both stores. The PostgreSQL tests use
-// PRIVBO_TEST_POSTGRES_DSN, or postgres://postgres@127.0.0.1:5432/test, each
-// in a fresh random schema that is dropped afterwards. If PostgreSQL cannot
-// be reached they fail, unless PRIVBO_SKIP_POSTGRES=1 is set.
+// The same suite, package ledgertest (Run), runs against both stores, as do
+// the fixtures of the version 1 and 2 upgrades. The PostgreSQL tests (in
+// package pgledger) use PRIVBO_TEST_POSTGRES_DSN, or
+// postgres://postgres@127.0.0.1:5432/test, each in a fresh random schema that
+// is dropped afterwards. If PostgreSQL cannot be reached they fail, unless
+// PRIVBO_SKIP_POSTGRES=1 is set.
 package ledger

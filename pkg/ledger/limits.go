@@ -19,8 +19,8 @@ func (s *store) RecordLimits(ctx context.Context, dataset string) error {
 		return err
 	}
 	l := s.limits
-	err := s.e.write(ctx, lockKey{dataset: dataset}, func(q querier) error {
-		_, err := q.exec(ctx, s.qRecordLimits, dataset, l.PerIdentity.Epsilon, l.PerIdentity.Delta,
+	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
+		_, err := q.Exec(ctx, s.qRecordLimits, dataset, l.PerIdentity.Epsilon, l.PerIdentity.Delta,
 			l.Dataset.Epsilon, l.Dataset.Delta, time.Now().UnixNano())
 		return err
 	})
@@ -36,7 +36,7 @@ func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLim
 	}
 	var r RecordedLimits
 	var found bool
-	err := s.e.read(ctx, func(q querier) error {
+	err := s.e.Read(ctx, func(q Querier) error {
 		var ns int64
 		var err error
 		found, err = queryRow(ctx, q, s.qRecordedLimits, []any{dataset},

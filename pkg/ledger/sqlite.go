@@ -24,13 +24,13 @@ const sqliteEntries = `CREATE TABLE IF NOT EXISTS {name} (
 		relation TEXT NOT NULL,
 		UNIQUE (dataset, identity, entry_key))`
 
-var sqliteDDL = schemaDDL{
-	base: []string{
+var sqliteDDL = SchemaDDL{
+	Base: []string{
 		`CREATE TABLE IF NOT EXISTS schema_version (
 		id INTEGER PRIMARY KEY CHECK (id = 1),
 		version INTEGER NOT NULL)`,
 	},
-	tables: []string{
+	Tables: []string{
 		strings.ReplaceAll(sqliteEntries, "{name}", "entries"),
 		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON entries (dataset, seq)`,
 		`CREATE TABLE IF NOT EXISTS totals (
@@ -53,7 +53,7 @@ var sqliteDDL = schemaDDL{
 	// table is rebuilt (https://www.sqlite.org/lang_altertable.html, "Making
 	// Other Kinds Of Table Schema Changes"), keeping every seq; the rename
 	// carries the AUTOINCREMENT counter along.
-	fromV1: []string{
+	FromV1: []string{
 		strings.ReplaceAll(sqliteEntries, "{name}", "entries_v2"),
 		`INSERT INTO entries_v2
 		(seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, relation)
@@ -80,8 +80,8 @@ func OpenSQLite(path string, limits Limits) (Store, error) {
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
 	e := &sqliteEngine{db: db, sem: make(chan struct{}, 1)}
-	s := newStore(e, limits, "", false)
-	if err := s.migrate(context.Background(), sqliteDDL); err != nil {
+	s, err := OpenEngine(context.Background(), e, Dialect{}, sqliteDDL, limits)
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w (sqlite %s)", err, path)
 	}
@@ -96,7 +96,7 @@ type sqliteEngine struct {
 	sem chan struct{}
 }
 
-func (e *sqliteEngine) write(ctx context.Context, _ lockKey, fn func(q querier) error) error {
+func (e *sqliteEngine) Write(ctx context.Context, _ Lock, fn func(q Querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -117,11 +117,11 @@ func (e *sqliteEngine) write(ctx context.Context, _ lockKey, fn func(q querier) 
 	return tx.Commit()
 }
 
-func (e *sqliteEngine) read(_ context.Context, fn func(q querier) error) error {
+func (e *sqliteEngine) Read(_ context.Context, fn func(q Querier) error) error {
 	return fn(sqlQuerier{e.db})
 }
 
-func (e *sqliteEngine) close() error { return e.db.Close() }
+func (e *sqliteEngine) Close() error { return e.db.Close() }
 
 // sqlQuerier adapts *sql.DB and *sql.Tx.
 type sqlQuerier struct {
@@ -131,7 +131,7 @@ type sqlQuerier struct {
 	}
 }
 
-func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64, error) {
+func (s sqlQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	res, err := s.q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
@@ -139,7 +139,7 @@ func (s sqlQuerier) exec(ctx context.Context, query string, args ...any) (int64,
 	return res.RowsAffected()
 }
 
-func (s sqlQuerier) query(ctx context.Context, query string, args ...any) (rowIter, error) {
+func (s sqlQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
 	rows, err := s.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

@@ -1,44 +1,70 @@
-package ledger
+package ledger_test
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/ledger/ledgertest"
 )
 
-func sqliteBackend() backend {
-	return backend{name: "sqlite", location: func(t *testing.T) opener {
-		path := filepath.Join(t.TempDir(), "ledger.db")
-		return func(t *testing.T, limits Limits) Store {
-			s, err := OpenSQLite(path, limits)
-			if err != nil {
-				t.Fatalf("OpenSQLite error: %v", err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	}}
+var (
+	ctx  = context.Background()
+	acme = ledger.Account{Dataset: "diabetes", Identity: "acme"}
+)
+
+// sqliteV1DDL is the tables of schema version 1, as that version created them.
+var sqliteV1DDL = []string{
+	`CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+	`CREATE TABLE entries (
+			seq INTEGER PRIMARY KEY AUTOINCREMENT,
+			dataset TEXT NOT NULL, identity TEXT NOT NULL, entry_key TEXT NOT NULL,
+			kind TEXT NOT NULL, description TEXT NOT NULL,
+			epsilon REAL NOT NULL CHECK (epsilon >= 0),
+			delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
+			result BLOB, created_ns INTEGER NOT NULL,
+			UNIQUE (dataset, identity, entry_key))`,
+	`CREATE INDEX entries_dataset_seq ON entries (dataset, seq)`,
+	`CREATE TABLE totals (
+			dataset TEXT NOT NULL, identity TEXT NOT NULL,
+			epsilon TEXT NOT NULL, delta TEXT NOT NULL, charges INTEGER NOT NULL,
+			PRIMARY KEY (dataset, identity))`,
 }
 
-func TestSQLiteStore(t *testing.T) { runStoreSuite(t, sqliteBackend()) }
+// sqliteLocation is a fresh ledger file per test.
+func sqliteLocation(t *testing.T) ledgertest.Opener {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	return func(t *testing.T, limits ledger.Limits) ledger.Store {
+		s, err := ledger.OpenSQLite(path, limits)
+		if err != nil {
+			t.Fatalf("OpenSQLite error: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+func TestSQLiteStore(t *testing.T) { ledgertest.Run(t, sqliteLocation) }
 
 func TestOpenSQLiteArguments(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
 		path    string
-		limits  Limits
+		limits  ledger.Limits
 		wantErr string
 	}{
-		{"", stdLimits, "path must not be empty"},
-		{":memory:", stdLimits, "must name a file"},
-		{"file:x.db?mode=memory", stdLimits, "must name a file"},
-		{filepath.Join(dir, "a?b.db"), stdLimits, "must not contain"},
-		{filepath.Join(dir, "ok.db"), Limits{}, "limit epsilon"},
-		{filepath.Join(dir, "missing", "dir", "x.db"), stdLimits, "ledger:"},
+		{"", ledgertest.StdLimits, "path must not be empty"},
+		{":memory:", ledgertest.StdLimits, "must name a file"},
+		{"file:x.db?mode=memory", ledgertest.StdLimits, "must name a file"},
+		{filepath.Join(dir, "a?b.db"), ledgertest.StdLimits, "must not contain"},
+		{filepath.Join(dir, "ok.db"), ledger.Limits{}, "limit epsilon"},
+		{filepath.Join(dir, "missing", "dir", "x.db"), ledgertest.StdLimits, "ledger:"},
 	}
 	for _, tt := range tests {
-		s, err := OpenSQLite(tt.path, tt.limits)
+		s, err := ledger.OpenSQLite(tt.path, tt.limits)
 		if err == nil {
 			s.Close()
 		}
@@ -65,13 +91,13 @@ func rawSQLite(t *testing.T, path string, stmts ...string) {
 
 func TestSQLiteSchemaVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := OpenSQLite(path, stdLimits)
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	rawSQLite(t, path, `UPDATE schema_version SET version = 99`)
-	if s, err := OpenSQLite(path, stdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
+	if s, err := ledger.OpenSQLite(path, ledgertest.StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
 		if err == nil {
 			s.Close()
 		}
@@ -81,17 +107,116 @@ func TestSQLiteSchemaVersion(t *testing.T) {
 
 func TestSQLiteCorruptTotal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := OpenSQLite(path, stdLimits)
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mustCharge(t, s, Charge{Account: acme, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{0.5, 0}})
+	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}})
 	rawSQLite(t, path, `UPDATE totals SET epsilon = '-1/2'`)
-	if _, err := s.Balance(ctx, acme, RelationRecord); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	if _, err := s.Balance(ctx, acme, ledger.RelationRecord); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("Balance(corrupt total) error = %v, want a corruption error", err)
 	}
-	if _, err := s.Charge(ctx, Charge{Account: acme, Key: "k2", Kind: "query", Relation: RelationRecord, Cost: Cost{0.25, 0}}); err == nil {
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25, Delta: 0}}); err == nil {
 		t.Errorf("Charge(corrupt total) error = nil, want an error")
+	}
+}
+
+func TestSQLiteUpgradeV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range sqliteV1DDL {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	ledgertest.FillV1(t, func(q string, args ...any) error {
+		_, err := db.Exec(strings.ReplaceAll(q, "{t}", ""), args...)
+		return err
+	})
+	db.Close()
+
+	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 1e-4}}
+	s, err := ledger.OpenSQLite(path, limits)
+	if err != nil {
+		t.Fatalf("OpenSQLite(version 1) error: %v", err)
+	}
+	ledgertest.CheckUpgradedV1(t, s, limits)
+	ledgertest.CheckUpgradedV1Writes(t, s)
+	s.Close()
+
+	// The upgrade is recorded and not repeated; the schema is version 2's.
+	var version int
+	var nullable, sequence int64
+	db, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`SELECT version FROM schema_version`).Scan(&version); err != nil || version != ledger.SchemaVersion {
+		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, ledger.SchemaVersion)
+	}
+	if err := db.QueryRow(`SELECT "notnull" FROM pragma_table_info('entries') WHERE name = 'relation'`).Scan(&nullable); err != nil || nullable != 1 {
+		t.Errorf("entries.relation NOT NULL = %d, %v; want 1", nullable, err)
+	}
+	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'entries'`).Scan(&sequence); err != nil || sequence != int64(ledgertest.V1Records()+1) {
+		t.Errorf("entries sequence after upgrade and one charge = %d, %v; want %d", sequence, err, ledgertest.V1Records()+1)
+	}
+	s, err = ledger.OpenSQLite(path, limits)
+	if err != nil {
+		t.Fatalf("reopen error: %v", err)
+	}
+	defer s.Close()
+	if b := ledgertest.MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
+		t.Errorf("after reopen acme record charges = %d, want 4", b.Charges)
+	}
+}
+
+// TestSQLiteUpgradeV2 opens a version 2 database (version 3 without the limits
+// table) and checks that it is upgraded: version 3, the limits table usable,
+// the records kept.
+func TestSQLiteUpgradeV2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.FillV2(t, s)
+	s.Close()
+	rawSQLite(t, path, `DROP TABLE limits`, `UPDATE schema_version SET version = 2`)
+	s, err = ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatalf("OpenSQLite(version 2): %v", err)
+	}
+	defer s.Close()
+	ledgertest.CheckUpgradedV2(t, s)
+	var version int
+	rawSQLiteQuery(t, path, `SELECT version FROM schema_version`, &version)
+	if version != ledger.SchemaVersion {
+		t.Errorf("schema version after upgrade = %d, want %d", version, ledger.SchemaVersion)
+	}
+}
+
+func BenchmarkChargeSQLite(b *testing.B) {
+	s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), ledgertest.BenchLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ledgertest.BenchCharge(b, s)
+}
+
+func rawSQLiteQuery(t *testing.T, path, q string, dest ...any) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(q).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 }

@@ -9,65 +9,10 @@ import (
 	"time"
 )
 
-// schemaVersion is the version of the tables this code reads and writes.
-// Version 1 had no relation: its records and totals were summed across
-// neighbour relations. Version 2 records each charge's relation and keeps
-// the totals per (dataset, identity, relation); migrate upgrades a version 1
-// database in place. Version 3 adds the limits table, the limits a server
-// recorded for each dataset when it started (RecordLimits); migrate creates it
-// in a version 1 or 2 database.
-const schemaVersion = 3
-
-// schemaDDL is an engine's schema: statements run in the migrating
-// transaction, with {t} standing for the table prefix.
-type schemaDDL struct {
-	// base creates what holds the version (the schema_version table, and
-	// for PostgreSQL the schema), if missing.
-	base []string
-	// tables creates the tables and indexes of the current version, if
-	// missing.
-	tables []string
-	// fromV1 turns version 1's entries table into version 2's, with an
-	// empty relation on every record, and drops version 1's totals; it runs
-	// before tables. fromV1Done runs once every record has its relation.
-	fromV1, fromV1Done []string
-}
-
-// engine is what differs between SQLite and PostgreSQL: how transactions
-// are opened, serialised and made durable.
-type engine interface {
-	// write runs fn in one transaction and commits it durably if fn returns
-	// nil; otherwise it rolls back and returns fn's error. lock names what
-	// the transaction must be serialised on.
-	write(ctx context.Context, lock lockKey, fn func(q querier) error) error
-	// read runs fn on a connection in autocommit mode.
-	read(ctx context.Context, fn func(q querier) error) error
-	close() error
-}
-
-// lockKey names what a writing transaction must be serialised on, for
-// engines that do not serialise every writer.
-type lockKey struct {
-	migrate bool   // schema creation
-	dataset string // check-and-charge on this dataset
-}
-
-type querier interface {
-	exec(ctx context.Context, sql string, args ...any) (rowsAffected int64, err error)
-	query(ctx context.Context, sql string, args ...any) (rowIter, error)
-}
-
-type rowIter interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
-
 // queryRow runs q and scans its first row into dest; found is false if
 // there is none.
-func queryRow(ctx context.Context, q querier, sql string, args []any, dest ...any) (found bool, err error) {
-	rows, err := q.query(ctx, sql, args...)
+func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return false, err
 	}
@@ -81,12 +26,11 @@ func queryRow(ctx context.Context, q querier, sql string, args []any, dest ...an
 	return true, nil
 }
 
-// store implements Store over an engine.
+// store implements Store over an Engine.
 type store struct {
-	e      engine
+	e      Engine
 	limits Limits
-	prefix string // qualifies table names ("" or `"schema".`)
-	dollar bool   // $1, $2, ... placeholders instead of ?
+	d      Dialect
 
 	qGet, qTotals, qInsert, qUpsert, qSetResult, qEntries string
 	qRecordLimits, qRecordedLimits                        string
@@ -100,8 +44,8 @@ const (
 	qV1Total       = `INSERT INTO {t}totals (dataset, identity, relation, epsilon, delta, charges) VALUES (?, ?, ?, ?, ?, ?)`
 )
 
-func newStore(e engine, limits Limits, prefix string, dollar bool) *store {
-	s := &store{e: e, limits: limits, prefix: prefix, dollar: dollar}
+func newStore(e Engine, limits Limits, d Dialect) *store {
+	s := &store{e: e, limits: limits, d: d}
 	s.qGet = s.sql(`SELECT kind, relation, description, epsilon, delta, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qTotals = s.sql(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
@@ -127,38 +71,22 @@ func newStore(e engine, limits Limits, prefix string, dollar bool) *store {
 }
 
 // sql qualifies table names and numbers placeholders for the engine.
-func (s *store) sql(q string) string {
-	q = strings.ReplaceAll(q, "{t}", s.prefix)
-	if !s.dollar {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func (s *store) sql(q string) string { return s.d.SQL(q) }
 
 // migrate creates the tables if needed, upgrades a version 1 database to
 // version 2 and checks the schema version, in one transaction: a failed
 // upgrade leaves the database as it was.
-func (s *store) migrate(ctx context.Context, ddl schemaDDL) error {
-	run := func(q querier, stmts []string) error {
+func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
+	run := func(q Querier, stmts []string) error {
 		for _, stmt := range stmts {
-			if _, err := q.exec(ctx, s.sql(stmt)); err != nil {
+			if _, err := q.Exec(ctx, s.sql(stmt)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	err := s.e.write(ctx, lockKey{migrate: true}, func(q querier) error {
-		if err := run(q, ddl.base); err != nil {
+	err := s.e.Write(ctx, Lock{Migrate: true}, func(q Querier) error {
+		if err := run(q, ddl.Base); err != nil {
 			return err
 		}
 		var v int64
@@ -167,30 +95,30 @@ func (s *store) migrate(ctx context.Context, ddl schemaDDL) error {
 		case err != nil:
 			return err
 		case !found:
-			if err := run(q, ddl.tables); err != nil {
+			if err := run(q, ddl.Tables); err != nil {
 				return err
 			}
-			_, err := q.exec(ctx, s.sql(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(schemaVersion))
+			_, err := q.Exec(ctx, s.sql(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(SchemaVersion))
 			return err
-		case v > schemaVersion:
-			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, schemaVersion)
+		case v > SchemaVersion:
+			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, SchemaVersion)
 		case v < 1:
 			return fmt.Errorf("database schema version %d is invalid", v)
-		case v < schemaVersion:
+		case v < SchemaVersion:
 			if v == 1 {
 				if err := s.upgradeV1(ctx, q, ddl, run); err != nil {
 					return fmt.Errorf("upgrade from schema version 1: %w", err)
 				}
 			}
-			// Version 2 to 3 only adds tables (the limits), which ddl.tables
+			// Version 2 to 3 only adds tables (the limits), which ddl.Tables
 			// creates if missing.
-			if err := run(q, ddl.tables); err != nil {
+			if err := run(q, ddl.Tables); err != nil {
 				return fmt.Errorf("upgrade from schema version %d: %w", v, err)
 			}
-			_, err := q.exec(ctx, s.sql(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(schemaVersion))
+			_, err := q.Exec(ctx, s.sql(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(SchemaVersion))
 			return err
 		}
-		return run(q, ddl.tables)
+		return run(q, ddl.Tables)
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: migrate: %w", err)
@@ -204,15 +132,15 @@ func (s *store) migrate(ctx context.Context, ddl schemaDDL) error {
 // relations, are recomputed exactly from the records, per (dataset,
 // identity, relation). The records themselves (keys, costs, results, order)
 // are kept as they are.
-func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run func(querier, []string) error) error {
-	if err := run(q, ddl.fromV1); err != nil {
+func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error) error {
+	if err := run(q, ddl.FromV1); err != nil {
 		return err
 	}
-	if err := run(q, ddl.tables); err != nil {
+	if err := run(q, ddl.Tables); err != nil {
 		return err
 	}
 	var kinds []string
-	rows, err := q.query(ctx, s.sql(qV1Kinds))
+	rows, err := q.Query(ctx, s.sql(qV1Kinds))
 	if err != nil {
 		return err
 	}
@@ -229,11 +157,11 @@ func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run fun
 		return err
 	}
 	for _, k := range kinds {
-		if _, err := q.exec(ctx, s.sql(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
+		if _, err := q.Exec(ctx, s.sql(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
 			return err
 		}
 	}
-	if err := run(q, ddl.fromV1Done); err != nil {
+	if err := run(q, ddl.FromV1Done); err != nil {
 		return err
 	}
 
@@ -243,7 +171,7 @@ func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run fun
 	}
 	sums := make(map[key]*counted)
 	var order []key
-	rows, err = q.query(ctx, s.sql(qV1Costs))
+	rows, err = q.Query(ctx, s.sql(qV1Costs))
 	if err != nil {
 		return err
 	}
@@ -273,7 +201,7 @@ func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run fun
 	}
 	for _, k := range order {
 		sum := sums[k]
-		if _, err := q.exec(ctx, s.sql(qV1Total), k.dataset, k.identity, string(k.rel),
+		if _, err := q.Exec(ctx, s.sql(qV1Total), k.dataset, k.identity, string(k.rel),
 			encodeRat(&sum.t.eps), encodeRat(&sum.t.delta), sum.n); err != nil {
 			return err
 		}
@@ -284,7 +212,7 @@ func (s *store) upgradeV1(ctx context.Context, q querier, ddl schemaDDL, run fun
 func (s *store) Limits() Limits { return s.limits }
 
 func (s *store) Close() error {
-	if err := s.e.close(); err != nil {
+	if err := s.e.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
 	return nil
@@ -297,7 +225,7 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	c.Cost = c.Cost.normalise()
 	result := bytes.Clone(c.Result)
 	var out Receipt
-	err := s.e.write(ctx, lockKey{dataset: c.Dataset}, func(q querier) error {
+	err := s.e.Write(ctx, Lock{Dataset: c.Dataset}, func(q Querier) error {
 		// Replay.
 		stored, found, err := s.get(ctx, q, c.Account, c.Key)
 		if err != nil {
@@ -337,7 +265,7 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 		// (the implied relations' totals are sums over relations, formed when
 		// read).
 		createdNS := time.Now().UnixNano()
-		if _, err := q.exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
+		if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
 			c.Cost.Epsilon, c.Cost.Delta, result, createdNS); err != nil {
 			return fmt.Errorf("ledger: charge: record: %w", err)
 		}
@@ -346,7 +274,7 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 			own.addTotal(&o.t)
 		}
 		own.add(c.Cost)
-		if _, err := q.exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
+		if _, err := q.Exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
 			encodeRat(&own.eps), encodeRat(&own.delta)); err != nil {
 			return fmt.Errorf("ledger: charge: update totals: %w", err)
 		}
@@ -371,7 +299,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("ledger: %s: %w", op, err)
 }
 
-func (s *store) get(ctx context.Context, q querier, a Account, key string) (Receipt, bool, error) {
+func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
 	var createdNS int64
 	found, err := queryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
@@ -453,8 +381,8 @@ func (d *datasetTotals) datasetEffective(s Relation) (*total, int64) {
 }
 
 // totals reads the exact stored totals of a dataset.
-func (s *store) totals(ctx context.Context, q querier, dataset string) (*datasetTotals, error) {
-	rows, err := q.query(ctx, s.qTotals, dataset)
+func (s *store) totals(ctx context.Context, q Querier, dataset string) (*datasetTotals, error) {
+	rows, err := q.Query(ctx, s.qTotals, dataset)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read totals: %w", err)
 	}
@@ -508,8 +436,8 @@ func (s *store) SetResult(ctx context.Context, a Account, key string, result []b
 	if result == nil {
 		result = []byte{} // an attached empty result is still a result
 	}
-	err := s.e.write(ctx, lockKey{}, func(q querier) error {
-		n, err := q.exec(ctx, s.qSetResult, result, a.Dataset, a.Identity, key)
+	err := s.e.Write(ctx, Lock{}, func(q Querier) error {
+		n, err := q.Exec(ctx, s.qSetResult, result, a.Dataset, a.Identity, key)
 		if err != nil {
 			return err
 		}
@@ -533,7 +461,7 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 	}
 	var r Receipt
 	var found bool
-	err := s.e.read(ctx, func(q querier) error {
+	err := s.e.Read(ctx, func(q Querier) error {
 		var err error
 		r, found, err = s.get(ctx, q, a, key)
 		return err
@@ -547,7 +475,7 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 // readTotals reads the stored totals of a dataset outside a transaction.
 func (s *store) readTotals(ctx context.Context, dataset string) (*datasetTotals, error) {
 	var d *datasetTotals
-	err := s.e.read(ctx, func(q querier) error {
+	err := s.e.Read(ctx, func(q Querier) error {
 		var err error
 		d, err = s.totals(ctx, q, dataset)
 		return err
@@ -643,8 +571,8 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 		return nil, err
 	}
 	var out []Receipt
-	err := s.e.read(ctx, func(q querier) error {
-		rows, err := q.query(ctx, s.qEntries, dataset)
+	err := s.e.Read(ctx, func(q Querier) error {
+		rows, err := q.Query(ctx, s.qEntries, dataset)
 		if err != nil {
 			return err
 		}

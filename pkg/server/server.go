@@ -30,6 +30,7 @@ import (
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/ledger/pgledger"
 	"github.com/privbo/privbo/pkg/metrics"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/transport"
@@ -552,7 +553,7 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 	case "sqlite":
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
-		store, err = ledger.OpenPostgres(ctx, lc.DSN, ledger.PostgresOptions{Schema: lc.Schema}, limits)
+		store, err = pgledger.Open(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema}, limits)
 	default:
 		return nil, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", lc.Kind)
 	}

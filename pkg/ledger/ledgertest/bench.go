@@ -1,26 +1,27 @@
-package ledger
+package ledgertest
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// benchLimits never bind: the benchmarks measure the check-and-charge
+// BenchLimits never bind: the benchmarks measure the check-and-charge
 // transaction itself.
-var benchLimits = Limits{PerIdentity: Cost{1e12, 0.5}, Dataset: Cost{1e12, 0.5}}
+var BenchLimits = ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1e12, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 1e12, Delta: 0.5}}
 
-// benchCharge runs b.N charges with distinct keys, sequentially or from
+// BenchCharge runs b.N charges with distinct keys, sequentially or from
 // GOMAXPROCS goroutines (b.RunParallel), and reports charges per second.
-func benchCharge(b *testing.B, s Store) {
+func BenchCharge(b *testing.B, s ledger.Store) {
 	result := make([]byte, 256)
 	var next atomic.Int64
 	var datasets atomic.Int64
 	charge := func(dataset string) {
 		i := next.Add(1)
-		c := Charge{Account: Account{dataset, fmt.Sprint("id", i%16)}, Key: fmt.Sprint("k", i), Kind: "query", Relation: RelationRecord,
-			Cost: Cost{1e-6, 1e-12}, Result: result}
+		c := ledger.Charge{Account: ledger.Account{Dataset: dataset, Identity: fmt.Sprint("id", i%16)}, Key: fmt.Sprint("k", i), Kind: "query", Relation: ledger.RelationRecord,
+			Cost: ledger.Cost{Epsilon: 1e-6, Delta: 1e-12}, Result: result}
 		if _, err := s.Charge(ctx, c); err != nil {
 			b.Fatal(err)
 		}
@@ -53,23 +54,4 @@ func benchCharge(b *testing.B, s Store) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
 	})
-}
-
-func BenchmarkChargeSQLite(b *testing.B) {
-	s, err := OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), benchLimits)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	benchCharge(b, s)
-}
-
-func BenchmarkChargePostgres(b *testing.B) {
-	conn := requirePostgres(b)
-	s, err := OpenPostgres(ctx, testDSN(), PostgresOptions{Schema: randomSchema(b, conn)}, benchLimits)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	benchCharge(b, s)
 }

@@ -1,4 +1,9 @@
-package ledger
+// Package pgledger is the PostgreSQL engine of the privacy ledger (package
+// ledger) through github.com/jackc/pgx/v5. It lives apart from package ledger
+// so that programs that never open PostgreSQL (the modeler) do not link the
+// driver; the ledger's logic and its conformance suite (package ledgertest)
+// are shared with the SQLite store.
+package pgledger
 
 import (
 	"context"
@@ -11,10 +16,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// PostgresOptions configure OpenPostgres.
-type PostgresOptions struct {
+// Options configure Open.
+type Options struct {
 	// Schema holds the ledger's tables; it is created if missing. Empty
 	// means "privbo". It must match [a-z_][a-z0-9_]* (at most 63 bytes)
 	// and not start with "pg_".
@@ -23,35 +30,35 @@ type PostgresOptions struct {
 	MaxConns int
 }
 
-// DefaultPostgresSchema is the schema used when PostgresOptions.Schema is empty.
-const DefaultPostgresSchema = "privbo"
+// DefaultSchema is the schema used when Options.Schema is empty.
+const DefaultSchema = "privbo"
 
-func (o PostgresOptions) schema() (string, error) {
+func (o Options) schema() (string, error) {
 	s := o.Schema
 	if s == "" {
-		s = DefaultPostgresSchema
+		s = DefaultSchema
 	}
 	if len(s) > 63 || len(s) >= 3 && s[:3] == "pg_" {
-		return "", fmt.Errorf("ledger: postgres schema %q must be at most 63 bytes and not start with pg_", s)
+		return "", fmt.Errorf("pgledger: postgres schema %q must be at most 63 bytes and not start with pg_", s)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '_' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9' {
 			continue
 		}
-		return "", fmt.Errorf("ledger: postgres schema %q must match [a-z_][a-z0-9_]*", s)
+		return "", fmt.Errorf("pgledger: postgres schema %q must match [a-z_][a-z0-9_]*", s)
 	}
 	return s, nil
 }
 
-var postgresDDL = schemaDDL{
-	base: []string{
+var postgresDDL = ledger.SchemaDDL{
+	Base: []string{
 		`CREATE SCHEMA IF NOT EXISTS {schema}`,
 		`CREATE TABLE IF NOT EXISTS {t}schema_version (
 		id INTEGER PRIMARY KEY CHECK (id = 1),
 		version INTEGER NOT NULL)`,
 	},
-	tables: []string{
+	Tables: []string{
 		`CREATE TABLE IF NOT EXISTS {t}entries (
 		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		dataset TEXT NOT NULL,
@@ -82,16 +89,16 @@ var postgresDDL = schemaDDL{
 		dataset_delta DOUBLE PRECISION NOT NULL,
 		recorded_ns BIGINT NOT NULL)`,
 	},
-	fromV1: []string{
+	FromV1: []string{
 		`ALTER TABLE {t}entries ADD COLUMN relation TEXT`,
 		`DROP TABLE {t}totals`,
 	},
-	fromV1Done: []string{
+	FromV1Done: []string{
 		`ALTER TABLE {t}entries ALTER COLUMN relation SET NOT NULL`,
 	},
 }
 
-// OpenPostgres opens the ledger in a PostgreSQL database through
+// Open opens the ledger in a PostgreSQL database through
 // github.com/jackc/pgx/v5, creating the schema and tables if missing.
 // Several Stores, in one or several curator replicas, may share one schema
 // and so one budget: each check-and-charge transaction first takes
@@ -99,7 +106,7 @@ var postgresDDL = schemaDDL{
 // of a dataset until commit, and sets synchronous_commit=on so that the
 // commit is flushed to the server's WAL before Charge returns (this relies on
 // the server running with fsync=on, its default).
-func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits Limits) (Store, error) {
+func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (ledger.Store, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +115,7 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits L
 		return nil, err
 	}
 	if opt.MaxConns < 0 {
-		return nil, fmt.Errorf("ledger: postgres MaxConns must be non-negative, got %d", opt.MaxConns)
+		return nil, fmt.Errorf("pgledger: postgres MaxConns must be non-negative, got %d", opt.MaxConns)
 	}
 	maxConns := opt.MaxConns
 	if maxConns == 0 {
@@ -116,7 +123,7 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits L
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: postgres: %w", err)
+		return nil, fmt.Errorf("pgledger: postgres: %w", err)
 	}
 	e := &pgEngine{
 		cfg:       cfg,
@@ -126,19 +133,19 @@ func OpenPostgres(ctx context.Context, dsn string, opt PostgresOptions, limits L
 		lockSpace: "privbo.ledger:" + schema,
 	}
 	// Connect once now so that a wrong DSN fails here, not at the first charge.
-	if err := e.read(ctx, func(querier) error { return nil }); err != nil {
-		e.close()
-		return nil, fmt.Errorf("ledger: connect to postgres: %w", err)
+	if err := e.Read(ctx, func(ledger.Querier) error { return nil }); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("pgledger: connect to postgres: %w", err)
 	}
 	quoted := `"` + schema + `"`
 	ddl := postgresDDL
-	ddl.base = make([]string, len(postgresDDL.base))
-	for i, q := range postgresDDL.base {
-		ddl.base[i] = strings.ReplaceAll(q, "{schema}", quoted)
+	ddl.Base = make([]string, len(postgresDDL.Base))
+	for i, q := range postgresDDL.Base {
+		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", quoted)
 	}
-	s := newStore(e, limits, quoted+".", true)
-	if err := s.migrate(ctx, ddl); err != nil {
-		e.close()
+	s, err := ledger.OpenEngine(ctx, e, ledger.Dialect{Prefix: quoted + ".", Dollar: true}, ddl, limits)
+	if err != nil {
+		e.Close()
 		return nil, fmt.Errorf("%w (postgres schema %s)", err, schema)
 	}
 	return s, nil
@@ -197,7 +204,7 @@ func unavailable(c *pgx.Conn, err error) error {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	if c == nil || errors.As(err, &ce) || errors.As(err, &ne) || c.IsClosed() || pgconn.SafeToRetry(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
 	}
 	return err
 }
@@ -221,7 +228,7 @@ func closeConn(c *pgx.Conn) {
 	c.Close(ctx) //nolint:errcheck // nothing to do about a failed goodbye
 }
 
-func (e *pgEngine) write(ctx context.Context, lock lockKey, fn func(q querier) error) (err error) {
+func (e *pgEngine) Write(ctx context.Context, lock ledger.Lock, fn func(q ledger.Querier) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -244,13 +251,13 @@ func (e *pgEngine) write(ctx context.Context, lock lockKey, fn func(q querier) e
 			return err
 		}
 		switch {
-		case lock.migrate:
+		case lock.Migrate:
 			// Replicas starting together must not race on CREATE ... IF NOT EXISTS.
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('privbo.ledger.migrate'), hashtext($1))`, e.schema); err != nil {
 				return err
 			}
-		case lock.dataset != "":
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, e.lockSpace, lock.dataset); err != nil {
+		case lock.Dataset != "":
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, e.lockSpace, lock.Dataset); err != nil {
 				return err
 			}
 		}
@@ -269,7 +276,7 @@ func (e *pgEngine) write(ctx context.Context, lock lockKey, fn func(q querier) e
 	return nil
 }
 
-func (e *pgEngine) read(ctx context.Context, fn func(q querier) error) error {
+func (e *pgEngine) Read(ctx context.Context, fn func(q ledger.Querier) error) error {
 	c, err := e.acquire(ctx)
 	if err != nil {
 		return err
@@ -279,7 +286,7 @@ func (e *pgEngine) read(ctx context.Context, fn func(q querier) error) error {
 	return err
 }
 
-func (e *pgEngine) close() error {
+func (e *pgEngine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -304,7 +311,7 @@ type pgQuerier struct {
 	}
 }
 
-func (p pgQuerier) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+func (p pgQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	tag, err := p.q.Exec(ctx, sql, args...)
 	if err != nil {
 		return 0, err
@@ -312,7 +319,7 @@ func (p pgQuerier) exec(ctx context.Context, sql string, args ...any) (int64, er
 	return tag.RowsAffected(), nil
 }
 
-func (p pgQuerier) query(ctx context.Context, sql string, args ...any) (rowIter, error) {
+func (p pgQuerier) Query(ctx context.Context, sql string, args ...any) (ledger.Rows, error) {
 	rows, err := p.q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err

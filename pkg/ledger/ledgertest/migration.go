@@ -1,0 +1,243 @@
+package ledgertest
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// v1Entry is a record of the version 1 fixture and the relation the
+// upgrade must give it.
+type v1Entry struct {
+	dataset, identity, key, kind string
+	cost                         ledger.Cost
+	result                       []byte
+	want                         ledger.Relation
+}
+
+var v1Entries = []v1Entry{
+	{"d1", "acme", "p1", "projection", ledger.Cost{Epsilon: 0.5, Delta: 1e-6}, []byte("Z-bytes"), ledger.RelationFeatureUnit},
+	{"d1", "_curator", "pending/0", "pending", ledger.Cost{}, nil, ledger.RelationRecord},
+	{"d1", "_curator", "evaluation/0", "evaluation", ledger.Cost{}, []byte("1.5"), ledger.RelationRecord},
+	{"d1", "acme", "q1", "query", ledger.Cost{Epsilon: 0.1, Delta: 0}, []byte("2.5"), ledger.RelationRecord},
+	{"d1", "acme", "qf", "query-failure", ledger.Cost{Epsilon: 0.1, Delta: 0}, nil, ledger.RelationRecord},
+	{"d1", "acme", "job/k", "job:kusner", ledger.Cost{Epsilon: 0.25, Delta: 1e-7}, []byte("{}"), ledger.RelationValidationRecord},
+	{"d1", "globex", "job/d", "job:dphypo", ledger.Cost{Epsilon: 0.3, Delta: 1e-6}, nil, ledger.RelationTrainingAddRemove},
+	{"d1", "acme", "m", "mystery", ledger.Cost{Epsilon: 0.05, Delta: 0}, nil, ledger.RelationRecord},
+	{"d1", "globex", "p", "projection", ledger.Cost{Epsilon: 0.2, Delta: 0}, nil, ledger.RelationFeatureUnit},
+	{"d2", "acme", "q", "query", ledger.Cost{Epsilon: 0.7, Delta: 0}, nil, ledger.RelationRecord},
+}
+
+// V1Records is the number of records FillV1 writes.
+func V1Records() int { return len(v1Entries) }
+
+// v1Created is the creation time of the i-th fixture record.
+func v1Created(i int) int64 { return time.Date(2024, 1, 1, 0, 0, i, 0, time.UTC).UnixNano() }
+
+// FillV1 writes the version 1 fixture, with version 1's totals (summed
+// across relations), through exec, into tables the engine's test created
+// with version 1's DDL. q names tables with {t} and uses ? placeholders
+// (ledger.Dialect.SQL turns them into the engine's).
+func FillV1(t *testing.T, exec func(q string, args ...any) error) {
+	t.Helper()
+	type acct struct{ dataset, identity string }
+	sums := map[acct]*counted{}
+	var order []acct
+	for i, e := range v1Entries {
+		if err := exec(`INSERT INTO {t}entries (dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.dataset, e.identity, e.key, e.kind, "v1 "+e.key, e.cost.Epsilon, e.cost.Delta, e.result, v1Created(i)); err != nil {
+			t.Fatalf("insert v1 entry %s: %v", e.key, err)
+		}
+		a := acct{e.dataset, e.identity}
+		if sums[a] == nil {
+			sums[a] = new(counted)
+			order = append(order, a)
+		}
+		sums[a].t.add(e.cost)
+		sums[a].n++
+	}
+	for _, a := range order {
+		if err := exec(`INSERT INTO {t}totals (dataset, identity, epsilon, delta, charges) VALUES (?, ?, ?, ?, ?)`,
+			a.dataset, a.identity, sums[a].t.eps.RatString(), sums[a].t.delta.RatString(), sums[a].n); err != nil {
+			t.Fatalf("insert v1 total: %v", err)
+		}
+	}
+	if err := exec(`INSERT INTO {t}schema_version (id, version) VALUES (1, 1)`); err != nil {
+		t.Fatalf("insert v1 version: %v", err)
+	}
+}
+
+// wantV1Balances are the balances the upgraded fixture must report: for
+// each account and relation with a record counting towards it, the exact
+// sums of the fixture records whose relation implies it.
+func wantV1Balances(dataset string, limits ledger.Limits) []ledger.Balance {
+	type key struct {
+		identity string
+		rel      ledger.Relation
+	}
+	id := map[key]*counted{}
+	ds := map[ledger.Relation]*total{}
+	var identities []string
+	seen := map[string]bool{}
+	for _, e := range v1Entries {
+		if e.dataset != dataset {
+			continue
+		}
+		if !seen[e.identity] {
+			seen[e.identity] = true
+			identities = append(identities, e.identity)
+		}
+		for _, rel := range ledger.Relations {
+			if !e.want.Implies(rel) {
+				continue
+			}
+			k := key{e.identity, rel}
+			if id[k] == nil {
+				id[k] = new(counted)
+			}
+			id[k].t.add(e.cost)
+			id[k].n++
+			if ds[rel] == nil {
+				ds[rel] = new(total)
+			}
+			ds[rel].add(e.cost)
+		}
+	}
+	slices.Sort(identities)
+	var out []ledger.Balance
+	for _, identity := range identities {
+		for _, rel := range ledger.Relations {
+			c := id[key{identity, rel}]
+			if c == nil {
+				continue
+			}
+			out = append(out, ledger.Balance{
+				Account: ledger.Account{Dataset: dataset, Identity: identity}, Relation: rel,
+				Spent: c.t.cost(), Remaining: c.t.remaining(limits.PerIdentity),
+				DatasetSpent: ds[rel].cost(), DatasetRemaining: ds[rel].remaining(limits.Dataset),
+				Charges: int(c.n), Limits: limits,
+			})
+		}
+	}
+	return out
+}
+
+// CheckUpgradedV1 checks a store opened on the upgraded fixture.
+func CheckUpgradedV1(t *testing.T, s ledger.Store, limits ledger.Limits) {
+	t.Helper()
+	// Every record kept, in order, with its relation.
+	for _, dataset := range []string{"d1", "d2"} {
+		var want []v1Entry
+		for _, e := range v1Entries {
+			if e.dataset == dataset {
+				want = append(want, e)
+			}
+		}
+		es := mustEntries(t, s, dataset)
+		if len(es) != len(want) {
+			t.Fatalf("Entries(%s) = %d records, want %d", dataset, len(es), len(want))
+		}
+		for i, e := range es {
+			w := want[i]
+			if e.Identity != w.identity || e.Key != w.key || e.Kind != w.kind || e.Relation != w.want ||
+				e.Cost != w.cost || e.ResultSize != len(w.result) || e.Description != "v1 "+w.key {
+				t.Errorf("Entries(%s)[%d] = %s/%s/%s (%s) %+v size %d, want %s/%s/%s (%s) %+v size %d", dataset, i,
+					e.Identity, e.Key, e.Kind, e.Relation, e.Cost, e.ResultSize, w.identity, w.key, w.kind, w.want, w.cost, len(w.result))
+			}
+		}
+	}
+	for i, e := range v1Entries {
+		r, found, err := s.Get(ctx, ledger.Account{Dataset: e.dataset, Identity: e.identity}, e.key)
+		if err != nil || !found || r.Relation != e.want || string(r.Result) != string(e.result) || r.Created.UnixNano() != v1Created(i) {
+			t.Errorf("Get(%s) = relation %s, result %q, created %v, %v, %v; want %s, %q, %v", e.key, r.Relation, r.Result, r.Created, found, err,
+				e.want, e.result, time.Unix(0, v1Created(i)).UTC())
+		}
+	}
+	// Totals recomputed per relation.
+	for _, dataset := range []string{"d1", "d2"} {
+		accs, err := s.Accounts(ctx, dataset)
+		if err != nil {
+			t.Fatalf("Accounts(%s) error: %v", dataset, err)
+		}
+		if want := wantV1Balances(dataset, limits); fmt.Sprint(accs) != fmt.Sprint(want) {
+			t.Errorf("Accounts(%s) =\n%+v\nwant\n%+v", dataset, accs, want)
+		}
+	}
+	// By hand for acme on d1: feature-unit 0.5 + 0.1 + 0.1 + 0.05 (four
+	// records), record 0.1 + 0.1 + 0.05 (three), validation-record 0.25.
+	fu := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationFeatureUnit)
+	rec := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord)
+	vr := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationValidationRecord)
+	tar := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationTrainingAddRemove)
+	sum := func(xs ...float64) float64 {
+		r := new(big.Rat)
+		for _, x := range xs {
+			r.Add(r, new(big.Rat).SetFloat64(x))
+		}
+		f, _ := r.Float64()
+		return f
+	}
+	if fu.Charges != 4 || fu.Spent != (ledger.Cost{Epsilon: sum(0.5, 0.1, 0.1, 0.05), Delta: 1e-6}) {
+		t.Errorf("acme feature-unit = %+v, %d charges; want ε=0.75, δ=1e-6, 4 charges", fu.Spent, fu.Charges)
+	}
+	if rec.Charges != 3 || rec.Spent != (ledger.Cost{Epsilon: sum(0.1, 0.1, 0.05), Delta: 0}) {
+		t.Errorf("acme record = %+v, %d charges; want ε=0.25, 3 charges", rec.Spent, rec.Charges)
+	}
+	if vr.Charges != 1 || vr.Spent != (ledger.Cost{Epsilon: 0.25, Delta: 1e-7}) || tar.Charges != 0 || tar.Spent != (ledger.Cost{}) || tar.DatasetSpent != (ledger.Cost{Epsilon: 0.3, Delta: 1e-6}) {
+		t.Errorf("acme validation-record = %+v (%d), training-add-remove = %+v (%d), dataset %+v; want {0.25 1e-07} (1), nothing, dataset {0.3 1e-06}",
+			vr.Spent, vr.Charges, tar.Spent, tar.Charges, tar.DatasetSpent)
+	}
+}
+
+// CheckUpgradedV1Writes charges the upgraded store: old keys replay under
+// their derived relation, and new records follow the old ones.
+func CheckUpgradedV1Writes(t *testing.T, s ledger.Store) {
+	t.Helper()
+	p1 := ledger.Charge{Account: ledger.Account{Dataset: "d1", Identity: "acme"}, Key: "p1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}}
+	if r, err := s.Charge(ctx, p1); err != nil || !r.Replayed || string(r.Result) != "Z-bytes" {
+		t.Errorf("replay of v1 projection = %q, replayed %v, %v; want the stored result", r.Result, r.Replayed, err)
+	}
+	p1.Relation = ledger.RelationRecord
+	if _, err := s.Charge(ctx, p1); !errors.Is(err, ledger.ErrKeyConflict) {
+		t.Errorf("replay of v1 projection as record error = %v, want ErrKeyConflict", err)
+	}
+	MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "d1", Identity: "acme"}, Key: "new", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 0}})
+	es := mustEntries(t, s, "d1")
+	if last := es[len(es)-1]; last.Key != "new" || last.Relation != ledger.RelationRecord {
+		t.Errorf("last entry after a new charge = %s (%s), want new (record)", last.Key, last.Relation)
+	}
+	if b := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
+		t.Errorf("acme record charges after a new charge = %d, want 4", b.Charges)
+	}
+}
+
+// FillV2 charges the version 2 fixture to s (one query of acme on
+// "diabetes"); the engine's test then turns the database back into version
+// 2 (drops the limits table, sets the version) and reopens it.
+func FillV2(t *testing.T, s ledger.Store) {
+	t.Helper()
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "q", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25}})
+}
+
+// CheckUpgradedV2 checks a store opened on the version 2 fixture: the record
+// kept, and the limits table of version 3 usable.
+func CheckUpgradedV2(t *testing.T, s ledger.Store) {
+	t.Helper()
+	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Charges != 1 || b.Spent != (ledger.Cost{Epsilon: 0.25, Delta: 0}) {
+		t.Errorf("balance after upgrade = %+v, want the version 2 charge", b)
+	}
+	if _, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || found {
+		t.Errorf("RecordedLimits after upgrade = %v, %v; want none", found, err)
+	}
+	if err := s.RecordLimits(ctx, "diabetes"); err != nil {
+		t.Fatalf("RecordLimits after upgrade: %v", err)
+	}
+	if r, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || !found || r.Limits != StdLimits {
+		t.Errorf("RecordedLimits = %+v, %v, %v; want %+v", r.Limits, found, err, StdLimits)
+	}
+}

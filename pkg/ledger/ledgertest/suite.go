@@ -1,0 +1,1084 @@
+package ledgertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// Opener opens a Store on one ledger location (a SQLite file, a PostgreSQL
+// schema). It may be called several times, also while other Stores on the
+// location are open; every Store it returns must be closed when the test ends
+// (t.Cleanup).
+type Opener func(t *testing.T, limits ledger.Limits) ledger.Store
+
+// Location returns an Opener for a new, empty ledger location that is removed
+// when the test ends.
+type Location func(t *testing.T) Opener
+
+// Run runs, as subtests of t, the behaviour every Store must have: replays and
+// key conflicts, both limits under every neighbour relation, exact totals,
+// validation, results, listings and reports, persistence across reopening,
+// cancellation and closing, and concurrent charges from one and from two
+// Stores on one location. Each subtest asks loc for a fresh location.
+func Run(t *testing.T, loc Location) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, loc Location)
+	}{
+		{"ChargeReplay", testChargeReplay},
+		{"KeyConflict", testKeyConflict},
+		{"BudgetExceeded", testBudgetExceeded},
+		{"ZeroCost", testZeroCost},
+		{"InvalidRefused", testInvalidRefused},
+		{"SetResult", testSetResult},
+		{"BalanceAccounts", testBalanceAccounts},
+		{"Relations", testRelations},
+		{"EntriesOrder", testEntriesOrder},
+		{"Persistence", testPersistence},
+		{"DecimalSlack", testDecimalSlack},
+		{"RecordedLimits", testRecordedLimits},
+		{"Report", testReport},
+		{"Cancelled", testCancelled},
+		{"Closed", testClosed},
+		{"RaceOneStore", func(t *testing.T, loc Location) { testRace(t, loc, 1) }},
+		{"RaceTwoStores", func(t *testing.T, loc Location) { testRace(t, loc, 2) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
+	}
+}
+
+// StdLimits are the limits most of the suite runs under: per identity
+// (ε, δ) = (1, 1e-5), per dataset (2, 1e-4).
+var StdLimits = ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 1e-4}}
+
+var (
+	ctx       = context.Background()
+	acme      = ledger.Account{Dataset: "diabetes", Identity: "acme"}
+	bigLimits = ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1e6, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 1e6, Delta: 0.5}}
+)
+
+// MustCharge charges c to s and fails the test on error.
+func MustCharge(t testing.TB, s ledger.Store, c ledger.Charge) ledger.Receipt {
+	t.Helper()
+	r, err := s.Charge(ctx, c)
+	if err != nil {
+		t.Fatalf("Charge(%s/%s/%s, %+v) error: %v", c.Dataset, c.Identity, c.Key, c.Cost, err)
+	}
+	return r
+}
+
+// MustBalance returns the balance of a under rel and fails the test on error.
+func MustBalance(t testing.TB, s ledger.Store, a ledger.Account, rel ledger.Relation) ledger.Balance {
+	t.Helper()
+	b, err := s.Balance(ctx, a, rel)
+	if err != nil {
+		t.Fatalf("Balance(%v, %s) error: %v", a, rel, err)
+	}
+	return b
+}
+
+// mustBalances returns a's balance under every relation, in the order of
+// Relations.
+func mustBalances(t *testing.T, s ledger.Store, a ledger.Account) [4]ledger.Balance {
+	t.Helper()
+	var out [4]ledger.Balance
+	if len(ledger.Relations) != len(out) {
+		t.Fatalf("%d relations, mustBalances knows %d", len(ledger.Relations), len(out))
+	}
+	for i, rel := range ledger.Relations {
+		out[i] = MustBalance(t, s, a, rel)
+	}
+	return out
+}
+
+func mustEntries(t *testing.T, s ledger.Store, dataset string) []ledger.Receipt {
+	t.Helper()
+	es, err := s.Entries(ctx, dataset)
+	if err != nil {
+		t.Fatalf("Entries(%s) error: %v", dataset, err)
+	}
+	return es
+}
+
+// diffReceipt describes how got differs from want ("" if equal).
+func diffReceipt(got, want ledger.Receipt) string {
+	var d []string
+	if got.Account != want.Account || got.Key != want.Key || got.Kind != want.Kind || got.Description != want.Description {
+		d = append(d, fmt.Sprintf("names %v/%s/%s/%q, want %v/%s/%s/%q", got.Account, got.Key, got.Kind, got.Description,
+			want.Account, want.Key, want.Kind, want.Description))
+	}
+	if got.Relation != want.Relation {
+		d = append(d, fmt.Sprintf("relation %s, want %s", got.Relation, want.Relation))
+	}
+	if got.Cost != want.Cost {
+		d = append(d, fmt.Sprintf("cost %+v, want %+v", got.Cost, want.Cost))
+	}
+	if !bytes.Equal(got.Result, want.Result) || got.ResultSize != want.ResultSize {
+		d = append(d, fmt.Sprintf("result %q (%d), want %q (%d)", got.Result, got.ResultSize, want.Result, want.ResultSize))
+	}
+	if !got.Created.Equal(want.Created) {
+		d = append(d, fmt.Sprintf("created %v, want %v", got.Created, want.Created))
+	}
+	if got.Replayed != want.Replayed {
+		d = append(d, fmt.Sprintf("replayed %v, want %v", got.Replayed, want.Replayed))
+	}
+	return strings.Join(d, "; ")
+}
+
+// exactSpent is the exact sum of the costs of entries, per identity ("" for
+// the whole dataset).
+func exactSpent(es []ledger.Receipt, identity string) (eps, delta *big.Rat) {
+	eps, delta = new(big.Rat), new(big.Rat)
+	for _, e := range es {
+		if identity == "" || e.Identity == identity {
+			eps.Add(eps, new(big.Rat).SetFloat64(e.Cost.Epsilon))
+			delta.Add(delta, new(big.Rat).SetFloat64(e.Cost.Delta))
+		}
+	}
+	return eps, delta
+}
+
+func testChargeReplay(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	payload := []byte("Z-bytes")
+	c := ledger.Charge{Account: acme, Key: "proj-1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Description: "r=8", Cost: ledger.Cost{Epsilon: 0.25, Delta: 1e-6}, Result: payload}
+	before := time.Now()
+	r1 := MustCharge(t, s, c)
+	after := time.Now()
+	payload[0] = 'X' // the store must not alias the caller's slice
+	want := ledger.Receipt{Account: acme, Key: "proj-1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Description: "r=8", Cost: ledger.Cost{Epsilon: 0.25, Delta: 1e-6},
+		Result: []byte("Z-bytes"), ResultSize: 7, Created: r1.Created}
+	if d := diffReceipt(r1, want); d != "" {
+		t.Errorf("Charge = %s", d)
+	}
+	if r1.Created.Before(before.Truncate(time.Microsecond)) || r1.Created.After(after) {
+		t.Errorf("Created = %v, want within [%v, %v]", r1.Created, before, after)
+	}
+
+	// A retry with another description and result replays the stored receipt.
+	retry := c
+	retry.Description, retry.Result = "retry", []byte("other")
+	r2 := MustCharge(t, s, retry)
+	want.Replayed = true
+	if d := diffReceipt(r2, want); d != "" {
+		t.Errorf("replayed Charge = %s", d)
+	}
+	got, found, err := s.Get(ctx, acme, "proj-1")
+	want.Replayed = false
+	if err != nil || !found {
+		t.Fatalf("Get = %v, %v, want found", found, err)
+	}
+	if d := diffReceipt(got, want); d != "" {
+		t.Errorf("Get = %s", d)
+	}
+	if _, found, err := s.Get(ctx, acme, "proj-2"); err != nil || found {
+		t.Errorf("Get(unknown key) = %v, %v, want not found", found, err)
+	}
+
+	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Spent != (ledger.Cost{}) || b.Charges != 0 || b.DatasetSpent != (ledger.Cost{}) {
+		t.Errorf("record Balance after a feature-unit charge: spent %+v, charges %d, dataset %+v; want nothing", b.Spent, b.Charges, b.DatasetSpent)
+	}
+	b := MustBalance(t, s, acme, ledger.RelationFeatureUnit)
+	if b.Spent != (ledger.Cost{Epsilon: 0.25, Delta: 1e-6}) || b.Charges != 1 || b.DatasetSpent != b.Spent || b.Relation != ledger.RelationFeatureUnit {
+		t.Errorf("Balance after charge and replay: spent %+v, charges %d, dataset %+v; want {0.25 1e-06}, 1, the same", b.Spent, b.Charges, b.DatasetSpent)
+	}
+	// 1e-5 − 1e-6 rounded toward zero: within one ulp below 9e-6, never above the exact difference.
+	if b.Remaining.Epsilon != 0.75 || math.Abs(b.Remaining.Delta-9e-6) > 2e-21 {
+		t.Errorf("Remaining = %+v, want {0.75 9e-06}", b.Remaining)
+	}
+	if n := len(mustEntries(t, s, "diabetes")); n != 1 {
+		t.Errorf("len(Entries) = %d, want 1", n)
+	}
+}
+
+func testKeyConflict(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	c := ledger.Charge{Account: acme, Key: "q-7", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 0}}
+	MustCharge(t, s, c)
+	tests := []struct {
+		name string
+		edit func(c *ledger.Charge)
+	}{
+		{"epsilon", func(c *ledger.Charge) { c.Cost.Epsilon = 0.25 }},
+		{"delta", func(c *ledger.Charge) { c.Cost.Delta = 1e-9 }},
+		{"kind", func(c *ledger.Charge) { c.Kind = "projection" }},
+		{"zero cost", func(c *ledger.Charge) { c.Cost = ledger.Cost{} }},
+		// A record-level charge also counts as feature-unit, but a replay must
+		// still name the relation stated when it was charged.
+		{"relation implied", func(c *ledger.Charge) { c.Relation = ledger.RelationFeatureUnit }},
+		{"relation", func(c *ledger.Charge) { c.Relation = ledger.RelationValidationRecord }},
+	}
+	for _, tt := range tests {
+		d := c
+		tt.edit(&d)
+		_, err := s.Charge(ctx, d)
+		if !errors.Is(err, ledger.ErrKeyConflict) {
+			t.Errorf("%s: Charge(same key, other %s) error = %v, want ErrKeyConflict", tt.name, tt.name, err)
+		}
+	}
+	// Keys are scoped by account.
+	other := c
+	other.Identity = "globex"
+	if r := MustCharge(t, s, other); r.Replayed {
+		t.Errorf("Charge(same key, other identity).Replayed = true, want false")
+	}
+	other = c
+	other.Dataset = "housing"
+	if r := MustCharge(t, s, other); r.Replayed {
+		t.Errorf("Charge(same key, other dataset).Replayed = true, want false")
+	}
+	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Spent != (ledger.Cost{Epsilon: 0.125, Delta: 0}) || b.DatasetSpent != (ledger.Cost{Epsilon: 0.25, Delta: 0}) || b.Charges != 1 {
+		t.Errorf("Balance = spent %+v, dataset %+v, charges %d; want {0.125 0}, {0.25 0}, 1", b.Spent, b.DatasetSpent, b.Charges)
+	}
+}
+
+func testBudgetExceeded(t *testing.T, loc Location) {
+	type pre struct {
+		identity string
+		cost     ledger.Cost
+		rel      ledger.Relation // RelationRecord if empty
+	}
+	tests := []struct {
+		name   string
+		limits ledger.Limits
+		pre    []pre
+		req    ledger.Charge
+		want   ledger.BudgetError
+		text   string
+	}{
+		{
+			name:   "identity",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
+			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.5, Delta: 1e-5}, ""}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-5}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Remaining: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the record neighbour relation: requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
+		},
+		{
+			name:   "identity delta only",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
+			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.25, Delta: 1e-5}, ""}, {"globex", ledger.Cost{Epsilon: 0.5, Delta: 0}, ""}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 1e-9}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.125, Delta: 1e-9}, Remaining: ledger.Cost{Epsilon: 0.75, Delta: 0}},
+		},
+		{
+			name:   "dataset",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}},
+			pre:    []pre{{"alice", ledger.Cost{Epsilon: 1, Delta: 0}, ""}, {"bob", ledger.Cost{Epsilon: 0.25, Delta: 0}, ""}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeDataset, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-4}},
+			text:   `ledger: budget exceeded for dataset "diabetes" (charge by identity "acme") under the record neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=0.0001`,
+		},
+		{
+			name:   "both, identity reported",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
+			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ""}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
+		},
+		{
+			// The record budget has room (nothing spent under it), but a
+			// record-level charge also spends feature-unit budget.
+			name:   "record charge, feature-unit identity budget",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
+			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ledger.RelationFeatureUnit}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
+		},
+		{
+			// The record total of the dataset is 1, its feature-unit total 1.25.
+			name:   "record charge, feature-unit dataset budget",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}},
+			pre:    []pre{{"alice", ledger.Cost{Epsilon: 1, Delta: 0}, ledger.RelationRecord}, {"bob", ledger.Cost{Epsilon: 0.25, Delta: 0}, ledger.RelationFeatureUnit}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeDataset, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-4}},
+		},
+		{
+			name:   "job relation",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
+			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ledger.RelationTrainingAddRemove}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationTrainingAddRemove, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
+			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the training-add-remove neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
+		},
+		{
+			// A δ limit of zero refuses every charge needing δ, with nothing
+			// spent: the message must say so, not read like a spent budget.
+			name:   "zero delta limit",
+			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 0}, Dataset: ledger.Cost{Epsilon: 10, Delta: 0}},
+			req:    ledger.Charge{Account: acme, Key: "k", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}},
+			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}, Remaining: ledger.Cost{Epsilon: 1, Delta: 0}},
+			text: `ledger: refused for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: the release needs δ=1e-06 ` +
+				`but the curator's per-identity δ budget (--budget-delta) is 0, so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; ` +
+				`this is not a spent budget: the curator's operator must configure a δ budget above 0`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := loc(t)(t, tt.limits)
+			for i, p := range tt.pre {
+				rel := p.rel
+				if rel == "" {
+					rel = ledger.RelationRecord
+				}
+				MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: p.identity}, Key: fmt.Sprint("pre-", i), Kind: "pre", Relation: rel, Cost: p.cost})
+			}
+			before := mustBalances(t, s, tt.req.Account)
+			_, err := s.Charge(ctx, tt.req)
+			var be *ledger.BudgetError
+			if !errors.As(err, &be) || !errors.Is(err, ledger.ErrBudgetExceeded) {
+				t.Fatalf("Charge error = %v, want a *BudgetError", err)
+			}
+			// The refusal names its scope's limit.
+			tt.want.Limit = tt.limits.PerIdentity
+			if tt.want.Scope == ledger.ScopeDataset {
+				tt.want.Limit = tt.limits.Dataset
+			}
+			if *be != tt.want {
+				t.Errorf("BudgetError = %+v, want %+v", *be, tt.want)
+			}
+			if tt.text != "" && err.Error() != tt.text {
+				t.Errorf("Error() = %s, want %s", err, tt.text)
+			}
+			// Nothing written.
+			if _, found, err := s.Get(ctx, tt.req.Account, tt.req.Key); err != nil || found {
+				t.Errorf("Get(refused key) = %v, %v, want not found", found, err)
+			}
+			if n := len(mustEntries(t, s, "diabetes")); n != len(tt.pre) {
+				t.Errorf("len(Entries) = %d, want %d", n, len(tt.pre))
+			}
+			if after := mustBalances(t, s, tt.req.Account); after != before {
+				t.Errorf("Balances after refusal = %+v, want %+v", after, before)
+			}
+			// Exactly the reported remainder fits (where it is positive in both components or zero-cost components).
+			rem := ledger.Cost{Epsilon: math.Min(tt.req.Cost.Epsilon, be.Remaining.Epsilon), Delta: math.Min(tt.req.Cost.Delta, be.Remaining.Delta)}
+			fit := tt.req
+			fit.Key, fit.Cost = "fit", rem
+			if _, err := s.Charge(ctx, fit); err != nil {
+				t.Errorf("Charge(%+v) within the reported remainder: %v", rem, err)
+			}
+		})
+	}
+}
+
+func testZeroCost(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "all-eps", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 1, Delta: 0}})
+	tests := []struct {
+		key        string
+		cost       ledger.Cost
+		wantRefuse bool
+	}{
+		{"zero", ledger.Cost{Epsilon: 0, Delta: 0}, false},
+		{"delta only", ledger.Cost{Epsilon: 0, Delta: 1e-6}, false},
+		{"eps beyond the slack", ledger.Cost{Epsilon: 1e-9, Delta: 0}, true},
+		{"negative zero", ledger.Cost{Epsilon: math.Copysign(0, -1), Delta: 0}, false},
+	}
+	for _, tt := range tests {
+		r, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: tt.key, Kind: "record", Relation: ledger.RelationRecord, Cost: tt.cost})
+		if tt.wantRefuse != errors.Is(err, ledger.ErrBudgetExceeded) || !tt.wantRefuse && err != nil {
+			t.Errorf("Charge(%+v) with ε exhausted: error %v, want refused=%v", tt.cost, err, tt.wantRefuse)
+			continue
+		}
+		if err == nil && (math.Signbit(r.Cost.Epsilon) || math.Signbit(r.Cost.Delta)) {
+			t.Errorf("Charge(%+v) recorded %+v, want +0 components", tt.cost, r.Cost)
+		}
+	}
+	b := MustBalance(t, s, acme, ledger.RelationRecord)
+	if b.Spent != (ledger.Cost{Epsilon: 1, Delta: 1e-6}) || b.Charges != 4 || b.Remaining != (ledger.Cost{Epsilon: 0, Delta: 9e-6}) {
+		t.Errorf("Balance = spent %+v, remaining %+v, charges %d; want {1 1e-06}, {0 9e-06}, 4", b.Spent, b.Remaining, b.Charges)
+	}
+	if r := MustCharge(t, s, ledger.Charge{Account: acme, Key: "zero", Kind: "record", Relation: ledger.RelationRecord}); !r.Replayed {
+		t.Errorf("zero-cost retry Replayed = false, want true")
+	}
+}
+
+func testInvalidRefused(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	good := ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}}
+	tests := []struct {
+		name    string
+		edit    func(c *ledger.Charge)
+		wantErr string
+	}{
+		{"NaN epsilon", func(c *ledger.Charge) { c.Cost.Epsilon = math.NaN() }, "epsilon must be finite"},
+		{"+Inf epsilon", func(c *ledger.Charge) { c.Cost.Epsilon = math.Inf(1) }, "epsilon must be finite"},
+		{"negative epsilon", func(c *ledger.Charge) { c.Cost.Epsilon = -0.5 }, "epsilon must be non-negative"},
+		{"negative delta", func(c *ledger.Charge) { c.Cost.Delta = -1e-6 }, "delta must be non-negative"},
+		{"-Inf delta", func(c *ledger.Charge) { c.Cost.Delta = math.Inf(-1) }, "delta must be finite"},
+		{"delta one", func(c *ledger.Charge) { c.Cost.Delta = 1 }, "delta must be below 1"},
+		{"empty dataset", func(c *ledger.Charge) { c.Dataset = "" }, "dataset must not be empty"},
+		{"empty identity", func(c *ledger.Charge) { c.Identity = "" }, "identity must not be empty"},
+		{"empty key", func(c *ledger.Charge) { c.Key = "" }, "key must not be empty"},
+		{"empty kind", func(c *ledger.Charge) { c.Kind = "" }, "kind must not be empty"},
+		{"invalid UTF-8 key", func(c *ledger.Charge) { c.Key = "\xc3\x28" }, "key must be valid UTF-8"},
+		{"NUL identity", func(c *ledger.Charge) { c.Identity = "ac\x00me" }, "identity must not contain NUL"},
+		{"no relation", func(c *ledger.Charge) { c.Relation = "" }, "unknown neighbour relation"},
+		{"unknown relation", func(c *ledger.Charge) { c.Relation = "add-remove" }, "unknown neighbour relation"},
+	}
+	for _, tt := range tests {
+		c := good
+		tt.edit(&c)
+		_, err := s.Charge(ctx, c)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) || errors.Is(err, ledger.ErrBudgetExceeded) {
+			t.Errorf("%s: Charge error = %v, want one containing %q", tt.name, err, tt.wantErr)
+		}
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 0 {
+		t.Errorf("Entries after invalid charges = %d records, want 0", len(es))
+	}
+	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Spent != (ledger.Cost{}) || b.Remaining != StdLimits.PerIdentity {
+		t.Errorf("Balance after invalid charges = spent %+v, remaining %+v; want zero, %+v", b.Spent, b.Remaining, StdLimits.PerIdentity)
+	}
+	// The other methods validate their arguments too.
+	if _, err := s.Balance(ctx, ledger.Account{Dataset: "diabetes"}, ledger.RelationRecord); err == nil {
+		t.Errorf("Balance(no identity) error = nil, want an error")
+	}
+	if _, err := s.Balance(ctx, acme, "add-remove"); err == nil || !strings.Contains(err.Error(), "unknown neighbour relation") {
+		t.Errorf("Balance(unknown relation) error = %v, want an unknown relation error", err)
+	}
+	if _, err := s.DatasetTotals(ctx, ""); err == nil {
+		t.Errorf("DatasetTotals(\"\") error = nil, want an error")
+	}
+	if _, _, err := s.Get(ctx, acme, ""); err == nil {
+		t.Errorf("Get(empty key) error = nil, want an error")
+	}
+	if err := s.SetResult(ctx, ledger.Account{Identity: "acme"}, "k", nil); err == nil {
+		t.Errorf("SetResult(no dataset) error = nil, want an error")
+	}
+	if _, err := s.Entries(ctx, ""); err == nil {
+		t.Errorf("Entries(\"\") error = nil, want an error")
+	}
+	if _, err := s.Accounts(ctx, "a\x00"); err == nil {
+		t.Errorf("Accounts(NUL) error = nil, want an error")
+	}
+}
+
+func testSetResult(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	c := ledger.Charge{Account: acme, Key: "job-1", Kind: "kusner", Relation: ledger.RelationValidationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}}
+	r := MustCharge(t, s, c)
+	if r.Result != nil || r.ResultSize != 0 {
+		t.Errorf("Charge without result: Result %q (%d), want nil (0)", r.Result, r.ResultSize)
+	}
+	for _, res := range [][]byte{[]byte("first"), []byte("second result")} {
+		if err := s.SetResult(ctx, acme, "job-1", res); err != nil {
+			t.Fatalf("SetResult(%q) error: %v", res, err)
+		}
+		got, found, err := s.Get(ctx, acme, "job-1")
+		if err != nil || !found || !bytes.Equal(got.Result, res) || got.ResultSize != len(res) || got.Cost != c.Cost {
+			t.Errorf("Get after SetResult(%q) = %q (%d), cost %+v, %v, %v; want %q, cost %+v", res, got.Result, got.ResultSize, got.Cost, found, err, res, c.Cost)
+		}
+		rp := MustCharge(t, s, c)
+		if !rp.Replayed || !bytes.Equal(rp.Result, res) {
+			t.Errorf("replay after SetResult(%q) = %q, replayed %v; want the result, true", res, rp.Result, rp.Replayed)
+		}
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 1 || es[0].ResultSize != len("second result") || es[0].Result != nil {
+		t.Errorf("Entries = %+v, want one record with ResultSize %d and no payload", es, len("second result"))
+	}
+	if b := MustBalance(t, s, acme, ledger.RelationValidationRecord); b.Spent != c.Cost || b.Charges != 1 {
+		t.Errorf("Balance after SetResult = spent %+v, charges %d; want %+v, 1", b.Spent, b.Charges, c.Cost)
+	}
+	for _, tt := range []struct {
+		a   ledger.Account
+		key string
+	}{{acme, "job-2"}, {ledger.Account{Dataset: "diabetes", Identity: "globex"}, "job-1"}, {ledger.Account{Dataset: "housing", Identity: "acme"}, "job-1"}} {
+		if err := s.SetResult(ctx, tt.a, tt.key, []byte("x")); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("SetResult(%v, %s) error = %v, want ErrNotFound", tt.a, tt.key, err)
+		}
+	}
+}
+
+func testBalanceAccounts(t *testing.T, loc Location) {
+	open := loc(t)
+	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 2e-5}}
+	s := open(t, limits)
+	if got := s.Limits(); got != limits {
+		t.Errorf("Limits() = %+v, want %+v", got, limits)
+	}
+	fresh := MustBalance(t, s, acme, ledger.RelationRecord)
+	want := ledger.Balance{Account: acme, Relation: ledger.RelationRecord, Remaining: limits.PerIdentity, DatasetRemaining: limits.Dataset, Limits: limits}
+	if fresh != want {
+		t.Errorf("Balance(fresh) = %+v, want %+v", fresh, want)
+	}
+	alice, bob := ledger.Account{Dataset: "ds1", Identity: "alice"}, ledger.Account{Dataset: "ds1", Identity: "bob"}
+	for i, c := range []struct {
+		a    ledger.Account
+		cost ledger.Cost
+	}{
+		{alice, ledger.Cost{Epsilon: 0.25, Delta: 0}}, {bob, ledger.Cost{Epsilon: 0.125, Delta: 0.5e-5}}, {alice, ledger.Cost{Epsilon: 0.25, Delta: 1e-5}}, {ledger.Account{Dataset: "ds2", Identity: "alice"}, ledger.Cost{Epsilon: 0.5, Delta: 0}},
+	} {
+		MustCharge(t, s, ledger.Charge{Account: c.a, Key: fmt.Sprint("k", i), Kind: "query", Relation: ledger.RelationRecord, Cost: c.cost})
+	}
+	wantAlice := ledger.Balance{Account: alice, Relation: ledger.RelationRecord, Spent: ledger.Cost{Epsilon: 0.5, Delta: 1e-5}, Remaining: ledger.Cost{Epsilon: 0.5, Delta: 0}, DatasetSpent: ledger.Cost{Epsilon: 0.625, Delta: 1.5e-5},
+		DatasetRemaining: ledger.Cost{Epsilon: 0.875, Delta: 0.5e-5}, Charges: 2, Limits: limits}
+	wantBob := ledger.Balance{Account: bob, Relation: ledger.RelationRecord, Spent: ledger.Cost{Epsilon: 0.125, Delta: 0.5e-5}, Remaining: ledger.Cost{Epsilon: 0.875, Delta: 0.5e-5}, DatasetSpent: ledger.Cost{Epsilon: 0.625, Delta: 1.5e-5},
+		DatasetRemaining: ledger.Cost{Epsilon: 0.875, Delta: 0.5e-5}, Charges: 1, Limits: limits}
+	// δ values: 1e-5 + 0.5e-5 and 2e-5 − 1.5e-5 are checked against exact arithmetic below; the
+	// wanted float64 values are the correctly rounded (nearest / toward zero) results.
+	fixDelta := func(b *ledger.Balance, spent, dsSpent []float64) {
+		b.Spent.Delta, _ = ratSum(spent...).Float64()
+		b.DatasetSpent.Delta, _ = ratSum(dsSpent...).Float64()
+		var tid, tds total
+		for _, x := range spent {
+			tid.add(ledger.Cost{Epsilon: 0, Delta: x})
+		}
+		for _, x := range dsSpent {
+			tds.add(ledger.Cost{Epsilon: 0, Delta: x})
+		}
+		b.Remaining.Delta = tid.remaining(limits.PerIdentity).Delta
+		b.DatasetRemaining.Delta = tds.remaining(limits.Dataset).Delta
+	}
+	fixDelta(&wantAlice, []float64{0, 1e-5}, []float64{0, 0.5e-5, 1e-5})
+	fixDelta(&wantBob, []float64{0.5e-5}, []float64{0, 0.5e-5, 1e-5})
+	if got := MustBalance(t, s, alice, ledger.RelationRecord); got != wantAlice {
+		t.Errorf("Balance(alice) = %+v, want %+v", got, wantAlice)
+	}
+	accs, err := s.Accounts(ctx, "ds1")
+	if err != nil {
+		t.Fatalf("Accounts error: %v", err)
+	}
+	// The record-level charges count towards feature-unit as well, and
+	// feature-unit comes first in Relations.
+	aliceFU, bobFU := wantAlice, wantBob
+	aliceFU.Relation, bobFU.Relation = ledger.RelationFeatureUnit, ledger.RelationFeatureUnit
+	if got := MustBalance(t, s, alice, ledger.RelationFeatureUnit); got != aliceFU {
+		t.Errorf("Balance(alice, feature-unit) = %+v, want %+v", got, aliceFU)
+	}
+	if len(accs) != 4 || accs[0] != aliceFU || accs[1] != wantAlice || accs[2] != bobFU || accs[3] != wantBob {
+		t.Errorf("Accounts(ds1) = %+v, want [%+v %+v %+v %+v]", accs, aliceFU, wantAlice, bobFU, wantBob)
+	}
+	if accs, err := s.Accounts(ctx, "ds3"); err != nil || len(accs) != 0 {
+		t.Errorf("Accounts(ds3) = %+v, %v, want none", accs, err)
+	}
+	if got := MustBalance(t, s, ledger.Account{Dataset: "ds2", Identity: "alice"}, ledger.RelationRecord); got.DatasetSpent != (ledger.Cost{Epsilon: 0.5, Delta: 0}) || got.Charges != 1 {
+		t.Errorf("Balance(ds2/alice) = %+v, want dataset spent {0.5 0} and 1 charge", got)
+	}
+}
+
+func testEntriesOrder(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, bigLimits)
+	type ch struct {
+		dataset, identity, key string
+		result                 string
+	}
+	order := []ch{
+		{"ds1", "carol", "z", ""}, {"ds1", "alice", "y", "12345"}, {"ds2", "alice", "x", ""},
+		{"ds1", "bob", "a", "1"}, {"ds1", "alice", "b", ""}, {"ds2", "bob", "c", ""}, {"ds1", "carol", "m", ""},
+	}
+	for i, c := range order {
+		var res []byte
+		if c.result != "" {
+			res = []byte(c.result)
+		}
+		MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: c.dataset, Identity: c.identity}, Key: c.key, Kind: "query", Relation: ledger.RelationRecord,
+			Description: fmt.Sprint("charge ", i), Cost: ledger.Cost{Epsilon: float64(i + 1), Delta: 0}, Result: res})
+	}
+	es := mustEntries(t, s, "ds1")
+	var want []ch
+	for _, c := range order {
+		if c.dataset == "ds1" {
+			want = append(want, c)
+		}
+	}
+	if len(es) != len(want) {
+		t.Fatalf("len(Entries(ds1)) = %d, want %d", len(es), len(want))
+	}
+	for i, e := range es {
+		w := want[i]
+		if e.Dataset != "ds1" || e.Identity != w.identity || e.Key != w.key || e.ResultSize != len(w.result) || e.Result != nil {
+			t.Errorf("Entries[%d] = %s/%s/%s result %q (%d), want %s/%s/%s size %d, no payload",
+				i, e.Dataset, e.Identity, e.Key, e.Result, e.ResultSize, "ds1", w.identity, w.key, len(w.result))
+		}
+		if i > 0 && e.Created.Before(es[i-1].Created) {
+			t.Errorf("Entries[%d].Created = %v before Entries[%d].Created = %v", i, e.Created, i-1, es[i-1].Created)
+		}
+	}
+}
+
+func testPersistence(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "a", Kind: "projection", Relation: ledger.RelationFeatureUnit, Description: "first", Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}, Result: []byte{0, 1, 2, 255}})
+	MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: "globex"}, Key: "b", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25, Delta: 0}})
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "c", Kind: "kusner", Relation: ledger.RelationValidationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 0}})
+	if err := s.SetResult(ctx, acme, "c", []byte("done")); err != nil {
+		t.Fatalf("SetResult error: %v", err)
+	}
+	wantEntries := mustEntries(t, s, "diabetes")
+	wantBalances := mustBalances(t, s, acme)
+	wantC, _, _ := s.Get(ctx, acme, "c")
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close error: %v", err)
+	}
+
+	s = open(t, StdLimits)
+	gotEntries := mustEntries(t, s, "diabetes")
+	if len(gotEntries) != len(wantEntries) {
+		t.Fatalf("after reopen len(Entries) = %d, want %d", len(gotEntries), len(wantEntries))
+	}
+	for i := range gotEntries {
+		if d := diffReceipt(gotEntries[i], wantEntries[i]); d != "" {
+			t.Errorf("after reopen Entries[%d]: %s", i, d)
+		}
+	}
+	if got := mustBalances(t, s, acme); got != wantBalances {
+		t.Errorf("after reopen Balances = %+v, want %+v", got, wantBalances)
+	}
+	if got, found, err := s.Get(ctx, acme, "c"); err != nil || !found || diffReceipt(got, wantC) != "" {
+		t.Errorf("after reopen Get(c) = %+v, %v, %v, want %+v", got, found, err, wantC)
+	}
+	if r := MustCharge(t, s, ledger.Charge{Account: acme, Key: "a", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}}); !r.Replayed || !bytes.Equal(r.Result, []byte{0, 1, 2, 255}) {
+		t.Errorf("after reopen replay = %q, replayed %v; want stored bytes, true", r.Result, r.Replayed)
+	}
+	// The spend persisted: acme has 0.5 left under feature-unit.
+	_, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: "d", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.75, Delta: 0}})
+	var be *ledger.BudgetError
+	if !errors.As(err, &be) || be.Remaining.Epsilon != 0.5 || be.Relation != ledger.RelationFeatureUnit {
+		t.Errorf("after reopen Charge(0.75) error = %v, want a feature-unit BudgetError with ε remaining 0.5", err)
+	}
+	s.Close()
+
+	// Reopened with lower limits, the totals are checked against the new limits.
+	lower := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 0.5, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 0.75, Delta: 1e-4}}
+	s = open(t, lower)
+	// (Feature-unit: acme 0.5, the dataset 0.75 with globex's record-level query.)
+	if b := MustBalance(t, s, acme, ledger.RelationFeatureUnit); b.Spent != wantBalances[0].Spent || b.Remaining.Epsilon != 0 || b.DatasetRemaining.Epsilon != 0 || b.Limits != lower {
+		t.Errorf("with lower limits Balance = %+v, want spent %+v and nothing remaining", b, wantBalances[0].Spent)
+	}
+	_, err = s.Charge(ctx, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: "initech"}, Key: "e", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 0}})
+	if !errors.As(err, &be) || be.Scope != ledger.ScopeDataset || be.Relation != ledger.RelationFeatureUnit {
+		t.Errorf("with lower limits Charge error = %v, want a feature-unit dataset BudgetError", err)
+	}
+}
+
+func testDecimalSlack(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-4}, Dataset: ledger.Cost{Epsilon: 10, Delta: 0.5}})
+	for i := range 10 {
+		MustCharge(t, s, ledger.Charge{Account: acme, Key: fmt.Sprint("q", i), Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.1, Delta: 1e-5}})
+	}
+	b := MustBalance(t, s, acme, ledger.RelationRecord)
+	if b.Remaining != (ledger.Cost{}) || b.Charges != 10 {
+		t.Errorf("after 10×(0.1, 1e-5): remaining %+v, charges %d; want zero, 10", b.Remaining, b.Charges)
+	}
+	// Spent is the exact total rounded to nearest: 10×float64(0.1) rounds to 1.
+	if b.Spent.Epsilon != 1 {
+		t.Errorf("after 10×0.1: spent ε = %v, want 1", b.Spent.Epsilon)
+	}
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: "q10", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.1, Delta: 0}}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Errorf("11th Charge(0.1) error = %v, want ErrBudgetExceeded", err)
+	}
+	for _, tt := range []struct {
+		identity string
+		eps      float64
+		want     bool
+	}{{"within", 1 + 0.5e-12, true}, {"beyond", 1 + 2e-12, false}} {
+		_, err := s.Charge(ctx, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: tt.identity}, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: tt.eps, Delta: 0}})
+		if (err == nil) != tt.want || err != nil && !errors.Is(err, ledger.ErrBudgetExceeded) {
+			t.Errorf("Charge(ε=%.15g) against limit 1: error %v, want accepted=%v", tt.eps, err, tt.want)
+		}
+	}
+}
+
+func testCancelled(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := s.Charge(cctx, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Charge(cancelled) error = %v, want context.Canceled", err)
+	}
+	if es := mustEntries(t, s, "diabetes"); len(es) != 0 {
+		t.Errorf("Entries after cancelled charge = %d, want 0", len(es))
+	}
+}
+
+func testClosed(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close error: %v", err)
+	}
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}}); err == nil {
+		t.Errorf("Charge after Close error = nil, want an error")
+	}
+	if _, err := s.Balance(ctx, acme, ledger.RelationRecord); err == nil {
+		t.Errorf("Balance after Close error = nil, want an error")
+	}
+}
+
+// testRace is the race asked for by the ledger issue: 200 concurrent charges from 20
+// identities racing for the last of a budget, through nStores Stores on one
+// location. All amounts are dyadic, so what fits is an exact count.
+func testRace(t *testing.T, loc Location, nStores int) {
+	const (
+		identities  = 20
+		perIdentity = 10
+		unit        = 1.0 / 64 // ε of each racing charge
+		deltaUnit   = 1.0 / (1 << 30)
+	)
+	tests := []struct {
+		name      string
+		limits    ledger.Limits
+		preEps    float64 // spent before the race
+		wantWins  int
+		wantScope string
+	}{
+		// 37 units left in the dataset; identities could take 4 each (80).
+		{"dataset binds", ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 4 * unit, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 1, Delta: 0.5}}, 1 - 37*unit, 37, ledger.ScopeDataset},
+		// The dataset has room for 128 units; each identity takes exactly 4.
+		{"identities bind", ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 4 * unit, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 0.5}}, 0, 80, ledger.ScopeIdentity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open := loc(t)
+			stores := make([]ledger.Store, nStores)
+			for i := range stores {
+				stores[i] = open(t, tt.limits)
+			}
+			// Spend preEps first, through "pre" identities that each stay within their own limit.
+			nPre := 0
+			for left := tt.preEps; left > 0; nPre++ {
+				c := math.Min(left, tt.limits.PerIdentity.Epsilon)
+				MustCharge(t, stores[0], ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("pre%02d", nPre)}, Key: "pre", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: c, Delta: 0}})
+				left -= c
+			}
+			charge := func(i int) ledger.Charge {
+				return ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("id%02d", i%identities)}, Key: fmt.Sprint("k", i),
+					Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: unit, Delta: deltaUnit}, Result: []byte(fmt.Sprint("result ", i))}
+			}
+			n := identities * perIdentity
+			won := make([]bool, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					r, err := stores[i%nStores].Charge(ctx, charge(i))
+					errs[i] = err
+					won[i] = err == nil && !r.Replayed
+				}()
+			}
+			close(start)
+			wg.Wait()
+			wins := 0
+			for i, err := range errs {
+				var be *ledger.BudgetError
+				switch {
+				case err == nil:
+					wins++
+				case !errors.As(err, &be):
+					t.Errorf("charge %d: error %v, want nil or a BudgetError", i, err)
+				case tt.wantScope == ledger.ScopeIdentity && be.Scope != ledger.ScopeIdentity:
+					// (When the dataset binds, a loser may meet either limit first.)
+					t.Errorf("charge %d: refused for scope %s, want %s", i, be.Scope, tt.wantScope)
+				}
+			}
+			if wins != tt.wantWins {
+				t.Errorf("%d charges succeeded, want exactly %d", wins, tt.wantWins)
+			}
+
+			s := stores[nStores-1]
+			es := mustEntries(t, s, "diabetes")
+			if len(es) != tt.wantWins+nPre {
+				t.Errorf("len(Entries) = %d, want %d", len(es), tt.wantWins+nPre)
+			}
+			eps, delta := exactSpent(es, "")
+			wantEps := new(big.Rat).Add(new(big.Rat).SetFloat64(tt.preEps), new(big.Rat).SetFloat64(float64(tt.wantWins)*unit))
+			wantDelta := new(big.Rat).SetFloat64(float64(tt.wantWins) * deltaUnit)
+			if eps.Cmp(wantEps) != 0 || delta.Cmp(wantDelta) != 0 {
+				t.Errorf("Entries sum to ε=%s, δ=%s; want %s, %s", eps.FloatString(20), delta.FloatString(20), wantEps.FloatString(20), wantDelta.FloatString(20))
+			}
+			accs, err := s.Accounts(ctx, "diabetes")
+			if err != nil {
+				t.Fatalf("Accounts error: %v", err)
+			}
+			for _, b := range accs {
+				e, d := exactSpent(es, b.Identity)
+				ef, _ := e.Float64()
+				df, _ := d.Float64()
+				if b.Spent != (ledger.Cost{Epsilon: ef, Delta: df}) {
+					t.Errorf("Balance(%s).Spent = %+v, entries sum to {%g %g}", b.Identity, b.Spent, ef, df)
+				}
+				if b.Spent.Epsilon > tt.limits.PerIdentity.Epsilon {
+					t.Errorf("Balance(%s).Spent.Epsilon = %g above the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
+				}
+				if tt.wantScope == ledger.ScopeIdentity && !strings.HasPrefix(b.Identity, "pre") && b.Spent.Epsilon != tt.limits.PerIdentity.Epsilon {
+					t.Errorf("Balance(%s).Spent.Epsilon = %g, want exactly the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
+				}
+				if b.DatasetSpent.Epsilon > tt.limits.Dataset.Epsilon {
+					t.Errorf("DatasetSpent.Epsilon = %g above the limit %g", b.DatasetSpent.Epsilon, tt.limits.Dataset.Epsilon)
+				}
+			}
+			if tt.wantScope == ledger.ScopeDataset {
+				if b := MustBalance(t, s, ledger.Account{Dataset: "diabetes", Identity: "pre00"}, ledger.RelationRecord); b.DatasetRemaining.Epsilon != 0 || b.DatasetSpent.Epsilon != 1 {
+					t.Errorf("dataset after the race: spent %g, remaining %g; want 1, 0", b.DatasetSpent.Epsilon, b.DatasetRemaining.Epsilon)
+				}
+			}
+
+			// Retries: winners replay their stored result, losers are still refused.
+			for i := range n {
+				r, err := stores[(i+1)%nStores].Charge(ctx, charge(i))
+				switch {
+				case won[i] && (err != nil || !r.Replayed || string(r.Result) != fmt.Sprint("result ", i)):
+					t.Errorf("retry of winner %d = %q, replayed %v, %v; want its stored result", i, r.Result, r.Replayed, err)
+				case !won[i] && !errors.Is(err, ledger.ErrBudgetExceeded):
+					t.Errorf("retry of loser %d error = %v, want ErrBudgetExceeded", i, err)
+				}
+			}
+			if es2 := mustEntries(t, s, "diabetes"); len(es2) != len(es) {
+				t.Errorf("after retries len(Entries) = %d, want %d", len(es2), len(es))
+			}
+		})
+	}
+}
+
+// testRelations charges releases under every relation: no relation's totals
+// see another's charges, except that record-level charges count towards the
+// feature-unit totals (and not the other way).
+func testRelations(t *testing.T, loc Location) {
+	open := loc(t)
+	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}}
+	s := open(t, limits)
+	acme, globex := ledger.Account{Dataset: "rel", Identity: "acme"}, ledger.Account{Dataset: "rel", Identity: "globex"}
+	type step struct {
+		a     ledger.Account
+		key   string
+		rel   ledger.Relation
+		eps   float64
+		scope string          // "" if the charge must be accepted
+		on    ledger.Relation // the relation whose budget refuses it
+	}
+	for _, st := range []step{
+		{acme, "p1", ledger.RelationFeatureUnit, 0.75, "", ""},
+		// Fits the record budget (empty) and the feature-unit budget (0.75 + 0.25 = 1).
+		{acme, "q1", ledger.RelationRecord, 0.25, "", ""},
+		// The record budget has 0.75 left, but the feature-unit budget is spent.
+		{acme, "q2", ledger.RelationRecord, 0.125, ledger.ScopeIdentity, ledger.RelationFeatureUnit},
+		{acme, "p2", ledger.RelationFeatureUnit, 0.125, ledger.ScopeIdentity, ledger.RelationFeatureUnit},
+		// The job relations see neither the feature-unit nor the record spend.
+		{acme, "j1", ledger.RelationTrainingAddRemove, 1, "", ""},
+		{acme, "k1", ledger.RelationValidationRecord, 1, "", ""},
+		{acme, "k2", ledger.RelationValidationRecord, 0.125, ledger.ScopeIdentity, ledger.RelationValidationRecord},
+		// Dataset: feature-unit 1 + 0.5 = 1.5 fits.
+		{globex, "p", ledger.RelationFeatureUnit, 0.5, "", ""},
+		// Dataset record total 0.25 leaves room, the feature-unit total none.
+		{globex, "q", ledger.RelationRecord, 0.125, ledger.ScopeDataset, ledger.RelationFeatureUnit},
+		{globex, "j", ledger.RelationTrainingAddRemove, 0.5, "", ""},
+		{globex, "j2", ledger.RelationTrainingAddRemove, 0.125, ledger.ScopeDataset, ledger.RelationTrainingAddRemove},
+		{globex, "k", ledger.RelationValidationRecord, 0.5, "", ""},
+	} {
+		c := ledger.Charge{Account: st.a, Key: st.key, Kind: "k-" + string(st.rel), Relation: st.rel, Cost: ledger.Cost{Epsilon: st.eps, Delta: 0}}
+		r, err := s.Charge(ctx, c)
+		var be *ledger.BudgetError
+		switch {
+		case st.scope == "" && (err != nil || r.Replayed || r.Relation != st.rel):
+			t.Errorf("Charge(%s/%s, %s, ε=%g) = relation %s, replayed %v, %v; want a new %s record", st.a.Identity, st.key, st.rel, st.eps, r.Relation, r.Replayed, err, st.rel)
+		case st.scope != "" && (!errors.As(err, &be) || be.Scope != st.scope || be.Relation != st.on):
+			t.Errorf("Charge(%s/%s, %s, ε=%g) error = %v, want a %s BudgetError under %s", st.a.Identity, st.key, st.rel, st.eps, err, st.scope, st.on)
+		case st.scope != "" && !strings.Contains(err.Error(), "the "+string(st.on)+" neighbour relation"):
+			t.Errorf("Charge(%s/%s) error %q does not name the %s relation", st.a.Identity, st.key, err, st.on)
+		}
+	}
+
+	type want struct {
+		a              ledger.Account
+		rel            ledger.Relation
+		spent, dsSpent float64
+		charges        int
+	}
+	wants := []want{
+		{acme, ledger.RelationFeatureUnit, 1, 1.5, 2},
+		{acme, ledger.RelationRecord, 0.25, 0.25, 1},
+		{acme, ledger.RelationTrainingAddRemove, 1, 1.5, 1},
+		{acme, ledger.RelationValidationRecord, 1, 1.5, 1},
+		{globex, ledger.RelationFeatureUnit, 0.5, 1.5, 1},
+		{globex, ledger.RelationTrainingAddRemove, 0.5, 1.5, 1},
+		{globex, ledger.RelationValidationRecord, 0.5, 1.5, 1},
+	}
+	toBalance := func(w want) ledger.Balance {
+		return ledger.Balance{Account: w.a, Relation: w.rel, Spent: ledger.Cost{Epsilon: w.spent, Delta: 0}, Remaining: ledger.Cost{Epsilon: 1 - w.spent, Delta: 1e-5},
+			DatasetSpent: ledger.Cost{Epsilon: w.dsSpent, Delta: 0}, DatasetRemaining: ledger.Cost{Epsilon: 1.5 - w.dsSpent, Delta: 1e-4}, Charges: w.charges, Limits: limits}
+	}
+	for _, w := range wants {
+		if got := MustBalance(t, s, w.a, w.rel); got != toBalance(w) {
+			t.Errorf("Balance(%s, %s) = %+v, want %+v", w.a.Identity, w.rel, got, toBalance(w))
+		}
+	}
+	// globex has no record-level charge; its record balance is empty but
+	// shows the dataset's record total, which excludes the feature-unit spend.
+	if got, w := MustBalance(t, s, globex, ledger.RelationRecord), toBalance(want{globex, ledger.RelationRecord, 0, 0.25, 0}); got != w {
+		t.Errorf("Balance(globex, record) = %+v, want %+v", got, w)
+	}
+	accs, err := s.Accounts(ctx, "rel")
+	if err != nil {
+		t.Fatalf("Accounts error: %v", err)
+	}
+	if len(accs) != len(wants) {
+		t.Errorf("Accounts = %d balances, want %d: %+v", len(accs), len(wants), accs)
+	}
+	for i := range min(len(accs), len(wants)) {
+		if accs[i] != toBalance(wants[i]) {
+			t.Errorf("Accounts[%d] = %+v, want %+v", i, accs[i], toBalance(wants[i]))
+		}
+	}
+	tots, err := s.DatasetTotals(ctx, "rel")
+	if err != nil {
+		t.Fatalf("DatasetTotals error: %v", err)
+	}
+	wantTots := []ledger.DatasetBalance{
+		{Dataset: "rel", Relation: ledger.RelationFeatureUnit, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 3, Limits: limits},
+		{Dataset: "rel", Relation: ledger.RelationRecord, Spent: ledger.Cost{Epsilon: 0.25, Delta: 0}, Remaining: ledger.Cost{Epsilon: 1.25, Delta: 1e-4}, Charges: 1, Limits: limits},
+		{Dataset: "rel", Relation: ledger.RelationTrainingAddRemove, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 2, Limits: limits},
+		{Dataset: "rel", Relation: ledger.RelationValidationRecord, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 2, Limits: limits},
+	}
+	if fmt.Sprint(tots) != fmt.Sprint(wantTots) {
+		t.Errorf("DatasetTotals = %+v, want %+v", tots, wantTots)
+	}
+	if tots, err := s.DatasetTotals(ctx, "empty"); err != nil || len(tots) != 0 {
+		t.Errorf("DatasetTotals(empty) = %+v, %v, want none", tots, err)
+	}
+
+	// Entries carry their relation; refused charges wrote nothing.
+	es := mustEntries(t, s, "rel")
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Identity+"/"+e.Key+"/"+string(e.Relation))
+	}
+	wantEs := "acme/p1/feature-unit acme/q1/record acme/j1/training-add-remove acme/k1/validation-record " +
+		"globex/p/feature-unit globex/j/training-add-remove globex/k/validation-record"
+	if strings.Join(got, " ") != wantEs {
+		t.Errorf("Entries = %s, want %s", strings.Join(got, " "), wantEs)
+	}
+
+	// A replay spends nothing, even with every budget it counts towards
+	// spent; a replay under another relation (even an implied one) conflicts.
+	q1 := ledger.Charge{Account: acme, Key: "q1", Kind: "k-record", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25, Delta: 0}}
+	if r, err := s.Charge(ctx, q1); err != nil || !r.Replayed || r.Relation != ledger.RelationRecord {
+		t.Errorf("replay of q1 = relation %s, replayed %v, %v; want the stored record receipt", r.Relation, r.Replayed, err)
+	}
+	q1.Relation = ledger.RelationFeatureUnit
+	if _, err := s.Charge(ctx, q1); !errors.Is(err, ledger.ErrKeyConflict) {
+		t.Errorf("replay of q1 under feature-unit error = %v, want ErrKeyConflict", err)
+	}
+	if r, found, err := s.Get(ctx, acme, "j1"); err != nil || !found || r.Relation != ledger.RelationTrainingAddRemove {
+		t.Errorf("Get(j1) = relation %s, %v, %v; want training-add-remove", r.Relation, found, err)
+	}
+	if n := len(mustEntries(t, s, "rel")); n != len(es) {
+		t.Errorf("after replays len(Entries) = %d, want %d", n, len(es))
+	}
+}
+
+func testRecordedLimits(t *testing.T, loc Location) {
+	open := loc(t)
+	s := open(t, StdLimits)
+	if _, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || found {
+		t.Fatalf("RecordedLimits before any record = %v, %v; want none", found, err)
+	}
+	before := time.Now().Add(-time.Second)
+	if err := s.RecordLimits(ctx, "diabetes"); err != nil {
+		t.Fatalf("RecordLimits: %v", err)
+	}
+	r, found, err := s.RecordedLimits(ctx, "diabetes")
+	if err != nil || !found || r.Limits != StdLimits || r.Recorded.Before(before) {
+		t.Errorf("RecordedLimits = %+v, %v, %v; want %+v recorded after %v", r, found, err, StdLimits, before)
+	}
+	// A later start with other limits replaces the record; other datasets keep none.
+	other := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 3, Delta: 2e-6}, Dataset: ledger.Cost{Epsilon: 7, Delta: 1e-5}}
+	s2 := open(t, other)
+	if err := s2.RecordLimits(ctx, "diabetes"); err != nil {
+		t.Fatalf("RecordLimits: %v", err)
+	}
+	if r, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || !found || r.Limits != other {
+		t.Errorf("RecordedLimits after a second record = %+v, %v, %v; want %+v", r.Limits, found, err, other)
+	}
+	if _, found, err := s.RecordedLimits(ctx, "diamonds"); err != nil || found {
+		t.Errorf("RecordedLimits(other dataset) = %v, %v; want none", found, err)
+	}
+	if err := s.RecordLimits(ctx, ""); err == nil {
+		t.Errorf("RecordLimits(\"\") error = nil, want an error")
+	}
+}
+
+func testReport(t *testing.T, loc Location) {
+	s := loc(t)(t, bigLimits)
+	for i, c := range []ledger.Charge{
+		{Account: acme, Key: "p", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-6}},
+		{Account: acme, Key: "q", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.1, Delta: 0}},
+		{Account: ledger.Account{Dataset: "diabetes", Identity: "globex"}, Key: "q", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.8, Delta: 0}},
+		{Account: acme, Key: "j", Kind: "job:kusner", Relation: ledger.RelationValidationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-7}},
+	} {
+		c.Description = string(rune('a' + i))
+		MustCharge(t, s, c)
+	}
+	// The reader's limits, not the store's: identity ε 2, dataset ε 2.5.
+	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 2, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2.5, Delta: 1e-5}}
+	r, err := s.Report(ctx, "diabetes", limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Limits != limits || len(r.Relations) != 3 {
+		t.Fatalf("Report = %+v, want the given limits and 3 relations", r)
+	}
+	fu := r.Relations[0]
+	if fu.Relation != ledger.RelationFeatureUnit || len(fu.Identities) != 2 {
+		t.Fatalf("first relation = %+v, want feature-unit with acme and globex", fu)
+	}
+	eq := func(what string, got *big.Rat, want *big.Rat) {
+		t.Helper()
+		if got.Cmp(want) != 0 {
+			t.Errorf("%s = %s, want %s", what, got.RatString(), want.RatString())
+		}
+	}
+	tenth := new(big.Rat).SetFloat64(0.1)
+	eight := new(big.Rat).SetFloat64(0.8)
+	dsSpent := new(big.Rat).Add(big.NewRat(1, 1), tenth)
+	dsSpent.Add(dsSpent, eight)
+	eq("feature-unit dataset spent ε", fu.Dataset.Spent.Epsilon, dsSpent)
+	dsLeft := new(big.Rat).Sub(big.NewRat(5, 2), dsSpent) // 0.6 − float noise
+	eq("feature-unit dataset left ε", fu.Dataset.Left.Epsilon, dsLeft)
+	a := fu.Identities[0]
+	acmeSpent := new(big.Rat).Add(big.NewRat(1, 1), tenth)
+	eq("acme feature-unit spent ε", a.Spent.Epsilon, acmeSpent)
+	eq("acme own left ε", a.OwnLeft.Epsilon, new(big.Rat).Sub(big.NewRat(2, 1), acmeSpent))
+	// The cap binds: acme's own 0.9 is more than the dataset's 0.6.
+	eq("acme left ε (capped)", a.Left.Epsilon, dsLeft)
+	eq("acme left δ", a.Left.Delta, new(big.Rat).Sub(new(big.Rat).SetFloat64(1e-5), new(big.Rat).SetFloat64(1e-6)))
+	if a.Identity != "acme" || a.Charges != 2 || fu.Identities[1].Identity != "globex" {
+		t.Errorf("feature-unit rows = %+v", fu.Identities)
+	}
+	// Relations never mix: the validation-record row holds the job alone.
+	vr := r.Relations[2]
+	if vr.Relation != ledger.RelationValidationRecord || len(vr.Identities) != 1 || vr.Dataset.Charges != 1 {
+		t.Fatalf("third relation = %+v, want validation-record with acme's job only", vr)
+	}
+	eq("validation-record spent ε", vr.Dataset.Spent.Epsilon, big.NewRat(1, 2))
+	eq("validation-record acme left ε", vr.Identities[0].Left.Epsilon, big.NewRat(3, 2))
+	if _, err := s.Report(ctx, "diabetes", ledger.Limits{}); err == nil {
+		t.Errorf("Report(zero limits) error = nil, want an error")
+	}
+}

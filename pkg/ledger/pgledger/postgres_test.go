@@ -1,0 +1,270 @@
+package pgledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/ledger/ledgertest"
+)
+
+var ctx = context.Background()
+
+// The PostgreSQL tests need a server: PRIVBO_TEST_POSTGRES_DSN, or the
+// local default below. They fail if it cannot be reached, unless
+// PRIVBO_SKIP_POSTGRES=1.
+const defaultTestDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func testDSN() string {
+	if dsn := os.Getenv("PRIVBO_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return defaultTestDSN
+}
+
+// requirePostgres connects to the test server, or fails (skips only with
+// PRIVBO_SKIP_POSTGRES=1).
+func requirePostgres(t testing.TB) *pgx.Conn {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, testDSN())
+	if err != nil {
+		if os.Getenv("PRIVBO_SKIP_POSTGRES") == "1" {
+			t.Skipf("PostgreSQL unreachable and PRIVBO_SKIP_POSTGRES=1: %v", err)
+		}
+		t.Fatalf("PostgreSQL unreachable (set PRIVBO_TEST_POSTGRES_DSN, or PRIVBO_SKIP_POSTGRES=1 to skip): %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// randomSchema creates nothing: it names a fresh schema and drops it when
+// the test ends.
+func randomSchema(t testing.TB, conn *pgx.Conn) string {
+	var b [8]byte
+	rand.Read(b[:])
+	schema := "privbo_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// postgresLocation returns a Location: a fresh schema per test, dropped
+// when the test ends.
+func postgresLocation(conn *pgx.Conn) ledgertest.Location {
+	return func(t *testing.T) ledgertest.Opener {
+		schema := randomSchema(t, conn)
+		return func(t *testing.T, limits ledger.Limits) ledger.Store {
+			s, err := Open(ctx, testDSN(), Options{Schema: schema}, limits)
+			if err != nil {
+				t.Fatalf("Open error: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}
+}
+
+func TestPostgresStore(t *testing.T) {
+	conn := requirePostgres(t)
+	ledgertest.Run(t, postgresLocation(conn))
+}
+
+func TestPostgresSchemaVersion(t *testing.T) {
+	conn := requirePostgres(t)
+	schema := randomSchema(t, conn)
+	s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := conn.Exec(ctx, `UPDATE "`+schema+`".schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("Open(version 99) error = %v, want a schema version error", err)
+	}
+}
+
+func TestOpenPostgresArguments(t *testing.T) {
+	tests := []struct {
+		dsn     string
+		opt     Options
+		limits  ledger.Limits
+		wantErr string
+	}{
+		{testDSN(), Options{Schema: "Privbo"}, ledgertest.StdLimits, "must match"},
+		{testDSN(), Options{Schema: "1abc"}, ledgertest.StdLimits, "must match"},
+		{testDSN(), Options{Schema: `a"; DROP TABLE x; --`}, ledgertest.StdLimits, "must match"},
+		{testDSN(), Options{Schema: "pg_ledger"}, ledgertest.StdLimits, "not start with pg_"},
+		{testDSN(), Options{Schema: strings.Repeat("a", 64)}, ledgertest.StdLimits, "at most 63"},
+		{testDSN(), Options{MaxConns: -1}, ledgertest.StdLimits, "MaxConns"},
+		{testDSN(), Options{}, ledger.Limits{}, "limit epsilon"},
+		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{Schema: "unused"}, ledgertest.StdLimits, "connect to postgres"},
+		{"://not a dsn", Options{Schema: "unused"}, ledgertest.StdLimits, "pgledger: postgres"},
+	}
+	for _, tt := range tests {
+		s, err := Open(ctx, tt.dsn, tt.opt, tt.limits)
+		if err == nil {
+			s.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("Open(%q, %+v) error = %v, want one containing %q", tt.dsn, tt.opt, err, tt.wantErr)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{{"", DefaultSchema}, {"ledger_2", "ledger_2"}, {"_x", "_x"}} {
+		if got, err := (Options{Schema: tt.in}).schema(); err != nil || got != tt.want {
+			t.Errorf("Options{Schema: %q}.schema() = %q, %v, want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestPostgresUnavailable checks that losing the database connection is
+// reported as ErrUnavailable (which the curator answers as UNAVAILABLE, so
+// that clients retry), and that the store reconnects afterwards: the test
+// terminates the store's server processes with pg_terminate_backend.
+func TestPostgresUnavailable(t *testing.T) {
+	conn := requirePostgres(t)
+	schema := randomSchema(t, conn)
+	s, err := Open(ctx, testDSN(), Options{Schema: schema, MaxConns: 1}, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	acct := ledger.Account{Dataset: "d", Identity: "a"}
+	if _, err := s.Balance(ctx, acct, ledger.RelationRecord); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`, schema).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("terminated %d server processes, want the store's one", killed)
+	}
+	_, err = s.Balance(ctx, acct, ledger.RelationRecord)
+	if !errors.Is(err, ledger.ErrUnavailable) {
+		t.Errorf("Balance after the connection was killed: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Balance(ctx, acct, ledger.RelationRecord); err != nil {
+		t.Errorf("Balance after reconnecting: %v", err)
+	}
+	if _, err := Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{}, ledgertest.StdLimits); !errors.Is(err, ledger.ErrUnavailable) {
+		t.Errorf("Open on a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// postgresV1DDL is the tables of schema version 1, as that version created them.
+var postgresV1DDL = []string{
+	`CREATE SCHEMA {schema}`,
+	`CREATE TABLE {t}schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+	`CREATE TABLE {t}entries (
+			seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			dataset TEXT NOT NULL, identity TEXT NOT NULL, entry_key TEXT NOT NULL,
+			kind TEXT NOT NULL, description TEXT NOT NULL,
+			epsilon DOUBLE PRECISION NOT NULL CHECK (epsilon >= 0),
+			delta DOUBLE PRECISION NOT NULL CHECK (delta >= 0 AND delta < 1),
+			result BYTEA, created_ns BIGINT NOT NULL,
+			UNIQUE (dataset, identity, entry_key))`,
+	`CREATE INDEX entries_dataset_seq ON {t}entries (dataset, seq)`,
+	`CREATE TABLE {t}totals (
+			dataset TEXT NOT NULL, identity TEXT NOT NULL,
+			epsilon TEXT NOT NULL, delta TEXT NOT NULL, charges BIGINT NOT NULL,
+			PRIMARY KEY (dataset, identity))`,
+}
+
+func TestPostgresUpgradeV1(t *testing.T) {
+	conn := requirePostgres(t)
+	schema := randomSchema(t, conn)
+	quoted := `"` + schema + `"`
+	exec := func(q string, args ...any) error {
+		q = ledger.Dialect{Prefix: quoted + ".", Dollar: true}.SQL(strings.ReplaceAll(q, "{schema}", quoted))
+		_, err := conn.Exec(ctx, q, args...)
+		return err
+	}
+	for _, q := range postgresV1DDL {
+		if err := exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	ledgertest.FillV1(t, exec)
+
+	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 1e-4}}
+	s, err := Open(ctx, testDSN(), Options{Schema: schema}, limits)
+	if err != nil {
+		t.Fatalf("Open(version 1) error: %v", err)
+	}
+	ledgertest.CheckUpgradedV1(t, s, limits)
+	ledgertest.CheckUpgradedV1Writes(t, s)
+	s.Close()
+
+	var version int
+	var nullable string
+	if err := conn.QueryRow(ctx, `SELECT version FROM `+quoted+`.schema_version`).Scan(&version); err != nil || version != ledger.SchemaVersion {
+		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, ledger.SchemaVersion)
+	}
+	if err := conn.QueryRow(ctx, `SELECT is_nullable FROM information_schema.columns
+		WHERE table_schema = $1 AND table_name = 'entries' AND column_name = 'relation'`, schema).Scan(&nullable); err != nil || nullable != "NO" {
+		t.Errorf("entries.relation is_nullable = %q, %v; want NO", nullable, err)
+	}
+	s, err = Open(ctx, testDSN(), Options{Schema: schema}, limits)
+	if err != nil {
+		t.Fatalf("reopen error: %v", err)
+	}
+	defer s.Close()
+	if b := ledgertest.MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
+		t.Errorf("after reopen acme record charges = %d, want 4", b.Charges)
+	}
+}
+
+func TestPostgresUpgradeV2(t *testing.T) {
+	conn := requirePostgres(t)
+	schema := randomSchema(t, conn)
+	s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.FillV2(t, s)
+	s.Close()
+	for _, q := range []string{`DROP TABLE "` + schema + `".limits`, `UPDATE "` + schema + `".schema_version SET version = 2`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err = Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatalf("Open(version 2): %v", err)
+	}
+	defer s.Close()
+	ledgertest.CheckUpgradedV2(t, s)
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM "`+schema+`".schema_version`).Scan(&version); err != nil || version != ledger.SchemaVersion {
+		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, ledger.SchemaVersion)
+	}
+}
+
+func BenchmarkChargePostgres(b *testing.B) {
+	conn := requirePostgres(b)
+	s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn)}, ledgertest.BenchLimits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ledgertest.BenchCharge(b, s)
+}
