@@ -24,13 +24,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/internal/flagconf"
+	"github.com/privbo/privbo/internal/logging"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/logging"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
