@@ -59,7 +59,13 @@ func main() {
 	}
 }
 
+// run runs a command; the server's errors name its Config fields, which are given here
+// the names of the flags that set them.
 func run(args []string) error {
+	return withFlagNames(runCommand(args))
+}
+
+func runCommand(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return errors.New("no command given")
@@ -360,7 +366,7 @@ func serve(args []string) error {
 	defer log.Sync()
 	cfg.Logger = log
 	for _, w := range server.Warnings(cfg) {
-		fmt.Fprintln(os.Stderr, "curator:", w)
+		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -406,7 +412,7 @@ func checkConfig(args []string) error {
 		return err
 	}
 	for _, w := range server.Warnings(cfg) {
-		fmt.Fprintln(os.Stderr, "curator:", w)
+		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 	fmt.Println("configuration OK:", sum)
 	return nil
