@@ -17,7 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/privbo/privbo/pkg/flagconf"
+	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
 )

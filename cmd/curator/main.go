@@ -24,13 +24,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/internal/flagconf"
+	"github.com/privbo/privbo/internal/logging"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/logging"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
@@ -59,7 +59,13 @@ func main() {
 	}
 }
 
+// run runs a command; the server's errors name its Config fields, which are given here
+// the names of the flags that set them.
 func run(args []string) error {
+	return withFlagNames(runCommand(args))
+}
+
+func runCommand(args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return errors.New("no command given")
@@ -365,7 +371,7 @@ func serve(args []string) error {
 	defer log.Sync()
 	cfg.Logger = log
 	for _, w := range server.Warnings(cfg) {
-		fmt.Fprintln(os.Stderr, "curator:", w)
+		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -411,7 +417,7 @@ func checkConfig(args []string) error {
 		return err
 	}
 	for _, w := range server.Warnings(cfg) {
-		fmt.Fprintln(os.Stderr, "curator:", w)
+		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 	fmt.Println("configuration OK:", sum)
 	return nil

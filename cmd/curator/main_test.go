@@ -79,6 +79,9 @@ output-upper = 400
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
+		if err != nil && strings.Contains(err.Error(), "Config.") {
+			t.Errorf("%s: error %q names a Config field, not the flag to type", tc.name, err)
+		}
 		for k := range tc.env {
 			os.Unsetenv(k)
 		}

@@ -45,9 +45,12 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
 	cfg := transport.ClientConfig{Identity: c.identity}
 	var err error
+	if (c.cert == "") != (c.key == "") {
+		return nil, nil, errors.New("a client certificate needs both --cert and --key")
+	}
 	if c.ca != "" || c.cert != "" {
 		if cfg.TLS, err = transport.ClientTLS(c.ca, c.cert, c.key, c.serverName); err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("TLS files (--ca, --cert, --key): %w", err)
 		}
 	}
 	if c.tokenFile != "" {

@@ -70,7 +70,27 @@ func errorLine(err error) string {
 	return "modeler: " + msg
 }
 
+// textError shows err to a person in other words (flags instead of the library's
+// setting names, a hint); it unwraps to err.
+type textError struct {
+	text string
+	err  error
+}
+
+func (e *textError) Error() string { return e.text }
+func (e *textError) Unwrap() error { return e.err }
+
+// run runs a command. A curator that cannot be reached is reported with the flags that
+// say where it is and how to talk to it.
 func run(args []string, stdout, stderr io.Writer) error {
+	err := runCommand(args, stdout, stderr)
+	if errors.Is(err, modeler.ErrUnreachable) {
+		return &textError{text: err.Error() + " (--curator, --ca, --cert, --key, --server-name)", err: err}
+	}
+	return err
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/privbo/privbo/internal/cli"
@@ -110,7 +111,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	res, err := simulate.Run(ctx, cfg)
 	if err != nil {
-		return err
+		// The library names its settings; the person typed flags.
+		return simulateFlagNames(err)
 	}
 	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %s, %v\n\n%s\nwrote %s, %s, %s\n",
 		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Output, res.Duration.Round(1e6),
@@ -159,4 +161,16 @@ func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
 		cfg.GP.NoiseRule = gpucb.NoiseRule(rule)
 	}
 	return nil
+}
+
+// simulateSettings maps the settings that simulate's errors name to the flags of
+// modeler simulate.
+var simulateSettings = strings.NewReplacer("DataConfig.LogOutputs", "--log-outputs", "DataConfig.Minimize", "--minimize")
+
+// simulateFlagNames returns err with the settings it names given as flags.
+func simulateFlagNames(err error) error {
+	if text := simulateSettings.Replace(err.Error()); text != err.Error() {
+		return &textError{text: text, err: err}
+	}
+	return err
 }

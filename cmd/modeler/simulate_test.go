@@ -53,7 +53,7 @@ func TestSimulateOutputPrivacyFlagErrors(t *testing.T) {
 		{[]string{"--output-lower", "0", "--output-upper", "400"}, "need --output-privacy"},
 		{[]string{"--noise-rule", "ratio"}, "--noise-rule needs"},
 		{[]string{"--output-privacy", "laplace", "--output-epsilon", "1", "--output-lower", "0", "--output-upper", "400", "--noise-rule", "x"}, "unknown noise rule"},
-		{[]string{"--output-privacy", "laplace", "--output-epsilon", "1", "--output-lower", "0", "--output-upper", "400", "--log-outputs"}, "positive output range"},
+		{[]string{"--output-privacy", "laplace", "--output-epsilon", "1", "--output-lower", "0", "--output-upper", "400", "--log-outputs"}, "--log-outputs needs a positive output range"},
 	} {
 		err := run(append(append([]string{}, base...), c.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -38,7 +38,7 @@ func checkExact(cfg Config) error {
 	exact := cfg.Output.normalised().Mechanism == "none"
 	if exact && cfg.Evaluation.mode() == EvaluateProgram && !cfg.AllowExactProgramAnswers {
 		return errors.New("curator: program evaluation with output privacy none would release exact functions of each queried record's features, " +
-			"which the projection is meant to protect; choose --output-privacy laplace or gaussian, or pass --allow-exact-program-answers to accept it explicitly")
+			"which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, or set Config.AllowExactProgramAnswers to accept it explicitly")
 	}
 	return nil
 }

@@ -211,8 +211,8 @@ func TestExactProgramAnswersNeedExplicitFlag(t *testing.T) {
 	defer led.Close()
 	ds := &dataset.Dataset{Name: "d", N: 1, D: 1, X: []float64{0}, Y: []float64{0}, Features: []string{"a"}}
 	cfg := Config{Dataset: ds, Ledger: led, StateDir: dir, Evaluation: Evaluation{Mode: EvaluateProgram, Command: []string{"/bin/true"}}}
-	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "--allow-exact-program-answers") {
-		t.Errorf("program evaluation with exact answers: %v, want a refusal naming --allow-exact-program-answers", err)
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "Config.AllowExactProgramAnswers") {
+		t.Errorf("program evaluation with exact answers: %v, want a refusal naming Config.AllowExactProgramAnswers", err)
 	}
 	cfg.AllowExactProgramAnswers = true
 	if _, err := New(cfg); err != nil {

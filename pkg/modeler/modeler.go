@@ -601,7 +601,7 @@ func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
 	info, err := cur.DatasetInfo(ctx)
 	if err != nil {
 		if errors.Is(err, ErrUnreachable) && ctx.Err() == nil {
-			return nil, fmt.Errorf("modeler: %w; check its address and the TLS files (--curator, --ca, --cert, --key, --server-name)", err)
+			return nil, fmt.Errorf("modeler: %w; check its address and the TLS settings", err)
 		}
 		return nil, fmt.Errorf("modeler: dataset info: %w", err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		edit func(*Config)
 		want string // substring of the error; "" for success
 	}{
-		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "a dataset id is required (--dataset-id): budgets are kept per dataset id"},
+		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "Config.DatasetID is required: budgets are kept per dataset id"},
 		// Without a declared range the target's range comes from the schema or the
 		// private estimate at Start (TestOutputRangePrecedence).
 		{"default output without a range", func(c *Config) {}, ""},
@@ -54,7 +55,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		{"exact program answers", func(c *Config) {
 			c.Output = curator.OutputPrivacy{Mechanism: "none"}
 			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
-		}, "pass --allow-exact-program-answers"},
+		}, "set Config.AllowExactProgramAnswers"},
 		{"exact program answers allowed", func(c *Config) {
 			c.Output = curator.OutputPrivacy{Mechanism: "none"}
 			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
@@ -84,7 +85,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 			switch {
 			case got.Output.Mechanism != "none" && w != "":
 				t.Errorf("private outputs warned: %s", w)
-			case got.Output.Mechanism == "none" && !strings.Contains(w, "WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED"):
+			case got.Output.Mechanism == "none" && !strings.Contains(w, "WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED"):
 				t.Errorf("exact answers not warned about: %q", w)
 			case got.AllowExactProgramAnswers && !strings.Contains(w, "exact function of one record's features"):
 				t.Errorf("exact program answers not warned about: %q", w)
@@ -144,5 +145,48 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 	_, err = h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{2}})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 2 distinct rows per identity") {
 		t.Errorf("exact query past the cap: %v, want ResourceExhausted naming the cap", err)
+	}
+}
+
+// TestFieldErrors: each refused setting comes back as a *FieldError naming the Config
+// field at fault, and no message names a command-line flag (a front end maps the
+// Config.<path> names to its own; see cmd/curator).
+func TestFieldErrors(t *testing.T) {
+	base := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
+		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small"}
+	for _, tc := range []struct {
+		edit  func(*Config)
+		field string
+	}{
+		{func(c *Config) { c.StateDir = "" }, "StateDir"},
+		{func(c *Config) { c.DatasetID = "" }, "DatasetID"},
+		{func(c *Config) { c.DatasetID = "bad\x00id" }, "DatasetID"},
+		{func(c *Config) { c.Budget = ledger.Cost{} }, "Budget.Epsilon"},
+		{func(c *Config) { c.ProjectionMechanism = "magic" }, "ProjectionMechanism"},
+		{func(c *Config) { c.PrivateScalingShare = 2 }, "PrivateScalingShare"},
+		{func(c *Config) { c.ExactAnswersMaxRows = -1 }, "ExactAnswersMaxRows"},
+		{func(c *Config) {
+			c.Output = curator.OutputPrivacy{Mechanism: "none"}
+			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
+		}, "AllowExactProgramAnswers"},
+		{func(c *Config) { c.Limits.Burst = -1 }, "Limits.Burst"},
+		{func(c *Config) { c.Ledger.Kind = "postgres" }, "Ledger.DSN"},
+		{func(c *Config) { c.Ledger.Kind = "etcd" }, "Ledger.Kind"},
+		{func(c *Config) { c.TLS.ClientCAFile = "ca.pem" }, "TLS.ClientCAFile"},
+		{func(c *Config) { c.TLS.CertFile = "cert.pem" }, "TLS.KeyFile"},
+		{func(c *Config) { c.TLS.KeyFile = "key.pem" }, "TLS.CertFile"},
+		{func(c *Config) { c.Listen = "0.0.0.0:0" }, "AllowPlaintext"},
+	} {
+		cfg := base
+		tc.edit(&cfg)
+		_, err := Check(cfg)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: Check = %v (%#v), want a FieldError on %s", tc.field, err, fe, tc.field)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "Config."+tc.field) && !strings.Contains(msg, "Config.Limits.") || strings.Contains(msg, "--") {
+			t.Errorf("%s: message %q should name Config.%s and no flag", tc.field, msg, tc.field)
+		}
 	}
 }

@@ -195,8 +195,8 @@ func privateScaling(ctx context.Context, store ledger.Store, cfg Config, raw *da
 	if err != nil {
 		if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
 			return est, fmt.Errorf("server: the private scaling estimate needs ε = %g (record replacement) from the dataset's budget, which is shared by all identities, "+
-				"but the ledger refused it (%s cap: ε %g left): raise --dataset-budget-epsilon (or --budget-epsilon), lower --private-scaling-share, "+
-				"or give public bounds and the target's range with --schema FILE (and --output-lower/--output-upper): %w", p.total(), be.Scope, be.Remaining.Epsilon, err)
+				"but the ledger refused it (%s cap: ε %g left): raise Config.DatasetBudget.Epsilon (or Config.Budget.Epsilon), lower Config.PrivateScalingShare, "+
+				"or give public bounds and the target's range in a schema, Config.Data.Scaling.Schema (and Config.Output.Lower/Config.Output.Upper): %w", p.total(), be.Scope, be.Remaining.Epsilon, err)
 		}
 		return est, fmt.Errorf("server: charging the private scaling estimate: %w", err)
 	}
@@ -267,7 +267,7 @@ func applyEstimate(sc dataset.Scaling, p scalingPlan, est scalingEstimate) datas
 }
 
 // resolveOutputRange fills the target's range of private outputs: the operator's
-// --output-lower/--output-upper first, then the schema's line for the target, then the
+// Output.Lower/Upper first, then the schema's line for the target, then the
 // private estimate. It fails, naming all three ways, when none is available.
 func resolveOutputRange(cfg *Config, ds *dataset.Dataset, est scalingEstimate) error {
 	o := &cfg.Output
@@ -290,8 +290,8 @@ func resolveOutputRange(cfg *Config, ds *dataset.Dataset, est scalingEstimate) e
 
 func errNoOutputRange(mech string) error {
 	return fmt.Errorf("server: output privacy %s needs the range of the target (answers are clipped to it and the noise is calibrated to its width): "+
-		"set --output-lower and --output-upper, or give it on the target's line of the --schema file, or let the curator estimate it privately "+
-		"(with --private-scaling-share of the budget); or choose --output-privacy none explicitly to release exact, unprotected answers", mech)
+		"set Config.Output.Lower and Config.Output.Upper, or give it on the target's line of the schema, Config.Data.Scaling.Schema, or let the curator "+
+		"estimate it privately (with Config.PrivateScalingShare of the budget); or choose Config.Output.Mechanism none explicitly to release exact, unprotected answers", mech)
 }
 
 // what names what p estimates, for messages.

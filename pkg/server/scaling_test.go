@@ -43,18 +43,18 @@ func TestScalingDefaultsAndShare(t *testing.T) {
 	for _, s := range []float64{-0.1, 1, 1.5, math.NaN(), math.Inf(1)} {
 		c := diabetesServe(t.TempDir())
 		c.PrivateScalingShare = s
-		if _, err := c.withDefaults(); err == nil || !strings.Contains(err.Error(), "--private-scaling-share must lie in (0, 1)") {
-			t.Errorf("share %g: %v, want a refusal naming --private-scaling-share", s, err)
+		if _, err := c.withDefaults(); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare must lie in (0, 1)") {
+			t.Errorf("share %g: %v, want a refusal naming Config.PrivateScalingShare", s, err)
 		}
-		if _, err := Start(context.Background(), c); err == nil || !strings.Contains(err.Error(), "--private-scaling-share") {
-			t.Errorf("Start with share %g: %v, want a refusal naming --private-scaling-share", s, err)
+		if _, err := Start(context.Background(), c); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare") {
+			t.Errorf("Start with share %g: %v, want a refusal naming Config.PrivateScalingShare", s, err)
 		}
 	}
 	for _, m := range []dataset.ScalingMode{dataset.ScaleStandardiseNonprivate, dataset.ScaleMaxNormNonprivate} {
 		c := diabetesServe(t.TempDir())
 		c.Data.Scaling = dataset.Scaling{Mode: m}
 		w := strings.Join(Warnings(c), "\n")
-		if !strings.Contains(w, "WARNING: --scaling "+string(m)) || !strings.Contains(w, "DOES NOT HOLD") {
+		if !strings.Contains(w, "WARNING: Config.Data.Scaling.Mode "+string(m)) || !strings.Contains(w, "DOES NOT HOLD") {
 			t.Errorf("%s: warnings %q, want one saying the guarantee does not hold", m, w)
 		}
 	}
@@ -153,8 +153,8 @@ func TestPrivateScalingRefusedByBudget(t *testing.T) {
 	cfg.DatasetBudget = ledger.Cost{Epsilon: 1, Delta: 1e-5} // ε_s = 0.1 × 20 = 2 > 1
 	_, err := Start(context.Background(), cfg)
 	if err == nil || !errors.Is(err, ledger.ErrBudgetExceeded) || !strings.Contains(err.Error(), "private scaling estimate needs ε = 2") ||
-		!strings.Contains(err.Error(), "--private-scaling-share") || !strings.Contains(err.Error(), "--schema") {
-		t.Fatalf("Start: %v, want a budget refusal of the scaling estimate naming --private-scaling-share and --schema", err)
+		!strings.Contains(err.Error(), "Config.PrivateScalingShare") || !strings.Contains(err.Error(), "Config.Data.Scaling.Schema") {
+		t.Fatalf("Start: %v, want a budget refusal of the scaling estimate naming Config.PrivateScalingShare and Config.Data.Scaling.Schema", err)
 	}
 	if n := len(scalingEntries(t, state, cfg)); n != 0 {
 		t.Errorf("%d scaling-estimate records after a refusal, want 0", n)
@@ -213,7 +213,7 @@ func TestOutputRangePrecedence(t *testing.T) {
 	ds := &dataset.Dataset{Target: "y"}
 	cfg := Config{Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}}
 	err = resolveOutputRange(&cfg, ds, scalingEstimate{})
-	for _, want := range []string{"--output-lower and --output-upper", "target's line of the --schema file", "estimate it privately"} {
+	for _, want := range []string{"Config.Output.Lower and Config.Output.Upper", "target's line of the schema, Config.Data.Scaling.Schema", "estimate it privately"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no range: %v, want an error naming %q", err, want)
 		}

@@ -9,7 +9,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/privbo/privbo/internal/metrics"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
@@ -31,7 +31,6 @@ import (
 	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
-	"github.com/privbo/privbo/pkg/metrics"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
@@ -298,15 +297,20 @@ func security(cfg Config) (*tls.Config, transport.Auth, error) {
 	t := cfg.TLS
 	if t.CertFile == "" && t.KeyFile == "" {
 		if t.ClientCAFile != "" {
-			return nil, auth, errors.New("server: client certificates (--client-ca) need TLS: give --tls-cert and --tls-key")
+			return nil, auth, fieldError("TLS.ClientCAFile", "client certificates (Config.TLS.ClientCAFile) need TLS: set Config.TLS.CertFile and Config.TLS.KeyFile")
 		}
 		if !transport.IsLoopback(cfg.Listen) && !cfg.AllowPlaintext {
-			return nil, auth, fmt.Errorf("server: refusing to serve plaintext on %s, which is not a loopback address: configure --tls-cert and --tls-key, or pass --allow-plaintext only behind a TLS-terminating proxy", cfg.Listen)
+			return nil, auth, fieldError("AllowPlaintext", fmt.Sprintf("refusing to serve plaintext on %s (Config.Listen), which is not a loopback address: set Config.TLS.CertFile and Config.TLS.KeyFile, "+
+				"or Config.AllowPlaintext only behind a TLS-terminating proxy", cfg.Listen))
 		}
 		return nil, auth, nil
 	}
 	if t.CertFile == "" || t.KeyFile == "" {
-		return nil, auth, errors.New("server: TLS needs both the certificate and its private key: give --tls-cert and --tls-key")
+		missing := "TLS.KeyFile"
+		if t.CertFile == "" {
+			missing = "TLS.CertFile"
+		}
+		return nil, auth, fieldError(missing, "TLS needs both the certificate and its private key: set Config.TLS.CertFile and Config.TLS.KeyFile")
 	}
 	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
 	if err != nil {
@@ -367,21 +371,22 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
 	if cfg.StateDir == "" {
-		return cfg, errors.New("server: a state directory is required (--state)")
+		return cfg, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
 	}
 	if cfg.DatasetID == "" {
-		return cfg, errors.New("server: a dataset id is required (--dataset-id): budgets are kept per dataset id, " +
-			"so that renaming or moving the data file never gives the same records a fresh budget; declare a stable id " +
+		return cfg, fieldError("DatasetID", "Config.DatasetID is required: budgets are kept per dataset id, "+
+			"so that renaming or moving the data file never gives the same records a fresh budget; declare a stable id "+
 			"(an existing deployment: the dataset name its ledger already uses, see 'curator ledger')")
 	}
 	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
-		return cfg, fmt.Errorf("server: --dataset-id: %w", err)
+		return cfg, &FieldError{Field: "DatasetID", Msg: "Config.DatasetID", Err: err}
 	}
 	if cfg.Budget.Epsilon == 0 {
-		return cfg, errors.New("server: a privacy budget is required: --budget-epsilon, the ε each modeler identity may spend (and --budget-delta, default 1e-06)")
+		return cfg, fieldError("Budget.Epsilon", fmt.Sprintf("a privacy budget is required: Config.Budget.Epsilon, the ε each modeler identity may spend "+
+			"(and Config.Budget.Delta, for instance %g)", DefaultBudgetDelta))
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
-	// that setting only --dataset-budget-epsilon does not leave a δ cap of zero.
+	// that setting only DatasetBudget.Epsilon does not leave a δ cap of zero.
 	if cfg.DatasetBudget.Epsilon == 0 {
 		cfg.DatasetBudget.Epsilon = cfg.Budget.Epsilon
 	}
@@ -391,7 +396,8 @@ func (cfg Config) withDefaults() (Config, error) {
 	switch cfg.ProjectionMechanism {
 	case "", projection.MechanismLifted, projection.MechanismGaussian:
 	default:
-		return cfg, fmt.Errorf("server: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)
+		return cfg, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s or %s)",
+			cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian))
 	}
 	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: budget: %w", err)
@@ -418,29 +424,36 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.PrivateScalingShare = DefaultPrivateScalingShare
 	}
 	if s := cfg.PrivateScalingShare; !(s > 0 && s < 1) {
-		return cfg, fmt.Errorf("server: --private-scaling-share must lie in (0, 1) (the fraction of the per-identity budget ε spent once on the private scaling estimate), got %g", s)
+		return cfg, fieldError("PrivateScalingShare", fmt.Sprintf("Config.PrivateScalingShare must lie in (0, 1) (the fraction of the per-identity budget ε "+
+			"spent once on the private scaling estimate), got %g", s))
 	}
 	if cfg.ExactAnswersMaxRows == 0 {
 		cfg.ExactAnswersMaxRows = DefaultExactAnswersMaxRows
 	}
 	if cfg.ExactAnswersMaxRows < 0 {
-		return cfg, fmt.Errorf("server: --exact-answers-max-rows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows)
+		return cfg, fieldError("ExactAnswersMaxRows", fmt.Sprintf("Config.ExactAnswersMaxRows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows))
 	}
 	if cfg.Output.Mechanism == "none" && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
-		return cfg, errors.New("server: --evaluate program with --output-privacy none would release exact functions of each queried record's features, " +
-			"which the projection is meant to protect; choose --output-privacy laplace or gaussian, or pass --allow-exact-program-answers to accept it explicitly")
+		return cfg, fieldError("AllowExactProgramAnswers", "Config.Evaluation.Mode program with Config.Output.Mechanism none would release exact functions "+
+			"of each queried record's features, which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, "+
+			"or set Config.AllowExactProgramAnswers to accept it explicitly")
 	}
-	if cfg.Limits.Rate < 0 || cfg.Limits.Burst < 0 || cfg.Limits.Concurrent < 0 {
-		return cfg, errors.New("server: rate and concurrency limits must be ≥ 0")
+	for _, l := range []struct {
+		field string
+		value float64
+	}{{"Limits.Rate", cfg.Limits.Rate}, {"Limits.Burst", float64(cfg.Limits.Burst)}, {"Limits.Concurrent", float64(cfg.Limits.Concurrent)}} {
+		if l.value < 0 {
+			return cfg, fieldError(l.field, fmt.Sprintf("Config.%s: rate and concurrency limits must be ≥ 0, got %g", l.field, l.value))
+		}
 	}
 	switch cfg.Ledger.kind() {
 	case "sqlite":
 	case "postgres":
 		if cfg.Ledger.DSN == "" {
-			return cfg, errors.New("server: --ledger postgres needs --ledger-dsn")
+			return cfg, fieldError("Ledger.DSN", "Config.Ledger.Kind postgres needs Config.Ledger.DSN")
 		}
 	default:
-		return cfg, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind)
+		return cfg, fieldError("Ledger.Kind", fmt.Sprintf("Config.Ledger.Kind: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
 	}
 	return cfg, nil
 }
@@ -463,13 +476,13 @@ func Warnings(cfg Config) []string {
 	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the
 	// only way to a zero δ limit.
 	if cfg.Budget.Epsilon > 0 && cfg.Budget.Delta == 0 {
-		w = append(w, fmt.Sprintf("WARNING: --budget-delta is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
-			"(--projection-mechanism gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
-			"Set --budget-delta above 0 (the default is %g)", DefaultBudgetDelta))
+		w = append(w, fmt.Sprintf("WARNING: Config.Budget.Delta is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
+			"(Config.ProjectionMechanism gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
+			"Set Config.Budget.Delta above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
 	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
-		w = append(w, fmt.Sprintf("WARNING: --scaling %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
-			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use --schema FILE (public bounds) or the default private scaling "+
+		w = append(w, fmt.Sprintf("WARNING: Config.Data.Scaling.Mode %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
+			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds (Config.Data.Scaling.Schema) or the default private scaling "+
 			"unless the data are public", m))
 	}
 	if cfg.Output.Mechanism != "none" {
@@ -479,11 +492,11 @@ func Warnings(cfg Config) []string {
 	if limit == 0 {
 		limit = DefaultExactAnswersMaxRows
 	}
-	w = append(w, fmt.Sprintf("WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
-		"each identity holding a projection release can read the exact target of up to %d rows (--exact-answers-max-rows). "+
-		"Use --output-privacy laplace or gaussian unless the outputs are truly not sensitive", limit))
+	w = append(w, fmt.Sprintf("WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
+		"each identity holding a projection release can read the exact target of up to %d rows (Config.ExactAnswersMaxRows). "+
+		"Use Config.Output.Mechanism laplace or gaussian unless the outputs are truly not sensitive", limit))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
-		w = append(w, "WARNING: --evaluate program with exact answers (--allow-exact-program-answers): every answer is an exact function of one record's features, "+
+		w = append(w, "WARNING: Config.Evaluation.Mode program with exact answers (Config.AllowExactProgramAnswers): every answer is an exact function of one record's features, "+
 			"so the features of queried records are not protected by the projection's (ε, δ)")
 	}
 	return w

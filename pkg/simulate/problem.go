@@ -48,7 +48,7 @@ func LoadProblem(dc DataConfig) (*Problem, error) {
 	for i, y := range ds.Y {
 		if dc.LogOutputs {
 			if !(y > 0) {
-				return nil, fmt.Errorf("simulate: --log-outputs needs a positive target, but row %d of %q is not", i, ds.Target)
+				return nil, fmt.Errorf("simulate: DataConfig.LogOutputs needs a positive target, but row %d of %q is not", i, ds.Target)
 			}
 			y = math.Log(y)
 		}

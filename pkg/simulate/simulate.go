@@ -318,7 +318,7 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	}
 	if c.Data != nil && c.Data.LogOutputs {
 		if !(o.Lower > 0) {
-			return fmt.Errorf("simulate: --log-outputs needs a positive output range, got lower %g", o.Lower)
+			return fmt.Errorf("simulate: DataConfig.LogOutputs needs a positive output range, got lower %g", o.Lower)
 		}
 		o.Lower, o.Upper = math.Log(o.Lower), math.Log(o.Upper)
 	}

@@ -44,7 +44,7 @@ func ClientTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 		cfg.RootCAs = pool
 	}
 	if (certFile == "") != (keyFile == "") {
-		return nil, errors.New("transport: a client certificate needs both --cert and --key")
+		return nil, errors.New("transport: a client certificate needs both its file and its key file (certFile and keyFile)")
 	}
 	if certFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
