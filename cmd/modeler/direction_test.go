@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,26 +45,12 @@ func TestSettingFlags(t *testing.T) {
 func TestRunDirectionAndCLIErrors(t *testing.T) {
 	srv := startDiabetesCurator(t)
 	dir := t.TempDir()
-	cmd := func(args ...string) (string, string, error) {
-		var stdout, stderr bytes.Buffer
-		err := run(args, &stdout, &stderr)
-		return stdout.String(), stderr.String(), err
-	}
-	last := func(out string) map[string]any {
-		t.Helper()
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var m map[string]any
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
-			t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
-		}
-		return m
-	}
 	out, errOut, err := cmd("run", "--curator", srv.Addr(), "--identity", "cli-min", "--study", "m", "--studies-dir", dir,
 		"--r", "5", "--epsilon", "2", "--delta", "1e-4", "--iterations", "8", "--direction", "minimize", "--json")
 	if err != nil {
 		t.Fatalf("run --direction minimize: %v\n%s", err, errOut)
 	}
-	res := last(out)
+	res := lastJSON(t, out)
 	if res["direction"] != "minimize" {
 		t.Fatalf("result direction %v, want minimize", res["direction"])
 	}
@@ -82,8 +67,8 @@ func TestRunDirectionAndCLIErrors(t *testing.T) {
 	}
 	// The name alone resumes it as a minimisation; asking to maximise it is refused.
 	out, errOut, err = cmd("run", "--study", "m", "--studies-dir", dir, "--json")
-	if err != nil || last(out)["direction"] != "minimize" {
-		t.Fatalf("resume by name: %v, direction %v\n%s", err, last(out)["direction"], errOut)
+	if err != nil || lastJSON(t, out)["direction"] != "minimize" {
+		t.Fatalf("resume by name: %v, direction %v\n%s", err, lastJSON(t, out)["direction"], errOut)
 	}
 	if _, _, err := cmd("run", "--study", "m", "--studies-dir", dir, "--direction", "maximize"); err == nil || !strings.Contains(err.Error(), "direction") {
 		t.Errorf("resume with the other direction: %v, want the settings difference", err)
@@ -110,7 +95,7 @@ func TestRunDirectionAndCLIErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spent[id] = last(out)["epsilon_spent"].(float64)
+		spent[id] = lastJSON(t, out)["epsilon_spent"].(float64)
 	}
 	if spent["cli-wide"] != spent["cli-fresh"] {
 		t.Errorf("after the same run, the identity refused r = 11 spent ε = %v, a fresh one %v: the refusal was charged", spent["cli-wide"], spent["cli-fresh"])

@@ -14,26 +14,12 @@ import (
 func TestStudyCommands(t *testing.T) {
 	srv := startDiabetesCurator(t)
 	dir := t.TempDir()
-	cmd := func(args ...string) (string, string, error) {
-		var stdout, stderr bytes.Buffer
-		err := run(args, &stdout, &stderr)
-		return stdout.String(), stderr.String(), err
-	}
-	lastJSON := func(out string) map[string]any {
-		t.Helper()
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		var m map[string]any
-		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
-			t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
-		}
-		return m
-	}
 	out, errOut, err := cmd("run", "--curator", srv.Addr(), "--identity", "cli-study", "--study", "s1", "--studies-dir", dir,
 		"--r", "5", "--epsilon", "2", "--delta", "1e-4", "--iterations", "9", "--batch", "4", "--known-best", "346", "--json")
 	if err != nil {
 		t.Fatalf("run --study: %v\n%s", err, errOut)
 	}
-	first := lastJSON(out)
+	first := lastJSON(t, out)
 	if first["study"] != "s1" || first["iterations"] != 9.0 || first["batch"] != 4.0 || first["rounds"] != 3.0 {
 		t.Errorf("run --study result = %v, want study s1, 9 iterations, batch 4, 3 rounds (1 + 4 + 4)", first)
 	}
@@ -42,7 +28,7 @@ func TestStudyCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --study s1 alone: %v\n%s", err, errOut)
 	}
-	if again := lastJSON(out); again["best_value"] != first["best_value"] || again["iterations"] != 9.0 {
+	if again := lastJSON(t, out); again["best_value"] != first["best_value"] || again["iterations"] != 9.0 {
 		t.Errorf("resumed finished study = %v, want the stored result %v", again, first)
 	}
 	if !strings.Contains(errOut, "resuming study s1: 9 of 9 iterations recorded") {
@@ -79,7 +65,7 @@ func TestStudyCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run --study s1 --iterations 13: %v\n%s", err, errOut)
 	}
-	if ext := lastJSON(out); ext["iterations"] != 13.0 || ext["rounds"] != 4.0 {
+	if ext := lastJSON(t, out); ext["iterations"] != 13.0 || ext["rounds"] != 4.0 {
 		t.Errorf("extended study = %v, want 13 iterations in 4 rounds (1 + 4 + 4 + 4)", ext)
 	}
 	if !strings.Contains(errOut, "resuming study s1: 9 of 13 iterations recorded (T changed from 9)") {
@@ -99,11 +85,6 @@ func TestStudyCommands(t *testing.T) {
 func TestRunFitEvery(t *testing.T) {
 	srv := startDiabetesCurator(t)
 	dir := t.TempDir()
-	cmd := func(args ...string) (string, string, error) {
-		var stdout, stderr bytes.Buffer
-		err := run(args, &stdout, &stderr)
-		return stdout.String(), stderr.String(), err
-	}
 	base := []string{"run", "--curator", srv.Addr(), "--identity", "cli-fit", "--r", "5", "--epsilon", "2", "--delta", "1e-4",
 		"--iterations", "8", "--quiet"}
 	if _, _, err := cmd(append(base, "--fit-every", "-1")...); err == nil || !strings.Contains(err.Error(), "fit-every must be ≥ 0") {
@@ -153,4 +134,22 @@ func hasLineWithFields(out string, fields ...string) bool {
 		}
 	}
 	return false
+}
+
+// cmd runs the modeler command line with args, returning its stdout and stderr.
+func cmd(args ...string) (stdout, stderr string, err error) {
+	var o, e bytes.Buffer
+	err = run(args, &o, &e)
+	return o.String(), e.String(), err
+}
+
+// lastJSON is the JSON object on the last line of out (--json).
+func lastJSON(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &m); err != nil {
+		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
+	}
+	return m
 }
