@@ -543,29 +543,34 @@ class Client:
     # -- the retry policy (module documentation)
 
     def _call(self, what: str, attempt: Callable[[], T]) -> T:
-        start = self._clock()
-        backoff = BACKOFF_FIRST
+        start, backoff = self._clock(), BACKOFF_FIRST
         while True:
             try:
                 return attempt()
             except grpc.RpcError as err:
-                code = err.code()
-                delay = _retry_delay(err)
-                if delay is not None:
-                    wait = max(delay, MIN_RETRY_DELAY)
-                elif code == grpc.StatusCode.UNAVAILABLE:
-                    wait, backoff = backoff, min(2 * backoff, BACKOFF_MAX)
-                else:
-                    raise error_from_rpc(err) from err
-                if self._clock() + wait - start > self.retry_timeout:
-                    raise error_from_rpc(err) from err
-                if delay is not None:
-                    self.rate_limit_waits += 1
-                    log.debug("%s: rate limited by the curator; retrying in %.3f s", what, wait)
-                else:
-                    self.unavailable_waits += 1
-                    log.debug("%s: curator unavailable (%s); retrying in %.3f s", what, err.details(), wait)
+                wait, backoff = self._retry_wait(what, err, start, backoff)
                 self._sleep(wait)
+
+    def _retry_wait(self, what: str, err: grpc.RpcError, start: float, backoff: float) -> Tuple[float, float]:
+        """Returns how long to wait before asking again after err (and the next backoff),
+        or raises err's typed error when it is not retried or the wait would end beyond
+        retry_timeout after start."""
+        delay = _retry_delay(err)
+        if delay is not None:
+            wait = max(delay, MIN_RETRY_DELAY)
+        elif err.code() == grpc.StatusCode.UNAVAILABLE:
+            wait, backoff = backoff, min(2 * backoff, BACKOFF_MAX)
+        else:
+            raise error_from_rpc(err) from err
+        if self._clock() + wait - start > self.retry_timeout:
+            raise error_from_rpc(err) from err
+        if delay is not None:
+            self.rate_limit_waits += 1
+            log.debug("%s: rate limited by the curator; retrying in %.3f s", what, wait)
+        else:
+            self.unavailable_waits += 1
+            log.debug("%s: curator unavailable (%s); retrying in %.3f s", what, err.details(), wait)
+        return wait, backoff
 
     def _unary(self, what: str, method, request):
         return self._call(what, lambda: method(request, metadata=self._metadata, timeout=self.timeout))
@@ -679,17 +684,25 @@ class Client:
 
     def watch_job(self, job_id: str, after_seq: int = 0) -> Iterator[JobEvent]:
         """Yields the job's progress events (those after ``after_seq``) until it ends.
-        Not retried: on an error, watch again from the last event's seq."""
-        stream = self._stub.WatchJob(
-            pb.WatchJobRequest(id=job_id, after_seq=after_seq), metadata=self._metadata, timeout=self.timeout
-        )
-        try:
-            for e in stream:
-                yield JobEvent(e.job_id, e.seq, e.time_unix_ms, JobState(e.state), e.step, e.total, e.message)
-        except grpc.RpcError as err:
-            raise error_from_rpc(err) from err
-        finally:
-            stream.cancel()
+        When the stream is refused or breaks (rate limit, UNAVAILABLE) it is opened again
+        after the last event received, so no event is lost or repeated."""
+        last = after_seq
+        start, backoff = self._clock(), BACKOFF_FIRST
+        while True:
+            stream = self._stub.WatchJob(
+                pb.WatchJobRequest(id=job_id, after_seq=last), metadata=self._metadata, timeout=self.timeout
+            )
+            try:
+                for e in stream:
+                    last = e.seq
+                    start, backoff = self._clock(), BACKOFF_FIRST  # progress: a new retry budget
+                    yield JobEvent(e.job_id, e.seq, e.time_unix_ms, JobState(e.state), e.step, e.total, e.message)
+                return
+            except grpc.RpcError as err:
+                wait, backoff = self._retry_wait("WatchJob", err, start, backoff)
+            finally:
+                stream.cancel()
+            self._sleep(wait)
 
 
 def _read(path: Optional[str]) -> Optional[bytes]:

@@ -68,6 +68,8 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
         self.corrupt = None  # "checksum", "order", "no-trailer", "short"
         self.job_polls = 0
         self.submitted = []
+        self.watch_from = []  # after_seq of each WatchJob
+        self.watch_break_after = None  # seq after which the next watch breaks
 
     def _enter(self, method, context):
         with self.lock:
@@ -147,6 +149,19 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
             return pb.Job(id="job-1", state=pb.JOB_STATE_RUNNING)
         return pb.Job(id="job-1", state=pb.JOB_STATE_SUCCEEDED, epsilon_charged=2.0, result=pb.JobResult(
             hyperparameters={"lambda": 0.01}, has_hyperparameters=True, score=0.9, epsilon=2.0))
+
+    def WatchJob(self, request, context):
+        self._enter("WatchJob", context)
+        with self.lock:
+            self.watch_from.append(request.after_seq)
+            break_after = self.watch_break_after
+            self.watch_break_after = None
+        states = [pb.JOB_STATE_QUEUED, pb.JOB_STATE_RUNNING, pb.JOB_STATE_RUNNING, pb.JOB_STATE_SUCCEEDED]
+        for seq, st in enumerate(states, start=1):
+            if seq > request.after_seq:
+                yield pb.JobEvent(job_id=request.id, seq=seq, state=st, step=seq, total=len(states))
+            if seq == break_after:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "curator shutting down")
 
     def CancelJob(self, request, context):
         self._enter("CancelJob", context)
@@ -353,6 +368,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([j.id for j in self.client.list_jobs()], ["job-1"])
         with self.assertRaises(privbo.NotFound):
             self.client.get_job("job-2")
+
+    def test_watch_job(self):
+        events = list(self.client.watch_job("job-1", after_seq=1))
+        self.assertEqual([e.seq for e in events], [2, 3, 4])
+        self.assertEqual(events[-1].state, privbo.JobState.SUCCEEDED)
+
+    def test_watch_job_resumes_after_last_event(self):
+        self.fake.refusals["WatchJob"] = [rate_limited(0.5)]
+        self.fake.watch_break_after = 2
+        events = list(self.client.watch_job("job-1"))
+        self.assertEqual([e.seq for e in events], [1, 2, 3, 4])
+        # Refused, then broken after event 2, then resumed after it.
+        self.assertEqual(self.fake.watch_from, [0, 2])
+        self.assertEqual(self.clock.sleeps, [0.5, 0.1])
+        self.fake.refusals["WatchJob"] = [_Status(grpc.StatusCode.NOT_FOUND, "no such job")]
+        with self.assertRaises(privbo.NotFound):
+            list(self.client.watch_job("job-9"))
 
     def test_given_idempotency_key_kept(self):
         self.client.submit_job(pb.JobSpec(kusner=pb.KusnerSpec(iterations=1)), idempotency_key="k-1")

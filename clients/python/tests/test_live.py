@@ -156,6 +156,9 @@ class TLSCuratorTest(unittest.TestCase):
         self.assertTrue(done.result.has_hyperparameters)
         self.assertIn("lambda", done.result.hyperparameters)
         self.assertIn(job.id, [j.id for j in c.list_jobs()])
+        events = list(c.watch_job(job.id))
+        self.assertEqual(events[-1].state, privbo.JobState.SUCCEEDED)
+        self.assertEqual([e.seq for e in events], sorted(e.seq for e in events))
 
         # A finished job is returned as it is by cancel; its charge stays spent.
         self.assertEqual(c.cancel_job(job.id).state, privbo.JobState.SUCCEEDED)
