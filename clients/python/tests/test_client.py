@@ -219,6 +219,15 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(p.matrix.tolist(), MATRIX)
         p.matrix[0, 0] = 1.0  # writable
 
+    def test_without_numpy_lists_by_default(self):
+        saved, pc.numpy = pc.numpy, None
+        try:
+            self.assertEqual(self.client.release_projection(COLS, 1.0, 1e-6).matrix, MATRIX)
+            with self.assertRaises(ImportError):
+                self.client.release_projection(COLS, 1.0, 1e-6, as_numpy=True)
+        finally:
+            pc.numpy = saved
+
     def test_one_chunk_per_row_and_one_chunk_for_all(self):
         for n in (1, ROWS):
             self.fake.chunk_rows = n
