@@ -12,7 +12,8 @@ tokens takes ``authorization: Bearer TOKEN`` (``token=``, sent over TLS only, as
 client does); one with client certificates takes the certificate's common name
 (``cert_file=``, ``key_file=``). TLS is used when ``ca_file`` is given.
 
-Retries follow the Go client (pkg/curatorclient):
+Retries follow the Go client (pkg/curatorclient), which retries UNAVAILABLE for queries
+only; this client retries it for every request, and instead fails fast in connect():
 
 * RESOURCE_EXHAUSTED with a google.rpc.RetryInfo is the curator's rate or concurrency
   limit: the client waits the delay it asks for (at least 10 ms) and sends the same
@@ -47,7 +48,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
 import grpc
 
