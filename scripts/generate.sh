@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates the Go code for proto/ with pinned plugin versions.
+# Regenerates the code for proto/: the Go code in proto/ with pinned plugin versions, and
+# the Python client's stubs in clients/python/privbo/ (messages, type stubs and the gRPC
+# service) with Debian's protoc and grpc_python_plugin, whose versions match Debian's
+# python3-protobuf and python3-grpcio (scripts/install-deps.sh installs all of them).
 #   scripts/generate.sh          regenerate in place
 #   scripts/generate.sh --check  fail when the committed code differs from a regeneration
 set -euo pipefail
@@ -12,6 +15,10 @@ if ! command -v protoc >/dev/null; then
   echo "generate: protoc not found; run scripts/install-deps.sh (installs Debian's protobuf-compiler)" >&2
   exit 1
 fi
+if ! grpc_python_plugin=$(command -v grpc_python_plugin); then
+  echo "generate: grpc_python_plugin not found; run scripts/install-deps.sh (installs Debian's protobuf-compiler-grpc)" >&2
+  exit 1
+fi
 [ -x "$bin/protoc-gen-go-$PROTOC_GEN_GO_VERSION" ] || {
   GOBIN="$bin" go install "google.golang.org/protobuf/cmd/protoc-gen-go@$PROTOC_GEN_GO_VERSION"
   mv "$bin/protoc-gen-go" "$bin/protoc-gen-go-$PROTOC_GEN_GO_VERSION"
@@ -21,30 +28,49 @@ fi
   mv "$bin/protoc-gen-go-grpc" "$bin/protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC_VERSION"
 }
 out=proto
+pyout=clients/python
 if [ "${1:-}" = "--check" ]; then
-  out=$(mktemp -d)
-  trap 'rm -rf "$out"' EXIT
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  out=$tmp/go pyout=$tmp/python
+  mkdir -p "$out" "$pyout"
 fi
+protos=$(cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
+# shellcheck disable=SC2086 # $protos is a list of paths without spaces
 protoc -I proto \
   --plugin=protoc-gen-go="$bin/protoc-gen-go-$PROTOC_GEN_GO_VERSION" \
   --plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc-$PROTOC_GEN_GO_GRPC_VERSION" \
   --go_out="$out" --go_opt=paths=source_relative \
   --go-grpc_out="$out" --go-grpc_opt=paths=source_relative \
-  $(cd proto && find . -name '*.proto' | sed 's|^\./||' | sort)
+  $protos
+# shellcheck disable=SC2086
+protoc -I proto \
+  --plugin=protoc-gen-grpc_python="$grpc_python_plugin" \
+  --python_out="$pyout" --pyi_out="$pyout" --grpc_python_out="$pyout" \
+  $protos
 if [ "$out" != proto ]; then
   status=0
-  while IFS= read -r f; do
-    rel=${f#"$out"/}
-    if ! cmp -s "$f" "proto/$rel"; then
-      echo "generate: proto/$rel is stale; run 'make generate' and commit the result" >&2
+  # compare GENERATED_DIR COMMITTED_DIR FIND_ARGS...: every file a regeneration gives must
+  # equal the committed one, and the committed tree must hold no other generated file.
+  compare() {
+    local fresh=$1 committed=$2 f rel
+    shift 2
+    while IFS= read -r f; do
+      rel=${f#"$fresh"/}
+      if ! cmp -s "$f" "$committed/$rel"; then
+        echo "generate: $committed/$rel is stale; run 'make generate' and commit the result" >&2
+        status=1
+      fi
+    done < <(find "$fresh" -type f "$@")
+    local n_committed n_fresh
+    n_committed=$(find "$committed" -type f "$@" 2>/dev/null | wc -l || true)
+    n_fresh=$(find "$fresh" -type f "$@" | wc -l)
+    if [ "$n_committed" != "$n_fresh" ]; then
+      echo "generate: $committed has $n_committed generated files, a regeneration gives $n_fresh" >&2
       status=1
     fi
-  done < <(find "$out" -name '*.go')
-  committed=$(find proto -name '*.pb.go' | wc -l)
-  fresh=$(find "$out" -name '*.go' | wc -l)
-  if [ "$committed" != "$fresh" ]; then
-    echo "generate: proto/ has $committed generated files, a regeneration gives $fresh" >&2
-    status=1
-  fi
+  }
+  compare "$out" proto -name '*.pb.go'
+  compare "$pyout" clients/python \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' \)
   exit $status
 fi

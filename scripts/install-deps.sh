@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building, testing and generating privbo needs on a fresh Debian machine:
 # Debian's protobuf-compiler (only if protoc is missing), Debian's chromium (only if
-# /usr/bin/chromium is missing; the report test renders a page in it), the Go modules,
-# and pinned Go tools (protoc plugins, staticcheck, benchstat) into ./.bin. Safe to run
-# repeatedly.
+# /usr/bin/chromium is missing; the report test renders a page in it), the Debian packages
+# of the Python client (python3, python3-grpcio, python3-protobuf, python3-numpy and
+# protobuf-compiler-grpc's grpc_python_plugin, each only if not installed), the Go
+# modules, and pinned Go tools (protoc plugins, staticcheck, benchstat) into ./.bin. Safe
+# to run repeatedly, and alongside another apt run (it waits for apt's locks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATICCHECK_VERSION=v0.8.2
@@ -11,21 +13,45 @@ BENCHSTAT_VERSION=v0.0.0-20260908200009-22c9c6c9d4da
 bin="$(pwd)/.bin"
 mkdir -p "$bin"
 
-if ! command -v protoc >/dev/null; then
-  echo "install-deps: installing Debian's protobuf-compiler" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq protobuf-compiler >/dev/null
-fi
+# apt_get runs apt-get as root. It waits while another apt or dpkg run holds a lock
+# instead of failing at once: dpkg's frontend lock through DPkg::Lock::Timeout, and the
+# package lists' lock of `apt-get update`, which that option does not cover on every apt,
+# by asking again (every 5 s, up to 10 minutes) while the error names a lock.
+apt_get() {
+  local sudo="" err tries=0
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  err=$(mktemp)
+  until $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@" 2>"$err"; do
+    if ! grep -qi 'lock' "$err" || [ $((tries += 1)) -ge 120 ]; then
+      cat "$err" >&2
+      rm -f "$err"
+      return 1
+    fi
+    echo "install-deps: another apt or dpkg run holds its lock; waiting" >&2
+    sleep 5
+  done
+  cat "$err" >&2
+  rm -f "$err"
+}
 
+# installed PKG: whether Debian's package PKG is installed.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+missing=()
+# Debian's protobuf-compiler (protoc) generates the Go and Python code of proto/.
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # Debian's chromium renders the study report in a headless browser for its integration test.
-if [ ! -x /usr/bin/chromium ]; then
-  echo "install-deps: installing Debian's chromium" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+# The Python client (clients/python): Debian's gRPC Python plugin of protoc generates its
+# stubs; the stubs run on Debian's python3-grpcio and python3-protobuf; numpy (optional
+# for users) holds the released matrix; integration/python_test.go runs its tests.
+for pkg in python3 python3-grpcio python3-protobuf python3-numpy protobuf-compiler-grpc; do
+  installed "$pkg" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing Debian's ${missing[*]}" >&2
+  apt_get update -qq
+  apt_get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 go mod download

@@ -1,0 +1,45 @@
+"""privbo: a Python client of a privbo curator (see README.md and privbo.client).
+
+The generated message and service stubs are privbo.curator.v1.curator_pb2 and
+curator_pb2_grpc (scripts/generate.sh); ``pb`` is the messages module, for building job
+specs.
+"""
+
+from privbo.client import (
+    Aborted,
+    AlreadyExists,
+    Budget,
+    BudgetExhausted,
+    Cancelled,
+    ChecksumMismatch,
+    Client,
+    CuratorError,
+    DatasetInfo,
+    DeadlineExceeded,
+    ExactAnswerLimit,
+    FailedPrecondition,
+    Internal,
+    InvalidArgument,
+    Job,
+    JobEvent,
+    JobResult,
+    JobState,
+    NotFound,
+    Observation,
+    OutputPrivacy,
+    PermissionDenied,
+    PrivboError,
+    Projection,
+    ProjectionIntegrityError,
+    QueryResult,
+    RateLimited,
+    RelationBudget,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+    connect,
+)
+from privbo.curator.v1 import curator_pb2 as pb
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("client", "curator")]

@@ -1,0 +1,1 @@
+# The generated stubs of proto/privbo/curator/v1 (scripts/generate.sh).

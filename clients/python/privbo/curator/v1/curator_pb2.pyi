@@ -1,0 +1,428 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+JOB_STATE_CANCELLED: JobState
+JOB_STATE_FAILED: JobState
+JOB_STATE_QUEUED: JobState
+JOB_STATE_RUNNING: JobState
+JOB_STATE_SUCCEEDED: JobState
+JOB_STATE_UNSPECIFIED: JobState
+
+class Budget(_message.Message):
+    __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations"]
+    DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    delta_limit: float
+    delta_remaining: float
+    delta_spent: float
+    epsilon_limit: float
+    epsilon_remaining: float
+    epsilon_spent: float
+    identity: str
+    relations: _containers.RepeatedCompositeFieldContainer[RelationBudget]
+    def __init__(self, identity: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., relations: _Optional[_Iterable[_Union[RelationBudget, _Mapping]]] = ...) -> None: ...
+
+class CancelJobRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class DPHyPOSpec(_message.Message):
+    __slots__ = ["beta", "c_max", "c_min", "delta", "dpsgd", "evaluator", "gamma", "space", "tau", "theta", "uniform"]
+    BETA_FIELD_NUMBER: _ClassVar[int]
+    C_MAX_FIELD_NUMBER: _ClassVar[int]
+    C_MIN_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DPSGD_FIELD_NUMBER: _ClassVar[int]
+    EVALUATOR_FIELD_NUMBER: _ClassVar[int]
+    GAMMA_FIELD_NUMBER: _ClassVar[int]
+    SPACE_FIELD_NUMBER: _ClassVar[int]
+    TAU_FIELD_NUMBER: _ClassVar[int]
+    THETA_FIELD_NUMBER: _ClassVar[int]
+    UNIFORM_FIELD_NUMBER: _ClassVar[int]
+    beta: float
+    c_max: float
+    c_min: float
+    delta: float
+    dpsgd: DPSGDSettings
+    evaluator: str
+    gamma: float
+    space: _containers.RepeatedCompositeFieldContainer[HyperparameterRange]
+    tau: float
+    theta: float
+    uniform: bool
+    def __init__(self, space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., theta: _Optional[float] = ..., gamma: _Optional[float] = ..., c_max: _Optional[float] = ..., c_min: _Optional[float] = ..., tau: _Optional[float] = ..., beta: _Optional[float] = ..., uniform: bool = ..., evaluator: _Optional[str] = ..., dpsgd: _Optional[_Union[DPSGDSettings, _Mapping]] = ..., delta: _Optional[float] = ...) -> None: ...
+
+class DPSGDSettings(_message.Message):
+    __slots__ = ["batch_size", "clip_norm", "epochs", "l2", "learning_rate", "noise_multiplier", "score_noise_multiplier"]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CLIP_NORM_FIELD_NUMBER: _ClassVar[int]
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    L2_FIELD_NUMBER: _ClassVar[int]
+    LEARNING_RATE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    SCORE_NOISE_MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    batch_size: int
+    clip_norm: float
+    epochs: int
+    l2: float
+    learning_rate: float
+    noise_multiplier: float
+    score_noise_multiplier: float
+    def __init__(self, learning_rate: _Optional[float] = ..., clip_norm: _Optional[float] = ..., noise_multiplier: _Optional[float] = ..., epochs: _Optional[int] = ..., batch_size: _Optional[int] = ..., l2: _Optional[float] = ..., score_noise_multiplier: _Optional[float] = ...) -> None: ...
+
+class GetBudgetRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetBudgetResponse(_message.Message):
+    __slots__ = ["budget"]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    budget: Budget
+    def __init__(self, budget: _Optional[_Union[Budget, _Mapping]] = ...) -> None: ...
+
+class GetDatasetInfoRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetDatasetInfoResponse(_message.Message):
+    __slots__ = ["budget", "dataset_id", "dimension", "guarantee", "max_query_indices", "name", "output_privacy", "projection_mechanism", "projection_relation", "protected_unit", "rows"]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    DATASET_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUERY_INDICES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_PRIVACY_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_RELATION_FIELD_NUMBER: _ClassVar[int]
+    PROTECTED_UNIT_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    budget: Budget
+    dataset_id: str
+    dimension: int
+    guarantee: str
+    max_query_indices: int
+    name: str
+    output_privacy: OutputPrivacy
+    projection_mechanism: str
+    projection_relation: str
+    protected_unit: str
+    rows: int
+    def __init__(self, name: _Optional[str] = ..., rows: _Optional[int] = ..., dimension: _Optional[int] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., output_privacy: _Optional[_Union[OutputPrivacy, _Mapping]] = ..., protected_unit: _Optional[str] = ..., max_query_indices: _Optional[int] = ..., dataset_id: _Optional[str] = ..., projection_mechanism: _Optional[str] = ..., projection_relation: _Optional[str] = ..., guarantee: _Optional[str] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class HyperparameterRange(_message.Message):
+    __slots__ = ["count", "high", "low", "name", "scale", "values"]
+    class Scale(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCALE_FIELD_NUMBER: _ClassVar[int]
+    SCALE_LINEAR: HyperparameterRange.Scale
+    SCALE_LIST: HyperparameterRange.Scale
+    SCALE_LOG: HyperparameterRange.Scale
+    SCALE_UNSPECIFIED: HyperparameterRange.Scale
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    high: float
+    low: float
+    name: str
+    scale: HyperparameterRange.Scale
+    values: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, name: _Optional[str] = ..., scale: _Optional[_Union[HyperparameterRange.Scale, str]] = ..., values: _Optional[_Iterable[float]] = ..., low: _Optional[float] = ..., high: _Optional[float] = ..., count: _Optional[int] = ...) -> None: ...
+
+class Job(_message.Message):
+    __slots__ = ["created_unix_ms", "delta_charged", "epsilon_charged", "error", "guarantee", "id", "identity", "result", "spec", "state", "updated_unix_ms"]
+    CREATED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_CHARGED_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_CHARGED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    created_unix_ms: int
+    delta_charged: float
+    epsilon_charged: float
+    error: str
+    guarantee: str
+    id: str
+    identity: str
+    result: JobResult
+    spec: JobSpec
+    state: JobState
+    updated_unix_ms: int
+    def __init__(self, id: _Optional[str] = ..., identity: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., epsilon_charged: _Optional[float] = ..., delta_charged: _Optional[float] = ..., guarantee: _Optional[str] = ..., result: _Optional[_Union[JobResult, _Mapping]] = ..., error: _Optional[str] = ..., created_unix_ms: _Optional[int] = ..., updated_unix_ms: _Optional[int] = ...) -> None: ...
+
+class JobEvent(_message.Message):
+    __slots__ = ["job_id", "message", "seq", "state", "step", "time_unix_ms", "total"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    TIME_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    message: str
+    seq: int
+    state: JobState
+    step: int
+    time_unix_ms: int
+    total: int
+    def __init__(self, job_id: _Optional[str] = ..., seq: _Optional[int] = ..., time_unix_ms: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., step: _Optional[int] = ..., total: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class JobResult(_message.Message):
+    __slots__ = ["constants", "delta", "epsilon", "guarantee", "has_hyperparameters", "hyperparameters", "runs", "score"]
+    class ConstantsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class HyperparametersEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    CONSTANTS_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    HAS_HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    HYPERPARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    constants: _containers.ScalarMap[str, float]
+    delta: float
+    epsilon: float
+    guarantee: str
+    has_hyperparameters: bool
+    hyperparameters: _containers.ScalarMap[str, float]
+    runs: int
+    score: float
+    def __init__(self, hyperparameters: _Optional[_Mapping[str, float]] = ..., has_hyperparameters: bool = ..., score: _Optional[float] = ..., runs: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., guarantee: _Optional[str] = ..., constants: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class JobSpec(_message.Message):
+    __slots__ = ["dphypo", "kusner"]
+    DPHYPO_FIELD_NUMBER: _ClassVar[int]
+    KUSNER_FIELD_NUMBER: _ClassVar[int]
+    dphypo: DPHyPOSpec
+    kusner: KusnerSpec
+    def __init__(self, kusner: _Optional[_Union[KusnerSpec, _Mapping]] = ..., dphypo: _Optional[_Union[DPHyPOSpec, _Mapping]] = ...) -> None: ...
+
+class KusnerSpec(_message.Message):
+    __slots__ = ["a", "algorithm", "delta", "epsilon", "evaluator", "gamma_t", "iterations", "k1", "lengthscale", "noise_variance", "space", "tau"]
+    class Algorithm(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    ALGORITHM_FIELD_NUMBER: _ClassVar[int]
+    ALGORITHM_LIPSCHITZ: KusnerSpec.Algorithm
+    ALGORITHM_NOISE_FREE_GP: KusnerSpec.Algorithm
+    ALGORITHM_NOISY_GP: KusnerSpec.Algorithm
+    ALGORITHM_UNSPECIFIED: KusnerSpec.Algorithm
+    A_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    EVALUATOR_FIELD_NUMBER: _ClassVar[int]
+    GAMMA_T_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    K1_FIELD_NUMBER: _ClassVar[int]
+    LENGTHSCALE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_VARIANCE_FIELD_NUMBER: _ClassVar[int]
+    SPACE_FIELD_NUMBER: _ClassVar[int]
+    TAU_FIELD_NUMBER: _ClassVar[int]
+    a: float
+    algorithm: KusnerSpec.Algorithm
+    delta: float
+    epsilon: float
+    evaluator: str
+    gamma_t: float
+    iterations: int
+    k1: float
+    lengthscale: float
+    noise_variance: float
+    space: _containers.RepeatedCompositeFieldContainer[HyperparameterRange]
+    tau: float
+    def __init__(self, algorithm: _Optional[_Union[KusnerSpec.Algorithm, str]] = ..., space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., iterations: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., k1: _Optional[float] = ..., noise_variance: _Optional[float] = ..., gamma_t: _Optional[float] = ..., a: _Optional[float] = ..., tau: _Optional[float] = ..., lengthscale: _Optional[float] = ..., evaluator: _Optional[str] = ...) -> None: ...
+
+class ListJobsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ["jobs"]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
+class MatrixChunk(_message.Message):
+    __slots__ = ["data", "first_row", "row_count"]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ROW_FIELD_NUMBER: _ClassVar[int]
+    ROW_COUNT_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    first_row: int
+    row_count: int
+    def __init__(self, first_row: _Optional[int] = ..., row_count: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class Observation(_message.Message):
+    __slots__ = ["index", "replayed", "value"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    replayed: bool
+    value: float
+    def __init__(self, index: _Optional[int] = ..., value: _Optional[float] = ..., replayed: bool = ...) -> None: ...
+
+class OutputPrivacy(_message.Message):
+    __slots__ = ["delta_per_index", "epsilon_per_index", "exact_answers_max_rows", "guarantee", "lower", "mechanism", "relation", "upper"]
+    DELTA_PER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_PER_INDEX_FIELD_NUMBER: _ClassVar[int]
+    EXACT_ANSWERS_MAX_ROWS_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    LOWER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    UPPER_FIELD_NUMBER: _ClassVar[int]
+    delta_per_index: float
+    epsilon_per_index: float
+    exact_answers_max_rows: int
+    guarantee: str
+    lower: float
+    mechanism: str
+    relation: str
+    upper: float
+    def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ...) -> None: ...
+
+class ProjectionHeader(_message.Message):
+    __slots__ = ["budget", "cols", "guarantee", "release_id", "replayed", "rows"]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    budget: Budget
+    cols: int
+    guarantee: str
+    release_id: str
+    replayed: bool
+    rows: int
+    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ...) -> None: ...
+
+class ProjectionTrailer(_message.Message):
+    __slots__ = ["sha256"]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    sha256: bytes
+    def __init__(self, sha256: _Optional[bytes] = ...) -> None: ...
+
+class QueryRequest(_message.Message):
+    __slots__ = ["indices"]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    indices: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, indices: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class QueryResponse(_message.Message):
+    __slots__ = ["budget", "observations"]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    OBSERVATIONS_FIELD_NUMBER: _ClassVar[int]
+    budget: Budget
+    observations: _containers.RepeatedCompositeFieldContainer[Observation]
+    def __init__(self, observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ...) -> None: ...
+
+class RelationBudget(_message.Message):
+    __slots__ = ["dataset_delta_limit", "dataset_delta_remaining", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_remaining", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "relation"]
+    DATASET_DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    dataset_delta_limit: float
+    dataset_delta_remaining: float
+    dataset_delta_spent: float
+    dataset_epsilon_limit: float
+    dataset_epsilon_remaining: float
+    dataset_epsilon_spent: float
+    delta_limit: float
+    delta_remaining: float
+    delta_spent: float
+    epsilon_limit: float
+    epsilon_remaining: float
+    epsilon_spent: float
+    relation: str
+    def __init__(self, relation: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., dataset_epsilon_remaining: _Optional[float] = ..., dataset_delta_remaining: _Optional[float] = ...) -> None: ...
+
+class ReleaseProjectionRequest(_message.Message):
+    __slots__ = ["delta", "dimension", "epsilon", "label"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    delta: float
+    dimension: int
+    epsilon: float
+    label: str
+    def __init__(self, dimension: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., label: _Optional[str] = ...) -> None: ...
+
+class ReleaseProjectionResponse(_message.Message):
+    __slots__ = ["chunk", "header", "trailer"]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
+    chunk: MatrixChunk
+    header: ProjectionHeader
+    trailer: ProjectionTrailer
+    def __init__(self, header: _Optional[_Union[ProjectionHeader, _Mapping]] = ..., chunk: _Optional[_Union[MatrixChunk, _Mapping]] = ..., trailer: _Optional[_Union[ProjectionTrailer, _Mapping]] = ...) -> None: ...
+
+class SubmitJobRequest(_message.Message):
+    __slots__ = ["idempotency_key", "spec"]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    idempotency_key: str
+    spec: JobSpec
+    def __init__(self, idempotency_key: _Optional[str] = ..., spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
+
+class WatchJobRequest(_message.Message):
+    __slots__ = ["after_seq", "id"]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    after_seq: int
+    id: str
+    def __init__(self, id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

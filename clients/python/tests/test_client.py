@@ -1,0 +1,436 @@
+"""Unit tests of privbo.client against a fake curator served by grpcio in this process.
+
+The fake speaks the curator's protocol (curator_pb2_grpc.CuratorServiceServicer) and can
+be told to refuse requests as the real curator does: rate limits with a google.rpc
+RetryInfo in grpc-status-details-bin, budget refusals without one, UNAVAILABLE. The
+tests against a real curator are in test_live.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import struct
+import sys
+import threading
+import unittest
+from concurrent import futures
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import grpc  # noqa: E402
+
+import privbo  # noqa: E402
+from privbo import _status, client as pc  # noqa: E402
+from privbo.curator.v1 import curator_pb2 as pb  # noqa: E402
+from privbo.curator.v1 import curator_pb2_grpc as pb_grpc  # noqa: E402
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+ROWS, COLS = 7, 3
+# Values whose binary64 form is exact and distinct per cell.
+MATRIX = [[r * 10 + c + 0.25 * (-1) ** c for c in range(COLS)] for r in range(ROWS)]
+BUDGET_MSG = (
+    'ledger: budget exceeded for identity "alice" on dataset "d" under the feature-unit '
+    "neighbour relation: requested ε=5, δ=1e-06; remaining ε=1, δ=0.5"
+)
+
+
+def matrix_bytes(rows):
+    return b"".join(struct.pack("<%dd" % COLS, *row) for row in rows)
+
+
+class _Status(grpc.Status):
+    def __init__(self, code, details, trailing_metadata=()):
+        self.code, self.details, self.trailing_metadata = code, details, trailing_metadata
+
+
+def rate_limited(delay):
+    msg = "identity \"alice\" is over its rate limit of 1 requests per second; retry after %gs" % delay
+    body = _status.encode_retry_info(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], msg, delay)
+    return _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg, ((_status.DETAILS_KEY, body),))
+
+
+class FakeCurator(pb_grpc.CuratorServiceServicer):
+    """Answers from a script: ``refusals[method]`` is a list of statuses returned (in
+    order) before the method answers normally."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.refusals = {}
+        self.calls = {}
+        self.identities = []
+        self.chunk_rows = 2
+        self.corrupt = None  # "checksum", "order", "no-trailer", "short"
+        self.job_polls = 0
+        self.submitted = []
+        self.watch_from = []  # after_seq of each WatchJob
+        self.watch_break_after = None  # seq after which the next watch breaks
+
+    def _enter(self, method, context):
+        with self.lock:
+            self.calls[method] = self.calls.get(method, 0) + 1
+            md = dict(context.invocation_metadata())
+            self.identities.append(md.get(pc.IDENTITY_HEADER))
+            queue = self.refusals.get(method) or []
+            st = queue.pop(0) if queue else None
+        if st is not None:
+            context.abort_with_status(st)
+
+    def _budget(self, spent=1.0):
+        return pb.Budget(
+            identity="alice", epsilon_limit=3, delta_limit=0.5, epsilon_spent=spent, epsilon_remaining=3 - spent,
+            delta_remaining=0.5,
+            relations=[pb.RelationBudget(relation="feature-unit", epsilon_limit=3, epsilon_spent=spent),
+                       pb.RelationBudget(relation="record", epsilon_limit=3)],
+        )
+
+    def GetBudget(self, request, context):
+        self._enter("GetBudget", context)
+        return pb.GetBudgetResponse(budget=self._budget())
+
+    def GetDatasetInfo(self, request, context):
+        self._enter("GetDatasetInfo", context)
+        return pb.GetDatasetInfoResponse(
+            name="fake", dataset_id="d", rows=ROWS, dimension=4, budget=self._budget(),
+            output_privacy=pb.OutputPrivacy(mechanism="laplace", epsilon_per_index=0.5, lower=0, upper=400,
+                                            relation="record"),
+            max_query_indices=100, projection_mechanism="gaussian", projection_relation="feature-unit",
+        )
+
+    def ReleaseProjection(self, request, context):
+        self._enter("ReleaseProjection", context)
+        yield pb.ReleaseProjectionResponse(header=pb.ProjectionHeader(
+            release_id="rel-1", rows=ROWS, cols=request.dimension, budget=self._budget(2)))
+        rows = MATRIX
+        sha = hashlib.sha256()
+        starts = list(range(0, ROWS, self.chunk_rows))
+        if self.corrupt == "order":
+            starts[0], starts[1] = starts[1], starts[0]
+        for s in starts:
+            n = min(self.chunk_rows, ROWS - s)
+            data = matrix_bytes(rows[s:s + n])
+            if self.corrupt == "short" and s == 0:
+                data = data[:-8]
+            sha.update(data)
+            yield pb.ReleaseProjectionResponse(chunk=pb.MatrixChunk(first_row=s, row_count=n, data=data))
+        if self.corrupt == "no-trailer":
+            return
+        digest = sha.digest()
+        if self.corrupt == "checksum":
+            digest = bytes([digest[0] ^ 1]) + digest[1:]
+        yield pb.ReleaseProjectionResponse(trailer=pb.ProjectionTrailer(sha256=digest))
+
+    def Query(self, request, context):
+        self._enter("Query", context)
+        return pb.QueryResponse(
+            observations=[pb.Observation(index=i, value=100.0 + i, replayed=False) for i in request.indices],
+            budget=self._budget(1.5))
+
+    def SubmitJob(self, request, context):
+        self._enter("SubmitJob", context)
+        with self.lock:
+            self.submitted.append(request)
+        return pb.Job(id="job-1", identity="alice", spec=request.spec, state=pb.JOB_STATE_QUEUED,
+                      epsilon_charged=2.0)
+
+    def GetJob(self, request, context):
+        self._enter("GetJob", context)
+        if request.id != "job-1":
+            context.abort(grpc.StatusCode.NOT_FOUND, "jobs: no job %s for this identity" % request.id)
+        with self.lock:
+            self.job_polls += 1
+            polls = self.job_polls
+        if polls < 3:
+            return pb.Job(id="job-1", state=pb.JOB_STATE_RUNNING)
+        return pb.Job(id="job-1", state=pb.JOB_STATE_SUCCEEDED, epsilon_charged=2.0, result=pb.JobResult(
+            hyperparameters={"lambda": 0.01}, has_hyperparameters=True, score=0.9, epsilon=2.0))
+
+    def WatchJob(self, request, context):
+        self._enter("WatchJob", context)
+        with self.lock:
+            self.watch_from.append(request.after_seq)
+            break_after = self.watch_break_after
+            self.watch_break_after = None
+        states = [pb.JOB_STATE_QUEUED, pb.JOB_STATE_RUNNING, pb.JOB_STATE_RUNNING, pb.JOB_STATE_SUCCEEDED]
+        for seq, st in enumerate(states, start=1):
+            if seq > request.after_seq:
+                yield pb.JobEvent(job_id=request.id, seq=seq, state=st, step=seq, total=len(states))
+            if seq == break_after:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "curator shutting down")
+
+    def CancelJob(self, request, context):
+        self._enter("CancelJob", context)
+        return pb.Job(id=request.id, state=pb.JOB_STATE_CANCELLED, epsilon_charged=2.0)
+
+    def ListJobs(self, request, context):
+        self._enter("ListJobs", context)
+        return pb.ListJobsResponse(jobs=[pb.Job(id="job-1", state=pb.JOB_STATE_SUCCEEDED)])
+
+
+class FakeClock:
+    """A clock the client's sleeps advance, so that retries take no real time."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, d):
+        self.sleeps.append(d)
+        self.now += d
+
+
+class ClientTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeCurator()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_CuratorServiceServicer_to_server(self.fake, self.server)
+        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.client = privbo.connect("127.0.0.1:%d" % port, identity="alice", connect_timeout=10)
+        self.clock = FakeClock()
+        self.client._clock, self.client._sleep = self.clock.clock, self.clock.sleep
+
+    def tearDown(self):
+        self.client.close()
+        self.server.stop(None)
+
+    # -- projection
+
+    def test_release_reassembles_rows_and_verifies_checksum_as_lists(self):
+        p = self.client.release_projection(COLS, 1.0, 1e-6, as_numpy=False)
+        self.assertEqual((p.rows, p.cols, p.release_id), (ROWS, COLS, "rel-1"))
+        self.assertEqual(p.matrix, MATRIX)
+        self.assertEqual(p.sha256, hashlib.sha256(matrix_bytes(MATRIX)).digest())
+        self.assertEqual(p.budget.epsilon_spent, 2)
+
+    @unittest.skipIf(numpy is None, "numpy not installed (Debian: python3-numpy)")
+    def test_release_as_numpy(self):
+        p = self.client.release_projection(COLS, 1.0, 1e-6)
+        self.assertIsInstance(p.matrix, numpy.ndarray)
+        self.assertEqual(p.matrix.shape, (ROWS, COLS))
+        self.assertEqual(p.matrix.tolist(), MATRIX)
+        p.matrix[0, 0] = 1.0  # writable
+
+    def test_without_numpy_lists_by_default(self):
+        saved, pc.numpy = pc.numpy, None
+        try:
+            self.assertEqual(self.client.release_projection(COLS, 1.0, 1e-6).matrix, MATRIX)
+            with self.assertRaises(ImportError):
+                self.client.release_projection(COLS, 1.0, 1e-6, as_numpy=True)
+        finally:
+            pc.numpy = saved
+
+    def test_one_chunk_per_row_and_one_chunk_for_all(self):
+        for n in (1, ROWS):
+            self.fake.chunk_rows = n
+            self.assertEqual(self.client.release_projection(COLS, 1.0, 1e-6, as_numpy=False).matrix, MATRIX)
+
+    def test_checksum_mismatch_raises(self):
+        self.fake.corrupt = "checksum"
+        with self.assertRaises(privbo.ChecksumMismatch) as cm:
+            self.client.release_projection(COLS, 1.0, 1e-6)
+        self.assertIn("checksum mismatch", str(cm.exception))
+        self.assertEqual(self.fake.calls["ReleaseProjection"], 1, "a damaged matrix must not be fetched again silently")
+
+    def test_malformed_streams_raise(self):
+        for corrupt, want in (("order", "out of order"), ("no-trailer", "without a trailer"), ("short", "bytes")):
+            with self.subTest(corrupt=corrupt):
+                self.fake.corrupt = corrupt
+                with self.assertRaises(privbo.ProjectionIntegrityError) as cm:
+                    self.client.release_projection(COLS, 1.0, 1e-6)
+                self.assertNotIsInstance(cm.exception, privbo.ChecksumMismatch)
+                self.assertIn(want, str(cm.exception))
+
+    def test_release_dimension_checked(self):
+        with self.assertRaises(ValueError):
+            self.client.release_projection(0, 1.0, 1e-6)
+
+    # -- retries
+
+    def test_rate_limit_waits_as_retry_info_asks(self):
+        self.fake.refusals["GetBudget"] = [rate_limited(0.25), rate_limited(1.5)]
+        b = self.client.get_budget()
+        self.assertEqual(b.identity, "alice")
+        self.assertEqual(self.fake.calls["GetBudget"], 3)
+        self.assertEqual(self.clock.sleeps, [0.25, 1.5])
+        self.assertEqual(self.client.rate_limit_waits, 2)
+
+    def test_rate_limit_during_release_retried(self):
+        self.fake.refusals["ReleaseProjection"] = [rate_limited(0.5)]
+        p = self.client.release_projection(COLS, 1.0, 1e-6, as_numpy=False)
+        self.assertEqual(p.matrix, MATRIX)
+        self.assertEqual(self.clock.sleeps, [0.5])
+
+    def test_tiny_retry_delay_raised_to_minimum(self):
+        self.fake.refusals["Query"] = [rate_limited(0.0)]
+        self.client.query([1])
+        self.assertEqual(self.clock.sleeps, [pc.MIN_RETRY_DELAY])
+
+    def test_rate_limit_gives_up_after_retry_timeout(self):
+        self.client.retry_timeout = 2.0
+        self.fake.refusals["GetBudget"] = [rate_limited(0.75)] * 10
+        with self.assertRaises(privbo.RateLimited) as cm:
+            self.client.get_budget()
+        self.assertEqual(self.clock.sleeps, [0.75, 0.75])
+        self.assertAlmostEqual(cm.exception.retry_delay, 0.75)
+        self.assertIn("rate limit", cm.exception.message)
+
+    def test_budget_refusal_is_not_retried(self):
+        self.fake.refusals["ReleaseProjection"] = [_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, BUDGET_MSG)]
+        with self.assertRaises(privbo.BudgetExhausted) as cm:
+            self.client.release_projection(COLS, 5.0, 1e-6)
+        self.assertEqual(cm.exception.message, BUDGET_MSG)
+        self.assertEqual(cm.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIsInstance(cm.exception, privbo.ResourceExhausted)
+        self.assertNotIsInstance(cm.exception, privbo.RateLimited)
+        self.assertEqual(self.fake.calls["ReleaseProjection"], 1)
+        self.assertEqual(self.clock.sleeps, [])
+
+    def test_exact_answer_limit_is_its_own_error(self):
+        msg = ("exact-answer row limit reached: at most 200 distinct rows per identity; identity \"alice\" has "
+               "received 200 and asked for 1 more (rows already answered are replayed at no cost)")
+        self.fake.refusals["Query"] = [_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg)]
+        with self.assertRaises(privbo.ExactAnswerLimit):
+            self.client.query([1])
+        self.assertEqual(self.fake.calls["Query"], 1)
+
+    def test_unavailable_retried_with_backoff(self):
+        down = _Status(grpc.StatusCode.UNAVAILABLE, "the curator cannot reach its privacy ledger right now")
+        self.fake.refusals["Query"] = [down, down, down]
+        r = self.client.query([2, 4])
+        self.assertEqual(r.values(), {2: 102.0, 4: 104.0})
+        self.assertEqual(self.clock.sleeps, [0.1, 0.2, 0.4])
+        self.assertEqual(self.client.unavailable_waits, 3)
+
+    def test_unavailable_gives_up(self):
+        self.client.retry_timeout = 1.0
+        down = _Status(grpc.StatusCode.UNAVAILABLE, "shutting down")
+        self.fake.refusals["GetDatasetInfo"] = [down] * 10
+        with self.assertRaises(privbo.Unavailable) as cm:
+            self.client.get_dataset_info()
+        self.assertEqual(cm.exception.message, "shutting down")
+        self.assertEqual(self.clock.sleeps, [0.1, 0.2, 0.4])
+
+    def test_other_errors_typed_and_not_retried(self):
+        cases = [
+            (grpc.StatusCode.INVALID_ARGUMENT, privbo.InvalidArgument),
+            (grpc.StatusCode.FAILED_PRECONDITION, privbo.FailedPrecondition),
+            (grpc.StatusCode.UNAUTHENTICATED, privbo.Unauthenticated),
+            (grpc.StatusCode.ABORTED, privbo.Aborted),
+            (grpc.StatusCode.INTERNAL, privbo.Internal),
+        ]
+        for code, cls in cases:
+            with self.subTest(code=code):
+                self.fake.calls.clear()
+                self.fake.refusals["Query"] = [_Status(code, "server says: " + code.name)]
+                with self.assertRaises(cls) as cm:
+                    self.client.query([1])
+                self.assertEqual(cm.exception.message, "server says: " + code.name)
+                self.assertEqual(self.fake.calls["Query"], 1)
+        self.assertEqual(self.clock.sleeps, [])
+
+    # -- the rest of the API
+
+    def test_identity_header_sent(self):
+        self.client.get_budget()
+        self.assertEqual(self.fake.identities, ["alice"])
+
+    def test_dataset_info_and_budget_relations(self):
+        info = self.client.get_dataset_info()
+        self.assertEqual((info.name, info.rows, info.dimension), ("fake", ROWS, 4))
+        self.assertEqual(info.output_privacy.mechanism, "laplace")
+        self.assertEqual(info.budget.relation("record").epsilon_limit, 3)
+        self.assertIsNone(info.budget.relation("no-such-relation"))
+
+    def test_query(self):
+        r = self.client.query(range(3))
+        self.assertEqual([o.index for o in r.observations], [0, 1, 2])
+        self.assertEqual(r.budget.epsilon_spent, 1.5)
+        with self.assertRaises(ValueError):
+            self.client.query([-1])
+
+    def test_jobs(self):
+        spec = pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, iterations=5, epsilon=1, delta=1e-3)
+        down = _Status(grpc.StatusCode.UNAVAILABLE, "restarting")
+        self.fake.refusals["SubmitJob"] = [down]
+        job = self.client.submit_job(spec)
+        self.assertEqual(job.state, privbo.JobState.QUEUED)
+        # The retry after UNAVAILABLE sent the same idempotency key: one job, one charge.
+        keys = [r.idempotency_key for r in self.fake.submitted]
+        self.assertEqual(len(keys), 1)
+        self.assertTrue(keys[0].startswith("privbo-py-"))
+        self.assertEqual(self.fake.submitted[0].spec.kusner.iterations, 5)
+        done = self.client.wait_job(job.id, poll_interval=0.5)
+        self.assertEqual(done.state, privbo.JobState.SUCCEEDED)
+        self.assertTrue(done.state.done)
+        self.assertEqual(done.result.hyperparameters, {"lambda": 0.01})
+        self.assertEqual(self.fake.job_polls, 3)
+        self.assertEqual(self.client.cancel_job("job-1").state, privbo.JobState.CANCELLED)
+        self.assertEqual([j.id for j in self.client.list_jobs()], ["job-1"])
+        with self.assertRaises(privbo.NotFound):
+            self.client.get_job("job-2")
+
+    def test_watch_job(self):
+        events = list(self.client.watch_job("job-1", after_seq=1))
+        self.assertEqual([e.seq for e in events], [2, 3, 4])
+        self.assertEqual(events[-1].state, privbo.JobState.SUCCEEDED)
+
+    def test_watch_job_resumes_after_last_event(self):
+        self.fake.refusals["WatchJob"] = [rate_limited(0.5)]
+        self.fake.watch_break_after = 2
+        events = list(self.client.watch_job("job-1"))
+        self.assertEqual([e.seq for e in events], [1, 2, 3, 4])
+        # Refused, then broken after event 2, then resumed after it.
+        self.assertEqual(self.fake.watch_from, [0, 2])
+        self.assertEqual(self.clock.sleeps, [0.5, 0.1])
+        self.fake.refusals["WatchJob"] = [_Status(grpc.StatusCode.NOT_FOUND, "no such job")]
+        with self.assertRaises(privbo.NotFound):
+            list(self.client.watch_job("job-9"))
+
+    def test_given_idempotency_key_kept(self):
+        self.client.submit_job(pb.JobSpec(kusner=pb.KusnerSpec(iterations=1)), idempotency_key="k-1")
+        self.assertEqual(self.fake.submitted[0].idempotency_key, "k-1")
+
+
+class ConnectTest(unittest.TestCase):
+    def test_unreachable_curator_reported_within_connect_timeout(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        with self.assertRaises(privbo.Unavailable) as cm:
+            privbo.connect("127.0.0.1:%d" % port, connect_timeout=0.5)
+        self.assertIn("could not connect", cm.exception.message)
+
+    def test_credentials_need_tls(self):
+        with self.assertRaises(ValueError):
+            privbo.connect("127.0.0.1:1", token="t", connect_timeout=None)
+        with self.assertRaises(ValueError):
+            privbo.connect("127.0.0.1:1", ca_file="ca.pem", cert_file="c.pem", connect_timeout=None)
+
+
+class StatusTest(unittest.TestCase):
+    def test_retry_info_round_trip(self):
+        body = _status.encode_retry_info(8, "slow down", 1.25)
+        self.assertAlmostEqual(_status.retry_delay([("other", "x"), (_status.DETAILS_KEY, body)]), 1.25)
+
+    def test_no_retry_info(self):
+        st = _status.Status(code=8, message="budget")
+        det = st.details.add()
+        det.type_url = "type.googleapis.com/google.rpc.ErrorInfo"
+        det.value = b"\x0a\x01x"
+        self.assertIsNone(_status.retry_delay([(_status.DETAILS_KEY, st.SerializeToString())]))
+        self.assertIsNone(_status.retry_delay(None))
+        self.assertIsNone(_status.retry_delay([(_status.DETAILS_KEY, b"\xff\xff garbage")]))
+
+
+if __name__ == "__main__":
+    unittest.main()
