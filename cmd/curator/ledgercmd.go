@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -52,11 +53,8 @@ func printLedger(args []string) error {
 			"compared with the recorded limits otherwise.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("curator ledger: unexpected arguments %q", fs.Args())
 	}
 	if asJSON && asCSV {
 		return errors.New("curator ledger: give --json or --csv, not both")

@@ -24,6 +24,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/internal/logging"
 	"github.com/privbo/privbo/pkg/curator"
@@ -51,12 +52,11 @@ Run 'curator <command> -h' for the flags of a command.
 `
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "curator:", err)
-		}
-		os.Exit(1)
+	err := run(os.Args[1:])
+	if cli.ExitCode(err) != 0 {
+		fmt.Fprintln(os.Stderr, "curator:", err)
 	}
+	os.Exit(cli.ExitCode(err))
 }
 
 // run runs a command; the server's errors name its Config fields, which are given here
@@ -208,7 +208,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f := &serveFlags{}
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, err
 	}
 	if f.configFile == "" {
@@ -216,9 +216,6 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	}
 	if err := flagconf.Apply(fs, f.configFile, envPrefix); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%s: unexpected arguments %q", name, fs.Args())
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -444,7 +441,7 @@ func devCA(args []string) error {
 	clients := fs.String("clients", "", "comma-separated modeler identities to issue client certificates for")
 	valid := fs.Duration("valid-for", 30*24*time.Hour, "validity of the certificates")
 	force := fs.Bool("force", false, "replace a CA already in --out")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -472,7 +469,7 @@ func devCA(args []string) error {
 func hashToken(args []string) error {
 	fs := flag.NewFlagSet("curator hash-token", flag.ContinueOnError)
 	id := fs.String("identity", "", "identity the token stands for (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return err
 	}
 	if err := transport.ValidateIdentity(*id); err != nil {
@@ -497,7 +494,7 @@ func evaluationStore(fs *flag.FlagSet, args []string) (ledger.Store, string, *fl
 	lf.register(fs)
 	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")
 	alias := fs.String("dataset", "", "the same as --dataset-id (older name of the flag)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, "", nil, err
 	}
 	if *alias != "" {

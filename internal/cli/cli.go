@@ -11,7 +11,7 @@ import (
 	"io"
 )
 
-// Parse parses args into fs. With -h or --help it prints fs's flags to stdout and
+// Parse parses args into fs. With -h or --help it prints fs's usage to stdout and
 // returns flag.ErrHelp, which the command treats as success (exit status 0; see
 // ExitCode). Any other parse error is returned as one line naming the mistake and
 // `<command> -h`, without the page of flags the flag package would print after it.
@@ -21,8 +21,7 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(stdout)
-		fmt.Fprintf(stdout, "Usage of %s:\n", fs.Name())
-		fs.PrintDefaults()
+		fs.Usage() // the flag set's own usage, "Usage of NAME:" and its flags by default
 		return err
 	case err != nil:
 		return fmt.Errorf("%w (run '%s -h' for its flags)", err, fs.Name())
