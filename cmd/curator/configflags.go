@@ -14,6 +14,7 @@ var configFlags = map[string]string{
 	"DataPath":                  "--data",
 	"Data.Target":               "--target",
 	"Data.Features":             "--features",
+	"Data.Exclude":              "--exclude",
 	"Data.Scaling.Mode":         "--scaling",
 	"Data.Scaling.Schema":       "--schema",
 	"PrivateScalingShare":       "--private-scaling-share",
