@@ -145,7 +145,7 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	cfg := &f.cfg
 	f.lf.register(fs)
-	fs.StringVar(&f.configFile, "config", "", "configuration file: flat TOML, one flag-name = value per line (flags and PRIVBO_CURATOR_* environment variables override it)")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: TOML whose keys are the flags' names, flag-name = value (arrays are joined by commas); flags and PRIVBO_CURATOR_* environment variables override it")
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target)")
