@@ -131,6 +131,30 @@ func TestMetricsEndpoint(t *testing.T) {
 	if t.Failed() {
 		t.Logf("metrics:\n%s", body)
 	}
+
+	// A ledger that cannot be read costs the budget gauges only: the scrape still
+	// serves the gRPC metrics and counts the failure.
+	srv.ledger.Close()
+	for range 2 { // the handler counts a failure after serving it: the second scrape shows the first
+		resp, err = http.Get("http://" + srv.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if families, err = parser.TextToMetricFamilies(bytes.NewReader(body)); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics with the ledger closed: %d, %v", resp.StatusCode, err)
+		}
+	}
+	if _, ok := value("grpc_server_handled_total", method("Query", "OK")); !ok {
+		t.Error("with the ledger closed, the gRPC metrics are gone")
+	}
+	if _, ok := families["privbo_budget_spent_epsilon"]; ok {
+		t.Error("with the ledger closed, budget gauges are still reported")
+	}
+	if got, ok := value("promhttp_metric_handler_errors_total", map[string]string{"cause": "gathering"}); !ok || got != 1 {
+		t.Errorf("gathering errors = %g (found %v), want 1", got, ok)
+	}
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
