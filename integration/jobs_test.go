@@ -177,9 +177,9 @@ func TestKusnerJobsEndToEnd(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, want := range []string{
-		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="OK"} 3`,
-		`privbo_rpc_requests_total{method="/privbo.curator.v1.CuratorService/SubmitJob",code="AlreadyExists"} 1`,
-		`privbo_rpc_duration_seconds_count{method="/privbo.curator.v1.CuratorService/GetBudget"} 2`,
+		`grpc_server_handled_total{grpc_code="OK",grpc_method="SubmitJob",grpc_service="privbo.curator.v1.CuratorService",grpc_type="unary"} 3`,
+		`grpc_server_handled_total{grpc_code="AlreadyExists",grpc_method="SubmitJob",grpc_service="privbo.curator.v1.CuratorService",grpc_type="unary"} 1`,
+		`grpc_server_handling_seconds_count{grpc_method="GetBudget",grpc_service="privbo.curator.v1.CuratorService",grpc_type="unary"} 2`,
 		`privbo_budget_spent_epsilon{dataset="breast-cancer",identity="tuner",relation="validation-record"} 3`,
 		`privbo_budget_remaining_epsilon{dataset="breast-cancer",identity="tuner",relation="validation-record"} 97`,
 		`privbo_jobs{state="succeeded"} 2`,

@@ -129,8 +129,9 @@ type serveFlags struct {
 	lf                                   ledgerFlags
 	cfg                                  server.Config
 	configFile                           string
-	features, scaling, schema, addrFile  string
+	features, scaling, addrFile          string
 	exclude                              string
+	schema                               schemaValue
 	logLevel, logFormat                  string
 	outMech                              string
 	outEps, outDelta, outLower, outUpper float64
@@ -146,13 +147,13 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	cfg := &f.cfg
 	f.lf.register(fs)
-	fs.StringVar(&f.configFile, "config", "", "configuration file: flat TOML, one flag-name = value per line (flags and PRIVBO_CURATOR_* environment variables override it)")
+	fs.StringVar(&f.configFile, "config", "", "configuration file: TOML whose keys are the flags' names, flag-name = value (arrays are joined by commas); flags and PRIVBO_CURATOR_* environment variables override it")
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target and --exclude)")
 	fs.StringVar(&f.exclude, "exclude", "", "comma-separated columns to leave out (a text label, an identifier); a text column can instead be a categorical feature, one-hot encoded from the public categories its --schema line lists")
 	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
-	fs.StringVar(&f.schema, "schema", "", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE")
+	fs.Var(&f.schema, "schema", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE. In the configuration file, also the schema itself as [[schema.column]] tables (name, lower, upper or scale, offset)")
 	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private) and the target's range (private answers without --output-lower/--output-upper or a schema target line); charged to the dataset cap under the identity _curator")
 	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
 	fs.StringVar(&cfg.DatasetName, "name", "", "display name of the dataset shown to modelers (default: the file name); budgets are kept per --dataset-id, not per name")
@@ -241,7 +242,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	if f.exclude != "" {
 		cfg.Data.Exclude = strings.Split(f.exclude, ",")
 	}
-	sc, err := scalingOf(f.scaling, f.schema)
+	sc, err := scalingOf(f.scaling, &f.schema)
 	if err != nil {
 		return cfg, err
 	}
@@ -264,10 +265,18 @@ func (f *serveFlags) build() (server.Config, error) {
 }
 
 // scalingOf is the scaling of --scaling and --schema: the named scaling, schema with
-// the --schema file when --scaling is not given, and private when neither is. The
-// data-dependent modes are used only when named.
-func scalingOf(scaling, schema string) (dataset.Scaling, error) {
-	scaling, schema = strings.TrimSpace(scaling), strings.TrimSpace(schema)
+// the --schema file (or the configuration file's schema tables) when --scaling is not
+// given, and private when neither is. The data-dependent modes are used only when named.
+func scalingOf(scaling string, sv *schemaValue) (dataset.Scaling, error) {
+	scaling, schema := strings.TrimSpace(scaling), strings.TrimSpace(sv.file)
+	if sv.table != nil {
+		if scaling != "" {
+			return dataset.Scaling{}, fmt.Errorf("the configuration file's [[schema.column]] tables conflict with --scaling %s: the tables mean scaling schema with them; give one of them", scaling)
+		}
+		sc, err := dataset.ParseScaling("none") // the options of the private modes, at their defaults
+		sc.Mode, sc.Schema = dataset.ScaleSchema, sv.table
+		return sc, err
+	}
 	switch {
 	case scaling == "" && schema == "":
 		return dataset.ParseScaling(string(dataset.ScalePrivate))

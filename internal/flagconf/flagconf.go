@@ -2,23 +2,38 @@
 // from environment variables, with one precedence: command line, then environment, then
 // file, then the flag's default.
 //
-// The file is flat TOML: one `name = value` per line, where name is a flag's name
-// (dashes allowed), value a TOML basic "string", literal 'string', integer, float or
-// boolean; '#' starts a comment. Tables, arrays and multi-line strings are refused, as
-// are unknown and repeated names, each with the file and line.
+// The file is TOML (read with github.com/pelletier/go-toml/v2) whose top-level keys are
+// the flags' names (dashes allowed): `name = value`, where the value is a string, an
+// integer, a float, a boolean, or an array of those (given to the flag as its elements
+// joined by commas, for the flags that take comma-separated lists). A table is accepted
+// only for a flag whose value implements TableValue. Unknown keys are refused, each
+// with the file and its line, as is every TOML error (a key set twice among them).
 //
 // The environment variable of flag "budget-epsilon" with prefix "PRIVBO_CURATOR" is
 // PRIVBO_CURATOR_BUDGET_EPSILON.
 package flagconf
 
 import (
-	"bufio"
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pelletier/go-toml/v2"
 )
+
+// TableValue is a flag.Value that can also be set from a TOML table in the file (for
+// settings with structure, such as a schema's columns).
+type TableValue interface {
+	flag.Value
+	// SetTable sets the value from the table, as decoded: string keys; values of type
+	// string, int64, float64, bool, []any and map[string]any.
+	SetTable(table map[string]any) error
+}
 
 // EnvName returns the environment variable that sets flag name.
 func EnvName(prefix, name string) string {
@@ -31,7 +46,7 @@ func EnvName(prefix, name string) string {
 func Apply(fs *flag.FlagSet, path, prefix string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var file map[string]string
+	var file map[string]any
 	if path != "" {
 		var err error
 		if file, err = ParseFile(path, fs); err != nil {
@@ -50,132 +65,108 @@ func Apply(fs *flag.FlagSet, path, prefix string) error {
 			return
 		}
 		if v, ok := file[f.Name]; ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s: %s: %w", path, f.Name, e)
+			if e := setFromFile(fs, f, v); e != nil {
+				err = fmt.Errorf("config: %s: %s: %w", path, f.Name, e)
 			}
 		}
 	})
 	return err
 }
 
-// ParseFile reads a flat TOML file whose names must be flags of fs.
-func ParseFile(path string, fs *flag.FlagSet) (map[string]string, error) {
-	f, err := os.Open(path)
+// setFromFile gives flag f the value v decoded from the file.
+func setFromFile(fs *flag.FlagSet, f *flag.Flag, v any) error {
+	if t, ok := v.(map[string]any); ok {
+		tv, ok := f.Value.(TableValue)
+		if !ok {
+			return errors.New("a table is not a value of this setting; write name = value")
+		}
+		return tv.SetTable(t)
+	}
+	s, err := text(v)
+	if err != nil {
+		return err
+	}
+	return fs.Set(f.Name, s)
+}
+
+// text is the flag text of a scalar, or of an array of scalars (joined by commas).
+func text(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			if _, nested := e.([]any); nested {
+				return "", errors.New("arrays of arrays are not supported")
+			}
+			s, err := text(e)
+			if err != nil {
+				return "", err
+			}
+			if strings.Contains(s, ",") {
+				return "", fmt.Errorf("array element %q holds a comma, which would split it", s)
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("a %T is not a string, number or boolean (quote dates and times)", v)
+}
+
+// ParseFile reads the TOML file at path, whose top-level keys must be flags of fs, and
+// returns the decoded value of each key.
+func ParseFile(path string, fs *flag.FlagSet) (map[string]any, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		name, value, ok, err := parseLine(sc.Text())
-		if err != nil {
-			return nil, fmt.Errorf("config: %s:%d: %w", path, line, err)
+	var doc map[string]any
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("config: %s:%d:%d: %w", path, row, col, err)
 		}
-		if !ok {
-			continue
-		}
-		if fs.Lookup(name) == nil {
-			return nil, fmt.Errorf("config: %s:%d: unknown setting %q (settings are the command's flag names)", path, line, name)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("config: %s:%d: %q is set twice", path, line, name)
-		}
-		out[name] = value
-	}
-	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("config: %s: %w", path, err)
 	}
-	return out, nil
+	var unknown []string
+	for k := range doc {
+		if fs.Lookup(k) == nil {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		lines := keyLines(b)
+		slices.SortFunc(unknown, func(a, b string) int { return lines[a] - lines[b] })
+		where := path
+		if n := lines[unknown[0]]; n > 0 {
+			where += ":" + strconv.Itoa(n)
+		}
+		return nil, fmt.Errorf("config: %s: unknown setting %q (settings are the command's flag names)", where, unknown[0])
+	}
+	return doc, nil
 }
 
-// parseLine returns the name and value of one line; ok is false for blank and comment
-// lines.
-func parseLine(text string) (name, value string, ok bool, err error) {
-	s := strings.TrimSpace(text)
-	if s == "" || s[0] == '#' {
-		return "", "", false, nil
-	}
-	if s[0] == '[' {
-		return "", "", false, fmt.Errorf("tables are not supported; write flat name = value lines")
-	}
-	eq := strings.IndexByte(s, '=')
-	if eq <= 0 {
-		return "", "", false, fmt.Errorf("want name = value")
-	}
-	name = strings.TrimSpace(s[:eq])
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return "", "", false, fmt.Errorf("name %q: only letters, digits, '-' and '_'", name)
-		}
-	}
-	rest := strings.TrimSpace(s[eq+1:])
-	switch {
-	case rest == "":
-		return "", "", false, fmt.Errorf("%s: missing value", name)
-	case rest[0] == '"':
-		v, tail, err := basicString(rest)
-		if err != nil {
-			return "", "", false, fmt.Errorf("%s: %w", name, err)
-		}
-		return name, v, true, trailing(tail)
-	case rest[0] == '\'':
-		end := strings.IndexByte(rest[1:], '\'')
-		if end < 0 {
-			return "", "", false, fmt.Errorf("%s: unterminated literal string", name)
-		}
-		return name, rest[1 : end+1], true, trailing(rest[end+2:])
-	case rest[0] == '[' || rest[0] == '{':
-		return "", "", false, fmt.Errorf("%s: arrays and inline tables are not supported; use a comma-separated string", name)
-	}
-	v := rest
-	if i := strings.IndexByte(v, '#'); i >= 0 {
-		v = strings.TrimSpace(v[:i])
-	}
-	switch {
-	case v == "true" || v == "false":
-	default:
-		if _, err := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64); err != nil {
-			return "", "", false, fmt.Errorf("%s: %q is not a string, number or boolean (quote strings)", name, v)
-		}
-		v = strings.ReplaceAll(v, "_", "")
-	}
-	return name, v, true, nil
-}
-
-func trailing(tail string) error {
-	tail = strings.TrimSpace(tail)
-	if tail != "" && tail[0] != '#' {
-		return fmt.Errorf("unexpected %q after the value", tail)
-	}
-	return nil
-}
-
-// basicString parses a TOML basic string at the start of s.
-func basicString(s string) (value, tail string, err error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			return b.String(), s[i+1:], nil
-		case '\\':
-			if i+1 >= len(s) {
-				return "", "", fmt.Errorf("unterminated string")
+// keyLines returns the line of each top-level key of the TOML document b. Decoding it
+// strictly into an empty struct reports every key as unknown, with its position.
+func keyLines(b []byte) map[string]int {
+	lines := map[string]int{}
+	var strict *toml.StrictMissingError
+	if err := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields().Decode(&struct{}{}); errors.As(err, &strict) {
+		for _, e := range strict.Errors {
+			if k := e.Key(); len(k) > 0 {
+				if _, seen := lines[k[0]]; !seen {
+					lines[k[0]], _ = e.Position()
+				}
 			}
-			i++
-			switch s[i] {
-			case '"', '\\':
-				b.WriteByte(s[i])
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			default:
-				return "", "", fmt.Errorf("unsupported escape \\%c", s[i])
-			}
-		default:
-			b.WriteByte(c)
 		}
 	}
-	return "", "", fmt.Errorf("unterminated string")
+	return lines
 }

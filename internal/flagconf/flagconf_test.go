@@ -49,32 +49,69 @@ listen = '0.0.0.0:1'
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{"nope = 1\n", `:1: unknown setting "nope"`},
-		{"data = 'a'\ndata = 'b'\n", `:2: "data" is set twice`},
-		{"[server]\n", "tables are not supported"},
-		{"data = [1]\n", "arrays"},
-		{"data = \"x\n", "unterminated"},
-		{"data = hello\n", "not a string, number or boolean"},
+		{"data = 'a'\n\n# c\nother = 2\n", `:4: unknown setting "other"`},
+		{"Data = 'a'\n", `unknown setting "Data"`}, // flag names are exact
+		{"data = 'a'\ndata = 'b'\n", ":2:1: toml: key data is already defined"},
+		{"[server]\n", `unknown setting "server"`},
+		{"[data]\nx = 1\n", "a table is not a value of this setting"},
+		{"data = [[1]]\n", "arrays of arrays"},
+		{"data = ['a,b', 'c']\n", "holds a comma"},
+		{"data = 1979-05-27\n", "quote dates and times"},
+		{"data = \"x\n", "config: "},
+		{"data = hello\n", ":1:"},
 		{"budget-epsilon = \"abc\"\n", "budget-epsilon"},
-		{"data\n", "want name = value"},
-		{`data = "a" b` + "\n", "unexpected"},
+		{"data\n", ":1:"},
+		{`data = "a" b` + "\n", ":1:"},
 	} {
 		fs, _, _, _, _ := newFS()
 		fs.Parse(nil)
-		err := Apply(fs, write(t, tc.text), "PRIVBO_T")
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("config %q: error %v, want one containing %q", tc.text, err, tc.want)
+		path := write(t, tc.text)
+		err := Apply(fs, path, "PRIVBO_T")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("config %q: error %v, want one naming the file and containing %q", tc.text, err, tc.want)
 		}
 	}
 }
 
-func FuzzParseLine(f *testing.F) {
-	for _, s := range []string{`a = "b\"c"`, "x = 1e3", "# c", "[t]", "y = 'z' # c", `k = "\q"`} {
-		f.Add(s)
+// listValue records what it is set to; it also takes a table.
+type listValue struct {
+	text  string
+	table map[string]any
+}
+
+func (v *listValue) String() string { return v.text }
+func (v *listValue) Set(s string) error {
+	v.text = s
+	return nil
+}
+func (v *listValue) SetTable(t map[string]any) error {
+	v.table = t
+	return nil
+}
+
+// TestArraysAndTables: an array is given to its flag joined by commas; a table only to
+// a flag whose value takes tables.
+func TestArraysAndTables(t *testing.T) {
+	fs, _, _, _, _ := newFS()
+	var features, schema listValue
+	fs.Var(&features, "features", "")
+	fs.Var(&schema, "schema", "")
+	fs.Parse(nil)
+	path := write(t, `features = ["age", "bmi", 3]
+
+[[schema.column]]
+name = "age"
+lower = 18
+upper = 90
+`)
+	if err := Apply(fs, path, "PRIVBO_T"); err != nil {
+		t.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		name, _, ok, err := parseLine(s)
-		if ok && (err == nil) && name == "" {
-			t.Errorf("parseLine(%q) accepted an empty name", s)
-		}
-	})
+	if features.text != "age,bmi,3" {
+		t.Errorf("features = %q, want the array joined by commas", features.text)
+	}
+	cols, _ := schema.table["column"].([]any)
+	if len(cols) != 1 || cols[0].(map[string]any)["upper"] != int64(90) {
+		t.Errorf("schema table = %#v", schema.table)
+	}
 }

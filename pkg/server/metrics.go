@@ -8,67 +8,101 @@ import (
 	"net/http"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/privbo/privbo/internal/metrics"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-var latencyBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+// latencyBuckets are the upper bounds (seconds) of grpc_server_handling_seconds: finer
+// than the client library's defaults below 5 ms, where cached queries answer.
+var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-func (s *Server) newMetrics(dataset string) *metrics.Registry {
-	r := metrics.NewRegistry()
-	r.Counter("privbo_rpc_requests_total", "RPCs handled, by method and status code.")
-	r.Histogram("privbo_rpc_duration_seconds", "RPC latency in seconds, by method.", latencyBounds)
-	gauge := func(name, help string, value func(spentEps, spentDelta, remEps, remDelta float64) float64) {
-		r.GaugeFunc(name, help, func() []metrics.Sample {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			accts, err := s.ledger.Accounts(ctx, dataset)
-			if err != nil {
-				return nil
-			}
-			var out []metrics.Sample
-			for _, b := range accts {
-				if ledger.IsReserved(b.Identity) {
-					continue
-				}
-				out = append(out, metrics.Sample{Labels: []string{"dataset", dataset, "identity", b.Identity, "relation", string(b.Relation)},
-					Value: value(b.Spent.Epsilon, b.Spent.Delta, b.Remaining.Epsilon, b.Remaining.Delta)})
-			}
-			return out
-		})
+// newMetrics builds the server's own registry (never the global default one, so that
+// several servers in one process, as in tests, each report their own): the standard
+// gRPC server metrics of go-grpc-middleware (grpc_server_started_total,
+// grpc_server_handled_total, grpc_server_handling_seconds, grpc_server_msg_*_total,
+// labelled grpc_type, grpc_service, grpc_method and, when handled, grpc_code), privbo's
+// budget and job gauges (budgetCollector), and the Go runtime and process metrics.
+func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.ServerMetrics) {
+	reg := prometheus.NewRegistry()
+	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(latencyBuckets)))
+	reg.MustRegister(rpc, newBudgetCollector(s, dataset),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg, rpc
+}
+
+// budgetCollector reports privbo's gauges, read at every scrape: the budget of each
+// identity and neighbour relation (one ledger read for the four series) and the jobs
+// by state. Label values are identities, relations and states — never data.
+type budgetCollector struct {
+	s                                    *Server
+	dataset                              string
+	spentEps, spentDelta, remEps, remDel *prometheus.Desc
+	jobs                                 *prometheus.Desc
+}
+
+func newBudgetCollector(s *Server, dataset string) *budgetCollector {
+	budget := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"dataset", "identity", "relation"}, nil)
 	}
-	gauge("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation.", func(se, _, _, _ float64) float64 { return se })
-	gauge("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation.", func(_, sd, _, _ float64) float64 { return sd })
-	gauge("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation.", func(_, _, re, _ float64) float64 { return re })
-	gauge("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation.", func(_, _, _, rd float64) float64 { return rd })
-	r.GaugeFunc("privbo_jobs", "Jobs by state.", func() []metrics.Sample {
-		if s.jobs == nil {
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		counts, err := s.jobs.CountByState(ctx)
-		if err != nil {
-			return nil
-		}
-		var out []metrics.Sample
-		for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.Cancelled} {
-			out = append(out, metrics.Sample{Labels: []string{"state", string(st)}, Value: float64(counts[st])})
-		}
-		return out
-	})
-	return r
+	return &budgetCollector{s: s, dataset: dataset,
+		spentEps:   budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
+		spentDelta: budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
+		remEps:     budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
+		remDel:     budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
+		jobs:       prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
+	}
 }
 
-func (s *Server) observeRPC(method string, code codes.Code, d time.Duration) {
-	s.metrics.Add("privbo_rpc_requests_total", 1, "method", method, "code", code.String())
-	s.metrics.Observe("privbo_rpc_duration_seconds", d.Seconds(), "method", method)
+func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.spentEps, c.spentDelta, c.remEps, c.remDel, c.jobs} {
+		ch <- d
+	}
 }
+
+// Collect sends the gauges. A ledger or job store that cannot be read is reported as
+// an invalid metric: the handler logs it and serves the other metrics, which matter
+// most while the ledger is unreachable.
+func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	accts, err := c.s.ledger.Accounts(ctx, c.dataset)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.spentEps, fmt.Errorf("server: reading the ledger's accounts: %w", err))
+	}
+	for _, b := range accts {
+		if ledger.IsReserved(b.Identity) {
+			continue
+		}
+		labels := []string{c.dataset, b.Identity, string(b.Relation)}
+		ch <- prometheus.MustNewConstMetric(c.spentEps, prometheus.GaugeValue, b.Spent.Epsilon, labels...)
+		ch <- prometheus.MustNewConstMetric(c.spentDelta, prometheus.GaugeValue, b.Spent.Delta, labels...)
+		ch <- prometheus.MustNewConstMetric(c.remEps, prometheus.GaugeValue, b.Remaining.Epsilon, labels...)
+		ch <- prometheus.MustNewConstMetric(c.remDel, prometheus.GaugeValue, b.Remaining.Delta, labels...)
+	}
+	if c.s.jobs == nil {
+		return
+	}
+	counts, err := c.s.jobs.CountByState(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.jobs, fmt.Errorf("server: counting jobs: %w", err))
+		return
+	}
+	for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.Cancelled} {
+		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}
+
+// promLog passes the metrics handler's errors to the server's log.
+type promLog struct{ log *zap.Logger }
+
+func (l promLog) Println(v ...any) { l.log.Warn("metrics: " + fmt.Sprint(v...)) }
 
 func (s *Server) serveMetrics() error {
 	lis, err := net.Listen("tcp", s.cfg.MetricsListen)
@@ -76,7 +110,10 @@ func (s *Server) serveMetrics() error {
 		return fmt.Errorf("server: metrics listener on %q: %w", s.cfg.MetricsListen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", s.metrics.Handler())
+	// Errors while gathering (an unreachable ledger) are logged and counted in
+	// promhttp_metric_handler_errors_total; the metrics gathered are still served.
+	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{
+		ErrorLog: promLog{s.log}, ErrorHandling: promhttp.ContinueOnError, Registry: s.metrics}))
 	// Plain-HTTP probes for orchestrators whose probes cannot present a client
 	// certificate to the mutual-TLS gRPC port: /healthz mirrors the gRPC health
 	// status (NOT_SERVING while the ledger is unreachable or while draining: take

@@ -17,13 +17,14 @@ import (
 	"sync"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/privbo/privbo/internal/metrics"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
@@ -179,7 +180,7 @@ type Server struct {
 	ds      *dataset.Dataset
 	jobs    *jobs.Manager
 
-	metrics    *metrics.Registry
+	metrics    *prometheus.Registry
 	metricsSrv *http.Server
 	metricsLis net.Listener
 
@@ -255,14 +256,23 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
-	s.metrics = s.newMetrics(cfg.DatasetID)
-	opts := transport.ServerOptions(transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, Observe: s.observeRPC})
+	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits}
+	var rpcMetrics *grpcprom.ServerMetrics
+	if cfg.MetricsListen != "" {
+		s.metrics, rpcMetrics = s.newMetrics(cfg.DatasetID)
+		tc.Unary, tc.Stream = rpcMetrics.UnaryServerInterceptor(), rpcMetrics.StreamServerInterceptor()
+	}
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
-	s.grpc = grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
+	s.grpc = grpc.NewServer(append(transport.ServerOptions(tc), grpc.WaitForHandlers(true))...)
 	curatorv1.RegisterCuratorServiceServer(s.grpc, &handlers{cur: cur, jobs: jm, log: log, limits: store.Limits()})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
+	if rpcMetrics != nil {
+		// Every method's series exist from the start, at zero, so that rates and
+		// alerts on them are defined before the first call.
+		rpcMetrics.InitializeMetrics(s.grpc)
+	}
 	s.setServing(true)
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {

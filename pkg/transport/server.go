@@ -35,9 +35,11 @@ type ServerConfig struct {
 	Auth Auth
 	// Limits bounds each identity's request rate and concurrency.
 	Limits Limits
-	// Observe, when set, is called once per RPC with its method, status code and
-	// duration (metrics).
-	Observe func(method string, code codes.Code, d time.Duration)
+	// Unary and Stream, when set, are the outermost interceptors, so that they see
+	// every request with the status its caller gets: refused ones and recovered panics
+	// too (the server's gRPC metrics).
+	Unary  grpc.UnaryServerInterceptor
+	Stream grpc.StreamServerInterceptor
 }
 
 // requestInfo is what the interceptors learn about a request, shared by pointer so the
@@ -59,9 +61,9 @@ func RequestIDFromContext(ctx context.Context) string {
 
 // ServerOptions builds the options of the curator's grpc.Server: credentials, message
 // size limits, keepalive enforcement and the chained interceptors, outermost first:
-// panic recovery, request id and logging (every request, refused ones too),
-// authentication (the identity the ledger charges), per-identity rate and concurrency
-// limits.
+// cfg.Unary/cfg.Stream when set, panic recovery, request id and logging (every request,
+// refused ones too), authentication (the identity the ledger charges), per-identity
+// rate and concurrency limits.
 func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 	log := cfg.Logger
 	if log == nil {
@@ -79,6 +81,14 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
 	limiter := newLimiter(cfg.Limits)
+	var unary []grpc.UnaryServerInterceptor
+	if cfg.Unary != nil {
+		unary = append(unary, cfg.Unary)
+	}
+	var stream []grpc.StreamServerInterceptor
+	if cfg.Stream != nil {
+		stream = append(stream, cfg.Stream)
+	}
 	return []grpc.ServerOption{
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(recv),
@@ -88,18 +98,8 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 		// every RPC starts a fresh goroutine whose stack is grown and copied again
 		// (~9% of CPU samples on the cached-query path; docs/EXPERIMENTS.md §4).
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-		grpc.ChainUnaryInterceptor(
-			unaryRecover(log),
-			unaryLog(log, cfg.Observe),
-			unaryAuth(cfg.Auth),
-			unaryLimit(limiter),
-		),
-		grpc.ChainStreamInterceptor(
-			streamRecover(log),
-			streamLog(log, cfg.Observe),
-			streamAuth(cfg.Auth),
-			streamLimit(limiter),
-		),
+		grpc.ChainUnaryInterceptor(append(unary, unaryRecover(log), unaryLog(log), unaryAuth(cfg.Auth), unaryLimit(limiter))...),
+		grpc.ChainStreamInterceptor(append(stream, streamRecover(log), streamLog(log), streamAuth(cfg.Auth), streamLimit(limiter))...),
 	}
 }
 
@@ -162,37 +162,34 @@ func withRequestInfo(ctx context.Context) (context.Context, *requestInfo) {
 	return context.WithValue(ctx, requestInfoKey{}, ri), ri
 }
 
-func unaryLog(log *zap.Logger, observe func(string, codes.Code, time.Duration)) grpc.UnaryServerInterceptor {
+func unaryLog(log *zap.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		ctx, ri := withRequestInfo(ctx)
 		resp, err := h(ctx, req)
-		logRPC(log, observe, ri, info.FullMethod, start, err)
+		logRPC(log, ri, info.FullMethod, start, err)
 		return resp, err
 	}
 }
 
-func streamLog(log *zap.Logger, observe func(string, codes.Code, time.Duration)) grpc.StreamServerInterceptor {
+func streamLog(log *zap.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		start := time.Now()
 		ctx, ri := withRequestInfo(ss.Context())
 		err := h(srv, wrappedStream{ss, ctx})
-		logRPC(log, observe, ri, info.FullMethod, start, err)
+		logRPC(log, ri, info.FullMethod, start, err)
 		return err
 	}
 }
 
 // logRPC writes one line per RPC. It never includes request or response messages:
 // they may carry data.
-func logRPC(log *zap.Logger, observe func(string, codes.Code, time.Duration), ri *requestInfo, method string, start time.Time, err error) {
-	d := time.Since(start)
-	code := status.Code(err)
-	if observe != nil {
-		observe(method, code, d)
-	}
+func logRPC(log *zap.Logger, ri *requestInfo, method string, start time.Time, err error) {
 	if !log.Core().Enabled(zap.InfoLevel) {
 		return
 	}
+	d := time.Since(start)
+	code := status.Code(err)
 	fields := []zap.Field{
 		zap.String("method", method),
 		zap.String("identity", ri.identity),

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/transport"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// TestMetricsEndpoint starts a server with metrics on, makes RPCs (one refused), scrapes
+// /metrics over HTTP and checks the standard gRPC server metrics, with the status codes
+// the callers got, and privbo's budget gauges, with the charge the query made.
+func TestMetricsEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := Start(context.Background(), Config{
+		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"},
+		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-5},
+		DatasetID: "metrics", Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
+	conn, err := transport.Dial(srv.Addr(), transport.ClientConfig{Identity: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := curatorv1.NewCuratorServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, err := client.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := client.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{1 << 40}})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("query of a row out of range: %v, want InvalidArgument", err)
+	}
+
+	resp, err := http.Get("http://" + srv.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	// value returns the sample of family name whose labels include want, and whether
+	// there is one.
+	value := func(name string, want map[string]string) (float64, bool) {
+		f := families[name]
+		if f == nil {
+			return 0, false
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, want) {
+				switch {
+				case m.GetCounter() != nil:
+					return m.GetCounter().GetValue(), true
+				case m.GetGauge() != nil:
+					return m.GetGauge().GetValue(), true
+				case m.GetHistogram() != nil:
+					return float64(m.GetHistogram().GetSampleCount()), true
+				}
+			}
+		}
+		return 0, false
+	}
+	method := func(name, code string) map[string]string {
+		m := map[string]string{"grpc_service": "privbo.curator.v1.CuratorService", "grpc_method": name, "grpc_type": "unary"}
+		if code != "" {
+			m["grpc_code"] = code
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"grpc_server_started_total", method("GetDatasetInfo", ""), 2},
+		{"grpc_server_handled_total", method("GetDatasetInfo", "OK"), 2},
+		{"grpc_server_handled_total", method("Query", "OK"), 1},
+		{"grpc_server_handled_total", method("Query", "InvalidArgument"), 1},
+		{"grpc_server_handled_total", method("GetBudget", "OK"), 0}, // initialised at zero
+		{"grpc_server_handling_seconds", method("Query", ""), 2},
+		{"privbo_budget_spent_epsilon", map[string]string{"dataset": "metrics", "identity": "acme", "relation": "record"}, 1},
+		{"privbo_budget_remaining_epsilon", map[string]string{"dataset": "metrics", "identity": "acme", "relation": "record"}, 9},
+		{"privbo_budget_spent_delta", map[string]string{"dataset": "metrics", "identity": "acme", "relation": "record"}, 0},
+	} {
+		if got, ok := value(c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %g (found %v), want %g", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := value("privbo_budget_spent_epsilon", map[string]string{"identity": curator.CuratorIdentity}); ok {
+		t.Errorf("the curator's reserved identity is reported")
+	}
+	if _, ok := families["go_goroutines"]; !ok {
+		t.Error("no Go runtime metrics")
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+
+	// A ledger that cannot be read costs the budget gauges only: the scrape still
+	// serves the gRPC metrics and counts the failure.
+	srv.ledger.Close()
+	for range 2 { // the handler counts a failure after serving it: the second scrape shows the first
+		resp, err = http.Get("http://" + srv.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if families, err = parser.TextToMetricFamilies(bytes.NewReader(body)); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics with the ledger closed: %d, %v", resp.StatusCode, err)
+		}
+	}
+	if _, ok := value("grpc_server_handled_total", method("Query", "OK")); !ok {
+		t.Error("with the ledger closed, the gRPC metrics are gone")
+	}
+	if _, ok := families["privbo_budget_spent_epsilon"]; ok {
+		t.Error("with the ledger closed, budget gauges are still reported")
+	}
+	if got, ok := value("promhttp_metric_handler_errors_total", map[string]string{"cause": "gathering"}); !ok || got != 1 {
+		t.Errorf("gathering errors = %g (found %v), want 1", got, ok)
+	}
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			n++
+		}
+	}
+	return n == len(want)
+}
