@@ -57,21 +57,25 @@ func TestManualEvaluation(t *testing.T) {
 		}
 		done <- obs
 	}()
-	var pending []int
-	for deadline := time.Now().Add(5 * time.Second); len(pending) < 1 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		pending, _ = PendingEvaluations(ctx, led, "d")
+	// pendingOnce polls until some row is pending and returns the pending rows. It has
+	// no deadline of its own (a loaded machine may take long; go test's -timeout ends
+	// a hang), so it cannot fail by a timer.
+	pendingOnce := func(ok func([]int) bool) []int {
+		for {
+			if p, _ := PendingEvaluations(ctx, led, "d"); ok(p) {
+				return p
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
+	pending := pendingOnce(func(p []int) bool { return len(p) > 0 })
 	if len(pending) != 1 || pending[0] != 3 {
 		t.Fatalf("pending = %v, want [3] (rows are evaluated in order)", pending)
 	}
 	if err := RecordEvaluation(ctx, led, "d", 3, 42); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if pending, _ = PendingEvaluations(ctx, led, "d"); len(pending) == 1 && pending[0] == 5 {
-			break
-		}
-	}
+	pendingOnce(func(p []int) bool { return len(p) == 1 && p[0] == 5 })
 	if err := RecordEvaluation(ctx, led, "d", 5, -1.5); err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +99,7 @@ func TestManualEvaluation(t *testing.T) {
 		_, _, err := c.Query(cctx, "vendor", []int{7})
 		errc <- err
 	}()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if pending, _ = PendingEvaluations(ctx, led, "d"); len(pending) == 1 {
-			break
-		}
-	}
+	pendingOnce(func(p []int) bool { return len(p) == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("query of an unrecorded row: %v, want the context's cancellation", err)
