@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -65,51 +65,17 @@ func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
 }
 
 // gridFlag collects --grid NAME=KIND:... values.
-type gridFlag []*curatorv1.HyperparameterRange
+type gridFlag []hparam.Axis
 
-func (g *gridFlag) String() string { return fmt.Sprint(len(*g), " ranges") }
+func (g *gridFlag) String() string { return fmt.Sprint(len(*g), " axes") }
 
-// Set parses "name=log:LOW:HIGH:COUNT", "name=linear:LOW:HIGH:COUNT" or
-// "name=list:V1,V2,...", validated as the curator will.
+// Set reads one axis with hparam.ParseAxis, which checks it as the curator will.
 func (g *gridFlag) Set(spec string) error {
-	if _, err := hparam.ParseParam(spec); err != nil {
+	a, err := hparam.ParseAxis(spec)
+	if err != nil {
 		return err
 	}
-	name, rest, _ := strings.Cut(spec, "=")
-	kind, args, _ := strings.Cut(rest, ":")
-	r := &curatorv1.HyperparameterRange{Name: strings.TrimSpace(name)}
-	nums := func(s, sep string) ([]float64, error) {
-		var out []float64
-		for _, f := range strings.Split(s, sep) {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil {
-				return nil, fmt.Errorf("--grid %s: %q is not a number", spec, f)
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}
-	switch strings.TrimSpace(kind) {
-	case "list":
-		vals, err := nums(args, ",")
-		if err != nil {
-			return err
-		}
-		r.Scale, r.Values = curatorv1.HyperparameterRange_SCALE_LIST, vals
-	case "linear", "log":
-		vals, err := nums(args, ":")
-		if err != nil || len(vals) != 3 {
-			return fmt.Errorf("--grid %s: want %s:LOW:HIGH:COUNT", spec, kind)
-		}
-		r.Scale = curatorv1.HyperparameterRange_SCALE_LINEAR
-		if kind == "log" {
-			r.Scale = curatorv1.HyperparameterRange_SCALE_LOG
-		}
-		r.Low, r.High, r.Count = vals[0], vals[1], uint32(vals[2])
-	default:
-		return fmt.Errorf("--grid %s: the modeler sends list, linear or log ranges", spec)
-	}
-	*g = append(*g, r)
+	*g = append(*g, a)
 	return nil
 }
 
@@ -136,7 +102,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&asJSON, "json", false, "print the job as one JSON object on the last line of stdout")
 	submit := args[0] == "kusner" || args[0] == "dphypo"
 	if submit {
-		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT or NAME=list:V1,V2,...")
+		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT, NAME=list:V1,V2,... or NAME=loglist:V1,V2,...")
 		fs.StringVar(&key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
 		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
 	}
@@ -184,13 +150,17 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	var job *curatorv1.Job
 	switch args[0] {
 	case "kusner", "dphypo":
+		space, err := curatorclient.SpaceProto(grid)
+		if err != nil {
+			return fmt.Errorf("job: --grid: %w", err)
+		}
 		spec := &curatorv1.JobSpec{}
 		if args[0] == "kusner" {
-			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), grid
+			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), space
 			spec.Kind = &curatorv1.JobSpec_Kusner{Kusner: &kusnerSpec}
 		} else {
 			sgd.Epochs, sgd.BatchSize = uint32(epochs), uint32(batch)
-			dph.Space, dph.Dpsgd = grid, &sgd
+			dph.Space, dph.Dpsgd = space, &sgd
 			spec.Kind = &curatorv1.JobSpec_Dphypo{Dphypo: &dph}
 		}
 		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
 )
@@ -64,7 +65,7 @@ func TestJobCommands(t *testing.T) {
 	if err != nil || !strings.Contains(again, job.ID) {
 		t.Errorf("resubmission with the same key: %v\n%s; want job %s", err, again, job.ID)
 	}
-	out, errOut, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--grid", "clip_norm=list:0.5,1,2")
+	out, errOut, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--grid", "clip_norm=loglist:0.5,1,2")
 	if err != nil || !strings.Contains(out, "released clip_norm") || strings.Contains(out, "runs =") {
 		t.Errorf("job dphypo: %v\n%s\n%s; want a release without a run count", err, out, errOut)
 	}
@@ -74,5 +75,31 @@ func TestJobCommands(t *testing.T) {
 	}
 	if _, _, err := cmd("job", "kusner", "--grid", "depth=list:1,2"); err == nil {
 		t.Error("a grid the built-in learner cannot tune was accepted")
+	}
+}
+
+// TestGridFlag checks that --grid keeps each axis in the form given and refuses a bad
+// one with hparam's error, which names the spec and what is wrong with it.
+func TestGridFlag(t *testing.T) {
+	var g gridFlag
+	for _, spec := range []string{"lambda=log:1e-4:10:16", "c=loglist:0.1,1"} {
+		if err := g.Set(spec); err != nil {
+			t.Fatalf("Set(%q): %v", spec, err)
+		}
+	}
+	if len(g) != 2 || g[0].Kind != hparam.AxisLog || g[0].Count != 16 || g[1].Kind != hparam.AxisLogList {
+		t.Errorf("grid = %+v, want a log range of 16 and a log list", g)
+	}
+	for spec, want := range map[string]string{
+		"lambda=log:0:1:4":   `parameter spec "lambda=log:0:1:4": parameter "lambda": log range needs lo > 0`,
+		"lambda=cubic:1:2:3": `unknown kind "cubic"`,
+		"lambda=list:1,x":    `value 2 "x" is not a number`,
+	} {
+		if err := g.Set(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Set(%q) error = %v, want one containing %q", spec, err, want)
+		}
+	}
+	if len(g) != 2 {
+		t.Errorf("refused axes were kept: %+v", g)
 	}
 }

@@ -130,12 +130,14 @@ type HyperparameterRange_Scale int32
 
 const (
 	HyperparameterRange_SCALE_UNSPECIFIED HyperparameterRange_Scale = 0
-	// values lists the grid points.
+	// values lists the grid points, compared by their differences (--grid NAME=list:...).
 	HyperparameterRange_SCALE_LIST HyperparameterRange_Scale = 1
-	// count points evenly spaced in [low, high].
+	// count points evenly spaced in [low, high] (--grid NAME=linear:LOW:HIGH:COUNT).
 	HyperparameterRange_SCALE_LINEAR HyperparameterRange_Scale = 2
-	// count points evenly spaced in log [low, high].
+	// count points evenly spaced in log [low, high] (--grid NAME=log:LOW:HIGH:COUNT).
 	HyperparameterRange_SCALE_LOG HyperparameterRange_Scale = 3
+	// values lists positive grid points, compared by their ratios (--grid NAME=loglist:...).
+	HyperparameterRange_SCALE_LOG_LIST HyperparameterRange_Scale = 4
 )
 
 // Enum value maps for HyperparameterRange_Scale.
@@ -145,12 +147,14 @@ var (
 		1: "SCALE_LIST",
 		2: "SCALE_LINEAR",
 		3: "SCALE_LOG",
+		4: "SCALE_LOG_LIST",
 	}
 	HyperparameterRange_Scale_value = map[string]int32{
 		"SCALE_UNSPECIFIED": 0,
 		"SCALE_LIST":        1,
 		"SCALE_LINEAR":      2,
 		"SCALE_LOG":         3,
+		"SCALE_LOG_LIST":    4,
 	}
 )
 
@@ -1402,7 +1406,9 @@ func (x *Observation) GetReplayed() bool {
 	return false
 }
 
-// HyperparameterRange is one axis of a finite hyperparameter grid Λ.
+// HyperparameterRange is one axis of a finite hyperparameter grid Λ, in the form the
+// modeler gave it (the curator's hparam.Axis; the modeler's --grid NAME=KIND:...). A
+// list axis sets values only; a linear or log axis sets low, high and count only.
 type HyperparameterRange struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
 	Name          string                    `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -2627,20 +2633,21 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\vObservation\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed\"\x92\x02\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xa6\x02\n" +
 	"\x13HyperparameterRange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12B\n" +
 	"\x05scale\x18\x02 \x01(\x0e2,.privbo.curator.v1.HyperparameterRange.ScaleR\x05scale\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\x01R\x06values\x12\x10\n" +
 	"\x03low\x18\x04 \x01(\x01R\x03low\x12\x12\n" +
 	"\x04high\x18\x05 \x01(\x01R\x04high\x12\x14\n" +
-	"\x05count\x18\x06 \x01(\rR\x05count\"O\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\"c\n" +
 	"\x05Scale\x12\x15\n" +
 	"\x11SCALE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"SCALE_LIST\x10\x01\x12\x10\n" +
 	"\fSCALE_LINEAR\x10\x02\x12\r\n" +
-	"\tSCALE_LOG\x10\x03\"\x87\x04\n" +
+	"\tSCALE_LOG\x10\x03\x12\x12\n" +
+	"\x0eSCALE_LOG_LIST\x10\x04\"\x87\x04\n" +
 	"\n" +
 	"KusnerSpec\x12E\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2'.privbo.curator.v1.KusnerSpec.AlgorithmR\talgorithm\x12<\n" +
