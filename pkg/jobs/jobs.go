@@ -87,6 +87,11 @@ type DPHyPOSpec struct {
 	Evaluator string        `json:"evaluator,omitempty"`
 	DPSGD     DPSGD         `json:"dpsgd"`
 	Delta     float64       `json:"delta"`
+	// TargetEpsilon > 0 has the curator choose the built-in learner's noise: the least
+	// DP-SGD noise multiplier (and a score noise multiplier in a fixed ratio to it)
+	// whose whole search costs at most this ε at Delta. DPSGD.NoiseMultiplier and
+	// DPSGD.ScoreNoiseMultiplier must then be unset. 0: they are the spec's.
+	TargetEpsilon float64 `json:"target_epsilon,omitempty"`
 }
 
 // Spec is a job's specification: exactly one kind is set.

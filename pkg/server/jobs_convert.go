@@ -67,7 +67,7 @@ func specFromProto(p *curatorv1.JobSpec) (jobs.Spec, error) {
 		}
 		d := s.GetDpsgd()
 		return jobs.Spec{DPHyPO: &jobs.DPHyPOSpec{Space: space, Theta: s.GetTheta(), Gamma: s.GetGamma(), CMax: s.GetCMax(), CMin: s.GetCMin(),
-			Tau: s.GetTau(), Beta: s.GetBeta(), Uniform: s.GetUniform(), Evaluator: s.GetEvaluator(), Delta: s.GetDelta(),
+			Tau: s.GetTau(), Beta: s.GetBeta(), Uniform: s.GetUniform(), Evaluator: s.GetEvaluator(), Delta: s.GetDelta(), TargetEpsilon: s.GetTargetEpsilon(),
 			DPSGD: jobs.DPSGD{LearningRate: d.GetLearningRate(), ClipNorm: d.GetClipNorm(), NoiseMultiplier: d.GetNoiseMultiplier(),
 				Epochs: int(d.GetEpochs()), BatchSize: int(d.GetBatchSize()), L2: d.GetL2(), ScoreNoiseMultiplier: d.GetScoreNoiseMultiplier()}}}, nil
 	}
@@ -86,7 +86,7 @@ func specProto(s jobs.Spec) *curatorv1.JobSpec {
 		d := s.DPHyPO
 		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{
 			Space: axesProto(d.Space), Theta: d.Theta, Gamma: d.Gamma, CMax: d.CMax, CMin: d.CMin, Tau: d.Tau, Beta: d.Beta,
-			Uniform: d.Uniform, Evaluator: d.Evaluator, Delta: d.Delta,
+			Uniform: d.Uniform, Evaluator: d.Evaluator, Delta: d.Delta, TargetEpsilon: d.TargetEpsilon,
 			Dpsgd: &curatorv1.DPSGDSettings{LearningRate: d.DPSGD.LearningRate, ClipNorm: d.DPSGD.ClipNorm, NoiseMultiplier: d.DPSGD.NoiseMultiplier,
 				Epochs: uint32(d.DPSGD.Epochs), BatchSize: uint32(d.DPSGD.BatchSize), L2: d.DPSGD.L2, ScoreNoiseMultiplier: d.DPSGD.ScoreNoiseMultiplier}}}}
 	}
