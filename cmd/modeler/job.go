@@ -117,20 +117,21 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	case "dphypo":
 		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
-		fs.Float64Var(&dph.CMax, "c-max", 2, "upper density bound C ≥ 1")
-		fs.Float64Var(&dph.CMin, "c-min", 0.75, "lower density bound c ≤ 1")
+		fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1 (the paper's 2 and 0.75 alone cost ε ≈ 2.94: (2+θ)·log(C/c))")
+		fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
 		fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
 		fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
 		fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
-		fs.Float64Var(&dph.Delta, "delta", 1e-5, "δ of the (ε, δ) guarantee of the whole search")
+		fs.Float64Var(&dph.TargetEpsilon, "epsilon", 2, "ε the whole search may cost at --delta: the curator chooses the least noise (DP-SGD noise multiplier σ, score noise multiplier 2σ) that keeps its charge within it; not with --noise-multiplier or --score-noise-multiplier, and unused with --evaluator unless given")
+		fs.Float64Var(&dph.Delta, "delta", 1e-6, "δ of the (ε, δ) guarantee of the whole search")
 		fs.StringVar(&dph.Evaluator, "evaluator", "", "an external evaluator with a declared per-run ε (default: built-in DP-SGD)")
 		fs.Float64Var(&sgd.LearningRate, "learning-rate", 0.5, "DP-SGD learning rate (unless on the grid)")
 		fs.Float64Var(&sgd.ClipNorm, "clip-norm", 1, "DP-SGD per-example clipping norm R (unless on the grid)")
-		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 1, "DP-SGD noise multiplier")
+		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 0, "DP-SGD noise multiplier, chosen instead of --epsilon (default: calibrated to --epsilon; 1 when only --score-noise-multiplier is given)")
 		fs.UintVar(&epochs, "epochs", 5, "DP-SGD epochs")
 		fs.UintVar(&batch, "batch-size", 64, "DP-SGD expected batch size")
 		fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
-		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 2, "noise of the validation score, in units of its sensitivity")
+		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 0, "noise of the validation score in units of its sensitivity, chosen instead of --epsilon (default: calibrated to --epsilon; 2 when only --noise-multiplier is given)")
 	case "get", "cancel", "watch", "list":
 	default:
 		fmt.Fprint(stderr, jobUsage)
@@ -138,6 +139,11 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "dphypo" {
+		if err := dphypoNoise(fs, &dph, &sgd); err != nil {
+			return err
+		}
 	}
 	client, closeConn, err := conn.client()
 	if err != nil {
@@ -212,6 +218,31 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// dphypoNoise settles who chooses a DP-HyPO job's noise: the curator, calibrating it to
+// --epsilon (the default), or the modeler, with --noise-multiplier and
+// --score-noise-multiplier (either one alone takes the other's former default).
+func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPSGDSettings) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	explicit := given["noise-multiplier"] || given["score-noise-multiplier"]
+	switch {
+	case explicit && given["epsilon"]:
+		return errors.New("job dphypo: give --epsilon (the curator then chooses the noise) or --noise-multiplier and --score-noise-multiplier, not both")
+	case explicit:
+		dph.TargetEpsilon = 0
+		if !given["noise-multiplier"] {
+			sgd.NoiseMultiplier = 1
+		}
+		if !given["score-noise-multiplier"] {
+			sgd.ScoreNoiseMultiplier = 2
+		}
+	case dph.GetEvaluator() != "" && !given["epsilon"]:
+		// An external evaluator's per-run guarantee is its operator's; nothing to calibrate.
+		dph.TargetEpsilon = 0
+	}
+	return nil
+}
+
 // watch follows a job's events until it ends, then returns the job.
 func watch(ctx context.Context, client curatorv1.CuratorServiceClient, id string, stderr io.Writer) (*curatorv1.Job, error) {
 	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
@@ -268,6 +299,10 @@ func printJob(w io.Writer, j *curatorv1.Job) {
 	fmt.Fprintf(w, "  released score = %g\n", r.GetScore())
 	if r.GetRuns() > 0 {
 		fmt.Fprintf(w, "  runs = %d\n", r.GetRuns())
+	}
+	if c := r.GetConstants(); c["target_epsilon"] > 0 {
+		fmt.Fprintf(w, "  noise calibrated to target ε=%g: noise multiplier %.4g, score noise multiplier %.4g\n",
+			c["target_epsilon"], c["noise_multiplier"], c["score_noise_multiplier"])
 	}
 	fmt.Fprintf(w, "  guarantee: %s\n", r.GetGuarantee())
 }
