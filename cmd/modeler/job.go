@@ -24,6 +24,7 @@ const jobUsage = `usage: modeler job <kusner|dphypo|get|list|cancel|watch> [flag
 
   kusner   submit a Kusner et al. private Bayesian-optimisation job and wait for its result
   dphypo   submit a DP-HyPO adaptive private hyperparameter search and wait for its result
+           (by default the curator calibrates its noise so that it costs ε = 2 at δ = 1e-6)
   get ID   print a job; list: your jobs; cancel ID: stop a job; watch ID: follow its progress
 `
 
@@ -117,7 +118,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	case "dphypo":
 		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
-		fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1 (the paper's 2 and 0.75 alone cost ε ≈ 2.94: (2+θ)·log(C/c))")
+		fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
 		fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
 		fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
 		fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
