@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
@@ -100,6 +101,18 @@ func TestDPHyPOTargetEpsilonRefused(t *testing.T) {
 				t.Errorf("%s: error %q does not contain %q", name, err, w)
 			}
 		}
+	}
+	// An external evaluator's per-run guarantee is its operator's: nothing to calibrate.
+	curve, _ := dp.GaussianRDP(dp.DefaultOrders(), 1, 3)
+	ev, err := New(Config{Dataset: r.cfg.Dataset, ValidationFraction: 0.3, SplitSeed: 1, Kusner: r.cfg.Kusner,
+		Evaluators: []Evaluator{{Name: "rdp", Command: []string{"/bin/true"}, Timeout: 1e9, RDP: &curve}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := jobs.DPHyPOSpec{Space: []hparam.Axis{{Name: "depth", Kind: hparam.AxisList, Values: []float64{1, 2}}},
+		Theta: 1, Gamma: 0.1, CMax: 1.1, CMin: 0.9, Tau: 0.1, Beta: 1, Delta: 1e-6, Evaluator: "rdp", TargetEpsilon: 2}
+	if _, err := ev.Plan(jobs.Spec{DPHyPO: &es}); !errors.Is(err, jobs.ErrInvalidSpec) || !strings.Contains(err.Error(), `target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator "rdp"`) {
+		t.Errorf("a target with an external evaluator: error = %v, want one naming target_epsilon and the evaluator", err)
 	}
 	// The bounds estimate's ε counts towards the target.
 	est := breastCancerWith(t, func(c *Config) {
