@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -24,6 +24,7 @@ const jobUsage = `usage: modeler job <kusner|dphypo|get|list|cancel|watch> [flag
 
   kusner   submit a Kusner et al. private Bayesian-optimisation job and wait for its result
   dphypo   submit a DP-HyPO adaptive private hyperparameter search and wait for its result
+           (by default the curator calibrates its noise so that it costs ε = 2 at δ = 1e-6)
   get ID   print a job; list: your jobs; cancel ID: stop a job; watch ID: follow its progress
 `
 
@@ -68,51 +69,17 @@ func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
 }
 
 // gridFlag collects --grid NAME=KIND:... values.
-type gridFlag []*curatorv1.HyperparameterRange
+type gridFlag []hparam.Axis
 
-func (g *gridFlag) String() string { return fmt.Sprint(len(*g), " ranges") }
+func (g *gridFlag) String() string { return fmt.Sprint(len(*g), " axes") }
 
-// Set parses "name=log:LOW:HIGH:COUNT", "name=linear:LOW:HIGH:COUNT" or
-// "name=list:V1,V2,...", validated as the curator will.
+// Set reads one axis with hparam.ParseAxis, which checks it as the curator will.
 func (g *gridFlag) Set(spec string) error {
-	if _, err := hparam.ParseParam(spec); err != nil {
+	a, err := hparam.ParseAxis(spec)
+	if err != nil {
 		return err
 	}
-	name, rest, _ := strings.Cut(spec, "=")
-	kind, args, _ := strings.Cut(rest, ":")
-	r := &curatorv1.HyperparameterRange{Name: strings.TrimSpace(name)}
-	nums := func(s, sep string) ([]float64, error) {
-		var out []float64
-		for _, f := range strings.Split(s, sep) {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil {
-				return nil, fmt.Errorf("--grid %s: %q is not a number", spec, f)
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}
-	switch strings.TrimSpace(kind) {
-	case "list":
-		vals, err := nums(args, ",")
-		if err != nil {
-			return err
-		}
-		r.Scale, r.Values = curatorv1.HyperparameterRange_SCALE_LIST, vals
-	case "linear", "log":
-		vals, err := nums(args, ":")
-		if err != nil || len(vals) != 3 {
-			return fmt.Errorf("--grid %s: want %s:LOW:HIGH:COUNT", spec, kind)
-		}
-		r.Scale = curatorv1.HyperparameterRange_SCALE_LINEAR
-		if kind == "log" {
-			r.Scale = curatorv1.HyperparameterRange_SCALE_LOG
-		}
-		r.Low, r.High, r.Count = vals[0], vals[1], uint32(vals[2])
-	default:
-		return fmt.Errorf("--grid %s: the modeler sends list, linear or log ranges", spec)
-	}
-	*g = append(*g, r)
+	*g = append(*g, a)
 	return nil
 }
 
@@ -139,7 +106,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&asJSON, "json", false, "print the job as one JSON object on the last line of stdout")
 	submit := args[0] == "kusner" || args[0] == "dphypo"
 	if submit {
-		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT or NAME=list:V1,V2,...")
+		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT, NAME=list:V1,V2,... or NAME=loglist:V1,V2,...")
 		fs.StringVar(&key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
 		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
 	}
@@ -154,20 +121,21 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	case "dphypo":
 		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
-		fs.Float64Var(&dph.CMax, "c-max", 2, "upper density bound C ≥ 1")
-		fs.Float64Var(&dph.CMin, "c-min", 0.75, "lower density bound c ≤ 1")
+		fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
+		fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
 		fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
 		fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
 		fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
-		fs.Float64Var(&dph.Delta, "delta", 1e-5, "δ of the (ε, δ) guarantee of the whole search")
+		fs.Float64Var(&dph.TargetEpsilon, "epsilon", 2, "ε the whole search may cost at --delta: the curator chooses the least noise (DP-SGD noise multiplier σ, score noise multiplier 2σ) that keeps its charge within it; not with --noise-multiplier or --score-noise-multiplier, and unused with --evaluator unless given")
+		fs.Float64Var(&dph.Delta, "delta", 1e-6, "δ of the (ε, δ) guarantee of the whole search")
 		fs.StringVar(&dph.Evaluator, "evaluator", "", "an external evaluator with a declared per-run ε (default: built-in DP-SGD)")
 		fs.Float64Var(&sgd.LearningRate, "learning-rate", 0.5, "DP-SGD learning rate (unless on the grid)")
 		fs.Float64Var(&sgd.ClipNorm, "clip-norm", 1, "DP-SGD per-example clipping norm R (unless on the grid)")
-		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 1, "DP-SGD noise multiplier")
+		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 0, "DP-SGD noise multiplier, chosen instead of --epsilon (default: calibrated to --epsilon; 1 when only --score-noise-multiplier is given)")
 		fs.UintVar(&epochs, "epochs", 5, "DP-SGD epochs")
 		fs.UintVar(&batch, "batch-size", 64, "DP-SGD expected batch size")
 		fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
-		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 2, "noise of the validation score, in units of its sensitivity")
+		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 0, "noise of the validation score in units of its sensitivity, chosen instead of --epsilon (default: calibrated to --epsilon; 2 when only --noise-multiplier is given)")
 	case "get", "cancel", "watch", "list":
 	default:
 		fmt.Fprint(stderr, jobUsage)
@@ -175,6 +143,11 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "dphypo" {
+		if err := dphypoNoise(fs, &dph, &sgd); err != nil {
+			return err
+		}
 	}
 	client, closeConn, err := conn.client()
 	if err != nil {
@@ -187,13 +160,17 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	var job *curatorv1.Job
 	switch args[0] {
 	case "kusner", "dphypo":
+		space, err := curatorclient.SpaceProto(grid)
+		if err != nil {
+			return fmt.Errorf("job: --grid: %w", err)
+		}
 		spec := &curatorv1.JobSpec{}
 		if args[0] == "kusner" {
-			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), grid
+			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), space
 			spec.Kind = &curatorv1.JobSpec_Kusner{Kusner: &kusnerSpec}
 		} else {
 			sgd.Epochs, sgd.BatchSize = uint32(epochs), uint32(batch)
-			dph.Space, dph.Dpsgd = grid, &sgd
+			dph.Space, dph.Dpsgd = space, &sgd
 			spec.Kind = &curatorv1.JobSpec_Dphypo{Dphypo: &dph}
 		}
 		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {
@@ -241,6 +218,31 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	if job.GetState() == curatorv1.JobState_JOB_STATE_FAILED {
 		return fmt.Errorf("job %s failed: %s", job.GetId(), job.GetError())
+	}
+	return nil
+}
+
+// dphypoNoise settles who chooses a DP-HyPO job's noise: the curator, calibrating it to
+// --epsilon (the default), or the modeler, with --noise-multiplier and
+// --score-noise-multiplier (either one alone takes the other's former default).
+func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPSGDSettings) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	explicit := given["noise-multiplier"] || given["score-noise-multiplier"]
+	switch {
+	case explicit && given["epsilon"]:
+		return errors.New("job dphypo: give --epsilon (the curator then chooses the noise) or --noise-multiplier and --score-noise-multiplier, not both")
+	case explicit:
+		dph.TargetEpsilon = 0
+		if !given["noise-multiplier"] {
+			sgd.NoiseMultiplier = 1
+		}
+		if !given["score-noise-multiplier"] {
+			sgd.ScoreNoiseMultiplier = 2
+		}
+	case dph.GetEvaluator() != "" && !given["epsilon"]:
+		// An external evaluator's per-run guarantee is its operator's; nothing to calibrate.
+		dph.TargetEpsilon = 0
 	}
 	return nil
 }
@@ -301,6 +303,10 @@ func printJob(w io.Writer, j *curatorv1.Job) {
 	fmt.Fprintf(w, "  released score = %g\n", r.GetScore())
 	if r.GetRuns() > 0 {
 		fmt.Fprintf(w, "  runs = %d\n", r.GetRuns())
+	}
+	if c := r.GetConstants(); c["target_epsilon"] > 0 {
+		fmt.Fprintf(w, "  noise calibrated to target ε=%g: noise multiplier %.4g, score noise multiplier %.4g\n",
+			c["target_epsilon"], c["noise_multiplier"], c["score_noise_multiplier"])
 	}
 	fmt.Fprintf(w, "  guarantee: %s\n", r.GetGuarantee())
 }

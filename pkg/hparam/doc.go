@@ -15,6 +15,11 @@
 //	C=list:0.1,1,10           List("C", 0.1, 1, 10)
 //	C=loglist:0.1,1,10        LogList("C", 0.1, 1, 10)
 //
+// An Axis is such a spec before expansion: a name, a kind, and either the
+// values or LO, HI and N. It is the one form an axis travels in — the
+// modeler's --grid flags (ParseAxis), the curator's protocol and its job
+// records — and Axis.Param expands it; SpaceOf builds the grid of several.
+//
 // A Space is the Cartesian product Λ = P_1 × … × P_D of its Params, of size
 // |Λ| = Π_j k_j ≤ MaxSize. Its points are numbered 0 … |Λ|−1 in row-major
 // order (the last Param varies fastest), like a C array indexed by the

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -42,32 +43,23 @@ const (
 // Terminal reports whether no further change can happen.
 func (s State) Terminal() bool { return s == Succeeded || s == Failed || s == Cancelled }
 
-// Range is one axis of a hyperparameter grid: Scale "list" uses Values; "linear" and
-// "log" use Count points in [Low, High].
-type Range struct {
-	Name   string    `json:"name"`
-	Scale  string    `json:"scale"`
-	Values []float64 `json:"values,omitempty"`
-	Low    float64   `json:"low,omitempty"`
-	High   float64   `json:"high,omitempty"`
-	Count  int       `json:"count,omitempty"`
-}
-
 // KusnerSpec is a Kusner et al. (ICML 2015) job, Algorithm 1, 2 or 3 of the paper
 // (docs/MATHS.md §3).
 type KusnerSpec struct {
-	Algorithm     int     `json:"algorithm"` // 1, 2 or 3
-	Space         []Range `json:"space"`
-	Iterations    int     `json:"iterations"`
-	Epsilon       float64 `json:"epsilon"`
-	Delta         float64 `json:"delta"`
-	K1            float64 `json:"k1"`
-	NoiseVariance float64 `json:"noise_variance"`
-	GammaT        float64 `json:"gamma_t"`
-	A             float64 `json:"a"`
-	Tau           float64 `json:"tau"`
-	Lengthscale   float64 `json:"lengthscale"`
-	Evaluator     string  `json:"evaluator,omitempty"`
+	Algorithm int `json:"algorithm"` // 1, 2 or 3
+	// Space is the grid Λ as the modeler gave its axes. Its JSON is that of the
+	// records written before hparam.Axis (as jobs.Range), so they still load.
+	Space         []hparam.Axis `json:"space"`
+	Iterations    int           `json:"iterations"`
+	Epsilon       float64       `json:"epsilon"`
+	Delta         float64       `json:"delta"`
+	K1            float64       `json:"k1"`
+	NoiseVariance float64       `json:"noise_variance"`
+	GammaT        float64       `json:"gamma_t"`
+	A             float64       `json:"a"`
+	Tau           float64       `json:"tau"`
+	Lengthscale   float64       `json:"lengthscale"`
+	Evaluator     string        `json:"evaluator,omitempty"`
 }
 
 // DPSGD are the fixed settings of the built-in DP-SGD base algorithm.
@@ -83,17 +75,23 @@ type DPSGD struct {
 
 // DPHyPOSpec is a DP-HyPO job (Wang et al., NeurIPS 2023; docs/MATHS.md §4).
 type DPHyPOSpec struct {
-	Space     []Range `json:"space"`
-	Theta     float64 `json:"theta"`
-	Gamma     float64 `json:"gamma"`
-	CMax      float64 `json:"c_max"`
-	CMin      float64 `json:"c_min"`
-	Tau       float64 `json:"tau"`
-	Beta      float64 `json:"beta"`
-	Uniform   bool    `json:"uniform"`
-	Evaluator string  `json:"evaluator,omitempty"`
-	DPSGD     DPSGD   `json:"dpsgd"`
-	Delta     float64 `json:"delta"`
+	// Space is the grid Λ, as in KusnerSpec.
+	Space     []hparam.Axis `json:"space"`
+	Theta     float64       `json:"theta"`
+	Gamma     float64       `json:"gamma"`
+	CMax      float64       `json:"c_max"`
+	CMin      float64       `json:"c_min"`
+	Tau       float64       `json:"tau"`
+	Beta      float64       `json:"beta"`
+	Uniform   bool          `json:"uniform"`
+	Evaluator string        `json:"evaluator,omitempty"`
+	DPSGD     DPSGD         `json:"dpsgd"`
+	Delta     float64       `json:"delta"`
+	// TargetEpsilon > 0 has the curator choose the built-in learner's noise: the least
+	// DP-SGD noise multiplier (and a score noise multiplier in a fixed ratio to it)
+	// whose whole search costs at most this ε at Delta. DPSGD.NoiseMultiplier and
+	// DPSGD.ScoreNoiseMultiplier must then be unset. 0: they are the spec's.
+	TargetEpsilon float64 `json:"target_epsilon,omitempty"`
 }
 
 // Spec is a job's specification: exactly one kind is set.

@@ -4,37 +4,46 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // Conversions between the job protobuf messages and package jobs' domain types.
 
-func rangesFromProto(in []*curatorv1.HyperparameterRange) ([]jobs.Range, error) {
-	out := make([]jobs.Range, len(in))
+// axesFromProto reads the grid's axes as sent. Their values are checked when the job is
+// planned (hparam.Axis.Param), with errors that name the axis and the field.
+func axesFromProto(in []*curatorv1.HyperparameterRange) ([]hparam.Axis, error) {
+	out := make([]hparam.Axis, len(in))
 	for k, r := range in {
-		var scale string
-		switch r.GetScale() {
-		case curatorv1.HyperparameterRange_SCALE_LIST:
-			scale = "list"
-		case curatorv1.HyperparameterRange_SCALE_LINEAR:
-			scale = "linear"
-		case curatorv1.HyperparameterRange_SCALE_LOG:
-			scale = "log"
-		default:
-			return nil, fmt.Errorf("hyperparameter %q: scale must be list, linear or log", r.GetName())
+		kind, ok := axisKinds[r.GetScale()]
+		if !ok {
+			return nil, fmt.Errorf("space[%d] (hyperparameter %q): scale must be SCALE_LIST, SCALE_LOG_LIST, SCALE_LINEAR or SCALE_LOG, got %s",
+				k, r.GetName(), r.GetScale())
 		}
-		out[k] = jobs.Range{Name: r.GetName(), Scale: scale, Values: r.GetValues(), Low: r.GetLow(), High: r.GetHigh(), Count: int(r.GetCount())}
+		out[k] = hparam.Axis{Name: r.GetName(), Kind: kind, Values: r.GetValues(), Low: r.GetLow(), High: r.GetHigh(), Count: int(r.GetCount())}
 	}
 	return out, nil
 }
 
-func rangesProto(in []jobs.Range) []*curatorv1.HyperparameterRange {
+// axisKinds maps the protocol's scales to hparam's axis kinds; axesProto inverts it.
+var axisKinds = map[curatorv1.HyperparameterRange_Scale]hparam.AxisKind{
+	curatorv1.HyperparameterRange_SCALE_LIST:     hparam.AxisList,
+	curatorv1.HyperparameterRange_SCALE_LOG_LIST: hparam.AxisLogList,
+	curatorv1.HyperparameterRange_SCALE_LINEAR:   hparam.AxisLinear,
+	curatorv1.HyperparameterRange_SCALE_LOG:      hparam.AxisLog,
+}
+
+func axesProto(in []hparam.Axis) []*curatorv1.HyperparameterRange {
 	out := make([]*curatorv1.HyperparameterRange, len(in))
-	for k, r := range in {
-		scale := map[string]curatorv1.HyperparameterRange_Scale{"list": curatorv1.HyperparameterRange_SCALE_LIST,
-			"linear": curatorv1.HyperparameterRange_SCALE_LINEAR, "log": curatorv1.HyperparameterRange_SCALE_LOG}[r.Scale]
-		out[k] = &curatorv1.HyperparameterRange{Name: r.Name, Scale: scale, Values: r.Values, Low: r.Low, High: r.High, Count: uint32(r.Count)}
+	for k, a := range in {
+		r := &curatorv1.HyperparameterRange{Name: a.Name, Values: a.Values, Low: a.Low, High: a.High, Count: uint32(a.Count)}
+		for scale, kind := range axisKinds {
+			if kind == a.Kind {
+				r.Scale = scale
+			}
+		}
+		out[k] = r
 	}
 	return out
 }
@@ -43,7 +52,7 @@ func specFromProto(p *curatorv1.JobSpec) (jobs.Spec, error) {
 	switch k := p.GetKind().(type) {
 	case *curatorv1.JobSpec_Kusner:
 		s := k.Kusner
-		space, err := rangesFromProto(s.GetSpace())
+		space, err := axesFromProto(s.GetSpace())
 		if err != nil {
 			return jobs.Spec{}, err
 		}
@@ -52,13 +61,13 @@ func specFromProto(p *curatorv1.JobSpec) (jobs.Spec, error) {
 			A: s.GetA(), Tau: s.GetTau(), Lengthscale: s.GetLengthscale(), Evaluator: s.GetEvaluator()}}, nil
 	case *curatorv1.JobSpec_Dphypo:
 		s := k.Dphypo
-		space, err := rangesFromProto(s.GetSpace())
+		space, err := axesFromProto(s.GetSpace())
 		if err != nil {
 			return jobs.Spec{}, err
 		}
 		d := s.GetDpsgd()
 		return jobs.Spec{DPHyPO: &jobs.DPHyPOSpec{Space: space, Theta: s.GetTheta(), Gamma: s.GetGamma(), CMax: s.GetCMax(), CMin: s.GetCMin(),
-			Tau: s.GetTau(), Beta: s.GetBeta(), Uniform: s.GetUniform(), Evaluator: s.GetEvaluator(), Delta: s.GetDelta(),
+			Tau: s.GetTau(), Beta: s.GetBeta(), Uniform: s.GetUniform(), Evaluator: s.GetEvaluator(), Delta: s.GetDelta(), TargetEpsilon: s.GetTargetEpsilon(),
 			DPSGD: jobs.DPSGD{LearningRate: d.GetLearningRate(), ClipNorm: d.GetClipNorm(), NoiseMultiplier: d.GetNoiseMultiplier(),
 				Epochs: int(d.GetEpochs()), BatchSize: int(d.GetBatchSize()), L2: d.GetL2(), ScoreNoiseMultiplier: d.GetScoreNoiseMultiplier()}}}, nil
 	}
@@ -70,14 +79,14 @@ func specProto(s jobs.Spec) *curatorv1.JobSpec {
 	case s.Kusner != nil:
 		k := s.Kusner
 		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{
-			Algorithm: curatorv1.KusnerSpec_Algorithm(k.Algorithm), Space: rangesProto(k.Space), Iterations: uint32(k.Iterations),
+			Algorithm: curatorv1.KusnerSpec_Algorithm(k.Algorithm), Space: axesProto(k.Space), Iterations: uint32(k.Iterations),
 			Epsilon: k.Epsilon, Delta: k.Delta, K1: k.K1, NoiseVariance: k.NoiseVariance, GammaT: k.GammaT, A: k.A, Tau: k.Tau,
 			Lengthscale: k.Lengthscale, Evaluator: k.Evaluator}}}
 	case s.DPHyPO != nil:
 		d := s.DPHyPO
 		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{
-			Space: rangesProto(d.Space), Theta: d.Theta, Gamma: d.Gamma, CMax: d.CMax, CMin: d.CMin, Tau: d.Tau, Beta: d.Beta,
-			Uniform: d.Uniform, Evaluator: d.Evaluator, Delta: d.Delta,
+			Space: axesProto(d.Space), Theta: d.Theta, Gamma: d.Gamma, CMax: d.CMax, CMin: d.CMin, Tau: d.Tau, Beta: d.Beta,
+			Uniform: d.Uniform, Evaluator: d.Evaluator, Delta: d.Delta, TargetEpsilon: d.TargetEpsilon,
 			Dpsgd: &curatorv1.DPSGDSettings{LearningRate: d.DPSGD.LearningRate, ClipNorm: d.DPSGD.ClipNorm, NoiseMultiplier: d.DPSGD.NoiseMultiplier,
 				Epochs: uint32(d.DPSGD.Epochs), BatchSize: uint32(d.DPSGD.BatchSize), L2: d.DPSGD.L2, ScoreNoiseMultiplier: d.DPSGD.ScoreNoiseMultiplier}}}}
 	}

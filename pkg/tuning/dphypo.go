@@ -30,7 +30,9 @@ type dphypoJob struct {
 	sgd       learner.DPSGDConfig // fixed settings; grid axes override per run
 	scoreSD   float64             // standard deviation of the noisy accuracy
 	boundsEps float64             // ε of the private bounds estimate (0: none)
-	guarantee string
+	// calibrated is the noise chosen for DPHyPOSpec.TargetEpsilon (nil: the spec's).
+	calibrated *calibration
+	guarantee  string
 	// train, val: the built-in learner's preprocessed data, set by runDPHyPO.
 	train, val learner.Data
 }
@@ -65,6 +67,9 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	if mean := dp.NegBinMean(s.Theta, s.Gamma); mean > float64(r.cfg.MaxIterations) {
 		return dphypoJob{}, jobs.Plan{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
 	}
+	if t := s.TargetEpsilon; !(t >= 0) || math.IsInf(t, 0) {
+		return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon must be positive and finite (or 0: noise multipliers given), got %g", t)
+	}
 	job := dphypoJob{cfg: cfg, space: space}
 	orders := dp.DefaultOrders()
 	var base dp.RDPCurve
@@ -72,6 +77,9 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	if s.Evaluator != "" {
 		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
 			return dphypoJob{}, jobs.Plan{}, err
+		}
+		if s.TargetEpsilon != 0 {
+			return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator %q's per-run guarantee is fixed by its operator, so leave target_epsilon unset", s.Evaluator)
 		}
 		pureEps = job.eval.cfg.Epsilon
 		switch {
@@ -97,6 +105,13 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			}
 		}
 		g := s.DPSGD
+		if s.TargetEpsilon != 0 {
+			if g.NoiseMultiplier != 0 || g.ScoreNoiseMultiplier != 0 {
+				return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
+			}
+			// A placeholder while the grid points are checked; calibrate sets both.
+			g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, CalibratedScoreRatio
+		}
 		job.sgd = learner.DPSGDConfig{LearningRate: g.LearningRate, ClipNorm: g.ClipNorm, NoiseMultiplier: g.NoiseMultiplier,
 			Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
 		for i := 0; i < space.Size(); i++ { // every grid point must give a valid configuration
@@ -105,7 +120,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			}
 		}
 		if job.sgd.NoiseMultiplier <= 0 {
-			return dphypoJob{}, jobs.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier")
+			return dphypoJob{}, jobs.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier (or target_epsilon, to have the curator choose it)")
 		}
 		if !(g.ScoreNoiseMultiplier > 0) || math.IsInf(g.ScoreNoiseMultiplier, 0) {
 			return dphypoJob{}, jobs.Plan{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
@@ -114,25 +129,40 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			return dphypoJob{}, jobs.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
 		}
 		n, m := r.train.N, float64(r.val.N)
-		orders = dpsgdOrders()
-		sgdCurve, err := dp.SubsampledGaussianRDP(orders, job.sgd.SamplingRate(n), job.sgd.NoiseMultiplier, job.sgd.Steps(n))
-		if err != nil {
-			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		// curve is the Rényi-DP curve of one run: DP-SGD with noise multiplier sigma,
+		// composed with the noisy accuracy of noise multiplier score.
+		curve := func(sigma, score float64) (dp.RDPCurve, error) {
+			sgdCurve, err := dp.SubsampledGaussianRDP(dpsgdOrders(), job.sgd.SamplingRate(n), sigma, job.sgd.Steps(n))
+			if err != nil {
+				return dp.RDPCurve{}, err
+			}
+			scoreCurve, err := dp.GaussianRDP(dpsgdOrders(), 1/m, score/m)
+			if err != nil {
+				return dp.RDPCurve{}, err
+			}
+			return sgdCurve.Compose(scoreCurve)
+		}
+		if s.TargetEpsilon != 0 {
+			c, err := calibrate(s, cfg, job.boundsEps, func(sigma float64) (float64, error) {
+				base, err := curve(sigma, CalibratedScoreRatio*sigma)
+				if err != nil {
+					return 0, err
+				}
+				e, _, err := searchEpsilon(base, cfg, s.Delta)
+				return e, err
+			})
+			if err != nil {
+				return dphypoJob{}, jobs.Plan{}, err
+			}
+			job.calibrated = &c
+			job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, CalibratedScoreRatio*c.noise
 		}
 		job.scoreSD = g.ScoreNoiseMultiplier / m
-		scoreCurve, err := dp.GaussianRDP(orders, 1/m, job.scoreSD)
-		if err != nil {
+		if base, err = curve(job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier); err != nil {
 			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
 		}
-		if base, err = sgdCurve.Compose(scoreCurve); err != nil {
-			return dphypoJob{}, jobs.Plan{}, fmt.Errorf("tuning: %w", err)
-		}
 	}
-	total, err := dp.DPHyPORDP(base, base, cfg.Theta, cfg.Gamma, cfg.C, cfg.Cmin)
-	if err != nil {
-		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
-	}
-	eps, order, err := total.ToDPImproved(s.Delta)
+	eps, order, err := searchEpsilon(base, cfg, s.Delta)
 	if err != nil {
 		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
 	}
@@ -144,6 +174,10 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		job.guarantee += fmt.Sprintf("; ε=%.4g for the search plus ε=%g for the private feature bounds", eps, job.boundsEps)
 	}
 	job.guarantee += ")"
+	if c := job.calibrated; c != nil {
+		job.guarantee += fmt.Sprintf(". Noise calibrated to target ε=%g: DP-SGD noise multiplier %.6g and score noise multiplier %.6g (%g×), the least that keep ε ≤ %g",
+			s.TargetEpsilon, c.noise, CalibratedScoreRatio*c.noise, float64(CalibratedScoreRatio), s.TargetEpsilon)
+	}
 	if pureEps > 0 {
 		if pe, err := dp.DPHyPOPure(pureEps, cfg.Theta, cfg.C, cfg.Cmin); err == nil && pe <= eps {
 			plan.Cost.Epsilon, plan.Cost.Delta = pe, 0
@@ -244,6 +278,11 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	}
 	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs), zap.Int("failed_runs", res.Failed))
 	constants := map[string]float64{"expected_runs": dp.NegBinMean(job.cfg.Theta, job.cfg.Gamma), "score_noise_sd": job.scoreSD}
+	if c := job.calibrated; c != nil {
+		constants["target_epsilon"] = s.TargetEpsilon
+		constants["noise_multiplier"] = c.noise
+		constants["score_noise_multiplier"] = CalibratedScoreRatio * c.noise
+	}
 	if job.boundsEps > 0 {
 		constants["bounds_epsilon"] = job.boundsEps
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 )
 
 func dphypoSpec() jobs.DPHyPOSpec {
 	return jobs.DPHyPOSpec{
-		Space: []jobs.Range{{Name: "learning_rate", Scale: "log", Low: 0.05, High: 2, Count: 6}, {Name: "clip_norm", Scale: "linear", Low: 0.5, High: 2, Count: 4}},
+		Space: []hparam.Axis{{Name: "learning_rate", Kind: hparam.AxisLog, Low: 0.05, High: 2, Count: 6}, {Name: "clip_norm", Kind: hparam.AxisLinear, Low: 0.5, High: 2, Count: 4}},
 		Theta: 1, Gamma: 0.2, CMax: 2, CMin: 0.75, Tau: 0.1, Beta: 1, Delta: 1e-5,
 		DPSGD: jobs.DPSGD{LearningRate: 0.5, ClipNorm: 1, NoiseMultiplier: 1, Epochs: 3, BatchSize: 64, L2: 1e-3, ScoreNoiseMultiplier: 2},
 	}
@@ -130,7 +131,7 @@ func TestDPHyPOExternalEvaluatorGuarantees(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := func(ev string) jobs.DPHyPOSpec {
-		return jobs.DPHyPOSpec{Space: []jobs.Range{{Name: "depth", Scale: "list", Values: []float64{1, 2, 3}}},
+		return jobs.DPHyPOSpec{Space: []hparam.Axis{{Name: "depth", Kind: hparam.AxisList, Values: []float64{1, 2, 3}}},
 			Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75, Tau: 0.1, Beta: 1, Delta: 1e-5, Evaluator: ev}
 	}
 	s := spec("rdp")

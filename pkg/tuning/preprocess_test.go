@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/dp/dptest"
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -307,7 +308,7 @@ func TestKusnerGuaranteeAndRelation(t *testing.T) {
 		}
 	}
 	for ev, want := range map[string]ledger.Relation{"plain": ledger.RelationTrainingAddRemove, "val": ledger.RelationValidationRecord} {
-		s := jobs.DPHyPOSpec{Space: []jobs.Range{{Name: "depth", Scale: "list", Values: []float64{1, 2}}},
+		s := jobs.DPHyPOSpec{Space: []hparam.Axis{{Name: "depth", Kind: hparam.AxisList, Values: []float64{1, 2}}},
 			Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75, Tau: 0.1, Beta: 1, Delta: 1e-5, Evaluator: ev}
 		if rel, err := r.Relation(jobs.Spec{DPHyPO: &s}); err != nil || rel != want {
 			t.Errorf("Relation(DP-HyPO over %s) = %q, %v, want %q", ev, rel, err, want)

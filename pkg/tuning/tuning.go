@@ -240,33 +240,12 @@ func scaleRows(d learner.Data, k float64) learner.Data {
 	return out
 }
 
-// space builds Λ from the spec's ranges.
-func (r *Runner) space(ranges []jobs.Range) (hparam.Space, error) {
-	if len(ranges) == 0 {
+// space builds Λ from the spec's axes.
+func (r *Runner) space(axes []hparam.Axis) (hparam.Space, error) {
+	if len(axes) == 0 {
 		return hparam.Space{}, invalid("the hyperparameter grid is empty")
 	}
-	params := make([]hparam.Param, len(ranges))
-	for k, rg := range ranges {
-		var (
-			p   hparam.Param
-			err error
-		)
-		switch rg.Scale {
-		case "list":
-			p, err = hparam.List(rg.Name, rg.Values...)
-		case "linear":
-			p, err = hparam.LinearRange(rg.Name, rg.Low, rg.High, rg.Count)
-		case "log":
-			p, err = hparam.LogRange(rg.Name, rg.Low, rg.High, rg.Count)
-		default:
-			err = fmt.Errorf("scale must be list, linear or log, got %q", rg.Scale)
-		}
-		if err != nil {
-			return hparam.Space{}, invalid("hyperparameter %q: %v", rg.Name, err)
-		}
-		params[k] = p
-	}
-	s, err := hparam.NewSpace(params...)
+	s, err := hparam.SpaceOf(axes...)
 	if err != nil {
 		return hparam.Space{}, invalid("%v", err)
 	}

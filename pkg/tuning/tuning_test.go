@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
 )
@@ -67,7 +68,7 @@ func breastCancerWith(t testing.TB, edit func(*Config)) *Runner {
 	return r
 }
 
-var grid = []jobs.Range{{Name: "lambda", Scale: "log", Low: 1e-4, High: 10, Count: 16}}
+var grid = []hparam.Axis{{Name: "lambda", Kind: hparam.AxisLog, Low: 1e-4, High: 10, Count: 16}}
 
 func TestPlanRefusesBadSpecs(t *testing.T) {
 	r := breastCancer(t)
@@ -85,14 +86,14 @@ func TestPlanRefusesBadSpecs(t *testing.T) {
 		"k1 = 1":      func(s *jobs.KusnerSpec) { s.K1 = 1 },
 		"algorithm 4": func(s *jobs.KusnerSpec) { s.Algorithm = 4 },
 		"negative λ": func(s *jobs.KusnerSpec) {
-			s.Space = []jobs.Range{{Name: "lambda", Scale: "list", Values: []float64{-1, 1}}}
+			s.Space = []hparam.Axis{{Name: "lambda", Kind: hparam.AxisList, Values: []float64{-1, 1}}}
 		},
 		"two axes": func(s *jobs.KusnerSpec) {
-			s.Space = append(s.Space, jobs.Range{Name: "x", Scale: "list", Values: []float64{1}})
+			s.Space = append(s.Space, hparam.Axis{Name: "x", Kind: hparam.AxisList, Values: []float64{1}})
 		},
-		"bad scale": func(s *jobs.KusnerSpec) { s.Space = []jobs.Range{{Name: "lambda", Scale: "cubic"}} },
+		"bad scale": func(s *jobs.KusnerSpec) { s.Space = []hparam.Axis{{Name: "lambda", Kind: "cubic"}} },
 		"grid too big": func(s *jobs.KusnerSpec) {
-			s.Space = []jobs.Range{{Name: "lambda", Scale: "log", Low: 1e-4, High: 1, Count: 20000}}
+			s.Space = []hparam.Axis{{Name: "lambda", Kind: hparam.AxisLog, Low: 1e-4, High: 1, Count: 20000}}
 		},
 		"no evaluator": func(s *jobs.KusnerSpec) { s.Evaluator = "missing" },
 	} {

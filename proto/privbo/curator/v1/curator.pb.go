@@ -130,12 +130,14 @@ type HyperparameterRange_Scale int32
 
 const (
 	HyperparameterRange_SCALE_UNSPECIFIED HyperparameterRange_Scale = 0
-	// values lists the grid points.
+	// values lists the grid points, compared by their differences (--grid NAME=list:...).
 	HyperparameterRange_SCALE_LIST HyperparameterRange_Scale = 1
-	// count points evenly spaced in [low, high].
+	// count points evenly spaced in [low, high] (--grid NAME=linear:LOW:HIGH:COUNT).
 	HyperparameterRange_SCALE_LINEAR HyperparameterRange_Scale = 2
-	// count points evenly spaced in log [low, high].
+	// count points evenly spaced in log [low, high] (--grid NAME=log:LOW:HIGH:COUNT).
 	HyperparameterRange_SCALE_LOG HyperparameterRange_Scale = 3
+	// values lists positive grid points, compared by their ratios (--grid NAME=loglist:...).
+	HyperparameterRange_SCALE_LOG_LIST HyperparameterRange_Scale = 4
 )
 
 // Enum value maps for HyperparameterRange_Scale.
@@ -145,12 +147,14 @@ var (
 		1: "SCALE_LIST",
 		2: "SCALE_LINEAR",
 		3: "SCALE_LOG",
+		4: "SCALE_LOG_LIST",
 	}
 	HyperparameterRange_Scale_value = map[string]int32{
 		"SCALE_UNSPECIFIED": 0,
 		"SCALE_LIST":        1,
 		"SCALE_LINEAR":      2,
 		"SCALE_LOG":         3,
+		"SCALE_LOG_LIST":    4,
 	}
 )
 
@@ -1402,7 +1406,9 @@ func (x *Observation) GetReplayed() bool {
 	return false
 }
 
-// HyperparameterRange is one axis of a finite hyperparameter grid Λ.
+// HyperparameterRange is one axis of a finite hyperparameter grid Λ, in the form the
+// modeler gave it (the curator's hparam.Axis; the modeler's --grid NAME=KIND:...). A
+// list axis sets values only; a linear or log axis sets low, high and count only.
 type HyperparameterRange struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
 	Name          string                    `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1629,15 +1635,18 @@ func (x *KusnerSpec) GetEvaluator() string {
 // DPSGDSettings configures the built-in DP-SGD logistic-regression base algorithm.
 // A hyperparameter of the same name in the grid overrides the fixed setting.
 type DPSGDSettings struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	LearningRate    float64                `protobuf:"fixed64,1,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
-	ClipNorm        float64                `protobuf:"fixed64,2,opt,name=clip_norm,json=clipNorm,proto3" json:"clip_norm,omitempty"`
-	NoiseMultiplier float64                `protobuf:"fixed64,3,opt,name=noise_multiplier,json=noiseMultiplier,proto3" json:"noise_multiplier,omitempty"`
-	Epochs          uint32                 `protobuf:"varint,4,opt,name=epochs,proto3" json:"epochs,omitempty"`
-	BatchSize       uint32                 `protobuf:"varint,5,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
-	L2              float64                `protobuf:"fixed64,6,opt,name=l2,proto3" json:"l2,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LearningRate float64                `protobuf:"fixed64,1,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	ClipNorm     float64                `protobuf:"fixed64,2,opt,name=clip_norm,json=clipNorm,proto3" json:"clip_norm,omitempty"`
+	// DP-SGD noise multiplier σ (noise standard deviation over the clipping norm). Must be
+	// 0 when DPHyPOSpec.target_epsilon is set: the curator then chooses it.
+	NoiseMultiplier float64 `protobuf:"fixed64,3,opt,name=noise_multiplier,json=noiseMultiplier,proto3" json:"noise_multiplier,omitempty"`
+	Epochs          uint32  `protobuf:"varint,4,opt,name=epochs,proto3" json:"epochs,omitempty"`
+	BatchSize       uint32  `protobuf:"varint,5,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
+	L2              float64 `protobuf:"fixed64,6,opt,name=l2,proto3" json:"l2,omitempty"`
 	// Standard deviation of the Gaussian noise on the validation accuracy, as a multiple
-	// of its sensitivity 1/m.
+	// of its sensitivity 1/m. Must be 0 when DPHyPOSpec.target_epsilon is set: the curator
+	// then sets it to 2σ.
 	ScoreNoiseMultiplier float64 `protobuf:"fixed64,7,opt,name=score_noise_multiplier,json=scoreNoiseMultiplier,proto3" json:"score_noise_multiplier,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
@@ -1742,7 +1751,17 @@ type DPHyPOSpec struct {
 	Evaluator string         `protobuf:"bytes,9,opt,name=evaluator,proto3" json:"evaluator,omitempty"`
 	Dpsgd     *DPSGDSettings `protobuf:"bytes,10,opt,name=dpsgd,proto3" json:"dpsgd,omitempty"`
 	// δ of the (ε, δ) conversion of the whole search.
-	Delta         float64 `protobuf:"fixed64,11,opt,name=delta,proto3" json:"delta,omitempty"`
+	Delta float64 `protobuf:"fixed64,11,opt,name=delta,proto3" json:"delta,omitempty"`
+	// Target ε of the whole search at delta, with the built-in DP-SGD learner: the curator
+	// chooses the least DP-SGD noise multiplier σ, with the score noise multiplier fixed
+	// at 2σ, for which the search — a random number of runs, DP-HyPO Theorem 1, the same
+	// accountant that prices the charge — costs at most this ε. The charge (epsilon_charged)
+	// is then just below the target; the guarantee states σ and the result's constants
+	// hold noise_multiplier and score_noise_multiplier. Leave dpsgd.noise_multiplier and
+	// dpsgd.score_noise_multiplier unset. A target no noise can meet (the density bounds
+	// C and c cost (2+θ)·log(C/c) whatever the noise) is refused with INVALID_ARGUMENT
+	// before anything is charged. 0: the noise multipliers are the spec's.
+	TargetEpsilon float64 `protobuf:"fixed64,12,opt,name=target_epsilon,json=targetEpsilon,proto3" json:"target_epsilon,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1854,6 +1873,13 @@ func (x *DPHyPOSpec) GetDelta() float64 {
 	return 0
 }
 
+func (x *DPHyPOSpec) GetTargetEpsilon() float64 {
+	if x != nil {
+		return x.TargetEpsilon
+	}
+	return 0
+}
+
 type JobSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Kind:
@@ -1951,7 +1977,9 @@ type JobResult struct {
 	Epsilon   float64 `protobuf:"fixed64,5,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
 	Delta     float64 `protobuf:"fixed64,6,opt,name=delta,proto3" json:"delta,omitempty"`
 	Guarantee string  `protobuf:"bytes,7,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
-	// Public, data-independent constants of the algorithm (noise scales, β_T, …).
+	// Public, data-independent constants of the algorithm (noise scales, β_T, …; for a
+	// DP-HyPO job with target_epsilon, the calibrated noise_multiplier and
+	// score_noise_multiplier and the target_epsilon).
 	Constants     map[string]float64 `protobuf:"bytes,8,rep,name=constants,proto3" json:"constants,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2627,20 +2655,21 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\vObservation\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed\"\x92\x02\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xa6\x02\n" +
 	"\x13HyperparameterRange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12B\n" +
 	"\x05scale\x18\x02 \x01(\x0e2,.privbo.curator.v1.HyperparameterRange.ScaleR\x05scale\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\x01R\x06values\x12\x10\n" +
 	"\x03low\x18\x04 \x01(\x01R\x03low\x12\x12\n" +
 	"\x04high\x18\x05 \x01(\x01R\x04high\x12\x14\n" +
-	"\x05count\x18\x06 \x01(\rR\x05count\"O\n" +
+	"\x05count\x18\x06 \x01(\rR\x05count\"c\n" +
 	"\x05Scale\x12\x15\n" +
 	"\x11SCALE_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
 	"SCALE_LIST\x10\x01\x12\x10\n" +
 	"\fSCALE_LINEAR\x10\x02\x12\r\n" +
-	"\tSCALE_LOG\x10\x03\"\x87\x04\n" +
+	"\tSCALE_LOG\x10\x03\x12\x12\n" +
+	"\x0eSCALE_LOG_LIST\x10\x04\"\x87\x04\n" +
 	"\n" +
 	"KusnerSpec\x12E\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2'.privbo.curator.v1.KusnerSpec.AlgorithmR\talgorithm\x12<\n" +
@@ -2671,7 +2700,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\n" +
 	"batch_size\x18\x05 \x01(\rR\tbatchSize\x12\x0e\n" +
 	"\x02l2\x18\x06 \x01(\x01R\x02l2\x124\n" +
-	"\x16score_noise_multiplier\x18\a \x01(\x01R\x14scoreNoiseMultiplier\"\xcc\x02\n" +
+	"\x16score_noise_multiplier\x18\a \x01(\x01R\x14scoreNoiseMultiplier\"\xf3\x02\n" +
 	"\n" +
 	"DPHyPOSpec\x12<\n" +
 	"\x05space\x18\x01 \x03(\v2&.privbo.curator.v1.HyperparameterRangeR\x05space\x12\x14\n" +
@@ -2685,7 +2714,8 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\tevaluator\x18\t \x01(\tR\tevaluator\x126\n" +
 	"\x05dpsgd\x18\n" +
 	" \x01(\v2 .privbo.curator.v1.DPSGDSettingsR\x05dpsgd\x12\x14\n" +
-	"\x05delta\x18\v \x01(\x01R\x05delta\"\x83\x01\n" +
+	"\x05delta\x18\v \x01(\x01R\x05delta\x12%\n" +
+	"\x0etarget_epsilon\x18\f \x01(\x01R\rtargetEpsilon\"\x83\x01\n" +
 	"\aJobSpec\x127\n" +
 	"\x06kusner\x18\x01 \x01(\v2\x1d.privbo.curator.v1.KusnerSpecH\x00R\x06kusner\x127\n" +
 	"\x06dphypo\x18\x02 \x01(\v2\x1d.privbo.curator.v1.DPHyPOSpecH\x00R\x06dphypoB\x06\n" +
