@@ -39,7 +39,7 @@ class CancelJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class DPHyPOSpec(_message.Message):
-    __slots__ = ["beta", "c_max", "c_min", "delta", "dpsgd", "evaluator", "gamma", "space", "tau", "theta", "uniform"]
+    __slots__ = ["beta", "c_max", "c_min", "delta", "dpsgd", "evaluator", "gamma", "space", "target_epsilon", "tau", "theta", "uniform"]
     BETA_FIELD_NUMBER: _ClassVar[int]
     C_MAX_FIELD_NUMBER: _ClassVar[int]
     C_MIN_FIELD_NUMBER: _ClassVar[int]
@@ -48,6 +48,7 @@ class DPHyPOSpec(_message.Message):
     EVALUATOR_FIELD_NUMBER: _ClassVar[int]
     GAMMA_FIELD_NUMBER: _ClassVar[int]
     SPACE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_EPSILON_FIELD_NUMBER: _ClassVar[int]
     TAU_FIELD_NUMBER: _ClassVar[int]
     THETA_FIELD_NUMBER: _ClassVar[int]
     UNIFORM_FIELD_NUMBER: _ClassVar[int]
@@ -59,10 +60,11 @@ class DPHyPOSpec(_message.Message):
     evaluator: str
     gamma: float
     space: _containers.RepeatedCompositeFieldContainer[HyperparameterRange]
+    target_epsilon: float
     tau: float
     theta: float
     uniform: bool
-    def __init__(self, space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., theta: _Optional[float] = ..., gamma: _Optional[float] = ..., c_max: _Optional[float] = ..., c_min: _Optional[float] = ..., tau: _Optional[float] = ..., beta: _Optional[float] = ..., uniform: bool = ..., evaluator: _Optional[str] = ..., dpsgd: _Optional[_Union[DPSGDSettings, _Mapping]] = ..., delta: _Optional[float] = ...) -> None: ...
+    def __init__(self, space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., theta: _Optional[float] = ..., gamma: _Optional[float] = ..., c_max: _Optional[float] = ..., c_min: _Optional[float] = ..., tau: _Optional[float] = ..., beta: _Optional[float] = ..., uniform: bool = ..., evaluator: _Optional[str] = ..., dpsgd: _Optional[_Union[DPSGDSettings, _Mapping]] = ..., delta: _Optional[float] = ..., target_epsilon: _Optional[float] = ...) -> None: ...
 
 class DPSGDSettings(_message.Message):
     __slots__ = ["batch_size", "clip_norm", "epochs", "l2", "learning_rate", "noise_multiplier", "score_noise_multiplier"]
@@ -140,6 +142,7 @@ class HyperparameterRange(_message.Message):
     SCALE_LINEAR: HyperparameterRange.Scale
     SCALE_LIST: HyperparameterRange.Scale
     SCALE_LOG: HyperparameterRange.Scale
+    SCALE_LOG_LIST: HyperparameterRange.Scale
     SCALE_UNSPECIFIED: HyperparameterRange.Scale
     VALUES_FIELD_NUMBER: _ClassVar[int]
     count: int
