@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/transport"
@@ -141,7 +142,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, jobUsage)
 		return fmt.Errorf("job: unknown subcommand %q", args[0])
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := cli.ParseWithArgs(fs, args[1:], stdout); err != nil {
 		return err
 	}
 	if args[0] == "dphypo" {

@@ -16,6 +16,18 @@ import (
 // ExitCode). Any other parse error is returned as one line naming the mistake and
 // `<command> -h`, without the page of flags the flag package would print after it.
 func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	if err := ParseWithArgs(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (run '%s -h' for its flags)", fs.Args(), fs.Name())
+	}
+	return nil
+}
+
+// ParseWithArgs is Parse for a command that takes positional arguments after its
+// flags (fs.Args), which it checks itself.
+func ParseWithArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	switch {
@@ -25,9 +37,6 @@ func Parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return err
 	case err != nil:
 		return fmt.Errorf("%w (run '%s -h' for its flags)", err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (run '%s -h' for its flags)", fs.Args(), fs.Name())
 	}
 	return nil
 }
