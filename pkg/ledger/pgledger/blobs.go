@@ -36,8 +36,12 @@ var blobDDL = []string{
 		seq INTEGER NOT NULL CHECK (seq >= 0),
 		data BYTEA NOT NULL,
 		PRIMARY KEY (name, seq))`,
-	`ALTER TABLE {t}blob_chunks ALTER COLUMN data SET STORAGE EXTERNAL`,
 }
+
+// blobStorage stores chunks out of line without trying to compress them; it runs only
+// while the column is not so yet, since ALTER TABLE locks out the readers of the
+// chunks (PostgreSQL 16 could say STORAGE EXTERNAL in CREATE TABLE; 15 cannot).
+const blobStorage = `ALTER TABLE {t}blob_chunks ALTER COLUMN data SET STORAGE EXTERNAL`
 
 // Blobs is a blob.Store in PostgreSQL: the curator's released matrices, in
 // the schema of its ledger, so that every replica sharing the ledger can
@@ -70,6 +74,15 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 			if _, err := q.Exec(ctx, stmt); err != nil {
 				return err
 			}
+		}
+		var storage string
+		if _, err := queryRow(ctx, q, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
+			[]any{quoted + ".blob_chunks"}, &storage); err != nil {
+			return err
+		}
+		if storage != "e" {
+			_, err := q.Exec(ctx, b.d.SQL(blobStorage))
+			return err
 		}
 		return nil
 	})

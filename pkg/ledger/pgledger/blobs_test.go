@@ -54,6 +54,11 @@ func TestBlobsShareSchema(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".blob_chunks WHERE name = 'shared'`).Scan(&chunks); err != nil || chunks != 2 {
 		t.Errorf("blob of ChunkSize+16 bytes stored in %d chunks, %v; want 2", chunks, err)
 	}
+	var storage string
+	if err := conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
+		`"`+schema+`".blob_chunks`).Scan(&storage); err != nil || storage != "e" {
+		t.Errorf("blob_chunks.data storage = %q, %v; want e (external, uncompressed)", storage, err)
+	}
 }
 
 // TestBlobsDamaged checks that a blob whose chunks no longer match its recorded

@@ -3,6 +3,10 @@
 // so that programs that never open PostgreSQL (the modeler) do not link the
 // driver; the ledger's logic and its conformance suite (package ledgertest)
 // are shared with the SQLite store.
+//
+// Open is the ledger (ledger.Store); OpenBlobs is the curator's store of
+// released matrices (blob.Store) in the same schema, so that curator replicas
+// sharing the ledger share the releases too, without a shared disk.
 package pgledger
 
 import (
