@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -218,4 +219,74 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
 		releases: c.releases, blob: pr.File}, nil
+}
+
+// Adopted counts what AdoptReleases did.
+type Adopted struct {
+	// Copied releases were missing from the store and copied into it from the older one.
+	Copied int
+	// Missing releases are in neither store: they cannot be replayed by this curator.
+	Missing int
+}
+
+// AdoptReleases copies into to every projection release of dataset that the ledger
+// records and to lacks but older holds (a curator moving its releases from the files of
+// its state directory into its PostgreSQL ledger's database), checking each copy against
+// the SHA-256 the ledger recorded; a copy that does not match is removed and reported.
+// It changes no record and charges nothing: the same release, byte for byte, is only
+// kept elsewhere.
+func AdoptReleases(ctx context.Context, led ledger.Store, dataset string, to, older blob.Store) (Adopted, error) {
+	var out Adopted
+	entries, err := led.Entries(ctx, dataset)
+	if err != nil {
+		return out, fmt.Errorf("curator: adopting releases: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Kind != ledger.KindProjection || e.ResultSize == 0 {
+			continue
+		}
+		rec, ok, err := led.Get(ctx, e.Account, e.Key)
+		if err != nil {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		var pr projectionRecord
+		if !ok || json.Unmarshal(rec.Result, &pr) != nil || blob.CheckName(pr.File) != nil {
+			errs = append(errs, fmt.Errorf("ledger record %s of %s is corrupt", e.Key, e.Identity))
+			continue
+		}
+		if rc, err := to.Open(ctx, pr.File); err == nil {
+			rc.Close()
+			continue
+		} else if !errors.Is(err, blob.ErrNotFound) {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		src, err := older.Open(ctx, pr.File)
+		if errors.Is(err, blob.ErrNotFound) {
+			out.Missing++
+			continue
+		} else if err != nil {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		sum, err := to.Put(ctx, pr.File, src)
+		src.Close()
+		if errors.Is(err, blob.ErrExists) { // another replica adopted it meanwhile
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("curator: adopting release %s: %w", pr.File, err)
+		}
+		if hex.EncodeToString(sum) != pr.SHA256 {
+			if err := to.Delete(ctx, pr.File); err != nil {
+				return out, fmt.Errorf("curator: adopting releases: %w", err)
+			}
+			errs = append(errs, fmt.Errorf("release %s is damaged: its SHA-256 is not the one the ledger recorded", pr.File))
+			continue
+		}
+		out.Copied++
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("curator: adopting releases: %w", errors.Join(errs...))
+	}
+	return out, nil
 }

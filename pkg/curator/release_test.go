@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -152,5 +153,64 @@ func TestReleaseStoredBeforeCharged(t *testing.T) {
 	}
 	if b, err := led.Balance(ctx, ledger.Account{Dataset: ds.Name, Identity: "vendor"}, ledger.RelationFeatureUnit); err != nil || b.Spent.Epsilon != 0.25 {
 		t.Errorf("vendor spent %+v, %v; want the first release's 0.25 only", b.Spent, err)
+	}
+}
+
+// TestAdoptReleases moves the releases of a curator's state directory into another
+// store: matching copies are kept, damaged ones refused, absent ones counted.
+func TestAdoptReleases(t *testing.T) {
+	ctx := context.Background()
+	_, _, ds := testCurator(t, Evaluation{})
+	dir := t.TempDir()
+	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-3}, Dataset: ledger.Cost{Epsilon: 1, Delta: 1e-3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	c, err := New(Config{Dataset: ds, Ledger: led, StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []*Projection
+	for _, label := range []string{"kept", "damaged", "lost"} {
+		p, err := c.ReleaseProjection(ctx, "vendor", ProjectionRequest{R: 2, Epsilon: 0.1, Delta: 1e-5, Label: label})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	files, err := blob.OpenDir(filepath.Join(dir, "releases"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Damage the second release's file (same length), lose the third's.
+	if err := files.Delete(ctx, ps[1].blob); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := files.Put(ctx, ps[1].blob, bytes.NewReader(make([]byte, 8*ps[1].Rows*ps[1].Cols))); err != nil {
+		t.Fatal(err)
+	}
+	if err := files.Delete(ctx, ps[2].blob); err != nil {
+		t.Fatal(err)
+	}
+
+	var log []string
+	to := &memBlobs{blobs: map[string][]byte{}, log: &log}
+	got, err := AdoptReleases(ctx, led, ds.Name, to, files)
+	if got != (Adopted{Copied: 1, Missing: 1}) || err == nil || !strings.Contains(err.Error(), ps[1].blob) {
+		t.Errorf("AdoptReleases = %+v, %v; want 1 copied, 1 missing and an error naming the damaged %s", got, err, ps[1].blob)
+	}
+	if len(to.blobs) != 1 || to.blobs[ps[0].blob] == nil {
+		t.Fatalf("the store holds %d releases after adoption, want the undamaged %s only", len(to.blobs), ps[0].blob)
+	}
+	if sum := sha256.Sum256(to.blobs[ps[0].blob]); !bytes.Equal(sum[:], ps[0].SHA256) {
+		t.Errorf("adopted release SHA-256 %x, want %x", sum, ps[0].SHA256)
+	}
+	// Adopting again copies nothing already there.
+	if got, _ := AdoptReleases(ctx, led, ds.Name, to, files); got.Copied != 0 {
+		t.Errorf("second AdoptReleases copied %d, want 0", got.Copied)
+	}
+	if b, err := led.Balance(ctx, ledger.Account{Dataset: ds.Name, Identity: "vendor"}, ledger.RelationFeatureUnit); err != nil || b.Charges != 3 {
+		t.Errorf("after adoption vendor has %d charges, %v; want the 3 releases, none added", b.Charges, err)
 	}
 }

@@ -145,3 +145,62 @@ func TestOpenReleasesByLedger(t *testing.T) {
 		t.Error("OpenReleases on an unreachable database: error = nil")
 	}
 }
+
+// TestReplicasAdoptStateReleases starts a replica whose state directory holds a release
+// as a file, as curators on a PostgreSQL ledger kept them before their releases moved
+// into the database: the replica copies it into PostgreSQL when it starts, and another
+// replica, with a state directory of its own, then replays it byte for byte.
+func TestReplicasAdoptStateReleases(t *testing.T) {
+	ctx := context.Background()
+	lc := curatortest.PostgresLedger(t)
+	opts := func(state string) curatortest.Options {
+		return curatortest.Options{Ledger: lc, StateDir: state}
+	}
+	a := curatortest.Start(t, opts(""))
+	req := &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-5, Label: "old"}
+	pa, err := curatorclient.FetchProjection(ctx, a.Client(t, "acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Stop(t)
+
+	// Move the release out of the database into a state directory, as a file.
+	conn, err := pgx.Connect(ctx, lc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var name string
+	var data []byte
+	if err := conn.QueryRow(ctx, `SELECT b.name, string_agg(c.data, ''::bytea ORDER BY c.seq) FROM "`+lc.Schema+`".blobs b
+		JOIN "`+lc.Schema+`".blob_chunks c USING (name) WHERE b.name LIKE $1 || '-%' GROUP BY b.name`, pa.ReleaseID).Scan(&name, &data); err != nil {
+		t.Fatal(err)
+	}
+	old := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(old, "releases"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "releases", name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM "`+lc.Schema+`".blobs WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+
+	// The replica holding the file copies it into the database when it starts...
+	curatortest.Start(t, opts(old))
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM "`+lc.Schema+`".blobs WHERE name = $1`, name).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("blobs named %s after the replica with the file started: %d, %v; want 1", name, n, err)
+	}
+	// ...and one without it replays it.
+	b := curatortest.Start(t, opts(""))
+	pb, err := curatorclient.FetchProjection(ctx, b.Client(t, "acme"), req)
+	if err != nil {
+		t.Fatalf("replay on a replica without the file: %v", err)
+	}
+	sumA, sumB := sha256.Sum256(matrixio.AppendFloat64s(nil, pa.Z)), sha256.Sum256(matrixio.AppendFloat64s(nil, pb.Z))
+	if !pb.Replayed || sumA != sumB || pb.Budget.GetEpsilonSpent() != 1 {
+		t.Errorf("replay: replayed %v, SHA-256 %x, ε spent %g; want a replay of %x at no cost (spent 1)", pb.Replayed, sumB, pb.Budget.GetEpsilonSpent(), sumA)
+	}
+}

@@ -243,6 +243,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("scaling", string(ds.Scaling.Mode)),
 		zap.String("protected_unit", ds.Unit))
 
+	if releases.Moved != nil {
+		adoptReleases(ctx, log, store, cfg.DatasetID, releases)
+	}
 	ccfg := cfg.curatorConfig(ds, store)
 	ccfg.Releases = releases.Store
 	if cfg.SimulationHooks != nil {
@@ -581,7 +584,10 @@ type Releases struct {
 	// Store is the curator's Config.Releases; nil keeps them as files in
 	// StateDir/releases (blob.Dir, the curator's default).
 	Store blob.Store
-	close func() error
+	// Moved, when set, is the store the releases are moving into, from Files: Start
+	// copies into it what the ledger records and it lacks (curator.AdoptReleases).
+	Moved, Files blob.Store
+	close        func() error
 }
 
 // Close releases the store's database handle, if it has one.
@@ -592,13 +598,29 @@ func (r Releases) Close() error {
 	return r.close()
 }
 
+// adoptReleases copies the releases of the state directory that the ledger records into
+// the store they moved to, so that the other replicas can replay them too. A release
+// that cannot be copied is logged and still replayed from the state directory by this
+// replica.
+func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dataset string, r Releases) {
+	got, err := curator.AdoptReleases(ctx, store, dataset, r.Moved, r.Files)
+	if got.Copied > 0 || got.Missing > 0 {
+		log.Info("releases copied from the state directory into the PostgreSQL ledger's database",
+			zap.Int("copied", got.Copied), zap.Int("in_neither", got.Missing))
+	}
+	if err != nil {
+		log.Error("some releases of the state directory could not be copied into PostgreSQL; this replica still replays them from its state directory",
+			zap.Error(err))
+	}
+}
+
 // OpenReleases opens where the curator keeps its released matrices, by ledger kind.
 // With SQLite they stay files in stateDir/releases (Store nil): the ledger is a file of
 // the same directory, so a curator and its releases live on one disk. With PostgreSQL
 // they are blobs in the ledger's schema (pgledger.Blobs), so that every replica sharing
-// the ledger replays every release; releases a curator stored as files before it used
-// PostgreSQL blobs are still read from stateDir/releases (blob.Fallback), on the
-// replica that has them.
+// the ledger replays every release. Releases a curator stored as files before it used
+// PostgreSQL blobs are copied into PostgreSQL when it starts (Start, with
+// curator.AdoptReleases), and read from stateDir/releases (blob.Fallback) until then.
 func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releases, error) {
 	if lc.kind() != "postgres" {
 		return Releases{}, nil
@@ -612,7 +634,7 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 		blobs.Close()
 		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
 	}
-	return Releases{Store: blob.Fallback(blobs, files), close: blobs.Close}, nil
+	return Releases{Store: blob.Fallback(blobs, files), Moved: blobs, Files: files, close: blobs.Close}, nil
 }
 
 func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
