@@ -41,7 +41,7 @@ var flagRe = regexp.MustCompile(`(?:^|[\s"'\[,])--([a-z][a-z0-9-]*)`)
 func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 	curator := flagsOf(t, "cmd/curator", "serve", "ledger", "check-config", "dev-ca", "hash-token")
 	modeler := flagsOf(t, "cmd/modeler", "run")
-	files := []string{"systemd/privbo-curator.service", "container/Dockerfile", "compose/compose.yaml", "k8s/curator.yaml", "../scripts/demo.sh"}
+	files := []string{"systemd/privbo-curator.service", "container/Dockerfile", "compose/compose.yaml", "compose/replicas.yaml", "k8s/curator.yaml", "../scripts/demo.sh"}
 	checked := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -81,7 +81,7 @@ func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 	// Every curator started by these files names its dataset id (the ledger keys budgets
 	// by it) and a public schema (public bounds, and the target's range for the private
 	// answers), and none uses a data-dependent scaling, which voids the guarantee.
-	for _, f := range []string{"systemd/privbo-curator.service", "compose/compose.yaml", "k8s/curator.yaml", "../scripts/demo.sh"} {
+	for _, f := range []string{"systemd/privbo-curator.service", "compose/compose.yaml", "compose/replicas.yaml", "k8s/curator.yaml", "../scripts/demo.sh"} {
 		b, _ := os.ReadFile(f)
 		for _, want := range []string{"--dataset-id", "--schema"} {
 			if !strings.Contains(string(b), want) {
@@ -93,7 +93,7 @@ func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 		}
 	}
 	// Schemas the image and the demo use must be in the repository, with a target line.
-	for f, prefix := range map[string]string{"compose/compose.yaml": "/usr/share/privbo/examples/", "../scripts/demo.sh": "examples/data/"} {
+	for f, prefix := range map[string]string{"compose/compose.yaml": "/usr/share/privbo/examples/", "compose/replicas.yaml": "/usr/share/privbo/examples/", "../scripts/demo.sh": "examples/data/"} {
 		b, _ := os.ReadFile(f)
 		m := regexp.MustCompile(`--schema[= ]` + regexp.QuoteMeta(prefix) + `(\S+\.schema\.csv)`).FindStringSubmatch(string(b))
 		if m == nil {
@@ -113,5 +113,64 @@ func TestDeployFilesUseRealFlagsAndPaths(t *testing.T) {
 		if name := strings.ToLower(strings.ReplaceAll(m[1], "_", "-")); !curator[name] {
 			t.Errorf("k8s sets %s, but the curator has no flag --%s", m[0], name)
 		}
+	}
+}
+
+// TestReplicasCompose checks the shape of compose/replicas.yaml that matters for the
+// budget and the releases: the curators it balances share the PostgreSQL ledger, each
+// has a state volume of its own (no shared disk), and the balancer sends connections to
+// every one of them and to nothing else.
+func TestReplicasCompose(t *testing.T) {
+	b, err := os.ReadFile("compose/replicas.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose := string(b)
+	if !strings.Contains(compose, "--ledger=postgres") || !strings.Contains(compose, "--ledger-dsn=") {
+		t.Error("replicas.yaml does not put the curators on a PostgreSQL ledger")
+	}
+	// The replica services: "  curator-x:" followed by their volumes, up to the next service.
+	svc := regexp.MustCompile(`(?m)^  (curator-[a-z0-9]+):\n((?:    .*\n|\s*\n)*)`)
+	replicas := map[string]bool{}
+	volumes := map[string]string{}
+	for _, m := range svc.FindAllStringSubmatch(compose, -1) {
+		replicas[m[1]] = true
+		v := regexp.MustCompile(`- (\S+):/var/lib/privbo\b`).FindStringSubmatch(m[2])
+		if v == nil {
+			t.Errorf("replica %s mounts no volume of its own on /var/lib/privbo (--state)", m[1])
+			continue
+		}
+		if other, ok := volumes[v[1]]; ok {
+			t.Errorf("replicas %s and %s share the state volume %s; the test of issue 16 is that they need not", other, m[1], v[1])
+		}
+		volumes[v[1]] = m[1]
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(v[1]) + `:`).MatchString(compose) {
+			t.Errorf("replica %s mounts the volume %s, which replicas.yaml does not declare", m[1], v[1])
+		}
+	}
+	if len(replicas) < 2 {
+		t.Fatalf("replicas.yaml runs %d curator replicas, want at least 2", len(replicas))
+	}
+	conf, err := os.ReadFile("compose/nginx-replicas.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(compose, "./nginx-replicas.conf:/etc/nginx/nginx.conf") {
+		t.Error("replicas.yaml does not mount nginx-replicas.conf as the balancer's configuration")
+	}
+	upstream := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*server (\S+):7070\b`).FindAllStringSubmatch(string(conf), -1) {
+		upstream[m[1]] = true
+		if !replicas[m[1]] {
+			t.Errorf("nginx-replicas.conf balances onto %s, which is not a replica of replicas.yaml", m[1])
+		}
+	}
+	for r := range replicas {
+		if !upstream[r] {
+			t.Errorf("nginx-replicas.conf does not balance onto the replica %s", r)
+		}
+	}
+	if !strings.Contains(string(conf), "stream {") {
+		t.Error("nginx-replicas.conf does not balance TCP (stream): a layer-7 proxy would terminate TLS and lose the client certificate")
 	}
 }

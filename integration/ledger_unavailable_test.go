@@ -32,11 +32,17 @@ func TestLedgerOutageIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PostgreSQL unreachable (set PRIVBO_TEST_POSTGRES_DSN): %v", err)
 	}
-	defer admin.Close(ctx)
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "privbo_it_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`) })
+	// After the curator stops (cleanups run last first); a deferred Close would run
+	// before, and the schema would stay.
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close(context.Background())
+	})
 
 	cfg := diabetesConfig(t, t.TempDir())
 	cfg.Ledger = server.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}

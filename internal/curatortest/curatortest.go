@@ -11,11 +11,15 @@ package curatortest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
 
 	"github.com/privbo/privbo/internal/testlog"
@@ -71,6 +75,9 @@ type Options struct {
 	// StateDir holds the ledger; "" for a new t.TempDir(). Give the same one to two
 	// curators in turn to test a restart.
 	StateDir string
+	// Ledger selects the ledger store; the zero value is SQLite in StateDir. Give
+	// PostgresLedger(t) to several curators to run replicas sharing one budget.
+	Ledger server.LedgerConfig
 	// Configure, if set, edits the configuration built from the fields above last, for
 	// the settings they do not name (TLS, projection mechanism, evaluation, …).
 	Configure func(*server.Config)
@@ -92,6 +99,7 @@ func (o Options) Config(t testing.TB) server.Config {
 		Output:        o.Output,
 		Jobs:          o.Jobs,
 		Limits:        o.Limits,
+		Ledger:        o.Ledger,
 	}
 	if cfg.DataPath == "" {
 		cfg.DataPath = Diabetes
@@ -203,4 +211,43 @@ func Conn(t testing.TB, addr, identity string) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
+}
+
+// PostgresDSN is the test PostgreSQL server: PRIVBO_TEST_POSTGRES_DSN, or the local
+// default postgres://postgres@127.0.0.1:5432/test.
+func PostgresDSN() string {
+	if dsn := os.Getenv("PRIVBO_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// PostgresLedger returns the configuration of a PostgreSQL ledger in a new schema of
+// the test server, which is dropped when t ends, after the curators started on it
+// (t.Cleanup runs in reverse order). It fails t if the server cannot be reached, unless
+// PRIVBO_SKIP_POSTGRES=1, which skips t.
+func PostgresLedger(t testing.TB) server.LedgerConfig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dsn := PostgresDSN()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		if os.Getenv("PRIVBO_SKIP_POSTGRES") == "1" {
+			t.Skipf("PostgreSQL unreachable and PRIVBO_SKIP_POSTGRES=1: %v", err)
+		}
+		t.Fatalf("curatortest: PostgreSQL unreachable (set PRIVBO_TEST_POSTGRES_DSN, or PRIVBO_SKIP_POSTGRES=1 to skip): %v", err)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	schema := "privbo_ct_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("curatortest: drop schema %s: %v", schema, err)
+		}
+		conn.Close(ctx)
+	})
+	return server.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
 }

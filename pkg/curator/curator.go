@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -35,7 +35,13 @@ type Config struct {
 	DatasetID string
 	// Ledger charges and stores every release. Required.
 	Ledger ledger.Store
-	// StateDir holds released matrices (StateDir/releases). Required.
+	// Releases keeps the released matrices, each written durably before its release
+	// is charged, and read back to replay it. Default: the files of StateDir/releases
+	// (blob.Dir). Curator replicas sharing a PostgreSQL ledger give its blob store
+	// (pgledger.Blobs), so that any replica replays any release.
+	Releases blob.Store
+	// StateDir holds the released matrices when Releases is nil (StateDir/releases).
+	// Required then.
 	StateDir string
 	// NoiseSD is the standard deviation of Gaussian observation noise added once to
 	// each row's evaluation (the paper's ε_GP). It simulates a noisy measurement and is
@@ -72,12 +78,12 @@ type Config struct {
 
 // Curator makes the dataset's private releases. It is safe for concurrent use.
 type Curator struct {
-	cfg    Config
-	log    *zap.Logger
-	ds     *dataset.Dataset
-	ledger ledger.Store
-	relDir string
-	out    *outputReleaser
+	cfg      Config
+	log      *zap.Logger
+	ds       *dataset.Dataset
+	ledger   ledger.Store
+	releases blob.Store
+	out      *outputReleaser
 	// program evaluates rows with EvaluateProgram.
 	program *evaluator.Program
 
@@ -135,8 +141,8 @@ func New(cfg Config) (*Curator, error) {
 	if cfg.Dataset == nil || cfg.Ledger == nil {
 		return nil, errors.New("curator: Dataset and Ledger are required")
 	}
-	if cfg.StateDir == "" {
-		return nil, errors.New("curator: StateDir is required")
+	if cfg.Releases == nil && cfg.StateDir == "" {
+		return nil, errors.New("curator: StateDir (or Releases) is required")
 	}
 	if err := checkNoiseSD(cfg.NoiseSD); err != nil {
 		return nil, err
@@ -171,21 +177,25 @@ func New(cfg Config) (*Curator, error) {
 	if err != nil {
 		return nil, err
 	}
-	relDir := filepath.Join(cfg.StateDir, "releases")
-	if err := os.MkdirAll(relDir, 0o700); err != nil {
-		return nil, fmt.Errorf("curator: state directory: %w", err)
+	releases := cfg.Releases
+	if releases == nil {
+		dir, err := blob.OpenDir(filepath.Join(cfg.StateDir, "releases"))
+		if err != nil {
+			return nil, fmt.Errorf("curator: state directory: %w", err)
+		}
+		releases = dir
 	}
 	c := &Curator{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		ds:      cfg.Dataset,
-		ledger:  cfg.Ledger,
-		relDir:  relDir,
-		out:     out,
-		program: prog,
-		evals:   make(map[int]float64),
-		answers: make(map[answerKey]float64),
-		noise:   newNoiseSource(),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		ds:       cfg.Dataset,
+		ledger:   cfg.Ledger,
+		releases: releases,
+		out:      out,
+		program:  prog,
+		evals:    make(map[int]float64),
+		answers:  make(map[answerKey]float64),
+		noise:    newNoiseSource(),
 
 		balances: make(map[balanceKey]ledger.Balance),
 		paid:     make(map[string]bool),

@@ -11,9 +11,11 @@
 //     returned and nothing is charged.
 //  2. A new release is refused before the data is touched when the caller's remaining
 //     budget (and the dataset's) cannot cover it.
-//  3. The release is computed and written durably (for a projection: a file in the state
-//     directory, fsynced), then charged in one atomic ledger transaction that also records
-//     where the result is. Only after that commit does anything leave the curator.
+//  3. The release is computed and written durably (for a projection: a blob of
+//     Config.Releases — a file in the state directory, fsynced, or, with a PostgreSQL
+//     ledger, committed rows of its database, which every replica reads), then charged in
+//     one atomic ledger transaction that also records where the result is and its
+//     SHA-256. Only after that commit does anything leave the curator.
 //  4. Two concurrent identical requests compute at most one release for the caller: a
 //     charge that loses the race finds the winner's receipt and returns its result.
 //

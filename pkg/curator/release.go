@@ -7,15 +7,16 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/projection"
@@ -39,20 +40,25 @@ type Projection struct {
 	SHA256    []byte
 	Guarantee string
 	Budget    ledger.Balance
-	path      string
+
+	releases blob.Store
+	blob     string // the matrix's name in releases
 }
 
-// Open opens the release's bytes (matrixio format) for streaming.
-func (p *Projection) Open() (*os.File, error) {
-	f, err := os.Open(p.path)
+// Open opens the release's bytes (matrixio format) for streaming; the reader may use
+// ctx while it is read. The caller checks them against SHA256.
+func (p *Projection) Open(ctx context.Context) (io.ReadCloser, error) {
+	rc, err := p.releases.Open(ctx, p.blob)
 	if err != nil {
 		return nil, fmt.Errorf("curator: release %s is recorded but its matrix is unreadable: %w", p.ID, err)
 	}
-	return f, nil
+	return rc, nil
 }
 
 // projectionRecord is what the ledger stores as the result of a projection release.
 type projectionRecord struct {
+	// File names the matrix in the curator's blob store (Config.Releases); the field
+	// keeps the name it had when releases were always files.
 	File   string `json:"file"`
 	SHA256 string `json:"sha256"`
 	Rows   int    `json:"rows"`
@@ -149,14 +155,21 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	file := fmt.Sprintf("%s-%s.f64", id, hex.EncodeToString(nonce[:]))
-	path := filepath.Join(c.relDir, file)
-	sum, err := matrixio.WriteFileDurable(path, z)
+	// Durable before the charge that names it: a charged release can always be replayed.
+	sum, err := c.releases.Put(ctx, file, matrixio.NewReader(z))
 	if err != nil {
 		return nil, fmt.Errorf("curator: storing release %s: %w", id, err)
 	}
+	// The matrix is no longer needed here; removing it when it turns out unrecorded
+	// must not depend on the request's context.
+	remove := func() {
+		if err := c.releases.Delete(context.WithoutCancel(ctx), file); err != nil {
+			c.log.Warn("removing an unrecorded release matrix", zap.String("release", id), zap.Error(err))
+		}
+	}
 	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity})
 	if err != nil {
-		os.Remove(path)
+		remove()
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
@@ -167,13 +180,13 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if err != nil {
 		// The commit may have happened even though Charge reports an error (a lost
 		// acknowledgement): keep the file if the ledger names it.
-		if got, ok, gerr := c.ledger.Get(context.Background(), acct, key); gerr != nil || !ok || !strings.Contains(string(got.Result), file) {
-			os.Remove(path)
+		if got, ok, gerr := c.ledger.Get(context.WithoutCancel(ctx), acct, key); gerr == nil && (!ok || !strings.Contains(string(got.Result), file)) {
+			remove()
 		}
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	if rec.Replayed { // another replica or process released it first
-		os.Remove(path)
+		remove()
 		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	c.noteProjection(identity)
@@ -184,7 +197,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, err
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
-	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, Budget: bal, path: path}, nil
+	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, Budget: bal, releases: c.releases, blob: file}, nil
 }
 
 // storedProjection returns the recorded release rec of req, stating the guarantee with
@@ -195,7 +208,7 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt: %w", id, err)
 	}
 	sum, err := hex.DecodeString(pr.SHA256)
-	if err != nil || filepath.Base(pr.File) != pr.File {
+	if err != nil || blob.CheckName(pr.File) != nil {
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt", id)
 	}
 	c.noteProjection(identity)
@@ -205,5 +218,75 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
-		path: filepath.Join(c.relDir, pr.File)}, nil
+		releases: c.releases, blob: pr.File}, nil
+}
+
+// Adopted counts what AdoptReleases did.
+type Adopted struct {
+	// Copied releases were missing from the store and copied into it from the older one.
+	Copied int
+	// Missing releases are in neither store: they cannot be replayed by this curator.
+	Missing int
+}
+
+// AdoptReleases copies into to every projection release of dataset that the ledger
+// records and to lacks but older holds (a curator moving its releases from the files of
+// its state directory into its PostgreSQL ledger's database), checking each copy against
+// the SHA-256 the ledger recorded; a copy that does not match is removed and reported.
+// It changes no record and charges nothing: the same release, byte for byte, is only
+// kept elsewhere.
+func AdoptReleases(ctx context.Context, led ledger.Store, dataset string, to, older blob.Store) (Adopted, error) {
+	var out Adopted
+	entries, err := led.Entries(ctx, dataset)
+	if err != nil {
+		return out, fmt.Errorf("curator: adopting releases: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Kind != ledger.KindProjection || e.ResultSize == 0 {
+			continue
+		}
+		rec, ok, err := led.Get(ctx, e.Account, e.Key)
+		if err != nil {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		var pr projectionRecord
+		if !ok || json.Unmarshal(rec.Result, &pr) != nil || blob.CheckName(pr.File) != nil {
+			errs = append(errs, fmt.Errorf("ledger record %s of %s is corrupt", e.Key, e.Identity))
+			continue
+		}
+		if rc, err := to.Open(ctx, pr.File); err == nil {
+			rc.Close()
+			continue
+		} else if !errors.Is(err, blob.ErrNotFound) {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		src, err := older.Open(ctx, pr.File)
+		if errors.Is(err, blob.ErrNotFound) {
+			out.Missing++
+			continue
+		} else if err != nil {
+			return out, fmt.Errorf("curator: adopting releases: %w", err)
+		}
+		sum, err := to.Put(ctx, pr.File, src)
+		src.Close()
+		if errors.Is(err, blob.ErrExists) { // another replica adopted it meanwhile
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("curator: adopting release %s: %w", pr.File, err)
+		}
+		if hex.EncodeToString(sum) != pr.SHA256 {
+			if err := to.Delete(ctx, pr.File); err != nil {
+				return out, fmt.Errorf("curator: adopting releases: %w", err)
+			}
+			errs = append(errs, fmt.Errorf("release %s is damaged: its SHA-256 is not the one the ledger recorded", pr.File))
+			continue
+		}
+		out.Copied++
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("curator: adopting releases: %w", errors.Join(errs...))
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,6 +43,29 @@ func DecodeFloat64s(dst []float64, data []byte) error {
 		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
 	}
 	return nil
+}
+
+// NewReader returns a reader of vals in the matrix byte format, encoding a few
+// thousand values at a time rather than the whole matrix at once.
+func NewReader(vals []float64) io.Reader { return &reader{vals: vals} }
+
+type reader struct {
+	vals []float64 // not yet encoded
+	buf  []byte    // encoded, not yet read
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	if len(r.buf) == 0 {
+		if len(r.vals) == 0 {
+			return 0, io.EOF
+		}
+		n := min(len(r.vals), 1<<13)
+		r.buf = AppendFloat64s(r.buf[:0], r.vals[:n])
+		r.vals = r.vals[n:]
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
 
 // WriteFileDurable writes vals to a new file at path (which must not exist), fsyncs the

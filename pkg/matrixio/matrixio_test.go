@@ -65,3 +65,26 @@ func TestRowsPerChunk(t *testing.T) {
 		}
 	}
 }
+
+func TestNewReader(t *testing.T) {
+	for _, n := range []int{0, 1, 1<<13 - 1, 1 << 13, 20001} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(i) / 7
+		}
+		// A small buffer, so that reads end inside the encoded values.
+		var got bytes.Buffer
+		buf := make([]byte, 13)
+		r := NewReader(vals)
+		for {
+			k, err := r.Read(buf)
+			got.Write(buf[:k])
+			if err != nil {
+				break
+			}
+		}
+		if want := AppendFloat64s(nil, vals); !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("NewReader of %d values read %d bytes differing from AppendFloat64s (%d bytes)", n, got.Len(), len(want))
+		}
+	}
+}

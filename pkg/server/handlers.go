@@ -130,7 +130,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if err != nil {
 		return h.status(ctx, err)
 	}
-	f, err := p.Open()
+	f, err := p.Open(ctx)
 	if err != nil {
 		return h.status(ctx, err)
 	}

@@ -25,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
@@ -170,15 +171,17 @@ const DefaultExactAnswersMaxRows = 200
 
 // Server is a running curator daemon.
 type Server struct {
-	cfg     Config
-	log     *zap.Logger
-	grpc    *grpc.Server
-	health  *health.Server
-	lis     net.Listener
-	ledger  ledger.Store
-	curator *curator.Curator
-	ds      *dataset.Dataset
-	jobs    *jobs.Manager
+	cfg    Config
+	log    *zap.Logger
+	grpc   *grpc.Server
+	health *health.Server
+	lis    net.Listener
+	ledger ledger.Store
+	// releases keeps the released matrices (the curator's Config.Releases).
+	releases Releases
+	curator  *curator.Curator
+	ds       *dataset.Dataset
+	jobs     *jobs.Manager
 
 	metrics    *prometheus.Registry
 	metricsSrv *http.Server
@@ -216,34 +219,47 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	releases, err := OpenReleases(ctx, cfg.Ledger, cfg.StateDir)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	closeStores := func() {
+		store.Close()
+		releases.Close()
+	}
 	// The limits enforced are recorded with the ledger, so that 'curator ledger'
 	// reports against them rather than against figures typed again.
 	if err := store.RecordLimits(ctx, cfg.DatasetID); err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("server: recording the budget limits in the ledger: %w", err)
 	}
 	ds, err := scaleDataset(ctx, store, &cfg, raw)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, err
 	}
 	log.Info("dataset loaded", zap.String("dataset_id", cfg.DatasetID), zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
 		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("scaling", string(ds.Scaling.Mode)),
 		zap.String("protected_unit", ds.Unit))
 
+	if releases.Moved != nil {
+		adoptReleases(ctx, log, store, cfg.DatasetID, releases)
+	}
 	ccfg := cfg.curatorConfig(ds, store)
+	ccfg.Releases = releases.Store
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
 	}
 	cur, err := curator.New(ccfg)
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
 		if jm, err = startJobs(cfg, ds, store, log); err != nil {
-			store.Close()
+			closeStores()
 			return nil, err
 		}
 	}
@@ -252,10 +268,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if jm != nil {
 			jm.Close()
 		}
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits}
 	var rpcMetrics *grpcprom.ServerMetrics
 	if cfg.MetricsListen != "" {
@@ -280,7 +296,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			if jm != nil {
 				jm.Close()
 			}
-			store.Close()
+			closeStores()
 			return nil, err
 		}
 	}
@@ -586,6 +602,64 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 	return store, nil
 }
 
+// Releases is where a curator keeps its released matrices.
+type Releases struct {
+	// Store is the curator's Config.Releases; nil keeps them as files in
+	// StateDir/releases (blob.Dir, the curator's default).
+	Store blob.Store
+	// Moved, when set, is the store the releases are moving into, from Files: Start
+	// copies into it what the ledger records and it lacks (curator.AdoptReleases).
+	Moved, Files blob.Store
+	close        func() error
+}
+
+// Close releases the store's database handle, if it has one.
+func (r Releases) Close() error {
+	if r.close == nil {
+		return nil
+	}
+	return r.close()
+}
+
+// adoptReleases copies the releases of the state directory that the ledger records into
+// the store they moved to, so that the other replicas can replay them too. A release
+// that cannot be copied is logged and still replayed from the state directory by this
+// replica.
+func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dataset string, r Releases) {
+	got, err := curator.AdoptReleases(ctx, store, dataset, r.Moved, r.Files)
+	if got.Copied > 0 || got.Missing > 0 {
+		log.Info("releases copied from the state directory into the PostgreSQL ledger's database",
+			zap.Int("copied", got.Copied), zap.Int("in_neither", got.Missing))
+	}
+	if err != nil {
+		log.Error("some releases of the state directory could not be copied into PostgreSQL; this replica still replays them from its state directory",
+			zap.Error(err))
+	}
+}
+
+// OpenReleases opens where the curator keeps its released matrices, by ledger kind.
+// With SQLite they stay files in stateDir/releases (Store nil): the ledger is a file of
+// the same directory, so a curator and its releases live on one disk. With PostgreSQL
+// they are blobs in the ledger's schema (pgledger.Blobs), so that every replica sharing
+// the ledger replays every release. Releases a curator stored as files before it used
+// PostgreSQL blobs are copied into PostgreSQL when it starts (Start, with
+// curator.AdoptReleases), and read from stateDir/releases (blob.Fallback) until then.
+func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releases, error) {
+	if lc.kind() != "postgres" {
+		return Releases{}, nil
+	}
+	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema})
+	if err != nil {
+		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
+	}
+	files, err := blob.OpenDir(filepath.Join(stateDir, "releases"))
+	if err != nil {
+		blobs.Close()
+		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
+	}
+	return Releases{Store: blob.Fallback(blobs, files), Moved: blobs, Files: files, close: blobs.Close}, nil
+}
+
 func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
@@ -695,6 +769,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			if err := s.jobs.Close(); err != nil {
 				s.log.Error("closing the job store", zap.Error(err))
 			}
+		}
+		if rerr := s.releases.Close(); rerr != nil {
+			s.log.Error("closing the release store", zap.Error(rerr))
 		}
 		err = s.ledger.Close()
 		s.log.Info("curator stopped")

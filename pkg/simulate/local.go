@@ -56,7 +56,7 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	z, err := readRelease(pr)
+	z, err := readRelease(ctx, pr)
 	if err != nil {
 		return nil, err
 	}

@@ -613,8 +613,8 @@ func (c *Config) session(r, run, first, workers int) modeler.Config {
 }
 
 // readRelease reads a stored release (matrixio format) into memory.
-func readRelease(pr *curator.Projection) ([]float64, error) {
-	f, err := pr.Open()
+func readRelease(ctx context.Context, pr *curator.Projection) ([]float64, error) {
+	f, err := pr.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}

@@ -3,6 +3,10 @@
 // so that programs that never open PostgreSQL (the modeler) do not link the
 // driver; the ledger's logic and its conformance suite (package ledgertest)
 // are shared with the SQLite store.
+//
+// Open is the ledger (ledger.Store); OpenBlobs is the curator's store of
+// released matrices (blob.Store) in the same schema, so that curator replicas
+// sharing the ledger share the releases too, without a shared disk.
 package pgledger
 
 import (
@@ -110,6 +114,28 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (l
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
+	e, err := connect(ctx, dsn, opt)
+	if err != nil {
+		return nil, err
+	}
+	schema := e.schema
+	quoted := `"` + schema + `"`
+	ddl := postgresDDL
+	ddl.Base = make([]string, len(postgresDDL.Base))
+	for i, q := range postgresDDL.Base {
+		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", quoted)
+	}
+	s, err := ledger.OpenEngine(ctx, e, ledger.Dialect{Prefix: quoted + ".", Dollar: true}, ddl, limits)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%w (postgres schema %s)", err, schema)
+	}
+	return s, nil
+}
+
+// connect returns an engine on opt's schema of the database at dsn, having
+// connected once so that a wrong DSN fails here, not at the first use.
+func connect(ctx context.Context, dsn string, opt Options) (*pgEngine, error) {
 	schema, err := opt.schema()
 	if err != nil {
 		return nil, err
@@ -132,23 +158,11 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (l
 		schema:    schema,
 		lockSpace: "privbo.ledger:" + schema,
 	}
-	// Connect once now so that a wrong DSN fails here, not at the first charge.
 	if err := e.Read(ctx, func(ledger.Querier) error { return nil }); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("pgledger: connect to postgres: %w", err)
 	}
-	quoted := `"` + schema + `"`
-	ddl := postgresDDL
-	ddl.Base = make([]string, len(postgresDDL.Base))
-	for i, q := range postgresDDL.Base {
-		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", quoted)
-	}
-	s, err := ledger.OpenEngine(ctx, e, ledger.Dialect{Prefix: quoted + ".", Dollar: true}, ddl, limits)
-	if err != nil {
-		e.Close()
-		return nil, fmt.Errorf("%w (postgres schema %s)", err, schema)
-	}
-	return s, nil
+	return e, nil
 }
 
 // pgEngine keeps a small pool of pgx connections (at most cap(slots)).

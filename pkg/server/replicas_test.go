@@ -1,0 +1,206 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/server"
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
+)
+
+// TestReplicasSharePostgres runs two curator replicas on one PostgreSQL ledger, each
+// with its own state directory (no shared disk): a projection released by replica A is
+// replayed by replica B byte for byte and at no cost, and the budget is one: what A
+// charges, B reports and enforces.
+func TestReplicasSharePostgres(t *testing.T) {
+	ctx := context.Background()
+	lc := curatortest.PostgresLedger(t)
+	// The dataset cap is large, so that acme's own budget (ε = 2) binds; the curator's
+	// private scaling estimate, charged to the dataset, leaves it alone.
+	budget, capped := ledger.Cost{Epsilon: 2, Delta: 1e-3}, ledger.Cost{Epsilon: 10, Delta: 1e-2}
+	start := func() *curatortest.Curator {
+		return curatortest.Start(t, curatortest.Options{Budget: budget, DatasetBudget: capped, Ledger: lc})
+	}
+	a, b := start(), start()
+	if a.Config.StateDir == b.Config.StateDir {
+		t.Fatal("the replicas share a state directory; the test needs one each")
+	}
+	clientA, clientB := a.Client(t, "acme"), b.Client(t, "acme")
+
+	// A release on A, charged once.
+	req := &curatorv1.ReleaseProjectionRequest{Dimension: 4, Epsilon: 1.5, Delta: 1e-5, Label: "replicas"}
+	pa, err := curatorclient.FetchProjection(ctx, clientA, req)
+	if err != nil {
+		t.Fatalf("release on A: %v", err)
+	}
+	if pa.Replayed || pa.Budget.GetEpsilonSpent() != 1.5 {
+		t.Fatalf("release on A: replayed %v, ε spent %g; want a new release charged 1.5", pa.Replayed, pa.Budget.GetEpsilonSpent())
+	}
+
+	// Replayed by B: same bytes, nothing charged.
+	pb, err := curatorclient.FetchProjection(ctx, clientB, req)
+	if err != nil {
+		t.Fatalf("replay on B: %v", err)
+	}
+	sumA, sumB := sha256.Sum256(matrixio.AppendFloat64s(nil, pa.Z)), sha256.Sum256(matrixio.AppendFloat64s(nil, pb.Z))
+	if !pb.Replayed || pb.ReleaseID != pa.ReleaseID || pb.Rows != pa.Rows || pb.Cols != pa.Cols || sumA != sumB {
+		t.Errorf("replay on B: id %s, %d×%d, replayed %v, SHA-256 %x; want A's release %s, %d×%d, replayed, %x",
+			pb.ReleaseID, pb.Rows, pb.Cols, pb.Replayed, sumB, pa.ReleaseID, pa.Rows, pa.Cols, sumA)
+	}
+	if got := pb.Budget.GetEpsilonSpent(); got != 1.5 {
+		t.Errorf("ε spent after B's replay = %g, want 1.5 (no new charge)", got)
+	}
+
+	// The matrix is in the database, under the SHA-256 the clients received, and in
+	// neither replica's state directory.
+	conn, err := pgx.Connect(ctx, lc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var stored []byte
+	var size int64
+	if err := conn.QueryRow(ctx, `SELECT sha256, size FROM "`+lc.Schema+`".blobs WHERE name LIKE $1 || '-%'`, pa.ReleaseID).Scan(&stored, &size); err != nil {
+		t.Fatalf("the release's blob in PostgreSQL: %v", err)
+	}
+	if !bytes.Equal(stored, sumA[:]) || size != int64(8*pa.Rows*pa.Cols) {
+		t.Errorf("stored blob: SHA-256 %x, %d bytes; want %x, %d", stored, size, sumA, 8*pa.Rows*pa.Cols)
+	}
+	for name, c := range map[string]*curatortest.Curator{"A": a, "B": b} {
+		files, err := os.ReadDir(filepath.Join(c.Config.StateDir, "releases"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if len(files) != 0 {
+			t.Errorf("replica %s keeps %d release files in its state directory, want none", name, len(files))
+		}
+	}
+
+	// One budget: B reports A's charge and refuses what only A's remainder would allow.
+	bud, err := clientB.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bud.GetBudget(); got.GetEpsilonSpent() != 1.5 || got.GetEpsilonRemaining() != 0.5 {
+		t.Errorf("B's budget for acme: spent %g, remaining %g; want 1.5 and 0.5 (A's charge)", got.GetEpsilonSpent(), got.GetEpsilonRemaining())
+	}
+	over := &curatorv1.ReleaseProjectionRequest{Dimension: 4, Epsilon: 1, Delta: 1e-5, Label: "over"}
+	if _, err := curatorclient.FetchProjection(ctx, clientB, over); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("release of ε = 1 on B with 0.5 left: %v, want ResourceExhausted", err)
+	}
+	// What is left can be spent on B, and then A sees it spent.
+	rest := &curatorv1.ReleaseProjectionRequest{Dimension: 4, Epsilon: 0.5, Delta: 1e-5, Label: "rest"}
+	if _, err := curatorclient.FetchProjection(ctx, clientB, rest); err != nil {
+		t.Fatalf("release of the remaining ε = 0.5 on B: %v", err)
+	}
+	if bud, err := clientA.GetBudget(ctx, &curatorv1.GetBudgetRequest{}); err != nil || bud.GetBudget().GetEpsilonRemaining() != 0 {
+		t.Errorf("A's budget for acme after B's release: %v, %v; want nothing remaining", bud.GetBudget(), err)
+	}
+	if _, err := curatorclient.FetchProjection(ctx, clientA, over); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("release on A after B spent the rest: %v, want ResourceExhausted", err)
+	}
+}
+
+// TestOpenReleasesByLedger checks where each ledger kind keeps the released matrices:
+// the curator's files for SQLite, the ledger's PostgreSQL schema otherwise.
+func TestOpenReleasesByLedger(t *testing.T) {
+	ctx := context.Background()
+	r, err := server.OpenReleases(ctx, server.LedgerConfig{}, t.TempDir())
+	if err != nil || r.Store != nil {
+		t.Errorf("OpenReleases(sqlite) = %v, %v; want no store (the curator's files)", r.Store, err)
+	}
+	r.Close()
+	lc := curatortest.PostgresLedger(t)
+	r, err = server.OpenReleases(ctx, lc, t.TempDir())
+	if err != nil || r.Store == nil {
+		t.Fatalf("OpenReleases(postgres) = %v, %v; want the PostgreSQL blob store", r.Store, err)
+	}
+	defer r.Close()
+	if _, err := r.Store.Put(ctx, "probe", bytes.NewReader([]byte("x"))); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, lc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM "`+lc.Schema+`".blobs WHERE name = 'probe'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("blob rows in the ledger's schema = %d, %v; want 1", n, err)
+	}
+	lc.DSN = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"
+	if _, err := server.OpenReleases(ctx, lc, t.TempDir()); err == nil {
+		t.Error("OpenReleases on an unreachable database: error = nil")
+	}
+}
+
+// TestReplicasAdoptStateReleases starts a replica whose state directory holds a release
+// as a file, as curators on a PostgreSQL ledger kept them before their releases moved
+// into the database: the replica copies it into PostgreSQL when it starts, and another
+// replica, with a state directory of its own, then replays it byte for byte.
+func TestReplicasAdoptStateReleases(t *testing.T) {
+	ctx := context.Background()
+	lc := curatortest.PostgresLedger(t)
+	opts := func(state string) curatortest.Options {
+		return curatortest.Options{Ledger: lc, StateDir: state}
+	}
+	a := curatortest.Start(t, opts(""))
+	req := &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-5, Label: "old"}
+	pa, err := curatorclient.FetchProjection(ctx, a.Client(t, "acme"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Stop(t)
+
+	// Move the release out of the database into a state directory, as a file.
+	conn, err := pgx.Connect(ctx, lc.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var name string
+	var data []byte
+	if err := conn.QueryRow(ctx, `SELECT b.name, string_agg(c.data, ''::bytea ORDER BY c.seq) FROM "`+lc.Schema+`".blobs b
+		JOIN "`+lc.Schema+`".blob_chunks c USING (name) WHERE b.name LIKE $1 || '-%' GROUP BY b.name`, pa.ReleaseID).Scan(&name, &data); err != nil {
+		t.Fatal(err)
+	}
+	old := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(old, "releases"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "releases", name), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM "`+lc.Schema+`".blobs WHERE name = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+
+	// The replica holding the file copies it into the database when it starts...
+	curatortest.Start(t, opts(old))
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM "`+lc.Schema+`".blobs WHERE name = $1`, name).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("blobs named %s after the replica with the file started: %d, %v; want 1", name, n, err)
+	}
+	// ...and one without it replays it.
+	b := curatortest.Start(t, opts(""))
+	pb, err := curatorclient.FetchProjection(ctx, b.Client(t, "acme"), req)
+	if err != nil {
+		t.Fatalf("replay on a replica without the file: %v", err)
+	}
+	sumA, sumB := sha256.Sum256(matrixio.AppendFloat64s(nil, pa.Z)), sha256.Sum256(matrixio.AppendFloat64s(nil, pb.Z))
+	if !pb.Replayed || sumA != sumB || pb.Budget.GetEpsilonSpent() != 1 {
+		t.Errorf("replay: replayed %v, SHA-256 %x, ε spent %g; want a replay of %x at no cost (spent 1)", pb.Replayed, sumB, pb.Budget.GetEpsilonSpent(), sumA)
+	}
+}
