@@ -227,8 +227,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return interrupted(ctx, err, studyName)
 	}
-	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g (%s) after %d queries (%s, release %s, r=%d)\n",
-		res.Dataset, res.BestIndex, res.BestValue, res.Direction, res.Iterations, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
+	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s; %s, release %s, r=%d)\n",
+		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, res.Direction, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
 	if res.AnswerNoiseVariance > 0 {
 		word := map[string]string{"maximize": "highest", "minimize": "lowest"}[res.Direction]
 		fmt.Fprintf(stdout, "recommended row %d: %s posterior mean %.4g among the queried rows (the answers are noisy, so the best answer above is mostly the luckiest noise draw)\n",
