@@ -64,6 +64,45 @@
 // This is algebraically the exact posterior and costs O(n) per step instead of
 // recomputing µ in O(n·t).
 //
+// # Noisy candidates
+//
+// A private projection released with the Gaussian mechanism (package projection,
+// ProjectGaussian) gives candidates z_i = x_i + e_i with e_i ~ N(0, σ²I) independent,
+// σ public, while the objective depends on the noise-free x_i. Config.InputNoiseVariance
+// = σ² makes the GP use the covariance of f(x_i) and f(x_j) with the noise integrated
+// out (Girard, Rasmussen, Quiñonero-Candela and Murray-Smith 2003; Dallaire, Besse and
+// Chaib-draa 2009). Given z, x_i − x_j ~ N(z_i − z_j, 2σ²I) for i ≠ j, and per coordinate
+// E exp(−w²/(2l²)) = (1 + 2σ²/l²)^{−1/2} exp(−µ²/(2(l² + 2σ²))) for w ~ N(µ, 2σ²), so
+//
+//	E k_SE(x_i, x_j) = c σ_y² exp(−‖z_i − z_j‖² / (2 l_e²)),   l_e² = l² + 2σ²,
+//	c = (l² / l_e²)^{dim/2},
+//
+// while a candidate with itself keeps k(x_i, x_i) = σ_y² (its noise is the same draw on
+// both sides). The GP's kernel is therefore the squared exponential with lengthscale
+// l_e and signal c σ_y², plus (1 − c) σ_y² on a candidate's covariance with itself, by
+// index: a repeated observation of candidate i, and the posterior variance at i, see
+// the full σ_y². The extra (1 − c) σ_y² is variance of f at that candidate that other
+// candidates cannot explain, not observation noise: it stays in the predictive variance
+// of unobserved candidates. This is exactly the covariance of the process f(x_i); the GP
+// treats that process as Gaussian (it matches the first two moments).
+//
+// The incremental algorithm is unchanged: only the kernel row k(z_i, ·) changes (new
+// constants, and σ_y² at index i), so the cost per observation is the same.
+//
+// Matérn 5/2 has no closed-form expectation under Gaussian input noise. Replacing
+// ‖z_i − z_j‖² by the de-biased max(‖z_i − z_j‖² − 2·dim·σ², 0) was tried and rejected:
+// the result is not a positive semi-definite kernel (two candidates whose de-biased
+// distance is 0 become perfectly correlated while their distances to a third differ),
+// and posterior variances went negative in the dense reference test. The package uses
+// instead the same structure as for the squared exponential: Matérn 5/2 at lengthscale
+// l_e with signal c σ_y², plus (1 − c) σ_y² on the candidate itself — positive
+// semi-definite by construction (a sum of two such kernels), the plain kernel at σ² = 0
+// and an approximation otherwise.
+//
+// Refit maximises the likelihood of this same kernel (σ² held fixed, repeats of a
+// candidate keeping σ_y²). DebiasLengthscale corrects DefaultLengthscale, which noise
+// inflates, for use as l.
+//
 // # Numerical guard
 //
 // l_tt² is at least σ_n² in exact arithmetic. If it falls to

@@ -56,6 +56,29 @@ type FitOptions struct {
 // and the gradient is that of the jittered A with respect to the same parameters. It
 // returns an error if even the largest jitter fails or an argument is invalid.
 func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyper) (lml float64, grad [3]float64, jitter float64, err error) {
+	return logMarginal(k, x, t, dim, y, h, inputNoise{})
+}
+
+// inputNoise describes noisy inputs for the likelihood: variance v of the noise in
+// every coordinate (Config.InputNoiseVariance) and ids, the candidate index of each
+// input (equal ids are the same noisy row, which keeps the full σ_y²); ids nil means
+// all inputs are different candidates.
+type inputNoise struct {
+	v   float64
+	ids []int
+}
+
+// logMarginal is LogMarginalLikelihood with the kernel the GP uses under input noise
+// (package documentation, "Noisy candidates"): between different candidates
+// σ_y² c ρ(d; l_e), c = (l²/l_e²)^{dim/2}, l_e² = l² + 2σ², ρ the kernel's correlation at
+// lengthscale l_e; the same candidate keeps σ_y². Since ∂log c/∂log l = 2·dim·σ²/l_e² and
+// ∂log l_e/∂log l = l²/l_e²,
+//
+//	∂(c ρ)/∂log l = c ρ · 2·dim·σ²/l_e² + c ρ'(d; l_e) · l²/l_e²,
+//
+// ρ' the derivative with respect to log l_e (LogMarginalLikelihood's), which is ρ' itself
+// at σ² = 0.
+func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise inputNoise) (lml float64, grad [3]float64, jitter float64, err error) {
 	if !k.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: invalid kernel %v", k)
 	}
@@ -68,6 +91,13 @@ func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyp
 	rho := make([]float64, t*t)  // correlation ρ(d_ij)
 	drho := make([]float64, t*t) // ∂ρ/∂log l
 	l := h.Lengthscale
+	v := noise.v
+	le2 := l*l + 2*v
+	le := l
+	if v > 0 {
+		le = math.Sqrt(le2)
+	}
+	c := InputNoiseFactor(l, dim, v)
 	for i := range t {
 		xi := x[i*dim : (i+1)*dim]
 		for j := 0; j <= i; j++ {
@@ -75,14 +105,19 @@ func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyp
 			var r, dr float64
 			switch k {
 			case SquaredExponential:
-				q := d2 / (l * l)
+				q := d2 / (le * le)
 				r = math.Exp(-q / 2)
 				dr = r * q
 			case Matern52:
-				s := math.Sqrt(5*d2) / l
+				s := math.Sqrt(5*d2) / le
 				e := math.Exp(-s)
 				r = (1 + s + s*s/3) * e
 				dr = s * s / 3 * (1 + s) * e
+			}
+			if i == j || (noise.ids != nil && noise.ids[i] == noise.ids[j]) {
+				r, dr = 1, 0
+			} else if v > 0 {
+				r, dr = c*r, c*(r*2*float64(dim)*v/le2+dr*l*l/le2)
 			}
 			rho[i*t+j], rho[j*t+i] = r, r
 			drho[i*t+j], drho[j*t+i] = dr, dr
@@ -202,10 +237,10 @@ func FitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	if !(vy > 0) || math.IsInf(vy, 0) {
 		vy = 1
 	}
-	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy)
+	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy, inputNoise{})
 }
 
-func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64) (Hyper, float64, error) {
+func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64, noise inputNoise) (Hyper, float64, error) {
 	b, err := opt.bounds(refLS, vy)
 	if err != nil {
 		return init, 0, err
@@ -231,7 +266,7 @@ func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	eval := func(u []float64) (float64, [3]float64, error) {
 		if !lastOK || [3]float64(u) != lastU {
 			h, _ := b.hyper(u)
-			lml, gr, _, err := LogMarginalLikelihood(k, x, t, dim, y, h)
+			lml, gr, _, err := logMarginal(k, x, t, dim, y, h, noise)
 			lastU, lastOK, lastLML, lastGr, lastErr = [3]float64(u), true, lml, gr, err
 		}
 		return lastLML, lastGr, lastErr
@@ -340,6 +375,7 @@ func (g *GP) SetHyper(h Hyper) error {
 func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
+	g.kern = newKernelParams(cfg, g.dim)
 	g.spare = append(g.spare[:0], g.rows...)
 	g.rows = g.rows[:0]
 	g.lpk, g.u, g.e, g.col, g.idx, g.ys = g.lpk[:0], g.u[:0], g.e[:0], g.col[:0], g.idx[:0], g.ys[:0]
@@ -361,7 +397,8 @@ func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 
 // Refit fits the hyperparameters by maximum likelihood on the observations so far
 // (FitHyper from the current hyperparameters; the outputs standardised as the GP
-// models them when Config.Standardise is set) and rebuilds the incremental state with
+// models them when Config.Standardise is set; with Config.InputNoiseVariance, the
+// likelihood of the expected kernel the GP uses, its σ² held fixed) and rebuilds the incremental state with
 // SetHyper. On any failure the GP keeps its previous hyperparameters and state and the
 // error is returned. It needs at least two observations.
 func (g *GP) Refit(opt FitOptions) (Hyper, error) {
@@ -387,7 +424,8 @@ func (g *GP) Refit(opt FitOptions) (Hyper, error) {
 	if g.refLS == 0 {
 		g.refLS = DefaultLengthscale(g.cands, g.n, g.dim)
 	}
-	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy)
+	noise := inputNoise{v: g.cfg.InputNoiseVariance, ids: g.idx}
+	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise)
 	if err != nil {
 		return cur, err
 	}

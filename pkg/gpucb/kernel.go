@@ -41,20 +41,68 @@ func ParseKernel(s string) (Kernel, error) {
 
 func (k Kernel) valid() bool { return k == SquaredExponential || k == Matern52 }
 
-// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi).
-func (g *GP) kernelRow(zi []float64, lo, hi int, out []float64) {
+// kernelParams are the constants kernelRow needs for a Config on candidates of
+// dimension dim (see "Noisy candidates" in the package documentation).
+type kernelParams struct {
+	// sv multiplies the kernel between different candidates: c·σ_y², with
+	// c = InputNoiseFactor (1 without input noise).
+	sv float64
+	// coef is −1/(2 l_e²) for the squared exponential and √5/l_e for Matérn 5/2, with
+	// l_e² = l² + 2σ² (l_e = l without input noise).
+	coef float64
+}
+
+func newKernelParams(cfg Config, dim int) kernelParams {
+	l, v := cfg.Lengthscale, cfg.InputNoiseVariance
+	sv := cfg.SignalVariance * InputNoiseFactor(l, dim, v)
+	le2 := l*l + 2*v
+	if cfg.Kernel == Matern52 {
+		le := l
+		if v > 0 {
+			le = math.Sqrt(le2)
+		}
+		return kernelParams{sv: sv, coef: math.Sqrt(5) / le}
+	}
+	return kernelParams{sv: sv, coef: -1 / (2 * le2)}
+}
+
+// InputNoiseFactor returns c = (l²/(l² + 2σ²))^{dim/2}, the factor by which the
+// expectation of the squared-exponential kernel over independent N(0, σ²I) noise in
+// both of its dim-dimensional arguments scales the signal variance (Girard et al. 2003;
+// Dallaire, Besse and Chaib-draa 2009; package documentation, "Noisy candidates"). It
+// is 1 for σ² = 0 and falls towards 0 as the noise grows against the lengthscale l.
+func InputNoiseFactor(lengthscale float64, dim int, inputNoiseVariance float64) float64 {
+	if inputNoiseVariance == 0 {
+		return 1
+	}
+	return math.Exp(-float64(dim) / 2 * math.Log1p(2*inputNoiseVariance/(lengthscale*lengthscale)))
+}
+
+// DebiasLengthscale returns the lengthscale rule's value for noise-free rows from m,
+// DefaultLengthscale of rows z = x + e carrying N(0, σ²I) noise in dim coordinates:
+// E‖z − z̄‖² ≈ ‖x − x̄‖² + dim·σ², so the median distance to the mean is inflated and
+// sqrt(m² − dim·σ²) estimates the noise-free one. When the noise accounts for nearly
+// all of m² the difference says little, and the result is kept at m/10 or more.
+func DebiasLengthscale(m float64, dim int, inputNoiseVariance float64) float64 {
+	return math.Sqrt(max(m*m-float64(dim)*inputNoiseVariance, m*m/100))
+}
+
+// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi), zi being candidate i:
+// the expected kernel under input noise for z ≠ i, and k(z_i, z_i) = σ_y² for z = i.
+func (g *GP) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	dim := g.dim
-	sv := g.cfg.SignalVariance
+	kp := g.kern
+	sv := kp.sv
 	out = out[:hi-lo]
 	switch g.cfg.Kernel {
 	case SquaredExponential:
-		c := -1 / (2 * g.cfg.Lengthscale * g.cfg.Lengthscale)
+		c := kp.coef
 		for k := range out {
 			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
 			out[k] = sv * expNonPos(c*sqDist(zi, row))
 		}
 	case Matern52:
-		c := math.Sqrt(5) / g.cfg.Lengthscale
+		c := kp.coef
 		for k := range out {
 			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
 			s := c * math.Sqrt(sqDist(zi, row))
@@ -62,6 +110,11 @@ func (g *GP) kernelRow(zi []float64, lo, hi int, out []float64) {
 		}
 	default:
 		panic("gpucb: invalid kernel")
+	}
+	// A candidate's covariance with itself keeps the full σ_y²: its noise is the same
+	// draw on both sides.
+	if lo <= i && i < hi {
+		out[i-lo] = g.kdiag
 	}
 }
 
