@@ -71,6 +71,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
 	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
+	fs.Var((*projectionNoiseFlag)(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err

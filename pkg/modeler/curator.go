@@ -79,7 +79,7 @@ type Projection struct {
 	// entry of Z (the Gaussian projection mechanism), 0 when Z carries none (the lifted
 	// mechanism) or the curator does not say. It is public (it depends only on ε, δ,
 	// the shape and the projection's sensitivity), and the GP models it
-	// (Config.IgnoreProjectionNoise).
+	// (Config.ProjectionNoise).
 	NoiseSD float64
 	// Budget is the caller's budget after the release.
 	Budget study.Budget
