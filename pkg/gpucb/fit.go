@@ -59,25 +59,53 @@ func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyp
 	return logMarginal(k, x, t, dim, y, h, inputNoise{})
 }
 
-// inputNoise describes noisy inputs for the likelihood: variance v of the noise in
-// every coordinate (Config.InputNoiseVariance) and ids, the candidate index of each
-// input (equal ids are the same noisy row, which keeps the full σ_y²); ids nil means
-// all inputs are different candidates.
+// inputNoise describes noisy inputs for the likelihood: the GP's row prior (nil: exact
+// inputs) and ids, the candidate index of each input (equal ids are the same noisy row,
+// which keeps the full σ_y²).
 type inputNoise struct {
-	v   float64
-	ids []int
+	prior *rowPrior
+	ids   []int
+}
+
+// corr returns the correlation matrix (t × t) of the observed candidates under the
+// expected kernel at lengthscale l (package documentation, "Noisy candidates").
+func (in inputNoise) corr(k Kernel, l float64) []float64 {
+	pr, t, dim := in.prior, len(in.ids), in.prior.dim
+	w := make([]float64, dim)
+	for j, p := range pr.p {
+		w[j] = 1 / math.Sqrt(l*l+2*p)
+	}
+	c := pr.factor(l)
+	rho := make([]float64, t*t)
+	for i := range t {
+		ui := pr.u[in.ids[i]*dim : (in.ids[i]+1)*dim]
+		for j := 0; j <= i; j++ {
+			r := 1.0
+			if in.ids[i] != in.ids[j] {
+				uj := pr.u[in.ids[j]*dim : (in.ids[j]+1)*dim]
+				var d2 float64
+				for q := range dim {
+					d := (ui[q] - uj[q]) * w[q]
+					d2 += d * d
+				}
+				if k == Matern52 {
+					s := math.Sqrt(5 * d2)
+					r = c * (1 + s + s*s/3) * math.Exp(-s)
+				} else {
+					r = c * math.Exp(-d2/2)
+				}
+			}
+			rho[i*t+j], rho[j*t+i] = r, r
+		}
+	}
+	return rho
 }
 
 // logMarginal is LogMarginalLikelihood with the kernel the GP uses under input noise
-// (package documentation, "Noisy candidates"): between different candidates
-// σ_y² c ρ(d; l_e), c = (l²/l_e²)^{dim/2}, l_e² = l² + 2σ², ρ the kernel's correlation at
-// lengthscale l_e; the same candidate keeps σ_y². Since ∂log c/∂log l = 2·dim·σ²/l_e² and
-// ∂log l_e/∂log l = l²/l_e²,
-//
-//	∂(c ρ)/∂log l = c ρ · 2·dim·σ²/l_e² + c ρ'(d; l_e) · l²/l_e²,
-//
-// ρ' the derivative with respect to log l_e (LogMarginalLikelihood's), which is ρ' itself
-// at σ² = 0.
+// when noise.prior is set (the inputs x are then unused: the kernel is computed from
+// the prior's coordinates of the candidates noise.ids). Its derivative with respect to
+// log l is a central difference (step 1e-5 in log l; the lengthscale enters through the
+// per-direction effective lengthscales and the factor c), the other two are exact.
 func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise inputNoise) (lml float64, grad [3]float64, jitter float64, err error) {
 	if !k.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: invalid kernel %v", k)
@@ -91,36 +119,36 @@ func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise 
 	rho := make([]float64, t*t)  // correlation ρ(d_ij)
 	drho := make([]float64, t*t) // ∂ρ/∂log l
 	l := h.Lengthscale
-	v := noise.v
-	le2 := l*l + 2*v
-	le := l
-	if v > 0 {
-		le = math.Sqrt(le2)
-	}
-	c := InputNoiseFactor(l, dim, v)
-	for i := range t {
-		xi := x[i*dim : (i+1)*dim]
-		for j := 0; j <= i; j++ {
-			d2 := sqDist(xi, x[j*dim:(j+1)*dim])
-			var r, dr float64
-			switch k {
-			case SquaredExponential:
-				q := d2 / (le * le)
-				r = math.Exp(-q / 2)
-				dr = r * q
-			case Matern52:
-				s := math.Sqrt(5*d2) / le
-				e := math.Exp(-s)
-				r = (1 + s + s*s/3) * e
-				dr = s * s / 3 * (1 + s) * e
+	if noise.prior != nil {
+		if len(noise.ids) != t {
+			return 0, grad, 0, fmt.Errorf("gpucb: likelihood under input noise needs %d candidate ids, got %d", t, len(noise.ids))
+		}
+		const step = 1e-5
+		copy(rho, noise.corr(k, l))
+		up, down := noise.corr(k, l*math.Exp(step)), noise.corr(k, l*math.Exp(-step))
+		for q := range drho {
+			drho[q] = (up[q] - down[q]) / (2 * step)
+		}
+	} else {
+		for i := range t {
+			xi := x[i*dim : (i+1)*dim]
+			for j := 0; j <= i; j++ {
+				d2 := sqDist(xi, x[j*dim:(j+1)*dim])
+				var r, dr float64
+				switch k {
+				case SquaredExponential:
+					q := d2 / (l * l)
+					r = math.Exp(-q / 2)
+					dr = r * q
+				case Matern52:
+					s := math.Sqrt(5*d2) / l
+					e := math.Exp(-s)
+					r = (1 + s + s*s/3) * e
+					dr = s * s / 3 * (1 + s) * e
+				}
+				rho[i*t+j], rho[j*t+i] = r, r
+				drho[i*t+j], drho[j*t+i] = dr, dr
 			}
-			if i == j || (noise.ids != nil && noise.ids[i] == noise.ids[j]) {
-				r, dr = 1, 0
-			} else if v > 0 {
-				r, dr = c*r, c*(r*2*float64(dim)*v/le2+dr*l*l/le2)
-			}
-			rho[i*t+j], rho[j*t+i] = r, r
-			drho[i*t+j], drho[j*t+i] = dr, dr
 		}
 	}
 	sf, sn := h.SignalVariance, h.NoiseVariance
@@ -375,7 +403,7 @@ func (g *GP) SetHyper(h Hyper) error {
 func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
-	g.kern = newKernelParams(cfg, g.dim)
+	g.prepareKernel()
 	g.spare = append(g.spare[:0], g.rows...)
 	g.rows = g.rows[:0]
 	g.lpk, g.u, g.e, g.col, g.idx, g.ys = g.lpk[:0], g.u[:0], g.e[:0], g.col[:0], g.idx[:0], g.ys[:0]
@@ -424,7 +452,10 @@ func (g *GP) Refit(opt FitOptions) (Hyper, error) {
 	if g.refLS == 0 {
 		g.refLS = DefaultLengthscale(g.cands, g.n, g.dim)
 	}
-	noise := inputNoise{v: g.cfg.InputNoiseVariance, ids: g.idx}
+	var noise inputNoise
+	if g.prior != nil {
+		noise = inputNoise{prior: g.prior, ids: g.idx}
+	}
 	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise)
 	if err != nil {
 		return cur, err

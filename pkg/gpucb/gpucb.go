@@ -54,6 +54,8 @@ type GP struct {
 	cfg    Config
 	kdiag  float64 // k(z, z) = σ_y²
 	kern   kernelParams
+	prior  *rowPrior // nil without input noise
+	kc     []float64 // kernel coordinates: cands, or under input noise rowPrior.coords
 
 	// Parallel execution: candidates [bounds[w], bounds[w+1]) go to worker w.
 	bounds    []int
@@ -123,7 +125,6 @@ func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
 		dim:       dim,
 		cfg:       cfg,
 		kdiag:     cfg.SignalVariance,
-		kern:      newKernelParams(cfg, dim),
 		bounds:    make([]int, w+1),
 		bestIdx:   make([]int, w),
 		bestScore: make([]float64, w),
@@ -134,6 +135,14 @@ func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
 	for k := range w + 1 {
 		g.bounds[k] = int(int64(n) * int64(k) / int64(w))
 	}
+	if cfg.InputNoiseVariance > 0 {
+		p, err := newRowPrior(cands, n, dim, cfg.InputNoiseVariance)
+		if err != nil {
+			return nil, err
+		}
+		g.prior = p
+	}
+	g.prepareKernel()
 	for k := range g.vr {
 		g.vr[k] = g.kdiag
 	}
@@ -393,7 +402,7 @@ func (g *GP) Observe(i int, y float64) error {
 	}
 
 	nr := g.newRow()
-	zi := g.cands[i*g.dim : (i+1)*g.dim]
+	zi := g.kc[i*g.dim : (i+1)*g.dim]
 	inv := 1 / ltt
 	g.parallel(func(_, lo, hi int) {
 		g.extend(nr, i, zi, lo, hi, inv, ut, et)

@@ -11,73 +11,226 @@ import (
 	"github.com/privbo/privbo/internal/gptest"
 )
 
-// expectedKernel is an independent transcription of the kernel under input noise of
-// the package documentation ("Noisy candidates") between candidates a and b (indices;
-// the same index keeps the full σ_y²).
-func expectedKernel(cfg Config, cands []float64, dim, a, b int) float64 {
-	if a == b {
-		return cfg.SignalVariance
-	}
-	var d2 float64
+// noisePosterior is an independent transcription (dense gonum algebra) of the row prior
+// of the package documentation ("Noisy candidates") for noisy rows z = x + e with
+// e ~ N(0, vI) and x ~ N(m, S): A = S(S + vI)⁻¹, x | z ~ N(m + A(z − m), vA).
+type noisePosterior struct {
+	dim int
+	m   []float64
+	a   *mat.Dense // A
+	cov *mat.Dense // vA
+}
+
+// estimatedPosterior estimates S = Cov(z) − vI (eigenvalues clipped at 0) from the n
+// candidates, as the GP does.
+func estimatedPosterior(t *testing.T, cands []float64, n, dim int, v float64) noisePosterior {
+	t.Helper()
+	zm := mat.NewDense(n, dim, append([]float64(nil), cands...))
+	m := make([]float64, dim)
 	for k := range dim {
-		d := cands[a*dim+k] - cands[b*dim+k]
-		d2 += d * d
+		m[k] = mat.Sum(zm.ColView(k)) / float64(n)
 	}
-	l2, v, s := cfg.Lengthscale*cfg.Lengthscale, cfg.InputNoiseVariance, cfg.SignalVariance
-	c, le2 := math.Pow(l2/(l2+2*v), float64(dim)/2), l2+2*v
+	cov := mat.NewSymDense(dim, nil)
+	for a := range dim {
+		for b := range dim {
+			var s float64
+			for i := range n {
+				s += (zm.At(i, a) - m[a]) * (zm.At(i, b) - m[b])
+			}
+			cov.SetSym(a, b, s/float64(n))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(cov, true) {
+		t.Fatal("eigen")
+	}
+	var vec mat.Dense
+	eig.VectorsTo(&vec)
+	vals := eig.Values(nil)
+	d := mat.NewDiagDense(dim, nil)
+	for k, ev := range vals {
+		d.SetDiag(k, max(ev-v, 0))
+	}
+	var s mat.Dense
+	s.Product(&vec, d, vec.T())
+	return posteriorOf(t, mat.NewSymDense(dim, s.RawMatrix().Data), m, v)
+}
+
+func posteriorOf(t *testing.T, s *mat.SymDense, m []float64, v float64) noisePosterior {
+	t.Helper()
+	dim := s.SymmetricDim()
+	var sv mat.Dense
+	sv.Add(s, identityTimes(dim, v))
+	var inv mat.Dense
+	if err := inv.Inverse(&sv); err != nil {
+		t.Fatal(err)
+	}
+	var a mat.Dense
+	a.Mul(s, &inv)
+	var c mat.Dense
+	c.Scale(v, &a)
+	return noisePosterior{dim: dim, m: m, a: &a, cov: &c}
+}
+
+func identityTimes(dim int, v float64) *mat.Dense {
+	d := mat.NewDense(dim, dim, nil)
+	for k := range dim {
+		d.Set(k, k, v)
+	}
+	return d
+}
+
+// kernel is the expected kernel between the rows behind two different noisy candidates
+// zi and zj: with w = x_i − x_j ~ N(µ, 2vA), µ = A(zi − zj),
+// E k_SE = σ_y² det(I + 2vA/l²)^{−1/2} exp(−½ µᵀ (l²I + 2vA)⁻¹ µ) (Girard et al. 2003,
+// eq. 7, with the posterior of the rows in place of a flat one).
+func (np noisePosterior) kernel(cfg Config, zi, zj []float64) float64 {
+	dim := np.dim
+	dz := make([]float64, dim)
+	for k := range dim {
+		dz[k] = zi[k] - zj[k]
+	}
+	var mu mat.VecDense
+	mu.MulVec(np.a, mat.NewVecDense(dim, dz))
+	l2 := cfg.Lengthscale * cfg.Lengthscale
+	var mm mat.Dense
+	mm.Scale(2, np.cov)
+	mm.Add(&mm, identityTimes(dim, l2))
+	var sol mat.VecDense
+	if err := sol.SolveVec(&mm, &mu); err != nil {
+		panic(err)
+	}
+	q := mat.Dot(&mu, &sol)
+	det := mat.Det(&mm) / math.Pow(l2, float64(dim)) // det(I + 2vA/l²)
+	c := 1 / math.Sqrt(det)
 	switch cfg.Kernel {
 	case SquaredExponential:
-		return c * s * math.Exp(-d2/(2*le2))
+		return c * cfg.SignalVariance * math.Exp(-q/2)
 	case Matern52:
-		r, le := math.Sqrt(d2), math.Sqrt(le2)
-		return c * s * (1 + math.Sqrt(5)*r/le + 5*r*r/(3*le2)) * math.Exp(-math.Sqrt(5)*r/le)
+		r := math.Sqrt(5 * q)
+		return c * cfg.SignalVariance * (1 + r + r*r/3) * math.Exp(-r)
 	}
 	panic("bad kernel")
 }
 
-// TestExpectedSEMonteCarlo checks the expectation of the squared-exponential kernel
-// over independent N(0, σ²I) noise in both arguments against a Monte Carlo average of
+// expectedKernel is the GP's covariance between candidates a and b under input noise
+// (the same index keeps the full σ_y²).
+func expectedKernel(cfg Config, np noisePosterior, cands []float64, dim, a, b int) float64 {
+	if a == b {
+		return cfg.SignalVariance
+	}
+	return np.kernel(cfg, cands[a*dim:(a+1)*dim], cands[b*dim:(b+1)*dim])
+}
+
+// monteCarloKernel averages k(‖x_i − x_j‖²) over draws of the rows' posterior given
+// zi and zj (independent, N(A z, vA) each, m = 0), returning the mean and its standard
+// error.
+func monteCarloKernel(t *testing.T, rng *rand.Rand, np noisePosterior, zi, zj []float64, draws int, k func(d2 float64) float64) (mean, se float64) {
+	t.Helper()
+	dim := np.dim
+	sym := mat.NewSymDense(dim, nil)
+	for a := range dim {
+		for b := a; b < dim; b++ {
+			sym.SetSym(a, b, (np.cov.At(a, b)+np.cov.At(b, a))/2)
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, true) {
+		t.Fatal("eigen")
+	}
+	var vec mat.Dense
+	eig.VectorsTo(&vec)
+	sd := eig.Values(nil)
+	var mi, mj mat.VecDense
+	mi.MulVec(np.a, mat.NewVecDense(dim, zi))
+	mj.MulVec(np.a, mat.NewVecDense(dim, zj))
+	g := make([]float64, dim)
+	w := make([]float64, dim)
+	var sum, sum2 float64
+	for range draws {
+		for a := range dim {
+			w[a] = mi.AtVec(a) - mj.AtVec(a)
+		}
+		for range 2 {
+			for q := range g {
+				g[q] = math.Sqrt(max(sd[q], 0)) * rng.NormFloat64()
+			}
+			for a := range dim {
+				for q := range dim {
+					w[a] += vec.At(a, q) * g[q]
+				}
+			}
+		}
+		var d2 float64
+		for _, x := range w {
+			d2 += x * x
+		}
+		kv := k(d2)
+		sum += kv
+		sum2 += kv * kv
+	}
+	mean = sum / float64(draws)
+	return mean, math.Sqrt((sum2/float64(draws) - mean*mean) / float64(draws))
+}
+
+// TestExpectedSEMonteCarlo checks the expected squared-exponential kernel under input
+// noise against a Monte Carlo average over the rows' posterior (x_i, x_j independent
+// given z, each N(m + A(z − m), vA), drawn through the eigendecomposition of S) of
 // 200,000 draws: |MC − formula| ≤ 5 standard errors of the average (a false failure
-// about once in 1.7 million runs for a Gaussian average; the seed is fixed). It also
-// checks that the GP's kernel row holds the formula for other candidates and σ_y² for
-// the candidate itself.
+// about once in 1.7 million runs for a Gaussian average; the seed is fixed). One case
+// has a direction of S with no signal (s_k = 0), where the row is known to sit at the
+// mean. It also checks that the GP's kernel row equals the dense formula (1e-12) for
+// another candidate and is σ_y² for the candidate itself.
 func TestExpectedSEMonteCarlo(t *testing.T) {
 	const draws = 200_000
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, c := range []struct {
 		dim     int
 		l, v, s float64
-	}{{1, 1, 0.3, 1}, {3, 0.8, 0.1, 2}, {5, 2, 0.5, 0.7}, {10, 3, 0.4, 1}} {
-		z := make([]float64, 2*c.dim)
-		for k := range z {
-			z[k] = rng.NormFloat64() * c.l / math.Sqrt(float64(c.dim))
-		}
-		var sum, sum2 float64
-		for range draws {
-			var d2 float64
-			for k := range c.dim {
-				d := (z[k] + math.Sqrt(c.v)*rng.NormFloat64()) - (z[c.dim+k] + math.Sqrt(c.v)*rng.NormFloat64())
-				d2 += d * d
+		zero    bool // one eigenvalue of S is 0
+	}{{1, 1, 0.3, 1, false}, {3, 0.8, 0.1, 2, false}, {5, 2, 0.5, 0.7, true}, {10, 3, 0.4, 1, false}} {
+		// S = B Bᵀ for a random B (one column dropped when zero).
+		b := mat.NewDense(c.dim, c.dim, nil)
+		for i := range c.dim {
+			for j := range c.dim {
+				if !(c.zero && j == 0) {
+					b.Set(i, j, rng.NormFloat64()*c.l/math.Sqrt(float64(c.dim)))
+				}
 			}
-			kv := c.s * math.Exp(-d2/(2*c.l*c.l))
-			sum += kv
-			sum2 += kv * kv
 		}
-		mean := sum / draws
-		se := math.Sqrt((sum2/draws - mean*mean) / draws)
+		var bb mat.Dense
+		bb.Mul(b, b.T())
+		s := mat.NewSymDense(c.dim, bb.RawMatrix().Data)
+		m := make([]float64, c.dim)
+		np := posteriorOf(t, s, m, c.v)
+		zi, zj := make([]float64, c.dim), make([]float64, c.dim)
+		for k := range c.dim {
+			zi[k], zj[k] = rng.NormFloat64()*c.l, rng.NormFloat64()*c.l
+		}
+		mean, se := monteCarloKernel(t, rng, np, zi, zj, draws, func(d2 float64) float64 { return c.s * math.Exp(-d2/(2*c.l*c.l)) })
 		cfg := Config{Kernel: SquaredExponential, Lengthscale: c.l, SignalVariance: c.s, InputNoiseVariance: c.v, Delta: 0.1}
-		want := expectedKernel(cfg, z, c.dim, 0, 1)
+		want := np.kernel(cfg, zi, zj)
 		if math.Abs(mean-want) > 5*se {
 			t.Errorf("dim %d, l %g, σ² %g: Monte Carlo %.6g ± %.2g, formula %.6g", c.dim, c.l, c.v, mean, se, want)
 		}
-		g, err := New(z, 2, c.dim, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make([]float64, 2)
-		g.kernelRow(0, z[:c.dim], 0, 2, out)
-		if !near(out[1], want, 1e-13) || out[0] != c.s {
-			t.Errorf("dim %d: kernel row %v, want [%g %g]", c.dim, out, c.s, want)
+	}
+	// The GP's kernel row against the dense formula with S estimated from the candidates.
+	const n, dim = 60, 4
+	cands := randomCands(rng, n, dim)
+	for k := range cands {
+		cands[k] *= 3
+	}
+	cfg := Config{Kernel: SquaredExponential, Lengthscale: 0.7, SignalVariance: 1.5, InputNoiseVariance: 0.2, Delta: 0.1}
+	g, err := New(cands, n, dim, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := estimatedPosterior(t, cands, n, dim, cfg.InputNoiseVariance)
+	out := make([]float64, n)
+	g.kernelRow(5, g.kc[5*dim:6*dim], 0, n, out)
+	for z := range n {
+		if want := expectedKernel(cfg, np, cands, dim, 5, z); !near(out[z], want, 1e-12) {
+			t.Fatalf("kernel row at %d = %.15g, want %.15g", z, out[z], want)
 		}
 	}
 }
@@ -102,7 +255,8 @@ func TestInputNoisePosteriorMatchesDense(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				kf := func(a, b int) float64 { return expectedKernel(cfg, cands, dim, a, b) }
+				np := estimatedPosterior(t, cands, n, dim, cfg.InputNoiseVariance)
+				kf := func(a, b int) float64 { return expectedKernel(cfg, np, cands, dim, a, b) }
 				var idx []int
 				var ys []float64
 				for step := 0; step <= steps; step++ {
@@ -232,9 +386,6 @@ func TestInputNoiseZeroIsExact(t *testing.T) {
 			t.Fatalf("candidate %d: (%g, %g), want (%g, %g)", z, g.Mean(z), g.Variance(z), mu[z], vr[z])
 		}
 	}
-	if InputNoiseFactor(0.5, dim, 0) != 1 {
-		t.Error("InputNoiseFactor with no noise is not 1")
-	}
 }
 
 // TestInputNoiseLikelihoodGradient checks the gradient of the likelihood under input
@@ -255,7 +406,11 @@ func TestInputNoiseLikelihoodGradient(t *testing.T) {
 		y[j] = smooth(x[j*dim:(j+1)*dim]) + 0.05*rng.NormFloat64()
 	}
 	for _, k := range []Kernel{SquaredExponential, Matern52} {
-		noise := inputNoise{v: 0.02, ids: ids}
+		pr, err := newRowPrior(x, m, dim, 0.02)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise := inputNoise{prior: pr, ids: ids}
 		h := Hyper{0.6, 1.2, 0.05}
 		_, g, jit, err := logMarginal(k, x, m, dim, y, h, noise)
 		if err != nil || jit != 0 {
@@ -317,37 +472,34 @@ func TestInputNoiseValidation(t *testing.T) {
 }
 
 // TestMaternInputNoiseApproximation measures the Matérn 5/2 kernel under input noise
-// (the SE structure: lengthscale l_e, signal c σ_y²) against a Monte Carlo average of the
-// kernel over the noise (100,000 draws of e_i − e_j ~ N(0, 2σ²I)) at distances 0, l/2,
-// l and 2l: it must be within 15% of the expectation (the worst case measured is about
-// 13%, at distance 0 where it overestimates), while the rejected de-biased distance
-// max(d² − 2·dim·σ², 0) is off by up to 2× on the same cases.
+// (the structure of the squared exponential's expectation: effective lengthscales and
+// the factor c) against a Monte Carlo average of the Matérn kernel over the rows'
+// posterior (100,000 draws) for pairs at distances 0, l/2, l and 2l along a direction
+// of S: it must be within 15% of the expectation.
 func TestMaternInputNoiseApproximation(t *testing.T) {
 	const draws = 100_000
 	rng := rand.New(rand.NewPCG(31, 32))
-	matern := func(d, l float64) float64 {
-		s := math.Sqrt(5) * d / l
-		return (1 + s + s*s/3) * math.Exp(-s)
+	matern := func(l float64) func(d2 float64) float64 {
+		return func(d2 float64) float64 {
+			s := math.Sqrt(5*d2) / l
+			return (1 + s + s*s/3) * math.Exp(-s)
+		}
 	}
 	for _, c := range []struct {
-		dim  int
-		l, v float64
-	}{{1, 1, 0.3}, {3, 0.8, 0.1}, {5, 2, 0.5}, {10, 3, 0.4}} {
+		dim     int
+		l, v, s float64 // S = s·I
+	}{{1, 1, 0.3, 1}, {3, 0.8, 0.1, 0.5}, {5, 2, 0.5, 4}, {10, 3, 0.4, 2}} {
 		cfg := Config{Kernel: Matern52, Lengthscale: c.l, SignalVariance: 1, InputNoiseVariance: c.v}
+		s := mat.NewSymDense(c.dim, nil)
+		for k := range c.dim {
+			s.SetSym(k, k, c.s)
+		}
+		np := posteriorOf(t, s, make([]float64, c.dim), c.v)
 		for _, dist := range []float64{0, c.l / 2, c.l, 2 * c.l} {
-			z := make([]float64, 2*c.dim)
-			z[0] = dist
-			var sum float64
-			for range draws {
-				var d2 float64
-				for k := range c.dim {
-					d := z[k] - z[c.dim+k] + math.Sqrt(2*c.v)*rng.NormFloat64()
-					d2 += d * d
-				}
-				sum += matern(math.Sqrt(d2), c.l)
-			}
-			mc := sum / draws
-			if got := expectedKernel(cfg, z, c.dim, 0, 1); math.Abs(got-mc) > 0.15*mc {
+			zi, zj := make([]float64, c.dim), make([]float64, c.dim)
+			zi[0] = dist * (c.s + c.v) / c.s // so that the posterior means are dist apart
+			mc, _ := monteCarloKernel(t, rng, np, zi, zj, draws, matern(c.l))
+			if got := np.kernel(cfg, zi, zj); math.Abs(got-mc) > 0.15*mc {
 				t.Errorf("dim %d, l %g, σ² %g, distance %g: approximation %.4g, Monte Carlo %.4g", c.dim, c.l, c.v, dist, got, mc)
 			}
 		}

@@ -41,41 +41,41 @@ func ParseKernel(s string) (Kernel, error) {
 
 func (k Kernel) valid() bool { return k == SquaredExponential || k == Matern52 }
 
-// kernelParams are the constants kernelRow needs for a Config on candidates of
-// dimension dim (see "Noisy candidates" in the package documentation).
+// kernelParams are the constants kernelRow needs (see "Noisy candidates" in the package
+// documentation).
 type kernelParams struct {
-	// sv multiplies the kernel between different candidates: c·σ_y², with
-	// c = InputNoiseFactor (1 without input noise).
+	// sv multiplies the kernel between different candidates: σ_y², or c·σ_y² under input
+	// noise (rowPrior.factor).
 	sv float64
-	// coef is −1/(2 l_e²) for the squared exponential and √5/l_e for Matérn 5/2, with
-	// l_e² = l² + 2σ² (l_e = l without input noise).
+	// coef is −1/(2 l²) for the squared exponential and √5/l for Matérn 5/2 on the
+	// candidates themselves; under input noise the kernel coordinates are already
+	// divided by the effective lengthscales, and coef is −1/2 and √5.
 	coef float64
 }
 
-func newKernelParams(cfg Config, dim int) kernelParams {
-	l, v := cfg.Lengthscale, cfg.InputNoiseVariance
-	sv := cfg.SignalVariance * InputNoiseFactor(l, dim, v)
-	le2 := l*l + 2*v
-	if cfg.Kernel == Matern52 {
-		le := l
-		if v > 0 {
-			le = math.Sqrt(le2)
+// prepareKernel sets g.kern and, under input noise, the kernel coordinates g.kc for the
+// current configuration.
+func (g *GP) prepareKernel() {
+	l := g.cfg.Lengthscale
+	if g.prior == nil {
+		g.kc = g.cands
+		if g.cfg.Kernel == Matern52 {
+			g.kern = kernelParams{sv: g.cfg.SignalVariance, coef: math.Sqrt(5) / l}
+		} else {
+			g.kern = kernelParams{sv: g.cfg.SignalVariance, coef: -1 / (2 * l * l)}
 		}
-		return kernelParams{sv: sv, coef: math.Sqrt(5) / le}
+		return
 	}
-	return kernelParams{sv: sv, coef: -1 / (2 * le2)}
-}
-
-// InputNoiseFactor returns c = (l²/(l² + 2σ²))^{dim/2}, the factor by which the
-// expectation of the squared-exponential kernel over independent N(0, σ²I) noise in
-// both of its dim-dimensional arguments scales the signal variance (Girard et al. 2003;
-// Dallaire, Besse and Chaib-draa 2009; package documentation, "Noisy candidates"). It
-// is 1 for σ² = 0 and falls towards 0 as the noise grows against the lengthscale l.
-func InputNoiseFactor(lengthscale float64, dim int, inputNoiseVariance float64) float64 {
-	if inputNoiseVariance == 0 {
-		return 1
+	if len(g.kc) != len(g.cands) || &g.kc[0] == &g.cands[0] {
+		g.kc = make([]float64, len(g.cands))
 	}
-	return math.Exp(-float64(dim) / 2 * math.Log1p(2*inputNoiseVariance/(lengthscale*lengthscale)))
+	g.prior.coords(l, g.kc)
+	sv := g.cfg.SignalVariance * g.prior.factor(l)
+	if g.cfg.Kernel == Matern52 {
+		g.kern = kernelParams{sv: sv, coef: math.Sqrt(5)}
+	} else {
+		g.kern = kernelParams{sv: sv, coef: -0.5}
+	}
 }
 
 // DebiasLengthscale returns the lengthscale rule's value for noise-free rows from m,
@@ -87,8 +87,9 @@ func DebiasLengthscale(m float64, dim int, inputNoiseVariance float64) float64 {
 	return math.Sqrt(max(m*m-float64(dim)*inputNoiseVariance, m*m/100))
 }
 
-// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi), zi being candidate i:
-// the expected kernel under input noise for z ≠ i, and k(z_i, z_i) = σ_y² for z = i.
+// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi), zi being the kernel
+// coordinates of candidate i (g.kc): the expected kernel under input noise for z ≠ i,
+// and k(z_i, z_i) = σ_y² for z = i.
 func (g *GP) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	dim := g.dim
 	kp := g.kern
@@ -98,13 +99,13 @@ func (g *GP) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	case SquaredExponential:
 		c := kp.coef
 		for k := range out {
-			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
+			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
 			out[k] = sv * expNonPos(c*sqDist(zi, row))
 		}
 	case Matern52:
 		c := kp.coef
 		for k := range out {
-			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
+			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
 			s := c * math.Sqrt(sqDist(zi, row))
 			out[k] = sv * (1 + s + s*s/3) * expNonPos(-s)
 		}
