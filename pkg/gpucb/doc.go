@@ -94,7 +94,8 @@
 // while a candidate with itself keeps k(x_i, x_i) = σ_y². Directions without signal
 // (s_k = 0) have λ_k = p_k = 0 and drop out; with σ² → 0, λ → 1 and the plain kernel
 // returns. The GP's kernel is therefore the squared exponential on the coordinates
-// u_ik/√(l² + 2p_k) (computed once, n × dim, and again when the lengthscale changes)
+// u_ik/√(l² + 2p_k) (an n × dim matrix beside the caller's candidates, computed in
+// O(n·dim²) by New and again when the lengthscale changes)
 // with signal c σ_y², plus (1 − c) σ_y² on a candidate's covariance with itself, by
 // index: a repeated observation of candidate i, and the posterior variance at i, see
 // the full σ_y². The extra (1 − c) σ_y² is variance of f at that candidate that other

@@ -64,6 +64,7 @@ func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyp
 // which keeps the full σ_y²).
 type inputNoise struct {
 	prior *rowPrior
+	cands []float64 // the candidates (n × dim) that ids index
 	ids   []int
 }
 
@@ -71,23 +72,19 @@ type inputNoise struct {
 // expected kernel at lengthscale l (package documentation, "Noisy candidates").
 func (in inputNoise) corr(k Kernel, l float64) []float64 {
 	pr, t, dim := in.prior, len(in.ids), in.prior.dim
-	w := make([]float64, dim)
-	for j, p := range pr.p {
-		w[j] = 1 / math.Sqrt(l*l+2*p)
-	}
+	w := pr.weights(l)
 	c := pr.factor(l)
+	x := make([]float64, t*dim) // kernel coordinates of the observed candidates
+	for j, id := range in.ids {
+		pr.shrunk(in.cands[id*dim:(id+1)*dim], w, x[j*dim:(j+1)*dim])
+	}
 	rho := make([]float64, t*t)
 	for i := range t {
-		ui := pr.u[in.ids[i]*dim : (in.ids[i]+1)*dim]
+		xi := x[i*dim : (i+1)*dim]
 		for j := 0; j <= i; j++ {
 			r := 1.0
 			if in.ids[i] != in.ids[j] {
-				uj := pr.u[in.ids[j]*dim : (in.ids[j]+1)*dim]
-				var d2 float64
-				for q := range dim {
-					d := (ui[q] - uj[q]) * w[q]
-					d2 += d * d
-				}
+				d2 := sqDist(xi, x[j*dim:(j+1)*dim])
 				if k == Matern52 {
 					s := math.Sqrt(5 * d2)
 					r = c * (1 + s + s*s/3) * math.Exp(-s)
@@ -454,7 +451,7 @@ func (g *GP) Refit(opt FitOptions) (Hyper, error) {
 	}
 	var noise inputNoise
 	if g.prior != nil {
-		noise = inputNoise{prior: g.prior, ids: g.idx}
+		noise = inputNoise{prior: g.prior, cands: g.cands, ids: g.idx}
 	}
 	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise)
 	if err != nil {

@@ -410,7 +410,7 @@ func TestInputNoiseLikelihoodGradient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		noise := inputNoise{prior: pr, ids: ids}
+		noise := inputNoise{prior: pr, cands: x, ids: ids}
 		h := Hyper{0.6, 1.2, 0.05}
 		_, g, jit, err := logMarginal(k, x, m, dim, y, h, noise)
 		if err != nil || jit != 0 {

@@ -69,7 +69,7 @@ func (g *GP) prepareKernel() {
 	if len(g.kc) != len(g.cands) || &g.kc[0] == &g.cands[0] {
 		g.kc = make([]float64, len(g.cands))
 	}
-	g.prior.coords(l, g.kc)
+	g.prior.coords(l, g.cands, g.kc)
 	sv := g.cfg.SignalVariance * g.prior.factor(l)
 	if g.cfg.Kernel == Matern52 {
 		g.kern = kernelParams{sv: sv, coef: math.Sqrt(5)}
