@@ -115,8 +115,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		// The library names its settings; the person typed flags.
 		return simulateFlagNames(err)
 	}
-	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %s, %v\n\n%s\nwrote %s, %s, %s\n",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Output, res.Duration.Round(1e6),
+	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s, %s, %v\n\n%s\nwrote %s, %s, %s\n",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionText(), res.Output, res.Duration.Round(1e6),
 		simulate.MarkdownTable(res.Summary, res.Lifts), res.CSVPath, res.PNGPath, res.SummaryPath)
 	return nil
 }

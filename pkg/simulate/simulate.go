@@ -172,6 +172,16 @@ type Config struct {
 	offset      float64
 }
 
+// ProjectionText describes the projection mechanism and, for the Gaussian one, how the
+// GP treated its noise: "lifted projection", "gaussian projection (noise: model)".
+func (c *Config) ProjectionText() string {
+	mech := cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
+	if mech != projection.MechanismGaussian {
+		return mech + " projection"
+	}
+	return fmt.Sprintf("%s projection (noise: %s)", mech, c.GP.ProjectionNoise)
+}
+
 // Row is one line of the regret CSV.
 type Row struct {
 	Method    string
