@@ -38,9 +38,10 @@ type Config struct {
 	// in every coordinate of every candidate: the candidates are z = x + e,
 	// e ~ N(0, σ²I), and the objective is a function of the noise-free x (a
 	// private projection's release, package projection's ProjectGaussian). The
-	// GP then uses the kernel's expectation over the noise (see "Noisy
-	// candidates" in the package documentation); 0 treats the candidates as
-	// exact.
+	// GP then uses the kernel's expectation over the noise-free rows given the
+	// candidates, under a Gaussian prior on the rows estimated from the
+	// candidates (see "Noisy candidates" in the package documentation); 0
+	// treats the candidates as exact.
 	InputNoiseVariance float64
 }
 
