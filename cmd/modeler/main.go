@@ -1,7 +1,7 @@
 // Command modeler is privbo's modeler client: it runs PO-GP-UCB against a curator,
 // choosing which rows are worth an evaluation while seeing only private releases.
 //
-//	modeler run --curator ADDR --r R --epsilon E --delta D --iterations T [--batch Q] [--fit-every K] [--study NAME] [--json]
+//	modeler run --curator ADDR --r R|auto --epsilon E --delta D --iterations T [--batch Q] [--fit-every K] [--study NAME] [--json]
 //	modeler studies
 //	modeler report --study NAME --out DIR
 package main
@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -125,7 +126,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		timeout       time.Duration
 	)
 	conn.register(fs)
-	fs.IntVar(&cfg.R, "r", 10, "projection dimension r")
+	rf := rFlag{r: 10}
+	fs.Var(&rf, "r", "projection dimension r, or auto: chosen from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
 	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
 	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
@@ -147,6 +149,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var((*directionFlag)(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
+	fs.Var((*projectionNoiseFlag)(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
@@ -193,6 +196,21 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeConn()
+	var auto *modeler.AutoRChoice
+	cfg.R = rf.r
+	if rf.auto {
+		info, err := curatorclient.New(client).DatasetInfo(ctx)
+		if err != nil {
+			return interrupted(ctx, fmt.Errorf("--r auto: %w", err), studyName)
+		}
+		c, err := modeler.AutoR(info, cfg.Epsilon, cfg.Delta)
+		if err != nil {
+			return err
+		}
+		auto, cfg.R = &c, c.R
+		fmt.Fprintf(stderr, "r = %d chosen by --r auto (n = %d, d = %d, %s projection: noise sd %.4g, noise share %.3g of a squared distance %g, JL distortion %.3g)\n",
+			c.R, info.Rows, info.Dimension, info.ProjectionMechanism, c.NoiseSD, c.NoiseShare, c.TypicalSquaredDistance, c.Distortion)
+	}
 	start := time.Now()
 	var res *modeler.Result
 	if store != nil {
@@ -227,6 +245,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return interrupted(ctx, err, studyName)
 	}
+	res.RAuto = auto
 	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s; %s, release %s, r=%d)\n",
 		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, res.Direction, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
 	if res.AnswerNoiseVariance > 0 {
@@ -240,6 +259,13 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "hyperparameters (%s): lengthscale %.4g, signal variance %.4g, noise variance %.4g\n",
 		fitted, res.Lengthscale, res.SignalVariance, res.NoiseVariance)
+	if auto != nil {
+		fmt.Fprintf(stdout, "r = %d chosen by --r auto: %s\n", auto.R, auto.Rule)
+	}
+	if res.ProjectionNoiseSD > 0 {
+		how := map[string]string{"model": "modelled (expected kernel, de-biased default lengthscale)", "kernel": "modelled in the kernel only", "ignore": "ignored (rows treated as exact)"}[res.ProjectionNoise]
+		fmt.Fprintf(stdout, "projection noise: sd %.4g per entry, %s\n", res.ProjectionNoiseSD, how)
+	}
 	if res.NoisePrior != "" {
 		fmt.Fprintf(stdout, "GP prior for private answers: rule %s, answer noise variance %.4g (the curator's mechanism)\n",
 			res.NoisePrior, res.AnswerNoiseVariance)
@@ -267,6 +293,46 @@ func interrupted(ctx context.Context, err error, studyName string) error {
 		return fmt.Errorf("interrupted: study %s is kept up to its last answer; `modeler run --study %s` resumes it (the curator replays what it already released at no cost)", studyName, studyName)
 	}
 	return errors.New("interrupted: nothing was kept; run again to start over (the curator replays the projection and the answers it already released at no cost), or pass --study NAME to keep a study that can be resumed")
+}
+
+// rFlag is the --r flag: a projection dimension, or auto (modeler.AutoR).
+type rFlag struct {
+	r    int
+	auto bool
+}
+
+func (f *rFlag) String() string {
+	if f.auto {
+		return "auto"
+	}
+	return strconv.Itoa(f.r)
+}
+
+func (f *rFlag) Set(s string) error {
+	if s == "auto" {
+		f.auto = true
+		return nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("want a positive integer or auto")
+	}
+	f.r, f.auto = v, false
+	return nil
+}
+
+// projectionNoiseFlag is a modeler.ProjectionNoise flag: model, kernel or ignore.
+type projectionNoiseFlag modeler.ProjectionNoise
+
+func (p *projectionNoiseFlag) String() string { return modeler.ProjectionNoise(*p).String() }
+
+func (p *projectionNoiseFlag) Set(s string) error {
+	v, err := modeler.ParseProjectionNoise(s)
+	if err != nil {
+		return errors.New("want model, kernel or ignore")
+	}
+	*p = projectionNoiseFlag(v)
+	return nil
 }
 
 // directionFlag is a study.Direction flag: maximize or minimize.

@@ -71,6 +71,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
 	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
+	fs.Var((*projectionNoiseFlag)(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
@@ -114,8 +115,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		// The library names its settings; the person typed flags.
 		return simulateFlagNames(err)
 	}
-	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s projection, %s, %v\n\n%s\nwrote %s, %s, %s\n",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionMechanism, res.Output, res.Duration.Round(1e6),
+	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s, %s, %v\n\n%s\nwrote %s, %s, %s\n",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionText(), res.Output, res.Duration.Round(1e6),
 		simulate.MarkdownTable(res.Summary, res.Lifts), res.CSVPath, res.PNGPath, res.SummaryPath)
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/blob"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/projection"
@@ -39,7 +40,12 @@ type Projection struct {
 	Replayed  bool
 	SHA256    []byte
 	Guarantee string
-	Budget    ledger.Balance
+	// NoiseSD is the standard deviation σ of the Gaussian noise in every entry of Z
+	// (projection.Report.NoiseSD; mechanism gaussian), 0 for the lifted mechanism. It
+	// is public: it depends only on (ε, δ), n, r and the sensitivity of M, never on the
+	// data, so the modeler may model it (gpucb.Config.InputNoiseVariance).
+	NoiseSD float64
+	Budget  ledger.Balance
 
 	releases blob.Store
 	blob     string // the matrix's name in releases
@@ -68,6 +74,24 @@ type projectionRecord struct {
 	// states the same whole-patient figures; 0 for lifted releases and records made
 	// before it was kept, which state the nominal figures.
 	Sensitivity float64 `json:"sensitivity,omitempty"`
+	// NoiseSD is σ of the Gaussian release (projection.Report.NoiseSD), kept so that a
+	// replay states the same σ; 0 for lifted releases. Records made before it was kept
+	// have their σ recomputed from Sensitivity (noiseSD).
+	NoiseSD float64 `json:"noise_sd,omitempty"`
+}
+
+// noiseSD is the σ of the release pr of req: the recorded one, or for a Gaussian
+// release recorded before σ was kept, the σ its sensitivity calibrates (the same
+// dp.NewVectorGaussian as projection.ProjectGaussian).
+func (pr projectionRecord) noiseSD(req ProjectionRequest) (float64, error) {
+	if pr.NoiseSD > 0 || pr.Sensitivity == 0 {
+		return pr.NoiseSD, nil
+	}
+	m, err := dp.NewVectorGaussian(req.Epsilon, req.Delta, pr.Sensitivity, pr.Rows*pr.Cols)
+	if err != nil {
+		return 0, fmt.Errorf("curator: the noise of recorded release r=%d: %w", pr.Cols, err)
+	}
+	return m.Scale(), nil
 }
 
 func (r ProjectionRequest) validate(maxR int) error {
@@ -167,7 +191,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 			c.log.Warn("removing an unrecorded release matrix", zap.String("release", id), zap.Error(err))
 		}
 	}
-	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity})
+	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD})
 	if err != nil {
 		remove()
 		return nil, fmt.Errorf("curator: %w", err)
@@ -197,7 +221,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, err
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
-	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, Budget: bal, releases: c.releases, blob: file}, nil
+	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, Budget: bal, releases: c.releases, blob: file}, nil
 }
 
 // storedProjection returns the recorded release rec of req, stating the guarantee with
@@ -211,13 +235,17 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	if err != nil || blob.CheckName(pr.File) != nil {
 		return nil, fmt.Errorf("curator: ledger record of release %s is corrupt", id)
 	}
+	sd, err := pr.noiseSD(req)
+	if err != nil {
+		return nil, err
+	}
 	c.noteProjection(identity)
 	bal, err := c.Balance(ctx, identity, ledger.RelationFeatureUnit)
 	if err != nil {
 		return nil, err
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
-	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, Budget: bal,
+	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, NoiseSD: sd, Budget: bal,
 		releases: c.releases, blob: pr.File}, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -91,7 +92,7 @@ func (c *Client) ReleaseProjection(ctx context.Context, req modeler.ProjectionRe
 		return nil, err
 	}
 	return &modeler.Projection{ReleaseID: p.ReleaseID, Rows: p.Rows, Cols: p.Cols, Replayed: p.Replayed,
-		Guarantee: p.Guarantee, Budget: Budget(p.Budget), Z: p.Z}, nil
+		Guarantee: p.Guarantee, NoiseSD: p.NoiseSD, Budget: Budget(p.Budget), Z: p.Z}, nil
 }
 
 // Query implements modeler.Curator, waiting for the curator and asking again as the
@@ -189,7 +190,10 @@ type Projection struct {
 	Rows, Cols int
 	Replayed   bool
 	Guarantee  string
-	Budget     *curatorv1.Budget
+	// NoiseSD is σ of the Gaussian noise in every entry (ProjectionHeader.noise_sd; 0
+	// for the lifted mechanism and from curators that do not state it).
+	NoiseSD float64
+	Budget  *curatorv1.Budget
 	// Z is row-major Rows × Cols.
 	Z []float64
 }
@@ -221,7 +225,10 @@ func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient,
 		return nil, fmt.Errorf("curatorclient: projection header announces an unusable %d × %d matrix", h.GetRows(), h.GetCols())
 	}
 	p := &Projection{ReleaseID: h.GetReleaseId(), Rows: int(h.GetRows()), Cols: int(h.GetCols()), Replayed: h.GetReplayed(),
-		Guarantee: h.GetGuarantee(), Budget: h.GetBudget()}
+		Guarantee: h.GetGuarantee(), NoiseSD: h.GetNoiseSd(), Budget: h.GetBudget()}
+	if sd := p.NoiseSD; !(sd >= 0) || math.IsInf(sd, 0) {
+		return nil, fmt.Errorf("curatorclient: projection header states an unusable noise sd %g", sd)
+	}
 	p.Z = make([]float64, p.Rows*p.Cols)
 	sum := sha256.New()
 	next := 0

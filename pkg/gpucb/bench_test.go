@@ -117,3 +117,23 @@ func BenchmarkLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoopInputNoise is BenchmarkLoop at n = 1e5, T = 100 with input noise of
+// variance 0.25 per coordinate (Config.InputNoiseVariance): the row prior's covariance
+// and coordinates, O(n·dim²) once, then the same loop.
+func BenchmarkLoopInputNoise(b *testing.B) {
+	const dim, n, t = 20, 100_000, 100
+	cands := benchCands(n, dim)
+	cfg := benchConfig(cands, n, dim)
+	cfg.Capacity, cfg.InputNoiseVariance = t, 0.25
+	b.ResetTimer()
+	for range b.N {
+		g, err := New(cands, n, dim, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range t {
+			step(b, g, cands, dim)
+		}
+	}
+}

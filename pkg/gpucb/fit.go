@@ -56,6 +56,54 @@ type FitOptions struct {
 // and the gradient is that of the jittered A with respect to the same parameters. It
 // returns an error if even the largest jitter fails or an argument is invalid.
 func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyper) (lml float64, grad [3]float64, jitter float64, err error) {
+	return logMarginal(k, x, t, dim, y, h, inputNoise{})
+}
+
+// inputNoise describes noisy inputs for the likelihood: the GP's row prior (nil: exact
+// inputs) and ids, the candidate index of each input (equal ids are the same noisy row,
+// which keeps the full σ_y²).
+type inputNoise struct {
+	prior *rowPrior
+	cands []float64 // the candidates (n × dim) that ids index
+	ids   []int
+}
+
+// corr returns the correlation matrix (t × t) of the observed candidates under the
+// expected kernel at lengthscale l (package documentation, "Noisy candidates").
+func (in inputNoise) corr(k Kernel, l float64) []float64 {
+	pr, t, dim := in.prior, len(in.ids), in.prior.dim
+	w := pr.weights(l)
+	c := pr.factor(l)
+	x := make([]float64, t*dim) // kernel coordinates of the observed candidates
+	for j, id := range in.ids {
+		pr.shrunk(in.cands[id*dim:(id+1)*dim], w, x[j*dim:(j+1)*dim])
+	}
+	rho := make([]float64, t*t)
+	for i := range t {
+		xi := x[i*dim : (i+1)*dim]
+		for j := 0; j <= i; j++ {
+			r := 1.0
+			if in.ids[i] != in.ids[j] {
+				d2 := sqDist(xi, x[j*dim:(j+1)*dim])
+				if k == Matern52 {
+					s := math.Sqrt(5 * d2)
+					r = c * (1 + s + s*s/3) * math.Exp(-s)
+				} else {
+					r = c * math.Exp(-d2/2)
+				}
+			}
+			rho[i*t+j], rho[j*t+i] = r, r
+		}
+	}
+	return rho
+}
+
+// logMarginal is LogMarginalLikelihood with the kernel the GP uses under input noise
+// when noise.prior is set (the inputs x are then unused: the kernel is computed from
+// the prior's coordinates of the candidates noise.ids). Its derivative with respect to
+// log l is a central difference (step 1e-5 in log l; the lengthscale enters through the
+// per-direction effective lengthscales and the factor c), the other two are exact.
+func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise inputNoise) (lml float64, grad [3]float64, jitter float64, err error) {
 	if !k.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: invalid kernel %v", k)
 	}
@@ -68,24 +116,36 @@ func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyp
 	rho := make([]float64, t*t)  // correlation ρ(d_ij)
 	drho := make([]float64, t*t) // ∂ρ/∂log l
 	l := h.Lengthscale
-	for i := range t {
-		xi := x[i*dim : (i+1)*dim]
-		for j := 0; j <= i; j++ {
-			d2 := sqDist(xi, x[j*dim:(j+1)*dim])
-			var r, dr float64
-			switch k {
-			case SquaredExponential:
-				q := d2 / (l * l)
-				r = math.Exp(-q / 2)
-				dr = r * q
-			case Matern52:
-				s := math.Sqrt(5*d2) / l
-				e := math.Exp(-s)
-				r = (1 + s + s*s/3) * e
-				dr = s * s / 3 * (1 + s) * e
+	if noise.prior != nil {
+		if len(noise.ids) != t {
+			return 0, grad, 0, fmt.Errorf("gpucb: likelihood under input noise needs %d candidate ids, got %d", t, len(noise.ids))
+		}
+		const step = 1e-5
+		copy(rho, noise.corr(k, l))
+		up, down := noise.corr(k, l*math.Exp(step)), noise.corr(k, l*math.Exp(-step))
+		for q := range drho {
+			drho[q] = (up[q] - down[q]) / (2 * step)
+		}
+	} else {
+		for i := range t {
+			xi := x[i*dim : (i+1)*dim]
+			for j := 0; j <= i; j++ {
+				d2 := sqDist(xi, x[j*dim:(j+1)*dim])
+				var r, dr float64
+				switch k {
+				case SquaredExponential:
+					q := d2 / (l * l)
+					r = math.Exp(-q / 2)
+					dr = r * q
+				case Matern52:
+					s := math.Sqrt(5*d2) / l
+					e := math.Exp(-s)
+					r = (1 + s + s*s/3) * e
+					dr = s * s / 3 * (1 + s) * e
+				}
+				rho[i*t+j], rho[j*t+i] = r, r
+				drho[i*t+j], drho[j*t+i] = dr, dr
 			}
-			rho[i*t+j], rho[j*t+i] = r, r
-			drho[i*t+j], drho[j*t+i] = dr, dr
 		}
 	}
 	sf, sn := h.SignalVariance, h.NoiseVariance
@@ -202,10 +262,10 @@ func FitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	if !(vy > 0) || math.IsInf(vy, 0) {
 		vy = 1
 	}
-	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy)
+	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy, inputNoise{})
 }
 
-func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64) (Hyper, float64, error) {
+func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64, noise inputNoise) (Hyper, float64, error) {
 	b, err := opt.bounds(refLS, vy)
 	if err != nil {
 		return init, 0, err
@@ -231,7 +291,7 @@ func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	eval := func(u []float64) (float64, [3]float64, error) {
 		if !lastOK || [3]float64(u) != lastU {
 			h, _ := b.hyper(u)
-			lml, gr, _, err := LogMarginalLikelihood(k, x, t, dim, y, h)
+			lml, gr, _, err := logMarginal(k, x, t, dim, y, h, noise)
 			lastU, lastOK, lastLML, lastGr, lastErr = [3]float64(u), true, lml, gr, err
 		}
 		return lastLML, lastGr, lastErr
@@ -340,6 +400,7 @@ func (g *GP) SetHyper(h Hyper) error {
 func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
+	g.prepareKernel()
 	g.spare = append(g.spare[:0], g.rows...)
 	g.rows = g.rows[:0]
 	g.lpk, g.u, g.e, g.col, g.idx, g.ys = g.lpk[:0], g.u[:0], g.e[:0], g.col[:0], g.idx[:0], g.ys[:0]
@@ -361,7 +422,8 @@ func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 
 // Refit fits the hyperparameters by maximum likelihood on the observations so far
 // (FitHyper from the current hyperparameters; the outputs standardised as the GP
-// models them when Config.Standardise is set) and rebuilds the incremental state with
+// models them when Config.Standardise is set; with Config.InputNoiseVariance, the
+// likelihood of the expected kernel the GP uses, its σ² held fixed) and rebuilds the incremental state with
 // SetHyper. On any failure the GP keeps its previous hyperparameters and state and the
 // error is returned. It needs at least two observations.
 func (g *GP) Refit(opt FitOptions) (Hyper, error) {
@@ -387,7 +449,11 @@ func (g *GP) Refit(opt FitOptions) (Hyper, error) {
 	if g.refLS == 0 {
 		g.refLS = DefaultLengthscale(g.cands, g.n, g.dim)
 	}
-	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy)
+	var noise inputNoise
+	if g.prior != nil {
+		noise = inputNoise{prior: g.prior, cands: g.cands, ids: g.idx}
+	}
+	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise)
 	if err != nil {
 		return cur, err
 	}

@@ -34,6 +34,15 @@ type Config struct {
 	// Capacity is the expected number of observations, used to size buffers
 	// up front; more observations are still accepted.
 	Capacity int
+	// InputNoiseVariance σ² ≥ 0 is the variance of independent Gaussian noise
+	// in every coordinate of every candidate: the candidates are z = x + e,
+	// e ~ N(0, σ²I), and the objective is a function of the noise-free x (a
+	// private projection's release, package projection's ProjectGaussian). The
+	// GP then uses the kernel's expectation over the noise-free rows given the
+	// candidates, under a Gaussian prior on the rows estimated from the
+	// candidates (see "Noisy candidates" in the package documentation); 0
+	// treats the candidates as exact.
+	InputNoiseVariance float64
 }
 
 // GP is an exact GP-UCB posterior over a fixed candidate set. Create one with
@@ -45,6 +54,9 @@ type GP struct {
 	n, dim int
 	cfg    Config
 	kdiag  float64 // k(z, z) = σ_y²
+	kern   kernelParams
+	prior  *rowPrior // nil without input noise
+	kc     []float64 // kernel coordinates: cands, or under input noise rowPrior.coords
 
 	// Parallel execution: candidates [bounds[w], bounds[w+1]) go to worker w.
 	bounds    []int
@@ -124,6 +136,14 @@ func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
 	for k := range w + 1 {
 		g.bounds[k] = int(int64(n) * int64(k) / int64(w))
 	}
+	if cfg.InputNoiseVariance > 0 {
+		p, err := newRowPrior(cands, n, dim, cfg.InputNoiseVariance)
+		if err != nil {
+			return nil, err
+		}
+		g.prior = p
+	}
+	g.prepareKernel()
 	for k := range g.vr {
 		g.vr[k] = g.kdiag
 	}
@@ -165,6 +185,9 @@ func (c *Config) validate() error {
 	}
 	if c.Capacity < 0 {
 		return fmt.Errorf("gpucb: capacity must be non-negative, got %d", c.Capacity)
+	}
+	if !(c.InputNoiseVariance >= 0) || math.IsInf(c.InputNoiseVariance, 0) {
+		return fmt.Errorf("gpucb: input noise variance must be non-negative and finite, got %g", c.InputNoiseVariance)
 	}
 	return nil
 }
@@ -380,10 +403,10 @@ func (g *GP) Observe(i int, y float64) error {
 	}
 
 	nr := g.newRow()
-	zi := g.cands[i*g.dim : (i+1)*g.dim]
+	zi := g.kc[i*g.dim : (i+1)*g.dim]
 	inv := 1 / ltt
 	g.parallel(func(_, lo, hi int) {
-		g.extend(nr, zi, lo, hi, inv, ut, et)
+		g.extend(nr, i, zi, lo, hi, inv, ut, et)
 	})
 	g.rows = append(g.rows, nr)
 	g.queried[i] = true
@@ -394,13 +417,13 @@ func (g *GP) Observe(i int, y float64) error {
 
 // extend computes the new row of V on [lo, hi) and updates the variance and
 // the means there. g.col holds V_j(i) for the rows already in g.rows.
-func (g *GP) extend(nr, zi []float64, lo, hi int, inv, ut, et float64) {
+func (g *GP) extend(nr []float64, i int, zi []float64, lo, hi int, inv, ut, et float64) {
 	col := g.col
 	rows := g.rows
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)
 		seg := nr[t0:t1]
-		g.kernelRow(zi, t0, t1, seg)
+		g.kernelRow(i, zi, t0, t1, seg)
 		j := 0
 		for ; j+4 <= len(col); j += 4 {
 			c0, c1, c2, c3 := col[j], col[j+1], col[j+2], col[j+3]

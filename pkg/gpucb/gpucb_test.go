@@ -345,7 +345,7 @@ func TestKernelValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := make([]float64, 2)
-		g.kernelRow([]float64{0}, 0, 2, out)
+		g.kernelRow(0, []float64{0}, 0, 2, out)
 		if !near(out[0], tt.want0, 1e-15) || !near(out[1], tt.want1, 1e-15) {
 			t.Errorf("%v kernel(0, {0,1}) = %v, want [%v %v] (%s)", tt.k, out, tt.want0, tt.want1, tt.referenced)
 		}

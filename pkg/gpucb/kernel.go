@@ -41,27 +41,81 @@ func ParseKernel(s string) (Kernel, error) {
 
 func (k Kernel) valid() bool { return k == SquaredExponential || k == Matern52 }
 
-// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi).
-func (g *GP) kernelRow(zi []float64, lo, hi int, out []float64) {
+// kernelParams are the constants kernelRow needs (see "Noisy candidates" in the package
+// documentation).
+type kernelParams struct {
+	// sv multiplies the kernel between different candidates: σ_y², or c·σ_y² under input
+	// noise (rowPrior.factor).
+	sv float64
+	// coef is −1/(2 l²) for the squared exponential and √5/l for Matérn 5/2 on the
+	// candidates themselves; under input noise the kernel coordinates are already
+	// divided by the effective lengthscales, and coef is −1/2 and √5.
+	coef float64
+}
+
+// prepareKernel sets g.kern and, under input noise, the kernel coordinates g.kc for the
+// current configuration.
+func (g *GP) prepareKernel() {
+	l := g.cfg.Lengthscale
+	if g.prior == nil {
+		g.kc = g.cands
+		if g.cfg.Kernel == Matern52 {
+			g.kern = kernelParams{sv: g.cfg.SignalVariance, coef: math.Sqrt(5) / l}
+		} else {
+			g.kern = kernelParams{sv: g.cfg.SignalVariance, coef: -1 / (2 * l * l)}
+		}
+		return
+	}
+	if len(g.kc) != len(g.cands) || &g.kc[0] == &g.cands[0] {
+		g.kc = make([]float64, len(g.cands))
+	}
+	g.prior.coords(l, g.cands, g.kc)
+	sv := g.cfg.SignalVariance * g.prior.factor(l)
+	if g.cfg.Kernel == Matern52 {
+		g.kern = kernelParams{sv: sv, coef: math.Sqrt(5)}
+	} else {
+		g.kern = kernelParams{sv: sv, coef: -0.5}
+	}
+}
+
+// DebiasLengthscale returns the lengthscale rule's value for noise-free rows from m,
+// DefaultLengthscale of rows z = x + e carrying N(0, σ²I) noise in dim coordinates:
+// E‖z − z̄‖² ≈ ‖x − x̄‖² + dim·σ², so the median distance to the mean is inflated and
+// sqrt(m² − dim·σ²) estimates the noise-free one. When the noise accounts for nearly
+// all of m² the difference says little, and the result is kept at m/10 or more.
+func DebiasLengthscale(m float64, dim int, inputNoiseVariance float64) float64 {
+	return math.Sqrt(max(m*m-float64(dim)*inputNoiseVariance, m*m/100))
+}
+
+// kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi), zi being the kernel
+// coordinates of candidate i (g.kc): the expected kernel under input noise for z ≠ i,
+// and k(z_i, z_i) = σ_y² for z = i.
+func (g *GP) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	dim := g.dim
-	sv := g.cfg.SignalVariance
+	kp := g.kern
+	sv := kp.sv
 	out = out[:hi-lo]
 	switch g.cfg.Kernel {
 	case SquaredExponential:
-		c := -1 / (2 * g.cfg.Lengthscale * g.cfg.Lengthscale)
+		c := kp.coef
 		for k := range out {
-			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
+			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
 			out[k] = sv * expNonPos(c*sqDist(zi, row))
 		}
 	case Matern52:
-		c := math.Sqrt(5) / g.cfg.Lengthscale
+		c := kp.coef
 		for k := range out {
-			row := g.cands[(lo+k)*dim : (lo+k+1)*dim]
+			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
 			s := c * math.Sqrt(sqDist(zi, row))
 			out[k] = sv * (1 + s + s*s/3) * expNonPos(-s)
 		}
 	default:
 		panic("gpucb: invalid kernel")
+	}
+	// A candidate's covariance with itself keeps the full σ_y²: its noise is the same
+	// draw on both sides.
+	if lo <= i && i < hi {
+		out[i-lo] = g.kdiag
 	}
 }
 

@@ -75,6 +75,12 @@ type Projection struct {
 	Replayed bool
 	// Guarantee is the release's guarantee as the curator states it.
 	Guarantee string
+	// NoiseSD is the standard deviation σ of the independent Gaussian noise in every
+	// entry of Z (the Gaussian projection mechanism), 0 when Z carries none (the lifted
+	// mechanism) or the curator does not say. It is public (it depends only on ε, δ,
+	// the shape and the projection's sensitivity), and the GP models it
+	// (Config.ProjectionNoise).
+	NoiseSD float64
 	// Budget is the caller's budget after the release.
 	Budget study.Budget
 	// Z is row-major Rows × Cols.

@@ -38,6 +38,17 @@
 // study, while the real posterior stays incremental. For the sizes of a study (n in the
 // thousands, T in the hundreds) a round costs milliseconds.
 //
+// # The projection's noise
+//
+// A release of the Gaussian projection mechanism carries N(0, σ²) noise in every entry of
+// Z, with σ public and stated by the curator (Projection.NoiseSD, kept in the stored
+// release). By default (Config.ProjectionNoise) the GP models it: gpucb's expected kernel
+// (gpucb.Config.InputNoiseVariance = σ²) and, for the default lengthscale, the median
+// distance to the mean de-biased for the noise (gpucb.DebiasLengthscale); docs/MATHS.md
+// §2.6. The setting is stored with a study and σ is read from the stored release, so a
+// resumed study rebuilds the same GP. AutoR chooses r from public quantities for
+// `modeler run --r auto` (docs/MATHS.md §2.6).
+//
 // # Hyperparameters
 //
 // The kernel's lengthscale l, signal variance σ_y² and noise variance σ_n² (θ) are fixed

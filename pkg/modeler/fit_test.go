@@ -73,7 +73,7 @@ func TestFitEveryRecoversLengthscale(t *testing.T) {
 			if err := cfg.defaults(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{})
+			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,11 +70,55 @@ type Config struct {
 	// Table 1: r = 10 on d = 2) set it. Not a stored setting: it allows, never changes,
 	// a choice.
 	WideProjection bool
+	// ProjectionNoise says how the GP treats the Gaussian noise of the projection (the
+	// σ the curator states with the release, Projection.NoiseSD): ProjectionNoiseModel
+	// (the zero value) models it, ProjectionNoiseKernel models it in the kernel only and
+	// ProjectionNoiseIgnore treats Z as exact. Releases without noise (the lifted
+	// mechanism) are exact under every value. A stored setting: a resumed study rebuilds
+	// the same GP.
+	ProjectionNoise ProjectionNoise
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
 	// and its recommendation are in the answers' own units.
 	Direction study.Direction
+}
+
+// ProjectionNoise is how the GP treats the Gaussian noise of a projection release
+// (Config.ProjectionNoise).
+type ProjectionNoise string
+
+const (
+	// ProjectionNoiseModel gives the GP the kernel's expectation over the noise
+	// (gpucb.Config.InputNoiseVariance = σ²) and, when the lengthscale is the default,
+	// de-biases it (gpucb.DebiasLengthscale): the median distance of noisy rows to their
+	// mean is inflated by the noise. The default.
+	ProjectionNoiseModel ProjectionNoise = ""
+	// ProjectionNoiseKernel gives the GP the expected kernel but keeps the default
+	// lengthscale of the noisy rows (to measure what the de-biasing adds).
+	ProjectionNoiseKernel ProjectionNoise = "kernel"
+	// ProjectionNoiseIgnore treats the noisy rows as exact, as the modeler did before
+	// it knew σ.
+	ProjectionNoiseIgnore ProjectionNoise = "ignore"
+)
+
+// ParseProjectionNoise parses a ProjectionNoise: "model" (or ""), "kernel" or "ignore".
+func ParseProjectionNoise(s string) (ProjectionNoise, error) {
+	switch s {
+	case "", "model":
+		return ProjectionNoiseModel, nil
+	case "kernel", "ignore":
+		return ProjectionNoise(s), nil
+	}
+	return "", fmt.Errorf("modeler: projection noise %q: want model, kernel or ignore", s)
+}
+
+// String returns the flag spelling: "model", "kernel" or "ignore".
+func (p ProjectionNoise) String() string {
+	if p == ProjectionNoiseModel {
+		return "model"
+	}
+	return string(p)
 }
 
 // Resume reports how a stored study was continued.
@@ -190,10 +234,19 @@ type Result struct {
 	// the variance of the noise the curator adds to each answer (0 for exact answers).
 	NoisePrior          string  `json:"noise_prior,omitempty"`
 	AnswerNoiseVariance float64 `json:"answer_noise_variance,omitempty"`
-	EpsilonSpent        float64 `json:"epsilon_spent"`
-	DeltaSpent          float64 `json:"delta_spent"`
-	EpsilonRemaining    float64 `json:"epsilon_remaining"`
-	DeltaRemaining      float64 `json:"delta_remaining"`
+	// ProjectionNoiseSD is the σ the curator stated for the noise in every entry of Z
+	// (0: none), and ProjectionNoise how the GP treated it ("model", "kernel" or
+	// "ignore"; see Config.ProjectionNoise). InputNoiseVariance is the σ² the GP
+	// modelled (0 when it treated Z as exact).
+	ProjectionNoiseSD  float64 `json:"projection_noise_sd,omitempty"`
+	ProjectionNoise    string  `json:"projection_noise,omitempty"`
+	InputNoiseVariance float64 `json:"input_noise_variance,omitempty"`
+	// RAuto, when r was chosen by AutoR (`modeler run --r auto`), says how.
+	RAuto            *AutoRChoice `json:"r_auto,omitempty"`
+	EpsilonSpent     float64      `json:"epsilon_spent"`
+	DeltaSpent       float64      `json:"delta_spent"`
+	EpsilonRemaining float64      `json:"epsilon_remaining"`
+	DeltaRemaining   float64      `json:"delta_remaining"`
 	// Protection is what the curator stated about the releases the study received.
 	Protection Protection `json:"protection"`
 }
@@ -248,7 +301,7 @@ func releaseOf(info *DatasetInfo, proj *Projection, cfg Config) study.Release {
 		Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
 		Mechanism: info.ProjectionMechanism, Relation: info.ProjectionRelation,
 		ProtectedUnit: info.ProtectedUnit, MaxQueryIndices: info.MaxQueryIndices,
-		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy}
+		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy, NoiseSD: proj.NoiseSD}
 }
 
 func (c *Config) defaults() error {
@@ -272,6 +325,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Direction != study.Maximize && c.Direction != study.Minimize {
 		return fmt.Errorf("modeler: direction %q: want maximize or minimize (study.ParseDirection)", string(c.Direction))
+	}
+	if _, err := ParseProjectionNoise(string(c.ProjectionNoise)); err != nil || c.ProjectionNoise == "model" {
+		return fmt.Errorf("modeler: projection noise %q: want ProjectionNoiseModel (\"\"), %q or %q", string(c.ProjectionNoise), ProjectionNoiseKernel, ProjectionNoiseIgnore)
 	}
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
@@ -314,7 +370,7 @@ func (c Config) Settings() (study.Settings, error) {
 		R: c.R, Epsilon: c.Epsilon, Delta: c.Delta, Label: c.Label, Iterations: c.Iterations, Batch: c.Batch,
 		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
 		FitEvery: c.FitEvery, DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
-		InitialIndex: c.InitialIndex, Direction: c.Direction,
+		InitialIndex: c.InitialIndex, Direction: c.Direction, ProjectionNoise: string(c.ProjectionNoise),
 	}, nil
 }
 
@@ -328,7 +384,7 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 		R: s.R, Epsilon: s.Epsilon, Delta: s.Delta, Label: s.Label, Iterations: s.Iterations, Batch: s.Batch,
 		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
 		FitEvery: s.FitEvery, DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
-		InitialIndex: s.InitialIndex, Direction: s.Direction,
+		InitialIndex: s.InitialIndex, Direction: s.Direction, ProjectionNoise: ProjectionNoise(s.ProjectionNoise),
 	}, nil
 }
 
@@ -343,7 +399,7 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	rel := releaseOf(info, proj, cfg)
-	s, err := newSession(cfg, cur, proj.Z, proj.Rows, proj.Cols, rel.OutputPrivacy)
+	s, err := newSession(cfg, cur, proj.Z, proj.Rows, proj.Cols, rel.OutputPrivacy, rel.NoiseSD)
 	if err != nil {
 		return nil, err
 	}
@@ -391,27 +447,43 @@ func checkRows(iterations, n int, allowRepeats bool) error {
 }
 
 // newSession builds the GP over Z for answers released under op (the curator's output
-// privacy, which sets the prior when cfg leaves the variances at 0: Config.prior).
-func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.OutputPrivacy) (*session, error) {
+// privacy, which sets the prior when cfg leaves the variances at 0: Config.prior), Z
+// carrying Gaussian noise of sd noiseSD in every entry (0: none; Config.ProjectionNoise).
+func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.OutputPrivacy, noiseSD float64) (*session, error) {
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
 		return nil, err
+	}
+	if !(noiseSD >= 0) || math.IsInf(noiseSD, 0) {
+		return nil, fmt.Errorf("modeler: the projection's noise sd must be ≥ 0 and finite, got %g", noiseSD)
+	}
+	inVar := 0.0
+	if cfg.ProjectionNoise != ProjectionNoiseIgnore {
+		inVar = noiseSD * noiseSD
 	}
 	ls := cfg.Lengthscale
 	if ls == 0 {
 		ls = gpucb.DefaultLengthscale(z, n, dim)
+		if inVar > 0 && cfg.ProjectionNoise == ProjectionNoiseModel {
+			ls = gpucb.DebiasLengthscale(ls, dim, inVar)
+		}
 	}
 	signal, noise, answerNoise, err := cfg.prior(op)
 	if err != nil {
 		return nil, err
 	}
 	gcfg := cfg.gpConfig(ls, signal, noise)
+	gcfg.InputNoiseVariance = inVar
 	gp, err := gpucb.New(z, n, dim, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
 	sign := cfg.Direction.Sign()
 	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * sign, Batch: cfg.Batch,
-		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise}
+		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
+		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar}
+	if noiseSD > 0 {
+		res.ProjectionNoise = cfg.ProjectionNoise.String()
+	}
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}

@@ -55,7 +55,7 @@ func TestNoiseAwarePrior(t *testing.T) {
 			if err := cfg.defaults(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := newSession(cfg, nil, z, n, dim, tc.op)
+			s, err := newSession(cfg, nil, z, n, dim, tc.op, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestNoiseAwarePrior(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1}); err == nil {
+	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1}, 0); err == nil {
 		t.Error("an empty output range: no error, want one")
 	}
 }

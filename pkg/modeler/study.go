@@ -140,7 +140,7 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 		}
 	}
 	rel := st.Release
-	s, err := newSession(cfg, cur, z, rel.Rows, rel.Cols, rel.OutputPrivacy)
+	s, err := newSession(cfg, cur, z, rel.Rows, rel.Cols, rel.OutputPrivacy, rel.NoiseSD)
 	if err != nil {
 		return nil, err
 	}

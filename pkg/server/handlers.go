@@ -137,7 +137,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	defer f.Close()
 	if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Header{Header: &curatorv1.ProjectionHeader{
 		ReleaseId: p.ID, Rows: uint64(p.Rows), Cols: uint32(p.Cols), Replayed: p.Replayed,
-		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee,
+		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee, NoiseSd: p.NoiseSD,
 	}}}); err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 		return nil, err
 	}
 	return &modeler.Projection{ReleaseID: pr.ID, Rows: pr.Rows, Cols: pr.Cols, Replayed: pr.Replayed,
-		Guarantee: pr.Guarantee, Budget: budgetOf(pr.Budget), Z: z}, nil
+		Guarantee: pr.Guarantee, NoiseSD: pr.NoiseSD, Budget: budgetOf(pr.Budget), Z: z}, nil
 }
 
 // Query implements modeler.Curator.

@@ -257,8 +257,8 @@ func writeOutputs(cfg *Config, res *Result) error {
 		return err
 	}
 	res.SummaryPath = filepath.Join(cfg.OutDir, "summary.md")
-	text := fmt.Sprintf("%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs, ε = %.6g, δ = %g, %s projection, %s, seed %d, %v\n\n%s",
-		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.Epsilon, cfg.Delta, cfg.ProjectionMechanism, res.Output, cfg.Seed, res.Duration.Round(1e9), MarkdownTable(res.Summary, res.Lifts))
+	text := fmt.Sprintf("%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs, ε = %.6g, δ = %g, %s, %s, seed %d, %v\n\n%s",
+		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.Epsilon, cfg.Delta, cfg.ProjectionText(), res.Output, cfg.Seed, res.Duration.Round(1e9), MarkdownTable(res.Summary, res.Lifts))
 	if err := os.WriteFile(res.SummaryPath, []byte(text), 0o644); err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}

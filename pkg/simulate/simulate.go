@@ -114,6 +114,10 @@ type GPSettings struct {
 	// or NoiseVariance given explicitly overrides the rule's, and Raw its
 	// standardisation. Ignored without output privacy.
 	NoiseRule gpucb.NoiseRule
+	// ProjectionNoise is how PO-GP-UCB's GP treats the Gaussian projection's noise
+	// (modeler.Config.ProjectionNoise; the zero value models it). The lifted mechanism
+	// adds none, so it matters with ProjectionMechanism gaussian only.
+	ProjectionNoise modeler.ProjectionNoise
 }
 
 // NoiseRuleOff disables the noise-aware prior (GPSettings.NoiseRule).
@@ -166,6 +170,16 @@ type Config struct {
 	output      curator.OutputPrivacy
 	standardise bool
 	offset      float64
+}
+
+// ProjectionText describes the projection mechanism and, for the Gaussian one, how the
+// GP treated its noise: "lifted projection", "gaussian projection (noise: model)".
+func (c *Config) ProjectionText() string {
+	mech := cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
+	if mech != projection.MechanismGaussian {
+		return mech + " projection"
+	}
+	return fmt.Sprintf("%s projection (noise: %s)", mech, c.GP.ProjectionNoise)
 }
 
 // Row is one line of the regret CSV.
@@ -607,7 +621,7 @@ func (c *Config) session(r, run, first, workers int) modeler.Config {
 		Kernel: c.GP.Kernel, Lengthscale: c.GP.Lengthscale,
 		SignalVariance: c.GP.SignalVariance, NoiseVariance: c.GP.NoiseVariance,
 		FitEvery: c.GP.FitEvery, DeltaUCB: c.GP.DeltaUCB, RawOutputs: !c.standardise,
-		InitialIndex: first, Workers: workers,
+		InitialIndex: first, Workers: workers, ProjectionNoise: c.GP.ProjectionNoise,
 		WideProjection: true, // the paper's synthetic runs project d = 2 to r = 10
 	}
 }

@@ -370,7 +370,7 @@ func TestRunGaussianMechanism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(summary), "gaussian projection") {
-		t.Errorf("summary does not name the mechanism:\n%s", summary)
+	if !strings.Contains(string(summary), "gaussian projection (noise: model)") {
+		t.Errorf("summary does not name the mechanism and the GP's treatment of its noise:\n%s", summary)
 	}
 }

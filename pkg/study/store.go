@@ -103,6 +103,11 @@ type Settings struct {
 	// Direction is Maximize ("", studies stored before the setting existed) or
 	// Minimize.
 	Direction Direction `json:"direction,omitempty"`
+	// ProjectionNoise is how the GP treats the Gaussian noise of the projection
+	// (pkg/modeler's Config.ProjectionNoise): "" models it (the default, and the value of
+	// studies stored before the setting existed, whose releases state no noise), "kernel"
+	// or "ignore".
+	ProjectionNoise string `json:"projection-noise,omitempty"`
 }
 
 // Validate checks the ranges a study needs; the modeler validates the rest.
@@ -204,6 +209,10 @@ type Release struct {
 	// Identity is the identity the curator charged for the release, as it reported it
 	// ("" in studies stored before it was kept); a resumed study must be charged to it.
 	Identity string `json:"identity,omitempty"`
+	// NoiseSD is the standard deviation of the Gaussian noise in every entry of Z as the
+	// curator stated it (0 for the lifted mechanism, and in studies stored before it was
+	// kept); a resumed study models the noise this value states.
+	NoiseSD float64 `json:"noise_sd,omitempty"`
 }
 
 // Budget is the caller's (ε, δ) budget as the curator last reported it.

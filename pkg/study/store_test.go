@@ -279,8 +279,11 @@ func TestSettingsDiff(t *testing.T) {
 // TestNamed checks that every setting has a named value that parses back exactly.
 func TestNamed(t *testing.T) {
 	fv := testSettings.Named()
-	if len(fv) != 17 {
-		t.Errorf("Named has %d entries, want 17 (one per field of Settings)", len(fv))
+	if len(fv) != 18 {
+		t.Errorf("Named has %d entries, want 18 (one per field of Settings)", len(fv))
+	}
+	if v, ok := fv["projection-noise"]; !ok || v != "" {
+		t.Errorf(`Named()["projection-noise"] = %q, %v; want "" (the default, modelled)`, v, ok)
 	}
 	for _, tc := range []struct {
 		flag string

@@ -329,6 +329,9 @@ class Projection:
     budget: Budget
     matrix: Matrix = field(repr=False)
     sha256: bytes = field(repr=False)
+    # Standard deviation of the Gaussian noise in every entry (mechanism "gaussian"); 0
+    # for the lifted mechanism and from curators that do not state it.
+    noise_sd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -493,6 +496,7 @@ def assemble_projection(responses: Iterable[pb.ReleaseProjectionResponse], as_nu
                 budget=Budget.from_pb(h.budget),
                 matrix=_decode_matrix(buf, rows, cols, as_numpy),
                 sha256=got,
+                noise_sd=h.noise_sd,
             )
         else:
             raise ProjectionIntegrityError(f"unexpected {part or 'empty'} message in projection stream")

@@ -105,7 +105,7 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
     def ReleaseProjection(self, request, context):
         self._enter("ReleaseProjection", context)
         yield pb.ReleaseProjectionResponse(header=pb.ProjectionHeader(
-            release_id="rel-1", rows=ROWS, cols=request.dimension, budget=self._budget(2)))
+            release_id="rel-1", rows=ROWS, cols=request.dimension, budget=self._budget(2), noise_sd=0.625))
         rows = MATRIX
         sha = hashlib.sha256()
         starts = list(range(0, ROWS, self.chunk_rows))
@@ -210,6 +210,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(p.matrix, MATRIX)
         self.assertEqual(p.sha256, hashlib.sha256(matrix_bytes(MATRIX)).digest())
         self.assertEqual(p.budget.epsilon_spent, 2)
+        self.assertEqual(p.noise_sd, 0.625)
 
     @unittest.skipIf(numpy is None, "numpy not installed (Debian: python3-numpy)")
     def test_release_as_numpy(self):

@@ -1061,7 +1061,13 @@ type ProjectionHeader struct {
 	Budget *Budget `protobuf:"bytes,5,opt,name=budget,proto3" json:"budget,omitempty"`
 	// The guarantee of this release, in words: its mechanism, (ε, δ) and neighbour
 	// relation. It covers the projection only, not the query answers (see OutputPrivacy).
-	Guarantee     string `protobuf:"bytes,6,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	Guarantee string `protobuf:"bytes,6,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	// Standard deviation σ of the independent Gaussian noise in every entry of the matrix
+	// (projection mechanism "gaussian"); 0 for the lifted mechanism, whose release has no
+	// additive noise, and from curators that do not state it. σ is public: it depends
+	// only on (ε, δ), rows, cols and the projection's sensitivity, never on the data. A
+	// modeler can model it (squared distances between rows are inflated by 2·cols·σ²).
+	NoiseSd       float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1136,6 +1142,13 @@ func (x *ProjectionHeader) GetGuarantee() string {
 		return x.Guarantee
 	}
 	return ""
+}
+
+func (x *ProjectionHeader) GetNoiseSd() float64 {
+	if x != nil {
+		return x.NoiseSd
+	}
+	return 0
 }
 
 // MatrixChunk carries whole rows of a row-major float64 matrix.
@@ -2632,7 +2645,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.privbo.curator.v1.ProjectionHeaderH\x00R\x06header\x126\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x1e.privbo.curator.v1.MatrixChunkH\x00R\x05chunk\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.privbo.curator.v1.ProjectionTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"\xc6\x01\n" +
+	"\x04part\"\xe1\x01\n" +
 	"\x10ProjectionHeader\x12\x1d\n" +
 	"\n" +
 	"release_id\x18\x01 \x01(\tR\treleaseId\x12\x12\n" +
@@ -2640,7 +2653,8 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x04cols\x18\x03 \x01(\rR\x04cols\x12\x1a\n" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x121\n" +
 	"\x06budget\x18\x05 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\x12\x1c\n" +
-	"\tguarantee\x18\x06 \x01(\tR\tguarantee\"[\n" +
+	"\tguarantee\x18\x06 \x01(\tR\tguarantee\x12\x19\n" +
+	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\"[\n" +
 	"\vMatrixChunk\x12\x1b\n" +
 	"\tfirst_row\x18\x01 \x01(\x04R\bfirstRow\x12\x1b\n" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +

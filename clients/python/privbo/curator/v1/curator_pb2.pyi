@@ -324,20 +324,22 @@ class OutputPrivacy(_message.Message):
     def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ...) -> None: ...
 
 class ProjectionHeader(_message.Message):
-    __slots__ = ["budget", "cols", "guarantee", "release_id", "replayed", "rows"]
+    __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows"]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
     GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     budget: Budget
     cols: int
     guarantee: str
+    noise_sd: float
     release_id: str
     replayed: bool
     rows: int
-    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ...) -> None: ...
+    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ...) -> None: ...
 
 class ProjectionTrailer(_message.Message):
     __slots__ = ["sha256"]
