@@ -150,6 +150,8 @@ func settingRows(s Settings) [][2]string {
 			v = "0 (fixed hyperparameters)"
 		case k == "fit-every":
 			v += " (observations between maximum-likelihood refits)"
+		case k == "projection-noise" && s.ProjectionNoise == "":
+			v = "model (default: the GP models the projection's stated noise)"
 		case k == "initial-index" && s.InitialIndex < 0:
 			v = "−1 (uniformly random)"
 		}

@@ -193,3 +193,20 @@ func TestReportWholePatient(t *testing.T) {
 		t.Errorf("report page lacks the whole-patient row")
 	}
 }
+
+// TestSettingRowsDefaults checks that settings whose stored value is the empty default
+// read as what they mean, never as an empty cell.
+func TestSettingRowsDefaults(t *testing.T) {
+	rows := map[string]string{}
+	for _, r := range settingRows(testSettings) {
+		rows[r[0]] = r[1]
+	}
+	if !strings.HasPrefix(rows["projection-noise"], "model") || rows["direction"] != "maximize" {
+		t.Errorf("projection-noise %q, direction %q; want the default model and maximize", rows["projection-noise"], rows["direction"])
+	}
+	for k, v := range rows {
+		if v == "" && k != "label" {
+			t.Errorf("setting %s shows an empty value", k)
+		}
+	}
+}
