@@ -96,6 +96,9 @@ func TestBernoulliExpChiSquare(t *testing.T) {
 	gammas := []*big.Rat{
 		big.NewRat(0, 1), big.NewRat(1, 10), big.NewRat(1, 2), big.NewRat(1, 1),
 		big.NewRat(3, 2), big.NewRat(7, 3), big.NewRat(4, 1),
+		// exp(−γ) = exp(−J/32)·exp(−ρ): J = 0 (ρ only), ρ = 0 (table only),
+		// both, and a small probability (e⁻⁶ ≈ 0.0025).
+		big.NewRat(1, 64), big.NewRat(33, 32), big.NewRat(41, 20), big.NewRat(6, 1),
 		// (2⁸⁰+1)/2⁸¹ ≈ ½ in lowest terms: the big-integer path.
 		new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 80), big.NewInt(1)), new(big.Int).Lsh(big.NewInt(1), 81)),
 		// (2⁶²+1)/(2⁶³−1): den·K overflows 64 bits at K = 2, switching paths mid-loop.
@@ -189,6 +192,7 @@ func TestGeometricChiSquare(t *testing.T) {
 		{"scale 1", big.NewRat(1, 1), 3},
 		{"scale 7/3", big.NewRat(7, 3), 4},
 		{"scale 1/5", big.NewRat(1, 5), 5},
+		{"scale 100/7", big.NewRat(100, 7), 6},
 	} {
 		src := dptest.Source(tc.seed)
 		s, _ := tc.scale.Float64()
