@@ -30,6 +30,27 @@ import (
 // 1 + 1/s of their choice). For σ < 1, t = 1 and γ(Y) = (|Y|·d − n)²/(2nd),
 // CKS20's own form.
 //
+// Folding. CKS20's Laplace step draws its geometric part with Algorithm 2:
+// U uniform on [0, A) accepted with probability exp(−U/A) (here A = 32a,
+// U = j·a + U′ with j uniform on [0, 32) and U′ on [0, a); see
+// geometric128), then V with P[V ≥ v] = e^{−v}, and |Y| = ⌊(V·A + U)/B⌋
+// (B = 32b). The sampler does not run that inner loop: it draws the sign,
+// j, U′ and V once per round and accepts with the product of the two
+// acceptance probabilities,
+//
+//	exp(−U/A)·exp(−γ(|Y|)) = exp(−(j/32 + (U′·gden/a + 32·γnum)/(32·gden))),
+//
+// one trial (bexpShift128; gden is γ's denominator, a divisor of it by
+// construction). The pair (V, U) is V·A + U = x with probability
+// ∝ e^{−V}, so P[x, accepted] ∝ exp(−x/A)·exp(−γ(⌊x/B⌋)); summing over the
+// B values of x with ⌊x/B⌋ = y gives exp(−y·b/a)·exp(−γ(y)) times a
+// constant: CKS20's Laplace weight times its acceptance, as in Algorithm 3.
+// Rejecting (negative, 0) keeps the Laplace's weight at 0. A round accepts
+// with probability about (1 − e⁻¹)·0.76 ≈ 0.48, and costs one word for V
+// (geometricCountLocked), a few bits, and one exp trial, instead of about
+// 1.6 rounds of the inner loop, each with its own exp trial, per Laplace
+// draw.
+//
 // Every step runs on u128 words when its numbers fit and on math/big
 // otherwise, with identical draws (see bernLazy128), so the output is the
 // same function of the random stream either way; TestFastPathMatchesBig
@@ -42,10 +63,14 @@ type dgParams struct {
 	s    *big.Int // ⌊σ⌋ rounded down to 21 significant bits (σ ≥ 1)
 	a, b *big.Int // the Laplace scale t = a/b
 	gden *big.Int // denominator of γ: 2n (σ ≥ 1) or 2nd (σ < 1)
+	ga   *big.Int // gden/a (an integer: a divides n)
+	den2 *big.Int // 32·gden, the denominator of the folded exponent
 
 	// Word-size copies; fast reports whether all of them fit.
 	fast          bool
 	fn, fa, fgden u128
+	fga, fden2    u128
+	fold128       bool // fden2 < 2¹²³: the folded exponent's trial runs on words
 	fs, fd, fb    uint64
 }
 
@@ -75,12 +100,17 @@ func newDGParams(n, d *big.Int) *dgParams {
 		p.gden = new(big.Int).Mul(p.n, p.d)
 		p.gden.Lsh(p.gden, 1)
 	}
-	var ok [4]bool
+	p.ga = new(big.Int).Quo(p.gden, p.a)
+	p.den2 = new(big.Int).Lsh(p.gden, expTabShift)
+	var ok [6]bool
 	p.fn, ok[0] = u128FromBig(p.n)
 	p.fa, ok[1] = u128FromBig(p.a)
 	p.fgden, ok[2] = u128FromBig(p.gden)
 	ok[3] = p.d.IsUint64() && p.s.IsUint64() && p.b.IsUint64()
-	p.fast = ok[0] && ok[1] && ok[2] && ok[3]
+	p.fga, ok[4] = u128FromBig(p.ga)
+	p.fden2, ok[5] = u128FromBig(p.den2)
+	p.fold128 = ok[5] && p.fden2.hi>>(64-expTabShift) == 0
+	p.fast = ok[0] && ok[1] && ok[2] && ok[3] && ok[4]
 	if p.fast {
 		p.fs, p.fd, p.fb = p.s.Uint64(), p.d.Uint64(), p.b.Uint64()
 	}
@@ -111,32 +141,86 @@ func signedBig(neg bool, m u128, mb *big.Int) *big.Int {
 	return mb
 }
 
-// dg128Locked is CKS20 Algorithm 3 on words (p.fast). It returns the sign and
-// |X|, as a u128 or, if |X| ≥ 2¹²⁸ (never in practice), as mb ≠ nil.
+// dg128Locked is the folded CKS20 Algorithm 3 (see foldedRound) on words
+// (p.fast). It returns the sign and |X|, as a u128 or, if |X| ≥ 2¹²⁸ (never
+// in practice), as mb ≠ nil.
 func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err error) {
 	for {
-		neg, m, mb, err = s.laplace128(p.fa, p.fb)
+		// Sign and j from one draw: bit 0 and bits 1–5.
+		sj, err := s.bitsLocked(1 + expTabShift)
 		if err != nil {
 			return false, u128{}, nil, err
 		}
-		var ok bool
-		if mb == nil {
-			num, overflow := p.gammaNum128(m)
-			if overflow {
-				ok, err = s.bexpBig(p.gammaNumBig(m.toBig(new(big.Int))), p.gden)
-			} else {
-				ok, err = s.bexp128(num, p.fgden)
+		neg, j := sj&1 == 1, sj>>1
+		u, err := s.uniform128Locked(p.fa)
+		if err != nil {
+			return false, u128{}, nil, err
+		}
+		v, err := s.geometricCountLocked()
+		if err != nil {
+			return false, u128{}, nil, err
+		}
+		// |Y| = ⌊((32V + j)·a + U′)/32/b⌋.
+		x, o1 := p.fa.mul64(v<<expTabShift | j)
+		x, o2 := x.add(u)
+		if o1 || o2 || v>>(64-expTabShift) != 0 {
+			mb = geometricResult(v, j, p.a, u.toBig(new(big.Int)), p.b)
+			if neg && mb.Sign() == 0 {
+				continue
 			}
+			ok, err := s.bexpShiftBig(j, p.foldedNumBig(u.toBig(new(big.Int)), mb), p.den2)
+			if err != nil {
+				return false, u128{}, nil, err
+			}
+			if !ok {
+				continue
+			}
+			if m, fits := u128FromBig(mb); fits {
+				return neg, m, nil, nil
+			}
+			return neg, u128{}, mb, nil
+		}
+		m = u128{x.hi >> expTabShift, x.lo>>expTabShift | x.hi<<(64-expTabShift)}
+		if p.fb != 1 {
+			m = m.div64(p.fb)
+		}
+		if neg && m.isZero() {
+			continue
+		}
+		var ok bool
+		if num, overflow := p.foldedNum128(u, m); overflow || !p.fold128 {
+			ok, err = s.bexpShiftBig(j, p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
 		} else {
-			ok, err = s.bexpBig(p.gammaNumBig(mb), p.gden)
+			ok, err = s.bexpShift128(j, num, p.fden2)
 		}
 		if err != nil {
 			return false, u128{}, nil, err
 		}
 		if ok {
-			return neg, m, mb, nil
+			return neg, m, nil, nil
 		}
 	}
+}
+
+// foldedNum128 returns U′·(gden/a) + 32·γnum(m), the numerator of the
+// folded exponent over 32·gden beyond j/32, or overflow.
+func (p *dgParams) foldedNum128(u, m u128) (u128, bool) {
+	g, overflow := p.gammaNum128(m)
+	if overflow || g.hi>>(64-expTabShift) != 0 || u.hi != 0 {
+		return u128{}, true
+	}
+	t, overflow := p.fga.mul64(u.lo)
+	if overflow {
+		return u128{}, true
+	}
+	return t.add(g.shl(expTabShift))
+}
+
+// foldedNumBig is foldedNum128 on big integers.
+func (p *dgParams) foldedNumBig(u, m *big.Int) *big.Int {
+	g := p.gammaNumBig(m)
+	g.Lsh(g, expTabShift)
+	return g.Add(g, new(big.Int).Mul(u, p.ga))
 }
 
 // gammaNum128 returns the numerator of γ(m) over p.gden, or overflow.
@@ -173,15 +257,27 @@ func (p *dgParams) gammaNumBig(m *big.Int) *big.Int {
 	return x.Mul(x, x)
 }
 
-// dgBigLocked is CKS20 Algorithm 3 on big integers, with the same draws as
-// dg128Locked.
+// dgBigLocked is dg128Locked on big integers, with the same draws.
 func (s *Source) dgBigLocked(p *dgParams) (*big.Int, error) {
+	u := new(big.Int)
 	for {
-		neg, m, err := s.laplaceBig(p.a, p.b)
+		sj, err := s.bitsLocked(1 + expTabShift)
 		if err != nil {
 			return nil, err
 		}
-		ok, err := s.bexpBig(p.gammaNumBig(m), p.gden)
+		neg, j := sj&1 == 1, sj>>1
+		if _, err := s.uniformBigLocked(u, p.a); err != nil {
+			return nil, err
+		}
+		v, err := s.geometricCountLocked()
+		if err != nil {
+			return nil, err
+		}
+		m := geometricResult(v, j, p.a, u, p.b)
+		if neg && m.Sign() == 0 {
+			continue
+		}
+		ok, err := s.bexpShiftBig(j, p.foldedNumBig(u, m), p.den2)
 		if err != nil {
 			return nil, err
 		}
