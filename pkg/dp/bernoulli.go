@@ -1,6 +1,7 @@
 package dp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -182,9 +183,14 @@ func (s *Source) bexpUnit128(num, den u128) (bool, error) {
 			if num.lo >= dk {
 				continue // Bernoulli(1)
 			}
-			w, err := s.nextWord()
-			if err != nil {
-				return false, err
+			var w uint64
+			if p := s.pos; p <= len(s.buf)-8 { // nextWord, inlined
+				w, s.pos = binary.LittleEndian.Uint64(s.buf[p:p+8]), p+8
+			} else {
+				var err error
+				if w, err = s.nextWordSlow(); err != nil {
+					return false, err
+				}
 			}
 			h, l := bits.Mul64(w, dk)
 			if h >= num.lo {

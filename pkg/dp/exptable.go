@@ -1,6 +1,7 @@
 package dp
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/big"
 	"math/bits"
@@ -132,9 +133,14 @@ func mulCeil(x, y *big.Int, p uint) {
 // bexpTab returns true with probability exp(−j/32), 1 ≤ j < expTabLen: U < p
 // for the uniform U read from the stream (see the comment above).
 func (s *Source) bexpTab(j uint64) (bool, error) {
-	w, err := s.nextWord()
-	if err != nil {
-		return false, err
+	var w uint64
+	if p := s.pos; p <= len(s.buf)-8 { // nextWord, inlined
+		w, s.pos = binary.LittleEndian.Uint64(s.buf[p:p+8]), p+8
+	} else {
+		var err error
+		if w, err = s.nextWordSlow(); err != nil {
+			return false, err
+		}
 	}
 	if e := expTab[j]; w != e {
 		return w < e, nil
@@ -271,9 +277,14 @@ func (s *Source) bexpPartsBig(jj, r, den32 *big.Int) (bool, error) {
 func (s *Source) geometricCountLocked() (uint64, error) {
 	var base uint64
 	for {
-		w, err := s.nextWord()
-		if err != nil {
-			return 0, err
+		var w uint64
+		if p := s.pos; p <= len(s.buf)-8 { // nextWord, inlined
+			w, s.pos = binary.LittleEndian.Uint64(s.buf[p:p+8]), p+8
+		} else {
+			var err error
+			if w, err = s.nextWordSlow(); err != nil {
+				return 0, err
+			}
 		}
 		v := uint64(1)
 		for ; v <= expTabUnits; v++ {

@@ -1,8 +1,10 @@
 package dp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/big"
+	"math/bits"
 )
 
 // The discrete Gaussian sampler.
@@ -72,6 +74,12 @@ type dgParams struct {
 	fga, fden2    u128
 	fold128       bool // fden2 < 2¹²³: the folded exponent's trial runs on words
 	fs, fd, fb    uint64
+
+	// The draws of a round's sign, j and U′: one word when 6 + ubits ≤ 64
+	// (joint), else separate draws (see headLocked).
+	ubits uint // bit length of a − 1
+	joint bool
+	fa64  uint64 // a, when joint
 }
 
 func newDGParams(n, d *big.Int) *dgParams {
@@ -111,6 +119,11 @@ func newDGParams(n, d *big.Int) *dgParams {
 	p.fden2, ok[5] = u128FromBig(p.den2)
 	p.fold128 = ok[5] && p.fden2.hi>>(64-expTabShift) == 0
 	p.fast = ok[0] && ok[1] && ok[2] && ok[3] && ok[4]
+	p.ubits = uint(new(big.Int).Sub(p.a, bigOne).BitLen())
+	p.joint = 1+expTabShift+p.ubits <= 64
+	if p.joint {
+		p.fa64 = p.a.Uint64()
+	}
 	if p.fast {
 		p.fs, p.fd, p.fb = p.s.Uint64(), p.d.Uint64(), p.b.Uint64()
 	}
@@ -146,16 +159,21 @@ func signedBig(neg bool, m u128, mb *big.Int) *big.Int {
 // in practice), as mb ≠ nil.
 func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err error) {
 	for {
-		// Sign and j from one draw: bit 0 and bits 1–5.
-		sj, err := s.bitsLocked(1 + expTabShift)
-		if err != nil {
-			return false, u128{}, nil, err
+		var sj uint64
+		var u u128
+		if p.joint {
+			if sj, u.lo, err = s.headJointLocked(p); err != nil {
+				return false, u128{}, nil, err
+			}
+		} else {
+			if sj, err = s.bitsLocked(1 + expTabShift); err != nil {
+				return false, u128{}, nil, err
+			}
+			if u, err = s.uniform128Locked(p.fa); err != nil {
+				return false, u128{}, nil, err
+			}
 		}
 		neg, j := sj&1 == 1, sj>>1
-		u, err := s.uniform128Locked(p.fa)
-		if err != nil {
-			return false, u128{}, nil, err
-		}
 		v, err := s.geometricCountLocked()
 		if err != nil {
 			return false, u128{}, nil, err
@@ -188,6 +206,33 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 			continue
 		}
 		var ok bool
+		if p.ge1 && p.fold128 && m.hi == 0 && u.hi == 0 {
+			// foldedNum128, inlined for the common case.
+			diff := m.lo - p.fs
+			if m.lo < p.fs {
+				diff = p.fs - m.lo
+			}
+			h, l := bits.Mul64(diff, diff)
+			h1, l1 := bits.Mul64(l, p.fd)
+			h2, l2 := bits.Mul64(h, p.fd)
+			gh, c := bits.Add64(l2, h1, 0)
+			if h2 == 0 && c == 0 && gh>>(64-expTabShift) == 0 {
+				// g = (gh, l1) = (m − s)²·d; num = 32g + U′·(gden/a).
+				g := u128{gh, l1}.shl(expTabShift)
+				t, o1 := p.fga.mul64(u.lo)
+				num, o2 := t.add(g)
+				if !o1 && !o2 {
+					ok, err = s.bexpShift128(j, num, p.fden2)
+					if err != nil {
+						return false, u128{}, nil, err
+					}
+					if ok {
+						return neg, m, nil, nil
+					}
+					continue
+				}
+			}
+		}
 		if num, overflow := p.foldedNum128(u, m); overflow || !p.fold128 {
 			ok, err = s.bexpShiftBig(j, p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
 		} else {
@@ -198,6 +243,24 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 		}
 		if ok {
 			return neg, m, nil, nil
+		}
+	}
+}
+
+// headJointLocked draws a round's sign (bit 0), j (bits 1–5) and U′ (the
+// next ubits bits) from one word, drawing again while U′ ≥ a (probability
+// below ½): for p.joint, on both paths.
+func (s *Source) headJointLocked(p *dgParams) (sj, u uint64, err error) {
+	mask := uint64(1)<<p.ubits - 1
+	for {
+		var w uint64
+		if i := s.pos; i <= len(s.buf)-8 { // nextWord, inlined
+			w, s.pos = binary.LittleEndian.Uint64(s.buf[i:i+8]), i+8
+		} else if w, err = s.nextWordSlow(); err != nil {
+			return 0, 0, err
+		}
+		if u = w >> (1 + expTabShift) & mask; u < p.fa64 {
+			return w & (1<<(1+expTabShift) - 1), u, nil
 		}
 	}
 }
@@ -261,14 +324,24 @@ func (p *dgParams) gammaNumBig(m *big.Int) *big.Int {
 func (s *Source) dgBigLocked(p *dgParams) (*big.Int, error) {
 	u := new(big.Int)
 	for {
-		sj, err := s.bitsLocked(1 + expTabShift)
-		if err != nil {
-			return nil, err
+		var sj uint64
+		if p.joint {
+			var ul uint64
+			var err error
+			if sj, ul, err = s.headJointLocked(p); err != nil {
+				return nil, err
+			}
+			u.SetUint64(ul)
+		} else {
+			var err error
+			if sj, err = s.bitsLocked(1 + expTabShift); err != nil {
+				return nil, err
+			}
+			if _, err := s.uniformBigLocked(u, p.a); err != nil {
+				return nil, err
+			}
 		}
 		neg, j := sj&1 == 1, sj>>1
-		if _, err := s.uniformBigLocked(u, p.a); err != nil {
-			return nil, err
-		}
 		v, err := s.geometricCountLocked()
 		if err != nil {
 			return nil, err
