@@ -254,6 +254,9 @@ func TestDiscreteGaussianChiSquare(t *testing.T) {
 		{big.NewRat(1, 2), 11},
 		{big.NewRat(73, 10), 12},
 		{big.NewRat(1, 5), 13},
+		// A float64 variance as VectorGaussian makes them (σ ≈ 111): a Laplace
+		// scale a/b with b ≠ 1, and a round's U′ rejected when ≥ a.
+		{new(big.Rat).SetFloat64(12345.678), 17},
 		// σ² = (2¹⁰¹+1)/2¹⁰⁰ ≈ 2 in lowest terms: the big-integer paths.
 		{new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 101), big.NewInt(1)), new(big.Int).Lsh(big.NewInt(1), 100)), 14},
 	} {
