@@ -70,3 +70,13 @@ func GeometricCount(src *Source) (uint64, error) {
 // ExpNegFloorRef is the independent reference for ⌊2^b·exp(−j/32)⌋ of
 // TestExpTable.
 var ExpNegFloorRef = expNegFloorRef
+
+// FineCount draws K with P[K ≥ k] = e^{−k/32}.
+func FineCount(src *Source) (uint64, error) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.fineCountLocked()
+}
+
+// FineTabMax is the last table index FineCount reads directly.
+const FineTabMax = fineTabMax

@@ -313,3 +313,63 @@ func (s *Source) geometricCountLocked() (uint64, error) {
 		}
 	}
 }
+
+// fineTabMax is the largest k for which fineCountLocked reads e^{−k/32} from
+// the table: the entries expTab[1..fineTabMax] decrease strictly
+// (TestExpTable), so a word equals at most one of them.
+const fineTabMax = 40 << expTabShift
+
+// fineTab is expTab[0..fineTabMax] followed by zeros, a power-of-two length
+// for the branch-free search of fineCountLocked.
+var fineTab = func() *[2048]uint64 {
+	var t [2048]uint64
+	copy(t[1:fineTabMax+1], expTab[1:fineTabMax+1])
+	t[0] = ^uint64(0)
+	return &t
+}()
+
+// fineCountLocked returns K ≥ 0 with P[K ≥ k] = e^{−k/32} (a geometric
+// variable with ratio e^{−1/32}, the pair 32V + j of the folded sampler), as
+// K = #{k ≥ 1 : U < e^{−k/32}} for one uniform U ∈ [0, 1): U's first word w
+// against ⌊2⁶⁴e^{−k/32}⌋ = expTab[k] decides every k but one whose entry
+// equals w; a binary search without branches on the outcome finds
+// K₀ = #{k ≤ 40·32 : expTab[k] > w}, and only w = expTab[K₀+1] (probability
+// 2⁻⁶⁴) needs U's further words (bexpTabSlow). If U < e^{−40}, K − 40·32 is
+// again such a variable (memorylessness), drawn from a fresh U.
+func (s *Source) fineCountLocked() (uint64, error) {
+	var base uint64
+	for {
+		var w uint64
+		if p := s.pos; p <= len(s.buf)-8 { // nextWord, inlined
+			w, s.pos = binary.LittleEndian.Uint64(s.buf[p:p+8]), p+8
+		} else {
+			var err error
+			if w, err = s.nextWordSlow(); err != nil {
+				return 0, err
+			}
+		}
+		var k uint64
+		for step := uint64(1024); step > 0; step >>= 1 {
+			_, lt := bits.Sub64(w, fineTab[(k+step)&2047], 0) // lt = 1 iff w < fineTab[k+step]
+			k += step & -lt
+		}
+		if k < fineTabMax && w == fineTab[k+1] {
+			ok, err := s.bexpTabSlow(k+1, w)
+			if err != nil {
+				return 0, err
+			}
+			if ok {
+				// e^{−(k+1)/32} > U ≥ w/2⁶⁴ ≥ (expTab[k+2] + 1)/2⁶⁴ >
+				// e^{−(k+2)/32}: K = k + 1.
+				k++
+			}
+		}
+		if k < fineTabMax {
+			return base + k, nil
+		}
+		base += fineTabMax
+		if base > 1<<62 {
+			return 0, errors.New("dp: geometric counter overflow") // unreachable in practice (probability e^{−2⁵⁷})
+		}
+	}
+}

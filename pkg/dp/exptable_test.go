@@ -77,6 +77,14 @@ func TestExpTable(t *testing.T) {
 			t.Errorf("expTab[32·%d] + 1 > expTab[32·%d]: geometricCountLocked's gap fails", v+1, v)
 		}
 	}
+	for k := 1; k < fineTabMax; k++ {
+		if expTab[k+1] >= expTab[k] {
+			t.Errorf("expTab[%d] ≥ expTab[%d]: fineCountLocked's gap fails", k+1, k)
+		}
+	}
+	if fineTab[fineTabMax] != expTab[fineTabMax] || fineTab[fineTabMax+1] != 0 {
+		t.Error("fineTab is not expTab[..fineTabMax] followed by zeros")
+	}
 	if expTab[expTabLen-1] == 0 {
 		t.Error("expTab's last entry is 0")
 	}

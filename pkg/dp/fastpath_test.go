@@ -377,6 +377,18 @@ func TestExpTableUndecidedCell(t *testing.T) {
 				t.Errorf("BernoulliExp(%d/32) on math/big, third word %#x: %v, %v; want %v", j, tc.third, got, err, tc.want)
 			}
 			after(src, "math/big path")
+			if j < dp.FineTabMax {
+				// U < e^{−j/32} (and > e^{−(j+1)/32}): K = j; else K = j − 1.
+				want := uint64(j)
+				if !tc.want {
+					want = uint64(j - 1)
+				}
+				src = stream()
+				if got, err := dp.FineCount(src); err != nil || got != want {
+					t.Errorf("fine count on the cell of exp(−%d/32), third word %#x: %d, %v; want %d", j, tc.third, got, err, want)
+				}
+				after(src, "fine count")
+			}
 			if v := j / 32; j%32 == 0 && v < 44 {
 				// U < e^{−v} (and > e^{−(v+1)}): V = v; U > e^{−v}: V = v − 1.
 				want := uint64(v)

@@ -33,26 +33,27 @@ import (
 // CKS20's own form.
 //
 // Folding. CKS20's Laplace step draws its geometric part with Algorithm 2:
-// U uniform on [0, A) accepted with probability exp(−U/A) (here A = 32a,
-// U = j·a + U′ with j uniform on [0, 32) and U′ on [0, a); see
-// geometric128), then V with P[V ≥ v] = e^{−v}, and |Y| = ⌊(V·A + U)/B⌋
-// (B = 32b). The sampler does not run that inner loop: it draws the sign,
-// j, U′ and V once per round and accepts with the product of the two
-// acceptance probabilities,
+// U uniform on [0, A) accepted with probability exp(−U/A), then V with
+// P[V ≥ v] = e^{−v}, and |Y| = ⌊(V·A + U)/B⌋ for any t = A/B. With A = 32a,
+// B = 32b (t = a/b) and U = j·a + U′ (j < 32, U′ < a), the accepted pair
+// has P[V, j] ∝ e^{−(32V + j)/32}: K = 32V + j is geometric with ratio
+// e^{−1/32}, and U′ is then accepted with probability exp(−U′/(32a)) alone.
+// The sampler draws K directly (fineCountLocked: one uniform against the
+// table of e^{−k/32}) and folds U′'s acceptance into the Gaussian one: each
+// round draws the sign, U′ and K, sets |Y| = ⌊(K·a + U′)/(32b)⌋, and accepts
+// with
 //
-//	exp(−U/A)·exp(−γ(|Y|)) = exp(−(j/32 + (U′·gden/a + 32·γnum)/(32·gden))),
+//	exp(−U′/(32a))·exp(−γ(|Y|)) = exp(−(U′·gden/a + 32·γnum)/(32·gden)),
 //
-// one trial (bexpShift128; gden is γ's denominator, a divisor of it by
-// construction). The pair (V, U) is V·A + U = x with probability
-// ∝ e^{−V}, so P[x, accepted] ∝ exp(−x/A)·exp(−γ(⌊x/B⌋)); summing over the
-// B values of x with ⌊x/B⌋ = y gives exp(−y·b/a)·exp(−γ(y)) times a
-// constant: CKS20's Laplace weight times its acceptance, as in Algorithm 3.
-// Rejecting (negative, 0) keeps the Laplace's weight at 0. A round accepts
-// with probability about (1 − e⁻¹)·0.76 ≈ 0.48, and costs one word for V
-// (geometricCountLocked), a few bits, and one exp trial, instead of about
-// 1.6 rounds of the inner loop, each with its own exp trial, per Laplace
-// draw.
-//
+// one trial (bexpShift128; gden is γ's denominator, a multiple of a). Then
+// P[K·a + U′ = x, accepted] ∝ exp(−x/(32a))·exp(−γ(⌊x/(32b)⌋)); summing over
+// the 32b values of x with ⌊x/(32b)⌋ = y gives exp(−y·b/a)·exp(−γ(y)) times
+// a constant: CKS20's Laplace weight times its acceptance, as in
+// Algorithm 3. Rejecting (negative, 0) keeps the Laplace's weight at 0. A
+// round accepts with probability about 0.98·0.76 ≈ 0.75 (CKS20's
+// Algorithm 3 acceptance, about 0.76 for t ≈ σ, times E[exp(−U′/(32a))]),
+// and costs a word for the sign and U′, a word for K, and one exp trial.
+
 // Every step runs on u128 words when its numbers fit and on math/big
 // otherwise, with identical draws (see bernLazy128), so the output is the
 // same function of the random stream either way; TestFastPathMatchesBig
@@ -120,7 +121,7 @@ func newDGParams(n, d *big.Int) *dgParams {
 	p.fold128 = ok[5] && p.fden2.hi>>(64-expTabShift) == 0
 	p.fast = ok[0] && ok[1] && ok[2] && ok[3] && ok[4]
 	p.ubits = uint(new(big.Int).Sub(p.a, bigOne).BitLen())
-	p.joint = 1+expTabShift+p.ubits <= 64
+	p.joint = 1+p.ubits <= 64
 	if p.joint {
 		p.fa64 = p.a.Uint64()
 	}
@@ -154,39 +155,39 @@ func signedBig(neg bool, m u128, mb *big.Int) *big.Int {
 	return mb
 }
 
-// dg128Locked is the folded CKS20 Algorithm 3 (see foldedRound) on words
+// dg128Locked is the folded CKS20 Algorithm 3 (see "Folding" above) on words
 // (p.fast). It returns the sign and |X|, as a u128 or, if |X| ≥ 2¹²⁸ (never
 // in practice), as mb ≠ nil.
 func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err error) {
 	for {
-		var sj uint64
+		var sign uint64
 		var u u128
 		if p.joint {
-			if sj, u.lo, err = s.headJointLocked(p); err != nil {
+			if sign, u.lo, err = s.headJointLocked(p); err != nil {
 				return false, u128{}, nil, err
 			}
 		} else {
-			if sj, err = s.bitsLocked(1 + expTabShift); err != nil {
+			if sign, err = s.bitsLocked(1); err != nil {
 				return false, u128{}, nil, err
 			}
 			if u, err = s.uniform128Locked(p.fa); err != nil {
 				return false, u128{}, nil, err
 			}
 		}
-		neg, j := sj&1 == 1, sj>>1
-		v, err := s.geometricCountLocked()
+		neg = sign == 1
+		k, err := s.fineCountLocked()
 		if err != nil {
 			return false, u128{}, nil, err
 		}
-		// |Y| = ⌊((32V + j)·a + U′)/32/b⌋.
-		x, o1 := p.fa.mul64(v<<expTabShift | j)
+		// |Y| = ⌊(K·a + U′)/32/b⌋.
+		x, o1 := p.fa.mul64(k)
 		x, o2 := x.add(u)
-		if o1 || o2 || v>>(64-expTabShift) != 0 {
-			mb = geometricResult(v, j, p.a, u.toBig(new(big.Int)), p.b)
+		if o1 || o2 {
+			mb = fineResult(k, p.a, u.toBig(new(big.Int)), p.b)
 			if neg && mb.Sign() == 0 {
 				continue
 			}
-			ok, err := s.bexpShiftBig(j, p.foldedNumBig(u.toBig(new(big.Int)), mb), p.den2)
+			ok, err := s.bexpShiftBig(0, p.foldedNumBig(u.toBig(new(big.Int)), mb), p.den2)
 			if err != nil {
 				return false, u128{}, nil, err
 			}
@@ -222,7 +223,7 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 				t, o1 := p.fga.mul64(u.lo)
 				num, o2 := t.add(g)
 				if !o1 && !o2 {
-					ok, err = s.bexpShift128(j, num, p.fden2)
+					ok, err = s.bexpShift128(0, num, p.fden2)
 					if err != nil {
 						return false, u128{}, nil, err
 					}
@@ -234,9 +235,9 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 			}
 		}
 		if num, overflow := p.foldedNum128(u, m); overflow || !p.fold128 {
-			ok, err = s.bexpShiftBig(j, p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
+			ok, err = s.bexpShiftBig(0, p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
 		} else {
-			ok, err = s.bexpShift128(j, num, p.fden2)
+			ok, err = s.bexpShift128(0, num, p.fden2)
 		}
 		if err != nil {
 			return false, u128{}, nil, err
@@ -247,10 +248,10 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 	}
 }
 
-// headJointLocked draws a round's sign (bit 0), j (bits 1–5) and U′ (the
-// next ubits bits) from one word, drawing again while U′ ≥ a (probability
-// below ½): for p.joint, on both paths.
-func (s *Source) headJointLocked(p *dgParams) (sj, u uint64, err error) {
+// headJointLocked draws a round's sign (bit 0) and U′ (the next ubits bits)
+// from one word, drawing again while U′ ≥ a (probability below ½): for
+// p.joint, on both paths.
+func (s *Source) headJointLocked(p *dgParams) (sign, u uint64, err error) {
 	mask := uint64(1)<<p.ubits - 1
 	for {
 		var w uint64
@@ -259,10 +260,21 @@ func (s *Source) headJointLocked(p *dgParams) (sj, u uint64, err error) {
 		} else if w, err = s.nextWordSlow(); err != nil {
 			return 0, 0, err
 		}
-		if u = w >> (1 + expTabShift) & mask; u < p.fa64 {
-			return w & (1<<(1+expTabShift) - 1), u, nil
+		if u = w >> 1 & mask; u < p.fa64 {
+			return w & 1, u, nil
 		}
 	}
+}
+
+// fineResult returns ⌊(k·a + u)/32/b⌋.
+func fineResult(k uint64, a, u, b *big.Int) *big.Int {
+	x := new(big.Int).SetUint64(k)
+	x.Mul(x, a).Add(x, u)
+	x.Rsh(x, expTabShift)
+	if b.Cmp(bigOne) != 0 {
+		x.Quo(x, b)
+	}
+	return x
 }
 
 // foldedNum128 returns U′·(gden/a) + 32·γnum(m), the numerator of the
@@ -324,33 +336,33 @@ func (p *dgParams) gammaNumBig(m *big.Int) *big.Int {
 func (s *Source) dgBigLocked(p *dgParams) (*big.Int, error) {
 	u := new(big.Int)
 	for {
-		var sj uint64
+		var sign uint64
 		if p.joint {
 			var ul uint64
 			var err error
-			if sj, ul, err = s.headJointLocked(p); err != nil {
+			if sign, ul, err = s.headJointLocked(p); err != nil {
 				return nil, err
 			}
 			u.SetUint64(ul)
 		} else {
 			var err error
-			if sj, err = s.bitsLocked(1 + expTabShift); err != nil {
+			if sign, err = s.bitsLocked(1); err != nil {
 				return nil, err
 			}
 			if _, err := s.uniformBigLocked(u, p.a); err != nil {
 				return nil, err
 			}
 		}
-		neg, j := sj&1 == 1, sj>>1
-		v, err := s.geometricCountLocked()
+		neg := sign == 1
+		k, err := s.fineCountLocked()
 		if err != nil {
 			return nil, err
 		}
-		m := geometricResult(v, j, p.a, u, p.b)
+		m := fineResult(k, p.a, u, p.b)
 		if neg && m.Sign() == 0 {
 			continue
 		}
-		ok, err := s.bexpShiftBig(j, p.foldedNumBig(u, m), p.den2)
+		ok, err := s.bexpShiftBig(0, p.foldedNumBig(u, m), p.den2)
 		if err != nil {
 			return nil, err
 		}

@@ -214,6 +214,37 @@ func TestGeometricChiSquare(t *testing.T) {
 	}
 }
 
+// TestGeometricCountsChiSquare checks the two one-word geometric counts:
+// P[V = v] = (1 − e⁻¹)e^{−v} and P[K = k] = (1 − e^{−1/32})e^{−k/32}.
+func TestGeometricCountsChiSquare(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ratio float64 // −log of the ratio
+		draw  func(*dp.Source) (uint64, error)
+		seed  uint64
+	}{
+		{"GeometricCount", 1, dp.GeometricCount, 18},
+		{"FineCount", 1.0 / 32, dp.FineCount, 19},
+	} {
+		src := dptest.Source(tc.seed)
+		pmf := func(x int64) float64 {
+			if x < 0 {
+				return 0
+			}
+			return -math.Expm1(-tc.ratio) * math.Exp(-float64(x)*tc.ratio)
+		}
+		samples := make([]int64, statSamples)
+		for i := range samples {
+			x, err := tc.draw(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samples[i] = int64(x)
+		}
+		chiSquareCheck(t, tc.name, integerCells(samples, pmf, false))
+	}
+}
+
 func TestDiscreteLaplaceChiSquare(t *testing.T) {
 	for _, tc := range []struct {
 		scale *big.Rat
