@@ -328,12 +328,29 @@ var fineTab = func() *[2048]uint64 {
 	return &t
 }()
 
+// fineGuide[i] = #{k ≤ fineTabMax : expTab[k] ≥ (i+1)·2⁵⁴}, a lower bound
+// of K₀ for every word w with w>>54 = i (Devroye 1986, §III.2.4, guide
+// tables). Buckets below fineGuideMin (U < 1/64) use the binary search.
+var fineGuide = func() *[1024]uint16 {
+	var g [1024]uint16
+	k := uint16(0)
+	for i := 1022; i >= 0; i-- { // g[1023] = 0: no entry reaches 2⁶⁴
+		for int(k) < fineTabMax && fineTab[k+1] >= uint64(i+1)<<54 {
+			k++
+		}
+		g[i] = k
+	}
+	return &g
+}()
+
+const fineGuideMin = 16
+
 // fineCountLocked returns K ≥ 0 with P[K ≥ k] = e^{−k/32} (a geometric
 // variable with ratio e^{−1/32}, the pair 32V + j of the folded sampler), as
 // K = #{k ≥ 1 : U < e^{−k/32}} for one uniform U ∈ [0, 1): U's first word w
 // against ⌊2⁶⁴e^{−k/32}⌋ = expTab[k] decides every k but one whose entry
-// equals w; a binary search without branches on the outcome finds
-// K₀ = #{k ≤ 40·32 : expTab[k] > w}, and only w = expTab[K₀+1] (probability
+// equals w; a guide table indexed by w's top bits (or, for U < 1/64, a
+// binary search) finds K₀ = #{k ≤ 40·32 : expTab[k] > w}, and only w = expTab[K₀+1] (probability
 // 2⁻⁶⁴) needs U's further words (bexpTabSlow). If U < e^{−40}, K − 40·32 is
 // again such a variable (memorylessness), drawn from a fresh U.
 func (s *Source) fineCountLocked() (uint64, error) {
@@ -349,9 +366,18 @@ func (s *Source) fineCountLocked() (uint64, error) {
 			}
 		}
 		var k uint64
-		for step := uint64(1024); step > 0; step >>= 1 {
-			_, lt := bits.Sub64(w, fineTab[(k+step)&2047], 0) // lt = 1 iff w < fineTab[k+step]
-			k += step & -lt
+		if i := w >> 54; i >= fineGuideMin {
+			// Start from the guide's lower bound and step to K₀; in these
+			// buckets K₀ varies by at most a few across a bucket.
+			k = uint64(fineGuide[i])
+			for k < fineTabMax && fineTab[k+1] > w {
+				k++
+			}
+		} else {
+			for step := uint64(1024); step > 0; step >>= 1 {
+				_, lt := bits.Sub64(w, fineTab[(k+step)&2047], 0) // lt = 1 iff w < fineTab[k+step]
+				k += step & -lt
+			}
 		}
 		if k < fineTabMax && w == fineTab[k+1] {
 			ok, err := s.bexpTabSlow(k+1, w)

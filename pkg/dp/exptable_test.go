@@ -85,6 +85,18 @@ func TestExpTable(t *testing.T) {
 	if fineTab[fineTabMax] != expTab[fineTabMax] || fineTab[fineTabMax+1] != 0 {
 		t.Error("fineTab is not expTab[..fineTabMax] followed by zeros")
 	}
+	// The guide: every entry up to fineGuide[i] is at least (i+1)·2⁵⁴ and
+	// the next one is below it.
+	for i := range fineGuide {
+		g := int(fineGuide[i])
+		top := new(big.Int).Lsh(big.NewInt(int64(i+1)), 54)
+		if g > 0 && new(big.Int).SetUint64(expTab[g]).Cmp(top) < 0 {
+			t.Errorf("fineGuide[%d] = %d: expTab[%d] below (i+1)·2⁵⁴", i, g, g)
+		}
+		if g < fineTabMax && new(big.Int).SetUint64(expTab[g+1]).Cmp(top) >= 0 {
+			t.Errorf("fineGuide[%d] = %d: expTab[%d] not below (i+1)·2⁵⁴", i, g, g+1)
+		}
+	}
 	if expTab[expTabLen-1] == 0 {
 		t.Error("expTab's last entry is 0")
 	}
