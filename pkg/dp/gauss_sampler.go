@@ -28,8 +28,8 @@ import (
 // t = n/(d·s) is the rational a/b of CKS20 Algorithm 2 (n/(d·s) in lowest
 // terms; s is ⌊σ⌋ with its bits below 2^(bitlen − 21) cleared, see
 // newDGParams).
-// The expected number of rounds is that of CKS20 (t within a factor
-// 1 + 1/s of their choice). For σ < 1, t = 1 and γ(Y) = (|Y|·d − n)²/(2nd),
+// The Laplace envelope is as tight as CKS20's (t within a factor 1 + 1/s of
+// their choice); the folding below sets the number of rounds. For σ < 1, t = 1 and γ(Y) = (|Y|·d − n)²/(2nd),
 // CKS20's own form.
 //
 // Folding. CKS20's Laplace step draws its geometric part with Algorithm 2:
