@@ -6,8 +6,13 @@
 #   GP-UCB loop, n = 100,000 and 1,000,000    pkg/gpucb        BenchmarkLoop
 #   one GP-UCB iteration, n = 10⁴ and 10⁵      pkg/gpucb        BenchmarkIteration
 #   samplers, mechanisms, RDP accountant       pkg/dp           BenchmarkBernoulliExp … BenchmarkSubsampledGaussian10000Steps
+#     (the exact discrete Gaussian at σ² = 2⁴⁰ and 2⁷², one and all cores:
+#     BenchmarkDiscreteGaussian/{int64s,parallel}/…; target ≥ 2·10⁷ draws/s
+#     on two cores at σ² = 2⁴⁰)
 #   ledger charges per second                   pkg/ledger       BenchmarkChargeSQLite, BenchmarkChargePostgres
 #   projection, n = 1,000,000, d = 50, r = 20  pkg/projection   BenchmarkProject
+#   fresh Gaussian release, n = 10⁵ and 10⁶,   pkg/projection   BenchmarkProjectGaussianRelease
+#     r = 20 (targets ≤ 0.3 s and ≤ 2 s)
 #   projection stream over loopback gRPC       integration      BenchmarkProjectionStream
 #   cached index queries over loopback         integration      BenchmarkCachedQueries
 #
@@ -32,7 +37,7 @@ targets=(
   "./pkg/gpucb|^BenchmarkLoop$|^BenchmarkIteration$"
   "./pkg/dp|^BenchmarkBernoulliExp$|^BenchmarkDiscreteLaplace$|^BenchmarkDiscreteGaussian$|^BenchmarkLaplaceMechanism$|^BenchmarkGaussianMechanism$|^BenchmarkExponential$|^BenchmarkSubsampledGaussian10000Steps$"
   "./pkg/ledger|^BenchmarkChargeSQLite$|^BenchmarkChargePostgres$"
-  "./pkg/projection|^BenchmarkProject$"
+  "./pkg/projection|^BenchmarkProject$|^BenchmarkProjectGaussianRelease$"
   "./integration|^BenchmarkProjectionStream$|^BenchmarkCachedQueries$"
 )
 for t in "${targets[@]}"; do

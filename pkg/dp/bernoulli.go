@@ -1,7 +1,7 @@
 package dp
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"math/big"
 	"math/bits"
@@ -23,11 +23,15 @@ func Bernoulli(src *Source, p *big.Rat) (bool, error) {
 }
 
 // BernoulliExp returns true with probability exp(−γ), exactly, for a rational
-// γ ≥ 0 (Canonne, Kamath & Steinke 2020, Algorithm 1). For γ ∈ [0, 1]:
-// K ← 1; repeat { A ~ Bernoulli(γ/K); if A = 0 stop; K ← K+1 }; return K odd.
-// For γ > 1: ⌊γ⌋ draws of Bernoulli(e^{−1}), returning false at the first
-// failure, then Bernoulli(exp(−(γ − ⌊γ⌋))). Each Bernoulli(q) with rational
-// q compares a uniform U ∈ [0, 1), read 64 bits at a time, with q: see
+// γ ≥ 0. It writes γ = J/32 + ρ with J = ⌊32γ⌋ and ρ ∈ [0, 1/32) and returns
+// the conjunction of two independent trials: a uniform U ∈ [0, 1) compared
+// with the irrational exp(−J/32), whose binary expansion is known exactly
+// (a table of its first 64 bits, more computed in integer arithmetic in the
+// rare case they do not decide; exptable.go), and Bernoulli(exp(−ρ)) by
+// Canonne, Kamath & Steinke 2020, Algorithm 1 (K ← 1; repeat
+// { A ~ Bernoulli(ρ/K); if A = 0 stop; K ← K+1 }; return K odd), whose
+// first trial almost always ends it. Each Bernoulli(q) with rational q
+// compares a uniform U ∈ [0, 1), read 64 bits at a time, with q: see
 // bernLazy128.
 //
 // Its running time depends on γ; see the package documentation on timing.
@@ -45,10 +49,12 @@ func BernoulliExp(src *Source, gamma *big.Rat) (bool, error) {
 
 // Geometric returns X ∈ {0, 1, 2, …} with P[X = x] = (1 − e^{−1/t}) e^{−x/t}
 // for a rational scale t > 0, exactly (Canonne, Kamath & Steinke 2020,
-// Algorithm 2 with t = a/b: the geometric variable with success probability
-// 1 − e^{−b/a}): repeat { U uniform on {0, …, a−1}; D ~ Bernoulli(exp(−U/a)) }
+// Algorithm 2 with t = A/B: the geometric variable with success probability
+// 1 − e^{−B/A}): repeat { U uniform on {0, …, A−1}; D ~ Bernoulli(exp(−U/A)) }
 // until D = 1; V = the number of successes of Bernoulli(e^{−1}) before the
-// first failure; return ⌊(V·a + U)/b⌋.
+// first failure; return ⌊(V·A + U)/B⌋. It uses A = 32a, B = 32b for t = a/b
+// in lowest terms, which makes exp(−U/A) cheap (see geometric128), and
+// draws V from one uniform (geometricCountLocked).
 func Geometric(src *Source, scale *big.Rat) (*big.Int, error) {
 	if err := src.check(); err != nil {
 		return nil, err
@@ -163,34 +169,6 @@ func (s *Source) decideBig(w uint64, num, den *big.Int) (bool, error) {
 	}
 }
 
-// bexp1Locked returns true with probability e^{−1}: Algorithm 1 of CKS20
-// with γ = 1, whose trials are Bernoulli(1/K).
-func (s *Source) bexp1Locked() (bool, error) {
-	// K = 1: Bernoulli(1) always succeeds.
-	for k := uint64(2); ; k++ {
-		w, err := s.nextWord()
-		if err != nil {
-			return false, err
-		}
-		// cellVersus(w, 1, k), inlined: w·k ≥ 2⁶⁴ → U ≥ 1/k;
-		// (w+1)·k ≤ 2⁶⁴ → U < 1/k.
-		hi, lo := bits.Mul64(w, k)
-		if hi != 0 {
-			return k%2 == 1, nil
-		}
-		if lo <= -k {
-			continue
-		}
-		ok, err := s.decideBig(w, bigOne, new(big.Int).SetUint64(k))
-		if err != nil {
-			return false, err
-		}
-		if !ok {
-			return k%2 == 1, nil
-		}
-	}
-}
-
 // bexpUnit128 returns true with probability exp(−num/den), 0 ≤ num ≤ den
 // (CKS20 Algorithm 1, γ ∈ [0, 1]).
 func (s *Source) bexpUnit128(num, den u128) (bool, error) {
@@ -205,9 +183,14 @@ func (s *Source) bexpUnit128(num, den u128) (bool, error) {
 			if num.lo >= dk {
 				continue // Bernoulli(1)
 			}
-			w, err := s.nextWord()
-			if err != nil {
-				return false, err
+			var w uint64
+			if p := s.pos; p <= len(s.buf)-8 { // nextWord, inlined
+				w, s.pos = binary.LittleEndian.Uint64(s.buf[p:p+8]), p+8
+			} else {
+				var err error
+				if w, err = s.nextWordSlow(); err != nil {
+					return false, err
+				}
 			}
 			h, l := bits.Mul64(w, dk)
 			if h >= num.lo {
@@ -259,37 +242,6 @@ func (s *Source) bexpUnitBig(num, den *big.Int, k0 uint64) (bool, error) {
 	}
 }
 
-// bexp128 returns true with probability exp(−num/den), num ≥ 0, den ≥ 1
-// (CKS20 Algorithm 1): while γ > 1, one Bernoulli(e^{−1}) and γ ← γ − 1, so
-// ⌊γ⌋ of them (or ⌊γ⌋ − 1 and then γ = 1 exactly) before the unit case.
-func (s *Source) bexp128(num, den u128) (bool, error) {
-	for den.less(num) {
-		ok, err := s.bexp1Locked()
-		if err != nil || !ok {
-			return false, err
-		}
-		num = num.sub(den)
-	}
-	return s.bexpUnit128(num, den)
-}
-
-// bexpBig is bexp128 on big integers.
-func (s *Source) bexpBig(num, den *big.Int) (bool, error) {
-	if num.Cmp(den) > 0 {
-		num = new(big.Int).Set(num)
-		for num.Cmp(den) > 0 {
-			// Each round fails with probability 1 − e^{−1}, so even a γ
-			// beyond 2⁶⁴ ends after a handful of rounds.
-			ok, err := s.bexp1Locked()
-			if err != nil || !ok {
-				return false, err
-			}
-			num.Sub(num, den)
-		}
-	}
-	return s.bexpUnitBig(num, den, 1)
-}
-
 // bernoulliExpLocked returns true with probability exp(−num/den), num ≥ 0,
 // den ≥ 1, on machine words when both fit in 128 bits.
 func (s *Source) bernoulliExpLocked(num, den *big.Int) (bool, error) {
@@ -301,18 +253,40 @@ func (s *Source) bernoulliExpLocked(num, den *big.Int) (bool, error) {
 	return s.bexpBig(num, den)
 }
 
+// The geometric sampler (CKS20 Algorithm 2) draws U uniform on [0, A) and
+// accepts it with probability exp(−U/A), for any representation t = A/B of
+// the scale. Here A = 32a and B = 32b for t = a/b: U = j·a + U′ with j
+// uniform on [0, 32) (5 bits) and U′ uniform on [0, a), so that
+// exp(−U/A) = exp(−j/32)·exp(−U′/(32a)) is one table trial and one
+// Algorithm 1 run on an exponent below 1/32 (see exptable.go), with no
+// division; the result is ⌊(V·A + U)/B⌋ = ⌊((32V + j)·a + U′)/(32b)⌋.
+
 // geometric128 is CKS20 Algorithm 2 for the scale a/b with 1 ≤ a < 2¹²⁸ and
 // 1 ≤ b < 2⁶⁴. It returns the sample as a u128, or as a big integer (mbig ≠
-// nil) in the astronomically unlikely case V·a + U ≥ 2¹²⁸.
+// nil) in the astronomically unlikely case (32V + j)·a + U′ ≥ 2¹²⁸.
 func (s *Source) geometric128(a u128, b uint64) (m u128, mbig *big.Int, err error) {
-	// U uniform on [0, a) accepted with probability exp(−U/a): U is then the
-	// fractional part (in units of 1/a) of an exponential variable of scale a.
+	if a.hi>>(64-expTabShift) != 0 {
+		// 32a does not fit in 128 bits.
+		x, err := s.geometricBigLocked(a.toBig(new(big.Int)), new(big.Int).SetUint64(b))
+		if err != nil {
+			return u128{}, nil, err
+		}
+		if m, ok := u128FromBig(x); ok {
+			return m, nil, nil
+		}
+		return u128{}, x, nil
+	}
+	a32 := a.shl(expTabShift)
+	var j uint64
 	var u u128
 	for {
+		if j, err = s.bitsLocked(expTabShift); err != nil {
+			return u128{}, nil, err
+		}
 		if u, err = s.uniform128Locked(a); err != nil {
 			return u128{}, nil, err
 		}
-		ok, err := s.bexpUnit128(u, a)
+		ok, err := s.bexpParts128(u64(j), u, a32)
 		if err != nil {
 			return u128{}, nil, err
 		}
@@ -324,12 +298,13 @@ func (s *Source) geometric128(a u128, b uint64) (m u128, mbig *big.Int, err erro
 	if err != nil {
 		return u128{}, nil, err
 	}
-	// ⌊(V·a + U)/b⌋.
-	x, o1 := a.mul64(v)
+	// ⌊((32V + j)·a + U′)/32/b⌋.
+	x, o1 := a.mul64(v<<expTabShift | j)
 	x, o2 := x.add(u)
-	if o1 || o2 {
-		return u128{}, geometricResult(v, a.toBig(new(big.Int)), u.toBig(new(big.Int)), new(big.Int).SetUint64(b)), nil
+	if o1 || o2 || v>>(64-expTabShift) != 0 {
+		return u128{}, geometricResult(v, j, a.toBig(new(big.Int)), u.toBig(new(big.Int)), new(big.Int).SetUint64(b)), nil
 	}
+	x = u128{x.hi >> expTabShift, x.lo>>expTabShift | x.hi<<(64-expTabShift)}
 	if b != 1 {
 		x = x.div64(b)
 	}
@@ -340,11 +315,17 @@ func (s *Source) geometric128(a u128, b uint64) (m u128, mbig *big.Int, err erro
 // big integers (the same draws as geometric128).
 func (s *Source) geometricBigLocked(a, b *big.Int) (*big.Int, error) {
 	u := new(big.Int)
+	a32 := new(big.Int).Lsh(a, expTabShift)
+	var j uint64
 	for {
+		var err error
+		if j, err = s.bitsLocked(expTabShift); err != nil {
+			return nil, err
+		}
 		if _, err := s.uniformBigLocked(u, a); err != nil {
 			return nil, err
 		}
-		ok, err := s.bexpUnitBig(u, a, 1)
+		ok, err := s.bexpPartsBig(new(big.Int).SetUint64(j), u, a32)
 		if err != nil {
 			return nil, err
 		}
@@ -356,32 +337,15 @@ func (s *Source) geometricBigLocked(a, b *big.Int) (*big.Int, error) {
 	if err != nil {
 		return nil, err
 	}
-	return geometricResult(v, a, u, b), nil
+	return geometricResult(v, j, a, u, b), nil
 }
 
-// geometricCountLocked returns V, the number of successes of
-// Bernoulli(e^{−1}) before the first failure.
-func (s *Source) geometricCountLocked() (uint64, error) {
-	var v uint64
-	for {
-		ok, err := s.bexp1Locked()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return v, nil
-		}
-		v++
-		if v == 0 {
-			return 0, errors.New("dp: geometric counter overflow") // unreachable in practice (probability e^{−2⁶⁴})
-		}
-	}
-}
-
-// geometricResult returns ⌊(v·a + u)/b⌋.
-func geometricResult(v uint64, a, u, b *big.Int) *big.Int {
+// geometricResult returns ⌊((32v + j)·a + u)/(32b)⌋.
+func geometricResult(v, j uint64, a, u, b *big.Int) *big.Int {
 	x := new(big.Int).SetUint64(v)
+	x.Lsh(x, expTabShift).Or(x, new(big.Int).SetUint64(j))
 	x.Mul(x, a).Add(x, u)
+	x.Rsh(x, expTabShift)
 	if b.Cmp(bigOne) != 0 {
 		x.Quo(x, b)
 	}

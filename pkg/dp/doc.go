@@ -34,12 +34,18 @@
 //
 // # Samplers (CKS20)
 //
-//   - BernoulliExp: true with probability exp(−γ), γ ≥ 0 rational (Algorithm 1).
+//   - BernoulliExp: true with probability exp(−γ), γ ≥ 0 rational: a uniform
+//     against exp(−⌊32γ⌋/32), whose binary expansion is tabulated and, when
+//     needed, extended exactly in integer arithmetic, and Algorithm 1 on the
+//     remainder below 1/32 (exptable.go).
 //   - Bernoulli: true with probability p, p ∈ [0, 1] rational.
 //   - Geometric: P[X = x] = (1 − e^{−1/t}) e^{−x/t}, x ≥ 0 (Algorithm 2).
 //   - DiscreteLaplace: P[X = x] = tanh(1/(2t)) e^{−|x|/t}, x ∈ ℤ (Algorithm 2).
 //   - DiscreteGaussian, DiscreteGaussianSampler: P[X = x] ∝ exp(−x²/(2σ²)),
-//     x ∈ ℤ (Algorithm 3, with the Laplace scale σ²/⌊σ⌋; gauss_sampler.go).
+//     x ∈ ℤ (Algorithm 3, with the Laplace scale σ²/⌊σ⌋ and the geometric's
+//     acceptance folded into the Gaussian one; gauss_sampler.go).
+//
+// docs/MATHS.md §5.2 states these algorithms and why each is exact.
 //
 // DiscreteLaplacePMF and DiscreteGaussianPMF give the exact probabilities
 // (in float64) for tests and reports.

@@ -53,3 +53,30 @@ func BernLazy(src *Source, num, den *big.Int, wordSize bool) (bool, error) {
 	}
 	return src.bernLazyBig(num, den)
 }
+
+// ExpTab returns ⌊2⁶⁴·exp(−j/32)⌋ from the table, 1 ≤ j ≤ 32·44.
+func ExpTab(j int) uint64 { return expTab[j] }
+
+// ExpTabLen is the number of table entries.
+const ExpTabLen = expTabLen
+
+// GeometricCount draws V with P[V ≥ v] = e^{−v}.
+func GeometricCount(src *Source) (uint64, error) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.geometricCountLocked()
+}
+
+// ExpNegFloorRef is the independent reference for ⌊2^b·exp(−j/32)⌋ of
+// TestExpTable.
+var ExpNegFloorRef = expNegFloorRef
+
+// FineCount draws K with P[K ≥ k] = e^{−k/32}.
+func FineCount(src *Source) (uint64, error) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.fineCountLocked()
+}
+
+// FineTabMax is the last table index FineCount reads directly.
+const FineTabMax = fineTabMax

@@ -100,6 +100,11 @@ func TestFastPathMatchesBig(t *testing.T) {
 		frac(pow2(129, 1), big.NewInt(3)), // γ ≫ 1 beyond 128 bits
 		frac(pow2(80, 1), pow2(81, 0)),    // ≈ ½ with an 81-bit denominator
 		frac(pow2(200, 1), pow2(201, 0)),  // ≈ ½ beyond 128 bits
+		big.NewRat(100, 1),                // ⌊32γ⌋ beyond the table: e⁻⁴⁴ trials first
+		big.NewRat(91, 2),                 // 45.5
+		frac(pow2(124, 0), pow2(120, 1)),  // 32·num beyond 128 bits
+		frac(big.NewInt(7), pow2(100, 3)), // tiny γ, 101-bit denominator
+		frac(pow2(90, 1), pow2(64, 0)),    // ⌊32γ⌋ ≥ 2⁶⁴
 	}
 	for i, g := range gammas {
 		fast, slow := dptest.Source(uint64(200+i)), dptest.Source(uint64(200+i))
@@ -318,6 +323,83 @@ func TestBernoulliUndecidedCell(t *testing.T) {
 				if next, err := src.Uint64n(1 << 32); err != nil || next != 0xfeedface {
 					t.Errorf("q = %s, word-size %v: next draw %#x, %v, want 0xfeedface (three words read)", q.RatString(), wordSize, next, err)
 				}
+			}
+		}
+	}
+}
+
+// TestExpTableUndecidedCell scripts streams whose first word is
+// ⌊2⁶⁴·exp(−j/32)⌋, the one cell in 2⁶⁴ that does not decide U < exp(−j/32),
+// so that BernoulliExp(j/32) (table index j, no remainder) must read U's next
+// words: exp(−j/32)'s own next 64 bits (still undecided), then a word of
+// zeros (U < p) or of ones (U > p). Both paths must give that answer and
+// read exactly three words; the geometric count V (P[V ≥ v] = e^{−v}) must
+// resolve the same cell at j = 32v.
+func TestExpTableUndecidedCell(t *testing.T) {
+	for _, j := range []int{1, 32, 45, 64, 1000, dp.ExpTabLen - 1} {
+		// The second word: bits 65..128 of exp(−j/32), from the reference.
+		second, ok := dp.ExpNegFloorRef(uint64(j), 128)
+		if !ok {
+			t.Fatal("reference not precise enough")
+		}
+		if second.Rsh(second, 64).Uint64() != dp.ExpTab(j) {
+			t.Fatalf("j = %d: table and reference disagree", j)
+		}
+		second, _ = dp.ExpNegFloorRef(uint64(j), 128)
+		w2 := new(big.Int).And(second, new(big.Int).SetUint64(^uint64(0))).Uint64()
+		for _, tc := range []struct {
+			third uint64
+			want  bool
+		}{{0, true}, {^uint64(0), false}} {
+			stream := func() *dp.Source {
+				b := make([]byte, 64)
+				binary.LittleEndian.PutUint64(b[0:], dp.ExpTab(j))
+				binary.LittleEndian.PutUint64(b[8:], w2)
+				binary.LittleEndian.PutUint64(b[16:], tc.third)
+				binary.LittleEndian.PutUint64(b[24:], 0xfeedface)
+				return dptest.FromReader(bytes.NewReader(b))
+			}
+			after := func(src *dp.Source, what string) {
+				if next, err := src.Uint64n(1 << 32); err != nil || next != 0xfeedface {
+					t.Errorf("j = %d, %s: next draw %#x, %v, want 0xfeedface (three words read)", j, what, next, err)
+				}
+			}
+			g := big.NewRat(int64(j), 32)
+			src := stream()
+			got, err := dp.BernoulliExp(src, g)
+			if err != nil || got != tc.want {
+				t.Errorf("BernoulliExp(%d/32), third word %#x: %v, %v; want %v", j, tc.third, got, err, tc.want)
+			}
+			after(src, "word-size path")
+			src = stream()
+			got, err = dp.BernoulliExpBigPath(src, g)
+			if err != nil || got != tc.want {
+				t.Errorf("BernoulliExp(%d/32) on math/big, third word %#x: %v, %v; want %v", j, tc.third, got, err, tc.want)
+			}
+			after(src, "math/big path")
+			if j < dp.FineTabMax {
+				// U < e^{−j/32} (and > e^{−(j+1)/32}): K = j; else K = j − 1.
+				want := uint64(j)
+				if !tc.want {
+					want = uint64(j - 1)
+				}
+				src = stream()
+				if got, err := dp.FineCount(src); err != nil || got != want {
+					t.Errorf("fine count on the cell of exp(−%d/32), third word %#x: %d, %v; want %d", j, tc.third, got, err, want)
+				}
+				after(src, "fine count")
+			}
+			if v := j / 32; j%32 == 0 && v < 44 {
+				// U < e^{−v} (and > e^{−(v+1)}): V = v; U > e^{−v}: V = v − 1.
+				want := uint64(v)
+				if !tc.want {
+					want = uint64(v - 1)
+				}
+				src = stream()
+				if got, err := dp.GeometricCount(src); err != nil || got != want {
+					t.Errorf("geometric count on the cell of e^-%d, third word %#x: %d, %v; want %d", v, tc.third, got, err, want)
+				}
+				after(src, "geometric count")
 			}
 		}
 	}

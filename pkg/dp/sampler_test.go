@@ -96,6 +96,9 @@ func TestBernoulliExpChiSquare(t *testing.T) {
 	gammas := []*big.Rat{
 		big.NewRat(0, 1), big.NewRat(1, 10), big.NewRat(1, 2), big.NewRat(1, 1),
 		big.NewRat(3, 2), big.NewRat(7, 3), big.NewRat(4, 1),
+		// exp(−γ) = exp(−J/32)·exp(−ρ): J = 0 (ρ only), ρ = 0 (table only),
+		// both, and a small probability (e⁻⁶ ≈ 0.0025).
+		big.NewRat(1, 64), big.NewRat(33, 32), big.NewRat(41, 20), big.NewRat(6, 1),
 		// (2⁸⁰+1)/2⁸¹ ≈ ½ in lowest terms: the big-integer path.
 		new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 80), big.NewInt(1)), new(big.Int).Lsh(big.NewInt(1), 81)),
 		// (2⁶²+1)/(2⁶³−1): den·K overflows 64 bits at K = 2, switching paths mid-loop.
@@ -189,6 +192,7 @@ func TestGeometricChiSquare(t *testing.T) {
 		{"scale 1", big.NewRat(1, 1), 3},
 		{"scale 7/3", big.NewRat(7, 3), 4},
 		{"scale 1/5", big.NewRat(1, 5), 5},
+		{"scale 100/7", big.NewRat(100, 7), 6},
 	} {
 		src := dptest.Source(tc.seed)
 		s, _ := tc.scale.Float64()
@@ -207,6 +211,37 @@ func TestGeometricChiSquare(t *testing.T) {
 			samples[i] = x.Int64()
 		}
 		chiSquareCheck(t, "Geometric "+tc.name, integerCells(samples, pmf, false))
+	}
+}
+
+// TestGeometricCountsChiSquare checks the two one-word geometric counts:
+// P[V = v] = (1 − e⁻¹)e^{−v} and P[K = k] = (1 − e^{−1/32})e^{−k/32}.
+func TestGeometricCountsChiSquare(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ratio float64 // −log of the ratio
+		draw  func(*dp.Source) (uint64, error)
+		seed  uint64
+	}{
+		{"GeometricCount", 1, dp.GeometricCount, 18},
+		{"FineCount", 1.0 / 32, dp.FineCount, 19},
+	} {
+		src := dptest.Source(tc.seed)
+		pmf := func(x int64) float64 {
+			if x < 0 {
+				return 0
+			}
+			return -math.Expm1(-tc.ratio) * math.Exp(-float64(x)*tc.ratio)
+		}
+		samples := make([]int64, statSamples)
+		for i := range samples {
+			x, err := tc.draw(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samples[i] = int64(x)
+		}
+		chiSquareCheck(t, tc.name, integerCells(samples, pmf, false))
 	}
 }
 
@@ -250,6 +285,9 @@ func TestDiscreteGaussianChiSquare(t *testing.T) {
 		{big.NewRat(1, 2), 11},
 		{big.NewRat(73, 10), 12},
 		{big.NewRat(1, 5), 13},
+		// A float64 variance as VectorGaussian makes them (σ ≈ 111): a Laplace
+		// scale a/b with b ≠ 1, and a round's U′ rejected when ≥ a.
+		{new(big.Rat).SetFloat64(12345.678), 17},
 		// σ² = (2¹⁰¹+1)/2¹⁰⁰ ≈ 2 in lowest terms: the big-integer paths.
 		{new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 101), big.NewInt(1)), new(big.Int).Lsh(big.NewInt(1), 100)), 14},
 	} {

@@ -129,18 +129,22 @@ func (s *Source) fill(p []byte) error {
 
 // bitsLocked returns n ∈ [0, 64] uniform random bits. Callers hold s.mu.
 func (s *Source) bitsLocked(n uint) (uint64, error) {
-	if n == 0 {
-		return 0, nil
-	}
-	if s.nbits >= n {
-		v := s.word
-		if n < 64 {
-			v &= 1<<n - 1
-			s.word >>= n
-		} else {
-			s.word = 0
-		}
+	if s.nbits >= n && n < 64 {
+		v := s.word & (1<<n - 1)
+		s.word >>= n
 		s.nbits -= n
+		return v, nil
+	}
+	return s.bitsSlow(n)
+}
+
+// bitsSlow is bitsLocked when the buffered bits do not suffice or n = 64.
+//
+//go:noinline
+func (s *Source) bitsSlow(n uint) (uint64, error) {
+	if s.nbits >= n { // n = 64
+		v := s.word
+		s.word, s.nbits = 0, 0
 		return v, nil
 	}
 	// Take what is left, then refill the word with 64 fresh bits.
@@ -163,10 +167,9 @@ func (s *Source) bitsLocked(n uint) (uint64, error) {
 // (64 uniform bits, independent of the bits held in s.word). Callers hold
 // s.mu.
 func (s *Source) nextWord() (uint64, error) {
-	if s.pos+8 <= len(s.buf) {
-		w := binary.LittleEndian.Uint64(s.buf[s.pos:])
-		s.pos += 8
-		return w, nil
+	if p := s.pos; p <= len(s.buf)-8 {
+		s.pos = p + 8
+		return binary.LittleEndian.Uint64(s.buf[p : p+8]), nil
 	}
 	return s.nextWordSlow()
 }

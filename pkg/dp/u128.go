@@ -61,6 +61,38 @@ func (a u128) div64(d uint64) u128 {
 	return u128{qhi, qlo}
 }
 
+// divMod returns ⌊a/b⌋ and a mod b for b ≥ 1 (Warren, Hacker's Delight,
+// 2nd ed., 2012, §9-5, "udivti3": for b ≥ 2⁶⁴ one 128/64 division by b's
+// normalised top word gives the quotient or one more, and one exact
+// correction step fixes it).
+func (a u128) divMod(b u128) (q, r u128) {
+	if b.hi == 0 {
+		qhi, rhi := a.hi/b.lo, a.hi%b.lo
+		qlo, rem := bits.Div64(rhi, a.lo, b.lo) // rhi < b.lo: no overflow
+		return u128{qhi, qlo}, u64(rem)
+	}
+	n := uint(bits.LeadingZeros64(b.hi))
+	b1 := b.hi<<n | b.lo>>(64-n) // b's top 64 bits (a shift by 64 gives 0 in Go)
+	// a >> 1 has a top word below 2⁶³ ≤ b1: no overflow.
+	t, _ := bits.Div64(a.hi>>1, a.hi<<63|a.lo>>1, b1)
+	t >>= 63 - n
+	if t != 0 {
+		t--
+	}
+	p, _ := b.mul64(t) // t·b ≤ a
+	r = a.sub(p)
+	if !r.less(b) {
+		t++
+		r = r.sub(b)
+	}
+	return u64(t), r
+}
+
+// shl returns a·2^k for 0 < k < 64, dropping bits beyond 2¹²⁸.
+func (a u128) shl(k uint) u128 {
+	return u128{a.hi<<k | a.lo>>(64-k), a.lo << k}
+}
+
 // sq64 returns x² as a u128 (never overflows).
 func sq64(x uint64) u128 {
 	hi, lo := bits.Mul64(x, x)

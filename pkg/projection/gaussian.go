@@ -62,7 +62,7 @@ const (
 // its *-nonprivate ones). TestAuditGaussianProjection checks this end to end.
 //
 // Cost: O(n·d·r) for the product plus n·r exact discrete Gaussian draws
-// (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 6–7 million draws per
+// (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 10 million draws per
 // CPU-second on machine words, spread over GOMAXPROCS goroutines), which
 // dominate for large n. Report.NoiseSD holds σ and Report.Sensitivity Δ (both
 // depend only on M, never on the data).
