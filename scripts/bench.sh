@@ -36,7 +36,8 @@ out="bench-results/$(date -u +%Y%m%dT%H%M%SZ).txt"
 targets=(
   "./pkg/gpucb|^BenchmarkLoop$|^BenchmarkIteration$"
   "./pkg/dp|^BenchmarkBernoulliExp$|^BenchmarkDiscreteLaplace$|^BenchmarkDiscreteGaussian$|^BenchmarkLaplaceMechanism$|^BenchmarkGaussianMechanism$|^BenchmarkExponential$|^BenchmarkSubsampledGaussian10000Steps$"
-  "./pkg/ledger|^BenchmarkChargeSQLite$|^BenchmarkChargePostgres$"
+  "./pkg/ledger|^BenchmarkChargeSQLite$"
+  "./pkg/ledger/pgledger|^BenchmarkChargePostgres$"
   "./pkg/projection|^BenchmarkProject$|^BenchmarkProjectGaussianRelease$"
   "./integration|^BenchmarkProjectionStream$|^BenchmarkCachedQueries$"
 )
