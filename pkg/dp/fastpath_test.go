@@ -21,8 +21,11 @@ func frac(num, den *big.Int) *big.Rat { return new(big.Rat).SetFrac(num, den) }
 
 // gaussianBoundaryCases are variances on both sides of the word-size limits
 // of the discrete Gaussian sampler (see gauss_sampler.go): n < 2¹²⁸ and
-// 2n < 2¹²⁸, d < 2⁶⁴, d·⌊σ⌋ < 2⁶⁴, and the in-flight overflows of
-// (|Y| − ⌊σ⌋)²·d, (2n)·K and V·n + U, which switch single steps to math/big.
+// 2n < 2¹²⁸, d < 2⁶⁴, d·⌊σ⌋ < 2⁶⁴, and in-flight overflows (of
+// (|Y| − ⌊σ⌋)²·d, of the folded exponent's numerator, of K·a + U′), which
+// switch single steps to math/big. (The case comments below name the
+// overflows of the sampler before its round was folded; the cases still sit
+// on the word-size limits and check that both paths agree there.)
 func gaussianBoundaryCases() []struct {
 	name   string
 	sigma2 *big.Rat

@@ -76,8 +76,9 @@ type dgParams struct {
 	fold128       bool // fden2 < 2¹²³: the folded exponent's trial runs on words
 	fs, fd, fb    uint64
 
-	// The draws of a round's sign, j and U′: one word when 6 + ubits ≤ 64
-	// (joint), else separate draws (see headLocked).
+	// The draws of a round's sign and U′: one word when 1 + ubits ≤ 64
+	// (joint), else separate draws (see headJointLocked); K = 32V + j is a
+	// word of its own (fineCountLocked).
 	ubits uint // bit length of a − 1
 	joint bool
 	fa64  uint64 // a, when joint
@@ -278,7 +279,7 @@ func fineResult(k uint64, a, u, b *big.Int) *big.Int {
 }
 
 // foldedNum128 returns U′·(gden/a) + 32·γnum(m), the numerator of the
-// folded exponent over 32·gden beyond j/32, or overflow.
+// folded exponent U′/(32a) + γ(m) over 32·gden, or overflow.
 func (p *dgParams) foldedNum128(u, m u128) (u128, bool) {
 	g, overflow := p.gammaNum128(m)
 	if overflow || g.hi>>(64-expTabShift) != 0 || u.hi != 0 {
