@@ -299,25 +299,19 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		cats []string // the schema's categories, nil for a numeric column
 		line int      // the categorical column's schema line
 	}
-	var sch *Schema
-	if opt.Scaling.Schema != nil {
-		sch = opt.Scaling.Schema
-	}
+	sch := opt.Scaling.Schema
 	srcs := make([]source, len(features))
 	var expanded []string
 	for j, f := range features {
 		srcs[j].k = index[f]
-		if sch != nil {
-			if oh := sch.OneHot(f); oh != nil {
-				c, _ := sch.Column(f)
-				srcs[j].cats, srcs[j].line = c.Categories, c.Line
-				expanded = append(expanded, oh...)
-				continue
-			}
+		if c := categorical(sch, f); c != nil {
+			srcs[j].cats, srcs[j].line = c.Categories, c.Line
+			expanded = append(expanded, sch.OneHot(f)...)
+			continue
 		}
 		expanded = append(expanded, f)
 	}
-	if c, ok := schemaColumn(sch, target); ok && len(c.Categories) > 0 {
+	if c := categorical(sch, target); c != nil {
 		return fail(headerLine, target, fmt.Errorf("the target column is categorical in schema %s (line %d); the target must be a number", sch.File, c.Line))
 	}
 	features = expanded
@@ -354,9 +348,8 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 					l, _ := cr.FieldPos(s.k)
 					return fail(l, header[s.k], fmt.Errorf("value is not one of the %d categories schema %s lists for this column on line %d", len(s.cats), sch.File, s.line))
 				}
-				for c := range s.cats {
-					x = append(x, float64(b2i(c == hit)))
-				}
+				x = append(x, make([]float64, len(s.cats))...)
+				x[len(x)-len(s.cats)+hit] = 1
 				continue
 			}
 			v, err := parseCell(rec[s.k])
@@ -406,20 +399,16 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 // errNotANumber is parseCell's error for text.
 var errNotANumber = errors.New("not a number")
 
-// b2i is 1 for true and 0 for false.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// schemaColumn is s.Column(name), false for a nil schema.
-func schemaColumn(s *Schema, name string) (SchemaColumn, bool) {
+// categorical returns the schema's entry for column name if s declares it
+// categorical, nil otherwise (and for a nil schema).
+func categorical(s *Schema, name string) *SchemaColumn {
 	if s == nil {
-		return SchemaColumn{}, false
+		return nil
 	}
-	return s.Column(name)
+	if c, ok := s.Column(name); ok && len(c.Categories) > 0 {
+		return &c
+	}
+	return nil
 }
 
 // parseCell parses one selected cell. Its errors describe the cell without
