@@ -431,8 +431,7 @@ type session struct {
 	n, dim int
 	gcfg   gpucb.Config
 	gp     *gpucb.GP
-	ys     []float64 // answers in order, as observed by gp (times sign)
-	sign   float64   // cfg.Direction.Sign(): the GP maximises sign·y
+	ys     []float64 // answers in order, as observed by gp: cfg.Direction.Sign()·y (the GP maximises)
 	res    *Result
 	budget study.Budget
 	rounds int
@@ -477,8 +476,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	sign := cfg.Direction.Sign()
-	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * sign, Batch: cfg.Batch,
+	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * cfg.Direction.Sign(), Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
 		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar}
 	if noiseSD > 0 {
@@ -487,15 +485,16 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, sign: sign}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.
 func (s *session) observe(iteration, round, i int, y float64) error {
-	if err := s.gp.Observe(i, s.sign*y); err != nil {
+	sy := s.cfg.Direction.Sign() * y
+	if err := s.gp.Observe(i, sy); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
-	s.ys = append(s.ys, s.sign*y)
+	s.ys = append(s.ys, sy)
 	s.res.Queried = append(s.res.Queried, i)
 	s.res.Values = append(s.res.Values, y)
 	if s.cfg.Direction.Better(y, s.res.BestValue) {
@@ -644,7 +643,7 @@ func (s *session) finish() *Result {
 			s.res.Recommended, s.res.RecommendedMean = i, m
 		}
 	}
-	s.res.RecommendedMean *= s.sign // the GP's mean is of sign·y
+	s.res.RecommendedMean *= s.cfg.Direction.Sign() // the GP's mean is of Sign·y
 	b := s.budget
 	s.res.EpsilonSpent, s.res.DeltaSpent = b.EpsilonSpent, b.DeltaSpent
 	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.EpsilonRemaining, b.DeltaRemaining
