@@ -148,8 +148,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", false, "let GP-UCB choose rows it has already queried")
 	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
-	fs.Var((*directionFlag)(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
-	fs.Var((*projectionNoiseFlag)(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
+	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
+	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
@@ -321,30 +321,37 @@ func (f *rFlag) Set(s string) error {
 	return nil
 }
 
-// projectionNoiseFlag is a modeler.ProjectionNoise flag: model, kernel or ignore.
-type projectionNoiseFlag modeler.ProjectionNoise
+// choiceFlag is a flag.Value over a named setting: parse reads it into *v and a
+// refused word is answered "want " + want.
+type choiceFlag[T fmt.Stringer] struct {
+	v     *T
+	parse func(string) (T, error)
+	want  string
+}
 
-func (p *projectionNoiseFlag) String() string { return modeler.ProjectionNoise(*p).String() }
-
-func (p *projectionNoiseFlag) Set(s string) error {
-	v, err := modeler.ParseProjectionNoise(s)
-	if err != nil {
-		return errors.New("want model, kernel or ignore")
+func (f choiceFlag[T]) String() string {
+	if f.v == nil { // the flag package's zero value, for its default check: T's zero
+		var zero T
+		return zero.String()
 	}
-	*p = projectionNoiseFlag(v)
+	return (*f.v).String()
+}
+
+func (f choiceFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err != nil {
+		return errors.New("want " + f.want)
+	}
+	*f.v = v
 	return nil
 }
 
+// projectionNoiseFlag is a modeler.ProjectionNoise flag: model, kernel or ignore.
+func projectionNoiseFlag(p *modeler.ProjectionNoise) flag.Value {
+	return choiceFlag[modeler.ProjectionNoise]{p, modeler.ParseProjectionNoise, "model, kernel or ignore"}
+}
+
 // directionFlag is a study.Direction flag: maximize or minimize.
-type directionFlag study.Direction
-
-func (d *directionFlag) String() string { return study.Direction(*d).String() }
-
-func (d *directionFlag) Set(s string) error {
-	v, err := study.ParseDirection(s)
-	if err != nil {
-		return errors.New("want maximize or minimize")
-	}
-	*d = directionFlag(v)
-	return nil
+func directionFlag(d *study.Direction) flag.Value {
+	return choiceFlag[study.Direction]{d, study.ParseDirection, "maximize or minimize"}
 }

@@ -39,7 +39,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&target, "target", "", "target column (default: the last column)")
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
 	var direction study.Direction
-	fs.Var((*directionFlag)(&direction), "direction", "maximize or minimize the target (as modeler run --direction)")
+	fs.Var(directionFlag(&direction), "direction", "maximize or minimize the target (as modeler run --direction)")
 	fs.BoolVar(&minimize, "minimize", false, "the same as --direction minimize")
 	fs.BoolVar(&logOut, "log-outputs", false, "take the natural log of the target (must be positive)")
 	fs.BoolVar(&synth, "synthetic", false, "the synthetic GP experiment of Kharkovskii et al. (ICML 2020), Table 1, instead of a data set (docs/MATHS.md §2.5)")
@@ -71,7 +71,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
 	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
 	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
-	fs.Var((*projectionNoiseFlag)(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
+	fs.Var(projectionNoiseFlag(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
