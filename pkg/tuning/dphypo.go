@@ -130,13 +130,17 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		}
 		n, m := r.train.N, float64(r.val.N)
 		// curve is the Rényi-DP curve of one run: DP-SGD with noise multiplier sigma,
-		// composed with the noisy accuracy of noise multiplier score.
+		// composed with the noisy accuracy of noise multiplier score. The orders, the
+		// sampling rate and the steps do not depend on the noise: computed once, not per
+		// bisection step of calibrate.
+		orders = dpsgdOrders()
+		q, steps := job.sgd.SamplingRate(n), job.sgd.Steps(n)
 		curve := func(sigma, score float64) (dp.RDPCurve, error) {
-			sgdCurve, err := dp.SubsampledGaussianRDP(dpsgdOrders(), job.sgd.SamplingRate(n), sigma, job.sgd.Steps(n))
+			sgdCurve, err := dp.SubsampledGaussianRDP(orders, q, sigma, steps)
 			if err != nil {
 				return dp.RDPCurve{}, err
 			}
-			scoreCurve, err := dp.GaussianRDP(dpsgdOrders(), 1/m, score/m)
+			scoreCurve, err := dp.GaussianRDP(orders, 1/m, score/m)
 			if err != nil {
 				return dp.RDPCurve{}, err
 			}
