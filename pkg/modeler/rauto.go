@@ -38,11 +38,11 @@ func GaussianNoiseSD(n, d, r int, epsilon, delta float64) (float64, error) {
 	if n < 2 || d < 1 || r < 1 {
 		return 0, fmt.Errorf("modeler: the projection's noise needs n ≥ 2, d ≥ 1 and r ≥ 1, got n=%d, d=%d, r=%d", n, d, r)
 	}
-	norm := 1.0
+	norm := 1.0 // ‖M‖₂/√r of the orthonormal M ProjectGaussian draws
 	if r <= d {
 		norm = math.Sqrt(float64(d) / float64(r))
 	}
-	sens := math.Sqrt(1-1/float64(n)) * norm * (1 + 1e-12)
+	sens := projection.GaussianSensitivity(n, norm)
 	m, err := dp.NewVectorGaussian(epsilon, delta, sens, n*r)
 	if err != nil {
 		return 0, fmt.Errorf("modeler: %w", err)

@@ -117,8 +117,7 @@ func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src S
 	if !svd.Factorize(mat.NewDense(d, r, m), mat.SVDNone) {
 		return nil, rep, errors.New("projection: the singular values of M did not converge")
 	}
-	// ‖M‖₂, rounded up by a relative 1e-12 to cover LAPACK's rounding.
-	sens := math.Sqrt(1-1/float64(n)) * svd.Values(nil)[0] * scale * (1 + 1e-12)
+	sens := GaussianSensitivity(n, svd.Values(nil)[0]*scale)
 	mech, err := dp.NewVectorGaussian(p.Epsilon, p.Delta, sens, n*r)
 	if err != nil {
 		return nil, rep, fmt.Errorf("projection: %w", err)
@@ -177,4 +176,13 @@ func orthonormalise(m []float64, d, r int) error {
 	}
 	copy(m, out.RawMatrix().Data)
 	return nil
+}
+
+// GaussianSensitivity is the L2 sensitivity of the centred release X_c·M/√r of n rows
+// when one row moves by one unit, for a scaled projection of operator norm opNorm
+// (‖M‖₂/√r): √(1 − 1/n)·opNorm, rounded up by a relative 1e-12 to cover LAPACK's
+// rounding of the norm. It depends on public quantities only, so a modeler can predict
+// the noise of a release it has not asked for yet (pkg/modeler's AutoR).
+func GaussianSensitivity(n int, opNorm float64) float64 {
+	return math.Sqrt(1-1/float64(n)) * opNorm * (1 + 1e-12)
 }
