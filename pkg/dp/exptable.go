@@ -186,36 +186,6 @@ func (s *Source) bexp128(num, den u128) (bool, error) {
 	return s.bexpParts128(jj, r, den32)
 }
 
-// bexpShift128 returns true with probability exp(−(j0/32 + num/den)),
-// j0 < 2⁶³, as bexp128 does for num/den with j0 added to ⌊32·num/den⌋ (the
-// same draws as bexpShiftBig). It hands the trial to bexpShiftBig, before
-// drawing, when 32·num or 32·den does not fit in 128 bits.
-func (s *Source) bexpShift128(j0 uint64, num, den u128) (bool, error) {
-	if (num.hi|den.hi)>>(64-expTabShift) != 0 {
-		return s.bexpShiftBig(j0, num.toBig(new(big.Int)), den.toBig(new(big.Int)))
-	}
-	n32, den32 := num.shl(expTabShift), den.shl(expTabShift)
-	var jj, r u128
-	if den.hi == 0 && n32.hi < den.lo {
-		q, rem := bits.Div64(n32.hi, n32.lo, den.lo)
-		jj, r = u64(q), u64(rem)
-	} else {
-		jj, r = n32.divMod(den)
-	}
-	jj, overflow := jj.add(u64(j0))
-	if overflow {
-		return s.bexpShiftBig(j0, num.toBig(new(big.Int)), den.toBig(new(big.Int)))
-	}
-	return s.bexpParts128(jj, r, den32)
-}
-
-// bexpShiftBig is bexpShift128 on big integers.
-func (s *Source) bexpShiftBig(j0 uint64, num, den *big.Int) (bool, error) {
-	jj, r := new(big.Int).QuoRem(new(big.Int).Lsh(num, expTabShift), den, new(big.Int))
-	jj.Add(jj, new(big.Int).SetUint64(j0))
-	return s.bexpPartsBig(jj, r, new(big.Int).Lsh(den, expTabShift))
-}
-
 // bexpParts128 returns true with probability exp(−jj/32)·exp(−r/den32),
 // r ≤ den32: table trials for exp(−jj/32), e⁻⁴⁴ at a time while jj > 32·44,
 // then CKS20 Algorithm 1 for exp(−r/den32).
