@@ -70,11 +70,11 @@ type dgParams struct {
 	den2 *big.Int // 32·gden, the denominator of the folded exponent
 
 	// Word-size copies; fast reports whether all of them fit.
-	fast          bool
-	fn, fa, fgden u128
-	fga, fden2    u128
-	fold128       bool // fden2 < 2¹²³: the folded exponent's trial runs on words
-	fs, fd, fb    uint64
+	fast       bool
+	fn, fa     u128
+	fga, fden2 u128
+	fold128    bool // fden2 < 2¹²³: the folded exponent's trial runs on words
+	fs, fd, fb uint64
 
 	// The draws of a round's sign and U′: one word when 1 + ubits ≤ 64
 	// (joint), else separate draws (see headJointLocked); K = 32V + j is a
@@ -115,7 +115,7 @@ func newDGParams(n, d *big.Int) *dgParams {
 	var ok [6]bool
 	p.fn, ok[0] = u128FromBig(p.n)
 	p.fa, ok[1] = u128FromBig(p.a)
-	p.fgden, ok[2] = u128FromBig(p.gden)
+	_, ok[2] = u128FromBig(p.gden) // fast keeps its condition on gden; since the fold only ga and den2 are read as words
 	ok[3] = p.d.IsUint64() && p.s.IsUint64() && p.b.IsUint64()
 	p.fga, ok[4] = u128FromBig(p.ga)
 	p.fden2, ok[5] = u128FromBig(p.den2)
