@@ -35,7 +35,7 @@ import (
 // 2^−(B+64), raised to the power j by squaring with outward rounding, and
 // the enclosure is widened in precision until both ends have the same
 // first B bits. No floating point takes part. The table is computed at
-// package initialisation (about a millisecond; see buildExpTable) and checked against an
+// package initialisation (1.5–2 ms; see buildExpTable) and checked against an
 // independent big.Rat evaluation by TestExpTable.
 //
 // The word-size (bexp128) and math/big (bexpBig) versions split γ the same
@@ -53,7 +53,7 @@ var expTab = buildExpTable()
 
 // buildExpTable encloses 2^p·exp(−j/32) for j = 1, 2, … by multiplying the
 // enclosure of exp(−1/32) into that of exp(−(j−1)/32) with outward rounding,
-// rather than computing each entry afresh (expNegFloor), which took ten
+// rather than computing each entry afresh (expNegFloor), which took 8–10
 // times as long at package initialisation. Each step widens the enclosure by
 // under three units of 2^−p plus j times the base's width, far below 2^(p−64)
 // at p = 192, so both ends share their first 64 bits except near a cell
