@@ -147,3 +147,13 @@ func TestDivMod(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildExpTableIncremental checks every entry of the incrementally built
+// table against a fresh enclosure of each exp(−j/32) (expNegFloor).
+func TestBuildExpTableIncremental(t *testing.T) {
+	for j := 1; j < expTabLen; j++ {
+		if want := expNegFloor(uint64(j), 64).Uint64(); expTab[j] != want {
+			t.Errorf("expTab[%d] = %d, expNegFloor gives %d", j, expTab[j], want)
+		}
+	}
+}

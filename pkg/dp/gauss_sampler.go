@@ -45,7 +45,7 @@ import (
 //
 //	exp(−U′/(32a))·exp(−γ(|Y|)) = exp(−(U′·gden/a + 32·γnum)/(32·gden)),
 //
-// one trial (bexpShift128; gden is γ's denominator, a multiple of a). Then
+// one trial (bexp128; gden is γ's denominator, a multiple of a). Then
 // P[K·a + U′ = x, accepted] ∝ exp(−x/(32a))·exp(−γ(⌊x/(32b)⌋)); summing over
 // the 32b values of x with ⌊x/(32b)⌋ = y gives exp(−y·b/a)·exp(−γ(y)) times
 // a constant: CKS20's Laplace weight times its acceptance, as in
@@ -70,11 +70,11 @@ type dgParams struct {
 	den2 *big.Int // 32·gden, the denominator of the folded exponent
 
 	// Word-size copies; fast reports whether all of them fit.
-	fast          bool
-	fn, fa, fgden u128
-	fga, fden2    u128
-	fold128       bool // fden2 < 2¹²³: the folded exponent's trial runs on words
-	fs, fd, fb    uint64
+	fast       bool
+	fn, fa     u128
+	fga, fden2 u128
+	fold128    bool // fden2 < 2¹²³: the folded exponent's trial runs on words
+	fs, fd, fb uint64
 
 	// The draws of a round's sign and U′: one word when 1 + ubits ≤ 64
 	// (joint), else separate draws (see headJointLocked); K = 32V + j is a
@@ -115,7 +115,7 @@ func newDGParams(n, d *big.Int) *dgParams {
 	var ok [6]bool
 	p.fn, ok[0] = u128FromBig(p.n)
 	p.fa, ok[1] = u128FromBig(p.a)
-	p.fgden, ok[2] = u128FromBig(p.gden)
+	_, ok[2] = u128FromBig(p.gden) // fast keeps its condition on gden; since the fold only ga and den2 are read as words
 	ok[3] = p.d.IsUint64() && p.s.IsUint64() && p.b.IsUint64()
 	p.fga, ok[4] = u128FromBig(p.ga)
 	p.fden2, ok[5] = u128FromBig(p.den2)
@@ -188,7 +188,7 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 			if neg && mb.Sign() == 0 {
 				continue
 			}
-			ok, err := s.bexpShiftBig(0, p.foldedNumBig(u.toBig(new(big.Int)), mb), p.den2)
+			ok, err := s.bexpBig(p.foldedNumBig(u.toBig(new(big.Int)), mb), p.den2)
 			if err != nil {
 				return false, u128{}, nil, err
 			}
@@ -224,7 +224,7 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 				t, o1 := p.fga.mul64(u.lo)
 				num, o2 := t.add(g)
 				if !o1 && !o2 {
-					ok, err = s.bexpShift128(0, num, p.fden2)
+					ok, err = s.bexp128(num, p.fden2)
 					if err != nil {
 						return false, u128{}, nil, err
 					}
@@ -236,9 +236,9 @@ func (s *Source) dg128Locked(p *dgParams) (neg bool, m u128, mb *big.Int, err er
 			}
 		}
 		if num, overflow := p.foldedNum128(u, m); overflow || !p.fold128 {
-			ok, err = s.bexpShiftBig(0, p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
+			ok, err = s.bexpBig(p.foldedNumBig(u.toBig(new(big.Int)), m.toBig(new(big.Int))), p.den2)
 		} else {
-			ok, err = s.bexpShift128(0, num, p.fden2)
+			ok, err = s.bexp128(num, p.fden2)
 		}
 		if err != nil {
 			return false, u128{}, nil, err
@@ -363,7 +363,7 @@ func (s *Source) dgBigLocked(p *dgParams) (*big.Int, error) {
 		if neg && m.Sign() == 0 {
 			continue
 		}
-		ok, err := s.bexpShiftBig(0, p.foldedNumBig(u, m), p.den2)
+		ok, err := s.bexpBig(p.foldedNumBig(u, m), p.den2)
 		if err != nil {
 			return nil, err
 		}

@@ -113,20 +113,21 @@ func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise 
 	if !h.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: hyperparameters must be positive and finite, got %+v", h)
 	}
-	rho := make([]float64, t*t)  // correlation ρ(d_ij)
-	drho := make([]float64, t*t) // ∂ρ/∂log l
+	var rho, drho []float64 // correlation ρ(d_ij) and ∂ρ/∂log l, t × t
 	l := h.Lengthscale
 	if noise.prior != nil {
 		if len(noise.ids) != t {
 			return 0, grad, 0, fmt.Errorf("gpucb: likelihood under input noise needs %d candidate ids, got %d", t, len(noise.ids))
 		}
 		const step = 1e-5
-		copy(rho, noise.corr(k, l))
+		rho = noise.corr(k, l)
 		up, down := noise.corr(k, l*math.Exp(step)), noise.corr(k, l*math.Exp(-step))
-		for q := range drho {
-			drho[q] = (up[q] - down[q]) / (2 * step)
+		for q := range up {
+			up[q] = (up[q] - down[q]) / (2 * step)
 		}
+		drho = up
 	} else {
+		rho, drho = make([]float64, t*t), make([]float64, t*t)
 		for i := range t {
 			xi := x[i*dim : (i+1)*dim]
 			for j := 0; j <= i; j++ {

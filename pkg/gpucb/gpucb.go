@@ -220,15 +220,7 @@ func DefaultLengthscale(cands []float64, n, dim int) float64 {
 	if n == 0 || dim == 0 {
 		return 1
 	}
-	mean := make([]float64, dim)
-	for i := range n {
-		for k, x := range cands[i*dim : (i+1)*dim] {
-			mean[k] += x
-		}
-	}
-	for k := range mean {
-		mean[k] /= float64(n)
-	}
+	mean := rowMean(cands, n, dim)
 	dist := make([]float64, n)
 	for i := range n {
 		dist[i] = math.Sqrt(sqDist(mean, cands[i*dim:(i+1)*dim]))
@@ -498,4 +490,18 @@ func (g *GP) parallel(f func(w, lo, hi int)) {
 	}
 	f(0, g.bounds[0], g.bounds[1])
 	wg.Wait()
+}
+
+// rowMean returns the mean of the n rows of cands (row-major n × dim), n ≥ 1.
+func rowMean(cands []float64, n, dim int) []float64 {
+	mean := make([]float64, dim)
+	for i := range n {
+		for k, x := range cands[i*dim : (i+1)*dim] {
+			mean[k] += x
+		}
+	}
+	for k := range mean {
+		mean[k] /= float64(n)
+	}
+	return mean
 }

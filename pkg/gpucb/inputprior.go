@@ -27,15 +27,7 @@ type rowPrior struct {
 // newRowPrior estimates the prior from the n candidates (row-major n × dim) carrying
 // noise of variance v > 0 per coordinate.
 func newRowPrior(cands []float64, n, dim int, v float64) (*rowPrior, error) {
-	mean := make([]float64, dim)
-	for i := range n {
-		for k, x := range cands[i*dim : (i+1)*dim] {
-			mean[k] += x
-		}
-	}
-	for k := range mean {
-		mean[k] /= float64(n)
-	}
+	mean := rowMean(cands, n, dim)
 	acc := make([]float64, dim*dim) // upper triangle of Σ (z − m)(z − m)ᵀ
 	c := make([]float64, dim)
 	for i := range n {

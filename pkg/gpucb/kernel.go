@@ -66,7 +66,7 @@ func (g *GP) prepareKernel() {
 		}
 		return
 	}
-	if len(g.kc) != len(g.cands) || &g.kc[0] == &g.cands[0] {
+	if g.kc == nil { // the prior is set once, in New: g.kc never aliases g.cands here
 		g.kc = make([]float64, len(g.cands))
 	}
 	g.prior.coords(l, g.cands, g.kc)
