@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// queryRow runs q and scans its first row into dest; found is false if
-// there is none.
-func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
+// QueryRow runs sql on q and scans its first row into dest; found is false
+// if there is none. Engines outside this package (pgledger) use it too.
+func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return false, err
@@ -90,7 +90,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 			return err
 		}
 		var v int64
-		found, err := queryRow(ctx, q, s.sql(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
+		found, err := QueryRow(ctx, q, s.sql(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
 		switch {
 		case err != nil:
 			return err
@@ -302,7 +302,7 @@ func wrap(op string, err error) error {
 func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
 	var createdNS int64
-	found, err := queryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
+	found, err := QueryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
 		&r.Kind, &r.Relation, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta, &r.Result, &createdNS)
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("ledger: read record: %w", err)
