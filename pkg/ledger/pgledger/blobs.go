@@ -65,8 +65,8 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	quoted := `"` + e.schema + `"`
-	b := &Blobs{e: e, d: ledger.Dialect{Prefix: quoted + ".", Dollar: true}}
+	quoted := e.quotedSchema()
+	b := &Blobs{e: e, d: e.dialect()}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
 		for _, stmt := range blobDDL {
 			stmt = b.d.SQL(stmt)
