@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"sync"
 
 	"go.uber.org/zap"
@@ -179,7 +178,7 @@ func New(cfg Config) (*Curator, error) {
 	}
 	releases := cfg.Releases
 	if releases == nil {
-		dir, err := blob.OpenDir(filepath.Join(cfg.StateDir, "releases"))
+		dir, err := blob.OpenDir(ReleasesDir(cfg.StateDir))
 		if err != nil {
 			return nil, fmt.Errorf("curator: state directory: %w", err)
 		}

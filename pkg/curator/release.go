@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -248,6 +249,10 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, NoiseSD: sd, Budget: bal,
 		releases: c.releases, blob: pr.File}, nil
 }
+
+// ReleasesDir is the directory of a curator's state directory that holds its released
+// matrices as files (blob.Dir) when Config.Releases is nil.
+func ReleasesDir(stateDir string) string { return filepath.Join(stateDir, "releases") }
 
 // Adopted counts what AdoptReleases did.
 type Adopted struct {

@@ -39,7 +39,7 @@ func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLim
 	err := s.e.Read(ctx, func(q Querier) error {
 		var ns int64
 		var err error
-		found, err = queryRow(ctx, q, s.qRecordedLimits, []any{dataset},
+		found, err = QueryRow(ctx, q, s.qRecordedLimits, []any{dataset},
 			&r.PerIdentity.Epsilon, &r.PerIdentity.Delta, &r.Dataset.Epsilon, &r.Dataset.Delta, &ns)
 		r.Recorded = time.Unix(0, ns).UTC()
 		return err

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// queryRow runs q and scans its first row into dest; found is false if
-// there is none.
-func queryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
+// QueryRow runs sql on q and scans its first row into dest; found is false
+// if there is none. Engines outside this package (pgledger) use it too.
+func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return false, err
@@ -46,32 +46,29 @@ const (
 
 func newStore(e Engine, limits Limits, d Dialect) *store {
 	s := &store{e: e, limits: limits, d: d}
-	s.qGet = s.sql(`SELECT kind, relation, description, epsilon, delta, result, created_ns FROM {t}entries
+	s.qGet = s.d.SQL(`SELECT kind, relation, description, epsilon, delta, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
-	s.qTotals = s.sql(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
-	s.qInsert = s.sql(`INSERT INTO {t}entries
+	s.qTotals = s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
+	s.qInsert = s.d.SQL(`INSERT INTO {t}entries
 		(dataset, identity, entry_key, kind, relation, description, epsilon, delta, result, created_ns)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	s.qUpsert = s.sql(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
+	s.qUpsert = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
 		VALUES (?, ?, ?, ?, ?, 1)
 		ON CONFLICT (dataset, identity, relation) DO UPDATE
 		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + 1`)
-	s.qSetResult = s.sql(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
-	s.qEntries = s.sql(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
+	s.qSetResult = s.d.SQL(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
+	s.qEntries = s.d.SQL(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
 		COALESCE(length(result), 0), created_ns FROM {t}entries WHERE dataset = ? ORDER BY seq`)
-	s.qRecordLimits = s.sql(`INSERT INTO {t}limits
+	s.qRecordLimits = s.d.SQL(`INSERT INTO {t}limits
 		(dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset) DO UPDATE SET identity_epsilon = excluded.identity_epsilon,
 		identity_delta = excluded.identity_delta, dataset_epsilon = excluded.dataset_epsilon,
 		dataset_delta = excluded.dataset_delta, recorded_ns = excluded.recorded_ns`)
-	s.qRecordedLimits = s.sql(`SELECT identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns
+	s.qRecordedLimits = s.d.SQL(`SELECT identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns
 		FROM {t}limits WHERE dataset = ?`)
 	return s
 }
-
-// sql qualifies table names and numbers placeholders for the engine.
-func (s *store) sql(q string) string { return s.d.SQL(q) }
 
 // migrate creates the tables if needed, upgrades a version 1 database to
 // version 2 and checks the schema version, in one transaction: a failed
@@ -79,7 +76,7 @@ func (s *store) sql(q string) string { return s.d.SQL(q) }
 func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 	run := func(q Querier, stmts []string) error {
 		for _, stmt := range stmts {
-			if _, err := q.Exec(ctx, s.sql(stmt)); err != nil {
+			if _, err := q.Exec(ctx, s.d.SQL(stmt)); err != nil {
 				return err
 			}
 		}
@@ -90,7 +87,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 			return err
 		}
 		var v int64
-		found, err := queryRow(ctx, q, s.sql(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
+		found, err := QueryRow(ctx, q, s.d.SQL(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
 		switch {
 		case err != nil:
 			return err
@@ -98,7 +95,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 			if err := run(q, ddl.Tables); err != nil {
 				return err
 			}
-			_, err := q.Exec(ctx, s.sql(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(SchemaVersion))
+			_, err := q.Exec(ctx, s.d.SQL(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(SchemaVersion))
 			return err
 		case v > SchemaVersion:
 			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, SchemaVersion)
@@ -115,7 +112,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 			if err := run(q, ddl.Tables); err != nil {
 				return fmt.Errorf("upgrade from schema version %d: %w", v, err)
 			}
-			_, err := q.Exec(ctx, s.sql(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(SchemaVersion))
+			_, err := q.Exec(ctx, s.d.SQL(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(SchemaVersion))
 			return err
 		}
 		return run(q, ddl.Tables)
@@ -140,7 +137,7 @@ func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run fun
 		return err
 	}
 	var kinds []string
-	rows, err := q.Query(ctx, s.sql(qV1Kinds))
+	rows, err := q.Query(ctx, s.d.SQL(qV1Kinds))
 	if err != nil {
 		return err
 	}
@@ -157,7 +154,7 @@ func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run fun
 		return err
 	}
 	for _, k := range kinds {
-		if _, err := q.Exec(ctx, s.sql(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
+		if _, err := q.Exec(ctx, s.d.SQL(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
 			return err
 		}
 	}
@@ -171,7 +168,7 @@ func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run fun
 	}
 	sums := make(map[key]*counted)
 	var order []key
-	rows, err = q.Query(ctx, s.sql(qV1Costs))
+	rows, err = q.Query(ctx, s.d.SQL(qV1Costs))
 	if err != nil {
 		return err
 	}
@@ -201,7 +198,7 @@ func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run fun
 	}
 	for _, k := range order {
 		sum := sums[k]
-		if _, err := q.Exec(ctx, s.sql(qV1Total), k.dataset, k.identity, string(k.rel),
+		if _, err := q.Exec(ctx, s.d.SQL(qV1Total), k.dataset, k.identity, string(k.rel),
 			encodeRat(&sum.t.eps), encodeRat(&sum.t.delta), sum.n); err != nil {
 			return err
 		}
@@ -302,7 +299,7 @@ func wrap(op string, err error) error {
 func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
 	var createdNS int64
-	found, err := queryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
+	found, err := QueryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
 		&r.Kind, &r.Relation, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta, &r.Result, &createdNS)
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("ledger: read record: %w", err)

@@ -4,14 +4,10 @@
 package matrixio
 
 import (
-	"bufio"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 )
 
 // MaxChunkBytes bounds the matrix bytes in one stream message, well below gRPC's default
@@ -66,54 +62,4 @@ func (r *reader) Read(p []byte) (int, error) {
 	n := copy(p, r.buf)
 	r.buf = r.buf[n:]
 	return n, nil
-}
-
-// WriteFileDurable writes vals to a new file at path (which must not exist), fsyncs the
-// file and its directory, and returns the SHA-256 of the bytes written.
-func WriteFileDurable(path string, vals []float64) (sum []byte, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("matrixio: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(path)
-		}
-	}()
-	h := sha256.New()
-	w := bufio.NewWriterSize(f, 1<<20)
-	buf := make([]byte, 0, 1<<16)
-	for i := 0; i < len(vals); i += 1 << 13 {
-		buf = AppendFloat64s(buf[:0], vals[i:min(len(vals), i+1<<13)])
-		h.Write(buf)
-		if _, err = w.Write(buf); err != nil {
-			return nil, fmt.Errorf("matrixio: write %s: %w", path, err)
-		}
-	}
-	if err = w.Flush(); err != nil {
-		return nil, fmt.Errorf("matrixio: write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return nil, fmt.Errorf("matrixio: sync %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return nil, fmt.Errorf("matrixio: close %s: %w", path, err)
-	}
-	if err = syncDir(filepath.Dir(path)); err != nil {
-		return nil, err
-	}
-	return h.Sum(nil), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("matrixio: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("matrixio: sync dir %s: %w", dir, err)
-	}
-	return nil
 }

@@ -2,10 +2,7 @@ package matrixio
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -30,31 +27,6 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if err := DecodeFloat64s(got[:2], data); err == nil {
 		t.Error("DecodeFloat64s with wrong length: no error")
-	}
-}
-
-func TestWriteFileDurable(t *testing.T) {
-	vals := make([]float64, 20000)
-	for i := range vals {
-		vals[i] = float64(i) / 3
-	}
-	path := filepath.Join(t.TempDir(), "m.f64")
-	sum, err := WriteFileDurable(path, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := AppendFloat64s(nil, vals); !bytes.Equal(data, want) {
-		t.Fatal("file bytes differ from AppendFloat64s")
-	}
-	if want := sha256.Sum256(data); !bytes.Equal(sum, want[:]) {
-		t.Errorf("sha256 = %x, want %x", sum, want)
-	}
-	if _, err := WriteFileDurable(path, vals); err == nil {
-		t.Error("WriteFileDurable over an existing file: no error")
 	}
 }
 

@@ -652,7 +652,7 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 	if err != nil {
 		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
 	}
-	files, err := blob.OpenDir(filepath.Join(stateDir, "releases"))
+	files, err := blob.OpenDir(curator.ReleasesDir(stateDir))
 	if err != nil {
 		blobs.Close()
 		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)

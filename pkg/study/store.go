@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/privbo/privbo/pkg/sqlitedb"
-
+	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
 // ErrNotFound is returned (wrapped) for a study that does not exist.
@@ -282,6 +283,7 @@ type Summary struct {
 type Store struct {
 	dir string
 	db  *sql.DB
+	zs  *blob.Dir // the released matrices, name+".z" in dir
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
@@ -313,7 +315,8 @@ func Open(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("study: studies directory must not be empty")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	zs, err := blob.OpenDir(dir) // creates dir
+	if err != nil {
 		return nil, fmt.Errorf("study: %w", err)
 	}
 	path := filepath.Join(dir, DBFile)
@@ -322,7 +325,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("study: %w", err)
 	}
 	db.SetMaxOpenConns(2)
-	s := &Store{dir: dir, db: db}
+	s := &Store{dir: dir, db: db, zs: zs}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("study: %s: %w", path, err)
@@ -554,26 +557,27 @@ func (s *Store) SaveRelease(ctx context.Context, name string, rel Release, z []f
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(matrixio.AppendFloat64s(nil, z))
 	if st.Release != nil {
-		if st.Release.ID != rel.ID || !bytes.Equal(st.zSum, sum[:]) {
+		h := sha256.New()
+		io.Copy(h, matrixio.NewReader(z)) // neither side fails
+		if st.Release.ID != rel.ID || !bytes.Equal(st.zSum, h.Sum(nil)) {
 			return fmt.Errorf("study: %s already holds release %s; the curator now sent %s (a different matrix)", name, st.Release.ID, rel.ID)
 		}
 		return nil
 	}
-	path := s.ZPath(name)
 	// A file without a committed row is what a crash between the two writes leaves.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := s.zs.Delete(ctx, name+".z"); err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
-	if _, err := matrixio.WriteFileDurable(path, z); err != nil {
+	sum, err := s.zs.Put(ctx, name+".z", matrixio.NewReader(z))
+	if err != nil {
 		return fmt.Errorf("study: %s: %w", name, err)
 	}
 	rj, err := json.Marshal(rel)
 	if err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
-	if err := s.update(ctx, name, `release = ?, z_sha256 = ?`, string(rj), sum[:]); err != nil {
+	if err := s.update(ctx, name, `release = ?, z_sha256 = ?`, string(rj), sum); err != nil {
 		return fmt.Errorf("study: %s: release: %w", name, err)
 	}
 	return nil

@@ -65,8 +65,8 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	quoted := `"` + e.schema + `"`
-	b := &Blobs{e: e, d: ledger.Dialect{Prefix: quoted + ".", Dollar: true}}
+	quoted := e.quotedSchema()
+	b := &Blobs{e: e, d: e.dialect()}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
 		for _, stmt := range blobDDL {
 			stmt = b.d.SQL(stmt)
@@ -76,7 +76,7 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 			}
 		}
 		var storage string
-		if _, err := queryRow(ctx, q, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
+		if _, err := ledger.QueryRow(ctx, q, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
 			[]any{quoted + ".blob_chunks"}, &storage); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (b *Blobs) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	var found bool
 	err := b.e.Read(ctx, func(q ledger.Querier) error {
 		var err error
-		found, err = queryRow(ctx, q, b.d.SQL(`SELECT size, chunks, sha256 FROM {t}blobs WHERE name = ?`), []any{name}, &r.size, &r.chunks, &r.sum)
+		found, err = ledger.QueryRow(ctx, q, b.d.SQL(`SELECT size, chunks, sha256 FROM {t}blobs WHERE name = ?`), []any{name}, &r.size, &r.chunks, &r.sum)
 		return err
 	})
 	switch {
@@ -213,7 +213,7 @@ func (r *blobReader) Read(p []byte) (int, error) {
 		var found bool
 		err := r.b.e.Read(r.ctx, func(q ledger.Querier) error {
 			var err error
-			found, err = queryRow(r.ctx, q, r.b.d.SQL(`SELECT data FROM {t}blob_chunks WHERE name = ? AND seq = ?`), []any{r.name, r.next}, &data)
+			found, err = ledger.QueryRow(r.ctx, q, r.b.d.SQL(`SELECT data FROM {t}blob_chunks WHERE name = ? AND seq = ?`), []any{r.name, r.next}, &data)
 			return err
 		})
 		switch {
@@ -234,20 +234,3 @@ func (r *blobReader) Read(p []byte) (int, error) {
 }
 
 func (r *blobReader) Close() error { return nil }
-
-// queryRow runs q and scans its first row into dest; found is false if there
-// is none.
-func queryRow(ctx context.Context, q ledger.Querier, sql string, args []any, dest ...any) (found bool, err error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, rows.Err()
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return false, err
-	}
-	return true, nil
-}

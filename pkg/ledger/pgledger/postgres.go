@@ -118,17 +118,15 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (l
 	if err != nil {
 		return nil, err
 	}
-	schema := e.schema
-	quoted := `"` + schema + `"`
 	ddl := postgresDDL
 	ddl.Base = make([]string, len(postgresDDL.Base))
 	for i, q := range postgresDDL.Base {
-		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", quoted)
+		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", e.quotedSchema())
 	}
-	s, err := ledger.OpenEngine(ctx, e, ledger.Dialect{Prefix: quoted + ".", Dollar: true}, ddl, limits)
+	s, err := ledger.OpenEngine(ctx, e, e.dialect(), ddl, limits)
 	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("%w (postgres schema %s)", err, schema)
+		return nil, fmt.Errorf("%w (postgres schema %s)", err, e.schema)
 	}
 	return s, nil
 }
@@ -178,6 +176,15 @@ type pgEngine struct {
 }
 
 var errClosed = errors.New("store is closed")
+
+// quotedSchema is e's schema as an SQL identifier, for {schema} in DDL.
+func (e *pgEngine) quotedSchema() string { return `"` + e.schema + `"` }
+
+// dialect qualifies table names with e's schema and numbers placeholders $1,
+// $2, ...: the ledger's and the blobs' tables live side by side.
+func (e *pgEngine) dialect() ledger.Dialect {
+	return ledger.Dialect{Prefix: e.quotedSchema() + ".", Dollar: true}
+}
 
 // acquire returns an idle connection or opens one, waiting for a free slot.
 func (e *pgEngine) acquire(ctx context.Context) (*pgx.Conn, error) {
