@@ -14,19 +14,25 @@ import (
 // captureStdout runs f and returns what it printed on standard output.
 func captureStdout(t *testing.T, f func() error) (string, error) {
 	t.Helper()
+	return captureFile(t, &os.Stdout, f)
+}
+
+// captureFile runs f with *file replaced by a pipe and returns what f wrote to it.
+func captureFile(t *testing.T, file **os.File, f func() error) (string, error) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stdout
-	os.Stdout = w
+	old := *file
+	*file = w
 	done := make(chan string)
 	go func() {
 		b, _ := io.ReadAll(r)
 		done <- string(b)
 	}()
 	ferr := f()
-	os.Stdout = old
+	*file = old
 	w.Close()
 	return <-done, ferr
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -22,21 +21,12 @@ import (
 // standard error.
 func captureOutput(t *testing.T, f func() error) (stdout, stderr string, err error) {
 	t.Helper()
-	re, we, perr := os.Pipe()
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	old := os.Stderr
-	os.Stderr = we
-	done := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(re)
-		done <- string(b)
-	}()
-	stdout, err = captureStdout(t, f)
-	os.Stderr = old
-	we.Close()
-	return stdout, <-done, err
+	stderr, err = captureFile(t, &os.Stderr, func() error {
+		var ferr error
+		stdout, ferr = captureStdout(t, f)
+		return ferr
+	})
+	return stdout, stderr, err
 }
 
 // ratOf parses an exact figure of the JSON or CSV output.

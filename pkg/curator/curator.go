@@ -105,6 +105,10 @@ type Curator struct {
 	paid    map[string]bool
 	exactMu sync.Mutex
 	exact   map[string]*exactState
+
+	// guarantee is GuaranteeStatement's text, stated at its first call.
+	guaranteeOnce sync.Once
+	guarantee     string
 }
 
 type balanceKey struct {

@@ -281,8 +281,17 @@ func wholePatientAnswers(eps, delta float64, o OutputPrivacy) string {
 // GuaranteeStatement is the whole protection of the served dataset in plain words: the
 // projection's mechanism, relation and unit, its whole-patient equivalent (with the
 // figures of an example release at (ε, δ) = (1, 1e-5), valid for every dimension and
-// sensitivity; each release states its own), and the answers' guarantee.
+// sensitivity; each release states its own), and the answers' guarantee. It depends on
+// the configuration and the dataset's scaling and unit only, none of which changes
+// while the curator serves, so it is stated once, at the first call, and every later
+// Info returns the same text without recomputing the whole-patient table (about
+// 0.6 ms each).
 func (c *Curator) GuaranteeStatement() string {
+	c.guaranteeOnce.Do(func() { c.guarantee = c.guaranteeStatement() })
+	return c.guarantee
+}
+
+func (c *Curator) guaranteeStatement() string {
 	var p string
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
 		p = fmt.Sprintf("Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the %s neighbour relation, one protected unit being: %s",

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,15 +21,7 @@ import (
 // that 'curator ledger' reads them, and warns when the δ budget is zero.
 func TestStartRecordsLimits(t *testing.T) {
 	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString("a,b,y\n")
-	for i := range 20 {
-		fmt.Fprintf(&b, "%d,%d,%d\n", i, (i*7)%11, i%5)
-	}
-	data := filepath.Join(dir, "d.csv")
-	if err := os.WriteFile(data, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := smallData(t)
 	cfg := Config{
 		Listen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y"},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 2}, DatasetBudget: ledger.Cost{Epsilon: 3},

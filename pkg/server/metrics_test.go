@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +121,22 @@ func TestMetricsEndpoint(t *testing.T) {
 	} {
 		if got, ok := value(c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %g (found %v), want %g", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	// privbo's own gauges are labelled by dataset, identity, relation and job state
+	// only: nothing in a scrape is per row or derived from the data.
+	for name, f := range families {
+		if !strings.HasPrefix(name, "privbo_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "dataset", "identity", "relation", "state":
+				default:
+					t.Errorf("%s has label %s=%q, want dataset, identity, relation or state only", name, l.GetName(), l.GetValue())
+				}
+			}
 		}
 	}
 	if _, ok := value("privbo_budget_spent_epsilon", map[string]string{"identity": curator.CuratorIdentity}); ok {

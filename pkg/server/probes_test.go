@@ -2,10 +2,8 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,15 +20,7 @@ import (
 // answers 200 while the process is up.
 func TestHTTPProbes(t *testing.T) {
 	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString("a,b,y\n")
-	for i := range 20 {
-		fmt.Fprintf(&b, "%d,%d,%d\n", i, (i*7)%11, i%5)
-	}
-	data := filepath.Join(dir, "d.csv")
-	if err := os.WriteFile(data, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data := smallData(t)
 	srv, err := Start(context.Background(), Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y"},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5},

@@ -219,3 +219,26 @@ func TestOutputRangePrecedence(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateScalingDescription pins the guarantee text the private scaling estimate's
+// ledger record states: the mechanism, the neighbour relation (record replacement), the
+// share of the budget and the ε of each part.
+func TestPrivateScalingDescription(t *testing.T) {
+	raw := &dataset.Raw{D: 10, Target: "progression"}
+	for _, tc := range []struct {
+		p    scalingPlan
+		want string
+	}{
+		{scalingPlan{features: true, target: true, epsF: 5 * 10.0 / 11, epsT: 5.0 / 11, share: 0.25},
+			"private scaling estimate (exponential mechanism, record replacement; share 0.25 of the identity budget ε): " +
+				"bounds of 10 feature columns with ε=4.545454545454546 and the range of target progression with ε=0.45454545454545453"},
+		{scalingPlan{features: true, epsF: 2, share: 0.1},
+			"private scaling estimate (exponential mechanism, record replacement; share 0.1 of the identity budget ε): bounds of 10 feature columns with ε=2"},
+		{scalingPlan{target: true, epsT: 0.5, share: 0.1},
+			"private scaling estimate (exponential mechanism, record replacement; share 0.1 of the identity budget ε): the range of target progression with ε=0.5"},
+	} {
+		if got := tc.p.describe(raw); got != tc.want {
+			t.Errorf("describe(%+v)\n got: %s\nwant: %s", tc.p, got, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // targetSpec is the modeler's default DP-HyPO job (cmd/modeler: 5 epochs of batch 64,
@@ -122,5 +124,36 @@ func TestDPHyPOTargetEpsilonRefused(t *testing.T) {
 	s := targetSpec(1.5)
 	if _, err := est.Plan(jobs.Spec{DPHyPO: &s}); !errors.Is(err, jobs.ErrInvalidSpec) || !strings.Contains(err.Error(), "ε=1.5 for the private feature bounds") {
 		t.Errorf("a target no larger than the bounds estimate's ε: error = %v, want one naming the bounds' ε", err)
+	}
+}
+
+// TestDPHyPOTargetEpsilonGuaranteeText pins the guarantee a calibrated job states: the
+// charged (ε, δ), the calibrated DP-SGD and score noise multipliers — the very σ the
+// runs use, not a rounded or placeholder one — and the neighbour relation it protects.
+// The job manager stores this text with the charge before any run starts.
+func TestDPHyPOTargetEpsilonGuaranteeText(t *testing.T) {
+	r := breastCancer(t)
+	s := targetSpec(2)
+	job, plan, err := r.dphypoPlan(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigma := job.sgd.NoiseMultiplier
+	if sigma == 1 || job.calibrated == nil || job.calibrated.noise != sigma {
+		t.Fatalf("DP-SGD σ %g, calibration %+v: want the calibrated σ, not the placeholder 1", sigma, job.calibrated)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("(ε=%.4g, δ=1e-06)-DP for the released best run (DP-HyPO Theorem 1, Rényi DP at order ", plan.Cost.Epsilon),
+		fmt.Sprintf(". Noise calibrated to target ε=2: DP-SGD noise multiplier %.6g and score noise multiplier %.6g (2×), the least that keep ε ≤ 2. ",
+			sigma, 2*sigma),
+		"Only the best run is released; the number of runs stays on the curator, as the guarantee requires.",
+		" Neighbour relation " + string(ledger.RelationTrainingAddRemove) + ": one record added to or removed from the training data (the DP-SGD runs)",
+	} {
+		if !strings.Contains(plan.Guarantee, want) {
+			t.Errorf("guarantee %q\ndoes not contain %q", plan.Guarantee, want)
+		}
+	}
+	if plan.Cost.Delta != s.Delta || !(plan.Cost.Epsilon <= s.TargetEpsilon) {
+		t.Errorf("charged %+v, want δ = %g and ε ≤ %g", plan.Cost, s.Delta, s.TargetEpsilon)
 	}
 }
