@@ -144,6 +144,13 @@ type Balance struct {
 	Limits  Limits
 }
 
+// Available is what a charge under b.Relation can still spend: the smaller of
+// the identity's and the dataset's remainders, since a charge must fit both.
+func (b Balance) Available() Cost {
+	return Cost{Epsilon: min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
+		Delta: min(b.Remaining.Delta, b.DatasetRemaining.Delta)}
+}
+
 // DatasetBalance is the state of a dataset, over all its identities, under
 // one neighbour relation: the effective totals (as in Balance) that bound
 // every charge under Relation by Limits.Dataset.

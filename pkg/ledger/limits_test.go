@@ -68,3 +68,12 @@ func TestFormatSpentAndRemaining(t *testing.T) {
 		}
 	}
 }
+
+// TestBalanceAvailable checks that what a charge can spend is the smaller remainder of
+// the identity's and the dataset's, per coordinate.
+func TestBalanceAvailable(t *testing.T) {
+	b := Balance{Remaining: Cost{Epsilon: 2, Delta: 1e-6}, DatasetRemaining: Cost{Epsilon: 0.5, Delta: 1e-5}}
+	if got := b.Available(); got != (Cost{Epsilon: 0.5, Delta: 1e-6}) {
+		t.Errorf("Available = %+v, want ε 0.5 (the dataset's) and δ 1e-6 (the identity's)", got)
+	}
+}

@@ -111,8 +111,8 @@ func relationBudgetProto(b ledger.Balance) *curatorv1.RelationBudget {
 		Relation:     string(b.Relation),
 		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
 		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
-		EpsilonRemaining:    min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
-		DeltaRemaining:      min(b.Remaining.Delta, b.DatasetRemaining.Delta),
+		EpsilonRemaining:    b.Available().Epsilon,
+		DeltaRemaining:      b.Available().Delta,
 		DatasetEpsilonLimit: b.Limits.Dataset.Epsilon, DatasetDeltaLimit: b.Limits.Dataset.Delta,
 		DatasetEpsilonSpent: b.DatasetSpent.Epsilon, DatasetDeltaSpent: b.DatasetSpent.Delta,
 		DatasetEpsilonRemaining: b.DatasetRemaining.Epsilon, DatasetDeltaRemaining: b.DatasetRemaining.Delta,
@@ -191,8 +191,8 @@ func budgetProto(b ledger.Balance) *curatorv1.Budget {
 		Identity:     b.Account.Identity,
 		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
 		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
-		EpsilonRemaining: min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
-		DeltaRemaining:   min(b.Remaining.Delta, b.DatasetRemaining.Delta),
+		EpsilonRemaining: b.Available().Epsilon,
+		DeltaRemaining:   b.Available().Delta,
 	}
 }
 

@@ -84,6 +84,5 @@ func budgetOf(b ledger.Balance) study.Budget {
 	return study.Budget{Identity: b.Account.Identity,
 		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
 		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
-		EpsilonRemaining: min(b.Remaining.Epsilon, b.DatasetRemaining.Epsilon),
-		DeltaRemaining:   min(b.Remaining.Delta, b.DatasetRemaining.Delta)}
+		EpsilonRemaining: b.Available().Epsilon, DeltaRemaining: b.Available().Delta}
 }
