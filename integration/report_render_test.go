@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
@@ -33,8 +35,8 @@ func findChromium() string {
 // screenshotPath is where the test leaves its screenshot (t.TempDir is deleted).
 var screenshotPath = filepath.Join(os.TempDir(), "privbo-report-screenshot.png")
 
-// TestReportRendersInChromium runs a batch study to the end, writes its report and opens
-// it in headless Chromium (offline: the page must be self-contained). The screenshot must
+// TestReportRendersInChromium runs a batch study to the end, writes its report (the
+// recommended row first) and opens it in headless Chromium (offline: the page must be self-contained). The screenshot must
 // decode, not be blank (luminance variance), and show the plots' colours — the red
 // running-best line and the blue answers exist only in the embedded PNGs. Without a
 // Chromium it skips, saying how to install one.
@@ -44,7 +46,10 @@ func TestReportRendersInChromium(t *testing.T) {
 		t.Skip("no Chromium (neither /usr/bin/chromium nor chromium on PATH): `make deps` (scripts/install-deps.sh) installs Debian's chromium, with which this test renders the report")
 	}
 	t.Logf("rendering with %s", chromium)
-	cur := startCurator(t, diabetesConfig(t, t.TempDir()))
+	// The curator's default answers: Laplace at ε = 1 on the schema's range [0, 400].
+	ccfg := diabetesConfig(t, t.TempDir())
+	ccfg.Output = curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}
+	cur := startCurator(t, ccfg)
 	ctx := context.Background()
 	store, err := study.Open(t.TempDir())
 	if err != nil {
@@ -68,9 +73,23 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := study.WriteReport(st, obs, filepath.Join(t.TempDir(), "report"))
+	res, err := modeler.Replay(store, st, obs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	page, err := study.WriteReport(st, obs, res.Recommendation(), filepath.Join(t.TempDir(), "report"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page leads with the recommended row (before the highest noisy answer), as the
+	// browser shows it below.
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := bytes.Index(html, []byte(fmt.Sprintf(`recommended row (highest posterior mean)</div><div class="v">%d</div>`, res.Recommended)))
+	if noisy := bytes.Index(html, []byte("highest noisy answer</div>")); rec < 0 || noisy < 0 || rec > noisy {
+		t.Errorf("report shows the recommended row %d at byte %d and the highest noisy answer at %d; want the recommended row first", res.Recommended, rec, noisy)
 	}
 
 	shot := filepath.Join(t.TempDir(), "shot.png")

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -62,8 +66,8 @@ func TestRunDirectionAndCLIErrors(t *testing.T) {
 	if res["best_value"] != lowest {
 		t.Errorf("best value %v is not the lowest answer %v", res["best_value"], lowest)
 	}
-	if !strings.Contains(out, "lowest posterior mean") {
-		t.Errorf("no recommendation by the lowest posterior mean:\n%s", out)
+	if !strings.Contains(out, "lowest posterior mean") || !strings.Contains(out, "\nlowest noisy answer: ") || strings.Contains(out, "highest") {
+		t.Errorf("no recommendation by the lowest posterior mean, or the lowest answer not labelled a noisy answer:\n%s", out)
 	}
 	// The name alone resumes it as a minimisation; asking to maximise it is refused.
 	out, errOut, err = cmd("run", "--study", "m", "--studies-dir", dir, "--json")
@@ -102,23 +106,60 @@ func TestRunDirectionAndCLIErrors(t *testing.T) {
 	}
 }
 
-// TestInterruptedSaysHowToGoOn checks the line a Ctrl-C leaves: with a study, how to
-// resume it; without, that nothing was kept and how to keep one; other errors unchanged.
+// TestInterruptedSaysHowToGoOn checks what a Ctrl-C leaves: with a study, how to resume
+// it; without, that nothing was kept and how to keep one; exit status 130; with --json a
+// final object marked interrupted; errors of runs no signal stopped unchanged.
+// integration.TestModelerCtrlC sends the real signal to the real binary.
 func TestInterruptedSaysHowToGoOn(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signalCause{os.Interrupt})
 	stopped := fmt.Errorf("modeler: query of rows [3]: %w", context.Canceled)
-	if err := interrupted(ctx, stopped, "s7"); !strings.Contains(err.Error(), "`modeler run --study s7` resumes it") {
-		t.Errorf("with a study: %v", err)
+	store, err := study.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := interrupted(ctx, stopped, ""); !strings.Contains(err.Error(), "nothing was kept") || !strings.Contains(err.Error(), "--study NAME") {
+	defer store.Close()
+	cfg := modeler.Config{Iterations: 40}
+	partial := &modeler.Result{Recommended: 12, RecommendedMean: 210, RecommendedSD: 31, BestIndex: 3, BestValue: 400,
+		Iterations: 2, Queried: []int{3, 12}, Values: []float64{400, 250}}
+	var out bytes.Buffer
+	err = interrupted(ctx, stopped, partial, store, "s7", cfg, true, &out)
+	if got := cli.ExitCode(err); got != 130 {
+		t.Errorf("exit status after Ctrl-C = %d, want 130", got)
+	}
+	for _, want := range []string{"interrupted by Ctrl-C (SIGINT): study s7 is kept with its settings (no projection had arrived yet)",
+		"`modeler run --study s7` resumes it", "recommended row so far: 12 (posterior mean 210 ± 31)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("with a study: %q lacks %q", err, want)
+		}
+	}
+	var j struct {
+		Interrupted bool  `json:"interrupted"`
+		Recommended int   `json:"recommended_index"`
+		Queried     []int `json:"queried"`
+	}
+	if jerr := json.Unmarshal(out.Bytes(), &j); jerr != nil || !j.Interrupted || j.Recommended != 12 || len(j.Queried) != 2 {
+		t.Errorf("JSON after Ctrl-C = %s (%v), want interrupted with row 12 recommended and 2 rows queried", out.String(), jerr)
+	}
+	out.Reset()
+	err = interrupted(ctx, stopped, nil, store, "", cfg, true, &out)
+	if msg := err.Error(); !strings.Contains(msg, "after 0 of 40 answers: nothing was kept") || !strings.Contains(msg, "--study NAME") || strings.Contains(msg, "so far") {
 		t.Errorf("without a study: %v", err)
 	}
-	other := errors.New("modeler: budget exhausted")
-	if err := interrupted(ctx, other, "s7"); err != other {
-		t.Errorf("another error was rewritten: %v", err)
+	if !strings.Contains(out.String(), `"interrupted":true`) || !strings.Contains(out.String(), `"recommended_index":-1`) {
+		t.Errorf("JSON of a run interrupted before its projection = %s", out.String())
 	}
-	if err := interrupted(context.Background(), stopped, "s7"); err != stopped {
-		t.Errorf("a cancellation that is not ours was rewritten: %v", err)
+	term, cancelTerm := context.WithCancelCause(context.Background())
+	cancelTerm(signalCause{syscall.SIGTERM})
+	if got := cli.ExitCode(interrupted(term, stopped, nil, store, "", cfg, false, &out)); got != 143 {
+		t.Errorf("exit status after SIGTERM = %d, want 143", got)
+	}
+	plain, cancelPlain := context.WithCancel(context.Background())
+	cancelPlain()
+	for _, c := range []context.Context{plain, context.Background()} {
+		out.Reset()
+		if err := interrupted(c, stopped, partial, store, "s7", cfg, true, &out); err != stopped || out.Len() > 0 {
+			t.Errorf("a run no signal stopped: %v, printed %q; want its error unchanged and nothing printed", err, out.String())
+		}
 	}
 }

@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/privbo/privbo/internal/cli"
@@ -176,16 +174,22 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.Kernel = k
 	if !quiet {
+		extreme := cfg.Direction.Extreme()
 		cfg.Progress = func(s modeler.Step) {
-			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  value %10.4g  best %10.4g (row %d)  ε left %.4g\n",
-				s.Iteration, cfg.Iterations, s.Index, s.Value, s.BestValue, s.BestIndex, s.EpsilonRemaining)
+			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  answer %10.4g  %s answer %10.4g (row %d)  ε left %.4g\n",
+				s.Iteration, cfg.Iterations, s.Index, s.Value, extreme, s.BestValue, s.BestIndex, s.EpsilonRemaining)
 		}
 	}
 	cfg.Waiting = func(rows []int, waited time.Duration) {
 		fmt.Fprintf(stderr, "waiting %s for the curator to evaluate rows %v (slow evaluation, or the curator is restarting)\n", waited.Round(time.Second), rows)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	defer cancelOnSignal(cancel)()
+	// An interruption ends the run with what is known so far (see interrupted).
+	stopped := func(res *modeler.Result, err error) error {
+		return interrupted(ctx, err, res, store, studyName, cfg, asJSON, stdout)
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -201,7 +205,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if rf.auto {
 		info, err := curatorclient.New(client).DatasetInfo(ctx)
 		if err != nil {
-			return interrupted(ctx, fmt.Errorf("--r auto: %w", err), studyName)
+			return stopped(nil, fmt.Errorf("--r auto: %w", err))
 		}
 		c, err := modeler.AutoR(info, cfg.Epsilon, cfg.Delta)
 		if err != nil {
@@ -243,16 +247,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w (--allow-r-above-d releases it anyway, to reproduce the paper's lifted runs)", err)
 	}
 	if err != nil {
-		return interrupted(ctx, err, studyName)
+		return stopped(res, err)
 	}
 	res.RAuto = auto
-	fmt.Fprintf(stdout, "dataset %s: best row %d with value %g after %d queries (%s; %s, release %s, r=%d)\n",
-		res.Dataset, res.BestIndex, res.BestValue, res.Iterations, res.Direction, time.Since(start).Round(time.Millisecond), res.ReleaseID, res.R)
-	if res.AnswerNoiseVariance > 0 {
-		word := map[string]string{"maximize": "highest", "minimize": "lowest"}[res.Direction]
-		fmt.Fprintf(stdout, "recommended row %d: %s posterior mean %.4g among the queried rows (the answers are noisy, so the best answer above is mostly the luckiest noise draw)\n",
-			res.Recommended, word, res.RecommendedMean)
-	}
+	printResult(stdout, res, cfg.Direction, time.Since(start))
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
 		fitted = fmt.Sprintf("maximum likelihood every %d observations, %d fits", cfg.FitEvery, res.Refits)
@@ -283,16 +281,36 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// interrupted turns the context error of a run stopped by Ctrl-C (or SIGTERM) into a
-// line that says what was kept and how to go on; other errors pass unchanged.
-func interrupted(ctx context.Context, err error, studyName string) error {
-	if !errors.Is(err, context.Canceled) || !errors.Is(ctx.Err(), context.Canceled) {
-		return err
+// printResult prints a finished study's result, the recommended row first: its posterior
+// mean ± sd, what the answers' noise allows, then the best single answer, labelled as
+// the answer it is.
+func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took time.Duration) {
+	extreme := dir.Extreme()
+	fmt.Fprintf(w, "dataset %s: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the %s posterior mean among the %d queried rows (%s; %d queries, %s, release %s, r=%d)\n",
+		res.Dataset, res.Recommended, res.RecommendedMean, res.RecommendedSD, extreme, distinct(res.Queried), res.Direction, res.Iterations,
+		took.Round(time.Millisecond), res.ReleaseID, res.R)
+	var op study.OutputPrivacy
+	if !res.Protection.ExactAnswers {
+		op.Mechanism = res.Protection.AnswersMechanism
+		if r := res.AnswersRange; r != nil {
+			op.Lower, op.Upper = r[0], r[1]
+		}
 	}
-	if studyName != "" {
-		return fmt.Errorf("interrupted: study %s is kept up to its last answer; `modeler run --study %s` resumes it (the curator replays what it already released at no cost)", studyName, studyName)
+	fmt.Fprintf(w, "answer noise: %s\n", study.AnswerNoiseText(op, res.AnswerNoiseSD))
+	if res.Protection.ExactAnswers {
+		fmt.Fprintf(w, "%s answer: %.6g at row %d (exact)\n", extreme, res.BestValue, res.BestIndex)
+	} else {
+		fmt.Fprintf(w, "%s noisy answer: %.6g at row %d (a noisy answer, not the row's value)\n", extreme, res.BestValue, res.BestIndex)
 	}
-	return errors.New("interrupted: nothing was kept; run again to start over (the curator replays the projection and the answers it already released at no cost), or pass --study NAME to keep a study that can be resumed")
+}
+
+// distinct is the number of distinct rows in q.
+func distinct(q []int) int {
+	seen := make(map[int]bool, len(q))
+	for _, i := range q {
+		seen[i] = true
+	}
+	return len(seen)
 }
 
 // rFlag is the --r flag: a projection dimension, or auto (modeler.AutoR).

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +58,37 @@ func TestRunJSON(t *testing.T) {
 	}
 	if *res.BestValue != best {
 		t.Errorf("best_value = %g, want the maximum of values %g", *res.BestValue, best)
+	}
+	// The result leads with the recommended row, its posterior mean ± sd and the answers'
+	// noise (Laplace at ε = 1 on [0, 400]: sd √2·b with package dp's scale b, which
+	// rounds 400/ε up to its lattice: within 1e-5 of √2·400 = 565.7), then the highest answer,
+	// labelled a noisy answer; the JSON holds the same figures.
+	var rec struct {
+		Index  int         `json:"recommended_index"`
+		Mean   float64     `json:"recommended_mean"`
+		SD     float64     `json:"recommended_sd"`
+		Noise  float64     `json:"answer_noise_sd"`
+		Range  *[2]float64 `json:"answers_range"`
+		Interr *bool       `json:"interrupted"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Queried, rec.Index) || !(rec.SD > 0) || math.Abs(rec.Noise/(math.Sqrt2*400)-1) > 1e-5 ||
+		rec.Range == nil || *rec.Range != [2]float64{0, 400} || rec.Interr == nil || *rec.Interr {
+		t.Errorf("JSON recommendation %+v: want a queried row, sd > 0, answer_noise_sd √2·400, answers_range [0, 400], interrupted false", rec)
+	}
+	if last := lines[len(lines)-1]; strings.Index(last, `"recommended_index"`) > strings.Index(last, `"best_index"`) {
+		t.Errorf("JSON lists best_index before recommended_index: %s", last)
+	}
+	for k, want := range []string{
+		fmt.Sprintf("dataset diabetes: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the highest posterior mean among the ", rec.Index, rec.Mean, rec.SD),
+		"answer noise: sd 566 per answer (laplace mechanism) against the target's public range [0, 400]: 1.4 times its width; a single answer says little about its row",
+		fmt.Sprintf("highest noisy answer: %.6g at row %d (a noisy answer, not the row's value)", *res.BestValue, *res.BestIndex),
+	} {
+		if k >= len(lines) || !strings.HasPrefix(lines[k], want) {
+			t.Errorf("stdout line %d does not start with %q:\n%s", k+1, want, stdout.String())
+		}
 	}
 	if !strings.Contains(stderr.String(), "iteration  12/12") {
 		t.Errorf("no progress line for the last iteration on stderr:\n%s", stderr.String())

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -162,7 +163,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tDATASET\tITERATIONS\tBEST VALUE\tBEST ROW\tSTATE\tUPDATED")
+	fmt.Fprintln(w, "NAME\tDATASET\tITERATIONS\tBEST ANSWER\tITS ROW\tSTATE\tUPDATED")
 	for _, s := range list {
 		best, row := "-", "-"
 		if s.BestValue != nil {
@@ -226,7 +227,16 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path, err := study.WriteReport(st, obs, *out)
+	// The recommendation is the GP's: rebuilt from the stored projection and answers.
+	var rec *study.Recommendation
+	if st.Release != nil {
+		res, err := modeler.Replay(store, st, obs)
+		if err != nil {
+			return err
+		}
+		rec = res.Recommendation()
+	}
+	path, err := study.WriteReport(st, obs, rec, *out)
 	if err != nil {
 		return err
 	}

@@ -42,10 +42,16 @@ func ParseWithArgs(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 }
 
 // ExitCode is the exit status of a command that returned err: 0 for success and for
-// flag.ErrHelp (help was asked for and printed), 1 otherwise.
+// flag.ErrHelp (help was asked for and printed), the status an error in err's chain
+// states through an ExitCode() int method (130 for a run that Ctrl-C interrupted, as
+// a shell reports it), 1 otherwise.
 func ExitCode(err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	var coded interface{ ExitCode() int }
+	if errors.As(err, &coded) && coded.ExitCode() > 0 {
+		return coded.ExitCode()
 	}
 	return 1
 }

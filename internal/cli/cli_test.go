@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,29 @@ func TestParse(t *testing.T) {
 	}
 	if err := Parse(newSet(), []string{"--r", "5"}, &out); err != nil || ExitCode(err) != 0 {
 		t.Errorf("good flags: %v", err)
+	}
+}
+
+// codedError states its exit status, as an interrupted run does.
+type codedError int
+
+func (c codedError) Error() string { return "stopped" }
+func (c codedError) ExitCode() int { return int(c) }
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{flag.ErrHelp, 0},
+		{errors.New("bad"), 1},
+		{codedError(130), 130},
+		{fmt.Errorf("run: %w", codedError(143)), 143},
+		{codedError(0), 1}, // an error never exits 0
+	} {
+		if got := ExitCode(tc.err); got != tc.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }

@@ -204,23 +204,40 @@ type Result struct {
 	ReleaseID string `json:"release_id"`
 	Rows      int    `json:"rows"`
 	R         int    `json:"r"`
-	// Direction is "maximize" or "minimize"; BestValue is the best answer in it.
-	Direction string  `json:"direction"`
+	// Direction is "maximize" or "minimize".
+	Direction string `json:"direction"`
+	// Recommended is the study's answer: the queried row with the best (highest, or
+	// lowest when minimising) posterior mean at the end of the study. RecommendedMean
+	// and RecommendedSD are the GP's posterior mean and standard deviation of the
+	// objective at that row, in the answers' units (the GP's output standardisation and
+	// the direction undone). With private (noisy) answers the best single answer
+	// (BestIndex) is mostly the luckiest noise draw; the posterior mean pools every
+	// answer through the GP and is what to act on, as Vizier and Optuna recommend under
+	// noisy objectives. With exact answers the two agree up to the GP's small noise
+	// term. −1 (mean and sd 0) before the first answer.
+	Recommended     int     `json:"recommended_index"`
+	RecommendedMean float64 `json:"recommended_mean"`
+	RecommendedSD   float64 `json:"recommended_sd"`
+	// AnswerNoiseSD is the standard deviation of the noise the curator's output
+	// mechanism adds to each answer (AnswerNoiseSD of its output privacy; 0 for exact
+	// answers), and AnswersRange the target's public range [L, U] the answers are
+	// clipped to (nil for exact answers): what one answer can say about its row.
+	AnswerNoiseSD float64     `json:"answer_noise_sd"`
+	AnswersRange  *[2]float64 `json:"answers_range,omitempty"`
+	// BestIndex and BestValue are the row with the best single answer and that
+	// answer: with private answers a noisy answer, not the row's value (see
+	// Recommended). The names are kept for compatibility; −1 and 0 before the first
+	// answer.
 	BestIndex int     `json:"best_index"`
 	BestValue float64 `json:"best_value"`
-	// Recommended is the queried row with the best (highest, or lowest when
-	// minimising) posterior mean at the end of the study, and RecommendedMean that mean. With private (noisy) answers the
-	// highest answer (BestIndex) is mostly the luckiest noise draw; the posterior mean
-	// pools every answer through the GP and is what to act on, as Vizier and Optuna
-	// recommend under noisy objectives. With exact answers the two agree up to the
-	// GP's small noise term.
-	Recommended     int       `json:"recommended_index"`
-	RecommendedMean float64   `json:"recommended_mean"`
-	Iterations      int       `json:"iterations"`
-	Queried         []int     `json:"queried"`
-	Values          []float64 `json:"values"`
-	Batch           int       `json:"batch"`
-	Rounds          int       `json:"rounds"`
+	// Interrupted is set by a caller whose run was stopped (Ctrl-C) before the end: the
+	// result is then what was known at that point.
+	Interrupted bool      `json:"interrupted"`
+	Iterations  int       `json:"iterations"`
+	Queried     []int     `json:"queried"`
+	Values      []float64 `json:"values"`
+	Batch       int       `json:"batch"`
+	Rounds      int       `json:"rounds"`
 	// Lengthscale, SignalVariance and NoiseVariance are the kernel hyperparameters in
 	// use at the end: the configured ones, or the last maximum-likelihood fit when
 	// Config.FitEvery > 0. Refits counts the fits that succeeded (a failed fit keeps the
@@ -411,9 +428,23 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if err := s.loop(ctx, initial, nil); err != nil {
-		return s.res, err
+		return s.finish(), err // what is known so far, for a caller that reports an interruption
 	}
 	return s.finish(), nil
+}
+
+// AnswerNoiseSD is the standard deviation of the noise the curator's output mechanism op
+// adds to each answer (gpucb.AnswerNoiseVariance: √2·(U − L)/ε for Laplace, the
+// calibrated σ for Gaussian), 0 for exact answers. It depends only on public settings.
+func AnswerNoiseSD(op study.OutputPrivacy) (float64, error) {
+	if op.Exact() {
+		return 0, nil
+	}
+	v, err := gpucb.AnswerNoiseVariance(op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
+	if err != nil {
+		return 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
+	}
+	return math.Sqrt(v), nil
 }
 
 func checkBatch(q, maxIndices int) error {
@@ -476,9 +507,15 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
+	// A range the noise cannot be computed for has already been refused by prior when
+	// the GP needs it; with both variances given it is only not reported (sd 0, no range).
+	answerSD, sdErr := AnswerNoiseSD(op)
 	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * cfg.Direction.Sign(), Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
-		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar}
+		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar, AnswerNoiseSD: answerSD}
+	if !op.Exact() && sdErr == nil {
+		res.AnswersRange = &[2]float64{op.Lower, op.Upper}
+	}
 	if noiseSD > 0 {
 		res.ProjectionNoise = cfg.ProjectionNoise.String()
 	}
@@ -644,6 +681,11 @@ func (s *session) finish() *Result {
 		}
 	}
 	s.res.RecommendedMean *= s.cfg.Direction.Sign() // the GP's mean is of Sign·y
+	if s.res.Recommended >= 0 {
+		s.res.RecommendedSD = math.Sqrt(s.gp.Variance(s.res.Recommended)) // of Sign·y too: the same sd
+	} else { // nothing answered yet (an interrupted study): no ±Inf, which JSON cannot hold
+		s.res.RecommendedMean, s.res.BestValue = 0, 0
+	}
 	b := s.budget
 	s.res.EpsilonSpent, s.res.DeltaSpent = b.EpsilonSpent, b.DeltaSpent
 	s.res.EpsilonRemaining, s.res.DeltaRemaining = b.EpsilonRemaining, b.DeltaRemaining

@@ -151,19 +151,10 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	replayed := 0
-	// Round by round, as the answers came, so that refits fall where they fell.
-	for len(prior) > 0 {
-		k := 1
-		for k < len(prior) && prior[k].Round == prior[0].Round {
-			k++
-		}
-		if err := s.observeRound(prior[:k], nil); err != nil {
-			return nil, fmt.Errorf("%w (replaying study %s)", err, st.Name)
-		}
-		replayed += k
-		prior = prior[k:]
+	if err := s.replay(prior); err != nil {
+		return nil, fmt.Errorf("%w (replaying study %s)", err, st.Name)
 	}
+	replayed := len(prior)
 	if resumed != nil && cfg.Resumed != nil {
 		resumed.Iterations, resumed.Rebuild, resumed.Projection = replayed, time.Since(start), fetched
 		cfg.Resumed(*resumed)
@@ -185,14 +176,73 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 			return nil
 		})
 		if err != nil {
-			return s.res, err
+			return s.finish(), err // what is known so far, for a caller that reports an interruption
 		}
 		if err := store.Finish(ctx, st.Name); err != nil {
-			return s.res, fmt.Errorf("modeler: %w", err)
+			return s.finish(), fmt.Errorf("modeler: %w", err)
 		}
 	}
 	return s.finish(), nil
 }
+
+// replay conditions the GP on recorded answers round by round, as they came, so that
+// refits fall where they fell.
+func (s *session) replay(prior []study.Observation) error {
+	for len(prior) > 0 {
+		k := 1
+		for k < len(prior) && prior[k].Round == prior[0].Round {
+			k++
+		}
+		if err := s.observeRound(prior[:k], nil); err != nil {
+			return err
+		}
+		prior = prior[k:]
+	}
+	return nil
+}
+
+// Replay is the result of the stored study st with the answers obs (store.Observations),
+// rebuilt without the curator: the GP of its settings over the stored Z, conditioned on
+// every answer as a resumed run would be, and its recommendation (Result.Recommended).
+// It is what `modeler report` shows; the budget is the one recorded at the last contact.
+// A study without a release (nothing answered yet) has no result: ErrNoRelease.
+func Replay(store *study.Store, st *study.Study, obs []study.Observation) (*Result, error) {
+	rel := st.Release
+	if rel == nil {
+		return nil, fmt.Errorf("modeler: study %s: %w", st.Name, ErrNoRelease)
+	}
+	cfg, err := ConfigFromSettings(st.Settings)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	z, err := store.LoadZ(st)
+	if err != nil {
+		return nil, fmt.Errorf("modeler: %w", err)
+	}
+	s, err := newSession(cfg, nil, z, rel.Rows, rel.Cols, rel.OutputPrivacy, rel.NoiseSD)
+	if err != nil {
+		return nil, err
+	}
+	s.res.Study, s.res.Dataset, s.res.ReleaseID = st.Name, rel.Dataset, rel.ID
+	s.res.Protection = protectionOf(rel)
+	s.budget = st.Budget
+	if err := s.replay(obs); err != nil {
+		return nil, fmt.Errorf("%w (replaying study %s)", err, st.Name)
+	}
+	return s.finish(), nil
+}
+
+// Recommendation is r's recommended row and answer noise, as the study report shows them
+// (study.WriteReport).
+func (r *Result) Recommendation() *study.Recommendation {
+	return &study.Recommendation{Index: r.Recommended, Mean: r.RecommendedMean, SD: r.RecommendedSD, AnswerNoiseSD: r.AnswerNoiseSD}
+}
+
+// ErrNoRelease is returned for a stored study that has not received its projection.
+var ErrNoRelease = errors.New("no projection received yet")
 
 // verifyCurator checks, before a stored study with a release is resumed, that the
 // curator cur (at addr) serves the dataset the release came from, with as many

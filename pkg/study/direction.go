@@ -66,3 +66,11 @@ func (d Direction) Better(a, b float64) bool {
 func (d Direction) Regret(optimum, best float64) float64 {
 	return d.Sign() * (optimum - best)
 }
+
+// Extreme is the word for the best value in direction d: "highest" or "lowest".
+func (d Direction) Extreme() string {
+	if d == Minimize {
+		return "lowest"
+	}
+	return "highest"
+}

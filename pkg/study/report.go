@@ -33,7 +33,10 @@ const TopRecords = 10
 // WriteReport renders st and its observations into dir (created if needed): index.html,
 // self-contained (inline CSS, the plots embedded as data URIs), and beside it the plots
 // as values.png and, when st.KnownBest is set, regret.png. It returns the HTML's path.
-func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
+// The page leads with rec, the study's recommended row (nil: none yet, as before the
+// first answer), and what the answers' noise allows; the best single answer follows,
+// labelled a noisy answer when the answers are private.
+func WriteReport(st *Study, obs []Observation, rec *Recommendation, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("study: report: %w", err)
 	}
@@ -45,8 +48,28 @@ func WriteReport(st *Study, obs []Observation, dir string) (string, error) {
 	}
 	sdir := st.Settings.Direction
 	d.Direction = sdir.String()
+	d.Extreme = sdir.Extreme()
 	d.BestIndex, d.BestValue = Best(obs, sdir)
 	d.HasBest = d.BestIndex >= 0
+	d.AnswerLabel = d.Extreme + " answer"
+	d.AnswersTitle = strings.ToUpper(d.Extreme[:1]) + d.Extreme[1:] + " answers"
+	if rel := st.Release; rel != nil {
+		d.Noisy = !rel.OutputPrivacy.Exact()
+		sd := 0.0
+		if rec != nil {
+			sd = rec.AnswerNoiseSD
+		}
+		d.NoiseText = AnswerNoiseText(rel.OutputPrivacy, sd)
+		if d.Noisy {
+			d.AnswerLabel = d.Extreme + " noisy answer"
+			d.AnswersTitle += " (noisy answers, not the rows' values)"
+			d.Range = fmt.Sprintf("[%s, %s]", g(rel.OutputPrivacy.Lower), g(rel.OutputPrivacy.Upper))
+			d.NoiseSD = sd
+		}
+	}
+	if rec != nil && rec.Index >= 0 && len(obs) > 0 {
+		d.Rec = rec
+	}
 	d.Top = topRecords(obs, TopRecords, sdir)
 	d.Settings = settingRows(st.Settings)
 	d.Privacy = privacyRows(st, obs)
@@ -100,9 +123,19 @@ type reportData struct {
 	Settings, Privacy    [][2]string
 	ValuesPNG, RegretPNG template.URL
 	HasKnownBest         bool
-	// Direction is "maximize" or "minimize" (Settings.Direction).
-	Direction              string
+	// Direction is "maximize" or "minimize" (Settings.Direction), Extreme "highest" or
+	// "lowest".
+	Direction, Extreme     string
 	KnownBest, FinalRegret float64
+	// Rec is the recommended row (nil before the first answer). Noisy is set for
+	// private answers, whose noise has sd NoiseSD on the target's public range Range;
+	// NoiseText says what that allows. AnswerLabel names the best single answer
+	// ("highest noisy answer"), AnswersTitle heads the table of the best answers.
+	Rec                       *Recommendation
+	Noisy                     bool
+	NoiseSD                   float64
+	Range, NoiseText          string
+	AnswerLabel, AnswersTitle string
 }
 
 type record struct {
@@ -161,6 +194,10 @@ func settingRows(s Settings) [][2]string {
 }
 
 func g(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// g3 is v to 3 significant digits, for a standard deviation; g4 to 4, for a mean.
+func g3(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) }
+func g4(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // privacyRows states what the study cost and protects: the release (with its neighbour
 // relation and the whole-patient sentence of its guarantee, when the curator stated them), the answers (private
@@ -313,7 +350,7 @@ func valuesPlot(st *Study, obs []Observation) ([]byte, error) {
 		best.Color, best.Width, best.StepStyle = red, vg.Points(1.5), plotter.PostStep
 		p.Add(sc, best)
 		p.Legend.Add("y_t", sc)
-		p.Legend.Add("best so far", best)
+		p.Legend.Add("best answer so far", best)
 		if st.KnownBest != nil {
 			opt, err := plotter.NewLine(plotter.XYs{{X: 1, Y: *st.KnownBest}, {X: float64(max(obs[len(obs)-1].Iteration, 2)), Y: *st.KnownBest}})
 			if err != nil {
@@ -372,7 +409,7 @@ func savePNG(p *plot.Plot) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"g": g}).Parse(`<!DOCTYPE html>
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"g": g, "g3": g3, "g4": g4}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -386,6 +423,7 @@ h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding
 .card { background: #f4f7fb; border: 1px solid #d8e1ec; border-radius: 6px; padding: 0.7em 1.1em; min-width: 10em; }
 .card .k { color: #666; font-size: 0.85em; }
 .card .v { font-size: 1.4em; font-weight: 600; }
+.card.rec { background: #eaf5ea; border-color: #b9dcb9; }
 table { border-collapse: collapse; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 0.3em 0.7em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
@@ -398,17 +436,27 @@ img { max-width: 100%; border: 1px solid #eee; }
 <h1>Study {{.Study.Name}}</h1>
 <p class="sub">{{with .Study.Release}}dataset {{.Dataset}} ({{.Rows}} rows, Z of dimension {{.Cols}}) · {{end}}{{.State}} · generated {{.Generated}}</p>
 <div class="cards">
+<div class="card rec"><div class="k">recommended row ({{.Extreme}} posterior mean)</div><div class="v">{{with .Rec}}{{.Index}}{{else}}–{{end}}</div></div>
+<div class="card rec"><div class="k">posterior mean ± sd</div><div class="v">{{with .Rec}}{{g4 .Mean}} ± {{g3 .SD}}{{else}}–{{end}}</div></div>
+{{if .Noisy}}<div class="card"><div class="k">answer noise sd, on {{.Range}}</div><div class="v">{{if .NoiseSD}}{{g3 .NoiseSD}}{{else}}–{{end}}</div></div>{{end}}
 <div class="card"><div class="k">iterations</div><div class="v">{{.Done}} / {{.Total}}</div></div>
 <div class="card"><div class="k">rounds (Query requests)</div><div class="v">{{.Rounds}}</div></div>
-<div class="card"><div class="k">best value ({{.Direction}})</div><div class="v">{{if .HasBest}}{{g .BestValue}}{{else}}–{{end}}</div></div>
-<div class="card"><div class="k">best row</div><div class="v">{{if .HasBest}}{{.BestIndex}}{{else}}–{{end}}</div></div>
-{{if .HasKnownBest}}<div class="card"><div class="k">simple regret</div><div class="v">{{g .FinalRegret}}</div></div>{{end}}
+<div class="card"><div class="k">{{.AnswerLabel}}</div><div class="v">{{if .HasBest}}{{g .BestValue}}{{else}}–{{end}}</div></div>
+<div class="card"><div class="k">row of the {{.AnswerLabel}}</div><div class="v">{{if .HasBest}}{{.BestIndex}}{{else}}–{{end}}</div></div>
+{{if .HasKnownBest}}<div class="card"><div class="k">simple regret (of the {{.AnswerLabel}})</div><div class="v">{{g .FinalRegret}}</div></div>{{end}}
 </div>
 {{with .Study.LastError}}<p class="err">The last run stopped with: {{.}}</p>{{end}}
 
-<h2>Best records found</h2>
+<h2>Recommendation</h2>
+{{with .Rec}}<p id="recommendation">Row <b>{{.Index}}</b> has the {{$.Extreme}} posterior mean among the {{$.Done}} queried rows ({{$.Direction}}):
+<b>{{g4 .Mean}} ± {{g3 .SD}}</b> (the GP's posterior mean ± one standard deviation of the objective at that row, in the answers' units).
+This is the row to act on: it pools every answer through the GP.</p>
+{{else}}<p id="recommendation">{{if .Obs}}No recommendation was computed for this page.{{else}}No recommendation yet: no answers.{{end}}</p>{{end}}
+{{with .NoiseText}}<p>Answer noise: {{.}}.</p>{{end}}
+
+<h2>{{.AnswersTitle}}</h2>
 {{if .Top}}<table>
-<tr><th>rank</th><th>row</th><th>value</th><th>first queried at iteration</th></tr>
+<tr><th>rank</th><th>row</th><th>{{if .Noisy}}noisy answer{{else}}answer{{end}}</th><th>first queried at iteration</th></tr>
 {{range .Top}}<tr><td class="num">{{.Rank}}</td><td class="num">{{.Index}}</td><td class="num">{{g .Value}}</td><td class="num">{{.Iteration}}</td></tr>
 {{end}}</table>{{else}}<p>No answers yet.</p>{{end}}
 

@@ -22,6 +22,8 @@ func TestWriteReport(t *testing.T) {
 		{Iteration: 3, Round: 2, Index: 1, Value: 25},
 		{Iteration: 4, Round: 3, Index: 2, Value: 45},
 	}
+	// Laplace answers at ε = 0.01 on [0, 400]: noise sd √2·40000.
+	rec := &Recommendation{Index: 0, Mean: 38.5, SD: 4.25, AnswerNoiseSD: 56568.5}
 	for _, tc := range []struct {
 		name      string
 		knownBest *float64
@@ -30,7 +32,7 @@ func TestWriteReport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st.KnownBest = tc.knownBest
 			dir := t.TempDir()
-			path, err := WriteReport(st, obs, dir)
+			path, err := WriteReport(st, obs, rec, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,13 +41,38 @@ func TestWriteReport(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := string(b)
-			// The best records, best first: rows 2, 0, 1, 3.
-			rows := regexp.MustCompile(`<tr><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num">([0-9.]+)</td>`).FindAllStringSubmatch(page, -1)
-			var order []string
-			for _, r := range rows[:4] {
-				order = append(order, r[2]+"="+r[3])
+			// The recommended row leads, with its posterior mean ± sd and the answers'
+			// noise; the highest answer follows, labelled a noisy answer.
+			plain := html.UnescapeString(page)
+			order := []string{`recommended row (highest posterior mean)</div><div class="v">0</div>`,
+				`posterior mean ± sd</div><div class="v">38.5 ± 4.25</div>`,
+				`answer noise sd, on [0, 400]</div><div class="v">5.66e+04</div>`,
+				`highest noisy answer</div><div class="v">45</div>`, `row of the highest noisy answer</div><div class="v">2</div>`,
+				`Row <b>0</b> has the highest posterior mean among the 4 queried rows (maximize):`,
+				"Answer noise: sd 5.66e+04 per answer (laplace mechanism) against the target's public range [0, 400]: 141 times its width; a single answer says little about its row",
+				"<h2>Highest answers (noisy answers, not the rows' values)</h2>", "<th>noisy answer</th>"}
+			at := -1
+			for _, want := range order {
+				i := strings.Index(plain, want)
+				if i < 0 {
+					t.Errorf("report lacks %q", want)
+					continue
+				}
+				if i < at {
+					t.Errorf("report shows %q before what should precede it", want)
+				}
+				at = i
 			}
-			if got, want := strings.Join(order, " "), "2=45 0=40 1=25 3=10"; got != want {
+			if strings.Contains(plain, "best value") || strings.Contains(plain, "best row") {
+				t.Error("report still calls a noisy answer the best value or best row")
+			}
+			// The highest answers, highest first: rows 2, 0, 1, 3.
+			rows := regexp.MustCompile(`<tr><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num">([0-9.]+)</td>`).FindAllStringSubmatch(page, -1)
+			var top []string
+			for _, r := range rows[:4] {
+				top = append(top, r[2]+"="+r[3])
+			}
+			if got, want := strings.Join(top, " "), "2=45 0=40 1=25 3=10"; got != want {
 				t.Errorf("best records = %s, want %s", got, want)
 			}
 			// Privacy: the release (7.38906, 1e-4) and the answers' one charge of 0.01
@@ -86,7 +113,7 @@ func TestWriteReport(t *testing.T) {
 			if (err == nil) != tc.regret {
 				t.Errorf("regret.png exists = %v, want %v", err == nil, tc.regret)
 			}
-			if tc.regret && !strings.Contains(page, `<div class="k">simple regret</div><div class="v">5</div>`) {
+			if tc.regret && !strings.Contains(page, `<div class="k">simple regret (of the highest noisy answer)</div><div class="v">5</div>`) {
 				t.Error("report does not show the final simple regret 50 − 45 = 5")
 			}
 			if _, err := os.Stat(filepath.Join(dir, ReportValues)); err != nil {
@@ -121,7 +148,7 @@ func TestReportExactAnswers(t *testing.T) {
 	if _, ok := got["this study, at most"]; ok {
 		t.Errorf("a study with exact answers is bounded by %q; it has no guarantee", got["this study, at most"])
 	}
-	path, err := WriteReport(st, obs, t.TempDir())
+	path, err := WriteReport(st, obs, &Recommendation{Index: 1, Mean: 12, SD: 0.03}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +156,16 @@ func TestReportExactAnswers(t *testing.T) {
 	page := html.UnescapeString(string(b))
 	if !strings.Contains(page, want["answers"]) || strings.Contains(page, "at most (") || strings.Contains(page, "(0, 0)") {
 		t.Errorf("report of a study with exact answers states a bound:\n%s", page)
+	}
+	// Exact answers are no noisy answers: the best one is the highest answer.
+	for _, want := range []string{`<div class="k">highest answer</div><div class="v">12</div>`, "Answer noise: none: the answers are exact",
+		"<h2>Highest answers</h2>", "Row <b>1</b> has the highest posterior mean"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report of exact answers lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "noisy") || strings.Contains(page, "answer noise sd") {
+		t.Error("report of exact answers speaks of noisy answers")
 	}
 }
 
@@ -184,7 +221,7 @@ func TestReportWholePatient(t *testing.T) {
 	}
 	rel.Relation = "feature-unit"
 	rel.Guarantee = "g. Whole patient: " + whole + "."
-	path, err := WriteReport(st, nil, t.TempDir())
+	path, err := WriteReport(st, nil, nil, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
