@@ -4,6 +4,7 @@
 //	curator serve  --data FILE --target COLUMN --dataset-id ID --state DIR --budget-epsilon E --budget-delta D
 //	               [--schema FILE.schema.csv] [flags]
 //	curator ledger --state DIR --dataset-id ID [--json | --csv]
+//	curator results --state DIR --dataset-id ID [--identity X] [--json]
 package main
 
 import (
@@ -42,6 +43,7 @@ const usage = `usage: curator <command> [flags]
 commands:
   serve         load a dataset and serve private releases over gRPC
   ledger        print the privacy ledger: every charge, and each identity's remaining budget
+  results       the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)
   pending       list the rows waiting for a recorded evaluation (--evaluate manual)
   record        record the evaluation of a pending row
   check-config  validate a serve configuration (flags, file, environment) without serving
@@ -75,6 +77,8 @@ func runCommand(args []string) error {
 		return serve(args[1:])
 	case "ledger":
 		return printLedger(args[1:])
+	case "results":
+		return results(args[1:])
 	case "pending":
 		return pending(args[1:])
 	case "record":

@@ -1,0 +1,137 @@
+package curator
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/privbo/privbo/pkg/ledger"
+)
+
+// IdentityResults is what the ledger records of one modeler identity's studies on a
+// dataset: its projection releases and the rows it was answered, in the order the
+// ledger committed them. The ledger cannot tell the identity's studies apart: answers
+// belong to the identity, not to a release (a row asked again by a second study is a
+// replay of the first answer, with no record of its own).
+type IdentityResults struct {
+	Identity    string
+	Projections []ProjectionRecord
+	Rows        []AnsweredRow
+}
+
+// ProjectionRecord is one projection release as the ledger recorded it: the release id
+// the modeler received (its study's release id) and the charge's description.
+type ProjectionRecord struct {
+	ReleaseID   string    `json:"release_id"`
+	Time        time.Time `json:"time"`
+	Description string    `json:"description"`
+}
+
+// AnsweredRow is one row answered to an identity.
+type AnsweredRow struct {
+	Index int
+	// Answer is the value released to the identity: with output privacy, the clipped
+	// value plus noise.
+	Answer float64
+	// Time is when the answer was committed to the ledger.
+	Time time.Time
+}
+
+// Results reads, from the ledger alone, what every modeler identity of dataset was
+// released: its projections and its answered rows, identities in the order of their
+// first record. It is for the curator's operator (`curator results`): it reads what the
+// curator recorded, releases nothing and costs no privacy budget. The curator's own
+// records (evaluations, pending marks, the scaling estimate) are left out; see
+// Evaluations.
+func Results(ctx context.Context, store ledger.Store, dataset string) ([]IdentityResults, error) {
+	entries, err := store.Entries(ctx, dataset)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	var out []IdentityResults
+	at := map[string]int{}
+	of := func(identity string) *IdentityResults {
+		k, ok := at[identity]
+		if !ok {
+			k = len(out)
+			at[identity] = k
+			out = append(out, IdentityResults{Identity: identity})
+		}
+		return &out[k]
+	}
+	for _, e := range entries {
+		if ledger.IsReserved(e.Identity) {
+			continue
+		}
+		switch e.Kind {
+		case ledger.KindProjection:
+			r := of(e.Identity)
+			r.Projections = append(r.Projections, ProjectionRecord{ReleaseID: strings.TrimPrefix(e.Key, "projection/"), Time: e.Created.UTC(), Description: e.Description})
+		case ledger.KindQuery:
+			i, ok := rowOfKey(e.Key, "query/")
+			if !ok {
+				return nil, fmt.Errorf("curator: ledger record %q of %s is not a row's answer", e.Key, e.Identity)
+			}
+			rec, found, err := store.Get(ctx, e.Account, e.Key)
+			if err != nil {
+				return nil, fmt.Errorf("curator: %w", err)
+			}
+			if !found {
+				return nil, fmt.Errorf("curator: ledger record %q of %s vanished while it was read", e.Key, e.Identity)
+			}
+			v, err := decodeValue(rec.Result)
+			if err != nil {
+				return nil, fmt.Errorf("curator: ledger record %q of %s: %w", e.Key, e.Identity, err)
+			}
+			r := of(e.Identity)
+			r.Rows = append(r.Rows, AnsweredRow{Index: i, Answer: v, Time: e.Created.UTC()})
+		}
+	}
+	return out, nil
+}
+
+// Evaluations returns the recorded evaluation of every row of dataset the curator has
+// evaluated (for any identity): the target column's value (plus the simulated
+// observation noise, if configured), the operator's program's output, or the value a
+// person recorded. Like Results it only reads the ledger.
+func Evaluations(ctx context.Context, store ledger.Store, dataset string) (map[int]float64, error) {
+	entries, err := store.Entries(ctx, dataset)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
+	}
+	out := map[int]float64{}
+	for _, e := range entries {
+		if e.Identity != CuratorIdentity || e.Kind != ledger.KindEvaluation {
+			continue
+		}
+		i, ok := rowOfKey(e.Key, "evaluation/")
+		if !ok {
+			continue
+		}
+		rec, found, err := store.Get(ctx, e.Account, e.Key)
+		if err != nil {
+			return nil, fmt.Errorf("curator: %w", err)
+		}
+		if !found {
+			continue
+		}
+		v, err := decodeValue(rec.Result)
+		if err != nil {
+			return nil, fmt.Errorf("curator: ledger record %q: %w", e.Key, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// rowOfKey is the row index of a ledger key prefix + "I".
+func rowOfKey(key, prefix string) (int, bool) {
+	s, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	return i, err == nil && i >= 0
+}
