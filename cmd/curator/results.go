@@ -357,9 +357,9 @@ func writeResultsText(out io.Writer, rep *resultsReport) error {
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "ORDER\tROW\tTRUE OUTCOME\tRANK\tPERCENTILE\tTOP 1%\tANSWER RELEASED\tANSWERED AT (UTC)\t")
 		for _, r := range id.Rows {
-			tv, rank, pct, top := "-", "-", "-", ""
+			tv, rank, pct, top := "-", "-", "-", "-"
 			if r.TrueValue != nil {
-				tv, rank, pct = fmt.Sprintf("%.6g", *r.TrueValue), fmt.Sprint(r.Rank), fmt.Sprintf("%.1f%%", 100*r.Percentile)
+				tv, rank, pct, top = fmt.Sprintf("%.6g", *r.TrueValue), fmt.Sprint(r.Rank), fmt.Sprintf("%.1f%%", 100*r.Percentile), "no"
 				if r.TopOne {
 					top = "yes"
 				}

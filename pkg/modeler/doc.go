@@ -86,6 +86,17 @@
 // stored output privacy, so a resumed study uses the prior it started with; the stored
 // settings keep the variances as given (0: derived).
 //
+// # The result
+//
+// A study's answer is Result.Recommended: the queried row with the best posterior mean,
+// with that mean and the posterior standard deviation of the objective there, in the
+// answers' units (the GP's standardisation and the direction undone). With private
+// answers each answer carries noise of public sd (AnswerNoiseSD; 226 for the demo's
+// Laplace ε = 2.5 on [0, 400]), so the best single answer (Result.BestIndex) is mostly
+// the luckiest noise draw; the posterior mean pools every answer. A run stopped before
+// its end (a cancelled context) still returns what it knew, with its error. Replay
+// rebuilds a stored study's result without the curator, for its report.
+//
 // # Studies
 //
 // RunStudy keeps the study in a pkg/study store and resumes it after a crash or an

@@ -44,7 +44,10 @@
 // # Reports
 //
 // WriteReport renders a study as one self-contained HTML page (inline CSS, images as
-// base64 data URIs; the PNGs are also written beside it): the best rows found, the value
-// of every query with the running best y*_t = max_{s ≤ t} y_s, the privacy spent, and, when
-// the optimum f* is known, the simple regret r_t = f* − y*_t (Srinivas et al. 2010).
+// base64 data URIs; the PNGs are also written beside it): first the recommended row (the
+// GP's, as package modeler computes it: Recommendation) with its posterior mean ± sd and
+// what the answers' noise allows (AnswerNoiseText); then the best answers — labelled
+// noisy answers when the answers are private — the value of every query with the running
+// best y*_t = max_{s ≤ t} y_s, the privacy spent, and, when the optimum f* is known, the
+// simple regret r_t = f* − y*_t (Srinivas et al. 2010).
 package study
