@@ -171,6 +171,11 @@ func TestModelerCtrlC(t *testing.T) {
 			if name == "" {
 				return
 			}
+			// `modeler studies` gives the interruption as the reason the run stopped.
+			list, err := exec.Command(modBin, "studies", "--studies-dir", dir).Output()
+			if err != nil || !strings.Contains(string(list), "(interrupted by Ctrl-C (SIGINT))") {
+				t.Errorf("modeler studies after SIGINT: %v\n%s", err, list)
+			}
 			// Resumed as the message says, the study finishes, keeping its first k rows.
 			lab.allowAll()
 			out, err := exec.Command(modBin, "run", "--study", name, "--studies-dir", dir, "--quiet", "--json").Output()

@@ -92,6 +92,11 @@ func interrupted(ctx context.Context, err error, res *modeler.Result, store *stu
 			}
 			kept = fmt.Sprintf("its projection and %d of %d answers", len(obs), cfg.Iterations)
 		}
+		// What `modeler studies` shows as the reason the run stopped, in place of the
+		// cancelled query's error.
+		if serr := store.SetError(bg, name, fmt.Sprintf("interrupted by %s", sig)); serr != nil && !errors.Is(serr, study.ErrNotFound) {
+			return fmt.Errorf("interrupted by %s; recording it in study %s: %w", sig, name, serr)
+		}
 		msg = fmt.Sprintf("interrupted by %s: study %s is kept with %s; `modeler run --study %s` resumes it (the curator replays what it already released, at no cost)",
 			sig, name, kept, name)
 	} else {
