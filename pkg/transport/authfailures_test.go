@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -260,5 +265,67 @@ func TestFailedAuthenticationThroughServer(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "\n"); n > 10 {
 		t.Errorf("%d log lines for %d failed requests, want at most 10", n, flood)
+	}
+}
+
+// countingWriter counts the bytes a logger writes.
+type countingWriter struct{ n atomic.Int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n.Add(int64(len(p))); return len(p), nil }
+func (w *countingWriter) Sync() error                 { return nil }
+
+// BenchmarkFailedAuthentication floods a server over loopback TCP with requests whose
+// bearer token is wrong, from GOMAXPROCS goroutines of one client (one peer), and
+// reports the log bytes written per request and the share answered UNAUTHENTICATED
+// (the rest are refused by the throttle before their token is checked): "unthrottled"
+// is the server before the per-peer throttle and sampled log (negative rate, every
+// failure logged), "defaults" the default AuthFailureLimits.
+//
+//	go test -run '^$' -bench BenchmarkFailedAuthentication -benchtime 5s ./pkg/transport
+func BenchmarkFailedAuthentication(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		lim  AuthFailureLimits
+	}{
+		{"unthrottled", AuthFailureLimits{Rate: -1, Logged: math.MaxInt}},
+		{"defaults", AuthFailureLimits{}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := &countingWriter{}
+			log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), w, zapcore.InfoLevel))
+			srv := grpc.NewServer(ServerOptions(ServerConfig{Logger: log, Auth: Auth{Tokens: map[string]string{HashToken("right-token-0123"): "acme"}},
+				AuthFailures: NewAuthFailures(tc.lim, log)})...)
+			healthpb.RegisterHealthServer(srv, health.NewServer())
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			go srv.Serve(lis)
+			defer srv.Stop()
+			conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			client := healthpb.NewHealthClient(conn)
+			var unauthenticated atomic.Int64
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer wrong-token")
+				for pb.Next() {
+					_, err := client.Check(ctx, &healthpb.HealthCheckRequest{})
+					switch status.Code(err) {
+					case codes.Unauthenticated:
+						unauthenticated.Add(1)
+					case codes.ResourceExhausted:
+					default:
+						b.Errorf("wrong token: %v", err)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(w.n.Load())/float64(b.N), "log-bytes/op")
+			b.ReportMetric(float64(unauthenticated.Load())/float64(b.N), "unauthenticated/op")
+		})
 	}
 }
