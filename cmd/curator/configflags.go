@@ -66,6 +66,15 @@ var configFlags = map[string]string{
 	"Jobs.MaxRunning":           "--max-running-jobs",
 	"Jobs.BoundsEpsilon":        "--job-bounds-epsilon",
 	"Jobs.Preprocessing":        "--job-preprocessing",
+
+	// Who may call, and what a caller may cost before it is authenticated.
+	"TrustIdentityHeaderFromNetwork": "--trust-identity-header-from-network",
+	"AuthFailures.Rate":              "--auth-failure-rate",
+	"AuthFailures.Burst":             "--auth-failure-burst",
+	"AuthFailures.Logged":            "--auth-failures-logged",
+	"AuthFailures.LogInterval":       "--auth-failure-log-interval",
+	"AuthFailures.MaxPeers":          "--auth-failure-peers",
+	"MaxHeaderBytes":                 "--max-header-bytes",
 }
 
 // configRef matches a setting named the server's way: Config followed by exported

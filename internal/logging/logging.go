@@ -22,10 +22,13 @@ func New(level, format string) (*zap.Logger, error) {
 		cfg = zap.NewProductionConfig()
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
-		cfg.DisableStacktrace = true
 	default:
 		return nil, fmt.Errorf("logging: unknown format %q (want json or console)", format)
 	}
+	// No stack of the logging call at error level: that call is always the RPC
+	// interceptor or a handler's error path, whose stack says nothing about the
+	// failure; a recovered panic logs the panic's own stack (package transport).
+	cfg.DisableStacktrace = true
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	cfg.OutputPaths = []string{"stderr"}

@@ -7,14 +7,21 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privbo/privbo/pkg/dp"
 )
 
 // Params are the inputs of Algorithm 1 besides the data.
 type Params struct {
 	R       int     // projection dimension r ≥ 1
 	Epsilon float64 // ε > 0, finite
-	Delta   float64 // 0 < δ < 1
+	Delta   float64 // MinDelta ≤ δ < 1
 }
+
+// MinDelta is the smallest δ a projection may be asked for, with either mechanism:
+// below it the Gaussian calibration loses precision (dp.MinGaussianDelta), and no
+// deployment needs it (δ ≪ 1/n asks for δ near 1e-12 at a billion records).
+const MinDelta = dp.MinGaussianDelta
 
 // Validate reports whether p is usable, with a message a person can act on.
 func (p Params) Validate() error {
@@ -25,6 +32,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("projection: epsilon must be positive and finite, got %g", p.Epsilon)
 	case math.IsNaN(p.Delta) || p.Delta <= 0 || p.Delta >= 1:
 		return fmt.Errorf("projection: delta must be in (0, 1), got %g", p.Delta)
+	case p.Delta < MinDelta:
+		return fmt.Errorf("projection: delta %g is below the smallest supported, %g, where the noise's calibration loses precision; ask for a δ of at least %g", p.Delta, MinDelta, MinDelta)
 	}
 	// Beyond MaxOmega the lifted singular values sqrt(σ² + ω²) leave float64's range in
 	// the computation, and the release would be pure noise anyway.

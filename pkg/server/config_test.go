@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -176,6 +178,11 @@ func TestFieldErrors(t *testing.T) {
 		{func(c *Config) { c.TLS.CertFile = "cert.pem" }, "TLS.KeyFile"},
 		{func(c *Config) { c.TLS.KeyFile = "key.pem" }, "TLS.CertFile"},
 		{func(c *Config) { c.Listen = "0.0.0.0:0" }, "AllowPlaintext"},
+		{func(c *Config) { c.Listen, c.AllowPlaintext = "0.0.0.0:0", true }, "TrustIdentityHeaderFromNetwork"},
+		{func(c *Config) { c.AuthFailures.Rate = math.NaN() }, "AuthFailures.Rate"},
+		{func(c *Config) { c.AuthFailures.Burst = -1 }, "AuthFailures.Burst"},
+		{func(c *Config) { c.AuthFailures.LogInterval = -time.Second }, "AuthFailures.LogInterval"},
+		{func(c *Config) { c.MaxHeaderBytes = 100 }, "MaxHeaderBytes"},
 	} {
 		cfg := base
 		tc.edit(&cfg)

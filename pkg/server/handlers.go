@@ -124,9 +124,12 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if req.GetDimension() > math.MaxInt32 {
 		return status.Errorf(codes.InvalidArgument, "projection dimension %d is too large", req.GetDimension())
 	}
-	p, err := h.cur.ReleaseProjection(ctx, identity(ctx), curator.ProjectionRequest{
-		R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel(),
-	})
+	preq := curator.ProjectionRequest{R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel()}
+	// Refused before the ledger or the data is touched when it can never be served.
+	if err := h.cur.CheckProjection(preq); err != nil {
+		return h.status(ctx, err)
+	}
+	p, err := h.cur.ReleaseProjection(ctx, identity(ctx), preq)
 	if err != nil {
 		return h.status(ctx, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -108,8 +109,25 @@ type Config struct {
 	// AllowPlaintext permits serving without TLS on a non-loopback address (only
 	// behind a TLS-terminating proxy).
 	AllowPlaintext bool
+	// TrustIdentityHeaderFromNetwork permits serving on a non-loopback address
+	// without authentication — neither client certificates (TLS.ClientCAFile) nor
+	// bearer tokens (TokensFile) — where the identity charged is the one each caller
+	// names in its privbo-identity header, so that anyone who can reach Listen can
+	// spend any identity's budget. Only where something in front of the curator
+	// authenticates every caller and sets the header; refused otherwise, and warned
+	// about when set (Warnings).
+	TrustIdentityHeaderFromNetwork bool
 	// Limits bounds each identity's request rate and concurrency.
 	Limits transport.Limits
+	// AuthFailures throttles each peer's failed authentications (before they are
+	// authenticated, so Limits cannot) and samples their log lines; zero fields take
+	// transport's defaults (DefaultAuthFailureRate, DefaultAuthFailureBurst,
+	// DefaultAuthFailuresLogged per DefaultAuthFailureLogInterval,
+	// DefaultAuthFailurePeers); a negative Rate turns the throttle off.
+	AuthFailures transport.AuthFailureLimits
+	// MaxHeaderBytes bounds a request's headers, read before authentication;
+	// default transport.DefaultMaxHeaderListBytes (16 KiB).
+	MaxHeaderBytes int
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
 	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
 	MetricsListen string
@@ -119,6 +137,10 @@ type Config struct {
 	Logger *zap.Logger
 	// Curator hooks for simulations and tests (see curator.Config).
 	SimulationHooks func(*curator.Config)
+
+	// listener, when set (tests in this package), is served instead of listening on
+	// Listen; Listen still decides what the security checks treat as loopback.
+	listener net.Listener
 }
 
 // JobsConfig configures private tuning jobs (see package tuning).
@@ -263,16 +285,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	lis, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		if jm != nil {
-			jm.Close()
+	lis := cfg.listener
+	if lis == nil {
+		if lis, err = net.Listen("tcp", cfg.Listen); err != nil {
+			if jm != nil {
+				jm.Close()
+			}
+			closeStores()
+			return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 		}
-		closeStores()
-		return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
-	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits}
+	failures := transport.NewAuthFailures(cfg.AuthFailures, log)
+	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, AuthFailures: failures, MaxHeaderListBytes: cfg.MaxHeaderBytes}
 	var rpcMetrics *grpcprom.ServerMetrics
 	if cfg.MetricsListen != "" {
 		s.metrics, rpcMetrics = s.newMetrics(cfg.DatasetID)
@@ -302,15 +327,38 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
 	go s.watchReadiness(cfg.DatasetID)
+	go s.flushAuthFailures(failures)
 	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.kind()),
 		zap.Float64("budget_epsilon", cfg.Budget.Epsilon), zap.Float64("budget_delta", cfg.Budget.Delta),
 		zap.Float64("dataset_budget_epsilon", cfg.DatasetBudget.Epsilon), zap.Float64("dataset_budget_delta", cfg.DatasetBudget.Delta),
 		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certificates", auth.ClientCerts), zap.Int("tokens", len(auth.Tokens)))
+	if auth.TrustsIdentityHeader() {
+		log.Warn("identities are taken from the "+transport.IdentityHeader+" header: every caller that reaches this address can name any identity and spend its budget",
+			zap.String("addr", lis.Addr().String()), zap.Bool("loopback", transport.IsLoopback(cfg.Listen)))
+	}
 	return s, nil
 }
 
+// flushAuthFailures logs the summaries of failed authentications whose interval has
+// ended, until the server stops.
+func (s *Server) flushAuthFailures(f *transport.AuthFailures) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopped:
+			f.Flush()
+			return
+		case <-tick.C:
+			f.Flush()
+		}
+	}
+}
+
 // security builds the TLS configuration and the authentication policy, refusing
-// plaintext on addresses other than loopback unless explicitly allowed.
+// plaintext on addresses other than loopback unless explicitly allowed, and taking
+// identities from the privbo-identity header there unless explicitly trusted
+// (trustedHeaderCheck).
 func security(cfg Config) (*tls.Config, transport.Auth, error) {
 	var auth transport.Auth
 	if cfg.TokensFile != "" {
@@ -329,7 +377,7 @@ func security(cfg Config) (*tls.Config, transport.Auth, error) {
 			return nil, auth, fieldError("AllowPlaintext", fmt.Sprintf("refusing to serve plaintext on %s (Config.Listen), which is not a loopback address: set Config.TLS.CertFile and Config.TLS.KeyFile, "+
 				"or Config.AllowPlaintext only behind a TLS-terminating proxy", cfg.Listen))
 		}
-		return nil, auth, nil
+		return nil, auth, trustedHeaderCheck(cfg, auth)
 	}
 	if t.CertFile == "" || t.KeyFile == "" {
 		missing := "TLS.KeyFile"
@@ -343,7 +391,20 @@ func security(cfg Config) (*tls.Config, transport.Auth, error) {
 		return nil, auth, fmt.Errorf("server: %w", err)
 	}
 	auth.ClientCerts = t.ClientCAFile != ""
-	return tlsCfg, auth, nil
+	return tlsCfg, auth, trustedHeaderCheck(cfg, auth)
+}
+
+// trustedHeaderCheck refuses to take identities from the privbo-identity header off
+// loopback (with plaintext or with TLS but no client authentication alike) unless
+// Config.TrustIdentityHeaderFromNetwork says to.
+func trustedHeaderCheck(cfg Config, auth transport.Auth) error {
+	if !auth.TrustsIdentityHeader() || transport.IsLoopback(cfg.Listen) || cfg.TrustIdentityHeaderFromNetwork {
+		return nil
+	}
+	return fieldError("TrustIdentityHeaderFromNetwork", fmt.Sprintf("refusing to serve on %s (Config.Listen), which is not a loopback address, without authenticating callers: "+
+		"each would name its own identity in the %s header, so anyone who can reach the address could spend any identity's budget. "+
+		"Give client certificates (Config.TLS.ClientCAFile, with Config.TLS.CertFile and Config.TLS.KeyFile) or bearer tokens (Config.TokensFile); "+
+		"or set Config.TrustIdentityHeaderFromNetwork only if everything that can reach %s authenticates its callers and sets the header itself", cfg.Listen, transport.IdentityHeader, cfg.Listen))
 }
 
 func (s *Server) setServing(ok bool) {
@@ -472,6 +533,28 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fieldError(l.field, fmt.Sprintf("Config.%s: rate and concurrency limits must be ≥ 0, got %g", l.field, l.value))
 		}
 	}
+	if r := cfg.AuthFailures.Rate; math.IsNaN(r) || math.IsInf(r, 0) {
+		return cfg, fieldError("AuthFailures.Rate", fmt.Sprintf("Config.AuthFailures.Rate must be a finite number of failed authentications per second and peer "+
+			"(negative turns the throttle off), got %g", r))
+	}
+	af := cfg.AuthFailures
+	for _, l := range []struct {
+		field    string
+		negative bool
+		value    any
+	}{{"AuthFailures.Burst", af.Burst < 0, af.Burst}, {"AuthFailures.Logged", af.Logged < 0, af.Logged},
+		{"AuthFailures.LogInterval", af.LogInterval < 0, af.LogInterval}, {"AuthFailures.MaxPeers", af.MaxPeers < 0, af.MaxPeers}} {
+		if l.negative {
+			return cfg, fieldError(l.field, fmt.Sprintf("Config.%s must not be negative (0: the default), got %v", l.field, l.value))
+		}
+	}
+	cfg.AuthFailures = cfg.AuthFailures.WithDefaults()
+	if cfg.MaxHeaderBytes == 0 {
+		cfg.MaxHeaderBytes = transport.DefaultMaxHeaderListBytes
+	}
+	if cfg.MaxHeaderBytes < 1024 {
+		return cfg, fieldError("MaxHeaderBytes", fmt.Sprintf("Config.MaxHeaderBytes must be at least 1024 (gRPC's own headers take a few hundred bytes), got %d", cfg.MaxHeaderBytes))
+	}
 	switch cfg.Ledger.kind() {
 	case "sqlite":
 	case "postgres":
@@ -505,6 +588,12 @@ func Warnings(cfg Config) []string {
 		w = append(w, fmt.Sprintf("WARNING: Config.Budget.Delta is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
 			"(Config.ProjectionMechanism gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
 			"Set Config.Budget.Delta above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
+	}
+	if cfg.TrustIdentityHeaderFromNetwork && cfg.TLS.ClientCAFile == "" && cfg.TokensFile == "" && !transport.IsLoopback(cfg.Listen) {
+		w = append(w, fmt.Sprintf("WARNING: Config.TrustIdentityHeaderFromNetwork: the curator charges whatever identity each caller names in its %s header, "+
+			"and %s (Config.Listen) is not a loopback address: anyone who can reach it can spend any identity's budget. "+
+			"Use client certificates (Config.TLS.ClientCAFile) or bearer tokens (Config.TokensFile) unless everything in front of the curator authenticates callers and sets the header",
+			transport.IdentityHeader, cfg.Listen))
 	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
 		w = append(w, fmt.Sprintf("WARNING: Config.Data.Scaling.Mode %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+

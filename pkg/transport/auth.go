@@ -136,3 +136,8 @@ func certIdentity(c *x509.Certificate) (string, error) {
 	}
 	return id, nil
 }
+
+// TrustsIdentityHeader reports whether a takes the caller's identity from the
+// privbo-identity header it sends, which any caller can set to anything: when neither
+// client certificates nor tokens are configured.
+func (a Auth) TrustsIdentityHeader() bool { return !a.required() }

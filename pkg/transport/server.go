@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -35,6 +36,14 @@ type ServerConfig struct {
 	Auth Auth
 	// Limits bounds each identity's request rate and concurrency.
 	Limits Limits
+	// AuthFailures throttles each peer's failed authentications and samples their
+	// log lines; nil: one with the default AuthFailureLimits, whose summaries are
+	// logged only when the peer fails again (call Flush to log them on time).
+	AuthFailures *AuthFailures
+	// MaxHeaderListBytes bounds the headers (metadata) of a request, which the
+	// server reads before authenticating it; 0 means DefaultMaxHeaderListBytes.
+	// A request with larger headers is reset without being read further.
+	MaxHeaderListBytes int
 	// Unary and Stream, when set, are the outermost interceptors, so that they see
 	// every request with the status its caller gets: refused ones and recovered panics
 	// too (the server's gRPC metrics).
@@ -42,11 +51,22 @@ type ServerConfig struct {
 	Stream grpc.StreamServerInterceptor
 }
 
+// DefaultMaxHeaderListBytes is the default bound on a request's headers. privbo's
+// clients send a few hundred bytes (a bearer token included); 16 KiB leaves room for
+// long tokens and proxies' additions, and is a thousandth of grpc-go's default of
+// 16 MiB, with which an unauthenticated peer makes the server hold 16 MiB per request
+// (grpc-go's coming default is 8 KiB).
+const DefaultMaxHeaderListBytes = 16 << 10
+
 // requestInfo is what the interceptors learn about a request, shared by pointer so the
 // outer logging interceptor sees the identity the inner one established.
 type requestInfo struct {
 	id       string
 	identity string
+	// peer is set when the request failed authentication or was refused before it;
+	// quiet when its line is left out of the log (AuthFailures' sampling).
+	peer  string
+	quiet bool
 }
 
 type requestInfoKey struct{}
@@ -60,10 +80,13 @@ func RequestIDFromContext(ctx context.Context) string {
 }
 
 // ServerOptions builds the options of the curator's grpc.Server: credentials, message
-// size limits, keepalive enforcement and the chained interceptors, outermost first:
-// cfg.Unary/cfg.Stream when set, panic recovery, request id and logging (every request,
-// refused ones too), authentication (the identity the ledger charges), per-identity
-// rate and concurrency limits.
+// and header size limits, keepalive enforcement, a codec that leaves malformed requests
+// to the interceptors (see decode.go) and the chained interceptors, outermost first:
+// cfg.Unary/cfg.Stream when set (which must call the handler they are given), panic
+// recovery, request id and logging (every request, refused ones too, except the
+// failed authentications AuthFailures leaves out), the per-peer throttle of failed
+// authentications and authentication itself (the identity the ledger charges),
+// per-identity rate and concurrency limits, and last the refusal of malformed requests.
 func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 	log := cfg.Logger
 	if log == nil {
@@ -81,6 +104,14 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
 	limiter := newLimiter(cfg.Limits)
+	failures := cfg.AuthFailures
+	if failures == nil {
+		failures = NewAuthFailures(AuthFailureLimits{}, log)
+	}
+	headers := cfg.MaxHeaderListBytes
+	if headers <= 0 {
+		headers = DefaultMaxHeaderListBytes
+	}
 	var unary []grpc.UnaryServerInterceptor
 	if cfg.Unary != nil {
 		unary = append(unary, cfg.Unary)
@@ -91,15 +122,17 @@ func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
 	}
 	return []grpc.ServerOption{
 		grpc.Creds(creds),
+		grpc.ForceServerCodecV2(newServerCodec()),
 		grpc.MaxRecvMsgSize(recv),
 		grpc.MaxSendMsgSize(send),
+		grpc.MaxHeaderListSize(uint32(min(headers, math.MaxUint32))),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		// A fixed pool of stream workers keeps its grown goroutine stacks; without it
 		// every RPC starts a fresh goroutine whose stack is grown and copied again
 		// (~9% of CPU samples on the cached-query path; docs/EXPERIMENTS.md §4).
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-		grpc.ChainUnaryInterceptor(append(unary, unaryRecover(log), unaryLog(log), unaryAuth(cfg.Auth), unaryLimit(limiter))...),
-		grpc.ChainStreamInterceptor(append(stream, streamRecover(log), streamLog(log), streamAuth(cfg.Auth), streamLimit(limiter))...),
+		grpc.ChainUnaryInterceptor(append(unary, unaryTakeUndecoded, unaryRecover(log), unaryLog(log), unaryAuth(cfg.Auth, failures), unaryLimit(limiter), unaryRefuseUndecoded)...),
+		grpc.ChainStreamInterceptor(append(stream, streamRefuseUndecoded, streamRecover(log), streamLog(log), streamAuth(cfg.Auth, failures), streamLimit(limiter))...),
 	}
 }
 
@@ -118,21 +151,31 @@ func newRequestID() string {
 	return requestPrefix + "-" + strconv.FormatUint(requestCounter.Add(1), 36)
 }
 
-// authenticate establishes the caller's identity and records it for the log.
-func authenticate(ctx context.Context, auth Auth) (context.Context, error) {
+// authenticate establishes the caller's identity and records it for the log. A peer
+// that has failed too often is refused before its credentials are read (AuthFailures).
+func authenticate(ctx context.Context, auth Auth, failures *AuthFailures) (context.Context, error) {
+	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	if ri == nil {
+		ri = &requestInfo{}
+	}
+	key := peerKey(ctx)
+	if ok, wait, logIt := failures.admit(key); !ok {
+		ri.peer, ri.quiet = key, !logIt
+		return ctx, retryStatus(fmt.Sprintf("too many failed authentications from %s; fix the client's credentials (its certificate, bearer token or identity) and retry after %s",
+			key, wait.Round(time.Millisecond)), wait)
+	}
 	id, err := auth.identify(ctx)
 	if err != nil {
+		ri.peer, ri.quiet = key, !failures.failed(key)
 		return ctx, status.Error(codes.Unauthenticated, err.Error())
 	}
-	if ri, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		ri.identity = id
-	}
+	ri.identity = id
 	return WithIdentity(ctx, id), nil
 }
 
-func unaryAuth(auth Auth) grpc.UnaryServerInterceptor {
+func unaryAuth(auth Auth, failures *AuthFailures) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, err := authenticate(ctx, auth)
+		ctx, err := authenticate(ctx, auth, failures)
 		if err != nil {
 			return nil, err
 		}
@@ -140,9 +183,9 @@ func unaryAuth(auth Auth) grpc.UnaryServerInterceptor {
 	}
 }
 
-func streamAuth(auth Auth) grpc.StreamServerInterceptor {
+func streamAuth(auth Auth, failures *AuthFailures) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		ctx, err := authenticate(ss.Context(), auth)
+		ctx, err := authenticate(ss.Context(), auth, failures)
 		if err != nil {
 			return err
 		}
@@ -185,7 +228,7 @@ func streamLog(log *zap.Logger) grpc.StreamServerInterceptor {
 // logRPC writes one line per RPC. It never includes request or response messages:
 // they may carry data.
 func logRPC(log *zap.Logger, ri *requestInfo, method string, start time.Time, err error) {
-	if !log.Core().Enabled(zap.InfoLevel) {
+	if ri.quiet || !log.Core().Enabled(zap.InfoLevel) {
 		return
 	}
 	d := time.Since(start)
@@ -199,6 +242,9 @@ func logRPC(log *zap.Logger, ri *requestInfo, method string, start time.Time, er
 	}
 	if err != nil {
 		fields = append(fields, zap.String("error", status.Convert(err).Message()))
+	}
+	if ri.peer != "" {
+		fields = append(fields, zap.String("peer", ri.peer))
 	}
 	switch code {
 	case codes.OK, codes.Canceled:
