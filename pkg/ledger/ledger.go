@@ -179,6 +179,19 @@ type Store interface {
 	// the record, durably, before returning, or returns a *BudgetError
 	// (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
 	Charge(ctx context.Context, c Charge) (Receipt, error)
+	// ChargeAll records cs in one atomic, durable transaction, all of them or
+	// none: releases that are paid for together, such as a study's projection
+	// and its answers. The charges must be on one dataset, each (identity, key)
+	// at most once. A charge whose key its account already holds is replayed on
+	// its own (its receipt has Replayed set; a different kind, relation or cost
+	// is an ErrKeyConflict and nothing is written). The others are checked
+	// together: in every relation any of them counts towards, each identity's
+	// total plus the exact sum of its new charges counting towards it must fit
+	// the per-identity limit, and the dataset's total plus the sum of all of
+	// them the dataset's; a *BudgetError (Requested is that sum) refuses them
+	// all and writes nothing. Receipts come in the order of cs. Charge is
+	// ChargeAll of one charge.
+	ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error)
 	// SetResult attaches or replaces the result of an existing record. It
 	// never changes a cost. It returns an error wrapping ErrNotFound if the
 	// record does not exist.

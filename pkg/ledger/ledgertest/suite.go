@@ -52,6 +52,9 @@ func Run(t *testing.T, loc Location) {
 		{"Closed", testClosed},
 		{"RaceOneStore", func(t *testing.T, loc Location) { testRace(t, loc, 1) }},
 		{"RaceTwoStores", func(t *testing.T, loc Location) { testRace(t, loc, 2) }},
+		{"ChargeAll", testChargeAll},
+		{"ChargeAllRaceOneStore", func(t *testing.T, loc Location) { testChargeAllRace(t, loc, 1) }},
+		{"ChargeAllRaceTwoStores", func(t *testing.T, loc Location) { testChargeAllRace(t, loc, 2) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
