@@ -291,9 +291,11 @@ func (e *BudgetError) Error() string {
 		rel = fmt.Sprintf("the %s neighbour relation", e.Relation)
 	}
 	if e.ZeroDeltaLimit() {
-		limit := "per-identity δ budget (--budget-delta)"
+		// The text reaches remote modelers: it names the budget, not the curator's
+		// settings, which its operator knows by their names.
+		limit := "per-identity δ budget"
 		if e.Scope == ScopeDataset {
-			limit = "dataset δ cap (--dataset-budget-delta)"
+			limit = "dataset δ cap"
 		}
 		return fmt.Sprintf("ledger: refused for %s under %s: the release needs δ=%g but the curator's %s is 0, "+
 			"so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; this is not a spent budget: "+
