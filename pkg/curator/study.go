@@ -50,6 +50,16 @@ type StudyCapacity struct {
 	// Own is what the curator's own releases (the private scaling estimate) took from
 	// the dataset cap.
 	Own ledger.Cost
+	// R is the dimension the curator chooses for the default study's projection
+	// (projection.AutoDimension) and ProjectionNoiseSD the σ per entry it then adds (0
+	// for the lifted mechanism).
+	R                 int
+	ProjectionNoiseSD float64
+	// AnswersMechanism, AnswersNoiseSD and [Lower, Upper]: the noise of each answer
+	// against the target's public range (0 for exact answers).
+	AnswersMechanism string
+	AnswersNoiseSD   float64
+	Lower, Upper     float64
 }
 
 // DefaultStudy sizes the default study, once per curator. Its projection's ε is
@@ -133,10 +143,53 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 	if err != nil {
 		return StudyCapacity{}, fmt.Errorf("curator: %w", err)
 	}
+	own, err := c.ownSpent(ctx)
+	if err != nil {
+		return StudyCapacity{}, err
+	}
 	lim, t := c.ledger.Limits(), s.Total()
-	left := ledger.Cost{Epsilon: lim.Dataset.Epsilon - b.Spent.Epsilon, Delta: lim.Dataset.Delta - b.Spent.Delta}
-	return StudyCapacity{StudySize: s, Own: b.Spent,
-		PerIdentity: fitCount(lim.PerIdentity, t), Dataset: fitCount(left, t), DatasetLeft: fitCount(b.DatasetRemaining, t)}, nil
+	room := ledger.Cost{Epsilon: lim.Dataset.Epsilon - own.Epsilon, Delta: lim.Dataset.Delta - own.Delta}
+	o := c.out.cfg
+	out := StudyCapacity{StudySize: s, Own: own,
+		PerIdentity: fitCount(lim.PerIdentity, t), Dataset: fitCount(room, t), DatasetLeft: fitCount(b.DatasetRemaining, t),
+		AnswersMechanism: o.Mechanism, AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper}
+	if s.Projection.Delta > 0 {
+		a, err := projection.AutoDimension(c.ds.N, c.ds.D, c.cfg.ProjectionMechanism, s.Projection.Epsilon, s.Projection.Delta, autoSquaredDistance)
+		if err != nil {
+			return StudyCapacity{}, fmt.Errorf("curator: the default study: %w", err)
+		}
+		out.R, out.ProjectionNoiseSD = a.R, a.NoiseSD
+	}
+	return out, nil
+}
+
+// Statement is the capacity in words, for the operator's start-up log: the default
+// study, the noise of its releases, and how many such studies the budgets hold.
+func (s StudyCapacity) Statement() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "default study (what a modeler naming no ε, δ is quoted): a projection at ε=%g, δ=%g", s.Projection.Epsilon, s.Projection.Delta)
+	if s.R > 0 {
+		fmt.Fprintf(&b, " (r=%d chosen from n, d, ε, δ: noise sd %.4g per entry)", s.R, s.ProjectionNoiseSD)
+	}
+	if s.Answers.IsZero() {
+		b.WriteString(" and exact answers (no charge)")
+	} else {
+		fmt.Fprintf(&b, " and the answers' one charge ε=%g, δ=%g (%s: answer noise sd %.4g against the target's public range [%g, %g], width %g)",
+			s.Answers.Epsilon, s.Answers.Delta, s.AnswersMechanism, s.AnswersNoiseSD, s.Lower, s.Upper, s.Upper-s.Lower)
+	}
+	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", studies(s.PerIdentity), studies(s.Dataset))
+	if !s.Own.IsZero() {
+		fmt.Fprintf(&b, " besides the curator's own ε=%g, δ=%g (the private scaling estimate)", s.Own.Epsilon, s.Own.Delta)
+	}
+	fmt.Fprintf(&b, ", of which %s still fit", studies(s.DatasetLeft))
+	return b.String()
+}
+
+func studies(n int) string {
+	if n == 1 {
+		return "1 default study"
+	}
+	return strconv.Itoa(n) + " default studies"
 }
 
 // fitCount is how many charges of cost fit in room, by the ledger's rule (a total may
