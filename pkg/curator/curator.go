@@ -70,6 +70,11 @@ type Config struct {
 	ProjectionMechanism string
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
+	// AllowWideProjection releases projections of more dimensions than features under
+	// the Gaussian mechanism too, for simulations measuring them (pkg/simulate). The
+	// daemon never sets it: such a release keeps no more information than r = d and adds
+	// noise (validate). The lifted mechanism always allows them.
+	AllowWideProjection bool
 	// StudyEpsilon and StudyDelta are the projection's (ε, δ) of the default study: what
 	// the curator quotes to a modeler that names none (Curator.Quote, DefaultStudy).
 	// Zero takes DefaultStudyEpsilon, and for δ a share of the δ budgets sized so that

@@ -117,7 +117,7 @@ func (c *Curator) validate(r ProjectionRequest) error {
 	if maxR := c.cfg.MaxProjectionDim; r.R > maxR {
 		return fmt.Errorf("curator: %w: projection dimension r = %d exceeds this curator's maximum %d", ErrInvalidArgument, r.R, maxR)
 	}
-	if d := c.ds.D; r.R > d && c.cfg.ProjectionMechanism != projection.MechanismLifted {
+	if d := c.ds.D; r.R > d && c.cfg.ProjectionMechanism != projection.MechanismLifted && !c.cfg.AllowWideProjection {
 		return fmt.Errorf("curator: %w: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more "+
 			"information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d (or let the curator choose r)",
 			ErrInvalidArgument, ErrDimensionAboveFeatures, r.R, d, c.ds.Name, d, d)
