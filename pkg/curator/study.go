@@ -174,7 +174,7 @@ func (s StudyCapacity) Statement() string {
 	if s.Answers.IsZero() {
 		b.WriteString(" and exact answers (no charge)")
 	} else {
-		fmt.Fprintf(&b, " and the answers' one charge ε=%g, δ=%g (%s: answer noise sd %.4g against the target's public range [%g, %g], width %g)",
+		fmt.Fprintf(&b, " and the answers' one charge ε=%g, δ=%g (%s: answer noise sd %.4g against the target's public range [%g, %g], width %.4g)",
 			s.Answers.Epsilon, s.Answers.Delta, s.AnswersMechanism, s.AnswersNoiseSD, s.Lower, s.Upper, s.Upper-s.Lower)
 	}
 	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", studies(s.PerIdentity), studies(s.Dataset))
