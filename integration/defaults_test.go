@@ -169,7 +169,7 @@ func TestDefaultsTwoVendors(t *testing.T) {
 		}
 		// The modeler says, before anything is spent, what the answers' noise is worth.
 		if !strings.Contains(r.stderr, "study quoted by the curator (nothing is charged yet)") ||
-			!regexp.MustCompile(`answer noise sd [0-9.]+ against the target's public range \[`).MatchString(r.stderr) {
+			!regexp.MustCompile(`answer noise sd [0-9.e+-]+ against the target's public range \[`).MatchString(r.stderr) {
 			t.Errorf("%s: no quote before the study:\n%s", vendor, r.stderr)
 		}
 	}

@@ -37,7 +37,14 @@
 //   * RESOURCE_EXHAUSTED without RetryInfo: a refusal that waiting does not change — the
 //     privacy budget (the message names the scope, identity or dataset, the neighbour
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
-//     charged), or the limit on distinct exact answers per caller.
+//     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
+//     "BUDGET_EXCEEDED" carries the same figures as metadata), or the limit on distinct
+//     exact answers per caller.
+//   * FAILED_PRECONDITION with ErrorInfo reason "DELTA_BUDGET_ZERO": the request needs
+//     δ > 0 and the curator's δ budget is 0 (not a spent budget: nothing needing δ can
+//     ever be released). INVALID_ARGUMENT with reason "DIMENSION_ABOVE_FEATURES": a
+//     projection dimension above the dataset's number of features, refused for every
+//     client unless the curator runs the lifted mechanism.
 //   * INVALID_ARGUMENT (a bad parameter), FAILED_PRECONDITION (a query before any
 //     projection release when answers are exact), NOT_FOUND and ALREADY_EXISTS (jobs),
 //     ABORTED (an evaluation failed; asking again evaluates again), UNAVAILABLE (the
