@@ -407,3 +407,36 @@ func TestQuoteZeroDelta(t *testing.T) {
 		t.Errorf("quote of δ 1e-6 with a zero δ budget: %v, want a zero-δ-limit refusal", err)
 	}
 }
+
+// TestDeltaShareCostsLittleNoise pins the reason the default study divides δ and not ε
+// (DefaultStudy): on the diabetes shape (n = 442, d = r = 10) the Gaussian projection's
+// σ grows by about 7% when δ = 1e-6 is divided by 5 (the default share at a budget of ε
+// 10), and by a factor above 3.4 when ε is divided by 4. The figures are exact
+// computations (projection.NominalNoiseSD), not samples; docs/EXPERIMENTS.md quotes the
+// table this logs.
+func TestDeltaShareCostsLittleNoise(t *testing.T) {
+	for _, eps := range []float64{1, math.Exp(2)} {
+		base, err := projection.NominalNoiseSD(442, 10, 10, eps, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, delta := range []float64{5e-7, 2.5e-7, 2e-7, 1e-7} {
+			sd, err := projection.NominalNoiseSD(442, 10, 10, eps, delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("ε=%.4g: δ=%g σ=%.4f (×%.3f of δ=1e-06's %.4f)", eps, delta, sd, sd/base, base)
+			if delta == 2e-7 && sd/base > 1.075 {
+				t.Errorf("ε=%g: δ/5 multiplies σ by %.3f, want under 1.075", eps, sd/base)
+			}
+		}
+		quarter, err := projection.NominalNoiseSD(442, 10, 10, eps/4, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ε=%.4g: ε/4 σ=%.4f (×%.3f)", eps, quarter, quarter/base)
+		if quarter/base < 3.4 {
+			t.Errorf("ε=%g: ε/4 multiplies σ by %.3f, want above 3.4", eps, quarter/base)
+		}
+	}
+}

@@ -21,7 +21,7 @@ type fixedCurator struct {
 }
 
 func (c fixedCurator) DatasetInfo(context.Context) (*DatasetInfo, error) {
-	return &DatasetInfo{Name: "fixed", Rows: c.n, MaxQueryIndices: 100,
+	return &DatasetInfo{Name: "fixed", Rows: c.n, Dimension: c.dim, MaxQueryIndices: 100,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: c.lo, Upper: c.hi}}, nil
 }
 

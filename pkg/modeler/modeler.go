@@ -249,14 +249,14 @@ type Result struct {
 	ProjectionNoise    string  `json:"projection_noise,omitempty"`
 	InputNoiseVariance float64 `json:"input_noise_variance,omitempty"`
 	// RAuto, when the curator chose r (Config.R 0, by the rule of AutoR), says how.
-	RAuto            *AutoRChoice `json:"r_auto,omitempty"`
+	RAuto *AutoRChoice `json:"r_auto,omitempty"`
 	// Quote is the curator's quote of the study, made before anything was charged (nil
 	// for a resumed study that held its release).
-	Quote            *Quote       `json:"quote,omitempty"`
-	EpsilonSpent     float64      `json:"epsilon_spent"`
-	DeltaSpent       float64      `json:"delta_spent"`
-	EpsilonRemaining float64      `json:"epsilon_remaining"`
-	DeltaRemaining   float64      `json:"delta_remaining"`
+	Quote            *Quote  `json:"quote,omitempty"`
+	EpsilonSpent     float64 `json:"epsilon_spent"`
+	DeltaSpent       float64 `json:"delta_spent"`
+	EpsilonRemaining float64 `json:"epsilon_remaining"`
+	DeltaRemaining   float64 `json:"delta_remaining"`
 	// Protection is what the curator stated about the releases the study received.
 	Protection Protection `json:"protection"`
 }

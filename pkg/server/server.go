@@ -543,8 +543,8 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 	return curator.Config{
 		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
-		ProjectionMechanism:      cfg.ProjectionMechanism,
-		StudyEpsilon:             cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
+		ProjectionMechanism: cfg.ProjectionMechanism,
+		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
 		ExactAnswers:             curator.ExactAnswerLimits{MaxRowsPerIdentity: cfg.ExactAnswersMaxRows, RequireProjection: true},
 		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
 	}
