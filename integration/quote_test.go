@@ -95,8 +95,14 @@ func TestQuoteAndJointChargeOverTheWire(t *testing.T) {
 		Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}})
 	nc := noDelta.Client(t, "vendor")
 	for name, call := range map[string]func() error{
-		"quote":   func() error { _, err := nc.QuoteStudy(ctx, &curatorv1.QuoteStudyRequest{WithAnswers: true}); return err },
-		"release": func() error { _, err := curatorclient.FetchProjection(ctx, nc, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-7}); return err },
+		"quote": func() error {
+			_, err := nc.QuoteStudy(ctx, &curatorv1.QuoteStudyRequest{WithAnswers: true})
+			return err
+		},
+		"release": func() error {
+			_, err := curatorclient.FetchProjection(ctx, nc, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1, Delta: 1e-7})
+			return err
+		},
 	} {
 		err := call()
 		if status.Code(err) != codes.FailedPrecondition || reason(err) != server.ReasonDeltaBudgetZero ||

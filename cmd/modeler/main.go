@@ -150,7 +150,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
-	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs)")
+	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")

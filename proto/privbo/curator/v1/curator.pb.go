@@ -889,7 +889,8 @@ func (x *OutputPrivacy) GetExactAnswersMaxRows() uint32 {
 
 type ReleaseProjectionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Projection dimension r ≥ 1.
+	// Projection dimension r ≥ 1, at most the dataset's number of features unless the
+	// curator runs the lifted mechanism (INVALID_ARGUMENT, DIMENSION_ABOVE_FEATURES).
 	Dimension uint32 `protobuf:"varint,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
 	// Privacy parameters of this release: ε > 0, 0 < δ < 1.
 	Epsilon float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
