@@ -291,7 +291,7 @@ func TestRoundDown3(t *testing.T) {
 // clipped to norm 25), whose releases have a whole-patient guarantee.
 func privateCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) (*Curator, ledger.Store) {
 	t.Helper()
-	c, led, cfg := rowsCurator(t, n, limits, edit)
+	_, led, cfg := rowsCurator(t, n, limits, edit)
 	sc, err := dataset.ParseScaling("none")
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +303,8 @@ func privateCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config
 	if cfg.Dataset, err = raw.Scale(sc); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = New(cfg); err != nil {
+	c, err := New(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return c, led
