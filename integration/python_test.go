@@ -132,6 +132,7 @@ func TestPythonClient(t *testing.T) {
 		// The tests against the curators ran (none skipped for want of one).
 		for _, name := range []string{
 			"test_release_checksum_query_budget", "test_over_budget_release_refused_with_typed_error",
+			"test_study_that_cannot_pay_its_answers_refused", "test_r_above_d_refused_by_the_curator", "test_quote_of_the_default_study",
 			"test_bad_request_is_invalid_argument", "test_token_identity_and_rate_limit",
 			"test_client_certificate_identity", "test_no_credentials_unauthenticated",
 			"test_jobs_submit_poll_cancel_and_refusal",

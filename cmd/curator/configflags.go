@@ -35,6 +35,8 @@ var configFlags = map[string]string{
 	"Output.Lower":              "--output-lower",
 	"Output.Upper":              "--output-upper",
 	"ExactAnswersMaxRows":       "--exact-answers-max-rows",
+	"DefaultStudy.Epsilon":      "--study-epsilon",
+	"DefaultStudy.Delta":        "--study-delta",
 	"AllowExactProgramAnswers":  "--allow-exact-program-answers",
 	"Evaluation.Mode":           "--evaluate",
 	"Evaluation.Command":        "--evaluate-program",

@@ -63,6 +63,9 @@ func printLedger(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := cli.CheckFlags(fs, ledgerRules); err != nil {
+		return err
+	}
 	if alias != "" {
 		name = alias
 	}

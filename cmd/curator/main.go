@@ -172,6 +172,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ of each gaussian answer, charged once per identity like --output-epsilon")
 	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target for private outputs (answers are clipped to it); overrides the schema's target line")
 	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target for private outputs; overrides the schema's target line")
+	fs.Float64Var(&cfg.DefaultStudy.Epsilon, "study-epsilon", 0, fmt.Sprintf("ε of the default study's projection, quoted to modelers that name none (default %g)", curator.DefaultStudyEpsilon))
+	fs.Float64Var(&cfg.DefaultStudy.Delta, "study-delta", 0, "δ of the default study's projection (default: the share of the δ budgets that holds as many default studies as the ε budgets)")
 	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows answered exactly to one identity")
 	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
@@ -227,6 +229,9 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 		f.configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
 	}
 	if err := flagconf.Apply(fs, f.configFile, envPrefix); err != nil {
+		return nil, err
+	}
+	if err := cli.CheckFlags(fs, serveRules); err != nil {
 		return nil, err
 	}
 	f.set = map[string]bool{}
@@ -397,6 +402,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	study := srv.DefaultStudy()
+	fmt.Fprintln(os.Stderr, "curator:", flagText(study.Statement()))
+	if w := server.StudyWarning(study); w != "" {
+		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
+	}
 	if f.addrFile != "" {
 		if err := os.WriteFile(f.addrFile, []byte(srv.Addr()+"\n"), 0o644); err != nil {
 			srv.Shutdown(context.Background())
@@ -464,6 +474,9 @@ func devCA(args []string) error {
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return err
 	}
+	if err := cli.CheckFlags(fs, map[string]cli.Rule{"valid-for": cli.PositiveDuration}); err != nil {
+		return err
+	}
 	if *out == "" {
 		return errors.New("dev-ca: --out is required")
 	}
@@ -515,6 +528,9 @@ func evaluationStore(fs *flag.FlagSet, args []string) (ledger.Store, string, *fl
 	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")
 	alias := fs.String("dataset", "", "the same as --dataset-id (older name of the flag)")
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
+		return nil, "", nil, err
+	}
+	if err := cli.CheckFlags(fs, ledgerRules); err != nil {
 		return nil, "", nil, err
 	}
 	if *alias != "" {

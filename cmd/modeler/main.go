@@ -1,7 +1,7 @@
 // Command modeler is privbo's modeler client: it runs PO-GP-UCB against a curator,
 // choosing which rows are worth an evaluation while seeing only private releases.
 //
-//	modeler run --curator ADDR --r R|auto --epsilon E --delta D --iterations T [--batch Q] [--fit-every K] [--study NAME] [--json]
+//	modeler run --curator ADDR [--r R|auto] [--epsilon E --delta D] [--iterations T] [--batch Q] [--fit-every K] [--study NAME] [--json]
 //	modeler studies
 //	modeler report --study NAME --out DIR
 package main
@@ -124,10 +124,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		timeout       time.Duration
 	)
 	conn.register(fs)
-	rf := rFlag{r: 10}
-	fs.Var(&rf, "r", "projection dimension r, or auto: chosen from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", 1, "ε of the projection release")
-	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of the projection release")
+	rf := rFlag{auto: true}
+	fs.Var(&rf, "r", "projection dimension r, or auto: chosen by the curator from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
+	fs.Float64Var(&cfg.Epsilon, "epsilon", 0, "ε of the projection release (default: the curator's default study's, stated in its quote before anything is charged)")
+	fs.Float64Var(&cfg.Delta, "delta", 0, "δ of the projection release (default: the curator's default study's, at most what this identity can still spend)")
 	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
 	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T (with --study on a stored study: a new T, at least the number recorded, extends or shortens it)")
 	fs.IntVar(&cfg.Batch, "batch", 1, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
@@ -148,11 +148,14 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
-	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs)")
+	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
 	if err := cli.Parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if err := cli.CheckFlags(fs, runRules); err != nil {
 		return err
 	}
 	var store *study.Store
@@ -200,21 +203,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeConn()
-	var auto *modeler.AutoRChoice
-	cfg.R = rf.r
-	if rf.auto {
-		info, err := curatorclient.New(client).DatasetInfo(ctx)
-		if err != nil {
-			return stopped(nil, fmt.Errorf("--r auto: %w", err))
-		}
-		c, err := modeler.AutoR(info, cfg.Epsilon, cfg.Delta)
-		if err != nil {
-			return err
-		}
-		auto, cfg.R = &c, c.R
-		fmt.Fprintf(stderr, "r = %d chosen by --r auto (n = %d, d = %d, %s projection: noise sd %.4g, noise share %.3g of a squared distance %g, JL distortion %.3g)\n",
-			c.R, info.Rows, info.Dimension, info.ProjectionMechanism, c.NoiseSD, c.NoiseShare, c.TypicalSquaredDistance, c.Distortion)
-	}
+	cfg.R = rf.r // 0 for auto: the curator chooses, and says so in its quote
+	cfg.Quoted = func(q *modeler.Quote) { printQuote(stderr, q) }
 	start := time.Now()
 	var res *modeler.Result
 	if store != nil {
@@ -249,7 +239,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return stopped(res, err)
 	}
-	res.RAuto = auto
+	auto := res.RAuto
 	printResult(stdout, res, cfg.Direction, time.Since(start))
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
@@ -328,11 +318,11 @@ func (f *rFlag) String() string {
 
 func (f *rFlag) Set(s string) error {
 	if s == "auto" {
-		f.auto = true
+		f.r, f.auto = 0, true
 		return nil
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil {
+	if err != nil || v < 1 {
 		return errors.New("want a positive integer or auto")
 	}
 	f.r, f.auto = v, false

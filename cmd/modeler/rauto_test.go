@@ -9,9 +9,9 @@ import (
 )
 
 // TestRunRAuto runs `modeler run --r auto --json` against the diabetes curator (d = 10,
-// Gaussian projection mechanism) and checks that the r chosen is reported on stderr,
-// stdout and in the JSON (r and r_auto), with the projection's noise sd, and that a bad
-// --r or --projection-noise is refused.
+// Gaussian projection mechanism) and checks that the r the curator chose is reported in
+// its quote on stderr, on stdout and in the JSON (r and r_auto), with the projection's
+// noise sd, and that a bad --r (a word, 0) or --projection-noise is refused.
 func TestRunRAuto(t *testing.T) {
 	srv := startDiabetesCurator(t)
 	var stdout, stderr bytes.Buffer
@@ -39,11 +39,11 @@ func TestRunRAuto(t *testing.T) {
 		!(res.ProjectionNoiseSD > 0) || res.ProjectionNoise != "model" || res.InputNoiseVariance != res.ProjectionNoiseSD*res.ProjectionNoiseSD {
 		t.Errorf("JSON = %+v (r_auto %+v); want r = 10 chosen by auto, its σ the release's, modelled", res, res.RAuto)
 	}
-	if !strings.Contains(stderr.String(), "r = 10 chosen by --r auto") || !strings.Contains(stdout.String(), "r = 10 chosen by --r auto") ||
+	if !strings.Contains(stderr.String(), "r=10 (chosen by the curator") || !strings.Contains(stdout.String(), "r = 10 chosen by --r auto") ||
 		!strings.Contains(stdout.String(), "projection noise: sd") {
 		t.Errorf("r auto or the projection noise not reported:\nstdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
-	for _, args := range [][]string{{"--r", "ten"}, {"--projection-noise", "maybe"}} {
+	for _, args := range [][]string{{"--r", "ten"}, {"--r", "0"}, {"--r", "-2"}, {"--projection-noise", "maybe"}} {
 		if err := run(append([]string{"run", "--curator", srv.Addr(), "--iterations", "3"}, args...), &stdout, &stderr); err == nil {
 			t.Errorf("run %v: no error", args)
 		}

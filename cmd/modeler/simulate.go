@@ -76,6 +76,9 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
 	}
+	if err := cli.CheckFlags(fs, simulateRules); err != nil {
+		return err
+	}
 	k, err := gpucb.ParseKernel(kernel)
 	if err != nil {
 		return err

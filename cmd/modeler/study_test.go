@@ -87,7 +87,7 @@ func TestRunFitEvery(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"run", "--curator", srv.Addr(), "--identity", "cli-fit", "--r", "5", "--epsilon", "2", "--delta", "1e-4",
 		"--iterations", "8", "--quiet"}
-	if _, _, err := cmd(append(base, "--fit-every", "-1")...); err == nil || !strings.Contains(err.Error(), "fit-every must be ≥ 0") {
+	if _, _, err := cmd(append(base, "--fit-every", "-1")...); err == nil || !strings.Contains(err.Error(), "--fit-every -1: must be ≥ 0") {
 		t.Errorf("run --fit-every -1: err = %v, want it refused", err)
 	}
 	out, errOut, err := cmd(append(base, "--fit-every", "3", "--study", "f", "--studies-dir", dir)...)

@@ -21,11 +21,11 @@ func TestRunBadSettingsSpendNothing(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--lengthscale", "-1"}, "lengthscale"},
-		{[]string{"--noise-variance", "-1"}, "noise variance"},
-		{[]string{"--signal-variance", "-1"}, "signal variance"},
-		{[]string{"--beta", "-1"}, "beta"},
-		{[]string{"--delta-ucb", "2"}, "delta'"},
+		{[]string{"--lengthscale", "-1"}, "--lengthscale -1: must be positive"},
+		{[]string{"--noise-variance", "-1"}, "--noise-variance -1: must be positive"},
+		{[]string{"--signal-variance", "-1"}, "--signal-variance -1: must be positive"},
+		{[]string{"--beta", "-1"}, "--beta -1: must be ≥ 0"},
+		{[]string{"--delta-ucb", "2"}, "--delta-ucb 2: must lie in (0, 1)"},
 		{[]string{"--initial-index", "1000"}, "initial index 1000 is out of range [0, 442)"},
 		{[]string{"--iterations", "500"}, "500 iterations exceed the 442 rows"},
 		{[]string{"--iterations", "500", "--study", "too-long", "--studies-dir", t.TempDir()}, "500 iterations exceed the 442 rows"},

@@ -12,7 +12,7 @@ import (
 // ErrInvalidArgument and say what to ask for instead. (With a simulation's projection
 // source the noise is not checked: its matrix is not orthonormalised.)
 func (c *Curator) CheckProjection(req ProjectionRequest) error {
-	if err := req.validate(c.cfg.MaxProjectionDim); err != nil {
+	if err := c.validate(req); err != nil {
 		return err
 	}
 	if c.cfg.ProjectionMechanism != projection.MechanismGaussian || c.cfg.SimulationProjectionSource != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"go.uber.org/zap"
@@ -69,6 +70,17 @@ type Config struct {
 	ProjectionMechanism string
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
+	// AllowWideProjection releases projections of more dimensions than features under
+	// the Gaussian mechanism too, for simulations measuring them (pkg/simulate). The
+	// daemon never sets it: such a release keeps no more information than r = d and adds
+	// noise (validate). The lifted mechanism always allows them.
+	AllowWideProjection bool
+	// StudyEpsilon and StudyDelta are the projection's (ε, δ) of the default study: what
+	// the curator quotes to a modeler that names none (Curator.Quote, DefaultStudy).
+	// Zero takes DefaultStudyEpsilon, and for δ a share of the δ budgets sized so that
+	// they hold as many default studies as the ε budgets (DefaultStudy). Neither changes
+	// a limit: every charge is checked against the ledger's.
+	StudyEpsilon, StudyDelta float64
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
 	// For simulations and tests only: a known seed reveals M, which the lifted
 	// mechanism relies on keeping secret.
@@ -105,6 +117,10 @@ type Curator struct {
 	paid    map[string]bool
 	exactMu sync.Mutex
 	exact   map[string]*exactState
+
+	// study is the default study, sized at its first use (DefaultStudy).
+	studyMu sync.Mutex
+	study   *StudySize
 
 	// guarantee is GuaranteeStatement's text, stated at its first call.
 	guaranteeOnce sync.Once
@@ -287,34 +303,70 @@ func (c *Curator) account(identity string) ledger.Account {
 	return ledger.Account{Dataset: c.cfg.DatasetID, Identity: identity}
 }
 
-// ensureAffordable refuses, before any data is touched, a release stated under rel
-// whose cost exceeds what remains in any relation it counts towards
-// (rel.CountsTowards: a record-level release also spends feature-unit budget). The
+// releasePart is one charge of a release: its relation and cost.
+type releasePart struct {
+	rel  ledger.Relation
+	cost ledger.Cost
+}
+
+// ensureAffordable refuses, before any data is touched, releases (one, or several paid
+// together: a projection with its answers) whose costs exceed what remains in any
+// relation they count towards (rel.CountsTowards: a record-level release also spends
+// feature-unit budget), the costs of the parts counting towards a relation summed. The
 // atomic charge after the computation is what enforces the budget; this check only
 // avoids computing releases that would be refused.
-func (c *Curator) ensureAffordable(ctx context.Context, identity string, rel ledger.Relation, cost ledger.Cost) error {
-	if cost.Epsilon == 0 && cost.Delta == 0 {
-		return nil
-	}
-	for _, r := range rel.CountsTowards() {
-		bal, err := c.Balance(ctx, identity, r)
+func (c *Curator) ensureAffordable(ctx context.Context, identity string, parts ...releasePart) error {
+	for _, s := range c.sums(parts) {
+		if s.cost.IsZero() {
+			continue
+		}
+		bal, err := c.Balance(ctx, identity, s.rel)
 		if err != nil {
 			return err
 		}
-		idOK := ledger.FitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
-		dsOK := ledger.FitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
-		switch {
-		case idOK && dsOK:
-			continue
-		case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
-			// Name the scope that binds, so the remainder in the message is what can
-			// still be spent.
-			return &ledger.BudgetError{Scope: ledger.ScopeDataset, Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.DatasetRemaining, Limit: bal.Limits.Dataset}
-		default:
-			return &ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: bal.Account, Relation: r, Requested: cost, Remaining: bal.Remaining, Limit: bal.Limits.PerIdentity}
+		if err := refusal(bal, s.cost); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sums returns, for every relation the parts count towards (in the order the parts
+// name them), the sum of the costs of the parts that count towards it.
+func (c *Curator) sums(parts []releasePart) []releasePart {
+	var out []releasePart
+	for _, p := range parts {
+		for _, r := range p.rel.CountsTowards() {
+			if !slices.ContainsFunc(out, func(q releasePart) bool { return q.rel == r }) {
+				out = append(out, releasePart{rel: r})
+			}
+		}
+	}
+	for i := range out {
+		for _, p := range parts {
+			if p.rel.Implies(out[i].rel) {
+				out[i].cost.Epsilon += p.cost.Epsilon
+				out[i].cost.Delta += p.cost.Delta
+			}
+		}
+	}
+	return out
+}
+
+// refusal is the *ledger.BudgetError of a charge of cost under bal's relation that
+// bal cannot pay, nil if it can (ledger.FitsRemaining), naming the scope that binds so
+// that the remainder in the message is what can still be spent.
+func refusal(bal ledger.Balance, cost ledger.Cost) error {
+	idOK := ledger.FitsRemaining(cost, bal.Remaining, bal.Limits.PerIdentity)
+	dsOK := ledger.FitsRemaining(cost, bal.DatasetRemaining, bal.Limits.Dataset)
+	switch {
+	case idOK && dsOK:
+		return nil
+	case !dsOK && (idOK || bal.DatasetRemaining.Epsilon < bal.Remaining.Epsilon):
+		return &ledger.BudgetError{Scope: ledger.ScopeDataset, Account: bal.Account, Relation: bal.Relation, Requested: cost, Remaining: bal.DatasetRemaining, Limit: bal.Limits.Dataset}
+	default:
+		return &ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: bal.Account, Relation: bal.Relation, Requested: cost, Remaining: bal.Remaining, Limit: bal.Limits.PerIdentity}
+	}
 }
 
 // keyedMutex serialises work per key (one computation per release at a time).

@@ -19,6 +19,13 @@
 //  4. Two concurrent identical requests compute at most one release for the caller: a
 //     charge that loses the race finds the winner's receipt and returns its result.
 //
+// A study — a projection and the answers to its queries — is paid for whole: Quote
+// states its cost before anything is charged (resolving what the request leaves to the
+// curator: r, and the default study's ε and δ, DefaultStudy), and a projection asked
+// WithAnswers is charged together with the identity's answers in one ledger
+// transaction (ledger.Store.ChargeAll), both or neither, steps 2 and 3 checking their
+// summed cost.
+//
 // Neighbouring relations. For the projection (ProjectionRelation, ledger's
 // feature-unit), datasets differ in one record's features by at most one unit of
 // Euclidean norm after the dataset's scaling (package dataset states what one unit is).

@@ -88,6 +88,8 @@ type wholePatientStatement struct {
 	eps, table string
 	note       string
 	delta      float64
+	// epsValue is the ε for the clip diameter as a number (eps is it rounded up).
+	epsValue float64
 }
 
 // sentence is the statement for a release's guarantee text, opening with
@@ -143,7 +145,7 @@ func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePat
 		return wholePatientStatement{none: "not computed: " + strings.ReplaceAll(err.Error(), ". ", "; ")}
 	}
 	return wholePatientStatement{
-		diam: diam, delta: delta,
+		diam: diam, delta: delta, epsValue: rows[len(rows)-1].Epsilon,
 		eps:   dp.RoundUpEpsilon(rows[len(rows)-1].Epsilon),
 		table: dp.FormatWholeRecordTable(rows, diam),
 		note:  c.scalingNote(),

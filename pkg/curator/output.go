@@ -106,6 +106,18 @@ func (r *outputReleaser) chargeKey() string {
 	return fmt.Sprintf("query-answers/%s/eps=%g/delta=%g/range=%g,%g", o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
 }
 
+// noiseSD is the standard deviation of the noise each answer carries (Laplace: √2 times
+// its scale; Gaussian: σ), 0 for exact answers. It depends on the setting only.
+func (r *outputReleaser) noiseSD() float64 {
+	switch m := r.mech.(type) {
+	case *dp.Laplace:
+		return math.Sqrt2 * m.Scale()
+	case *dp.Gaussian:
+		return m.Scale()
+	}
+	return 0
+}
+
 func (r *outputReleaser) cost() ledger.Cost {
 	return ledger.Cost{Epsilon: r.cfg.Epsilon, Delta: r.cfg.Delta}
 }

@@ -181,34 +181,71 @@ func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
 		return nil
 	}
 	key := c.out.chargeKey()
-	acct := c.account(identity)
 	unlock := c.locks.lock(identity + "\x00" + key)
 	defer unlock()
-	rec, ok, err := c.ledger.Get(ctx, acct, key)
+	ch, err := c.unpaidAnswers(ctx, identity)
+	if err != nil || ch == nil {
+		return err
+	}
+	if err := c.ensureAffordable(ctx, identity, releasePart{ch.Relation, ch.Cost}); err != nil {
+		return err
+	}
+	rec, err := c.ledger.Charge(ctx, *ch)
 	if err != nil {
 		return fmt.Errorf("curator: %w", err)
 	}
-	if !ok {
-		cost := c.out.cost()
-		if err := c.ensureAffordable(ctx, identity, AnswerRelation, cost); err != nil {
-			return err
-		}
-		if rec, err = c.ledger.Charge(ctx, ledger.Charge{
-			Account: acct, Key: key, Kind: ledger.KindQueryAnswers, Relation: AnswerRelation, Cost: cost,
-			Description: fmt.Sprintf("all query answers of this identity (%s, ε=%g δ=%g per answer, range [%g, %g]): parallel composition over records",
-				c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
-		}); err != nil {
-			return fmt.Errorf("curator: %w", err)
-		}
-		if !rec.Replayed {
-			c.log.Info("query answers charged", zap.String("identity", identity),
-				zap.Float64("epsilon", cost.Epsilon), zap.Float64("delta", cost.Delta))
-		}
+	c.notePaid(identity, rec)
+	return nil
+}
+
+// unpaidAnswers returns the charge that pays identity's answers (see chargeAnswers), or
+// nil when there is none to make: the answers are exact (they cost nothing), or the
+// ledger already records the charge.
+func (c *Curator) unpaidAnswers(ctx context.Context, identity string) (*ledger.Charge, error) {
+	if c.out.exact() {
+		return nil, nil
+	}
+	if paid, err := c.answersPaid(ctx, identity); err != nil || paid {
+		return nil, err
+	}
+	cost := c.out.cost()
+	return &ledger.Charge{
+		Account: c.account(identity), Key: c.out.chargeKey(), Kind: ledger.KindQueryAnswers, Relation: AnswerRelation, Cost: cost,
+		Description: fmt.Sprintf("all query answers of this identity (%s, ε=%g δ=%g per answer, range [%g, %g]): parallel composition over records",
+			c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
+	}, nil
+}
+
+// answersPaid reports whether the ledger records identity's charge for its answers
+// under the current output setting (and remembers it when it does).
+func (c *Curator) answersPaid(ctx context.Context, identity string) (bool, error) {
+	c.paidMu.Lock()
+	paid := c.paid[identity]
+	c.paidMu.Unlock()
+	if paid {
+		return true, nil
+	}
+	_, ok, err := c.ledger.Get(ctx, c.account(identity), c.out.chargeKey())
+	if err != nil {
+		return false, fmt.Errorf("curator: %w", err)
+	}
+	if ok {
+		c.paidMu.Lock()
+		c.paid[identity] = true
+		c.paidMu.Unlock()
+	}
+	return ok, nil
+}
+
+// notePaid remembers that identity's answers are paid, by the charge rec.
+func (c *Curator) notePaid(identity string, rec ledger.Receipt) {
+	if !rec.Replayed {
+		c.log.Info("query answers charged", zap.String("identity", identity),
+			zap.Float64("epsilon", rec.Cost.Epsilon), zap.Float64("delta", rec.Cost.Delta))
 	}
 	c.paidMu.Lock()
 	c.paid[identity] = true
 	c.paidMu.Unlock()
-	return nil
 }
 
 // releaseAnswer evaluates row i and records its answer to identity, at no cost: a

@@ -31,6 +31,12 @@ type ProjectionRequest struct {
 	Epsilon, Delta float64
 	// Label distinguishes independent releases with equal parameters.
 	Label string
+	// WithAnswers pays the identity's answers (its one charge for all of them,
+	// chargeAnswers) with the projection, in one ledger transaction: both are charged
+	// or neither is, so a study never holds a projection it cannot query. Without it
+	// the projection is charged alone (and the answers with the first query). Exact
+	// answers cost nothing, so with output privacy "none" it changes nothing.
+	WithAnswers bool
 }
 
 // Projection is a stored, charged release of Z (n × r).
@@ -95,12 +101,26 @@ func (pr projectionRecord) noiseSD(req ProjectionRequest) (float64, error) {
 	return m.Scale(), nil
 }
 
-func (r ProjectionRequest) validate(maxR int) error {
+// ErrDimensionAboveFeatures marks the refusal of a projection dimension r above the
+// dataset's number of features d (ErrInvalidArgument too).
+var ErrDimensionAboveFeatures = errors.New("projection dimension above the number of features")
+
+// validate checks r against the curator's settings: the most dimensions it releases
+// and, unless the mechanism is the lifted one (kept to reproduce the paper's runs,
+// Kharkovskii et al. 2020, Table 1: r = 10 on d = 2), r ≤ d. A Gaussian release with
+// r > d keeps no more information than r = d (it is an isometry from r = d on) and adds
+// noise in every extra coordinate: it is refused for every client, whatever it checks.
+func (c *Curator) validate(r ProjectionRequest) error {
 	if len(r.Label) > 64 {
 		return fmt.Errorf("curator: %w: label must be at most 64 bytes", ErrInvalidArgument)
 	}
-	if r.R > maxR {
+	if maxR := c.cfg.MaxProjectionDim; r.R > maxR {
 		return fmt.Errorf("curator: %w: projection dimension r = %d exceeds this curator's maximum %d", ErrInvalidArgument, r.R, maxR)
+	}
+	if d := c.ds.D; r.R > d && c.cfg.ProjectionMechanism != projection.MechanismLifted && !c.cfg.AllowWideProjection {
+		return fmt.Errorf("curator: %w: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more "+
+			"information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d (or let the curator choose r)",
+			ErrInvalidArgument, ErrDimensionAboveFeatures, r.R, d, c.ds.Name, d, d)
 	}
 	if err := (projection.Params{R: r.R, Epsilon: r.Epsilon, Delta: r.Delta}).Validate(); err != nil {
 		return fmt.Errorf("curator: %w: %w", ErrInvalidArgument, err)
@@ -124,14 +144,22 @@ func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
 	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
+// projectionKey is the ledger key of identity's projection release req, and its id.
+func (c *Curator) projectionKey(identity string, req ProjectionRequest) (key, id string) {
+	id = c.releaseID(identity, req)
+	return "projection/" + id, id
+}
+
 // ReleaseProjection returns the caller's projection with these parameters, computing,
-// storing and charging it first if it is new.
+// storing and charging it first if it is new. With req.WithAnswers the identity's
+// answers are paid in the same ledger transaction (ledger.Store.ChargeAll), checked
+// first, with the projection, against the budget; a replayed projection whose answers
+// are not paid yet has them charged before it is returned.
 func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req ProjectionRequest) (*Projection, error) {
-	if err := req.validate(c.cfg.MaxProjectionDim); err != nil {
+	if err := c.validate(req); err != nil {
 		return nil, err
 	}
-	id := c.releaseID(identity, req)
-	key := "projection/" + id
+	key, id := c.projectionKey(identity, req)
 	acct := c.account(identity)
 
 	unlock := c.locks.lock(key)
@@ -140,10 +168,26 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	} else if ok {
+		if req.WithAnswers {
+			if err := c.chargeAnswers(ctx, identity); err != nil {
+				return nil, fmt.Errorf("curator: the answers of release %s: %w", id, err)
+			}
+		}
 		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
-	if err := c.ensureAffordable(ctx, identity, ledger.RelationFeatureUnit, cost); err != nil {
+	parts := []releasePart{{ProjectionRelation, cost}}
+	var answers *ledger.Charge
+	if req.WithAnswers {
+		var err error
+		if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
+			return nil, err
+		}
+		if answers != nil {
+			parts = append(parts, releasePart{answers.Relation, answers.Cost})
+		}
+	}
+	if err := c.ensureAffordable(ctx, identity, parts...); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 
@@ -197,11 +241,15 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		remove()
 		return nil, fmt.Errorf("curator: %w", err)
 	}
-	rec, err := c.ledger.Charge(ctx, ledger.Charge{
+	charges := []ledger.Charge{{
 		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
 			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity).short()),
-	})
+	}}
+	if answers != nil {
+		charges = append(charges, *answers)
+	}
+	recs, err := c.ledger.ChargeAll(ctx, charges)
 	if err != nil {
 		// The commit may have happened even though Charge reports an error (a lost
 		// acknowledgement): keep the file if the ledger names it.
@@ -210,7 +258,10 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		}
 		return nil, fmt.Errorf("curator: %w", err)
 	}
-	if rec.Replayed { // another replica or process released it first
+	if answers != nil {
+		c.notePaid(identity, recs[1])
+	}
+	if rec := recs[0]; rec.Replayed { // another replica or process released it first
 		remove()
 		return c.storedProjection(ctx, identity, id, rec, req)
 	}

@@ -214,3 +214,11 @@ func TestAdoptReleases(t *testing.T) {
 		t.Errorf("after adoption vendor has %d charges, %v; want the 3 releases, none added", b.Charges, err)
 	}
 }
+
+func (l *recordingLedger) ChargeAll(ctx context.Context, cs []ledger.Charge) ([]ledger.Receipt, error) {
+	*l.log = append(*l.log, "charge")
+	if l.failCharge != nil {
+		return nil, l.failCharge
+	}
+	return l.Store.ChargeAll(ctx, cs)
+}

@@ -86,13 +86,52 @@ func (c *Client) ReleaseProjection(ctx context.Context, req modeler.ProjectionRe
 		return nil, fmt.Errorf("curatorclient: projection dimension %d out of range", req.R)
 	}
 	p, err := FetchProjection(ctx, c.c, &curatorv1.ReleaseProjectionRequest{
-		Dimension: uint32(req.R), Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label,
+		Dimension: uint32(req.R), Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, WithAnswers: req.WithAnswers,
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &modeler.Projection{ReleaseID: p.ReleaseID, Rows: p.Rows, Cols: p.Cols, Replayed: p.Replayed,
 		Guarantee: p.Guarantee, NoiseSD: p.NoiseSD, Budget: Budget(p.Budget), Z: p.Z}, nil
+}
+
+// Quote implements modeler.Curator (QuoteStudy). Like GetDatasetInfo it fails fast,
+// waiting only as the curator's rate limits ask.
+func (c *Client) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Quote, error) {
+	if req.R < 0 || uint64(req.R) > 1<<32-1 {
+		return nil, fmt.Errorf("curatorclient: projection dimension %d out of range", req.R)
+	}
+	m, err := retryRateLimited(ctx, func() (*curatorv1.QuoteStudyResponse, error) {
+		return c.c.QuoteStudy(ctx, &curatorv1.QuoteStudyRequest{Dimension: uint32(req.R), Epsilon: req.Epsilon, Delta: req.Delta,
+			Label: req.Label, WithAnswers: req.WithAnswers})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("curatorclient: quote: %w", err)
+	}
+	return QuoteOf(m), nil
+}
+
+// QuoteOf is the modeler's form of a QuoteStudyResponse.
+func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
+	p, a, d := m.GetProjection(), m.GetAnswers(), m.GetDefaultStudy()
+	q := &modeler.Quote{
+		R: int(p.GetDimension()), RChosen: p.GetDimensionChosen(), Epsilon: p.GetEpsilon(), Delta: p.GetDelta(),
+		DefaultEpsilon: p.GetDefaultEpsilon(), DefaultDelta: p.GetDefaultDelta(), Label: p.GetLabel(),
+		Mechanism: p.GetMechanism(), Relation: p.GetRelation(), NoiseSD: p.GetNoiseSd(),
+		WholePatientEpsilon: p.GetWholePatientEpsilon(), WholePatientUnits: p.GetWholePatientUnits(), WholePatient: p.GetWholePatient(),
+		ProjectionPaid: p.GetPaid(),
+		Answers: modeler.AnswersQuote{Included: a.GetIncluded(), Mechanism: a.GetMechanism(), Relation: a.GetRelation(),
+			Epsilon: a.GetEpsilon(), Delta: a.GetDelta(), Lower: a.GetLower(), Upper: a.GetUpper(), NoiseSD: a.GetNoiseSd(), Paid: a.GetPaid()},
+		Fits: m.GetFits(), Refusal: m.GetRefusal(),
+		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: d.GetProjectionEpsilon(), ProjectionDelta: d.GetProjectionDelta(),
+			AnswersEpsilon: d.GetAnswersEpsilon(), AnswersDelta: d.GetAnswersDelta(),
+			PerIdentity: int(d.GetPerIdentity()), Dataset: int(d.GetDataset()), DatasetLeft: int(d.GetDatasetLeft())},
+	}
+	for _, c := range m.GetCharges() {
+		q.Charges = append(q.Charges, modeler.RelationCharge{Relation: c.GetRelation(), Epsilon: c.GetEpsilon(), Delta: c.GetDelta(),
+			EpsilonAvailable: c.GetEpsilonAvailable(), DeltaAvailable: c.GetDeltaAvailable(), Fits: c.GetFits()})
+	}
+	return q
 }
 
 // Query implements modeler.Curator, waiting for the curator and asking again as the

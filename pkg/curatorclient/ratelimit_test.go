@@ -2,19 +2,21 @@ package curatorclient_test
 
 import (
 	"context"
-	"github.com/privbo/privbo/pkg/curatorclient"
-	"github.com/privbo/privbo/pkg/modeler"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -32,8 +34,13 @@ func (c *refusalCounter) count(query bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := status.Convert(err)
+	retry := false
+	for _, d := range st.Details() {
+		_, ok := d.(*errdetails.RetryInfo)
+		retry = retry || ok
+	}
 	switch {
-	case st.Code() == codes.ResourceExhausted && len(st.Details()) > 0:
+	case st.Code() == codes.ResourceExhausted && retry:
 		c.throttled++
 		return
 	case st.Code() == codes.ResourceExhausted:
@@ -89,15 +96,27 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 	}
 
 	// A projection of ε = 1.3 fits the budget of 1.35, the answers' one charge of 0.1
-	// then does not: the first Query call is refused, not retried.
+	// then does not: the study is refused by its quote, before anything is charged.
 	poor := &refusalCounter{CuratorServiceClient: cur.Client(t, "poor")}
 	bcfg := cfg
 	bcfg.Epsilon = 1.3
 	_, err := modeler.Run(ctx, curatorclient.New(poor), bcfg)
+	if !errors.Is(err, modeler.ErrStudyUnaffordable) || ctx.Err() != nil {
+		t.Fatalf("run past the budget: err = %v, want the study refused before the deadline", err)
+	}
+	if b, err := curatorclient.New(poor).DatasetInfo(ctx); err != nil || b.Budget.EpsilonSpent != 0 || poor.queries != 0 {
+		t.Errorf("refused study: spent %+v, %v, %d queries; want nothing charged and no query", b, err, poor.queries)
+	}
+	// The projection released alone (a request without the answers), its first Query
+	// is refused by the budget, at once and not retried.
+	if _, err := curatorclient.FetchProjection(ctx, poor, &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 1.3, Delta: 1e-5}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = curatorclient.New(poor).Query(ctx, []int{1})
 	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
-		t.Fatalf("run past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
+		t.Fatalf("query past the budget: err = %v, want RESOURCE_EXHAUSTED before the deadline", err)
 	}
 	if poor.queries != 1 || poor.overBudget != 1 {
-		t.Errorf("run past the budget: %d queries, %d refused by the budget; want 1 query, refused", poor.queries, poor.overBudget)
+		t.Errorf("query past the budget: %d queries, %d refused by the budget; want 1 query, refused", poor.queries, poor.overBudget)
 	}
 }

@@ -61,11 +61,21 @@ func FitsRemaining(c, remaining, limit Cost) bool {
 }
 
 func fitsComponent(spent *big.Rat, c, limit float64) bool {
-	if c == 0 {
+	return fitsExact(spent, exact(c), limit)
+}
+
+// fitsTotal is fits for an exact sum of costs (the new charges of one
+// transaction, ChargeAll).
+func (t *total) fitsTotal(add *total, limit Cost) bool {
+	return fitsExact(&t.eps, &add.eps, limit.Epsilon) && fitsExact(&t.delta, &add.delta, limit.Delta)
+}
+
+func fitsExact(spent, c *big.Rat, limit float64) bool {
+	if c.Sign() == 0 {
 		return true
 	}
 	var sum, bound big.Rat
-	sum.Add(spent, exact(c))
+	sum.Add(spent, c)
 	bound.Mul(exact(limit), slackFactor)
 	return sum.Cmp(&bound) <= 0
 }

@@ -179,6 +179,19 @@ type Store interface {
 	// the record, durably, before returning, or returns a *BudgetError
 	// (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
 	Charge(ctx context.Context, c Charge) (Receipt, error)
+	// ChargeAll records cs in one atomic, durable transaction, all of them or
+	// none: releases that are paid for together, such as a study's projection
+	// and its answers. The charges must be on one dataset, each (identity, key)
+	// at most once. A charge whose key its account already holds is replayed on
+	// its own (its receipt has Replayed set; a different kind, relation or cost
+	// is an ErrKeyConflict and nothing is written). The others are checked
+	// together: in every relation any of them counts towards, each identity's
+	// total plus the exact sum of its new charges counting towards it must fit
+	// the per-identity limit, and the dataset's total plus the sum of all of
+	// them the dataset's; a *BudgetError (Requested is that sum) refuses them
+	// all and writes nothing. Receipts come in the order of cs. Charge is
+	// ChargeAll of one charge.
+	ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error)
 	// SetResult attaches or replaces the result of an existing record. It
 	// never changes a cost. It returns an error wrapping ErrNotFound if the
 	// record does not exist.
@@ -278,9 +291,11 @@ func (e *BudgetError) Error() string {
 		rel = fmt.Sprintf("the %s neighbour relation", e.Relation)
 	}
 	if e.ZeroDeltaLimit() {
-		limit := "per-identity δ budget (--budget-delta)"
+		// The text reaches remote modelers: it names the budget, not the curator's
+		// settings, which its operator knows by their names.
+		limit := "per-identity δ budget"
 		if e.Scope == ScopeDataset {
-			limit = "dataset δ cap (--dataset-budget-delta)"
+			limit = "dataset δ cap"
 		}
 		return fmt.Sprintf("ledger: refused for %s under %s: the release needs δ=%g but the curator's %s is 0, "+
 			"so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; this is not a spent budget: "+

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -216,74 +217,163 @@ func (s *store) Close() error {
 }
 
 func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
-	if err := c.Validate(); err != nil {
-		return Receipt{}, err
+	rs, err := s.chargeAll(ctx, []Charge{c})
+	if err != nil {
+		return Receipt{}, wrap("charge", err)
 	}
-	c.Cost = c.Cost.normalise()
-	result := bytes.Clone(c.Result)
-	var out Receipt
-	err := s.e.Write(ctx, Lock{Dataset: c.Dataset}, func(q Querier) error {
-		// Replay.
-		stored, found, err := s.get(ctx, q, c.Account, c.Key)
-		if err != nil {
-			return err
+	return rs[0], nil
+}
+
+func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
+	rs, err := s.chargeAll(ctx, cs)
+	if err != nil {
+		return nil, wrap("charge all", err)
+	}
+	return rs, nil
+}
+
+// chargeAll is Charge and ChargeAll: one transaction that replays each charge
+// whose key is recorded, checks the others' costs together against both
+// limits of every relation they count towards, and records them all or none.
+func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	type idKey struct{ identity, key string }
+	seen := make(map[idKey]bool, len(cs))
+	cs = slices.Clone(cs)
+	for i := range cs {
+		c := &cs[i]
+		if err := c.Validate(); err != nil {
+			return nil, err
 		}
-		if found {
+		if c.Dataset != cs[0].Dataset {
+			return nil, fmt.Errorf("ledger: charges of one transaction must be on one dataset, got %q and %q", cs[0].Dataset, c.Dataset)
+		}
+		k := idKey{c.Identity, c.Key}
+		if seen[k] {
+			return nil, fmt.Errorf("ledger: key %q of identity %q is charged twice in one transaction", c.Key, c.Identity)
+		}
+		seen[k] = true
+		c.Cost = c.Cost.normalise()
+		c.Result = bytes.Clone(c.Result)
+	}
+	out := make([]Receipt, len(cs))
+	err := s.e.Write(ctx, Lock{Dataset: cs[0].Dataset}, func(q Querier) error {
+		// Replays, each on its own.
+		var fresh []int
+		for i, c := range cs {
+			stored, found, err := s.get(ctx, q, c.Account, c.Key)
+			if err != nil {
+				return err
+			}
+			if !found {
+				fresh = append(fresh, i)
+				continue
+			}
 			if stored.Kind != c.Kind || stored.Relation != c.Relation || stored.Cost != c.Cost {
 				return fmt.Errorf("ledger: key %q of identity %q on dataset %q holds %s (%s) ε=%g, δ=%g; request is %s (%s) ε=%g, δ=%g: %w",
 					c.Key, c.Identity, c.Dataset, stored.Kind, stored.Relation, stored.Cost.Epsilon, stored.Cost.Delta,
 					c.Kind, c.Relation, c.Cost.Epsilon, c.Cost.Delta, ErrKeyConflict)
 			}
 			stored.Replayed = true
-			out = stored
+			out[i] = stored
+		}
+		if len(fresh) == 0 {
 			return nil
 		}
 
-		// Check both limits, in every relation the charge counts towards,
-		// against exact effective totals: the identity's first, then the
-		// dataset's.
-		dt, err := s.totals(ctx, q, c.Dataset)
+		// Check both limits, in every relation a new charge counts towards,
+		// against exact effective totals plus the exact sum of the new charges
+		// that count towards it: every identity's first, then the dataset's.
+		dt, err := s.totals(ctx, q, cs[0].Dataset)
 		if err != nil {
 			return err
 		}
-		rels := c.Relation.CountsTowards()
-		for _, r := range rels {
-			if t, _ := dt.effective(c.Identity, r); !t.fits(c.Cost, s.limits.PerIdentity) {
-				return &BudgetError{Scope: ScopeIdentity, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.PerIdentity), Limit: s.limits.PerIdentity}
+		var (
+			rels       []Relation // in the order the charges name them
+			identities []string   // in the order of the charges
+			idSum      = make(map[string]map[Relation]*total)
+			dsSum      = make(map[Relation]*total)
+		)
+		for _, i := range fresh {
+			c := cs[i]
+			if idSum[c.Identity] == nil {
+				idSum[c.Identity] = make(map[Relation]*total)
+				identities = append(identities, c.Identity)
+			}
+			for _, r := range c.Relation.CountsTowards() {
+				if !slices.Contains(rels, r) {
+					rels = append(rels, r)
+				}
+				if idSum[c.Identity][r] == nil {
+					idSum[c.Identity][r] = new(total)
+				}
+				idSum[c.Identity][r].add(c.Cost)
+				if dsSum[r] == nil {
+					dsSum[r] = new(total)
+				}
+				dsSum[r].add(c.Cost)
+			}
+		}
+		for _, id := range identities {
+			for _, r := range rels {
+				add := idSum[id][r]
+				if add == nil {
+					continue
+				}
+				if t, _ := dt.effective(id, r); !t.fitsTotal(add, s.limits.PerIdentity) {
+					return &BudgetError{Scope: ScopeIdentity, Account: Account{Dataset: cs[0].Dataset, Identity: id}, Relation: r,
+						Requested: add.cost(), Remaining: t.remaining(s.limits.PerIdentity), Limit: s.limits.PerIdentity}
+				}
 			}
 		}
 		for _, r := range rels {
-			if t, _ := dt.datasetEffective(r); !t.fits(c.Cost, s.limits.Dataset) {
-				return &BudgetError{Scope: ScopeDataset, Account: c.Account, Relation: r, Requested: c.Cost, Remaining: t.remaining(s.limits.Dataset), Limit: s.limits.Dataset}
+			if t, _ := dt.datasetEffective(r); !t.fitsTotal(dsSum[r], s.limits.Dataset) {
+				return &BudgetError{Scope: ScopeDataset, Account: cs[fresh[0]].Account, Relation: r,
+					Requested: dsSum[r].cost(), Remaining: t.remaining(s.limits.Dataset), Limit: s.limits.Dataset}
 			}
 		}
 
-		// Record, and add the cost to the total of its own relation only
+		// Record each, and add its cost to the total of its own relation only
 		// (the implied relations' totals are sums over relations, formed when
 		// read).
+		type idRel struct {
+			identity string
+			rel      Relation
+		}
+		own := make(map[idRel]*total)
 		createdNS := time.Now().UnixNano()
-		if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
-			c.Cost.Epsilon, c.Cost.Delta, result, createdNS); err != nil {
-			return fmt.Errorf("ledger: charge: record: %w", err)
-		}
-		var own total
-		if o := dt.own(c.Identity, c.Relation); o != nil {
-			own.addTotal(&o.t)
-		}
-		own.add(c.Cost)
-		if _, err := q.Exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
-			encodeRat(&own.eps), encodeRat(&own.delta)); err != nil {
-			return fmt.Errorf("ledger: charge: update totals: %w", err)
-		}
-		out = Receipt{
-			Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
-			Cost: c.Cost, Result: result, ResultSize: len(result),
-			Created: time.Unix(0, createdNS).UTC(),
+		for _, i := range fresh {
+			c := cs[i]
+			if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
+				c.Cost.Epsilon, c.Cost.Delta, c.Result, createdNS); err != nil {
+				return fmt.Errorf("ledger: charge: record: %w", err)
+			}
+			k := idRel{c.Identity, c.Relation}
+			t := own[k]
+			if t == nil {
+				t = new(total)
+				if o := dt.own(c.Identity, c.Relation); o != nil {
+					t.addTotal(&o.t)
+				}
+				own[k] = t
+			}
+			t.add(c.Cost)
+			if _, err := q.Exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
+				encodeRat(&t.eps), encodeRat(&t.delta)); err != nil {
+				return fmt.Errorf("ledger: charge: update totals: %w", err)
+			}
+			out[i] = Receipt{
+				Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
+				Cost: c.Cost, Result: c.Result, ResultSize: len(c.Result),
+				Created: time.Unix(0, createdNS).UTC(),
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return Receipt{}, wrap("charge", err)
+		return nil, err
 	}
 	return out, nil
 }

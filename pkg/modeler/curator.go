@@ -16,8 +16,12 @@ type Curator interface {
 	// of a run and fails fast: an unreachable curator is reported at once, as an error
 	// that wraps ErrUnreachable.
 	DatasetInfo(ctx context.Context) (*DatasetInfo, error)
+	// Quote asks the curator what a study would cost and receive, before anything is
+	// charged (see Quote). It charges nothing.
+	Quote(ctx context.Context, req QuoteRequest) (*Quote, error)
 	// ReleaseProjection receives the projection req asks for (charged once; the
-	// curator replays a release it made before at no cost).
+	// curator replays a release it made before at no cost), with req.WithAnswers the
+	// caller's answers paid in the same charge.
 	ReleaseProjection(ctx context.Context, req ProjectionRequest) (*Projection, error)
 	// Query asks for the answers at rows, in that order, and returns them with the
 	// budget after the charge. A query is idempotent (rows already released come back
@@ -60,11 +64,13 @@ type DatasetInfo struct {
 }
 
 // ProjectionRequest asks for a projection of dimension R at (Epsilon, Delta); Label
-// distinguishes independent releases with equal parameters.
+// distinguishes independent releases with equal parameters. WithAnswers pays the
+// caller's answers with it, in one charge: both or neither.
 type ProjectionRequest struct {
 	R              int
 	Epsilon, Delta float64
 	Label          string
+	WithAnswers    bool
 }
 
 // Projection is a released matrix Z.

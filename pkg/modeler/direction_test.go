@@ -21,12 +21,16 @@ type fixedCurator struct {
 }
 
 func (c fixedCurator) DatasetInfo(context.Context) (*DatasetInfo, error) {
-	return &DatasetInfo{Name: "fixed", Rows: c.n, MaxQueryIndices: 100,
+	return &DatasetInfo{Name: "fixed", Rows: c.n, Dimension: c.dim, MaxQueryIndices: 100,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: c.lo, Upper: c.hi}}, nil
 }
 
 func (c fixedCurator) ReleaseProjection(_ context.Context, req ProjectionRequest) (*Projection, error) {
 	return &Projection{ReleaseID: "fixed", Rows: c.n, Cols: c.dim, Z: c.z}, nil
+}
+
+func (c fixedCurator) Quote(_ context.Context, req QuoteRequest) (*Quote, error) {
+	return fakeQuote(req, c.dim), nil
 }
 
 func (c fixedCurator) Query(_ context.Context, rows []int) ([]Answer, study.Budget, error) {
@@ -110,4 +114,17 @@ func TestDirectionIsAStoredSetting(t *testing.T) {
 	if _, err := cfg.Settings(); err == nil {
 		t.Error("direction sideways accepted")
 	}
+}
+
+// fakeQuote is a test curator's quote of req over dim columns: what req names, the
+// default study (1, 1e-5) where it names nothing, and nothing charged.
+func fakeQuote(req QuoteRequest, dim int) *Quote {
+	q := &Quote{R: dim, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, Fits: true}
+	if q.Epsilon == 0 {
+		q.Epsilon, q.DefaultEpsilon = 1, true
+	}
+	if q.Delta == 0 {
+		q.Delta, q.DefaultDelta = 1e-5, true
+	}
+	return q
 }

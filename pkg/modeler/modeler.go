@@ -17,10 +17,17 @@ import (
 // Config configures a PO-GP-UCB study.
 type Config struct {
 	// R, Epsilon, Delta are the projection's parameters (docs/MATHS.md §2.1); Label optionally
-	// asks for an independent release with the same parameters.
+	// asks for an independent release with the same parameters. Zero leaves a parameter to
+	// the curator, which states in its quote of the study (Quote) what it chose: R by the
+	// rule AutoR applies, Epsilon and Delta those of its default study (Delta at most what
+	// the identity can still spend). RunStudy stores the resolved values; on resume a zero
+	// takes the stored one.
 	R              int
 	Epsilon, Delta float64
 	Label          string
+	// Quoted, if set, is called with the curator's quote of the study, before anything is
+	// charged (also when the quote does not fit and the study is refused).
+	Quoted func(*Quote)
 	// Iterations T ≥ 1: the number of queries, including the initial one.
 	Iterations int
 	// Batch q ≥ 1 is the number of rows chosen per round and sent in one Query request
@@ -258,12 +265,15 @@ type Result struct {
 	ProjectionNoiseSD  float64 `json:"projection_noise_sd,omitempty"`
 	ProjectionNoise    string  `json:"projection_noise,omitempty"`
 	InputNoiseVariance float64 `json:"input_noise_variance,omitempty"`
-	// RAuto, when r was chosen by AutoR (`modeler run --r auto`), says how.
-	RAuto            *AutoRChoice `json:"r_auto,omitempty"`
-	EpsilonSpent     float64      `json:"epsilon_spent"`
-	DeltaSpent       float64      `json:"delta_spent"`
-	EpsilonRemaining float64      `json:"epsilon_remaining"`
-	DeltaRemaining   float64      `json:"delta_remaining"`
+	// RAuto, when the curator chose r (Config.R 0, by the rule of AutoR), says how.
+	RAuto *AutoRChoice `json:"r_auto,omitempty"`
+	// Quote is the curator's quote of the study, made before anything was charged (nil
+	// for a resumed study that held its release).
+	Quote            *Quote  `json:"quote,omitempty"`
+	EpsilonSpent     float64 `json:"epsilon_spent"`
+	DeltaSpent       float64 `json:"delta_spent"`
+	EpsilonRemaining float64 `json:"epsilon_remaining"`
+	DeltaRemaining   float64 `json:"delta_remaining"`
 	// Protection is what the curator stated about the releases the study received.
 	Protection Protection `json:"protection"`
 }
@@ -325,8 +335,14 @@ func (c *Config) defaults() error {
 	if c.Iterations < 1 {
 		return fmt.Errorf("modeler: iterations must be ≥ 1, got %d", c.Iterations)
 	}
-	if c.R < 1 {
-		return fmt.Errorf("modeler: projection dimension r must be ≥ 1, got %d", c.R)
+	if c.R < 0 {
+		return fmt.Errorf("modeler: projection dimension r must be ≥ 1, or 0 for the curator to choose, got %d", c.R)
+	}
+	if math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0) || c.Epsilon < 0 {
+		return fmt.Errorf("modeler: epsilon must be positive and finite, or 0 for the curator's default study, got %g", c.Epsilon)
+	}
+	if math.IsNaN(c.Delta) || c.Delta < 0 || c.Delta >= 1 {
+		return fmt.Errorf("modeler: delta must lie in (0, 1), or 0 for the curator's default study, got %g", c.Delta)
 	}
 	if c.Batch == 0 {
 		c.Batch = 1
@@ -411,7 +427,7 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	info, proj, err := fetchRelease(ctx, cur, cfg)
+	info, proj, q, err := fetchRelease(ctx, cur, &cfg, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -421,6 +437,7 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s.res.Dataset, s.res.ReleaseID = info.Name, proj.ReleaseID
+	s.res.Quote, s.res.RAuto = q, rAuto(info, q)
 	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
@@ -722,35 +739,38 @@ func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
 }
 
 // fetchRelease reads the dataset's description, checks the batch size against the
-// curator's limit and the iterations and initial row against its rows, and only then
-// receives the projection cfg asks for.
-func fetchRelease(ctx context.Context, cur Curator, cfg Config) (*DatasetInfo, *Projection, error) {
+// curator's limit and the iterations and initial row against its rows, has the study
+// quoted (plan, which fills in cfg what it left to the curator and refuses a study the
+// budget cannot pay) unless q is its quote already, and only then receives the
+// projection, with the answers paid in the same charge.
+func fetchRelease(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*DatasetInfo, *Projection, *Quote, error) {
 	info, err := datasetInfo(ctx, cur)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := checkBatch(cfg.Batch, info.MaxQueryIndices); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// What can be checked against the dataset's size is checked before the projection
 	// is charged.
 	n := min(info.Rows, math.MaxInt32)
 	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
-		return nil, nil, err
-	}
-	if d := info.Dimension; d > 0 && cfg.R > d && !cfg.WideProjection {
-		return nil, nil, fmt.Errorf("modeler: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d",
-			ErrWideProjection, cfg.R, d, info.Name, d, d)
+		return nil, nil, nil, err
 	}
 	if cfg.InitialIndex >= n {
-		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
+		return nil, nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
 	}
-	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label})
+	if q == nil {
+		if q, err = plan(ctx, cur, cfg, info); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("modeler: %w", err)
+		return nil, nil, nil, fmt.Errorf("modeler: %w", err)
 	}
 	if proj.Rows < 1 || proj.Cols < 1 || len(proj.Z) != proj.Rows*proj.Cols {
-		return nil, nil, fmt.Errorf("modeler: projection %s is an unusable %d × %d matrix of %d values", proj.ReleaseID, proj.Rows, proj.Cols, len(proj.Z))
+		return nil, nil, nil, fmt.Errorf("modeler: projection %s is an unusable %d × %d matrix of %d values", proj.ReleaseID, proj.Rows, proj.Cols, len(proj.Z))
 	}
-	return info, proj, nil
+	return info, proj, q, nil
 }

@@ -26,19 +26,45 @@ func RunStudy(ctx context.Context, cur Curator, store *study.Store, name string,
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	set, err := cfg.Settings()
-	if err != nil {
-		return nil, err
-	}
-	if err := set.Validate(); err != nil {
-		return nil, fmt.Errorf("modeler: %w", err)
-	}
 	unlock, err := store.Lock(name)
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
 	defer unlock()
 	st, err := store.Get(ctx, name)
+	var q *Quote // the quote of a new study whose settings the curator completed
+	if cfg.R == 0 || cfg.Epsilon == 0 || cfg.Delta == 0 {
+		switch {
+		case err == nil: // a stored study: what cfg leaves open is what it was created with
+			fill := func(v *float64, stored float64) {
+				if *v == 0 {
+					*v = stored
+				}
+			}
+			if cfg.R == 0 {
+				cfg.R = st.Settings.R
+			}
+			fill(&cfg.Epsilon, st.Settings.Epsilon)
+			fill(&cfg.Delta, st.Settings.Delta)
+		case errors.Is(err, study.ErrNotFound):
+			// A new study is stored with the values the curator quotes, before anything
+			// is charged; a study it cannot pay is refused before it is created.
+			info, ierr := datasetInfo(ctx, cur)
+			if ierr != nil {
+				return nil, ierr
+			}
+			if q, ierr = plan(ctx, cur, &cfg, info); ierr != nil {
+				return nil, ierr
+			}
+		}
+	}
+	set, serr := cfg.Settings()
+	if serr != nil {
+		return nil, serr
+	}
+	if err := set.Validate(); err != nil {
+		return nil, fmt.Errorf("modeler: %w", err)
+	}
 	var resumed *Resume // nil for a new study
 	if err == nil {
 		resumed = &Resume{Study: name}
@@ -100,7 +126,7 @@ func RunStudy(ctx context.Context, cur Curator, store *study.Store, name string,
 			}
 		}
 	}
-	res, err := runStudy(ctx, cur, store, st, cfg, resumed)
+	res, err := runStudy(ctx, cur, store, st, cfg, resumed, q)
 	if err != nil {
 		// Keep the reason for `modeler studies`, even when ctx was cancelled.
 		store.SetError(context.WithoutCancel(ctx), name, err.Error()) //nolint:errcheck // err is the one to report
@@ -117,17 +143,20 @@ func sameReleaseRequest(st *study.Study, set study.Settings, conn study.Connecti
 		st.Connection.Identity == conn.Identity
 }
 
-// runStudy runs st, new or resumed (resumed holds what RunStudy knows of the resume).
-func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.Study, cfg Config, resumed *Resume) (*Result, error) {
+// runStudy runs st, new or resumed (resumed holds what RunStudy knows of the resume; q
+// is the quote of a new study whose settings the curator completed, nil otherwise).
+func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.Study, cfg Config, resumed *Resume, q *Quote) (*Result, error) {
 	start := time.Now()
 	fetched := st.Release == nil
 	var z []float64
 	budget := st.Budget
+	var rauto *AutoRChoice
 	if st.Release == nil {
-		info, proj, err := fetchRelease(ctx, cur, cfg)
+		info, proj, fq, err := fetchRelease(ctx, cur, &cfg, q)
 		if err != nil {
 			return nil, err
 		}
+		q, rauto = fq, rAuto(info, fq)
 		rel := releaseOf(info, proj, cfg)
 		if err := store.SaveRelease(ctx, st.Name, rel, proj.Z); err != nil {
 			return nil, fmt.Errorf("modeler: %w", err)
@@ -145,6 +174,7 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 		return nil, err
 	}
 	s.res.Study, s.res.Dataset, s.res.ReleaseID = st.Name, rel.Dataset, rel.ID
+	s.res.Quote, s.res.RAuto = q, rauto
 	s.res.Protection = protectionOf(rel)
 	s.budget = budget
 	prior, err := store.Observations(ctx, st.Name)

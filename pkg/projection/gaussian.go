@@ -182,7 +182,7 @@ func orthonormalise(m []float64, d, r int) error {
 // when one row moves by one unit, for a scaled projection of operator norm opNorm
 // (‖M‖₂/√r): √(1 − 1/n)·opNorm, rounded up by a relative 1e-12 to cover LAPACK's
 // rounding of the norm. It depends on public quantities only, so a modeler can predict
-// the noise of a release it has not asked for yet (pkg/modeler's AutoR).
+// the noise of a release it has not asked for yet (NominalNoiseSD).
 func GaussianSensitivity(n int, opNorm float64) float64 {
 	return math.Sqrt(1-1/float64(n)) * opNorm * (1 + 1e-12)
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -124,7 +125,8 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if req.GetDimension() > math.MaxInt32 {
 		return status.Errorf(codes.InvalidArgument, "projection dimension %d is too large", req.GetDimension())
 	}
-	preq := curator.ProjectionRequest{R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel()}
+	preq := curator.ProjectionRequest{R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel(),
+		WithAnswers: req.GetWithAnswers()}
 	// Refused before the ledger or the data is touched when it can never be served.
 	if err := h.cur.CheckProjection(preq); err != nil {
 		return h.status(ctx, err)
@@ -188,6 +190,52 @@ func (h *handlers) Query(ctx context.Context, req *curatorv1.QueryRequest) (*cur
 	return resp, nil
 }
 
+// QuoteStudy states a study's cost before anything is charged (curator.Quote).
+func (h *handlers) QuoteStudy(ctx context.Context, req *curatorv1.QuoteStudyRequest) (*curatorv1.QuoteStudyResponse, error) {
+	if req.GetDimension() > math.MaxInt32 {
+		return nil, status.Errorf(codes.InvalidArgument, "projection dimension %d is too large", req.GetDimension())
+	}
+	q, err := h.cur.Quote(ctx, identity(ctx), curator.QuoteRequest{
+		R: int(req.GetDimension()), Epsilon: req.GetEpsilon(), Delta: req.GetDelta(), Label: req.GetLabel(), WithAnswers: req.GetWithAnswers(),
+	})
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	capy, err := h.cur.StudyCapacity(ctx)
+	if err != nil {
+		return nil, h.status(ctx, err)
+	}
+	return quoteProto(q, capy), nil
+}
+
+// quoteProto is the QuoteStudyResponse of a quote and the default study's capacity.
+func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudyResponse {
+	a := q.Answers
+	resp := &curatorv1.QuoteStudyResponse{
+		Projection: &curatorv1.ProjectionQuote{
+			Dimension: uint32(q.R), DimensionChosen: q.RChosen, Epsilon: q.Epsilon, Delta: q.Delta,
+			DefaultEpsilon: q.DefaultEpsilon, DefaultDelta: q.DefaultDelta, Label: q.Label,
+			Mechanism: q.Mechanism, Relation: string(q.Relation), NoiseSd: q.NoiseSD,
+			WholePatientEpsilon: q.WholePatientEpsilon, WholePatientUnits: q.WholePatientUnits, WholePatient: q.WholePatient,
+			Paid: q.ProjectionPaid,
+		},
+		Answers: &curatorv1.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation),
+			Epsilon: a.Epsilon, Delta: a.Delta, Lower: a.Lower, Upper: a.Upper, NoiseSd: a.NoiseSD, Paid: a.Paid},
+		Fits: q.Fits, Refusal: q.Refusal,
+		DefaultStudy: &curatorv1.DefaultStudy{
+			ProjectionEpsilon: s.Projection.Epsilon, ProjectionDelta: s.Projection.Delta,
+			AnswersEpsilon: s.Answers.Epsilon, AnswersDelta: s.Answers.Delta,
+			PerIdentity: uint32(s.PerIdentity), Dataset: uint32(s.Dataset), DatasetLeft: uint32(s.DatasetLeft),
+		},
+	}
+	for _, c := range q.Costs {
+		resp.Charges = append(resp.Charges, &curatorv1.RelationCharge{Relation: string(c.Relation),
+			Epsilon: c.Charge.Epsilon, Delta: c.Charge.Delta,
+			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})
+	}
+	return resp
+}
+
 // budgetProto is the Budget of a feature-unit balance, without its relations.
 func budgetProto(b ledger.Balance) *curatorv1.Budget {
 	return &curatorv1.Budget{
@@ -213,11 +261,18 @@ func (h *handlers) status(ctx context.Context, err error) error {
 			}
 			be = &e
 		}
+		meta := map[string]string{"scope": be.Scope, "relation": string(be.Relation),
+			"requested_epsilon": fmt.Sprint(be.Requested.Epsilon), "requested_delta": fmt.Sprint(be.Requested.Delta),
+			"remaining_epsilon": fmt.Sprint(be.Remaining.Epsilon), "remaining_delta": fmt.Sprint(be.Remaining.Delta)}
 		if be.ZeroDeltaLimit() {
 			// Not a spent budget: nothing needing δ can ever be released.
-			return status.Error(codes.FailedPrecondition, be.Error())
+			return withReason(codes.FailedPrecondition, be.Error(), ReasonDeltaBudgetZero, meta)
 		}
-		return status.Error(codes.ResourceExhausted, be.Error())
+		return withReason(codes.ResourceExhausted, be.Error(), ReasonBudgetExceeded, meta)
+	case errors.Is(err, curator.ErrNoDeltaBudget):
+		return withReason(codes.FailedPrecondition, err.Error(), ReasonDeltaBudgetZero, nil)
+	case errors.Is(err, curator.ErrDimensionAboveFeatures):
+		return withReason(codes.InvalidArgument, err.Error(), ReasonDimensionAboveFeatures, nil)
 	case errors.Is(err, curator.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, curator.ErrNeedProjection):
@@ -236,4 +291,29 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	}
 	h.log.Error("request failed", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
 	return status.Errorf(codes.Internal, "internal error (request id %s); the curator's operator can find details in its log", transport.RequestIDFromContext(ctx))
+}
+
+// The reasons of the google.rpc.ErrorInfo the curator attaches to its refusals (domain
+// ErrorDomain), so that a client tells them apart without reading the message.
+const (
+	ErrorDomain = "privbo.curator.v1"
+	// ReasonBudgetExceeded: RESOURCE_EXHAUSTED, the privacy budget cannot pay the
+	// request (metadata: scope, relation, requested_epsilon, requested_delta,
+	// remaining_epsilon, remaining_delta); nothing was charged.
+	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
+	// ReasonDeltaBudgetZero: FAILED_PRECONDITION, the request needs δ > 0 and the
+	// curator's δ budget is 0: no such release can ever be made.
+	ReasonDeltaBudgetZero = "DELTA_BUDGET_ZERO"
+	// ReasonDimensionAboveFeatures: INVALID_ARGUMENT, a projection dimension above the
+	// dataset's number of features.
+	ReasonDimensionAboveFeatures = "DIMENSION_ABOVE_FEATURES"
+)
+
+// withReason is the status (code, msg) with an ErrorInfo of reason and meta.
+func withReason(code codes.Code, msg, reason string, meta map[string]string) error {
+	st := status.New(code, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}); err == nil {
+		st = d
+	}
+	return st.Err()
 }

@@ -62,9 +62,9 @@ func TestZeroDeltaRefusalStatus(t *testing.T) {
 	be := &ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: ledger.Account{Dataset: "d", Identity: "acme"},
 		Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 1, Delta: 1e-6}, Remaining: ledger.Cost{Epsilon: 2}}
 	err := h.status(context.Background(), fmt.Errorf("curator: %w", be))
-	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "δ budget (--budget-delta) is 0") ||
-		strings.Contains(st.Message(), "budget exceeded") {
-		t.Errorf("status(zero δ limit) = %v, want FAILED_PRECONDITION naming the zero δ budget", err)
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), "per-identity δ budget is 0") ||
+		strings.Contains(st.Message(), "budget exceeded") || strings.Contains(st.Message(), "--") {
+		t.Errorf("status(zero δ limit) = %v, want FAILED_PRECONDITION naming the zero δ budget and none of the curator's flags", err)
 	}
 	// A δ limit above zero: a spent budget, as before.
 	h.limits.PerIdentity.Delta = 1e-5

@@ -88,6 +88,12 @@ type Config struct {
 	// (Warnings).
 	NoiseSD float64
 	Output  curator.OutputPrivacy
+	// DefaultStudy is the projection's (ε, δ) of the default study, what the curator
+	// quotes to a modeler that names none (curator.Config.StudyEpsilon, StudyDelta):
+	// zero parts take curator.DefaultStudyEpsilon and a δ share sized so that the δ
+	// budgets hold as many default studies as the ε budgets (curator.Curator.DefaultStudy).
+	// Start states how many default studies the budgets hold.
+	DefaultStudy ledger.Cost
 	// ExactAnswersMaxRows caps the distinct rows answered exactly to one identity
 	// (output privacy "none"); default DefaultExactAnswersMaxRows. Exact answers also
 	// go only to identities that hold a projection release.
@@ -204,6 +210,8 @@ type Server struct {
 	curator  *curator.Curator
 	ds       *dataset.Dataset
 	jobs     *jobs.Manager
+	// study is the default study and how many fit, as stated at start.
+	study curator.StudyCapacity
 
 	metrics    *prometheus.Registry
 	metricsSrv *http.Server
@@ -278,6 +286,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeStores()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	study, err := cur.StudyCapacity(ctx)
+	if err != nil {
+		closeStores()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
 		if jm, err = startJobs(cfg, ds, store, log); err != nil {
@@ -295,7 +309,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, jobs: jm, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, jobs: jm, study: study,
+		serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	failures := transport.NewAuthFailures(cfg.AuthFailures, log)
 	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, AuthFailures: failures, MaxHeaderListBytes: cfg.MaxHeaderBytes}
 	var rpcMetrics *grpcprom.ServerMetrics
@@ -354,6 +369,38 @@ func (s *Server) flushAuthFailures(f *transport.AuthFailures) {
 		}
 	}
 }
+
+// logStudy states the default study and how many such studies the budgets hold, and
+// warns when the dataset cap holds fewer than two: one vendor's first study would
+// leave nothing for any other.
+func logStudy(log *zap.Logger, s curator.StudyCapacity) {
+	log.Info(s.Statement(),
+		zap.Float64("study_epsilon", s.Projection.Epsilon), zap.Float64("study_delta", s.Projection.Delta),
+		zap.Int("study_r", s.R), zap.Float64("study_projection_noise_sd", s.ProjectionNoiseSD),
+		zap.Float64("answers_epsilon", s.Answers.Epsilon), zap.Float64("answers_delta", s.Answers.Delta),
+		zap.Float64("answers_noise_sd", s.AnswersNoiseSD), zap.Float64("target_lower", s.Lower), zap.Float64("target_upper", s.Upper),
+		zap.Int("default_studies_per_identity", s.PerIdentity), zap.Int("default_studies_dataset", s.Dataset),
+		zap.Int("default_studies_left", s.DatasetLeft))
+	if w := StudyWarning(s); w != "" {
+		log.Warn(w)
+	}
+}
+
+// StudyWarning is the warning due when the budgets hold fewer than two default studies
+// in the dataset cap (or none per identity), "" otherwise.
+func StudyWarning(s curator.StudyCapacity) string {
+	if s.Dataset >= 2 && s.PerIdentity >= 1 {
+		return ""
+	}
+	return fmt.Sprintf("WARNING: the dataset cap holds %d default studies and one identity's budget %d (a default study is a projection at ε=%g, δ=%g "+
+		"and the answers at ε=%g, δ=%g), so modelers that name no ε, δ cannot all complete one. Raise Config.DatasetBudget.Epsilon (which weakens the bound on "+
+		"what all modelers together learn) or Config.Budget.Epsilon, or make the default study smaller (Config.DefaultStudy.Epsilon, Config.Output.Epsilon)",
+		s.Dataset, s.PerIdentity, s.Projection.Epsilon, s.Projection.Delta, s.Answers.Epsilon, s.Answers.Delta)
+}
+
+// DefaultStudy returns the default study and how many such studies the budgets held
+// at start (curator.Curator.StudyCapacity).
+func (s *Server) DefaultStudy() curator.StudyCapacity { return s.study }
 
 // security builds the TLS configuration and the authentication policy, refusing
 // plaintext on addresses other than loopback unless explicitly allowed, and taking
@@ -489,6 +536,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
 		return cfg, fmt.Errorf("server: budget: %w", err)
 	}
+	if e := cfg.DefaultStudy.Epsilon; math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
+		return cfg, fieldError("DefaultStudy.Epsilon", fmt.Sprintf("Config.DefaultStudy.Epsilon must be positive and finite (0 for the default), got %g", e))
+	}
+	if d := cfg.DefaultStudy.Delta; math.IsNaN(d) || d < 0 || d >= 1 {
+		return cfg, fieldError("DefaultStudy.Delta", fmt.Sprintf("Config.DefaultStudy.Delta must lie in (0, 1) (0 for the default), got %g", d))
+	}
 	if cfg.Output.Mechanism == "" {
 		cfg.Output.Mechanism = "laplace"
 	}
@@ -572,7 +625,8 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 	return curator.Config{
 		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
-		ProjectionMechanism:      cfg.ProjectionMechanism,
+		ProjectionMechanism: cfg.ProjectionMechanism,
+		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
 		ExactAnswers:             curator.ExactAnswerLimits{MaxRowsPerIdentity: cfg.ExactAnswersMaxRows, RequireProjection: true},
 		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
 	}

@@ -52,7 +52,8 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 		n := len(l.Candidates) / l.Dim
 		return &modeler.Projection{ReleaseID: "inputs", Rows: n, Cols: l.Dim, Guarantee: "none: the inputs themselves", Z: l.Candidates}, nil
 	}
-	pr, err := l.Curator.ReleaseProjection(ctx, l.Identity, curator.ProjectionRequest{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label})
+	pr, err := l.Curator.ReleaseProjection(ctx, l.Identity, curator.ProjectionRequest{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label,
+		WithAnswers: req.WithAnswers})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
@@ -62,6 +63,37 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 	}
 	return &modeler.Projection{ReleaseID: pr.ID, Rows: pr.Rows, Cols: pr.Cols, Replayed: pr.Replayed,
 		Guarantee: pr.Guarantee, NoiseSD: pr.NoiseSD, Budget: budgetOf(pr.Budget), Z: z}, nil
+}
+
+// Quote implements modeler.Curator. With Candidates nothing is released or charged: the
+// quote is the inputs themselves, at no cost.
+func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Quote, error) {
+	if l.Candidates != nil {
+		return &modeler.Quote{R: l.Dim, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, Fits: true, Mechanism: "none"}, nil
+	}
+	q, err := l.Curator.Quote(ctx, l.Identity, curator.QuoteRequest{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label,
+		WithAnswers: req.WithAnswers})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	s, err := l.Curator.StudyCapacity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	a := q.Answers
+	out := &modeler.Quote{R: q.R, RChosen: q.RChosen, Epsilon: q.Epsilon, Delta: q.Delta, DefaultEpsilon: q.DefaultEpsilon, DefaultDelta: q.DefaultDelta,
+		Label: q.Label, Mechanism: q.Mechanism, Relation: string(q.Relation), NoiseSD: q.NoiseSD,
+		WholePatientEpsilon: q.WholePatientEpsilon, WholePatientUnits: q.WholePatientUnits, WholePatient: q.WholePatient, ProjectionPaid: q.ProjectionPaid,
+		Answers: modeler.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation), Epsilon: a.Epsilon, Delta: a.Delta,
+			Lower: a.Lower, Upper: a.Upper, NoiseSD: a.NoiseSD, Paid: a.Paid},
+		Fits: q.Fits, Refusal: q.Refusal,
+		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: s.Projection.Epsilon, ProjectionDelta: s.Projection.Delta,
+			AnswersEpsilon: s.Answers.Epsilon, AnswersDelta: s.Answers.Delta, PerIdentity: s.PerIdentity, Dataset: s.Dataset, DatasetLeft: s.DatasetLeft}}
+	for _, c := range q.Costs {
+		out.Charges = append(out.Charges, modeler.RelationCharge{Relation: string(c.Relation), Epsilon: c.Charge.Epsilon, Delta: c.Charge.Delta,
+			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})
+	}
+	return out, nil
 }
 
 // Query implements modeler.Curator.

@@ -560,6 +560,8 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 		ProjectionMechanism:        cfg.ProjectionMechanism,
 		Output:                     cfg.output,
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
+		// The measurements of r above d (docs/EXPERIMENTS.md) stay reproducible.
+		AllowWideProjection: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)

@@ -162,6 +162,16 @@ class BudgetExhausted(ResourceExhausted):
     remaining. Waiting does not change it."""
 
 
+class StudyUnaffordable(BudgetExhausted):
+    """The curator's quote of a study (``quote``, a StudyQuote) says the budget cannot pay
+    the projection and its answers together; nothing was charged. Raised by
+    release_projection before it asks for the release."""
+
+    def __init__(self, quote: "StudyQuote"):
+        super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, quote.describe_shortfall())
+        self.quote = quote
+
+
 class ExactAnswerLimit(ResourceExhausted):
     """The curator's cap on distinct rows answered exactly to one caller is reached
     (output privacy "none"); rows already answered are still replayed."""
@@ -312,6 +322,115 @@ class DatasetInfo:
     projection_mechanism: str
     projection_relation: str
     guarantee: str
+
+
+def _fields(cls, m):
+    return cls(**{f: getattr(m, f) for f in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class ProjectionQuote:
+    """The projection a study resolves to (curator.proto ProjectionQuote): the dimension
+    (``dimension_chosen`` when the curator chose it), ε and δ (``default_*`` when the
+    curator's default study's), the noise σ per entry, the whole-patient ε, and whether
+    this identity holds it already (``paid``)."""
+
+    dimension: int
+    dimension_chosen: bool
+    epsilon: float
+    delta: float
+    default_epsilon: bool
+    default_delta: bool
+    label: str
+    mechanism: str
+    relation: str
+    noise_sd: float
+    whole_patient_epsilon: float
+    whole_patient_units: float
+    whole_patient: str
+    paid: bool
+
+
+@dataclass(frozen=True)
+class AnswersQuote:
+    """The answers of a study (curator.proto AnswersQuote): paid with the projection
+    (``included``), their one charge, the target's public range and each answer's noise
+    sd."""
+
+    included: bool
+    mechanism: str
+    relation: str
+    epsilon: float
+    delta: float
+    lower: float
+    upper: float
+    noise_sd: float
+    paid: bool
+
+
+@dataclass(frozen=True)
+class RelationCharge:
+    """A study's new charge under one neighbour relation and what the identity can still
+    spend under it."""
+
+    relation: str
+    epsilon: float
+    delta: float
+    epsilon_available: float
+    delta_available: float
+    fits: bool
+
+
+@dataclass(frozen=True)
+class DefaultStudy:
+    """The curator's default study and how many such studies its budgets hold."""
+
+    projection_epsilon: float
+    projection_delta: float
+    answers_epsilon: float
+    answers_delta: float
+    per_identity: int
+    dataset: int
+    dataset_left: int
+
+
+@dataclass(frozen=True)
+class StudyQuote:
+    """What a study would cost and receive, stated before anything is charged
+    (Client.quote)."""
+
+    projection: ProjectionQuote
+    answers: AnswersQuote
+    charges: Tuple[RelationCharge, ...]
+    fits: bool
+    refusal: str
+    default_study: DefaultStudy
+
+    @classmethod
+    def from_pb(cls, m: pb.QuoteStudyResponse) -> "StudyQuote":
+        return cls(
+            projection=_fields(ProjectionQuote, m.projection),
+            answers=_fields(AnswersQuote, m.answers),
+            charges=tuple(_fields(RelationCharge, c) for c in m.charges),
+            fits=m.fits,
+            refusal=m.refusal,
+            default_study=_fields(DefaultStudy, m.default_study),
+        )
+
+    def describe_shortfall(self) -> str:
+        p, a = self.projection, self.answers
+        text = f"the study's projection (r={p.dimension}, ε={p.epsilon:g}, δ={p.delta:g})"
+        if a.included:
+            text += f" and its answers ({a.mechanism}, ε={a.epsilon:g}, δ={a.delta:g})"
+        for c in self.charges:
+            if not c.fits:
+                text += (f" would charge ε={c.epsilon:g}, δ={c.delta:g} under the {c.relation} relation, where this "
+                         f"identity can spend ε={c.epsilon_available:g}, δ={c.delta_available:g}")
+                break
+        text += "; nothing was charged"
+        if self.refusal:
+            text += f" ({self.refusal})"
+        return text
 
 
 Matrix = Union["numpy.ndarray", List[List[float]]]
@@ -606,26 +725,63 @@ class Client:
 
     # -- releases
 
-    def release_projection(
+    def quote(
         self,
-        dimension: int,
-        epsilon: float,
-        delta: float,
+        dimension: Optional[int] = None,
+        epsilon: Optional[float] = None,
+        delta: Optional[float] = None,
         label: str = "",
         *,
+        with_answers: bool = True,
+    ) -> StudyQuote:
+        """What a study would cost and receive, before anything is charged: the projection
+        (``dimension`` None: the curator chooses it; ``epsilon``/``delta`` None: the
+        curator's default study's, δ at most what this identity can still spend), its
+        noise and whole-patient ε, the answers (paid with it when ``with_answers``) and
+        their noise against the target's public range, the charge per relation and
+        whether it fits. Costs nothing."""
+        if dimension is not None and not 1 <= dimension < 1 << 32:
+            raise ValueError(f"projection dimension {dimension} out of range (None lets the curator choose)")
+        req = pb.QuoteStudyRequest(dimension=dimension or 0, epsilon=epsilon or 0.0, delta=delta or 0.0, label=label,
+                                   with_answers=with_answers)
+        return StudyQuote.from_pb(self._unary("QuoteStudy", self._stub.QuoteStudy, req))
+
+    def release_projection(
+        self,
+        dimension: Optional[int] = None,
+        epsilon: Optional[float] = None,
+        delta: Optional[float] = None,
+        label: str = "",
+        *,
+        with_answers: bool = True,
         as_numpy: Optional[bool] = None,
     ) -> Projection:
         """Releases the private projection Z (rows × dimension), charged (ε, δ) unless the
         same request (dimension, ε, δ, label) was made before, when it is replayed at no
         cost. ``as_numpy`` chooses the matrix type (default: numpy when installed).
-        Raises BudgetExhausted when the budget cannot pay it."""
+
+        For a study (``with_answers``, the default) the curator first quotes it (quote():
+        ``dimension``, ``epsilon`` and ``delta`` left None are the curator's choice and
+        its default study's), StudyUnaffordable is raised, with nothing charged, when the
+        budget could not pay the projection and this identity's answers together, and the
+        release then pays both in one charge. ``with_answers=False`` releases the
+        projection alone (the answers are charged with the first query), with every
+        parameter given. Raises BudgetExhausted when the budget cannot pay it."""
         if as_numpy is None:
             as_numpy = numpy is not None
         elif as_numpy and numpy is None:
             raise ImportError("as_numpy=True needs numpy (Debian: python3-numpy; pip: numpy)")
-        if not 1 <= dimension < 1 << 32:
-            raise ValueError(f"projection dimension {dimension} out of range")
-        req = pb.ReleaseProjectionRequest(dimension=dimension, epsilon=epsilon, delta=delta, label=label)
+        if dimension is not None and not 1 <= dimension < 1 << 32:
+            raise ValueError(f"projection dimension {dimension} out of range (None lets the curator choose)")
+        if with_answers:
+            q = self.quote(dimension, epsilon, delta, label, with_answers=True)
+            if not q.fits:
+                raise StudyUnaffordable(q)
+            dimension, epsilon, delta = q.projection.dimension, q.projection.epsilon, q.projection.delta
+        elif dimension is None or epsilon is None or delta is None:
+            raise ValueError("a projection without its answers needs dimension, epsilon and delta (quote() states the curator's choice)")
+        req = pb.ReleaseProjectionRequest(dimension=dimension, epsilon=epsilon, delta=delta, label=label,
+                                          with_answers=with_answers)
 
         def attempt() -> Projection:
             stream = self._stub.ReleaseProjection(req, metadata=self._metadata, timeout=self.timeout)

@@ -70,6 +70,9 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
         self.submitted = []
         self.watch_from = []  # after_seq of each WatchJob
         self.watch_break_after = None  # seq after which the next watch breaks
+        self.quote_fits = True
+        self.quotes = []  # QuoteStudyRequests received
+        self.releases = []  # ReleaseProjectionRequests received
 
     def _enter(self, method, context):
         with self.lock:
@@ -102,8 +105,27 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
             max_query_indices=100, projection_mechanism="gaussian", projection_relation="feature-unit",
         )
 
+    def QuoteStudy(self, request, context):
+        self._enter("QuoteStudy", context)
+        self.quotes.append(request)
+        fits = self.quote_fits
+        return pb.QuoteStudyResponse(
+            projection=pb.ProjectionQuote(dimension=request.dimension or 3, dimension_chosen=request.dimension == 0,
+                                          epsilon=request.epsilon or 1.0, delta=request.delta or 2e-7,
+                                          default_epsilon=request.epsilon == 0, default_delta=request.delta == 0,
+                                          mechanism="gaussian", relation="feature-unit", noise_sd=0.625),
+            answers=pb.AnswersQuote(included=request.with_answers, mechanism="laplace", relation="record", epsilon=0.5,
+                                    lower=0, upper=400, noise_sd=1131.4),
+            charges=[pb.RelationCharge(relation="feature-unit", epsilon=1.5, delta=2e-7, epsilon_available=1 if not fits else 3,
+                                       delta_available=0.5, fits=fits)],
+            fits=fits, refusal="" if fits else "ledger: budget exceeded",
+            default_study=pb.DefaultStudy(projection_epsilon=1, projection_delta=2e-7, answers_epsilon=0.5,
+                                          per_identity=2, dataset=2, dataset_left=1),
+        )
+
     def ReleaseProjection(self, request, context):
         self._enter("ReleaseProjection", context)
+        self.releases.append(request)
         yield pb.ReleaseProjectionResponse(header=pb.ProjectionHeader(
             release_id="rel-1", rows=ROWS, cols=request.dimension, budget=self._budget(2), noise_sd=0.625))
         rows = MATRIX
@@ -253,6 +275,46 @@ class ClientTest(unittest.TestCase):
     def test_release_dimension_checked(self):
         with self.assertRaises(ValueError):
             self.client.release_projection(0, 1.0, 1e-6)
+        with self.assertRaises(ValueError):
+            self.client.release_projection(with_answers=False)  # alone, every parameter is needed
+        self.assertNotIn("ReleaseProjection", self.fake.calls)
+
+    # -- studies: quote first, then the projection with its answers
+
+    def test_study_quoted_then_released_with_its_answers(self):
+        p = self.client.release_projection(as_numpy=False)
+        self.assertEqual(p.cols, 3)
+        (q,) = self.fake.quotes
+        self.assertEqual((q.dimension, q.epsilon, q.delta, q.with_answers), (0, 0, 0, True))
+        (r,) = self.fake.releases
+        self.assertEqual((r.dimension, r.epsilon, r.delta, r.with_answers), (3, 1.0, 2e-7, True))
+
+    def test_quote_fields(self):
+        q = self.client.quote(epsilon=2.0)
+        self.assertIsInstance(q, privbo.StudyQuote)
+        self.assertTrue(q.projection.dimension_chosen and q.projection.default_delta and not q.projection.default_epsilon)
+        self.assertEqual((q.projection.epsilon, q.projection.noise_sd), (2.0, 0.625))
+        self.assertEqual((q.answers.mechanism, q.answers.lower, q.answers.upper, q.answers.noise_sd), ("laplace", 0, 400, 1131.4))
+        self.assertEqual(q.charges[0].relation, "feature-unit")
+        self.assertEqual((q.default_study.per_identity, q.default_study.dataset_left), (2, 1))
+        self.assertNotIn("ReleaseProjection", self.fake.calls)
+
+    def test_study_that_cannot_pay_its_answers_is_refused_before_the_release(self):
+        self.fake.quote_fits = False
+        with self.assertRaises(privbo.StudyUnaffordable) as cm:
+            self.client.release_projection(3, 1.0, 1e-6)
+        e = cm.exception
+        self.assertIsInstance(e, privbo.BudgetExhausted)
+        self.assertEqual(e.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("nothing was charged", e.message)
+        self.assertIn("feature-unit", e.message)
+        self.assertFalse(e.quote.fits)
+        self.assertNotIn("ReleaseProjection", self.fake.calls)
+
+    def test_projection_alone_is_not_quoted(self):
+        self.client.release_projection(COLS, 1.0, 1e-6, with_answers=False, as_numpy=False)
+        self.assertNotIn("QuoteStudy", self.fake.calls)
+        self.assertFalse(self.fake.releases[0].with_answers)
 
     # -- retries
 

@@ -69,7 +69,9 @@ class DevCuratorTest(unittest.TestCase):
         self.assertTrue(all(len(r) == 3 for r in matrix_rows(p.matrix)))
         self.assertEqual(p.sha256, matrix_sha256(p.matrix), "the matrix returned is not the one checksummed")
         self.assertFalse(p.replayed)
-        self.assertAlmostEqual(p.budget.epsilon_spent, 1.0)
+        # The answers are paid with the projection (one charge, under the record relation,
+        # which counts towards the feature-unit budget too).
+        self.assertAlmostEqual(p.budget.epsilon_spent, 1.0 + self.output_eps)
         self.assertIn("ε", p.guarantee)
 
         # The same request is replayed from storage at no cost, as lists this time.
@@ -77,7 +79,7 @@ class DevCuratorTest(unittest.TestCase):
         self.assertTrue(again.replayed)
         self.assertEqual(again.release_id, p.release_id)
         self.assertEqual(again.matrix, matrix_rows(p.matrix))
-        self.assertAlmostEqual(c.get_budget().epsilon_spent, 1.0)
+        self.assertAlmostEqual(c.get_budget().epsilon_spent, 1.0 + self.output_eps)
 
         rows = [0, 17, 441]
         r = c.query(rows)
@@ -86,8 +88,7 @@ class DevCuratorTest(unittest.TestCase):
         # Clipped values plus Laplace noise of scale (upper − lower)/ε: finite, distinct.
         self.assertTrue(all(math.isfinite(o.value) for o in r.observations))
         self.assertEqual(len(set(r.values().values())), len(rows))
-        # The answers are charged once, under the record relation, which counts towards
-        # the feature-unit budget too.
+        # Already paid: the queries charge nothing more.
         self.assertAlmostEqual(r.budget.epsilon_spent, 1.0 + self.output_eps)
         rep = c.query(rows)
         self.assertTrue(all(o.replayed for o in rep.observations))
@@ -112,7 +113,60 @@ class DevCuratorTest(unittest.TestCase):
         self.assertIn("feature-unit", e.message)
         self.assertEqual(c.rate_limit_waits + c.unavailable_waits, 0)
         # Nothing was charged for the refusal.
-        self.assertAlmostEqual(c.get_budget().epsilon_spent, first)
+        self.assertAlmostEqual(c.get_budget().epsilon_spent, first + self.output_eps)
+        # The curator refuses it too, when asked without the quote.
+        with self.assertRaises(privbo.BudgetExhausted) as cm:
+            c.release_projection(dimension=2, epsilon=first, delta=1e-6, label="second", with_answers=False)
+        self.assertNotIsInstance(cm.exception, privbo.StudyUnaffordable)
+        self.assertAlmostEqual(c.get_budget().epsilon_spent, first + self.output_eps)
+
+    def test_study_that_cannot_pay_its_answers_refused(self):
+        # The projection alone would fit the budget; with the answers it does not. The
+        # study is refused on its quote, and the curator refuses the joint charge as well:
+        # nothing is charged either way.
+        c = self.connect(fresh_identity("short"))
+        eps = self.budget_eps - self.output_eps / 2
+        with self.assertRaises(privbo.StudyUnaffordable) as cm:
+            c.release_projection(dimension=3, epsilon=eps, delta=1e-6)
+        q = cm.exception.quote
+        self.assertFalse(q.fits)
+        self.assertTrue(q.answers.included)
+        self.assertAlmostEqual(q.charges[0].epsilon, eps + self.output_eps)
+        self.assertEqual(c.get_budget().epsilon_spent, 0)
+        # A client that skips the quote is refused by the curator, nothing charged.
+        stub_req = pb.ReleaseProjectionRequest(dimension=3, epsilon=eps, delta=1e-6, with_answers=True)
+        with self.assertRaises(privbo.BudgetExhausted):
+            c._call("ReleaseProjection", lambda: privbo.client.assemble_projection(
+                c._stub.ReleaseProjection(stub_req, metadata=c._metadata), False))
+        self.assertEqual(c.get_budget().epsilon_spent, 0)
+
+    def test_r_above_d_refused_by_the_curator(self):
+        c = self.connect(fresh_identity("wide"))
+        for with_answers in (True, False):
+            with self.assertRaises(privbo.InvalidArgument) as cm:
+                c.release_projection(dimension=11, epsilon=0.5, delta=1e-6, with_answers=with_answers)
+            self.assertIn("exceeds the 10 features", cm.exception.message)
+        self.assertEqual(c.get_budget().epsilon_spent, 0)
+
+    def test_quote_of_the_default_study(self):
+        c = self.connect(fresh_identity("quote"))
+        q = c.quote()
+        p = q.projection
+        self.assertTrue(p.dimension_chosen and p.default_epsilon and p.default_delta)
+        self.assertTrue(1 <= p.dimension <= 10)
+        self.assertGreater(p.noise_sd, 0)
+        self.assertGreater(p.whole_patient_epsilon, p.epsilon)
+        a = q.answers
+        self.assertEqual((a.mechanism, a.epsilon, a.lower, a.upper), ("laplace", self.output_eps, 0, 400))
+        self.assertAlmostEqual(a.noise_sd, math.sqrt(2) * 400 / self.output_eps, delta=1e-6 * a.noise_sd)
+        self.assertTrue(q.fits)
+        self.assertEqual(q.default_study.projection_epsilon, p.epsilon)
+        self.assertEqual(c.get_budget().epsilon_spent, 0, "a quote costs nothing")
+        # The study the quote describes is what the release gives.
+        z = c.release_projection()
+        self.assertEqual(z.cols, p.dimension)
+        self.assertAlmostEqual(z.noise_sd, p.noise_sd, delta=1e-9 * p.noise_sd)
+        self.assertAlmostEqual(z.budget.epsilon_spent, p.epsilon + self.output_eps)
 
     def test_bad_request_is_invalid_argument(self):
         c = self.connect(fresh_identity("careless"))

@@ -52,6 +52,9 @@ func Run(t *testing.T, loc Location) {
 		{"Closed", testClosed},
 		{"RaceOneStore", func(t *testing.T, loc Location) { testRace(t, loc, 1) }},
 		{"RaceTwoStores", func(t *testing.T, loc Location) { testRace(t, loc, 2) }},
+		{"ChargeAll", testChargeAll},
+		{"ChargeAllRaceOneStore", func(t *testing.T, loc Location) { testChargeAllRace(t, loc, 1) }},
+		{"ChargeAllRaceTwoStores", func(t *testing.T, loc Location) { testChargeAllRace(t, loc, 2) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
@@ -323,7 +326,7 @@ func testBudgetExceeded(t *testing.T, loc Location) {
 			req:    ledger.Charge{Account: acme, Key: "k", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}},
 			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}, Remaining: ledger.Cost{Epsilon: 1, Delta: 0}},
 			text: `ledger: refused for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: the release needs δ=1e-06 ` +
-				`but the curator's per-identity δ budget (--budget-delta) is 0, so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; ` +
+				`but the curator's per-identity δ budget is 0, so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; ` +
 				`this is not a spent budget: the curator's operator must configure a δ budget above 0`,
 		},
 	}

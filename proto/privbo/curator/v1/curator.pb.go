@@ -37,7 +37,14 @@
 //   * RESOURCE_EXHAUSTED without RetryInfo: a refusal that waiting does not change — the
 //     privacy budget (the message names the scope, identity or dataset, the neighbour
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
-//     charged), or the limit on distinct exact answers per caller.
+//     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
+//     "BUDGET_EXCEEDED" carries the same figures as metadata), or the limit on distinct
+//     exact answers per caller.
+//   * FAILED_PRECONDITION with ErrorInfo reason "DELTA_BUDGET_ZERO": the request needs
+//     δ > 0 and the curator's δ budget is 0 (not a spent budget: nothing needing δ can
+//     ever be released). INVALID_ARGUMENT with reason "DIMENSION_ABOVE_FEATURES": a
+//     projection dimension above the dataset's number of features, refused for every
+//     client unless the curator runs the lifted mechanism.
 //   * INVALID_ARGUMENT (a bad parameter), FAILED_PRECONDITION (a query before any
 //     projection release when answers are exact), NOT_FOUND and ALREADY_EXISTS (jobs),
 //     ABORTED (an evaluation failed; asking again evaluates again), UNAVAILABLE (the
@@ -882,13 +889,21 @@ func (x *OutputPrivacy) GetExactAnswersMaxRows() uint32 {
 
 type ReleaseProjectionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Projection dimension r ≥ 1.
+	// Projection dimension r ≥ 1, at most the dataset's number of features unless the
+	// curator runs the lifted mechanism (INVALID_ARGUMENT, DIMENSION_ABOVE_FEATURES).
 	Dimension uint32 `protobuf:"varint,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
 	// Privacy parameters of this release: ε > 0, 0 < δ < 1.
 	Epsilon float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
 	Delta   float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
 	// Optional label distinguishing independent releases with equal parameters.
-	Label         string `protobuf:"bytes,4,opt,name=label,proto3" json:"label,omitempty"`
+	Label string `protobuf:"bytes,4,opt,name=label,proto3" json:"label,omitempty"`
+	// Pay the caller's answers (its one charge for all of them, OutputPrivacy) with this
+	// release, in one ledger transaction: both are charged or neither is, so a study
+	// never holds a projection whose answers it cannot pay (RESOURCE_EXHAUSTED when the
+	// budget cannot pay both; nothing is charged then). A replayed release whose answers
+	// are not paid yet has them charged. Without it the projection is charged alone and
+	// the answers with the first query. (Issue 20; see "Studies" below.)
+	WithAnswers   bool `protobuf:"varint,5,opt,name=with_answers,json=withAnswers,proto3" json:"with_answers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -949,6 +964,13 @@ func (x *ReleaseProjectionRequest) GetLabel() string {
 		return x.Label
 	}
 	return ""
+}
+
+func (x *ReleaseProjectionRequest) GetWithAnswers() bool {
+	if x != nil {
+		return x.WithAnswers
+	}
+	return false
 }
 
 type ReleaseProjectionResponse struct {
@@ -2576,6 +2598,633 @@ func (x *ListJobsResponse) GetJobs() []*Job {
 	return nil
 }
 
+type QuoteStudyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Projection dimension r; 0 lets the curator choose it from public n, d, ε, δ (the
+	// rule of docs/MATHS.md §2.6, never above d).
+	Dimension uint32 `protobuf:"varint,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	// ε and δ of the projection; 0 takes the curator's default study's (DefaultStudy), δ
+	// at most what the caller can still spend.
+	Epsilon float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta   float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	Label   string  `protobuf:"bytes,4,opt,name=label,proto3" json:"label,omitempty"`
+	// Quote the answers paid with the projection (ReleaseProjectionRequest.with_answers).
+	WithAnswers   bool `protobuf:"varint,5,opt,name=with_answers,json=withAnswers,proto3" json:"with_answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteStudyRequest) Reset() {
+	*x = QuoteStudyRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteStudyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteStudyRequest) ProtoMessage() {}
+
+func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteStudyRequest.ProtoReflect.Descriptor instead.
+func (*QuoteStudyRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *QuoteStudyRequest) GetDimension() uint32 {
+	if x != nil {
+		return x.Dimension
+	}
+	return 0
+}
+
+func (x *QuoteStudyRequest) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *QuoteStudyRequest) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *QuoteStudyRequest) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *QuoteStudyRequest) GetWithAnswers() bool {
+	if x != nil {
+		return x.WithAnswers
+	}
+	return false
+}
+
+type QuoteStudyResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Projection *ProjectionQuote       `protobuf:"bytes,1,opt,name=projection,proto3" json:"projection,omitempty"`
+	Answers    *AnswersQuote          `protobuf:"bytes,2,opt,name=answers,proto3" json:"answers,omitempty"`
+	// What the study would newly charge, per neighbour relation its charges count towards
+	// (for "feature-unit" the projection and the answers, which hold under it too).
+	Charges []*RelationCharge `protobuf:"bytes,3,rep,name=charges,proto3" json:"charges,omitempty"`
+	// Whether every charge fits what the caller can still spend; refusal says which limit
+	// would refuse it, in words, when it does not.
+	Fits    bool   `protobuf:"varint,4,opt,name=fits,proto3" json:"fits,omitempty"`
+	Refusal string `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// The curator's default study and how many such studies the budgets hold.
+	DefaultStudy  *DefaultStudy `protobuf:"bytes,6,opt,name=default_study,json=defaultStudy,proto3" json:"default_study,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteStudyResponse) Reset() {
+	*x = QuoteStudyResponse{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteStudyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteStudyResponse) ProtoMessage() {}
+
+func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteStudyResponse.ProtoReflect.Descriptor instead.
+func (*QuoteStudyResponse) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *QuoteStudyResponse) GetProjection() *ProjectionQuote {
+	if x != nil {
+		return x.Projection
+	}
+	return nil
+}
+
+func (x *QuoteStudyResponse) GetAnswers() *AnswersQuote {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *QuoteStudyResponse) GetCharges() []*RelationCharge {
+	if x != nil {
+		return x.Charges
+	}
+	return nil
+}
+
+func (x *QuoteStudyResponse) GetFits() bool {
+	if x != nil {
+		return x.Fits
+	}
+	return false
+}
+
+func (x *QuoteStudyResponse) GetRefusal() string {
+	if x != nil {
+		return x.Refusal
+	}
+	return ""
+}
+
+func (x *QuoteStudyResponse) GetDefaultStudy() *DefaultStudy {
+	if x != nil {
+		return x.DefaultStudy
+	}
+	return nil
+}
+
+// ProjectionQuote is the projection a QuoteStudyRequest resolves to. Send dimension,
+// epsilon, delta and label in the ReleaseProjectionRequest to receive it.
+type ProjectionQuote struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Dimension uint32                 `protobuf:"varint,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	// True when the curator chose the dimension (the request's was 0).
+	DimensionChosen bool    `protobuf:"varint,2,opt,name=dimension_chosen,json=dimensionChosen,proto3" json:"dimension_chosen,omitempty"`
+	Epsilon         float64 `protobuf:"fixed64,3,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta           float64 `protobuf:"fixed64,4,opt,name=delta,proto3" json:"delta,omitempty"`
+	// True when ε (δ) is the default study's (the request's was 0).
+	DefaultEpsilon bool   `protobuf:"varint,5,opt,name=default_epsilon,json=defaultEpsilon,proto3" json:"default_epsilon,omitempty"`
+	DefaultDelta   bool   `protobuf:"varint,6,opt,name=default_delta,json=defaultDelta,proto3" json:"default_delta,omitempty"`
+	Label          string `protobuf:"bytes,7,opt,name=label,proto3" json:"label,omitempty"`
+	// "gaussian" or "lifted" (GetDatasetInfoResponse.projection_mechanism), and the
+	// relation its (ε, δ) is stated for ("feature-unit").
+	Mechanism string `protobuf:"bytes,8,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Relation  string `protobuf:"bytes,9,opt,name=relation,proto3" json:"relation,omitempty"`
+	// σ of the Gaussian noise in every entry (ProjectionHeader.noise_sd, up to the last
+	// bits of the projection's norm); 0 for the lifted mechanism.
+	NoiseSd float64 `protobuf:"fixed64,10,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	// The release's ε at its δ for the replacement of one whole patient, whose scaled row
+	// moves by at most whole_patient_units protected units (the clip diameter), and the
+	// statement in words; 0 when there is no such guarantee (whole_patient says why).
+	WholePatientEpsilon float64 `protobuf:"fixed64,11,opt,name=whole_patient_epsilon,json=wholePatientEpsilon,proto3" json:"whole_patient_epsilon,omitempty"`
+	WholePatientUnits   float64 `protobuf:"fixed64,12,opt,name=whole_patient_units,json=wholePatientUnits,proto3" json:"whole_patient_units,omitempty"`
+	WholePatient        string  `protobuf:"bytes,13,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
+	// The caller holds this release: asking for it replays it at no cost.
+	Paid          bool `protobuf:"varint,14,opt,name=paid,proto3" json:"paid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectionQuote) Reset() {
+	*x = ProjectionQuote{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectionQuote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectionQuote) ProtoMessage() {}
+
+func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectionQuote.ProtoReflect.Descriptor instead.
+func (*ProjectionQuote) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ProjectionQuote) GetDimension() uint32 {
+	if x != nil {
+		return x.Dimension
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetDimensionChosen() bool {
+	if x != nil {
+		return x.DimensionChosen
+	}
+	return false
+}
+
+func (x *ProjectionQuote) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetDefaultEpsilon() bool {
+	if x != nil {
+		return x.DefaultEpsilon
+	}
+	return false
+}
+
+func (x *ProjectionQuote) GetDefaultDelta() bool {
+	if x != nil {
+		return x.DefaultDelta
+	}
+	return false
+}
+
+func (x *ProjectionQuote) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *ProjectionQuote) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *ProjectionQuote) GetRelation() string {
+	if x != nil {
+		return x.Relation
+	}
+	return ""
+}
+
+func (x *ProjectionQuote) GetNoiseSd() float64 {
+	if x != nil {
+		return x.NoiseSd
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetWholePatientEpsilon() float64 {
+	if x != nil {
+		return x.WholePatientEpsilon
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetWholePatientUnits() float64 {
+	if x != nil {
+		return x.WholePatientUnits
+	}
+	return 0
+}
+
+func (x *ProjectionQuote) GetWholePatient() string {
+	if x != nil {
+		return x.WholePatient
+	}
+	return ""
+}
+
+func (x *ProjectionQuote) GetPaid() bool {
+	if x != nil {
+		return x.Paid
+	}
+	return false
+}
+
+// AnswersQuote is the answers' part of a study.
+type AnswersQuote struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The answers are paid with the projection (with_answers and private answers).
+	Included bool `protobuf:"varint,1,opt,name=included,proto3" json:"included,omitempty"`
+	// As OutputPrivacy: mechanism, relation, the (ε, δ) charged once for all of the
+	// caller's answers, and the public range [lower, upper] answers are clipped to.
+	Mechanism string  `protobuf:"bytes,2,opt,name=mechanism,proto3" json:"mechanism,omitempty"`
+	Relation  string  `protobuf:"bytes,3,opt,name=relation,proto3" json:"relation,omitempty"`
+	Epsilon   float64 `protobuf:"fixed64,4,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta     float64 `protobuf:"fixed64,5,opt,name=delta,proto3" json:"delta,omitempty"`
+	Lower     float64 `protobuf:"fixed64,6,opt,name=lower,proto3" json:"lower,omitempty"`
+	Upper     float64 `protobuf:"fixed64,7,opt,name=upper,proto3" json:"upper,omitempty"`
+	// Standard deviation of the noise of each answer (0 for exact answers): what to weigh
+	// against the range.
+	NoiseSd float64 `protobuf:"fixed64,8,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	// The caller has paid them already.
+	Paid          bool `protobuf:"varint,9,opt,name=paid,proto3" json:"paid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswersQuote) Reset() {
+	*x = AnswersQuote{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswersQuote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswersQuote) ProtoMessage() {}
+
+func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
+func (*AnswersQuote) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AnswersQuote) GetIncluded() bool {
+	if x != nil {
+		return x.Included
+	}
+	return false
+}
+
+func (x *AnswersQuote) GetMechanism() string {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ""
+}
+
+func (x *AnswersQuote) GetRelation() string {
+	if x != nil {
+		return x.Relation
+	}
+	return ""
+}
+
+func (x *AnswersQuote) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *AnswersQuote) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *AnswersQuote) GetLower() float64 {
+	if x != nil {
+		return x.Lower
+	}
+	return 0
+}
+
+func (x *AnswersQuote) GetUpper() float64 {
+	if x != nil {
+		return x.Upper
+	}
+	return 0
+}
+
+func (x *AnswersQuote) GetNoiseSd() float64 {
+	if x != nil {
+		return x.NoiseSd
+	}
+	return 0
+}
+
+func (x *AnswersQuote) GetPaid() bool {
+	if x != nil {
+		return x.Paid
+	}
+	return false
+}
+
+// RelationCharge is a study's new charge under one neighbour relation and what the
+// caller can still spend under it (its own remainder capped by the dataset's).
+type RelationCharge struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Relation         string                 `protobuf:"bytes,1,opt,name=relation,proto3" json:"relation,omitempty"`
+	Epsilon          float64                `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta            float64                `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	EpsilonAvailable float64                `protobuf:"fixed64,4,opt,name=epsilon_available,json=epsilonAvailable,proto3" json:"epsilon_available,omitempty"`
+	DeltaAvailable   float64                `protobuf:"fixed64,5,opt,name=delta_available,json=deltaAvailable,proto3" json:"delta_available,omitempty"`
+	Fits             bool                   `protobuf:"varint,6,opt,name=fits,proto3" json:"fits,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RelationCharge) Reset() {
+	*x = RelationCharge{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelationCharge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelationCharge) ProtoMessage() {}
+
+func (x *RelationCharge) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
+func (*RelationCharge) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RelationCharge) GetRelation() string {
+	if x != nil {
+		return x.Relation
+	}
+	return ""
+}
+
+func (x *RelationCharge) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *RelationCharge) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *RelationCharge) GetEpsilonAvailable() float64 {
+	if x != nil {
+		return x.EpsilonAvailable
+	}
+	return 0
+}
+
+func (x *RelationCharge) GetDeltaAvailable() float64 {
+	if x != nil {
+		return x.DeltaAvailable
+	}
+	return 0
+}
+
+func (x *RelationCharge) GetFits() bool {
+	if x != nil {
+		return x.Fits
+	}
+	return false
+}
+
+// DefaultStudy is what the curator quotes to a caller that names no ε, δ: a projection
+// of (projection_epsilon, projection_delta) and the answers' one charge, and how many
+// such studies fit one identity's budget, the dataset cap (besides the curator's own
+// charges) and what is left of the cap now.
+type DefaultStudy struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	ProjectionEpsilon float64                `protobuf:"fixed64,1,opt,name=projection_epsilon,json=projectionEpsilon,proto3" json:"projection_epsilon,omitempty"`
+	ProjectionDelta   float64                `protobuf:"fixed64,2,opt,name=projection_delta,json=projectionDelta,proto3" json:"projection_delta,omitempty"`
+	AnswersEpsilon    float64                `protobuf:"fixed64,3,opt,name=answers_epsilon,json=answersEpsilon,proto3" json:"answers_epsilon,omitempty"`
+	AnswersDelta      float64                `protobuf:"fixed64,4,opt,name=answers_delta,json=answersDelta,proto3" json:"answers_delta,omitempty"`
+	PerIdentity       uint32                 `protobuf:"varint,5,opt,name=per_identity,json=perIdentity,proto3" json:"per_identity,omitempty"`
+	Dataset           uint32                 `protobuf:"varint,6,opt,name=dataset,proto3" json:"dataset,omitempty"`
+	DatasetLeft       uint32                 `protobuf:"varint,7,opt,name=dataset_left,json=datasetLeft,proto3" json:"dataset_left,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DefaultStudy) Reset() {
+	*x = DefaultStudy{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DefaultStudy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DefaultStudy) ProtoMessage() {}
+
+func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
+func (*DefaultStudy) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *DefaultStudy) GetProjectionEpsilon() float64 {
+	if x != nil {
+		return x.ProjectionEpsilon
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetProjectionDelta() float64 {
+	if x != nil {
+		return x.ProjectionDelta
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetAnswersEpsilon() float64 {
+	if x != nil {
+		return x.AnswersEpsilon
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetAnswersDelta() float64 {
+	if x != nil {
+		return x.AnswersDelta
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetPerIdentity() uint32 {
+	if x != nil {
+		return x.PerIdentity
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetDataset() uint32 {
+	if x != nil {
+		return x.Dataset
+	}
+	return 0
+}
+
+func (x *DefaultStudy) GetDatasetLeft() uint32 {
+	if x != nil {
+		return x.DatasetLeft
+	}
+	return 0
+}
+
 var File_privbo_curator_v1_curator_proto protoreflect.FileDescriptor
 
 const file_privbo_curator_v1_curator_proto_rawDesc = "" +
@@ -2635,12 +3284,13 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x05upper\x18\x05 \x01(\x01R\x05upper\x12\x1a\n" +
 	"\brelation\x18\x06 \x01(\tR\brelation\x12\x1c\n" +
 	"\tguarantee\x18\a \x01(\tR\tguarantee\x123\n" +
-	"\x16exact_answers_max_rows\x18\b \x01(\rR\x13exactAnswersMaxRows\"~\n" +
+	"\x16exact_answers_max_rows\x18\b \x01(\rR\x13exactAnswersMaxRows\"\xa1\x01\n" +
 	"\x18ReleaseProjectionRequest\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\rR\tdimension\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x14\n" +
-	"\x05label\x18\x04 \x01(\tR\x05label\"\xdc\x01\n" +
+	"\x05label\x18\x04 \x01(\tR\x05label\x12!\n" +
+	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\xdc\x01\n" +
 	"\x19ReleaseProjectionResponse\x12=\n" +
 	"\x06header\x18\x01 \x01(\v2#.privbo.curator.v1.ProjectionHeaderH\x00R\x06header\x126\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x1e.privbo.curator.v1.MatrixChunkH\x00R\x05chunk\x12@\n" +
@@ -2783,19 +3433,77 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x11\n" +
 	"\x0fListJobsRequest\">\n" +
 	"\x10ListJobsResponse\x12*\n" +
-	"\x04jobs\x18\x01 \x03(\v2\x16.privbo.curator.v1.JobR\x04jobs*\x9a\x01\n" +
+	"\x04jobs\x18\x01 \x03(\v2\x16.privbo.curator.v1.JobR\x04jobs\"\x9a\x01\n" +
+	"\x11QuoteStudyRequest\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\rR\tdimension\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x14\n" +
+	"\x05label\x18\x04 \x01(\tR\x05label\x12!\n" +
+	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\xc4\x02\n" +
+	"\x12QuoteStudyResponse\x12B\n" +
+	"\n" +
+	"projection\x18\x01 \x01(\v2\".privbo.curator.v1.ProjectionQuoteR\n" +
+	"projection\x129\n" +
+	"\aanswers\x18\x02 \x01(\v2\x1f.privbo.curator.v1.AnswersQuoteR\aanswers\x12;\n" +
+	"\acharges\x18\x03 \x03(\v2!.privbo.curator.v1.RelationChargeR\acharges\x12\x12\n" +
+	"\x04fits\x18\x04 \x01(\bR\x04fits\x12\x18\n" +
+	"\arefusal\x18\x05 \x01(\tR\arefusal\x12D\n" +
+	"\rdefault_study\x18\x06 \x01(\v2\x1f.privbo.curator.v1.DefaultStudyR\fdefaultStudy\"\xe0\x03\n" +
+	"\x0fProjectionQuote\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\rR\tdimension\x12)\n" +
+	"\x10dimension_chosen\x18\x02 \x01(\bR\x0fdimensionChosen\x12\x18\n" +
+	"\aepsilon\x18\x03 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x04 \x01(\x01R\x05delta\x12'\n" +
+	"\x0fdefault_epsilon\x18\x05 \x01(\bR\x0edefaultEpsilon\x12#\n" +
+	"\rdefault_delta\x18\x06 \x01(\bR\fdefaultDelta\x12\x14\n" +
+	"\x05label\x18\a \x01(\tR\x05label\x12\x1c\n" +
+	"\tmechanism\x18\b \x01(\tR\tmechanism\x12\x1a\n" +
+	"\brelation\x18\t \x01(\tR\brelation\x12\x19\n" +
+	"\bnoise_sd\x18\n" +
+	" \x01(\x01R\anoiseSd\x122\n" +
+	"\x15whole_patient_epsilon\x18\v \x01(\x01R\x13wholePatientEpsilon\x12.\n" +
+	"\x13whole_patient_units\x18\f \x01(\x01R\x11wholePatientUnits\x12#\n" +
+	"\rwhole_patient\x18\r \x01(\tR\fwholePatient\x12\x12\n" +
+	"\x04paid\x18\x0e \x01(\bR\x04paid\"\xef\x01\n" +
+	"\fAnswersQuote\x12\x1a\n" +
+	"\bincluded\x18\x01 \x01(\bR\bincluded\x12\x1c\n" +
+	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
+	"\brelation\x18\x03 \x01(\tR\brelation\x12\x18\n" +
+	"\aepsilon\x18\x04 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x05 \x01(\x01R\x05delta\x12\x14\n" +
+	"\x05lower\x18\x06 \x01(\x01R\x05lower\x12\x14\n" +
+	"\x05upper\x18\a \x01(\x01R\x05upper\x12\x19\n" +
+	"\bnoise_sd\x18\b \x01(\x01R\anoiseSd\x12\x12\n" +
+	"\x04paid\x18\t \x01(\bR\x04paid\"\xc6\x01\n" +
+	"\x0eRelationCharge\x12\x1a\n" +
+	"\brelation\x18\x01 \x01(\tR\brelation\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12+\n" +
+	"\x11epsilon_available\x18\x04 \x01(\x01R\x10epsilonAvailable\x12'\n" +
+	"\x0fdelta_available\x18\x05 \x01(\x01R\x0edeltaAvailable\x12\x12\n" +
+	"\x04fits\x18\x06 \x01(\bR\x04fits\"\x96\x02\n" +
+	"\fDefaultStudy\x12-\n" +
+	"\x12projection_epsilon\x18\x01 \x01(\x01R\x11projectionEpsilon\x12)\n" +
+	"\x10projection_delta\x18\x02 \x01(\x01R\x0fprojectionDelta\x12'\n" +
+	"\x0fanswers_epsilon\x18\x03 \x01(\x01R\x0eanswersEpsilon\x12#\n" +
+	"\ranswers_delta\x18\x04 \x01(\x01R\fanswersDelta\x12!\n" +
+	"\fper_identity\x18\x05 \x01(\rR\vperIdentity\x12\x18\n" +
+	"\adataset\x18\x06 \x01(\rR\adataset\x12!\n" +
+	"\fdataset_left\x18\a \x01(\rR\vdatasetLeft*\x9a\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
 	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\x052\x89\x06\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x052\xe4\x06\n" +
 	"\x0eCuratorService\x12e\n" +
 	"\x0eGetDatasetInfo\x12(.privbo.curator.v1.GetDatasetInfoRequest\x1a).privbo.curator.v1.GetDatasetInfoResponse\x12V\n" +
 	"\tGetBudget\x12#.privbo.curator.v1.GetBudgetRequest\x1a$.privbo.curator.v1.GetBudgetResponse\x12p\n" +
 	"\x11ReleaseProjection\x12+.privbo.curator.v1.ReleaseProjectionRequest\x1a,.privbo.curator.v1.ReleaseProjectionResponse0\x01\x12J\n" +
-	"\x05Query\x12\x1f.privbo.curator.v1.QueryRequest\x1a .privbo.curator.v1.QueryResponse\x12H\n" +
+	"\x05Query\x12\x1f.privbo.curator.v1.QueryRequest\x1a .privbo.curator.v1.QueryResponse\x12Y\n" +
+	"\n" +
+	"QuoteStudy\x12$.privbo.curator.v1.QuoteStudyRequest\x1a%.privbo.curator.v1.QuoteStudyResponse\x12H\n" +
 	"\tSubmitJob\x12#.privbo.curator.v1.SubmitJobRequest\x1a\x16.privbo.curator.v1.Job\x12B\n" +
 	"\x06GetJob\x12 .privbo.curator.v1.GetJobRequest\x1a\x16.privbo.curator.v1.Job\x12M\n" +
 	"\bWatchJob\x12\".privbo.curator.v1.WatchJobRequest\x1a\x1b.privbo.curator.v1.JobEvent0\x01\x12H\n" +
@@ -2815,7 +3523,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -2849,8 +3557,14 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*CancelJobRequest)(nil),          // 29: privbo.curator.v1.CancelJobRequest
 	(*ListJobsRequest)(nil),           // 30: privbo.curator.v1.ListJobsRequest
 	(*ListJobsResponse)(nil),          // 31: privbo.curator.v1.ListJobsResponse
-	nil,                               // 32: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 33: privbo.curator.v1.JobResult.ConstantsEntry
+	(*QuoteStudyRequest)(nil),         // 32: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 33: privbo.curator.v1.QuoteStudyResponse
+	(*ProjectionQuote)(nil),           // 34: privbo.curator.v1.ProjectionQuote
+	(*AnswersQuote)(nil),              // 35: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 36: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 37: privbo.curator.v1.DefaultStudy
+	nil,                               // 38: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 39: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
@@ -2870,37 +3584,43 @@ var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	20, // 14: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
 	19, // 15: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
 	21, // 16: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	32, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	33, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	38, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	39, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
 	22, // 19: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
 	0,  // 20: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
 	23, // 21: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
 	0,  // 22: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
 	22, // 23: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
 	24, // 24: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	3,  // 25: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 26: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	10, // 27: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	15, // 28: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	26, // 29: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	27, // 30: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	28, // 31: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	29, // 32: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	30, // 33: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	4,  // 34: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 35: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	11, // 36: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	16, // 37: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	24, // 38: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	24, // 39: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	25, // 40: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	24, // 41: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	31, // 42: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	34, // [34:43] is the sub-list for method output_type
-	25, // [25:34] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	34, // 25: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	35, // 26: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	36, // 27: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	37, // 28: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	3,  // 29: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 30: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	10, // 31: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	15, // 32: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	32, // 33: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	26, // 34: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	27, // 35: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	28, // 36: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	29, // 37: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	30, // 38: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	4,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 40: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	11, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	16, // 42: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	33, // 43: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	24, // 44: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	24, // 45: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	25, // 46: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	24, // 47: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	31, // 48: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	39, // [39:49] is the sub-list for method output_type
+	29, // [29:39] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -2923,7 +3643,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   31,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,7 +37,14 @@
 //   * RESOURCE_EXHAUSTED without RetryInfo: a refusal that waiting does not change — the
 //     privacy budget (the message names the scope, identity or dataset, the neighbour
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
-//     charged), or the limit on distinct exact answers per caller.
+//     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
+//     "BUDGET_EXCEEDED" carries the same figures as metadata), or the limit on distinct
+//     exact answers per caller.
+//   * FAILED_PRECONDITION with ErrorInfo reason "DELTA_BUDGET_ZERO": the request needs
+//     δ > 0 and the curator's δ budget is 0 (not a spent budget: nothing needing δ can
+//     ever be released). INVALID_ARGUMENT with reason "DIMENSION_ABOVE_FEATURES": a
+//     projection dimension above the dataset's number of features, refused for every
+//     client unless the curator runs the lifted mechanism.
 //   * INVALID_ARGUMENT (a bad parameter), FAILED_PRECONDITION (a query before any
 //     projection release when answers are exact), NOT_FOUND and ALREADY_EXISTS (jobs),
 //     ABORTED (an evaluation failed; asking again evaluates again), UNAVAILABLE (the
@@ -70,6 +77,7 @@ const (
 	CuratorService_GetBudget_FullMethodName         = "/privbo.curator.v1.CuratorService/GetBudget"
 	CuratorService_ReleaseProjection_FullMethodName = "/privbo.curator.v1.CuratorService/ReleaseProjection"
 	CuratorService_Query_FullMethodName             = "/privbo.curator.v1.CuratorService/Query"
+	CuratorService_QuoteStudy_FullMethodName        = "/privbo.curator.v1.CuratorService/QuoteStudy"
 	CuratorService_SubmitJob_FullMethodName         = "/privbo.curator.v1.CuratorService/SubmitJob"
 	CuratorService_GetJob_FullMethodName            = "/privbo.curator.v1.CuratorService/GetJob"
 	CuratorService_WatchJob_FullMethodName          = "/privbo.curator.v1.CuratorService/WatchJob"
@@ -102,6 +110,13 @@ type CuratorServiceClient interface {
 	// composition); with "none" the answers are exact and not protected at all. A repeated
 	// index returns the value released before and costs nothing more.
 	Query(ctx context.Context, in *QueryRequest, opts ...grpc.CallOption) (*QueryResponse, error)
+	// QuoteStudy states what a study — a projection and, with with_answers, the caller's
+	// answers — would cost and receive, before anything is charged: the resolved
+	// projection (r chosen by the curator when 0; the default study's ε, δ when 0), its
+	// noise and whole-patient ε, the answers' mechanism, range and noise, what the caller
+	// has paid already, the new charge and what remains per relation, and whether it
+	// fits. It releases no data and costs nothing. (Issue 20; see "Studies" below.)
+	QuoteStudy(ctx context.Context, in *QuoteStudyRequest, opts ...grpc.CallOption) (*QuoteStudyResponse, error)
 	// SubmitJob starts a private job on the curator's own data (hyperparameter tuning).
 	// The job's whole privacy cost is charged when it is accepted, before it touches the
 	// data; a job that does not fit the budget is refused. Submitting again with the same
@@ -169,6 +184,16 @@ func (c *curatorServiceClient) Query(ctx context.Context, in *QueryRequest, opts
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(QueryResponse)
 	err := c.cc.Invoke(ctx, CuratorService_Query_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *curatorServiceClient) QuoteStudy(ctx context.Context, in *QuoteStudyRequest, opts ...grpc.CallOption) (*QuoteStudyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QuoteStudyResponse)
+	err := c.cc.Invoke(ctx, CuratorService_QuoteStudy_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +284,13 @@ type CuratorServiceServer interface {
 	// composition); with "none" the answers are exact and not protected at all. A repeated
 	// index returns the value released before and costs nothing more.
 	Query(context.Context, *QueryRequest) (*QueryResponse, error)
+	// QuoteStudy states what a study — a projection and, with with_answers, the caller's
+	// answers — would cost and receive, before anything is charged: the resolved
+	// projection (r chosen by the curator when 0; the default study's ε, δ when 0), its
+	// noise and whole-patient ε, the answers' mechanism, range and noise, what the caller
+	// has paid already, the new charge and what remains per relation, and whether it
+	// fits. It releases no data and costs nothing. (Issue 20; see "Studies" below.)
+	QuoteStudy(context.Context, *QuoteStudyRequest) (*QuoteStudyResponse, error)
 	// SubmitJob starts a private job on the curator's own data (hyperparameter tuning).
 	// The job's whole privacy cost is charged when it is accepted, before it touches the
 	// data; a job that does not fit the budget is refused. Submitting again with the same
@@ -294,6 +326,9 @@ func (UnimplementedCuratorServiceServer) ReleaseProjection(*ReleaseProjectionReq
 }
 func (UnimplementedCuratorServiceServer) Query(context.Context, *QueryRequest) (*QueryResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Query not implemented")
+}
+func (UnimplementedCuratorServiceServer) QuoteStudy(context.Context, *QuoteStudyRequest) (*QuoteStudyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method QuoteStudy not implemented")
 }
 func (UnimplementedCuratorServiceServer) SubmitJob(context.Context, *SubmitJobRequest) (*Job, error) {
 	return nil, status.Error(codes.Unimplemented, "method SubmitJob not implemented")
@@ -392,6 +427,24 @@ func _CuratorService_Query_Handler(srv interface{}, ctx context.Context, dec fun
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(CuratorServiceServer).Query(ctx, req.(*QueryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CuratorService_QuoteStudy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QuoteStudyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).QuoteStudy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_QuoteStudy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).QuoteStudy(ctx, req.(*QuoteStudyRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -497,6 +550,10 @@ var CuratorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Query",
 			Handler:    _CuratorService_Query_Handler,
+		},
+		{
+			MethodName: "QuoteStudy",
+			Handler:    _CuratorService_QuoteStudy_Handler,
 		},
 		{
 			MethodName: "SubmitJob",

@@ -12,6 +12,28 @@ JOB_STATE_RUNNING: JobState
 JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_UNSPECIFIED: JobState
 
+class AnswersQuote(_message.Message):
+    __slots__ = ["delta", "epsilon", "included", "lower", "mechanism", "noise_sd", "paid", "relation", "upper"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    LOWER_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    PAID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    UPPER_FIELD_NUMBER: _ClassVar[int]
+    delta: float
+    epsilon: float
+    included: bool
+    lower: float
+    mechanism: str
+    noise_sd: float
+    paid: bool
+    relation: str
+    upper: float
+    def __init__(self, included: bool = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., noise_sd: _Optional[float] = ..., paid: bool = ...) -> None: ...
+
 class Budget(_message.Message):
     __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations"]
     DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +105,24 @@ class DPSGDSettings(_message.Message):
     noise_multiplier: float
     score_noise_multiplier: float
     def __init__(self, learning_rate: _Optional[float] = ..., clip_norm: _Optional[float] = ..., noise_multiplier: _Optional[float] = ..., epochs: _Optional[int] = ..., batch_size: _Optional[int] = ..., l2: _Optional[float] = ..., score_noise_multiplier: _Optional[float] = ...) -> None: ...
+
+class DefaultStudy(_message.Message):
+    __slots__ = ["answers_delta", "answers_epsilon", "dataset", "dataset_left", "per_identity", "projection_delta", "projection_epsilon"]
+    ANSWERS_DELTA_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    DATASET_LEFT_FIELD_NUMBER: _ClassVar[int]
+    PER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_DELTA_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    answers_delta: float
+    answers_epsilon: float
+    dataset: int
+    dataset_left: int
+    per_identity: int
+    projection_delta: float
+    projection_epsilon: float
+    def __init__(self, projection_epsilon: _Optional[float] = ..., projection_delta: _Optional[float] = ..., answers_epsilon: _Optional[float] = ..., answers_delta: _Optional[float] = ..., per_identity: _Optional[int] = ..., dataset: _Optional[int] = ..., dataset_left: _Optional[int] = ...) -> None: ...
 
 class GetBudgetRequest(_message.Message):
     __slots__ = []
@@ -341,6 +381,38 @@ class ProjectionHeader(_message.Message):
     rows: int
     def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ...) -> None: ...
 
+class ProjectionQuote(_message.Message):
+    __slots__ = ["default_delta", "default_epsilon", "delta", "dimension", "dimension_chosen", "epsilon", "label", "mechanism", "noise_sd", "paid", "relation", "whole_patient", "whole_patient_epsilon", "whole_patient_units"]
+    DEFAULT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_CHOSEN_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    PAID_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_UNITS_FIELD_NUMBER: _ClassVar[int]
+    default_delta: bool
+    default_epsilon: bool
+    delta: float
+    dimension: int
+    dimension_chosen: bool
+    epsilon: float
+    label: str
+    mechanism: str
+    noise_sd: float
+    paid: bool
+    relation: str
+    whole_patient: str
+    whole_patient_epsilon: float
+    whole_patient_units: float
+    def __init__(self, dimension: _Optional[int] = ..., dimension_chosen: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., default_epsilon: bool = ..., default_delta: bool = ..., label: _Optional[str] = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient_epsilon: _Optional[float] = ..., whole_patient_units: _Optional[float] = ..., whole_patient: _Optional[str] = ..., paid: bool = ...) -> None: ...
+
 class ProjectionTrailer(_message.Message):
     __slots__ = ["sha256"]
     SHA256_FIELD_NUMBER: _ClassVar[int]
@@ -360,6 +432,36 @@ class QueryResponse(_message.Message):
     budget: Budget
     observations: _containers.RepeatedCompositeFieldContainer[Observation]
     def __init__(self, observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ...) -> None: ...
+
+class QuoteStudyRequest(_message.Message):
+    __slots__ = ["delta", "dimension", "epsilon", "label", "with_answers"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    WITH_ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    delta: float
+    dimension: int
+    epsilon: float
+    label: str
+    with_answers: bool
+    def __init__(self, dimension: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., label: _Optional[str] = ..., with_answers: bool = ...) -> None: ...
+
+class QuoteStudyResponse(_message.Message):
+    __slots__ = ["answers", "charges", "default_study", "fits", "projection", "refusal"]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    CHARGES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_STUDY_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    PROJECTION_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    answers: AnswersQuote
+    charges: _containers.RepeatedCompositeFieldContainer[RelationCharge]
+    default_study: DefaultStudy
+    fits: bool
+    projection: ProjectionQuote
+    refusal: str
+    def __init__(self, projection: _Optional[_Union[ProjectionQuote, _Mapping]] = ..., answers: _Optional[_Union[AnswersQuote, _Mapping]] = ..., charges: _Optional[_Iterable[_Union[RelationCharge, _Mapping]]] = ..., fits: bool = ..., refusal: _Optional[str] = ..., default_study: _Optional[_Union[DefaultStudy, _Mapping]] = ...) -> None: ...
 
 class RelationBudget(_message.Message):
     __slots__ = ["dataset_delta_limit", "dataset_delta_remaining", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_remaining", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "relation"]
@@ -391,17 +493,35 @@ class RelationBudget(_message.Message):
     relation: str
     def __init__(self, relation: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., dataset_epsilon_remaining: _Optional[float] = ..., dataset_delta_remaining: _Optional[float] = ...) -> None: ...
 
+class RelationCharge(_message.Message):
+    __slots__ = ["delta", "delta_available", "epsilon", "epsilon_available", "fits", "relation"]
+    DELTA_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    delta: float
+    delta_available: float
+    epsilon: float
+    epsilon_available: float
+    fits: bool
+    relation: str
+    def __init__(self, relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_available: _Optional[float] = ..., delta_available: _Optional[float] = ..., fits: bool = ...) -> None: ...
+
 class ReleaseProjectionRequest(_message.Message):
-    __slots__ = ["delta", "dimension", "epsilon", "label"]
+    __slots__ = ["delta", "dimension", "epsilon", "label", "with_answers"]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
+    WITH_ANSWERS_FIELD_NUMBER: _ClassVar[int]
     delta: float
     dimension: int
     epsilon: float
     label: str
-    def __init__(self, dimension: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., label: _Optional[str] = ...) -> None: ...
+    with_answers: bool
+    def __init__(self, dimension: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., label: _Optional[str] = ..., with_answers: bool = ...) -> None: ...
 
 class ReleaseProjectionResponse(_message.Message):
     __slots__ = ["chunk", "header", "trailer"]

@@ -34,6 +34,11 @@ class CuratorServiceStub(object):
                 request_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QueryRequest.SerializeToString,
                 response_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QueryResponse.FromString,
                 )
+        self.QuoteStudy = channel.unary_unary(
+                '/privbo.curator.v1.CuratorService/QuoteStudy',
+                request_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyRequest.SerializeToString,
+                response_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyResponse.FromString,
+                )
         self.SubmitJob = channel.unary_unary(
                 '/privbo.curator.v1.CuratorService/SubmitJob',
                 request_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.SubmitJobRequest.SerializeToString,
@@ -105,6 +110,18 @@ class CuratorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QuoteStudy(self, request, context):
+        """QuoteStudy states what a study — a projection and, with with_answers, the caller's
+        answers — would cost and receive, before anything is charged: the resolved
+        projection (r chosen by the curator when 0; the default study's ε, δ when 0), its
+        noise and whole-patient ε, the answers' mechanism, range and noise, what the caller
+        has paid already, the new charge and what remains per relation, and whether it
+        fits. It releases no data and costs nothing. (Issue 20; see "Studies" below.)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitJob(self, request, context):
         """SubmitJob starts a private job on the curator's own data (hyperparameter tuning).
         The job's whole privacy cost is charged when it is accepted, before it touches the
@@ -166,6 +183,11 @@ def add_CuratorServiceServicer_to_server(servicer, server):
                     servicer.Query,
                     request_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QueryRequest.FromString,
                     response_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QueryResponse.SerializeToString,
+            ),
+            'QuoteStudy': grpc.unary_unary_rpc_method_handler(
+                    servicer.QuoteStudy,
+                    request_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyRequest.FromString,
+                    response_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyResponse.SerializeToString,
             ),
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
@@ -267,6 +289,23 @@ class CuratorService(object):
         return grpc.experimental.unary_unary(request, target, '/privbo.curator.v1.CuratorService/Query',
             privbo_dot_curator_dot_v1_dot_curator__pb2.QueryRequest.SerializeToString,
             privbo_dot_curator_dot_v1_dot_curator__pb2.QueryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QuoteStudy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/privbo.curator.v1.CuratorService/QuoteStudy',
+            privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyRequest.SerializeToString,
+            privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteStudyResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

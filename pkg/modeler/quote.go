@@ -1,0 +1,178 @@
+package modeler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A study is one projection release and the answers to its queries. Before anything is
+// charged the modeler asks the curator to quote it (Curator.Quote): the curator resolves
+// what the study leaves to it (r, and the default study's ε and δ), states the noise of
+// the projection and of the answers and the whole cost per neighbour relation, and says
+// whether the caller's budget can pay it. A study that fits is then released with its
+// answers paid in the same ledger transaction (ProjectionRequest.WithAnswers), so it
+// never holds a projection it cannot query; one that does not fit is refused with
+// nothing charged (ErrStudyUnaffordable).
+
+// ErrStudyUnaffordable is returned, before anything is charged, for a study whose
+// projection and answers the caller's budget cannot both pay.
+var ErrStudyUnaffordable = errors.New("the budget cannot pay the study's projection and its answers")
+
+// QuoteRequest asks the curator what a study would cost: the projection of dimension R
+// (0: the curator chooses) at (Epsilon, Delta) (0: the curator's default study's), and
+// with WithAnswers the caller's answers paid with it.
+type QuoteRequest struct {
+	R              int
+	Epsilon, Delta float64
+	Label          string
+	WithAnswers    bool
+}
+
+// Quote is the curator's statement of a study's cost, before anything is charged.
+type Quote struct {
+	// R, Epsilon, Delta: the projection the request resolved to; RChosen,
+	// DefaultEpsilon and DefaultDelta say what the curator filled in.
+	R              int     `json:"r"`
+	RChosen        bool    `json:"r_chosen"`
+	Epsilon        float64 `json:"epsilon"`
+	Delta          float64 `json:"delta"`
+	DefaultEpsilon bool    `json:"default_epsilon"`
+	DefaultDelta   bool    `json:"default_delta"`
+	Label          string  `json:"label,omitempty"`
+	// Mechanism and Relation of the projection; NoiseSD the σ of its noise per entry
+	// (0 for the lifted mechanism).
+	Mechanism string  `json:"mechanism"`
+	Relation  string  `json:"relation"`
+	NoiseSD   float64 `json:"noise_sd"`
+	// WholePatientEpsilon is the release's ε for the replacement of one whole patient
+	// (WholePatientUnits protected units, the clip diameter), 0 when there is no such
+	// guarantee; WholePatient says it in words.
+	WholePatientEpsilon float64 `json:"whole_patient_epsilon"`
+	WholePatientUnits   float64 `json:"whole_patient_units"`
+	WholePatient        string  `json:"whole_patient"`
+	// ProjectionPaid: the caller holds this release already (a replay, no cost).
+	ProjectionPaid bool         `json:"projection_paid"`
+	Answers        AnswersQuote `json:"answers"`
+	// Charges is the new charge per neighbour relation, with what the caller can still
+	// spend under it; Fits whether all fit, and Refusal, when not, the curator's words.
+	Charges      []RelationCharge `json:"charges"`
+	Fits         bool             `json:"fits"`
+	Refusal      string           `json:"refusal,omitempty"`
+	DefaultStudy DefaultStudy     `json:"default_study"`
+}
+
+// AnswersQuote is the answers' part of a Quote.
+type AnswersQuote struct {
+	// Included: paid with the projection. Mechanism, Relation, the (ε, δ) of the one
+	// charge for all of the caller's answers, the target's public range [Lower, Upper]
+	// and the standard deviation of each answer's noise; Paid: charged already.
+	Included  bool    `json:"included"`
+	Mechanism string  `json:"mechanism"`
+	Relation  string  `json:"relation"`
+	Epsilon   float64 `json:"epsilon"`
+	Delta     float64 `json:"delta"`
+	Lower     float64 `json:"lower"`
+	Upper     float64 `json:"upper"`
+	NoiseSD   float64 `json:"noise_sd"`
+	Paid      bool    `json:"paid"`
+}
+
+// RelationCharge is a study's new charge under one neighbour relation and what the
+// caller can still spend under it.
+type RelationCharge struct {
+	Relation         string  `json:"relation"`
+	Epsilon          float64 `json:"epsilon"`
+	Delta            float64 `json:"delta"`
+	EpsilonAvailable float64 `json:"epsilon_available"`
+	DeltaAvailable   float64 `json:"delta_available"`
+	Fits             bool    `json:"fits"`
+}
+
+// DefaultStudy is the curator's default study (what a caller naming no ε, δ is
+// quoted) and how many such studies its budgets hold.
+type DefaultStudy struct {
+	ProjectionEpsilon float64 `json:"projection_epsilon"`
+	ProjectionDelta   float64 `json:"projection_delta"`
+	AnswersEpsilon    float64 `json:"answers_epsilon"`
+	AnswersDelta      float64 `json:"answers_delta"`
+	PerIdentity       int     `json:"per_identity"`
+	Dataset           int     `json:"dataset"`
+	DatasetLeft       int     `json:"dataset_left"`
+}
+
+// Total is what the study would newly charge under the relation every charge counts
+// towards (the first of Charges, the projection's; zero when nothing is new).
+func (q *Quote) Total() RelationCharge {
+	if len(q.Charges) == 0 {
+		return RelationCharge{Relation: q.Relation, Fits: true}
+	}
+	return q.Charges[0]
+}
+
+// shortfall says in words why q does not fit.
+func (q *Quote) shortfall() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the projection (r=%d, ε=%g, δ=%g)", q.R, q.Epsilon, q.Delta)
+	if q.ProjectionPaid {
+		b.WriteString(", already paid,")
+	}
+	if a := q.Answers; a.Included {
+		fmt.Fprintf(&b, " and the answers (%s, ε=%g, δ=%g", a.Mechanism, a.Epsilon, a.Delta)
+		if a.Paid {
+			b.WriteString(", already paid")
+		}
+		b.WriteString(")")
+	}
+	for _, c := range q.Charges {
+		if !c.Fits {
+			fmt.Fprintf(&b, " would charge ε=%g, δ=%g under the %s relation, where this identity can spend ε=%g, δ=%g",
+				c.Epsilon, c.Delta, c.Relation, c.EpsilonAvailable, c.DeltaAvailable)
+			break
+		}
+	}
+	b.WriteString("; nothing was charged")
+	if q.Refusal != "" {
+		b.WriteString(" (the curator: " + q.Refusal + ")")
+	}
+	return b.String()
+}
+
+// plan asks the curator to quote the study cfg asks for, with its answers, calls
+// Config.Quoted with the quote, refuses (ErrStudyUnaffordable) a study the budget cannot
+// pay, and fills in cfg what it left to the curator: R, Epsilon and Delta. Nothing is
+// charged.
+func plan(ctx context.Context, cur Curator, cfg *Config, info *DatasetInfo) (*Quote, error) {
+	if d := info.Dimension; d > 0 && cfg.R > d && !cfg.WideProjection {
+		return nil, fmt.Errorf("modeler: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d",
+			ErrWideProjection, cfg.R, d, info.Name, d, d)
+	}
+	q, err := cur.Quote(ctx, QuoteRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})
+	if err != nil {
+		return nil, fmt.Errorf("modeler: the curator's quote of the study: %w", err)
+	}
+	if q.R < 1 || !(q.Epsilon > 0) || !(q.Delta > 0 && q.Delta < 1) {
+		return nil, fmt.Errorf("modeler: the curator quoted an unusable projection r=%d, ε=%g, δ=%g", q.R, q.Epsilon, q.Delta)
+	}
+	if cfg.Quoted != nil {
+		cfg.Quoted(q)
+	}
+	if !q.Fits {
+		return q, fmt.Errorf("modeler: %w: %s", ErrStudyUnaffordable, q.shortfall())
+	}
+	cfg.R, cfg.Epsilon, cfg.Delta = q.R, q.Epsilon, q.Delta
+	return q, nil
+}
+
+// rAuto is how r was chosen when the curator chose it: the rule's figures as AutoR
+// computes them from the same public quantities, or the curator's own when they differ.
+func rAuto(info *DatasetInfo, q *Quote) *AutoRChoice {
+	if !q.RChosen {
+		return nil
+	}
+	if c, err := AutoR(info, q.Epsilon, q.Delta); err == nil && c.R == q.R {
+		return &c
+	}
+	return &AutoRChoice{R: q.R, Rule: "chosen by the curator", NoiseSD: q.NoiseSD}
+}
