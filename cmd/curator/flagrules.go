@@ -1,6 +1,11 @@
 package main
 
-import "github.com/privbo/privbo/internal/cli"
+import (
+	"errors"
+	"math"
+
+	"github.com/privbo/privbo/internal/cli"
+)
 
 // ledgerRules are the ranges of the ledger flags (serve, ledger, pending, record). The
 // dataset cap's flags default to the identity budget's when not given; given, they must
@@ -45,6 +50,17 @@ var serveRules = func() map[string]cli.Rule {
 		"kusner-a":                cli.NonNegative,
 		"kusner-tau":              cli.NonNegative,
 		"job-bounds-epsilon":      cli.NonNegative,
+		"auth-failure-rate": cli.FloatRule(func(v float64) error {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v == 0 {
+				return errors.New("must be finite and not 0 (negative: no throttle)")
+			}
+			return nil
+		}),
+		"auth-failure-burst":        cli.AtLeast(1),
+		"auth-failures-logged":      cli.AtLeast(1),
+		"auth-failure-log-interval": cli.PositiveDuration,
+		"auth-failure-peers":        cli.AtLeast(1),
+		"max-header-bytes":          cli.AtLeast(1024),
 	}
 	for k, v := range ledgerRules {
 		r[k] = v

@@ -57,6 +57,12 @@ output-upper = 400
 		{"kusner-a", []string{"-1"}, []string{"0", "1"}},
 		{"kusner-tau", []string{"-1"}, []string{"0", "1"}},
 		{"job-bounds-epsilon", []string{"-1"}, []string{"0", "0.5"}},
+		{"auth-failure-rate", []string{"0", "NaN", "+Inf"}, []string{"-1", "2"}},
+		{"auth-failure-burst", []string{"0", "-1"}, []string{"1", "20"}},
+		{"auth-failures-logged", []string{"0"}, []string{"3"}},
+		{"auth-failure-log-interval", []string{"0s", "-1s"}, []string{"30s"}},
+		{"auth-failure-peers", []string{"0"}, []string{"100"}},
+		{"max-header-bytes", []string{"-1", "1023"}, []string{"1024", "65536"}},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
