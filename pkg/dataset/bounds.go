@@ -523,11 +523,11 @@ func (g *logGrid) bounds(loc located, prm boundsParams) Bounds {
 }
 
 // concentrated returns the fine grid of release 2 for a column whose located
-// range (without margin) lies within two bins of one sign away from zero,
-// and nil for any other column.
+// range (without margin) lies within two bins, or a quarter of an octave on a
+// finer grid, of one sign away from zero, and nil for any other column.
 func (g *logGrid) concentrated(loc located) *fineGrid {
 	lo, hi := g.edges[loc.la], g.edges[loc.lb+1]
-	ratio := math.Exp2(2 / float64(g.f))
+	ratio := math.Exp2(max(2/float64(g.f), 0.25))
 	if !(lo > 0 && hi <= lo*ratio) && !(hi < 0 && -lo <= -hi*ratio) {
 		return nil
 	}
@@ -562,8 +562,9 @@ func (fg *fineGrid) edge(k int) float64 {
 	return fg.a + (fg.b-fg.a)*float64(k-1)/float64(fg.m)
 }
 
-// bounds returns the narrowest run of fine bins holding (1 − α) of n, with
-// the margin, when some fine bin passes the union-bound threshold over the m
+// bounds returns the narrowest run of fine bins holding (1 − α) of the rows
+// inside [a, b) (n less the noisy under- and overflow counts; less whole noise
+// sds when no run holds that much), with the margin, when some fine bin passes the union-bound threshold over the m
 // bins; false otherwise (the column was not concentrated at this
 // resolution, and release 1 decides).
 func (fg *fineGrid) bounds(h []float64, n int, nz *boundsNoise, prm boundsParams) (Bounds, bool) {
@@ -581,9 +582,17 @@ func (fg *fineGrid) bounds(h []float64, n int, nz *boundsNoise, prm boundsParams
 	for k := range edges {
 		edges[k] = fg.edge(min(max(k, 1), fg.m+1))
 	}
-	la, lb, ok := narrowest(idx, sPre, edges, (1-prm.alpha)*float64(n))
-	if !ok {
-		la, lb = 1, fg.m
+	// The rows inside [a, b): n less the noisy underflow and overflow counts, whose
+	// noise is that of two bins rather than of all m. A run's noisy mass may fall
+	// short of its share of them by the noise; the target then steps down by one
+	// noise sd until some run reaches it.
+	inside := min(float64(n), max(0, float64(n)-max(h[0], 0)-max(h[fg.m+1], 0)))
+	la, lb := 1, fg.m
+	for target := (1 - prm.alpha) * inside; target > 0; target -= nz.sd[1] {
+		if a, b, ok := narrowest(idx, sPre, edges, target); ok {
+			la, lb = a, b
+			break
+		}
 	}
 	lo, hi := fg.edge(la), fg.edge(lb+1)
 	w := hi - lo

@@ -642,3 +642,94 @@ func BenchmarkBoundsDiamonds(b *testing.B) {
 		}
 	}
 }
+
+// syntheticColumns returns n rows of twelve columns of common shapes (drawn
+// from a fixed seed): normal(0, 1), normal(0, 100), normal(50, 10),
+// log-normal(0, 1), log-normal(3, 0.5), exponential(1), uniform(0, 1),
+// uniform(−5, 5), 0/1 with 30% ones, a 1/2 code, normal(0, 0.05) and
+// 1000 ± 3.
+func syntheticColumns(n int) (names []string, x []float64) {
+	rng := rand.New(rand.NewPCG(99, 1))
+	gens := []struct {
+		name string
+		gen  func() float64
+	}{
+		{"normal(0, 1)", rng.NormFloat64},
+		{"normal(0, 100)", func() float64 { return 100 * rng.NormFloat64() }},
+		{"normal(50, 10)", func() float64 { return 50 + 10*rng.NormFloat64() }},
+		{"lognormal(0, 1)", func() float64 { return math.Exp(rng.NormFloat64()) }},
+		{"lognormal(3, 0.5)", func() float64 { return math.Exp(3 + 0.5*rng.NormFloat64()) }},
+		{"exponential(1)", rng.ExpFloat64},
+		{"uniform(0, 1)", rng.Float64},
+		{"uniform(-5, 5)", func() float64 { return -5 + 10*rng.Float64() }},
+		{"0/1, 30% ones", func() float64 { return float64(b2i(rng.Float64() < 0.3)) }},
+		{"1/2 code", func() float64 { return 1 + float64(b2i(rng.Float64() < 0.5)) }},
+		{"normal(0, 0.05)", func() float64 { return 0.05 * rng.NormFloat64() }},
+		{"1000 ± 3", func() float64 { return 1000 + 3*rng.NormFloat64() }},
+	}
+	d := len(gens)
+	x = make([]float64, n*d)
+	for i := range n {
+		for j, g := range gens {
+			x[i*d+j] = g.gen()
+		}
+	}
+	for _, g := range gens {
+		names = append(names, g.name)
+	}
+	return names, x
+}
+
+// BenchmarkBoundsForecastCalibration relates the forecast to what the estimate
+// achieves (docs/EXPERIMENTS.md, "Private bounds"): on the twelve synthetic
+// columns of syntheticColumns at ε = 1, δ = 1e−7 (the curator's default
+// share at --budget-epsilon 10), for n from 250 to 20,000, 50 fixed seeds
+// each, it logs the forecast (FoundShare, verdict) against the share of
+// acceptable intervals (issue 20's criterion), the share of seeds with all
+// twelve acceptable, and the column failing most.
+//
+//	go test -run '^$' -bench BoundsForecastCalibration -benchtime 1x -v ./pkg/dataset/
+func BenchmarkBoundsForecastCalibration(b *testing.B) {
+	p := BoundsPrivacy{Epsilon: 1, Delta: 1e-7}
+	seeds := make([]uint64, 50)
+	for i := range seeds {
+		seeds[i] = uint64(2000 + i)
+	}
+	for b.Loop() {
+		for _, n := range []int{250, 500, 1000, 2000, 5000, 20000} {
+			names, x := syntheticColumns(n)
+			d := len(names)
+			cols := columnStats(names, x, n, d)
+			f, err := ForecastBounds(n, d, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			good, all, fails := 0, 0, make([]int, d)
+			for _, seed := range seeds {
+				est, err := EstimateBoundsWith(x, n, d, p, dptest.Source(seed))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ok := true
+				for j, c := range cols {
+					if a, _, _ := c.acceptable(est[j]); a {
+						good++
+					} else {
+						ok, fails[j] = false, fails[j]+1
+					}
+				}
+				if ok {
+					all++
+				}
+			}
+			var failing []string
+			for j, k := range fails {
+				if k > 0 {
+					failing = append(failing, fmt.Sprintf("%s %d", names[j], k))
+				}
+			}
+			b.Logf("n %6d: forecast %-6s FoundShare %5.1f%%, noise sd %4.1f%% of n, f = %2d | intervals acceptable %5.1f%%, seeds all acceptable %3d/%d; failures per column (of %d): %s",
+				n, f.Quality, 100*f.FoundShare, 100*f.NoiseShare, f.BinsPerOctave, 100*float64(good)/float64(d*len(seeds)), all, len(seeds), len(seeds), strings.Join(failing, ", "))
+		}
+	}
+}
