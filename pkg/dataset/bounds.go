@@ -153,7 +153,7 @@ func EstimateBoundsWith(x []float64, n, d int, p BoundsPrivacy, src *dp.Source) 
 	for j := range d {
 		toFloat(h1, noisy1[j*K:(j+1)*K])
 		loc := g.locate(h1, n, nz.sd[0], nz, d, prm)
-		fine[j] = g.concentrated(loc)
+		fine[j] = g.concentrated(h1, loc, n, nz.sd[0])
 	}
 
 	// Release 2: per column, the fine histogram over its located range, or the
@@ -376,10 +376,13 @@ func (g *logGrid) bin(v float64) int {
 }
 
 // located is what locate found: the narrowest bin range [la, lb] holding the
-// target mass, and whether the support held negative or positive bins.
+// target mass, and whether it holds bins of negative or positive values.
 type located struct {
 	la, lb   int
 	neg, pos bool
+	// mass is the noisy count of the support's bins, bins their number.
+	mass float64
+	bins int
 }
 
 // locate runs the post-processing of one column's noisy log histogram h
@@ -471,14 +474,14 @@ func (g *logGrid) locate(h []float64, n int, sd float64, nz *boundsNoise, column
 			sPre = append(sPre, sPre[len(sPre)-1]+h[b])
 		}
 	}
-	loc := located{neg: g.edges[idx[0]] < 0, pos: g.edges[idx[len(idx)-1]+1] > 0}
 	target := (1 - prm.alpha) * min(float64(n), sPre[len(idx)])
 	la, lb, ok := narrowest(idx, sPre, g.edges, target)
 	if !ok {
 		la, lb = idx[0], idx[len(idx)-1]
 	}
-	loc.la, loc.lb = la, lb
-	return loc
+	// The interval reaches a sign when it holds a bin of that sign beyond the
+	// zero bin (the zero bin's neighbours alone are no evidence of either).
+	return located{la: la, lb: lb, neg: la < g.zero, pos: lb > g.zero, mass: sPre[len(idx)], bins: len(idx)}
 }
 
 // narrowest returns the bins [idx[a], idx[b]] spanning the least width
@@ -500,7 +503,7 @@ func narrowest(idx []int, sPre, edges []float64, target float64) (la, lb int, ok
 }
 
 // bounds turns a located range into bounds: a margin on either side, no
-// extension across zero toward a sign the support did not hold, and the
+// extension across zero toward a sign the range did not hold, and the
 // extension to zero of an interval that lies close to it.
 func (g *logGrid) bounds(loc located, prm boundsParams) Bounds {
 	lo, hi := g.edges[loc.la], g.edges[loc.lb+1]
@@ -524,11 +527,20 @@ func (g *logGrid) bounds(loc located, prm boundsParams) Bounds {
 
 // concentrated returns the fine grid of release 2 for a column whose located
 // range (without margin) lies within two bins, or a quarter of an octave on a
-// finer grid, of one sign away from zero, and nil for any other column.
-func (g *logGrid) concentrated(loc located) *fineGrid {
+// finer grid, of one sign away from zero, whose support's noisy mass is
+// within two noise sds (sd per bin) of n and whose zero bin's noisy count h is
+// below 2·sd; nil for any other column.
+func (g *logGrid) concentrated(h []float64, loc located, n int, sd float64) *fineGrid {
 	lo, hi := g.edges[loc.la], g.edges[loc.lb+1]
 	ratio := math.Exp2(max(2/float64(g.f), 0.25))
 	if !(lo > 0 && hi <= lo*ratio) && !(hi < 0 && -lo <= -hi*ratio) {
+		return nil
+	}
+	// The support must account for the rows (n is public), and the zero bin must
+	// look empty: a column whose other rows were not located (the 0s of a 0/1
+	// column whose zero bin fell short of its threshold) is not concentrated,
+	// and refining it would lose them.
+	if loc.mass < float64(n)-2*sd*math.Sqrt(float64(loc.bins)) || h[g.zero] >= 2*sd {
 		return nil
 	}
 	w := (hi - lo) / 2

@@ -83,10 +83,11 @@
 //
 //  1. every column's counts on the grid, each plus independent noise;
 //  2. per column, chosen from release 1 alone: for a column whose located
-//     range (step b below, without margin) lies within two grid bins of one
-//     sign, the counts of 64 equal bins over that range widened by half its
-//     width on each side, with an underflow and an overflow bin; for every
-//     other column the grid counts again. Plus independent noise.
+//     range (step b below, without margin) lies within two grid bins, or a
+//     quarter of an octave, of one sign, the counts of 64 equal bins over
+//     that range widened by half its width on each side, with an underflow
+//     and an overflow bin; for every other column the grid counts again.
+//     Plus independent noise.
 //
 // Sensitivity. Replacing one row moves, in each column and each release, one
 // count down by one and one count up by one (or none, when both values share
@@ -133,8 +134,10 @@
 //	   0 < L ≤ (U − L)/2 (or its mirror): at most half the width more, for the
 //	   small values a log grid spreads over many bins;
 //	d. a refined column takes, when a fine bin reaches s₂·Φ⁻¹(1 − β/64), the
-//	   narrowest run of fine bins holding (1 − α)·n with the margin; otherwise
-//	   release 1 alone decides by a–c.
+//	   narrowest run of fine bins holding (1 − α) of the rows inside the fine
+//	   range (n less the noisy under- and overflow counts; less whole noise
+//	   sds s₂ when no run holds that much), with the margin; otherwise release
+//	   1 alone decides by a–c.
 //
 // α = clamp(s·√(2f)/n, 0.02, 0.1) and m = 0.15 + 0.2·(α − 0.02)/0.08 follow
 // the noise: wider aims where the counts are noisier. The constants were
