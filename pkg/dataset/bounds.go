@@ -667,10 +667,10 @@ type BoundsForecast struct {
 // 10%, coarse up to 50%, poor above), calibrated by simulation
 // (docs/EXPERIMENTS.md, "Private bounds"): at the shipped diabetes file's
 // 35% (n = 442, 11 columns, ε = 1, δ = 1e-7) every interval met 0.5–4× its
-// column's 1st–99th percentile width with ≥ 90% coverage in about 95% of
-// runs, while heavy-tailed, zero-centred and concentrated columns fail far
-// more often at that level; at breast_cancer's 46% (31 columns) about one
-// interval in fifteen fails; at 65% most synthetic columns fail.
+// column's 1st–99th percentile width with ≥ 90% coverage in 94 of 100 runs,
+// while zero-centred, heavy-tailed and two-valued synthetic columns fail
+// far more often at that level; at breast_cancer's 46% (31 columns) one
+// interval in ten fails; at 63% most synthetic columns fail.
 func ForecastBounds(n, columns int, p BoundsPrivacy) (BoundsForecast, error) {
 	if n < 1 || columns < 1 {
 		return BoundsForecast{}, fmt.Errorf("dataset: ForecastBounds needs n ≥ 1 and columns ≥ 1, got %d and %d", n, columns)

@@ -54,10 +54,14 @@ type Config struct {
 	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
 	// on estimating privately what no public source gives: the feature bounds of
 	// scaling mode private (Data.Scaling), and the target's range of private outputs
-	// when neither Output.Lower/Upper nor the schema's target line gives it. The
-	// estimate (ε_s = S × Budget.Epsilon, record replacement) is charged to the ledger
-	// under the curator's identity, spends the dataset cap shared by all identities,
-	// and is reused at every restart with the same settings; default
+	// when neither Output.Lower/Upper nor the schema's target line gives it (with a
+	// public scaling only if EstimateTargetRange). The estimate is one release
+	// (dataset.EstimateBoundsWith) of ε_s = S × Budget.Epsilon and δ_s = S × the smaller
+	// of Budget.Delta and DatasetBudget.Delta (pure ε-DP when that is 0), under record
+	// replacement; it is charged to the ledger under the curator's identity, spends the
+	// dataset cap shared by all identities, and is reused at every restart with the same
+	// settings. Before charging it, Start forecasts its quality from public figures
+	// (dataset.ForecastBounds): coarse is logged as a warning, poor refused. Default
 	// DefaultPrivateScalingShare, and it must lie in (0, 1).
 	PrivateScalingShare float64
 	// EstimateTargetRange lets the curator estimate the target's range privately (with
