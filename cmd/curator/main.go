@@ -380,6 +380,7 @@ func serve(args []string) error {
 	for _, w := range server.Warnings(cfg) {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
+	cfg.Warn = func(w string) { fmt.Fprintln(os.Stderr, "curator:", flagText(w)) }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -227,6 +227,10 @@ func TestZCDPRhoReference(t *testing.T) {
 	if got := math.Pow(math.Sqrt(math.Log(1e7)+1)-math.Sqrt(math.Log(1e7)), 2); math.Abs(got-0.015047) > 1e-6 {
 		t.Errorf("standard-conversion ρ at (1, 1e-7) = %.6f, want 0.015047", got)
 	}
+	// docs/MATHS.md §6.4: the ρ that gives (1, 1e−6) is 0.0243559704.
+	if got := dp.ZCDPRho(1, 1e-6); math.Abs(got/0.0243559704-1) > 1e-6 {
+		t.Errorf("ZCDPRho(1, 1e-6) = %.10f, want 0.0243559704", got)
+	}
 	rho := dp.ZCDPRho(1, 1e-7)
 	if math.Abs(rho-0.02019) > 5e-5 {
 		t.Errorf("ZCDPRho(1, 1e-7) = %.5f, want 0.02019", rho)

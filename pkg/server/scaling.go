@@ -465,6 +465,9 @@ func scaleDataset(ctx context.Context, store ledger.Store, cfg *Config, raw *dat
 		}
 		for _, w := range warnings {
 			cfg.Logger.Warn(w)
+			if cfg.Warn != nil {
+				cfg.Warn(w)
+			}
 		}
 		if f, err := dataset.ForecastBounds(raw.N, p.columns(raw), p.privacy()); err == nil && len(warnings) == 0 {
 			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
