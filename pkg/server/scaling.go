@@ -444,6 +444,9 @@ func errTargetRangeMissing(cfg Config, raw *dataset.Raw, p scalingPlan) error {
 		what = "the schema " + file + " has no line for it"
 		fix = fmt.Sprintf("Add the target's public range to the schema, the line\n  %s\n(fields as in its header %s), or set Config.Output.Lower and Config.Output.Upper",
 			sc.Schema.LineFor(raw.Target, "LOWER", "UPPER"), sc.Schema.HeaderLine())
+		if len(sc.Schema.Fields) == 0 { // not read from a file: no header to follow
+			fix = fmt.Sprintf("Add the target's public range to the schema (column %s, lower LOWER, upper UPPER), or set Config.Output.Lower and Config.Output.Upper", raw.Target)
+		}
 	}
 	return fieldError("EstimateTargetRange", fmt.Sprintf("the answers are private (Config.Output.Mechanism %s) and clipped to the range of the target %s, "+
 		"but no range is declared: %s, and Config.Output.Lower/Config.Output.Upper are unset. %s; "+
