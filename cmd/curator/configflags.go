@@ -18,6 +18,7 @@ var configFlags = map[string]string{
 	"Data.Scaling.Mode":         "--scaling",
 	"Data.Scaling.Schema":       "--schema",
 	"PrivateScalingShare":       "--private-scaling-share",
+	"EstimateTargetRange":       "--estimate-target-range",
 	"DatasetID":                 "--dataset-id",
 	"DatasetName":               "--name",
 	"StateDir":                  "--state",

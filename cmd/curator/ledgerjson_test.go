@@ -15,6 +15,7 @@ import (
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
 )
 
 // captureOutput runs f and returns what it printed on standard output and on
@@ -49,7 +50,10 @@ var floatNoise = regexp.MustCompile(`\d\.?\d*(0000000|9999999)\d`)
 // identity's LEFT is capped by the dataset's, and no figure shows float noise.
 func TestLedgerJSONAfterReleases(t *testing.T) {
 	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 2, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 3, Delta: 1e-4}}
-	c := curatortest.Start(t, curatortest.Options{Budget: limits.PerIdentity, DatasetBudget: limits.Dataset})
+	// The private scaling estimate gets 0.4 of the identity's ε = 2 (ε 0.8, δ 4e-6),
+	// so that its forecast for diabetes is not poor.
+	c := curatortest.Start(t, curatortest.Options{Budget: limits.PerIdentity, DatasetBudget: limits.Dataset,
+		Configure: func(c *server.Config) { c.PrivateScalingShare = 0.4 }})
 	ctx := context.Background()
 	cur := c.Server.Curator()
 	for _, r := range []struct {
@@ -160,12 +164,12 @@ func TestLedgerJSONAfterReleases(t *testing.T) {
 	}
 	budget := text[strings.Index(text, "\nLimits"):]
 	// The fixture must be one whose float64 figures are noisy (the dataset's ε left
-	// is 3 − 2.2 = 0.7999999999999999 in float64), or the check below proves nothing.
+	// is 3 − 2.8 = 0.20000000000000018 in float64), or the check below proves nothing.
 	if fu := doc.Relations[0]; !floatNoise.MatchString(fmt.Sprint(fu.Dataset.Left.Epsilon)) {
 		t.Fatalf("fixture: the feature-unit dataset's ε left %v shows no float noise", fu.Dataset.Left.Epsilon)
 	}
-	if !strings.Contains(budget, "(dataset)  2.2            2e-06        0.8 ") {
-		t.Errorf("curator ledger does not show the dataset's ε left as 0.8:\n%s", budget)
+	if !strings.Contains(budget, "(dataset)  2.8            6e-06        0.2 ") {
+		t.Errorf("curator ledger does not show the dataset's ε left as 0.2:\n%s", budget)
 	}
 	if m := floatNoise.FindString(budget); m != "" {
 		t.Errorf("curator ledger shows float noise %q:\n%s", m, budget)

@@ -158,7 +158,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.exclude, "exclude", "", "comma-separated columns to leave out (a text label, an identifier); a text column can instead be a categorical feature, one-hot encoded from the public categories its --schema line lists")
 	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
 	fs.Var(&f.schema, "schema", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE. In the configuration file, also the schema itself as [[schema.column]] tables (name, lower, upper or scale, offset)")
-	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private) and the target's range (private answers without --output-lower/--output-upper or a schema target line); charged to the dataset cap under the identity _curator")
+	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon (and of the δ budget) spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private, the default without --schema) and, with them, the target's range of private answers; charged to the dataset cap under the identity _curator. The start forecasts the estimate's quality from the number of rows and columns: coarse is warned about, poor is refused (also by check-config)")
+	fs.BoolVar(&cfg.EstimateTargetRange, "estimate-target-range", false, "with a public scaling (--schema, fixed, none) whose schema has no line for the target, and private answers without --output-lower/--output-upper: estimate the target's range privately (--private-scaling-share of the budget) instead of refusing to start")
 	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
 	fs.StringVar(&cfg.DatasetName, "name", "", "display name of the dataset shown to modelers (default: the file name); budgets are kept per --dataset-id, not per name")
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
@@ -395,6 +396,7 @@ func serve(args []string) error {
 	for _, w := range server.Warnings(cfg) {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
+	cfg.Warn = func(w string) { fmt.Fprintln(os.Stderr, "curator:", flagText(w)) }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -439,14 +441,14 @@ func checkConfig(args []string) error {
 	if _, err := logging.New(f.logLevel, f.logFormat); err != nil {
 		return err
 	}
-	sum, err := server.Check(cfg)
+	rep, err := server.CheckReport(cfg)
 	if err != nil {
 		return err
 	}
-	for _, w := range server.Warnings(cfg) {
+	for _, w := range append(server.Warnings(cfg), rep.Warnings...) {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
-	fmt.Println("configuration OK:", sum)
+	fmt.Println("configuration OK:", flagText(rep.Summary))
 	return nil
 }
 

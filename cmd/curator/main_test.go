@@ -218,3 +218,45 @@ func mustBuild(t *testing.T, args []string) server.Config {
 	}
 	return cfg
 }
+
+// TestCheckConfigScalingForecast: check-config says what serve would about the private
+// scaling estimate, in flag names: a coarse forecast (diabetes, no schema, ε = 10) is a
+// WARNING on standard error with the schema lines to write, and the check passes; a
+// poor one (ε = 2) fails with the same lines; a schema without the target's line fails
+// naming --estimate-target-range, which accepts it.
+func TestCheckConfigScalingForecast(t *testing.T) {
+	base := []string{"check-config", "--data", diabetes, "--target", "progression", "--dataset-id", "d", "--state", t.TempDir()}
+	out, errOut, err := captureOutput(t, func() error { return run(append(base, "--budget-epsilon", "10")) })
+	if err != nil {
+		t.Fatalf("check-config at ε = 10: %v", err)
+	}
+	for _, want := range []string{"curator: WARNING: the private estimate of the feature bounds and the target's range will be coarse",
+		"  column,lower,upper\n  age,LOWER,UPPER\n", "  progression,LOWER,UPPER\n", "--schema", "--private-scaling-share ≥ 0.4 of --budget-epsilon 10"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("check-config at ε = 10: standard error lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "Config.") || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "forecast coarse") {
+		t.Errorf("check-config at ε = 10: stdout %q, stderr %q", out, errOut)
+	}
+	err = run(append(base, "--budget-epsilon", "2"))
+	for _, want := range []string{"would be poor, so it is not made", "progression,LOWER,UPPER", "--private-scaling-share ≥ 0.34 of --budget-epsilon 2"} {
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Config.") {
+			t.Errorf("check-config at ε = 2: %v, want an error in flag names containing %q", err, want)
+		}
+	}
+	features := filepath.Join(t.TempDir(), "features.schema.csv")
+	if err := os.WriteFile(features, []byte("column,lower,upper\nage,18,90\nsex,1,2\nbmi,15,50\nbp,60,140\ns1,80,400\ns2,20,300\ns3,15,120\ns4,1,12\ns5,3,7\ns6,50,250\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withSchema := append(base, "--budget-epsilon", "10", "--schema", features)
+	err = run(withSchema)
+	for _, want := range []string{features + " has no line for it", "progression,LOWER,UPPER", "--output-lower and --output-upper", "--estimate-target-range"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check-config with a schema lacking the target: %v, want an error containing %q", err, want)
+		}
+	}
+	if err := run(append(withSchema, "--estimate-target-range")); err != nil {
+		t.Errorf("check-config with --estimate-target-range: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/transport"
@@ -69,7 +70,14 @@ func (c *refusalCounter) GetDatasetInfo(ctx context.Context, in *curatorv1.GetDa
 // budget carries none and ends the study at once, without another attempt.
 func TestRunRidesOutRateLimit(t *testing.T) {
 	const answerEps = 0.1
+	// The public schema scales the features: a private estimate at this small budget
+	// would be forecast poor and refused.
+	schema, err := dataset.ParseScaling("schema:" + curatortest.ExampleData("diabetes.schema.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cur := curatortest.Start(t, curatortest.Options{
+		Scaling:       schema,
 		Budget:        ledger.Cost{Epsilon: 1 + 3*answerEps + answerEps/2, Delta: 0.1},
 		DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Output:        curator.OutputPrivacy{Mechanism: "laplace", Epsilon: answerEps, Lower: 0, Upper: 400},
@@ -100,7 +108,7 @@ func TestRunRidesOutRateLimit(t *testing.T) {
 	poor := &refusalCounter{CuratorServiceClient: cur.Client(t, "poor")}
 	bcfg := cfg
 	bcfg.Epsilon = 1.3
-	_, err := modeler.Run(ctx, curatorclient.New(poor), bcfg)
+	_, err = modeler.Run(ctx, curatorclient.New(poor), bcfg)
 	if !errors.Is(err, modeler.ErrStudyUnaffordable) || ctx.Err() != nil {
 		t.Fatalf("run past the budget: err = %v, want the study refused before the deadline", err)
 	}

@@ -393,6 +393,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		file:       file,
 		headerLine: headerLine,
 		lines:      lines,
+		columns:    header,
 	}, nil
 }
 

@@ -23,9 +23,10 @@ type Raw struct {
 	X []float64 // row-major N×D raw features; Scale does not modify it
 	Y []float64 // target column, length N
 
-	file       string // the input's name in errors
-	headerLine int    // line of the header in the file
-	lines      []int  // line of each record in the file
+	file       string   // the input's name in errors
+	headerLine int      // line of the header in the file
+	lines      []int    // line of each record in the file
+	columns    []string // the file's header, every column name in order
 }
 
 // Scale returns the dataset of r's records scaled by s. The Dataset shares
@@ -151,6 +152,16 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 // c = ClipNorm/√d, so off = (l+u)/2 and scale = (u−l)/(2c).
 func (r *Raw) applySchema(sc Scaling, off, scale, lo, hi []float64) error {
 	sch := sc.Schema
+	// A line for a column the file does not have is a mistake (a misspelt name
+	// would otherwise leave its column to another line or fail further on).
+	if r.columns != nil {
+		for _, c := range sch.Columns {
+			if !slices.Contains(r.columns, c.Name) {
+				return &SchemaError{File: sch.File, Line: c.Line, Column: c.Name, Err: fmt.Errorf("no such column in data file %s (its columns are %s); correct the name or delete the line",
+					r.file, nameList(r.columns))}
+			}
+		}
+	}
 	var missing []string
 	for _, f := range r.Features {
 		if _, ok := sch.Column(f); !ok {

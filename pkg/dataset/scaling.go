@@ -94,8 +94,14 @@ type Scaling struct {
 	Schema *Schema
 	// Epsilon is, in private mode, the ε spent on estimating the feature
 	// bounds (record replacement); 0 until set. TargetEpsilon is the ε spent
-	// on the target's range, 0 if it was not estimated.
+	// on the target's range, 0 if it was not estimated. Both are estimated
+	// in one release (EstimateBoundsWith) of privacy (Epsilon +
+	// TargetEpsilon, Delta).
 	Epsilon, TargetEpsilon float64
+	// Delta is, in private mode, the δ of that estimate: 0 for a pure ε-DP
+	// estimate (discrete Laplace noise), > 0 for an (ε, δ)-DP one through
+	// zCDP (discrete Gaussian noise; BoundsPrivacy).
+	Delta float64
 }
 
 // ParseScaling parses a scaling given on a command line:
@@ -333,8 +339,8 @@ func (s Scaling) check() error {
 	if m != ScaleSchema && m != ScalePrivate && s.Schema != nil {
 		return fmt.Errorf("scaling %s: Schema applies to schema and private mode only", m)
 	}
-	if m != ScalePrivate && (s.Epsilon != 0 || s.TargetEpsilon != 0) {
-		return fmt.Errorf("scaling %s: Epsilon applies to private mode only", m)
+	if m != ScalePrivate && (s.Epsilon != 0 || s.TargetEpsilon != 0 || s.Delta != 0) {
+		return fmt.Errorf("scaling %s: Epsilon and Delta apply to private mode only", m)
 	}
 	switch m {
 	case ScaleStandardiseNonprivate, ScaleMaxNormNonprivate:
@@ -356,6 +362,9 @@ func (s Scaling) check() error {
 			if math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
 				return fmt.Errorf("scaling private: Epsilon and TargetEpsilon must be finite and ≥ 0, got %g", e)
 			}
+		}
+		if !(s.Delta >= 0 && s.Delta < 1) {
+			return fmt.Errorf("scaling private: Delta must be in [0, 1), got %g", s.Delta)
 		}
 		if s.Schema != nil {
 			if err := s.Schema.Validate(); err != nil {
@@ -509,7 +518,7 @@ func unitText(s Scaling, features []string) string {
 			" and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) + " (or divided by its public scale), so one unit is a change of " +
 			frac + " of a column's public range in that column alone, or of one public scale." + clipped + " Scaling used only public constants, no statistic of the data."
 	case ScalePrivate:
-		return lead + " after scaling: each feature clamped to bounds estimated from the data with ε = " + formatFloat(s.Epsilon) +
+		return lead + " after scaling: each feature clamped to bounds estimated from the data with " + BoundsPrivacy{Epsilon: s.Epsilon + s.TargetEpsilon, Delta: s.Delta}.String() +
 			" under the replacement of one record (the bounds are not released) and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) +
 			", so one unit is a change of " + frac + " of a column's estimated range in that column alone." + clipped
 	case ScaleFixed:

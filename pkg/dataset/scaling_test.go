@@ -114,7 +114,7 @@ func TestScalingValidate(t *testing.T) {
 		{Scaling{Mode: ScaleNone, Unit: math.Inf(1)}, "Unit must be finite and positive"},
 		{Scaling{Mode: ScaleStandardiseNonprivate, ClipNorm: 3}, "private modes only"},
 		{Scaling{Mode: ScaleNone, Schema: &Schema{}}, "Schema applies to schema and private mode only"},
-		{Scaling{Mode: ScaleNone, Epsilon: 1}, "Epsilon applies to private mode only"},
+		{Scaling{Mode: ScaleNone, Epsilon: 1}, "Epsilon and Delta apply to private mode only"},
 		{Scaling{Mode: ScaleSchema}, "Schema must give"},
 		{Scaling{Mode: ScaleSchema, Schema: SchemaFromBounds("s", []string{"a"}, []Bounds{{2, 1}})}, "lower 2 must be below upper 1"},
 		{Scaling{Mode: ScaleSchema, Schema: SchemaFromBounds("s", []string{"a"}, []Bounds{{1, 2}})}, ""},

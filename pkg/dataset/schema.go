@@ -47,6 +47,41 @@ type Schema struct {
 	// File names the schema in errors (the path for LoadSchema).
 	File    string
 	Columns []SchemaColumn // in file order, each name once
+	// Fields are the header's field names in file order (ParseSchema), e.g.
+	// column, lower, upper; nil for a schema built in code.
+	Fields []string
+}
+
+// HeaderLine returns the schema's header line, "column,lower,upper" for a
+// schema built in code.
+func (s *Schema) HeaderLine() string {
+	if len(s.Fields) == 0 {
+		return "column,lower,upper"
+	}
+	return strings.Join(s.Fields, ",")
+}
+
+// LineFor returns the schema line giving column name the bounds lower and
+// upper (numbers or placeholders), its fields in the order of the schema's
+// header (HeaderLine), the other fields empty. A header without lower and
+// upper gets them appended.
+func (s *Schema) LineFor(name, lower, upper string) string {
+	fields := s.Fields
+	if !slices.Contains(fields, "lower") || !slices.Contains(fields, "upper") {
+		return name + "," + lower + "," + upper
+	}
+	out := make([]string, len(fields))
+	for k, f := range fields {
+		switch f {
+		case "column":
+			out[k] = name
+		case "lower":
+			out[k] = lower
+		case "upper":
+			out[k] = upper
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // SchemaError reports a bad schema, or a schema that does not fit a data
@@ -167,7 +202,10 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		return fail(headerLine, "", "header names neither lower and upper, nor scale, nor categories")
 	}
 
-	s := &Schema{File: name}
+	s := &Schema{File: name, Fields: make([]string, len(idx))}
+	for f, k := range idx {
+		s.Fields[k] = f
+	}
 	seen := map[string]int{}
 	for {
 		rec, err = cr.Read()

@@ -213,3 +213,54 @@ func TestShippedSchemas(t *testing.T) {
 		t.Errorf("diabetes.schema.csv does not say its ranges are not read from the data (%v)", err)
 	}
 }
+
+// TestSchemaUnknownColumn: a schema line for a column the data file lacks is an
+// error naming the schema file, the line and the column (a misspelt name would
+// otherwise go unnoticed); a line for a column of the file that is not a
+// feature (excluded, or the target) is fine.
+func TestSchemaUnknownColumn(t *testing.T) {
+	data := "a,b,c,y\n1,2,x,3\n4,5,z,6\n"
+	sch, err := ParseSchema(strings.NewReader("column,lower,upper\na,0,10\nb,0,10\nc,0,1\nd,0,1\ny,0,10\n"), "s.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scaling{Mode: ScaleSchema, Schema: sch}
+	raw, err := ParseRaw(strings.NewReader(data), "d.csv", Options{Exclude: []string{"c"}, Scaling: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = raw.Scale(sc)
+	var se *SchemaError
+	if !errors.As(err, &se) || se.File != "s.csv" || se.Line != 5 || se.Column != "d" || !strings.Contains(err.Error(), `no such column in data file d.csv (its columns are "a", "b", "c", "y")`) {
+		t.Errorf("Scale with a line for column d: %v, want a SchemaError at s.csv:5 naming d and the file's columns", err)
+	}
+	ok, err := ParseSchema(strings.NewReader("column,lower,upper\na,0,10\nb,0,10\nc,0,1\ny,0,10\n"), "s.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Schema = ok
+	if _, err := raw.Scale(sc); err != nil {
+		t.Errorf("Scale with lines for an excluded column and the target: %v", err)
+	}
+}
+
+// TestSchemaLineFor: the line a message asks an operator to add follows the
+// schema's own header.
+func TestSchemaLineFor(t *testing.T) {
+	for _, tc := range []struct{ text, header, line string }{
+		{"column,lower,upper\na,0,1\n", "column,lower,upper", "y,L,U"},
+		{"upper,column,lower,scale\n1,a,0,\n", "upper,column,lower,scale", "U,y,L,"},
+		{"column,scale,offset\na,2,0\n", "column,scale,offset", "y,L,U"},
+	} {
+		s, err := ParseSchema(strings.NewReader(tc.text), "s.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.HeaderLine() != tc.header || s.LineFor("y", "L", "U") != tc.line {
+			t.Errorf("schema %q: HeaderLine %q, LineFor %q; want %q and %q", tc.text, s.HeaderLine(), s.LineFor("y", "L", "U"), tc.header, tc.line)
+		}
+	}
+	if s := SchemaFromBounds("code", []string{"a"}, []Bounds{{0, 1}}); s.HeaderLine() != "column,lower,upper" || s.LineFor("y", "0", "9") != "y,0,9" {
+		t.Errorf("schema built in code: HeaderLine %q, LineFor %q", s.HeaderLine(), s.LineFor("y", "0", "9"))
+	}
+}

@@ -105,6 +105,27 @@ func ZCDPEpsilon(rho, delta float64) float64 {
 	return math.Min(best, math.Min(fc, fd))
 }
 
+// ZCDPRho returns the largest ρ (by bisection, to float64 resolution) whose
+// ρ-zCDP guarantee ZCDPEpsilon converts to (ε·(1 − 10⁻⁹), δ)-DP, for ε > 0
+// and 0 < δ < 1: the zCDP budget of an (ε, δ) charge. ZCDPEpsilon grows with
+// ρ and exceeds ρ, so the answer lies in (0, ε); 0 if no ρ there qualifies.
+func ZCDPRho(epsilon, delta float64) float64 {
+	target := epsilon * (1 - 1e-9)
+	lo, hi := 0.0, epsilon
+	for range 200 {
+		mid := (lo + hi) / 2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if ZCDPEpsilon(mid, delta) <= target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
 // calibrateZCDP returns the smallest variance N (relative 1e-9, rounded up)
 // with ZCDPEpsilon(s²/(2N), δ) ≤ ε·(1 − 1e-9).
 func calibrateZCDP(s, epsilon, delta float64) (float64, error) {

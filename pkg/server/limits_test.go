@@ -23,7 +23,7 @@ func TestStartRecordsLimits(t *testing.T) {
 	dir := t.TempDir()
 	data := smallData(t)
 	cfg := Config{
-		Listen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y"},
+		Listen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 2}, DatasetBudget: ledger.Cost{Epsilon: 3},
 		DatasetID: "limits", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
 	}

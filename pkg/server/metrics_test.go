@@ -29,7 +29,7 @@ import (
 func TestMetricsEndpoint(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := Start(context.Background(), Config{
-		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"},
+		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-5},
 		DatasetID: "metrics", Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5},
 	})

@@ -22,7 +22,7 @@ func TestHTTPProbes(t *testing.T) {
 	dir := t.TempDir()
 	data := smallData(t)
 	srv, err := Start(context.Background(), Config{
-		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y"},
+		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5},
 		DatasetID: "probes", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
 	})

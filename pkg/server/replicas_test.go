@@ -28,10 +28,12 @@ func TestReplicasSharePostgres(t *testing.T) {
 	ctx := context.Background()
 	lc := curatortest.PostgresLedger(t)
 	// The dataset cap is large, so that acme's own budget (ε = 2) binds; the curator's
-	// private scaling estimate, charged to the dataset, leaves it alone.
+	// private scaling estimate (half of ε = 2, so that its forecast is not poor), charged
+	// to the dataset, leaves it alone.
 	budget, capped := ledger.Cost{Epsilon: 2, Delta: 1e-3}, ledger.Cost{Epsilon: 10, Delta: 1e-2}
 	start := func() *curatortest.Curator {
-		return curatortest.Start(t, curatortest.Options{Budget: budget, DatasetBudget: capped, Ledger: lc})
+		return curatortest.Start(t, curatortest.Options{Budget: budget, DatasetBudget: capped, Ledger: lc,
+			Configure: func(c *server.Config) { c.PrivateScalingShare = 0.5 }})
 	}
 	a, b := start(), start()
 	if a.Config.StateDir == b.Config.StateDir {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testlog"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -121,8 +123,12 @@ func TestPrivateScalingChargedOnceAndReused(t *testing.T) {
 		t.Fatalf("%d scaling-estimate records after two starts, want 1", len(es))
 	}
 	e := es[0]
-	if e.Identity != curator.CuratorIdentity || e.Relation != ledger.RelationRecord || math.Abs(e.Cost.Epsilon-5) > 1e-12 || e.Cost.Delta != 0 || e.ResultSize == 0 {
-		t.Errorf("scaling record %+v, want identity %s, relation record, ε = 5, δ = 0, with the bounds as its result", e, curator.CuratorIdentity)
+	// δ_s = 0.25 × min(1e-5, 1e-5) = 2.5e-6.
+	if e.Identity != curator.CuratorIdentity || e.Relation != ledger.RelationRecord || math.Abs(e.Cost.Epsilon-5) > 1e-12 || math.Abs(e.Cost.Delta-2.5e-6) > 1e-18 || e.ResultSize == 0 {
+		t.Errorf("scaling record %+v, want identity %s, relation record, ε = 5, δ = 2.5e-6, with the bounds as its result", e, curator.CuratorIdentity)
+	}
+	if ds1.Scaling.Delta != e.Cost.Delta || !strings.Contains(ds1.Unit, "ε = 5, δ = 2.5e-06") {
+		t.Errorf("scaled dataset: Delta %g, unit %q; want the estimate's δ %g and its privacy in the unit text", ds1.Scaling.Delta, ds1.Unit, e.Cost.Delta)
 	}
 	// The charge spends the dataset cap all identities share.
 	store, err := OpenLedger(context.Background(), LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
@@ -178,7 +184,10 @@ func TestOutputRangePrecedence(t *testing.T) {
 		{"flags over schema", func(c *Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Lower: 10, Upper: 300} }, 10, 300, 0},
 		{"schema line", func(c *Config) { c.Data.Scaling = sch }, 0, 400, 0},
 		{"flags with private features", func(c *Config) { c.Output = curator.OutputPrivacy{Lower: 1, Upper: 2} }, 1, 2, 1},
-		{"estimate", func(c *Config) { c.Data.Scaling = dataset.Scaling{Mode: dataset.ScaleNone} }, 0, 0, 1},
+		{"estimate", func(c *Config) {
+			c.Data.Scaling = dataset.Scaling{Mode: dataset.ScaleNone}
+			c.EstimateTargetRange = true
+		}, 0, 0, 1},
 		{"exact answers need no range", func(c *Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Mechanism: "none"} }, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -222,23 +231,189 @@ func TestOutputRangePrecedence(t *testing.T) {
 
 // TestPrivateScalingDescription pins the guarantee text the private scaling estimate's
 // ledger record states: the mechanism, the neighbour relation (record replacement), the
-// share of the budget and the ε of each part.
+// share of the budget, the ε of each part and the (ε, δ) of the one release.
 func TestPrivateScalingDescription(t *testing.T) {
 	raw := &dataset.Raw{D: 10, Target: "progression"}
 	for _, tc := range []struct {
 		p    scalingPlan
 		want string
 	}{
-		{scalingPlan{features: true, target: true, epsF: 5 * 10.0 / 11, epsT: 5.0 / 11, share: 0.25},
-			"private scaling estimate (exponential mechanism, record replacement; share 0.25 of the identity budget ε): " +
-				"bounds of 10 feature columns with ε=4.545454545454546 and the range of target progression with ε=0.45454545454545453"},
-		{scalingPlan{features: true, epsF: 2, share: 0.1},
-			"private scaling estimate (exponential mechanism, record replacement; share 0.1 of the identity budget ε): bounds of 10 feature columns with ε=2"},
+		{scalingPlan{features: true, target: true, epsF: 5 * 10.0 / 11, epsT: 5.0 / 11, delta: 2.5e-6, share: 0.25},
+			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.25 of the budget): " +
+				"bounds of 10 feature columns (ε=4.545454545454546 of it) and the range of target progression (ε=0.45454545454545453 of it), one release of ε = 5, δ = 2.5e-06"},
+		{scalingPlan{features: true, epsF: 2, delta: 1e-7, share: 0.1},
+			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.1 of the budget): " +
+				"bounds of 10 feature columns (ε=2 of it), one release of ε = 2, δ = 1e-07"},
 		{scalingPlan{target: true, epsT: 0.5, share: 0.1},
-			"private scaling estimate (exponential mechanism, record replacement; share 0.1 of the identity budget ε): the range of target progression with ε=0.5"},
+			"private scaling estimate (noisy log-histograms, discrete Laplace noise, record replacement; share 0.1 of the budget): " +
+				"the range of target progression (ε=0.5 of it), one release of ε = 0.5"},
 	} {
 		if got := tc.p.describe(raw); got != tc.want {
 			t.Errorf("describe(%+v)\n got: %s\nwant: %s", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestScalingForecast: before anything is charged, Start and Check forecast the
+// private estimate from public n, columns, ε and δ. Diabetes at ε = 10 (ε_s = 1 over 11
+// columns) is coarse: a WARNING, logged before the estimate's charge and returned by
+// CheckReport, with the schema lines that would replace it; at ε = 2 (ε_s = 0.2) it is
+// poor: Start and Check refuse with the same lines and the share that would do, and
+// the ledger holds nothing. Start also hands the warning to Config.Warn, for the command
+// line to print.
+func TestScalingForecast(t *testing.T) {
+	lines := []string{"column,lower,upper", "age,LOWER,UPPER", "s6,LOWER,UPPER", "progression,LOWER,UPPER"}
+	t.Run("coarse warns", func(t *testing.T) {
+		state := t.TempDir()
+		cfg := diabetesServe(state)
+		cfg.Budget = ledger.Cost{Epsilon: 10, Delta: 1e-6}
+		rep, err := CheckReport(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := strings.Join(rep.Warnings, "\n")
+		for _, want := range append(lines, "WARNING: the private estimate of the feature bounds and the target's range will be coarse",
+			"442 records, 11 columns at ε = 1, δ = 1e-07", "sd 23.3 records (5.3% of the rows)", "Config.PrivateScalingShare ≥ 0.4") {
+			if !strings.Contains(w, want) {
+				t.Errorf("CheckReport warnings lack %q:\n%s", want, w)
+			}
+		}
+		if !strings.Contains(rep.Summary, "forecast coarse") {
+			t.Errorf("Check summary %q does not state the forecast", rep.Summary)
+		}
+		log, logs := testlog.New()
+		cfg.Logger = log
+		var told []string
+		cfg.Warn = func(w string) { told = append(told, w) }
+		srv, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Shutdown(context.Background())
+		if !slices.Equal(told, rep.Warnings) {
+			t.Errorf("Start told Config.Warn %q, want what CheckReport said, %q", told, rep.Warnings)
+		}
+		text := logs.String()
+		warn, charged := strings.Index(text, "will be coarse"), strings.Index(text, "private scaling estimate (differentially private")
+		if warn < 0 || charged < 0 || warn > charged || !strings.Contains(text[:charged], `"level":"warn"`) {
+			t.Errorf("Start logged the coarse forecast at %d and the estimate at %d; want a warning before the estimate:\n%s", warn, charged, text)
+		}
+		if n := len(scalingEntries(t, state, cfg)); n != 1 {
+			t.Errorf("%d scaling-estimate records, want 1", n)
+		}
+	})
+	t.Run("poor refuses", func(t *testing.T) {
+		state := t.TempDir()
+		cfg := diabetesServe(state)
+		cfg.Budget = ledger.Cost{Epsilon: 2, Delta: 1e-6}
+		_, checkErr := Check(cfg)
+		_, startErr := Start(context.Background(), cfg)
+		for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
+			if err == nil {
+				t.Fatalf("%s = nil error, want the poor forecast refused", name)
+			}
+			for _, want := range append(lines, "would be poor, so it is not made", "ε = 0.2, δ = 1e-07",
+				"a coarse one needs ε ≥ 0.672 (Config.PrivateScalingShare ≥ 0.34 of Config.Budget.Epsilon 2)") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s error lacks %q:\n%v", name, want, err)
+				}
+			}
+		}
+		if n := len(scalingEntries(t, state, cfg)); n != 0 {
+			t.Errorf("%d scaling-estimate records after a refusal, want 0", n)
+		}
+	})
+}
+
+// TestSchemaWithoutTargetLine: a public schema that gives the features but not the
+// target's range, with private answers and no Output.Lower/Upper, is refused at start
+// (and by Check), naming the schema file, the target and the line to add in the
+// schema's own header; nothing is charged. Config.EstimateTargetRange accepts it: the
+// range is then estimated privately, once.
+func TestSchemaWithoutTargetLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "features.schema.csv")
+	text := "column,lower,upper,scale\nage,18,90,\nsex,1,2,\nbmi,15,50,\nbp,60,140,\ns1,80,400,\ns2,20,300,\ns3,15,120,\ns4,1,12,\ns5,3,7,\ns6,50,250,\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := dataset.ParseScaling("schema:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	cfg := diabetesServe(state)
+	cfg.Data.Scaling = sc
+	_, checkErr := Check(cfg)
+	_, startErr := Start(context.Background(), cfg)
+	for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
+		for _, want := range []string{"the schema " + path + " has no line for it", "target progression", "progression,LOWER,UPPER,",
+			"header column,lower,upper,scale", "Config.Output.Lower and Config.Output.Upper", "Config.EstimateTargetRange"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want an error containing %q", name, err, want)
+			}
+		}
+	}
+	if n := len(scalingEntries(t, state, cfg)); n != 0 {
+		t.Errorf("%d scaling-estimate records after the refusal, want 0", n)
+	}
+	cfg.EstimateTargetRange = true
+	srv, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := srv.OutputPrivacy()
+	srv.Shutdown(context.Background())
+	es := scalingEntries(t, state, cfg)
+	if len(es) != 1 || !(out.Lower < out.Upper) || !strings.Contains(es[0].Description, "the range of target progression") || strings.Contains(es[0].Description, "feature") {
+		t.Errorf("with EstimateTargetRange: range [%g, %g], %d records %v; want the target's range estimated alone, once", out.Lower, out.Upper, len(es), es)
+	}
+}
+
+// TestSchemaUnknownColumn: a schema line for a column the data file does not have is
+// refused at start, naming the schema file, the line and the column, and listing the
+// file's columns.
+func TestSchemaUnknownColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.schema.csv")
+	text := "column,lower,upper\nage,18,90\nsex,1,2\nbmii,15,50\nbmi,15,50\nbp,60,140\ns1,80,400\ns2,20,300\ns3,15,120\ns4,1,12\ns5,3,7\ns6,50,250\nprogression,0,400\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := dataset.ParseScaling("schema:" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := diabetesServe(t.TempDir())
+	cfg.Data.Scaling = sc
+	_, checkErr := Check(cfg)
+	_, startErr := Start(context.Background(), cfg)
+	for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
+		for _, want := range []string{path + ":4", `column "bmii"`, "no such column in data file", `"bmi"`, "correct the name or delete the line"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want an error containing %q", name, err, want)
+			}
+		}
+	}
+}
+
+// TestScalingKeyNamesEstimator: the ledger key of the estimate depends on the
+// estimator, so that an estimate stored by another algorithm (the exponential
+// mechanism before this one) is never reused as this one's; the settings that do not
+// change the release leave it alone.
+func TestScalingKeyNamesEstimator(t *testing.T) {
+	raw := &dataset.Raw{Features: []string{"a", "b"}, Target: "y", D: 2}
+	p := scalingPlan{features: true, target: true, epsF: 1, epsT: 0.5, delta: 1e-7, share: 0.1}
+	sc := dataset.Scaling{Mode: dataset.ScalePrivate}
+	k := scalingKey(p, sc, raw)
+	if k != scalingKeyOf(p, sc, raw, dataset.BoundsEstimator) || k == scalingKeyOf(p, sc, raw, "exponential-grid-457") {
+		t.Errorf("scalingKey does not depend on the estimator's name")
+	}
+	q := p
+	q.delta = 2e-7
+	if scalingKey(q, sc, raw) == k {
+		t.Errorf("scalingKey does not depend on the estimate's δ")
+	}
+	if scalingKey(p, sc, raw) != k || !strings.HasPrefix(k, ScalingEstimateKind+"/") {
+		t.Errorf("scalingKey is not a stable %s/... key: %q", ScalingEstimateKind, k)
 	}
 }

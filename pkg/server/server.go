@@ -55,12 +55,23 @@ type Config struct {
 	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
 	// on estimating privately what no public source gives: the feature bounds of
 	// scaling mode private (Data.Scaling), and the target's range of private outputs
-	// when neither Output.Lower/Upper nor the schema's target line gives it. The
-	// estimate (ε_s = S × Budget.Epsilon, record replacement) is charged to the ledger
-	// under the curator's identity, spends the dataset cap shared by all identities,
-	// and is reused at every restart with the same settings; default
+	// when neither Output.Lower/Upper nor the schema's target line gives it (with a
+	// public scaling only if EstimateTargetRange). The estimate is one release
+	// (dataset.EstimateBoundsWith) of ε_s = S × Budget.Epsilon and δ_s = S × the smaller
+	// of Budget.Delta and DatasetBudget.Delta (pure ε-DP when that is 0), under record
+	// replacement; it is charged to the ledger under the curator's identity, spends the
+	// dataset cap shared by all identities, and is reused at every restart with the same
+	// settings. Before charging it, Start forecasts its quality from public figures
+	// (dataset.ForecastBounds): coarse is logged as a warning, poor refused. Default
 	// DefaultPrivateScalingShare, and it must lie in (0, 1).
 	PrivateScalingShare float64
+	// EstimateTargetRange lets the curator estimate the target's range privately (with
+	// PrivateScalingShare of the budget) when the answers are private and the operator
+	// gave a public scaling (a schema, fixed or none) but no range of the target: no
+	// schema line for it and no Output.Lower/Upper. Without it such a configuration is
+	// refused at start, naming the line to add. With the default private scaling (no
+	// schema at all) the target's range is estimated with the feature bounds anyway.
+	EstimateTargetRange bool
 	// DatasetID is the operator-declared, stable identity of the dataset (required):
 	// the ledger keeps every budget under it, so renaming or moving the file must not
 	// give the same records a fresh budget. Keep it for as long as the records are
@@ -141,6 +152,11 @@ type Config struct {
 	Jobs JobsConfig
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
+	// Warn, if set, also receives as plain text the warnings about the data that
+	// Start logs after loading it, before anything is charged (today the forecast of
+	// a coarse private scaling estimate, with the schema lines that would replace
+	// it), for a command line to print; Warnings(cfg) gives the others beforehand.
+	Warn func(msg string)
 	// Curator hooks for simulations and tests (see curator.Config).
 	SimulationHooks func(*curator.Config)
 
@@ -673,23 +689,44 @@ func Warnings(cfg Config) []string {
 
 // Check validates cfg as Start would — settings, TLS material, tokens, the dataset —
 // without listening, opening the ledger or writing anything. It returns a one-line
-// summary.
+// summary; CheckReport also returns the warnings Start would log.
 func Check(cfg Config) (string, error) {
+	r, err := CheckReport(cfg)
+	return r.Summary, err
+}
+
+// CheckResult is what CheckReport found: a one-line summary, and the warnings about the
+// data (the forecast of a private scaling estimate) that Start would log besides
+// Warnings(cfg).
+type CheckResult struct {
+	Summary  string
+	Warnings []string
+}
+
+// CheckReport is Check with the data's warnings.
+func CheckReport(cfg Config) (CheckResult, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return "", err
+		return CheckResult{}, err
 	}
 	tlsCfg, auth, err := security(cfg)
 	if err != nil {
-		return "", err
+		return CheckResult{}, err
 	}
 	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
-		return "", fmt.Errorf("server: %w", err)
+		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	// The private estimate is made (and charged) only by Start; here the scaling is
-	// checked with placeholder bounds, which release nothing.
+	// checked with placeholder bounds, which release nothing, and the estimate's
+	// forecast is made from public quantities, as Start makes it.
 	p := planScaling(cfg, raw)
+	var warnings []string
+	if p.needed() {
+		if warnings, err = checkPlan(cfg, raw, p); err != nil {
+			return CheckResult{}, err
+		}
+	}
 	sc := cfg.Data.Scaling
 	if p.features {
 		b := make([]dataset.Bounds, raw.D)
@@ -700,22 +737,27 @@ func Check(cfg Config) (string, error) {
 	}
 	ds, err := raw.Scale(sc)
 	if err != nil {
-		return "", fmt.Errorf("server: %w", err)
+		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	if err := curator.CheckSettings(cfg.NoiseSD, cfg.Evaluation); err != nil {
-		return "", fmt.Errorf("server: %w", err)
+		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	if cfg.Jobs.Enabled {
 		if _, err := jobsRunner(cfg, ds, zap.NewNop()); err != nil {
-			return "", err
+			return CheckResult{}, err
 		}
 	}
 	scaling := string(sc.Mode)
 	if p.needed() {
-		scaling += fmt.Sprintf(" (private estimate of %s with ε = %g, charged once at the first start to the dataset cap)", p.what(), p.total())
+		f, err := dataset.ForecastBounds(raw.N, p.columns(raw), p.privacy())
+		if err != nil {
+			return CheckResult{}, fmt.Errorf("server: %w", err)
+		}
+		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.what(), p.privacy(), f.Quality)
 	}
-	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
+	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
+		Warnings: warnings}, nil
 }
 
 func (l LedgerConfig) kind() string {
