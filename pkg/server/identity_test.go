@@ -50,7 +50,7 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := func(listen string) Config {
-		return Config{Listen: listen, DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
+		return Config{Listen: listen, DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
 			Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small", Output: curator.OutputPrivacy{Lower: 0, Upper: 5}}
 	}
 	tls := TLSConfig{CertFile: filepath.Join(pki, "server.pem"), KeyFile: filepath.Join(pki, "server-key.pem")}
