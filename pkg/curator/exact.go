@@ -30,6 +30,23 @@ var (
 	ErrExactRowLimit = errors.New("exact-answer row limit reached")
 )
 
+// ExactRowLimitError is the refusal of exact answers past the cap on distinct rows per
+// identity (ExactAnswerLimits.MaxRowsPerIdentity); it matches ErrExactRowLimit.
+type ExactRowLimitError struct {
+	Identity string
+	// Limit is the cap; Answered the distinct rows this identity has received, Requested
+	// the new rows it asked for.
+	Limit, Answered, Requested int
+}
+
+func (e *ExactRowLimitError) Error() string {
+	return fmt.Sprintf("curator: %v: this curator releases exact, unprotected answers (output privacy none) for at most %d distinct rows per identity; "+
+		"identity %q has received %d and asked for %d more (rows already answered are replayed at no cost)", ErrExactRowLimit, e.Limit, e.Identity, e.Answered, e.Requested)
+}
+
+// Unwrap makes the error match ErrExactRowLimit.
+func (e *ExactRowLimitError) Unwrap() error { return ErrExactRowLimit }
+
 // checkExact refuses settings New does not accept for exact answers.
 func checkExact(cfg Config) error {
 	if cfg.ExactAnswers.MaxRowsPerIdentity < 0 {
@@ -101,8 +118,7 @@ func (c *Curator) admitExact(ctx context.Context, identity string, n int) (func(
 			"identity %q holds none: request the projection first (ReleaseProjection), then query", ErrNeedProjection, identity)
 	}
 	if m := lim.MaxRowsPerIdentity; m > 0 && st.rows+n > m {
-		return nil, fmt.Errorf("curator: %w: this curator releases exact, unprotected answers (output privacy none) for at most %d distinct rows per identity; "+
-			"identity %q has received %d and asked for %d more (rows already answered are replayed at no cost)", ErrExactRowLimit, m, identity, st.rows, n)
+		return nil, &ExactRowLimitError{Identity: identity, Limit: m, Answered: st.rows, Requested: n}
 	}
 	st.rows += n
 	return func(used int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -147,6 +149,18 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 	_, err = h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{2}})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 2 distinct rows per identity") {
 		t.Errorf("exact query past the cap: %v, want ResourceExhausted naming the cap", err)
+	}
+	// The refusal's ErrorInfo carries the reason and the figures, for clients that must
+	// not read the message.
+	var ei *errdetails.ErrorInfo
+	for _, d := range status.Convert(err).Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			ei = i
+		}
+	}
+	want := map[string]string{"limit": "2", "answered": "2", "requested": "1"}
+	if ei == nil || ei.GetReason() != ReasonExactRowLimit || ei.GetDomain() != ErrorDomain || !maps.Equal(ei.GetMetadata(), want) {
+		t.Errorf("exact query past the cap: ErrorInfo %v, want reason %s, domain %s, metadata %v", ei, ReasonExactRowLimit, ErrorDomain, want)
 	}
 }
 

@@ -251,6 +251,7 @@ func budgetProto(b ledger.Balance) *curatorv1.Budget {
 // Unexpected errors are logged in full for the operator and answered as Internal.
 func (h *handlers) status(ctx context.Context, err error) error {
 	var be *ledger.BudgetError
+	var rl *curator.ExactRowLimitError
 	switch {
 	case errors.As(err, &be):
 		if be.Limit == (ledger.Cost{}) {
@@ -277,8 +278,9 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, curator.ErrNeedProjection):
 		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, curator.ErrExactRowLimit):
-		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.As(err, &rl):
+		return withReason(codes.ResourceExhausted, err.Error(), ReasonExactRowLimit, map[string]string{
+			"limit": fmt.Sprint(rl.Limit), "answered": fmt.Sprint(rl.Answered), "requested": fmt.Sprint(rl.Requested)})
 	case errors.Is(err, curator.ErrEvaluation):
 		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
 	case errors.Is(err, context.Canceled):
@@ -307,6 +309,10 @@ const (
 	// ReasonDimensionAboveFeatures: INVALID_ARGUMENT, a projection dimension above the
 	// dataset's number of features.
 	ReasonDimensionAboveFeatures = "DIMENSION_ABOVE_FEATURES"
+	// ReasonExactRowLimit: RESOURCE_EXHAUSTED, the identity reached the cap on distinct
+	// rows answered exactly (output privacy "none"; metadata: limit, answered,
+	// requested); rows already answered are still replayed.
+	ReasonExactRowLimit = "EXACT_ROW_LIMIT"
 )
 
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.

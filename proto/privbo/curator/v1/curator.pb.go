@@ -39,7 +39,8 @@
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
 //     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
 //     "BUDGET_EXCEEDED" carries the same figures as metadata), or the limit on distinct
-//     exact answers per caller.
+//     exact answers per caller (reason "EXACT_ROW_LIMIT", metadata "limit", "answered"
+//     and "requested").
 //   * FAILED_PRECONDITION with ErrorInfo reason "DELTA_BUDGET_ZERO": the request needs
 //     δ > 0 and the curator's δ budget is 0 (not a spent budget: nothing needing δ can
 //     ever be released). INVALID_ARGUMENT with reason "DIMENSION_ABOVE_FEATURES": a
