@@ -3,6 +3,11 @@
 # the Python client's stubs in clients/python/privbo/ (messages, type stubs and the gRPC
 # service) with Debian's protoc and grpc_python_plugin, whose versions match Debian's
 # python3-protobuf and python3-grpcio (scripts/install-deps.sh installs all of them).
+# Also the Python client's google.rpc messages (Status, ErrorInfo, RetryInfo, …) in
+# clients/python/privbo/_googleapis, from googleapis' status.proto and error_details.proto
+# as compiled into the Go module google.golang.org/genproto/googleapis/rpc that go.mod
+# pins (internal/rpcdescriptors writes their descriptors; Debian packages no .proto or
+# Python module of them).
 #   scripts/generate.sh          regenerate in place
 #   scripts/generate.sh --check  fail when the committed code differs from a regeneration
 set -euo pipefail
@@ -29,9 +34,9 @@ fi
 }
 out=proto
 pyout=clients/python
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 if [ "${1:-}" = "--check" ]; then
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
   out=$tmp/go pyout=$tmp/python
   mkdir -p "$out" "$pyout"
 fi
@@ -48,6 +53,13 @@ protoc -I proto \
   --plugin=protoc-gen-grpc_python="$grpc_python_plugin" \
   --python_out="$pyout" --pyi_out="$pyout" --grpc_python_out="$pyout" \
   $protos
+# googleapis' google.rpc messages, from the descriptors of the pinned Go module.
+rpcset=$tmp/google-rpc.pb
+go run ./internal/rpcdescriptors >"$rpcset"
+mkdir -p "$pyout/privbo/_googleapis"
+protoc --descriptor_set_in="$rpcset" \
+  --python_out="$pyout/privbo/_googleapis" --pyi_out="$pyout/privbo/_googleapis" \
+  google/rpc/status.proto google/rpc/error_details.proto
 if [ "$out" != proto ]; then
   status=0
   # compare GENERATED_DIR COMMITTED_DIR FIND_ARGS...: every file a regeneration gives must
