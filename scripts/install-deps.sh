@@ -2,10 +2,12 @@
 # Installs what building, testing and generating privbo needs on a fresh Debian machine:
 # Debian's protobuf-compiler (only if protoc is missing), Debian's chromium (only if
 # /usr/bin/chromium is missing; the report test renders a page in it), the Debian packages
-# of the Python client (python3, python3-grpcio, python3-protobuf, python3-numpy and
-# protobuf-compiler-grpc's grpc_python_plugin, each only if not installed), the Go
-# modules, and pinned Go tools (protoc plugins, staticcheck, benchstat) into ./.bin. Safe
-# to run repeatedly, and alongside another apt run (it waits for apt's locks).
+# of the Python client (python3, python3-grpcio, python3-protobuf, python3-numpy,
+# python3-sklearn, what installs it as a package — python3-venv, python3-setuptools,
+# python3-wheel — and protobuf-compiler-grpc's grpc_python_plugin, each only if not
+# installed), the Go modules, and pinned Go tools (protoc plugins, staticcheck,
+# benchstat) into ./.bin. Safe to run repeatedly, and alongside another apt run (it waits
+# for apt's locks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATICCHECK_VERSION=v0.8.2
@@ -44,8 +46,13 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 # The Python client (clients/python): Debian's gRPC Python plugin of protoc generates its
 # stubs; the stubs run on Debian's python3-grpcio and python3-protobuf; numpy (optional
-# for users) holds the released matrix; integration/python_test.go runs its tests.
-for pkg in python3 python3-grpcio python3-protobuf python3-numpy protobuf-compiler-grpc; do
+# for users) holds the released matrix and scikit-learn (likewise) runs the example
+# study's Gaussian process. integration/python_test.go installs the package as a user
+# does — pip in a virtual environment of Debian's python3 (python3-venv, which brings pip)
+# that sees these packages, building it with python3-setuptools and python3-wheel — and
+# runs its tests and the example.
+for pkg in python3 python3-grpcio python3-protobuf python3-numpy python3-sklearn python3-venv python3-setuptools \
+  python3-wheel protobuf-compiler-grpc; do
   installed "$pkg" || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -5,6 +5,8 @@ curator_pb2_grpc (scripts/generate.sh); ``pb`` is the messages module, for build
 specs.
 """
 
+__version__ = "0.1.0"
+
 from privbo.client import (
     Aborted,
     AlreadyExists,
@@ -18,6 +20,8 @@ from privbo.client import (
     DatasetInfo,
     DeadlineExceeded,
     DefaultStudy,
+    DeltaBudgetZero,
+    DimensionAboveFeatures,
     ExactAnswerLimit,
     FailedPrecondition,
     Internal,
@@ -49,3 +53,4 @@ from privbo.client import (
 from privbo.curator.v1 import curator_pb2 as pb
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("client", "curator")]
+__all__.append("__version__")

@@ -20,7 +20,8 @@ only; this client retries it for every request, and instead fails fast in connec
   request again.
 * RESOURCE_EXHAUSTED without RetryInfo is a refusal that waiting does not change: the
   privacy budget (BudgetExhausted) or the cap on distinct exact answers
-  (ExactAnswerLimit). It is raised at once.
+  (ExactAnswerLimit), told apart by the reason of the google.rpc.ErrorInfo the curator
+  attaches. It is raised at once.
 * UNAVAILABLE (a curator restarting, or unable to reach its ledger) is retried with
   exponential backoff, 100 ms doubling to 5 s. Every request this client retries is
   idempotent: a release already charged is replayed at no cost, rows already answered
@@ -29,8 +30,9 @@ only; this client retries it for every request, and instead fails fast in connec
 
 A call gives up when the next wait would end more than ``retry_timeout`` seconds after it
 started, raising the last error. Every error a curator returns is raised as a
-CuratorError subclass carrying the status code and the curator's message, which says
-what to do.
+CuratorError subclass carrying the status code, the curator's message, which says what
+to do, and the ErrorInfo's reason and metadata. The class is chosen by the code and the
+reason, never by the message's text.
 
 The projection arrives as a header, row-aligned chunks and a trailer with the SHA-256 of
 the chunks' bytes; order, sizes and the checksum are checked before the matrix is
@@ -87,19 +89,35 @@ class CuratorError(PrivboError):
     """A gRPC status the curator (or the transport) returned. ``message`` is the
     curator's own message, which says what to do; ``code`` is the grpc.StatusCode."""
 
-    def __init__(self, code: grpc.StatusCode, message: str):
-        super().__init__(f"{message} [{code.name}]")
+    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "",
+                 metadata: Optional[Dict[str, str]] = None):
+        super().__init__(f"{message} [{code.name}{', ' + reason if reason else ''}]")
         self.code = code
         self.message = message
+        # The reason of the curator's google.rpc.ErrorInfo (domain "privbo.curator.v1"),
+        # "" without one, and its metadata: the figures of the refusal as strings.
+        self.reason = reason
+        self.metadata: Dict[str, str] = dict(metadata or {})
 
 
 class InvalidArgument(CuratorError):
     """A bad parameter (INVALID_ARGUMENT)."""
 
 
+class DimensionAboveFeatures(InvalidArgument):
+    """A projection dimension above the dataset's number of features (reason
+    DIMENSION_ABOVE_FEATURES), refused for every client unless the curator runs the
+    lifted mechanism."""
+
+
 class FailedPrecondition(CuratorError):
-    """FAILED_PRECONDITION: e.g. exact answers asked before any projection release, or a
-    curator whose δ budget is 0 asked for a release that needs δ."""
+    """FAILED_PRECONDITION: e.g. exact answers asked before any projection release."""
+
+
+class DeltaBudgetZero(FailedPrecondition):
+    """The request needs δ > 0 and the curator's δ budget is 0 (reason
+    DELTA_BUDGET_ZERO): not a spent budget, no such release can ever be made; ask with
+    δ = 0 where the mechanism allows it, or ask the curator's operator."""
 
 
 class NotFound(CuratorError):
@@ -144,22 +162,49 @@ class Internal(CuratorError):
 
 
 class ResourceExhausted(CuratorError):
-    """RESOURCE_EXHAUSTED: base of the three reasons below."""
+    """RESOURCE_EXHAUSTED: base of the refusals below; raised as itself for a reason this
+    client does not know (see ``reason``)."""
 
 
 class RateLimited(ResourceExhausted):
     """The curator's rate or concurrency limit, still refusing when ``retry_timeout``
     ran out. ``retry_delay`` is the last wait it asked for, in seconds."""
 
-    def __init__(self, code: grpc.StatusCode, message: str, retry_delay: float):
-        super().__init__(code, message)
+    def __init__(self, code: grpc.StatusCode, message: str, retry_delay: float, reason: str = "",
+                 metadata: Optional[Dict[str, str]] = None):
+        super().__init__(code, message, reason, metadata)
         self.retry_delay = retry_delay
 
 
 class BudgetExhausted(ResourceExhausted):
-    """The privacy budget refused the request; nothing was charged. The message names
-    the scope (identity or dataset), the neighbour relation and the (ε, δ) requested and
-    remaining. Waiting does not change it."""
+    """The privacy budget refused the request (reason BUDGET_EXCEEDED); nothing was
+    charged. Waiting does not change it. ``scope`` (identity or dataset), ``relation``
+    (the neighbour relation whose budget is spent) and the (ε, δ) requested and remaining
+    come from the ErrorInfo's metadata (None where the curator sent none)."""
+
+    @property
+    def scope(self) -> Optional[str]:
+        return self.metadata.get("scope")
+
+    @property
+    def relation(self) -> Optional[str]:
+        return self.metadata.get("relation")
+
+    @property
+    def requested_epsilon(self) -> Optional[float]:
+        return _float(self.metadata.get("requested_epsilon"))
+
+    @property
+    def requested_delta(self) -> Optional[float]:
+        return _float(self.metadata.get("requested_delta"))
+
+    @property
+    def remaining_epsilon(self) -> Optional[float]:
+        return _float(self.metadata.get("remaining_epsilon"))
+
+    @property
+    def remaining_delta(self) -> Optional[float]:
+        return _float(self.metadata.get("remaining_delta"))
 
 
 class StudyUnaffordable(BudgetExhausted):
@@ -170,11 +215,31 @@ class StudyUnaffordable(BudgetExhausted):
     def __init__(self, quote: "StudyQuote"):
         super().__init__(grpc.StatusCode.RESOURCE_EXHAUSTED, quote.describe_shortfall())
         self.quote = quote
+        for c in quote.charges:  # the relation that does not fit, as BudgetExhausted says it
+            if not c.fits:
+                self.metadata.update(relation=c.relation,
+                                     requested_epsilon=repr(c.epsilon), requested_delta=repr(c.delta),
+                                     remaining_epsilon=repr(c.epsilon_available), remaining_delta=repr(c.delta_available))
+                break
 
 
 class ExactAnswerLimit(ResourceExhausted):
     """The curator's cap on distinct rows answered exactly to one caller is reached
-    (output privacy "none"); rows already answered are still replayed."""
+    (output privacy "none", reason EXACT_ROW_LIMIT); rows already answered are still
+    replayed. ``limit``, ``answered`` and ``requested`` are the cap, the distinct rows
+    this identity has received and the new rows it asked for."""
+
+    @property
+    def limit(self) -> Optional[int]:
+        return _int(self.metadata.get("limit"))
+
+    @property
+    def answered(self) -> Optional[int]:
+        return _int(self.metadata.get("answered"))
+
+    @property
+    def requested(self) -> Optional[int]:
+        return _int(self.metadata.get("requested"))
 
 
 class ProjectionIntegrityError(PrivboError):
@@ -199,33 +264,57 @@ _BY_CODE = {
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
     grpc.StatusCode.CANCELLED: Cancelled,
     grpc.StatusCode.INTERNAL: Internal,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
 }
 
-# The curator's message for its exact-answer cap (pkg/curator ErrExactRowLimit); every
-# other RESOURCE_EXHAUSTED without RetryInfo is the privacy budget (curator.proto).
-_EXACT_LIMIT_MARK = "exact-answer row limit"
+# The ErrorInfo reasons of a curator's refusals (pkg/server, curator.proto "Errors"), each
+# with the status code it comes with and the error it is raised as.
+REASON_BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
+REASON_DELTA_BUDGET_ZERO = "DELTA_BUDGET_ZERO"
+REASON_DIMENSION_ABOVE_FEATURES = "DIMENSION_ABOVE_FEATURES"
+REASON_EXACT_ROW_LIMIT = "EXACT_ROW_LIMIT"
+
+_BY_REASON = {
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_BUDGET_EXCEEDED): BudgetExhausted,
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_EXACT_ROW_LIMIT): ExactAnswerLimit,
+    (grpc.StatusCode.FAILED_PRECONDITION, REASON_DELTA_BUDGET_ZERO): DeltaBudgetZero,
+    (grpc.StatusCode.INVALID_ARGUMENT, REASON_DIMENSION_ABOVE_FEATURES): DimensionAboveFeatures,
+}
+
+
+def _float(s: Optional[str]) -> Optional[float]:
+    try:
+        return float(s) if s is not None else None
+    except ValueError:
+        return None
+
+
+def _int(s: Optional[str]) -> Optional[int]:
+    try:
+        return int(s) if s is not None else None
+    except ValueError:
+        return None
 
 
 def _retry_delay(err: grpc.RpcError) -> Optional[float]:
     """The wait a RESOURCE_EXHAUSTED error's RetryInfo asks for, or None for any other
-    error (a budget refusal carries no RetryInfo)."""
+    error (a refusal that waiting does not change carries no RetryInfo)."""
     if err.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
-    return _status.retry_delay(err.trailing_metadata())
+    return _status.details(err).retry_delay
 
 
 def error_from_rpc(err: grpc.RpcError) -> CuratorError:
-    """Returns the typed error of a gRPC error."""
+    """Returns the typed error of a gRPC error: chosen by its code, its RetryInfo and the
+    reason of its ErrorInfo (domain privbo.curator.v1), never by its message."""
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     message = (err.details() if hasattr(err, "details") else None) or str(err)
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        delay = _retry_delay(err)
-        if delay is not None:
-            return RateLimited(code, message, delay)
-        if _EXACT_LIMIT_MARK in message:
-            return ExactAnswerLimit(code, message)
-        return BudgetExhausted(code, message)
-    return _BY_CODE.get(code, CuratorError)(code, message)
+    d = _status.details(err)
+    reason = d.reason if d.domain == _status.DOMAIN else ""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d.retry_delay is not None:
+        return RateLimited(code, message, d.retry_delay, reason, d.metadata)
+    cls = _BY_REASON.get((code, reason)) or _BY_CODE.get(code, CuratorError)
+    return cls(code, message, reason, d.metadata)
 
 
 # ------------------------------------------------------------------------ results

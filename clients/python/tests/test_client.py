@@ -2,14 +2,17 @@
 
 The fake speaks the curator's protocol (curator_pb2_grpc.CuratorServiceServicer) and can
 be told to refuse requests as the real curator does: rate limits with a google.rpc
-RetryInfo in grpc-status-details-bin, budget refusals without one, UNAVAILABLE. The
-tests against a real curator are in test_live.py.
+RetryInfo in grpc-status-details-bin, refusals with a google.rpc.ErrorInfo reason,
+UNAVAILABLE. The tests against a real curator are in test_live.py.
+
+The tests import the privbo that Python finds: the installed package when run from
+outside clients/python (integration/python_test.go installs it into a virtual
+environment), the source tree when run from clients/python.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import struct
 import sys
@@ -17,14 +20,12 @@ import threading
 import unittest
 from concurrent import futures
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import grpc
 
-import grpc  # noqa: E402
-
-import privbo  # noqa: E402
-from privbo import _status, client as pc  # noqa: E402
-from privbo.curator.v1 import curator_pb2 as pb  # noqa: E402
-from privbo.curator.v1 import curator_pb2_grpc as pb_grpc  # noqa: E402
+import privbo
+from privbo import _status, client as pc
+from privbo.curator.v1 import curator_pb2 as pb
+from privbo.curator.v1 import curator_pb2_grpc as pb_grpc
 
 try:
     import numpy
@@ -51,8 +52,19 @@ class _Status(grpc.Status):
 
 def rate_limited(delay):
     msg = "identity \"alice\" is over its rate limit of 1 requests per second; retry after %gs" % delay
-    body = _status.encode_retry_info(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], msg, delay)
+    body = _status.encode(grpc.StatusCode.RESOURCE_EXHAUSTED, msg, retry_delay=delay)
     return _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg, ((_status.DETAILS_KEY, body),))
+
+
+def refused(code, msg, reason, metadata=None):
+    """A refusal with a google.rpc.ErrorInfo of reason, as the curator sends it."""
+    body = _status.encode(code, msg, reason=reason, metadata=metadata)
+    return _Status(code, msg, ((_status.DETAILS_KEY, body),))
+
+
+# The metadata of a curator's BUDGET_EXCEEDED (pkg/server).
+BUDGET_META = {"scope": "identity", "relation": "feature-unit", "requested_epsilon": "5", "requested_delta": "1e-06",
+               "remaining_epsilon": "1", "remaining_delta": "0.5"}
 
 
 class FakeCurator(pb_grpc.CuratorServiceServicer):
@@ -347,23 +359,81 @@ class ClientTest(unittest.TestCase):
         self.assertIn("rate limit", cm.exception.message)
 
     def test_budget_refusal_is_not_retried(self):
-        self.fake.refusals["ReleaseProjection"] = [_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, BUDGET_MSG)]
+        self.fake.refusals["ReleaseProjection"] = [
+            refused(grpc.StatusCode.RESOURCE_EXHAUSTED, BUDGET_MSG, "BUDGET_EXCEEDED", BUDGET_META)]
         with self.assertRaises(privbo.BudgetExhausted) as cm:
             self.client.release_projection(COLS, 5.0, 1e-6)
-        self.assertEqual(cm.exception.message, BUDGET_MSG)
-        self.assertEqual(cm.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
-        self.assertIsInstance(cm.exception, privbo.ResourceExhausted)
-        self.assertNotIsInstance(cm.exception, privbo.RateLimited)
+        e = cm.exception
+        self.assertEqual(e.message, BUDGET_MSG)
+        self.assertEqual((e.code, e.reason), (grpc.StatusCode.RESOURCE_EXHAUSTED, "BUDGET_EXCEEDED"))
+        self.assertEqual((e.scope, e.relation), ("identity", "feature-unit"))
+        self.assertEqual((e.requested_epsilon, e.requested_delta, e.remaining_epsilon, e.remaining_delta), (5, 1e-6, 1, 0.5))
+        self.assertIsInstance(e, privbo.ResourceExhausted)
+        self.assertNotIsInstance(e, privbo.RateLimited)
         self.assertEqual(self.fake.calls["ReleaseProjection"], 1)
         self.assertEqual(self.clock.sleeps, [])
 
-    def test_exact_answer_limit_is_its_own_error(self):
-        msg = ("exact-answer row limit reached: at most 200 distinct rows per identity; identity \"alice\" has "
-               "received 200 and asked for 1 more (rows already answered are replayed at no cost)")
-        self.fake.refusals["Query"] = [_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg)]
-        with self.assertRaises(privbo.ExactAnswerLimit):
-            self.client.query([1])
-        self.assertEqual(self.fake.calls["Query"], 1)
+    def test_refusals_typed_by_their_error_info_reason(self):
+        # Each reason a curator sends (pkg/server), with the code it comes with, is raised as
+        # its own error; the messages here say nothing a text match could use.
+        cases = [
+            (grpc.StatusCode.RESOURCE_EXHAUSTED, "BUDGET_EXCEEDED", BUDGET_META, privbo.BudgetExhausted),
+            (grpc.StatusCode.RESOURCE_EXHAUSTED, "EXACT_ROW_LIMIT", {"limit": "200", "answered": "199", "requested": "2"},
+             privbo.ExactAnswerLimit),
+            (grpc.StatusCode.FAILED_PRECONDITION, "DELTA_BUDGET_ZERO", {}, privbo.DeltaBudgetZero),
+            (grpc.StatusCode.INVALID_ARGUMENT, "DIMENSION_ABOVE_FEATURES", {}, privbo.DimensionAboveFeatures),
+        ]
+        for code, reason, meta, cls in cases:
+            with self.subTest(reason=reason):
+                self.fake.calls.clear()
+                self.fake.refusals["Query"] = [refused(code, "refused", reason, meta)]
+                with self.assertRaises(privbo.CuratorError) as cm:
+                    self.client.query([1])
+                e = cm.exception
+                self.assertIs(type(e), cls)
+                self.assertEqual((e.code, e.reason, e.metadata, e.message), (code, reason, meta, "refused"))
+                self.assertEqual(self.fake.calls["Query"], 1, "a refusal is not retried")
+        self.assertEqual(self.clock.sleeps, [])
+
+    def test_exact_answer_limit_figures(self):
+        meta = {"limit": "200", "answered": "199", "requested": "2"}
+        self.fake.refusals["Query"] = [refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "capped", "EXACT_ROW_LIMIT", meta)]
+        with self.assertRaises(privbo.ExactAnswerLimit) as cm:
+            self.client.query([1, 2])
+        e = cm.exception
+        self.assertEqual((e.limit, e.answered, e.requested), (200, 199, 2))
+        self.assertNotIsInstance(e, privbo.BudgetExhausted)
+
+    def test_no_error_text_is_read(self):
+        # Without an ErrorInfo the class follows the code alone, whatever the message says:
+        # neither the text of the exact-answer cap nor that of a budget refusal makes one.
+        for msg in ("curator: exact-answer row limit reached: at most 200 distinct rows per identity", BUDGET_MSG):
+            with self.subTest(msg=msg):
+                self.fake.refusals["Query"] = [_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg)]
+                with self.assertRaises(privbo.ResourceExhausted) as cm:
+                    self.client.query([1])
+                self.assertIs(type(cm.exception), privbo.ResourceExhausted)
+                self.assertEqual(cm.exception.reason, "")
+
+    def test_reason_needs_its_code_and_domain(self):
+        # A reason with another code than the curator gives it, or from another domain,
+        # or one this client does not know, leaves the class to the code (and the reason
+        # readable on the error).
+        cases = [
+            (refused(grpc.StatusCode.FAILED_PRECONDITION, "m", "EXACT_ROW_LIMIT"), privbo.FailedPrecondition, "EXACT_ROW_LIMIT"),
+            (refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "m", "MEMORY_LIMIT"), privbo.ResourceExhausted, "MEMORY_LIMIT"),
+        ]
+        other = _status.status_pb2.Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], message="m")
+        other.details.add().Pack(_status.error_details_pb2.ErrorInfo(reason="BUDGET_EXCEEDED", domain="example.com"))
+        cases.append((_Status(grpc.StatusCode.RESOURCE_EXHAUSTED, "m", ((_status.DETAILS_KEY, other.SerializeToString()),)),
+                      privbo.ResourceExhausted, ""))
+        for st, cls, reason in cases:
+            with self.subTest(cls=cls.__name__, reason=reason):
+                self.fake.refusals["Query"] = [st]
+                with self.assertRaises(privbo.CuratorError) as cm:
+                    self.client.query([1])
+                self.assertIs(type(cm.exception), cls)
+                self.assertEqual(cm.exception.reason, reason)
 
     def test_unavailable_retried_with_backoff(self):
         down = _Status(grpc.StatusCode.UNAVAILABLE, "the curator cannot reach its privacy ledger right now")
@@ -480,19 +550,76 @@ class ConnectTest(unittest.TestCase):
             privbo.connect("127.0.0.1:1", ca_file="ca.pem", cert_file="c.pem", connect_timeout=None)
 
 
-class StatusTest(unittest.TestCase):
-    def test_retry_info_round_trip(self):
-        body = _status.encode_retry_info(8, "slow down", 1.25)
-        self.assertAlmostEqual(_status.retry_delay([("other", "x"), (_status.DETAILS_KEY, body)]), 1.25)
+class FakeCall(grpc.RpcError):
+    """A finished call's error as grpcio raises it: code, details, trailing metadata."""
 
-    def test_no_retry_info(self):
-        st = _status.Status(code=8, message="budget")
-        det = st.details.add()
-        det.type_url = "type.googleapis.com/google.rpc.ErrorInfo"
-        det.value = b"\x0a\x01x"
-        self.assertIsNone(_status.retry_delay([(_status.DETAILS_KEY, st.SerializeToString())]))
-        self.assertIsNone(_status.retry_delay(None))
-        self.assertIsNone(_status.retry_delay([(_status.DETAILS_KEY, b"\xff\xff garbage")]))
+    def __init__(self, code, details, trailing=()):
+        self._code, self._details, self._trailing = code, details, tuple(trailing)
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return self._trailing
+
+
+class StatusTest(unittest.TestCase):
+    EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def call(self, body, code=EXHAUSTED):
+        return FakeCall(code, "m", [("other", "x"), (_status.DETAILS_KEY, body)])
+
+    def test_generated_google_rpc_messages(self):
+        # The messages are googleapis' own (generated), not declared by hand: their full
+        # names, and ErrorInfo's metadata map, are those of google/rpc/error_details.proto.
+        self.assertEqual(_status.status_pb2.Status.DESCRIPTOR.full_name, "google.rpc.Status")
+        self.assertEqual(_status.status_pb2.DESCRIPTOR.name, "google/rpc/status.proto")
+        info = _status.error_details_pb2.ErrorInfo.DESCRIPTOR
+        self.assertEqual(info.file.name, "google/rpc/error_details.proto")
+        self.assertEqual([(f.name, f.number) for f in info.fields], [("reason", 1), ("domain", 2), ("metadata", 3)])
+        self.assertTrue(info.fields_by_name["metadata"].message_type.GetOptions().map_entry)
+        retry = _status.error_details_pb2.RetryInfo.DESCRIPTOR
+        self.assertEqual(retry.fields_by_name["retry_delay"].message_type.full_name, "google.protobuf.Duration")
+
+    def test_retry_info_round_trip(self):
+        d = _status.details(self.call(_status.encode(self.EXHAUSTED, "slow down", retry_delay=1.25)))
+        self.assertAlmostEqual(d.retry_delay, 1.25)
+        self.assertEqual(d.reason, "")
+
+    def test_error_info_round_trip(self):
+        d = _status.details(self.call(_status.encode(self.EXHAUSTED, "no", reason="BUDGET_EXCEEDED", metadata=BUDGET_META)))
+        self.assertEqual((d.reason, d.domain, d.metadata, d.retry_delay), ("BUDGET_EXCEEDED", _status.DOMAIN, BUDGET_META, None))
+
+    def test_no_usable_status(self):
+        self.assertEqual(_status.details(FakeCall(self.EXHAUSTED, "m")), _status.Details())
+        self.assertEqual(_status.details(self.call(b"\xff\xff garbage")), _status.Details())
+        # A status whose code is not the error's is not believed.
+        body = _status.encode(grpc.StatusCode.INVALID_ARGUMENT, "m", reason="BUDGET_EXCEEDED")
+        self.assertEqual(_status.details(self.call(body)), _status.Details())
+
+    def test_grpc_status_used_where_installed(self):
+        # Where grpcio-status is installed its rpc_status.from_call reads the status; a
+        # stand-in records that it was asked.
+        calls = []
+        st = _status.status_pb2.Status(code=self.EXHAUSTED.value[0], message="m")
+        st.details.add().Pack(_status.error_details_pb2.ErrorInfo(reason="EXACT_ROW_LIMIT", domain=_status.DOMAIN))
+
+        class RpcStatus:
+            @staticmethod
+            def from_call(call):
+                calls.append(call)
+                return st
+
+        saved, _status.rpc_status = _status.rpc_status, RpcStatus
+        try:
+            err = FakeCall(self.EXHAUSTED, "m")
+            self.assertEqual(_status.details(err).reason, "EXACT_ROW_LIMIT")
+            self.assertEqual(calls, [err])
+        finally:
+            _status.rpc_status = saved
 
 
 if __name__ == "__main__":
