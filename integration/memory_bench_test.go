@@ -194,7 +194,7 @@ func drainRelease(ctx context.Context, c curatorv1.CuratorServiceClient, r int) 
 
 // procStatusMiB reads a "kB" field of /proc/PID/status in MiB; ok is false when the
 // process is gone (or a zombie, whose status has no memory fields).
-func procStatusMiB(b *testing.B, pid int, field string) (mib float64, ok bool) {
+func procStatusMiB(b testing.TB, pid int, field string) (mib float64, ok bool) {
 	b.Helper()
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -219,7 +219,7 @@ func lastLines(s string, k int) string {
 
 // syntheticCSV writes (or reuses) dir/synthetic-n-d.csv: n rows of d standard normal
 // features and a target y, from a fixed seed.
-func syntheticCSV(b *testing.B, dir string, n, d int) string {
+func syntheticCSV(b testing.TB, dir string, n, d int) string {
 	b.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("synthetic-%d-%d.csv", n, d))
 	if _, err := os.Stat(path); err == nil {
