@@ -65,7 +65,9 @@ const (
 // (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 10 million draws per
 // CPU-second on machine words, spread over GOMAXPROCS goroutines), which
 // dominate for large n. Report.NoiseSD holds σ and Report.Sensitivity Δ (both
-// depend only on M, never on the data).
+// depend only on M, never on the data). The rows are projected and noised a
+// window at a time (ProjectGaussianStream streams them); row partition p of
+// every window draws from noise(p), continuing where the previous window left it.
 //
 // Why orthonormal. A projection and its noise trade distortion against
 // sensitivity. r^(−1/2) times an i.i.d. Gaussian M preserves squared distances

@@ -26,6 +26,7 @@ from privbo.client import (
     JobEvent,
     JobResult,
     JobState,
+    MemoryLimited,
     NotFound,
     Observation,
     OutputPrivacy,

@@ -1,13 +1,15 @@
-"""Reads the google.rpc.Status a curator attaches to an error, for its RetryInfo.
+"""Reads the google.rpc.Status a curator attaches to an error, for its RetryInfo and
+ErrorInfo.
 
 A gRPC error's rich status travels in the trailing metadata entry
 ``grpc-status-details-bin``: a serialized google.rpc.Status whose ``details`` are
 google.protobuf.Any messages. The curator's rate and concurrency limits put a
 google.rpc.RetryInfo there (proto/privbo/curator/v1/curator.proto, "Errors"); a refusal
-by the privacy budget carries none.
+by the privacy budget carries none. Refusals carry a google.rpc.ErrorInfo whose reason
+names them ("BUDGET_EXCEEDED", "MEMORY_LIMIT", …) and whose metadata holds their figures.
 
 Debian bookworm packages no Python module for google/rpc (googleapis-common-protos), so
-the four messages needed are declared here, field for field as in googleapis'
+the five messages needed are declared here, field for field as in googleapis'
 google/rpc/status.proto and error_details.proto and protobuf's any.proto and
 duration.proto, in a private descriptor pool: the wire format is the same, and nothing is
 registered in the default pool, where a pip-installed googleapis-common-protos may define
@@ -16,12 +18,13 @@ the real ones.
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 DETAILS_KEY = "grpc-status-details-bin"
 RETRY_INFO_TYPE = "google.rpc.RetryInfo"
+ERROR_INFO_TYPE = "google.rpc.ErrorInfo"
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -48,6 +51,16 @@ def _build():
         ("details", 3, _F.TYPE_MESSAGE, rep, ".privbo.client.rpc.Any"),
     )
     message("RetryInfo", ("retry_delay", 1, _F.TYPE_MESSAGE, opt, ".privbo.client.rpc.Duration"))
+    # ErrorInfo's metadata is a map<string, string>: a repeated map-entry message.
+    info = f.message_type.add(name="ErrorInfo")
+    entry = info.nested_type.add(name="MetadataEntry")
+    entry.field.add(name="key", number=1, type=_F.TYPE_STRING, label=opt)
+    entry.field.add(name="value", number=2, type=_F.TYPE_STRING, label=opt)
+    entry.options.map_entry = True
+    info.field.add(name="reason", number=1, type=_F.TYPE_STRING, label=opt)
+    info.field.add(name="domain", number=2, type=_F.TYPE_STRING, label=opt)
+    info.field.add(name="metadata", number=3, type=_F.TYPE_MESSAGE, label=rep,
+                   type_name=".privbo.client.rpc.ErrorInfo.MetadataEntry")
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(f.SerializeToString())
 
@@ -57,10 +70,54 @@ def _build():
             return message_factory.GetMessageClass(d)
         return message_factory.MessageFactory(pool).GetPrototype(d)  # protobuf 3.x
 
-    return cls("Any"), cls("Duration"), cls("Status"), cls("RetryInfo")
+    return cls("Any"), cls("Duration"), cls("Status"), cls("RetryInfo"), cls("ErrorInfo")
 
 
-Any, Duration, Status, RetryInfo = _build()
+Any, Duration, Status, RetryInfo, ErrorInfo = _build()
+
+
+def _details(trailing_metadata: Optional[Iterable[Tuple[str, object]]]):
+    """Yields the (type name, serialized value) of each detail of the error's rich
+    status; nothing when there is none or it does not parse."""
+    for key, value in trailing_metadata or ():
+        if key != DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        st = Status()
+        try:
+            st.ParseFromString(value)
+        except Exception:  # a damaged status has no details
+            return
+        for det in st.details:
+            yield det.type_url.rsplit("/", 1)[-1], det.value
+        return
+
+
+def error_info(trailing_metadata: Optional[Iterable[Tuple[str, object]]]) -> Optional[Tuple[str, str, Dict[str, str]]]:
+    """Returns the (reason, domain, metadata) of the ErrorInfo in the error's rich
+    status, or None when it carries none."""
+    for type_name, value in _details(trailing_metadata):
+        if type_name != ERROR_INFO_TYPE:
+            continue
+        ei = ErrorInfo()
+        try:
+            ei.ParseFromString(value)
+        except Exception:
+            return None
+        return ei.reason, ei.domain, dict(ei.metadata)
+    return None
+
+
+def encode_error_info(code: int, message: str, reason: str, domain: str, metadata: Dict[str, str]) -> bytes:
+    """Returns a serialized google.rpc.Status with one ErrorInfo, as a curator's
+    refusals send it (used by the tests' fake curator)."""
+    ei = ErrorInfo(reason=reason, domain=domain)
+    for k, v in metadata.items():
+        ei.metadata[k] = v
+    st = Status(code=code, message=message)
+    det = st.details.add()
+    det.type_url = "type.googleapis.com/" + ERROR_INFO_TYPE
+    det.value = ei.SerializeToString()
+    return st.SerializeToString()
 
 
 def retry_delay(trailing_metadata: Optional[Iterable[Tuple[str, object]]]) -> Optional[float]:

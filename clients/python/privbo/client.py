@@ -19,8 +19,9 @@ only; this client retries it for every request, and instead fails fast in connec
   limit: the client waits the delay it asks for (at least 10 ms) and sends the same
   request again.
 * RESOURCE_EXHAUSTED without RetryInfo is a refusal that waiting does not change: the
-  privacy budget (BudgetExhausted) or the cap on distinct exact answers
-  (ExactAnswerLimit). It is raised at once.
+  privacy budget (BudgetExhausted), the cap on distinct exact answers
+  (ExactAnswerLimit), or a projection needing more memory than the curator admits for
+  its releases (MemoryLimited: ask for a smaller dimension). It is raised at once.
 * UNAVAILABLE (a curator restarting, or unable to reach its ledger) is retried with
   exponential backoff, 100 ms doubling to 5 s. Every request this client retries is
   idempotent: a release already charged is replayed at no cost, rows already answered
@@ -177,6 +178,26 @@ class ExactAnswerLimit(ResourceExhausted):
     (output privacy "none"); rows already answered are still replayed."""
 
 
+class MemoryLimited(ResourceExhausted):
+    """The projection asked for needs more memory while the curator computes it than
+    the curator admits for its releases at once (ErrorInfo reason MEMORY_LIMIT); nothing
+    was computed or charged. ``max_dimension`` is the largest dimension that fits (0
+    when none does), ``needed_bytes`` and ``available_bytes`` the figures."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, metadata: Dict[str, str]):
+        super().__init__(code, message)
+
+        def number(key: str) -> int:
+            try:
+                return int(metadata.get(key, "0"))
+            except ValueError:
+                return 0
+
+        self.needed_bytes = number("needed_bytes")
+        self.available_bytes = number("available_bytes")
+        self.max_dimension = number("max_dimension")
+
+
 class ProjectionIntegrityError(PrivboError):
     """The projection stream was malformed: missing header or trailer, chunks out of
     order or of the wrong size."""
@@ -201,6 +222,10 @@ _BY_CODE = {
     grpc.StatusCode.INTERNAL: Internal,
 }
 
+# The curator's ErrorInfo domain, and the reason of a memory refusal (pkg/server).
+ERROR_DOMAIN = "privbo.curator.v1"
+MEMORY_LIMIT_REASON = "MEMORY_LIMIT"
+
 # The curator's message for its exact-answer cap (pkg/curator ErrExactRowLimit); every
 # other RESOURCE_EXHAUSTED without RetryInfo is the privacy budget (curator.proto).
 _EXACT_LIMIT_MARK = "exact-answer row limit"
@@ -224,6 +249,9 @@ def error_from_rpc(err: grpc.RpcError) -> CuratorError:
             return RateLimited(code, message, delay)
         if _EXACT_LIMIT_MARK in message:
             return ExactAnswerLimit(code, message)
+        info = _status.error_info(err.trailing_metadata() if hasattr(err, "trailing_metadata") else None)
+        if info is not None and info[0] == MEMORY_LIMIT_REASON and info[1] == ERROR_DOMAIN:
+            return MemoryLimited(code, message, info[2])
         return BudgetExhausted(code, message)
     return _BY_CODE.get(code, CuratorError)(code, message)
 

@@ -365,6 +365,23 @@ class ClientTest(unittest.TestCase):
             self.client.query([1])
         self.assertEqual(self.fake.calls["Query"], 1)
 
+    def test_memory_limit_is_its_own_error(self):
+        msg = ("this release (r = 1024 over 20000 rows, lifted mechanism) needs 51 MiB of memory while it is computed and "
+               "stored; the curator admits 48 MiB for its releases at once; ask for r ≤ 956")
+        meta = {"needed_bytes": "53477376", "available_bytes": "50331648", "dimension": "1024", "max_dimension": "956"}
+        body = _status.encode_error_info(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], msg, "MEMORY_LIMIT", "privbo.curator.v1", meta)
+        self.fake.refusals["ReleaseProjection"] = [
+            _Status(grpc.StatusCode.RESOURCE_EXHAUSTED, msg, ((_status.DETAILS_KEY, body),))]
+        with self.assertRaises(privbo.MemoryLimited) as cm:
+            self.client.release_projection(COLS, 1.0, 1e-6)
+        e = cm.exception
+        self.assertEqual((e.needed_bytes, e.available_bytes, e.max_dimension), (53477376, 50331648, 956))
+        self.assertEqual(e.message, msg)
+        self.assertIsInstance(e, privbo.ResourceExhausted)
+        self.assertNotIsInstance(e, privbo.BudgetExhausted)
+        self.assertEqual(self.fake.calls["ReleaseProjection"], 1)
+        self.assertEqual(self.clock.sleeps, [])
+
     def test_unavailable_retried_with_backoff(self):
         down = _Status(grpc.StatusCode.UNAVAILABLE, "the curator cannot reach its privacy ledger right now")
         self.fake.refusals["Query"] = [down, down, down]
@@ -484,6 +501,15 @@ class StatusTest(unittest.TestCase):
     def test_retry_info_round_trip(self):
         body = _status.encode_retry_info(8, "slow down", 1.25)
         self.assertAlmostEqual(_status.retry_delay([("other", "x"), (_status.DETAILS_KEY, body)]), 1.25)
+
+    def test_error_info_round_trip(self):
+        body = _status.encode_error_info(8, "too big", "MEMORY_LIMIT", "privbo.curator.v1", {"max_dimension": "12"})
+        self.assertEqual(_status.error_info([(_status.DETAILS_KEY, body)]),
+                         ("MEMORY_LIMIT", "privbo.curator.v1", {"max_dimension": "12"}))
+        self.assertIsNone(_status.retry_delay([(_status.DETAILS_KEY, body)]))
+        self.assertIsNone(_status.error_info([(_status.DETAILS_KEY, _status.encode_retry_info(8, "slow", 1))]))
+        self.assertIsNone(_status.error_info(None))
+        self.assertIsNone(_status.error_info([(_status.DETAILS_KEY, b"\xff\xff garbage")]))
 
     def test_no_retry_info(self):
         st = _status.Status(code=8, message="budget")
