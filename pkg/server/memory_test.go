@@ -64,6 +64,11 @@ func TestMemoryConfig(t *testing.T) {
 	if got, want := DatasetMemory(1_000_000, 10), int64(168_000_000); got != want {
 		t.Errorf("DatasetMemory(10⁶, 10) = %d, want %d", got, want)
 	}
+	cfg := base
+	cfg.MemoryLimit, cfg.ReleaseMemory = 2<<30, 24<<20
+	if sum, err := Check(cfg); err != nil || !strings.Contains(sum, "memory limit 2048 MiB (Config.MemoryLimit), releases 24 MiB at once") {
+		t.Errorf("Check = %q, %v; want the memory limit and the releases' memory", sum, err)
+	}
 	if got, want := RuntimeMemoryLimit(Config{MemoryLimit: 2 << 30}), int64(1932735283); got != want {
 		t.Errorf("RuntimeMemoryLimit(2 GiB) = %d, want %d", got, want)
 	}

@@ -427,30 +427,57 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// memoryPlan is how much memory a curator serving n rows of d features gives its
+// releases (Config.ReleaseMemory, resolved) and where the figures come from.
+type memoryPlan struct {
+	limit   int64  // Config.MemoryLimit, resolved; 0: unknown
+	source  string // where limit comes from
+	data    int64  // the dataset's memory (DatasetMemory)
+	release int64  // the releases' budget; 0: no limit (neither it nor limit known)
+	how     string // how release was found
+	floor   bool   // the default fell below curator.MinMemory and was raised to it
+}
+
+func planMemory(cfg Config, n, d int) memoryPlan {
+	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: "Config.ReleaseMemory"}
+	p.limit, p.source = cfg.memoryLimit()
+	if p.release == 0 && p.limit > 0 {
+		p.release = DefaultReleaseMemory(p.limit, p.data)
+		p.how = fmt.Sprintf("%.0f%% of the memory limit less the dataset and %s for the runtime", 100*ReleaseMemoryShare, memory.MiB(RuntimeReserve))
+		p.floor = p.release == curator.MinMemory
+	}
+	return p
+}
+
+// summary states the plan in a few words (check-config).
+func (p memoryPlan) summary() string {
+	if p.release == 0 {
+		return "memory limit unknown, releases not limited"
+	}
+	if p.limit == 0 {
+		return fmt.Sprintf("memory limit unknown, releases %s at once", memory.MiB(p.release))
+	}
+	return fmt.Sprintf("memory limit %s (%s), releases %s at once", memory.MiB(p.limit), p.source, memory.MiB(p.release))
+}
+
 // releaseMemory is the memory budget of the curator's releases (Config.ReleaseMemory),
 // logged with how it was found; nil (no limit) when neither it nor the memory available
 // is known.
 func releaseMemory(log *zap.Logger, cfg Config, ds *dataset.Dataset) *memory.Budget {
-	limit, source := cfg.memoryLimit()
-	data := DatasetMemory(ds.N, ds.D)
-	rel, how := cfg.ReleaseMemory, "Config.ReleaseMemory"
-	if rel == 0 {
-		if limit == 0 {
-			log.Warn("the memory available to the curator is unknown and Config.ReleaseMemory is not set: releases are admitted without a memory limit")
-			return nil
-		}
-		rel = DefaultReleaseMemory(limit, data)
-		how = fmt.Sprintf("%.0f%% of the memory limit less the dataset and %s for the runtime", 100*ReleaseMemoryShare, memory.MiB(RuntimeReserve))
-		if rel == curator.MinMemory {
-			log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
-				"which refuses all but small releases: raise the container's memory limit (or Config.MemoryLimit)",
-				memory.MiB(data), memory.MiB(curator.MinMemory), memory.MiB(limit), source, memory.MiB(rel)))
-		}
+	p := planMemory(cfg, ds.N, ds.D)
+	if p.release == 0 {
+		log.Warn("the memory available to the curator is unknown and Config.ReleaseMemory is not set: releases are admitted without a memory limit")
+		return nil
 	}
-	log.Info("release memory", zap.Int64("memory_limit_bytes", limit), zap.String("memory_limit_source", source),
-		zap.Int64("dataset_bytes", data), zap.Int64("release_memory_bytes", rel), zap.String("release_memory", how),
+	if p.floor {
+		log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
+			"which refuses all but small releases: raise the container's memory limit (or Config.MemoryLimit)",
+			memory.MiB(p.data), memory.MiB(curator.MinMemory), memory.MiB(p.limit), p.source, memory.MiB(p.release)))
+	}
+	log.Info("release memory", zap.Int64("memory_limit_bytes", p.limit), zap.String("memory_limit_source", p.source),
+		zap.Int64("dataset_bytes", p.data), zap.Int64("release_memory_bytes", p.release), zap.String("release_memory", p.how),
 		zap.Int64("runtime_memory_limit_bytes", debug.SetMemoryLimit(-1)))
-	return memory.NewBudget(rel)
+	return memory.NewBudget(p.release)
 }
 
 // flushAuthFailures logs the summaries of failed authentications whose interval has
@@ -824,8 +851,9 @@ func Check(cfg Config) (string, error) {
 	if p.needed() {
 		scaling += fmt.Sprintf(" (private estimate of %s with ε = %g, charged once at the first start to the dataset cap)", p.what(), p.total())
 	}
-	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
+	return fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
+		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)), nil
 }
 
 func (l LedgerConfig) kind() string {
