@@ -366,7 +366,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.fake.calls["Query"], 1)
 
     def test_memory_limit_is_its_own_error(self):
-        msg = ("this release (r = 1024 over 20000 rows, lifted mechanism) needs 51 MiB of memory while it is computed and "
+        msg = ("this release (r = 1024 over 20000 rows, lifted mechanism) needs 52 MiB of memory while it is computed and "
                "stored; the curator admits 48 MiB for its releases at once; ask for r ≤ 956")
         meta = {"needed_bytes": "53477376", "available_bytes": "50331648", "dimension": "1024", "max_dimension": "956"}
         body = _status.encode_error_info(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], msg, "MEMORY_LIMIT", "privbo.curator.v1", meta)
