@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // buildBinary returns the path of one of the project's commands (pkg is "./cmd/name"),
 // built into binDir as name the first time a test asks for it in this process and
 // reused afterwards. A run of tests that needs no binary builds none.
-func buildBinary(t *testing.T, pkg string) string {
+func buildBinary(t testing.TB, pkg string) string {
 	t.Helper()
 	built.Lock()
 	defer built.Unlock()

@@ -15,6 +15,8 @@
 #     r = 20 (targets ≤ 0.3 s and ≤ 2 s)
 #   projection stream over loopback gRPC       integration      BenchmarkProjectionStream
 #   cached index queries over loopback         integration      BenchmarkCachedQueries
+#   (not run here: a release's peak memory in a real curator, up to a 7.6 GiB matrix,
+#   integration BenchmarkReleaseMemory; docs/EXPERIMENTS.md, "Release memory")
 #
 # Environment: BENCH_COUNT (default 6, the fewest samples for which benchstat gives a
 # confidence interval) repetitions of each benchmark; BENCH_FILTER, an extended regular expression matched against the -bench patterns below, keeps only the

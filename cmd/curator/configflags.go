@@ -45,6 +45,8 @@ var configFlags = map[string]string{
 	"MaxQueryIndices":           "--max-query-indices",
 	"MaxProjectionDim":          "--max-projection-dim",
 	"ProjectionMechanism":       "--projection-mechanism",
+	"MemoryLimit":               "--memory-limit",
+	"ReleaseMemory":             "--release-memory",
 	"ShutdownTimeout":           "--shutdown-timeout",
 	"TLS.CertFile":              "--tls-cert",
 	"TLS.KeyFile":               "--tls-key",

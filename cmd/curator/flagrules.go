@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/pkg/curator"
 )
 
 // ledgerRules are the ranges of the ledger flags (serve, ledger, pending, record). The
@@ -61,6 +62,8 @@ var serveRules = func() map[string]cli.Rule {
 		"auth-failure-log-interval": cli.PositiveDuration,
 		"auth-failure-peers":        cli.AtLeast(1),
 		"max-header-bytes":          cli.AtLeast(1024),
+		"memory-limit":              cli.BytesAtLeast(128 << 20).Why("leave it unset for the container's or the machine's"),
+		"release-memory":            cli.BytesAtLeast(curator.MinMemory).Why("leave it unset for a share of --memory-limit"),
 	}
 	for k, v := range ledgerRules {
 		r[k] = v

@@ -63,6 +63,8 @@ output-upper = 400
 		{"auth-failure-log-interval", []string{"0s", "-1s"}, []string{"30s"}},
 		{"auth-failure-peers", []string{"0"}, []string{"100"}},
 		{"max-header-bytes", []string{"-1", "1023"}, []string{"1024", "65536"}},
+		{"memory-limit", []string{"0", "-1GiB", "100MiB"}, []string{"2GiB", "4294967296"}},
+		{"release-memory", []string{"0", "15MiB"}, []string{"16MiB", "1.5GiB"}},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

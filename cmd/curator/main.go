@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
 	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "gaussian", "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
+	fs.Var((*cli.Bytes)(&cfg.MemoryLimit), "memory-limit", "memory the curator may use in all, such as 2GiB (default: the container's cgroup memory limit, else the machine's physical memory); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set, and --release-memory's default derives from it")
+	fs.Var((*cli.Bytes)(&cfg.ReleaseMemory), "release-memory", "memory the releases being computed, stored and streamed may hold together, such as 1GiB: a new release is computed once what it needs (known from n, d, r, the mechanism and the store) fits beside the others, waiting its turn within its request's deadline, and one needing more than all of it is refused (RESOURCE_EXHAUSTED, reason MEMORY_LIMIT, naming the largest r that fits) (default: 75% of --memory-limit less the dataset and 64MiB for the runtime)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "server certificate (PEM); serves TLS")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "server private key (PEM)")
@@ -397,6 +400,14 @@ func serve(args []string) error {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 	cfg.Warn = func(w string) { fmt.Fprintln(os.Stderr, "curator:", flagText(w)) }
+
+	// The garbage collector works harder as the heap nears the memory limit, rather than
+	// letting the kernel kill the process; an explicit GOMEMLIMIT wins.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if lim := server.RuntimeMemoryLimit(cfg); lim > 0 {
+			debug.SetMemoryLimit(lim)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

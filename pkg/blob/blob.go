@@ -36,6 +36,35 @@ type Store interface {
 	Delete(ctx context.Context, name string) error
 }
 
+// Footprint is implemented by stores that know how much memory one Put, and one reader
+// returned by Open, hold while they run (their buffers), so that the curator can count a
+// release's memory before making it (package memory).
+type Footprint interface {
+	PutMemory() int64
+	OpenMemory() int64
+}
+
+// DefaultCallMemory is the memory PutMemory and OpenMemory assume for a store that does
+// not implement Footprint.
+const DefaultCallMemory = 4 << 20
+
+// PutMemory is the memory one Put of s holds besides the bytes it is given.
+func PutMemory(s Store) int64 {
+	if f, ok := s.(Footprint); ok {
+		return f.PutMemory()
+	}
+	return DefaultCallMemory
+}
+
+// OpenMemory is the memory one reader returned by s's Open holds besides the buffer it
+// is read into.
+func OpenMemory(s Store) int64 {
+	if f, ok := s.(Footprint); ok {
+		return f.OpenMemory()
+	}
+	return DefaultCallMemory
+}
+
 var (
 	// ErrNotFound is returned by Open for a name that holds no blob.
 	ErrNotFound = errors.New("blob: not found")
@@ -101,7 +130,7 @@ func (d *Dir) Put(ctx context.Context, name string, r io.Reader) (sum []byte, er
 		}
 	}()
 	h := sha256.New()
-	w := bufio.NewWriterSize(f, 1<<20)
+	w := bufio.NewWriterSize(f, putBuffer)
 	if _, err = io.Copy(io.MultiWriter(w, h), r); err != nil {
 		return nil, fmt.Errorf("blob: write %s: %w", path, err)
 	}
@@ -119,6 +148,15 @@ func (d *Dir) Put(ctx context.Context, name string, r io.Reader) (sum []byte, er
 	}
 	return h.Sum(nil), nil
 }
+
+// putBuffer is the size of Put's write buffer.
+const putBuffer = 1 << 20
+
+// PutMemory is Put's write buffer and io.Copy's (Footprint).
+func (d *Dir) PutMemory() int64 { return putBuffer + 64<<10 }
+
+// OpenMemory is an open file's (Footprint): the bytes are read into the caller's buffer.
+func (d *Dir) OpenMemory() int64 { return 4 << 10 }
 
 // Open opens the file of name.
 func (d *Dir) Open(_ context.Context, name string) (io.ReadCloser, error) {
@@ -179,6 +217,10 @@ func (f fallback) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	}
 	return rc, err
 }
+
+func (f fallback) PutMemory() int64 { return PutMemory(f.primary) }
+
+func (f fallback) OpenMemory() int64 { return max(OpenMemory(f.primary), OpenMemory(f.older)) }
 
 func (f fallback) Delete(ctx context.Context, name string) error {
 	return f.primary.Delete(ctx, name)

@@ -14,6 +14,7 @@ import (
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -81,6 +82,13 @@ type Config struct {
 	// they hold as many default studies as the ε budgets (DefaultStudy). Neither changes
 	// a limit: every charge is checked against the ledger's.
 	StudyEpsilon, StudyDelta float64
+	// Memory, when set, is the memory budget of releases (package memory): a new
+	// projection is computed only once the memory it needs (projection.MemoryNeed and
+	// the store's buffers) is admitted beside the releases being made and streamed, and
+	// refused at once with a *MemoryError when it exceeds the whole budget; a release is
+	// streamed to its client only once its stream's memory is admitted. Waiting honours
+	// the request's context. At least MinMemory; nil admits everything.
+	Memory *memory.Budget
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
 	// For simulations and tests only: a known seed reveals M, which the lifted
 	// mechanism relies on keeping secret.
@@ -125,6 +133,10 @@ type Curator struct {
 	// guarantee is GuaranteeStatement's text, stated at its first call.
 	guaranteeOnce sync.Once
 	guarantee     string
+
+	// computeHook, when set (tests), is called as a new release's computation starts,
+	// once its memory is admitted.
+	computeHook func()
 }
 
 type balanceKey struct {
@@ -171,6 +183,9 @@ func New(cfg Config) (*Curator, error) {
 	}
 	if cfg.MaxProjectionDim <= 0 {
 		cfg.MaxProjectionDim = 1024
+	}
+	if c := cfg.Memory.Capacity(); cfg.Memory != nil && c < MinMemory {
+		return nil, fmt.Errorf("curator: a memory budget of %s cannot stream releases; give at least %s", memory.MiB(c), memory.MiB(MinMemory))
 	}
 	switch cfg.ProjectionMechanism {
 	case "":

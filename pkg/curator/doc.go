@@ -10,10 +10,14 @@
 //     from its parameters. A key already in the ledger is a replay: the stored result is
 //     returned and nothing is charged.
 //  2. A new release is refused before the data is touched when the caller's remaining
-//     budget (and the dataset's) cannot cover it.
+//     budget (and the dataset's) cannot cover it. A new projection then waits for the
+//     memory it will need (Config.Memory; known from n, d, r, the mechanism and the
+//     store before anything is computed), or is refused at once with a *MemoryError when
+//     it needs more than the whole budget; one that waited checks the budget again.
 //  3. The release is computed and written durably (for a projection: a blob of
 //     Config.Releases — a file in the state directory, fsynced, or, with a PostgreSQL
-//     ledger, committed rows of its database, which every replica reads), then charged in
+//     ledger, committed rows of its database, which every replica reads; computed a
+//     window of rows at a time while it is written, projection.Stream), then charged in
 //     one atomic ledger transaction that also records where the result is and its
 //     SHA-256. Only after that commit does anything leave the curator.
 //  4. Two concurrent identical requests compute at most one release for the caller: a

@@ -20,7 +20,7 @@ import (
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -56,16 +56,24 @@ type Projection struct {
 
 	releases blob.Store
 	blob     string // the matrix's name in releases
+	mem      *memory.Budget
 }
 
 // Open opens the release's bytes (matrixio format) for streaming; the reader may use
-// ctx while it is read. The caller checks them against SHA256.
+// ctx while it is read. The caller checks them against SHA256, and closes the reader:
+// it holds the memory of the stream (Config.Memory) until then, Open waiting for it
+// while ctx allows.
 func (p *Projection) Open(ctx context.Context) (io.ReadCloser, error) {
+	release, err := p.mem.Acquire(ctx, streamNeed(p.releases, p.Rows, p.Cols))
+	if err != nil {
+		return nil, fmt.Errorf("curator: waiting for the memory to stream release %s: %w", p.ID, err)
+	}
 	rc, err := p.releases.Open(ctx, p.blob)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("curator: release %s is recorded but its matrix is unreadable: %w", p.ID, err)
 	}
-	return rc, nil
+	return &heldReader{ReadCloser: rc, release: release}, nil
 }
 
 // projectionRecord is what the ledger stores as the result of a projection release.
@@ -176,19 +184,43 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
-	parts := []releasePart{{ProjectionRelation, cost}}
+	// What the release charges, checked against the budget before any data is touched.
 	var answers *ledger.Charge
-	if req.WithAnswers {
-		var err error
-		if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
+	affordable := func() error {
+		parts := []releasePart{{ProjectionRelation, cost}}
+		answers = nil
+		if req.WithAnswers {
+			var err error
+			if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
+				return err
+			}
+			if answers != nil {
+				parts = append(parts, releasePart{answers.Relation, answers.Cost})
+			}
+		}
+		if err := c.ensureAffordable(ctx, identity, parts...); err != nil {
+			return fmt.Errorf("curator: %w", err)
+		}
+		return nil
+	}
+	if err := affordable(); err != nil {
+		return nil, err
+	}
+	// The memory of the computation, admitted beside the releases being made; a release
+	// that had to wait checks the budget again, which the releases it waited for may
+	// have spent.
+	release, waited, err := c.admit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if waited {
+		if err := affordable(); err != nil {
 			return nil, err
 		}
-		if answers != nil {
-			parts = append(parts, releasePart{answers.Relation, answers.Cost})
-		}
 	}
-	if err := c.ensureAffordable(ctx, identity, parts...); err != nil {
-		return nil, fmt.Errorf("curator: %w", err)
+	if c.computeHook != nil {
+		c.computeHook()
 	}
 
 	start := time.Now()
@@ -197,27 +229,19 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		src = c.cfg.SimulationProjectionSource()
 	}
 	params := projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}
-	var (
-		z   []float64
-		rep projection.Report
-		err error
-	)
+	// The release is computed a window of rows at a time while it is stored: its n×r
+	// matrix is never held whole.
+	var z *projection.Stream
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		z, rep, err = projection.ProjectGaussian(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, projection.CryptoNoise)
+		z, err = projection.ProjectGaussianStream(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, projection.CryptoNoise)
 	} else {
-		z, rep, err = projection.Project(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
+		z, err = projection.ProjectStream(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
-	// Operator-only: which branch was taken depends on the data.
-	c.log.Info("projection computed",
-		zap.String("release", id), zap.String("identity", identity),
-		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
-		zap.String("mechanism", rep.Mechanism), zap.Float64("noise_sd", rep.NoiseSD),
-		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
-		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
-		zap.Duration("duration", time.Since(start)))
+	defer z.Close()
+	rep := z.Report()
 
 	var nonce [8]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
@@ -225,10 +249,19 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	}
 	file := fmt.Sprintf("%s-%s.f64", id, hex.EncodeToString(nonce[:]))
 	// Durable before the charge that names it: a charged release can always be replayed.
-	sum, err := c.releases.Put(ctx, file, matrixio.NewReader(z))
+	sum, err := c.releases.Put(ctx, file, z)
 	if err != nil {
-		return nil, fmt.Errorf("curator: storing release %s: %w", id, err)
+		return nil, fmt.Errorf("curator: computing and storing release %s: %w", id, err)
 	}
+	// Operator-only: which branch was taken depends on the data.
+	c.log.Info("projection computed and stored",
+		zap.String("release", id), zap.String("identity", identity),
+		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
+		zap.String("mechanism", rep.Mechanism), zap.Float64("noise_sd", rep.NoiseSD),
+		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
+		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
+		zap.Int64("memory_bytes", c.computeNeed(req.R)),
+		zap.Duration("duration", time.Since(start)))
 	// The matrix is no longer needed here; removing it when it turns out unrecorded
 	// must not depend on the request's context.
 	remove := func() {
@@ -273,7 +306,8 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return nil, err
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
-	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, Budget: bal, releases: c.releases, blob: file}, nil
+	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, Budget: bal, releases: c.releases, blob: file,
+		mem: c.cfg.Memory}, nil
 }
 
 // storedProjection returns the recorded release rec of req, stating the guarantee with
@@ -298,7 +332,7 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	}
 	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
 	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, NoiseSD: sd, Budget: bal,
-		releases: c.releases, blob: pr.File}, nil
+		releases: c.releases, blob: pr.File, mem: c.cfg.Memory}, nil
 }
 
 // ReleasesDir is the directory of a curator's state directory that holds its released

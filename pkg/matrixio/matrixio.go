@@ -42,24 +42,30 @@ func DecodeFloat64s(dst []float64, data []byte) error {
 }
 
 // NewReader returns a reader of vals in the matrix byte format, encoding a few
-// thousand values at a time rather than the whole matrix at once.
+// thousand values at a time into one buffer of 64 KiB rather than the whole matrix at
+// once.
 func NewReader(vals []float64) io.Reader { return &reader{vals: vals} }
 
 type reader struct {
 	vals []float64 // not yet encoded
-	buf  []byte    // encoded, not yet read
+	buf  []byte    // encoded
+	pos  int       // bytes of buf already read
 }
 
 func (r *reader) Read(p []byte) (int, error) {
-	if len(r.buf) == 0 {
+	if r.pos == len(r.buf) {
 		if len(r.vals) == 0 {
 			return 0, io.EOF
 		}
 		n := min(len(r.vals), 1<<13)
-		r.buf = AppendFloat64s(r.buf[:0], r.vals[:n])
+		if r.buf == nil {
+			r.buf = make([]byte, 0, 8*n)
+		}
+		// buf keeps its capacity: the next values are encoded where the last were.
+		r.buf, r.pos = AppendFloat64s(r.buf[:0], r.vals[:n]), 0
 		r.vals = r.vals[n:]
 	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
+	n := copy(p, r.buf[r.pos:])
+	r.pos += n
 	return n, nil
 }

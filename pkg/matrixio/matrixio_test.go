@@ -60,3 +60,22 @@ func TestNewReader(t *testing.T) {
 		}
 	}
 }
+
+// TestNewReaderReusesItsBuffer: reading a matrix allocates one buffer of 8192 values,
+// not one per 8192 values (the reader once grew a fresh buffer for every batch,
+// allocating about four times the matrix).
+func TestNewReaderReusesItsBuffer(t *testing.T) {
+	vals := make([]float64, 1<<20) // 8 MiB encoded
+	buf := make([]byte, 32<<10)
+	allocs := testing.AllocsPerRun(3, func() {
+		r := NewReader(vals)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				break
+			}
+		}
+	})
+	if allocs > 2 { // the reader and its buffer
+		t.Errorf("reading 2²⁰ values made %v allocations, want 2", allocs)
+	}
+}

@@ -78,8 +78,7 @@
 //     needs only σ_min. In step 6, U = X V Σ⁻¹ gives
 //     X̃ = X · V diag(sqrt(1 + ω²/σ_j²)) Vᵀ, so Z = X · (A M) with A d×d.
 //     Cost O(n·d²) plus O(d³). The centred matrix is never materialised: each
-//     block of rows is centred into a small buffer, so the only large
-//     allocation is Z itself.
+//     block of rows is centred into a small buffer.
 //   - "svd": the thin SVD of the centred copy (gonum mat.SVD, LAPACK dgesvd).
 //     Used when the Gram route is not numerically sound (see below), when
 //     X is rank-deficient (the directions with σ_j = 0 need the orthonormal
@@ -107,4 +106,18 @@
 // Row blocks are processed by up to GOMAXPROCS goroutines; partial sums are
 // combined in a fixed order, so the result does not depend on scheduling or on
 // the number of workers. ctx is checked between blocks.
+//
+// # Memory
+//
+// Z = A·B (A the centred data or U, B a small matrix derived from M) is computed
+// a window of WindowBytes (8 MiB) of rows at a time. ProjectStream and
+// ProjectGaussianStream return it as a Stream, a reader of its bytes in package
+// matrixio's format that computes the next window when the last is read, so a
+// release can be hashed, stored and sent without ever being held whole; Project
+// and ProjectGaussian fill one slice through the same windows, with the same
+// bytes. MemoryNeed bounds what a Stream allocates from public quantities
+// (n, d, r, the mechanism), so that a curator can admit a release before
+// touching the data: about one window, M and the q×q matrices derived from it
+// (q = max(d, r)), and for the lifted mechanism the SVD route's copies of the
+// n×d data (about 5·n·d values), which the data decide whether it needs.
 package projection

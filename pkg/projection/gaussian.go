@@ -65,7 +65,9 @@ const (
 // (dp.CryptoSource: AES-CTR keyed from crypto/rand; about 10 million draws per
 // CPU-second on machine words, spread over GOMAXPROCS goroutines), which
 // dominate for large n. Report.NoiseSD holds σ and Report.Sensitivity Δ (both
-// depend only on M, never on the data).
+// depend only on M, never on the data). The rows are projected and noised a
+// window at a time (ProjectGaussianStream streams them); row partition p of
+// every window draws from noise(p), continuing where the previous window left it.
 //
 // Why orthonormal. A projection and its noise trade distortion against
 // sensitivity. r^(−1/2) times an i.i.d. Gaussian M preserves squared distances
@@ -81,60 +83,60 @@ const (
 // spread of ‖Qᵀv‖² about √(2/r)) and the per-coordinate noise (σ ∝ √(d/r)), but
 // adds r coordinates of noise to every squared distance (bias 2rσ²).
 func ProjectGaussian(ctx context.Context, x []float64, n, d int, p Params, src Source, noise func(part int) *dp.Source) (z []float64, rep Report, err error) {
+	s, err := ProjectGaussianStream(ctx, x, n, d, p, src, noise)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	z, err = s.all()
+	return z, s.Report(), err
+}
+
+// ProjectGaussianStream is ProjectGaussian computed while it is read (Stream): it draws
+// M, calibrates the noise and reads the column means of x, and returns the release as a
+// stream of bytes whose rows are projected and noised one window at a time. x must not
+// change until the stream ends. It returns ProjectGaussian's errors, those about the
+// data (non-finite values, overflow) from Read.
+func ProjectGaussianStream(ctx context.Context, x []float64, n, d int, p Params, src Source, noise func(part int) *dp.Source) (*Stream, error) {
 	if noise == nil {
-		return nil, Report{}, errors.New("projection: nil noise sources; use CryptoNoise")
+		return nil, errors.New("projection: nil noise sources; use CryptoNoise")
 	}
 	if err := checkInputs(ctx, x, n, d, p, src); err != nil {
-		return nil, Report{}, err
+		return nil, err
 	}
 	r := p.R
 	m := make([]float64, d*r)
-	defer clear(m)
+	keep := false
+	defer func() {
+		if !keep {
+			clear(m)
+		}
+	}()
 	src.normals(m)
 	if !src.fixedMatrix() {
 		if err := orthonormalise(m, d, r); err != nil {
-			return nil, Report{}, err
+			return nil, err
 		}
 	}
-	rep = Report{N: n, D: d, R: r, Mechanism: MechanismGaussian, Route: "product"}
-
-	mean, err := columnMeans(ctx, x, n, d)
-	if err != nil {
-		return nil, rep, err
-	}
-	z, err = multiplyRows(ctx, x, mean, n, d, m, r)
-	if err != nil {
-		return nil, rep, err
-	}
+	rep := Report{N: n, D: d, R: r, Mechanism: MechanismGaussian, Route: "product"}
 	scale := 1 / math.Sqrt(float64(r))
-	for k := range z {
-		z[k] *= scale
-	}
-	if err := checkFinite(z); err != nil {
-		return nil, rep, err
-	}
 	var svd mat.SVD
 	if !svd.Factorize(mat.NewDense(d, r, m), mat.SVDNone) {
-		return nil, rep, errors.New("projection: the singular values of M did not converge")
+		return nil, errors.New("projection: the singular values of M did not converge")
 	}
 	sens := GaussianSensitivity(n, svd.Values(nil)[0]*scale)
 	mech, err := dp.NewVectorGaussian(p.Epsilon, p.Delta, sens, n*r)
 	if err != nil {
-		return nil, rep, fmt.Errorf("projection: %w", err)
-	}
-	// The draws dominate the cost: noise the row partitions concurrently, each
-	// from its own source.
-	err = forEachPart(n, numParts(n), func(part, lo, hi int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return mech.AddNoise(noise(part), z[lo*r:hi*r])
-	})
-	if err != nil {
-		return nil, rep, fmt.Errorf("projection: %w", err)
+		return nil, fmt.Errorf("projection: %w", err)
 	}
 	rep.NoiseSD, rep.Sensitivity = mech.Scale(), sens
-	return z, rep, nil
+	mean, err := columnMeans(ctx, x, n, d)
+	if err != nil {
+		return nil, err
+	}
+	keep = true
+	// The draws dominate the cost: every window's row partitions are noised
+	// concurrently, each from its own source.
+	return newStream(&product{ctx: ctx, a: x, mean: mean, n: n, k: d, b: m, r: r, scale: scale, mech: mech, noise: noise}, rep), nil
 }
 
 // orthonormalise replaces the row-major d×r Gaussian matrix m by √r times a matrix

@@ -208,36 +208,6 @@ func syrkUpper(g, a []float64, rows, d int) {
 	}
 }
 
-// multiplyRows returns the row-major n×r product (A − 1 meanᵀ)·b for the
-// row-major n×k matrix a and k×r matrix b. mean may be nil (no centring).
-func multiplyRows(ctx context.Context, a, mean []float64, n, k int, b []float64, r int) ([]float64, error) {
-	z := make([]float64, n*r)
-	parts := numParts(n)
-	err := forEachPart(n, parts, func(p, lo, hi int) error {
-		var buf []float64
-		if mean != nil {
-			buf = make([]float64, blockRows*k)
-		}
-		for s := lo; s < hi; s += blockRows {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			e := min(s+blockRows, hi)
-			rows := a[s*k : e*k]
-			if mean != nil {
-				centreRows(buf, a, mean, s, e, k)
-				rows = buf[:(e-s)*k]
-			}
-			gemmRows(z[s*r:e*r], rows, b, e-s, k, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return z, nil
-}
-
 // gemmRows sets z = a·b for the row-major rows×k block a, k×r matrix b and
 // rows×r block z.
 func gemmRows(z, a, b []float64, rows, k, r int) {

@@ -91,13 +91,30 @@ type Report struct {
 // or non-finite data; it panics if len(x) != n*d. It stops with ctx.Err() when
 // ctx is cancelled.
 func Project(ctx context.Context, x []float64, n, d int, p Params, src Source) (z []float64, rep Report, err error) {
-	if err := checkInputs(ctx, x, n, d, p, src); err != nil {
+	s, err := ProjectStream(ctx, x, n, d, p, src)
+	if err != nil {
 		return nil, Report{}, err
+	}
+	z, err = s.all()
+	return z, s.Report(), err
+}
+
+// ProjectStream is Project computed while it is read (Stream): it draws M and
+// factorises the data (steps 1 to 6), and returns the release as a stream of bytes
+// whose rows are projected one window at a time. x must not change until the stream
+// ends. It returns Project's errors, those about overflow in the product from Read.
+func ProjectStream(ctx context.Context, x []float64, n, d int, p Params, src Source) (*Stream, error) {
+	if err := checkInputs(ctx, x, n, d, p, src); err != nil {
+		return nil, err
 	}
 	m := make([]float64, d*p.R)
 	defer clear(m)
 	src.normals(m)
-	return project(ctx, x, n, d, m, p.R, Omega(p.R, p.Epsilon, p.Delta), routeAuto)
+	prod, rep, err := planLifted(ctx, x, n, d, m, p.R, Omega(p.R, p.Epsilon, p.Delta), routeAuto)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(prod, rep), nil
 }
 
 // checkInputs validates what Project and ProjectGaussian take; it panics if
@@ -143,6 +160,18 @@ const (
 // given explicitly. With m = I_d and r = d it returns d^(−1/2)·X̃, which the
 // tests use.
 func project(ctx context.Context, x []float64, n, d int, m []float64, r int, omega float64, choice routeChoice) ([]float64, Report, error) {
+	prod, rep, err := planLifted(ctx, x, n, d, m, r, omega, choice)
+	if err != nil {
+		return nil, rep, err
+	}
+	z, err := newStream(prod, rep).all()
+	return z, rep, err
+}
+
+// planLifted factorises the data (steps 1 to 6 of Algorithm 1) and returns the
+// product that computes Z from it. The product's matrix is derived from m but is a
+// new one: the caller may clear m.
+func planLifted(ctx context.Context, x []float64, n, d int, m []float64, r int, omega float64, choice routeChoice) (*product, Report, error) {
 	rep := Report{N: n, D: d, R: r, Omega: omega, Mechanism: MechanismLifted}
 	mean, err := columnMeans(ctx, x, n, d)
 	if err != nil {
@@ -155,19 +184,16 @@ func project(ctx context.Context, x []float64, n, d int, m []float64, r int, ome
 		if err != nil {
 			return nil, rep, err
 		}
-		z, ok, err := projectGram(ctx, x, mean, gram, n, d, m, r, omega, scale, choice, &rep)
-		if err != nil {
-			return nil, rep, err
-		}
+		b, ok := projectGram(gram, n, d, m, r, omega, scale, choice, &rep)
 		if ok {
-			return z, rep, checkFinite(z)
+			return &product{ctx: ctx, a: x, mean: mean, n: n, k: d, b: b, r: r, scale: 1}, rep, nil
 		}
 	}
-	z, err := projectSVD(ctx, x, mean, n, d, m, r, omega, scale, &rep)
+	a, k, b, err := projectSVD(ctx, x, mean, n, d, m, r, omega, scale, &rep)
 	if err != nil {
 		return nil, rep, err
 	}
-	return z, rep, checkFinite(z)
+	return &product{ctx: ctx, a: a, n: n, k: k, b: b, r: r, scale: 1}, rep, nil
 }
 
 // checkFinite guards against overflow in the release (data near the float64
@@ -181,34 +207,34 @@ func checkFinite(z []float64) error {
 	return nil
 }
 
-// projectGram takes the Gram route when it is numerically sound; ok is false
-// when the caller must fall back to the SVD route.
-func projectGram(ctx context.Context, x, mean, gram []float64, n, d int, m []float64, r int, omega, scale float64, choice routeChoice, rep *Report) (z []float64, ok bool, err error) {
+// projectGram takes the Gram route when it is numerically sound: it returns the d×r
+// matrix B with Z = X_c·B; ok is false when the caller must fall back to the SVD route.
+func projectGram(gram []float64, n, d int, m []float64, r int, omega, scale float64, choice routeChoice, rep *Report) (b []float64, ok bool) {
 	for _, v := range gram {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, false, nil // overflow: dgesvd scales the matrix, Gram cannot
+			return nil, false // overflow: dgesvd scales the matrix, Gram cannot
 		}
 	}
 	var eig mat.EigenSym
 	if !eig.Factorize(mat.NewSymDense(d, gram), true) {
-		return nil, false, nil
+		return nil, false
 	}
 	lambda := eig.Values(nil) // ascending
 	lmin, lmax := lambda[0], lambda[d-1]
 	if lmin <= 0 || lmax <= 0 {
-		return nil, false, nil
+		return nil, false
 	}
 	w2 := omega * omega
 	tau := (float64(d) + math.Sqrt(float64(n))) * eps
 	lifted := lmin < w2
 	if choice == routeAuto {
 		if math.Abs(lmin-w2) <= tau*lmax {
-			return nil, false, nil // branch decision within rounding error
+			return nil, false // branch decision within rounding error
 		}
 		if lifted {
 			kappa := math.Sqrt(lmax / lmin)
 			if 0.5*tau*kappa*kappa*kappa*w2/(lmin+w2) > liftTol {
-				return nil, false, nil
+				return nil, false
 			}
 		}
 	}
@@ -217,10 +243,10 @@ func projectGram(ctx context.Context, x, mean, gram []float64, n, d int, m []flo
 	rep.Rank = d
 	rep.Lifted = lifted
 
-	var b mat.Dense
+	var bm mat.Dense
 	mm := mat.NewDense(d, r, m)
 	if !lifted {
-		b.Scale(scale, mm)
+		bm.Scale(scale, mm)
 	} else {
 		// A M = V diag(sqrt(1 + ω²/λ_j)) Vᵀ M.
 		var v mat.Dense
@@ -234,27 +260,27 @@ func projectGram(ctx context.Context, x, mean, gram []float64, n, d int, m []flo
 				row[k] *= f
 			}
 		}
-		b.Mul(&v, &w)
+		bm.Mul(&v, &w)
 	}
-	z, err = multiplyRows(ctx, x, mean, n, d, denseData(&b), r)
-	return z, true, err
+	return denseData(&bm), true
 }
 
-// projectSVD factorises the centred copy of x.
-func projectSVD(ctx context.Context, x, mean []float64, n, d int, m []float64, r int, omega, scale float64, rep *Report) ([]float64, error) {
+// projectSVD factorises the centred copy of x and returns the n×k matrix A and the
+// k×r matrix B with Z = A·B.
+func projectSVD(ctx context.Context, x, mean []float64, n, d int, m []float64, r int, omega, scale float64, rep *Report) (a []float64, k int, b []float64, err error) {
 	xc, err := centredCopy(ctx, x, mean, n, d)
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	var svd mat.SVD
 	if !svd.Factorize(mat.NewDense(n, d, xc), mat.SVDThin) {
-		return nil, errors.New("projection: SVD of the centred data did not converge")
+		return nil, 0, nil, errors.New("projection: SVD of the centred data did not converge")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
 	sigma := svd.Values(nil) // descending, length k = min(n, d)
-	k := len(sigma)
+	k = len(sigma)
 	tol := float64(max(n, d)) * eps * sigma[0]
 	rank := 0
 	for _, s := range sigma {
@@ -271,24 +297,24 @@ func projectSVD(ctx context.Context, x, mean []float64, n, d int, m []float64, r
 
 	mm := mat.NewDense(d, r, m)
 	if !rep.Lifted {
-		var b mat.Dense
-		b.Scale(scale, mm)
-		return multiplyRows(ctx, xc, nil, n, d, denseData(&b), r)
+		var bm mat.Dense
+		bm.Scale(scale, mm)
+		return xc, d, denseData(&bm), nil
 	}
 	// Z = U · diag(sqrt(σ_j² + ω²)) · Vᵀ M / sqrt(r).
 	var u, v mat.Dense
 	svd.UTo(&u) // n×k, orthonormal columns (also for σ_j = 0)
 	svd.VTo(&v) // d×k
-	var b mat.Dense
-	b.Mul(v.T(), mm) // k×r
+	var bm mat.Dense
+	bm.Mul(v.T(), mm) // k×r
 	for j := range k {
 		f := scale * math.Hypot(sigma[j], omega)
-		row := b.RawRowView(j)
+		row := bm.RawRowView(j)
 		for c := range row {
 			row[c] *= f
 		}
 	}
-	return multiplyRows(ctx, denseData(&u), nil, n, k, denseData(&b), r)
+	return denseData(&u), k, denseData(&bm), nil
 }
 
 // denseData returns the row-major backing slice of a, copying only if a has a

@@ -252,7 +252,12 @@ func budgetProto(b ledger.Balance) *curatorv1.Budget {
 func (h *handlers) status(ctx context.Context, err error) error {
 	var be *ledger.BudgetError
 	var rl *curator.ExactRowLimitError
+	var me *curator.MemoryError
 	switch {
+	case errors.As(err, &me):
+		return withReason(codes.ResourceExhausted, me.Error(), ReasonMemoryLimit, map[string]string{
+			"needed_bytes": fmt.Sprint(me.Need), "available_bytes": fmt.Sprint(me.Limit),
+			"dimension": fmt.Sprint(me.R), "max_dimension": fmt.Sprint(me.MaxR)})
 	case errors.As(err, &be):
 		if be.Limit == (ledger.Cost{}) {
 			e := *be
@@ -313,6 +318,12 @@ const (
 	// rows answered exactly (output privacy "none"; metadata: limit, answered,
 	// requested); rows already answered are still replayed.
 	ReasonExactRowLimit = "EXACT_ROW_LIMIT"
+	// ReasonMemoryLimit: RESOURCE_EXHAUSTED, the release needs more memory while it is
+	// computed than the curator admits for all its releases at once, so it can never be
+	// made as asked (metadata: needed_bytes, available_bytes, dimension, and
+	// max_dimension, the largest r that fits, 0 if none); nothing was computed or
+	// charged. A smaller r fits.
+	ReasonMemoryLimit = "MEMORY_LIMIT"
 )
 
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.

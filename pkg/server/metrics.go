@@ -34,6 +34,18 @@ func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.Ser
 	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(latencyBuckets)))
 	reg.MustRegister(rpc, newBudgetCollector(s, dataset),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if m := s.memory; m != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_limit_bytes",
+				Help: "Memory the curator admits for its releases at once (Config.ReleaseMemory)."},
+				func() float64 { return float64(m.Capacity()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_held_bytes",
+				Help: "Memory held by the releases being computed, stored and streamed."},
+				func() float64 { return float64(m.Held()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_waiting",
+				Help: "Releases and streams waiting for memory."},
+				func() float64 { return float64(m.Waiting()) }))
+	}
 	return reg, rpc
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
@@ -117,6 +119,24 @@ type Config struct {
 	MaxProjectionDim         int
 	// ProjectionMechanism: see curator.Config (default: the Gaussian mechanism).
 	ProjectionMechanism string
+	// MemoryLimit is the memory, in bytes, the curator process may use: default the
+	// memory limit of its cgroup (a container's limit: cgroup v2 memory.max, v1
+	// memory.limit_in_bytes) or else the machine's physical memory (memory.Available).
+	// ReleaseMemory's default is derived from it, and cmd/curator sets the Go runtime's
+	// soft memory limit to RuntimeMemoryShare of it unless GOMEMLIMIT is set
+	// (RuntimeMemoryLimit).
+	MemoryLimit int64
+	// ReleaseMemory is the memory, in bytes, the curator's releases may hold together
+	// while they are computed, stored and streamed — a budget like ε (curator.Config.Memory):
+	// a new release is admitted only when the memory it needs, known before it is
+	// computed from n, d, r, the mechanism and the store, fits beside the releases in
+	// progress, and waits its turn otherwise (for as long as its request's deadline
+	// allows); one that needs more than ReleaseMemory is refused at once,
+	// RESOURCE_EXHAUSTED with reason MEMORY_LIMIT and the largest r that fits. Default:
+	// ReleaseMemoryShare of MemoryLimit less the dataset's memory and RuntimeReserve
+	// (DefaultReleaseMemory), at least curator.MinMemory. Large releases are computed a
+	// window of rows at a time, so it rarely refuses.
+	ReleaseMemory int64
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
 	ShutdownTimeout time.Duration
 	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
@@ -213,6 +233,52 @@ const DefaultBudgetDelta = 1e-6
 // identity (Config.ExactAnswersMaxRows).
 const DefaultExactAnswersMaxRows = 200
 
+// Shares of Config.MemoryLimit. The Go runtime's soft limit (RuntimeMemoryShare) makes
+// the garbage collector work harder as the heap nears it, leaving the rest to what the
+// runtime does not manage (SQLite's pages, thread stacks, the binary). Releases, the
+// dataset and the runtime's own use together stay within ReleaseMemoryShare, below the
+// soft limit, so that collecting the garbage of finished releases keeps pace without
+// the collector running all the time.
+const (
+	RuntimeMemoryShare = 0.9
+	ReleaseMemoryShare = 0.75
+	// RuntimeReserve is the memory counted, besides the dataset, for everything but
+	// releases: the Go runtime, gRPC's buffers, the ledger's connections and caches.
+	RuntimeReserve = 64 << 20
+)
+
+// DefaultReleaseMemory is Config.ReleaseMemory's default for a process that may use
+// limit bytes and holds a dataset of datasetBytes: ReleaseMemoryShare of the limit less
+// the dataset and RuntimeReserve, and at least curator.MinMemory.
+func DefaultReleaseMemory(limit, datasetBytes int64) int64 {
+	return max(int64(float64(limit)*ReleaseMemoryShare)-datasetBytes-RuntimeReserve, curator.MinMemory)
+}
+
+// DatasetMemory is the memory a served dataset of n rows and d features holds: its
+// scaled features, its raw features (kept to evaluate rows) and its target.
+func DatasetMemory(n, d int) int64 { return 8 * (2*int64(n)*int64(d) + int64(n)) }
+
+// MemoryLimit is cfg.MemoryLimit or, when it is 0, the memory available to the process
+// (memory.Available), with where the figure comes from; 0 when it is not known.
+func (cfg Config) memoryLimit() (int64, string) {
+	if cfg.MemoryLimit > 0 {
+		return cfg.MemoryLimit, "Config.MemoryLimit"
+	}
+	if l, ok := memory.Available(); ok {
+		return l.Bytes, l.Source
+	}
+	return 0, ""
+}
+
+// RuntimeMemoryLimit is the Go runtime's soft memory limit for a curator serving cfg
+// (runtime/debug.SetMemoryLimit): RuntimeMemoryShare of its memory limit, 0 when that is
+// not known. cmd/curator sets it unless GOMEMLIMIT is set; it is the process's, so the
+// library never sets it itself.
+func RuntimeMemoryLimit(cfg Config) int64 {
+	lim, _ := cfg.memoryLimit()
+	return int64(float64(lim) * RuntimeMemoryShare)
+}
+
 // Server is a running curator daemon.
 type Server struct {
 	cfg    Config
@@ -225,7 +291,9 @@ type Server struct {
 	releases Releases
 	curator  *curator.Curator
 	ds       *dataset.Dataset
-	jobs     *jobs.Manager
+	// memory is the releases' memory budget (curator.Config.Memory); nil: no limit.
+	memory *memory.Budget
+	jobs   *jobs.Manager
 	// study is the default study and how many fit, as stated at start.
 	study curator.StudyCapacity
 
@@ -289,11 +357,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("scaling", string(ds.Scaling.Mode)),
 		zap.String("protected_unit", ds.Unit))
 
+	// The garbage of reading and scaling the file goes back to the system before serving:
+	// what stays is the dataset.
+	debug.FreeOSMemory()
+
 	if releases.Moved != nil {
 		adoptReleases(ctx, log, store, cfg.DatasetID, releases)
 	}
 	ccfg := cfg.curatorConfig(ds, store)
 	ccfg.Releases = releases.Store
+	ccfg.Memory = releaseMemory(log, cfg, ds)
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
 	}
@@ -325,7 +398,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, jobs: jm, study: study,
+	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, memory: ccfg.Memory, jobs: jm, study: study,
 		serveErr: make(chan error, 1), stopped: make(chan struct{})}
 	failures := transport.NewAuthFailures(cfg.AuthFailures, log)
 	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, AuthFailures: failures, MaxHeaderListBytes: cfg.MaxHeaderBytes}
@@ -368,6 +441,59 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			zap.String("addr", lis.Addr().String()), zap.Bool("loopback", transport.IsLoopback(cfg.Listen)))
 	}
 	return s, nil
+}
+
+// memoryPlan is how much memory a curator serving n rows of d features gives its
+// releases (Config.ReleaseMemory, resolved) and where the figures come from.
+type memoryPlan struct {
+	limit   int64  // Config.MemoryLimit, resolved; 0: unknown
+	source  string // where limit comes from
+	data    int64  // the dataset's memory (DatasetMemory)
+	release int64  // the releases' budget; 0: no limit (neither it nor limit known)
+	how     string // how release was found
+	floor   bool   // the default fell below curator.MinMemory and was raised to it
+}
+
+func planMemory(cfg Config, n, d int) memoryPlan {
+	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: "Config.ReleaseMemory"}
+	p.limit, p.source = cfg.memoryLimit()
+	if p.release == 0 && p.limit > 0 {
+		p.release = DefaultReleaseMemory(p.limit, p.data)
+		p.how = fmt.Sprintf("%.0f%% of the memory limit less the dataset and %s for the runtime", 100*ReleaseMemoryShare, memory.MiB(RuntimeReserve))
+		p.floor = p.release == curator.MinMemory
+	}
+	return p
+}
+
+// summary states the plan in a few words (check-config).
+func (p memoryPlan) summary() string {
+	if p.release == 0 {
+		return "memory limit unknown, releases not limited"
+	}
+	if p.limit == 0 {
+		return fmt.Sprintf("memory limit unknown, releases %s at once", memory.MiB(p.release))
+	}
+	return fmt.Sprintf("memory limit %s (%s), releases %s at once", memory.MiB(p.limit), p.source, memory.MiB(p.release))
+}
+
+// releaseMemory is the memory budget of the curator's releases (Config.ReleaseMemory),
+// logged with how it was found; nil (no limit) when neither it nor the memory available
+// is known.
+func releaseMemory(log *zap.Logger, cfg Config, ds *dataset.Dataset) *memory.Budget {
+	p := planMemory(cfg, ds.N, ds.D)
+	if p.release == 0 {
+		log.Warn("the memory available to the curator is unknown and Config.ReleaseMemory is not set: releases are admitted without a memory limit")
+		return nil
+	}
+	if p.floor {
+		log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
+			"which refuses all but small releases: raise the container's memory limit (or Config.MemoryLimit)",
+			memory.MiB(p.data), memory.MiB(curator.MinMemory), memory.MiB(p.limit), p.source, memory.MiB(p.release)))
+	}
+	log.Info("release memory", zap.Int64("memory_limit_bytes", p.limit), zap.String("memory_limit_source", p.source),
+		zap.Int64("dataset_bytes", p.data), zap.Int64("release_memory_bytes", p.release), zap.String("release_memory", p.how),
+		zap.Int64("runtime_memory_limit_bytes", debug.SetMemoryLimit(-1)))
+	return memory.NewBudget(p.release)
 }
 
 // flushAuthFailures logs the summaries of failed authentications whose interval has
@@ -624,6 +750,17 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxHeaderBytes < 1024 {
 		return cfg, fieldError("MaxHeaderBytes", fmt.Sprintf("Config.MaxHeaderBytes must be at least 1024 (gRPC's own headers take a few hundred bytes), got %d", cfg.MaxHeaderBytes))
 	}
+	if cfg.MemoryLimit < 0 {
+		return cfg, fieldError("MemoryLimit", fmt.Sprintf("Config.MemoryLimit must be a number of bytes (0: the container's or the machine's), got %d", cfg.MemoryLimit))
+	}
+	if r := cfg.ReleaseMemory; r != 0 && r < curator.MinMemory {
+		return cfg, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory must be at least %s (room to stream any release; 0: derived from the memory limit), got %d bytes",
+			memory.MiB(curator.MinMemory), r))
+	}
+	if cfg.MemoryLimit > 0 && cfg.ReleaseMemory > cfg.MemoryLimit {
+		return cfg, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory (%s) exceeds Config.MemoryLimit (%s), the memory the whole curator may use",
+			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))
+	}
 	switch cfg.Ledger.kind() {
 	case "sqlite":
 	case "postgres":
@@ -755,8 +892,9 @@ func CheckReport(cfg Config) (CheckResult, error) {
 		}
 		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.what(), p.privacy(), f.Quality)
 	}
-	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
+	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
+		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }
 
@@ -910,6 +1048,10 @@ func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // Curator returns the domain service (for in-process tools such as simulations).
 func (s *Server) Curator() *curator.Curator { return s.curator }
+
+// ReleaseMemory is the memory budget of the releases in force (Config.ReleaseMemory,
+// resolved), 0 when there is none.
+func (s *Server) ReleaseMemory() int64 { return s.memory.Capacity() }
 
 // Dataset returns the served dataset, scaled (for in-process tools and tests; it
 // holds the sensitive records: never send or log it).

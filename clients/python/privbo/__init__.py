@@ -30,6 +30,7 @@ from privbo.client import (
     JobEvent,
     JobResult,
     JobState,
+    MemoryLimited,
     NotFound,
     Observation,
     OutputPrivacy,

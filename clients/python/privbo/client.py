@@ -19,9 +19,10 @@ only; this client retries it for every request, and instead fails fast in connec
   limit: the client waits the delay it asks for (at least 10 ms) and sends the same
   request again.
 * RESOURCE_EXHAUSTED without RetryInfo is a refusal that waiting does not change: the
-  privacy budget (BudgetExhausted) or the cap on distinct exact answers
-  (ExactAnswerLimit), told apart by the reason of the google.rpc.ErrorInfo the curator
-  attaches. It is raised at once.
+  privacy budget (BudgetExhausted), the cap on distinct exact answers
+  (ExactAnswerLimit), or a projection needing more memory than the curator admits for
+  its releases (MemoryLimited: ask for a smaller dimension), told apart by the reason of
+  the google.rpc.ErrorInfo the curator attaches. It is raised at once.
 * UNAVAILABLE (a curator restarting, or unable to reach its ledger) is retried with
   exponential backoff, 100 ms doubling to 5 s. Every request this client retries is
   idempotent: a release already charged is replayed at no cost, rows already answered
@@ -242,6 +243,25 @@ class ExactAnswerLimit(ResourceExhausted):
         return _int(self.metadata.get("requested"))
 
 
+class MemoryLimited(ResourceExhausted):
+    """The projection asked for needs more memory while the curator computes it than
+    the curator admits for its releases at once (ErrorInfo reason MEMORY_LIMIT); nothing
+    was computed or charged. ``max_dimension`` is the largest dimension that fits (0
+    when none does), ``needed_bytes`` and ``available_bytes`` the figures."""
+
+    @property
+    def needed_bytes(self) -> Optional[int]:
+        return _int(self.metadata.get("needed_bytes"))
+
+    @property
+    def available_bytes(self) -> Optional[int]:
+        return _int(self.metadata.get("available_bytes"))
+
+    @property
+    def max_dimension(self) -> Optional[int]:
+        return _int(self.metadata.get("max_dimension"))
+
+
 class ProjectionIntegrityError(PrivboError):
     """The projection stream was malformed: missing header or trailer, chunks out of
     order or of the wrong size."""
@@ -273,10 +293,12 @@ REASON_BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
 REASON_DELTA_BUDGET_ZERO = "DELTA_BUDGET_ZERO"
 REASON_DIMENSION_ABOVE_FEATURES = "DIMENSION_ABOVE_FEATURES"
 REASON_EXACT_ROW_LIMIT = "EXACT_ROW_LIMIT"
+REASON_MEMORY_LIMIT = "MEMORY_LIMIT"
 
 _BY_REASON = {
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_BUDGET_EXCEEDED): BudgetExhausted,
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_EXACT_ROW_LIMIT): ExactAnswerLimit,
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_MEMORY_LIMIT): MemoryLimited,
     (grpc.StatusCode.FAILED_PRECONDITION, REASON_DELTA_BUDGET_ZERO): DeltaBudgetZero,
     (grpc.StatusCode.INVALID_ARGUMENT, REASON_DIMENSION_ABOVE_FEATURES): DimensionAboveFeatures,
 }

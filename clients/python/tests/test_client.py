@@ -421,7 +421,7 @@ class ClientTest(unittest.TestCase):
         # readable on the error).
         cases = [
             (refused(grpc.StatusCode.FAILED_PRECONDITION, "m", "EXACT_ROW_LIMIT"), privbo.FailedPrecondition, "EXACT_ROW_LIMIT"),
-            (refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "m", "MEMORY_LIMIT"), privbo.ResourceExhausted, "MEMORY_LIMIT"),
+            (refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "m", "SOME_NEW_LIMIT"), privbo.ResourceExhausted, "SOME_NEW_LIMIT"),
         ]
         other = _status.status_pb2.Status(code=grpc.StatusCode.RESOURCE_EXHAUSTED.value[0], message="m")
         other.details.add().Pack(_status.error_details_pb2.ErrorInfo(reason="BUDGET_EXCEEDED", domain="example.com"))
@@ -434,6 +434,21 @@ class ClientTest(unittest.TestCase):
                     self.client.query([1])
                 self.assertIs(type(cm.exception), cls)
                 self.assertEqual(cm.exception.reason, reason)
+
+    def test_memory_limit_is_its_own_error(self):
+        msg = ("this release (r = 1024 over 20000 rows, lifted mechanism) needs 52 MiB of memory while it is computed and "
+               "stored; the curator admits 48 MiB for its releases at once; ask for r ≤ 956")
+        meta = {"needed_bytes": "53477376", "available_bytes": "50331648", "dimension": "1024", "max_dimension": "956"}
+        self.fake.refusals["ReleaseProjection"] = [refused(grpc.StatusCode.RESOURCE_EXHAUSTED, msg, "MEMORY_LIMIT", meta)]
+        with self.assertRaises(privbo.MemoryLimited) as cm:
+            self.client.release_projection(COLS, 1.0, 1e-6)
+        e = cm.exception
+        self.assertEqual((e.needed_bytes, e.available_bytes, e.max_dimension), (53477376, 50331648, 956))
+        self.assertEqual(e.message, msg)
+        self.assertIsInstance(e, privbo.ResourceExhausted)
+        self.assertNotIsInstance(e, privbo.BudgetExhausted)
+        self.assertEqual(self.fake.calls["ReleaseProjection"], 1)
+        self.assertEqual(self.clock.sleeps, [])
 
     def test_unavailable_retried_with_backoff(self):
         down = _Status(grpc.StatusCode.UNAVAILABLE, "the curator cannot reach its privacy ledger right now")

@@ -38,9 +38,14 @@
 //     privacy budget (the message names the scope, identity or dataset, the neighbour
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
 //     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
-//     "BUDGET_EXCEEDED" carries the same figures as metadata), or the limit on distinct
+//     "BUDGET_EXCEEDED" carries the same figures as metadata), the limit on distinct
 //     exact answers per caller (reason "EXACT_ROW_LIMIT", metadata "limit", "answered"
-//     and "requested").
+//     and "requested"), or (reason "MEMORY_LIMIT") a projection that needs more memory
+//     while it is computed than the curator admits for all its releases at once:
+//     nothing was computed or charged, and the metadata give needed_bytes,
+//     available_bytes, dimension and max_dimension, the largest dimension that fits (0
+//     if none). A release that fits but not beside those in progress is not refused: it
+//     waits its turn within the request's deadline.
 //   * FAILED_PRECONDITION with ErrorInfo reason "DELTA_BUDGET_ZERO": the request needs
 //     δ > 0 and the curator's δ budget is 0 (not a spent budget: nothing needing δ can
 //     ever be released). INVALID_ARGUMENT with reason "DIMENSION_ABOVE_FEATURES": a

@@ -1,0 +1,239 @@
+package projection
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/privbo/privbo/pkg/dp"
+)
+
+// WindowBytes bounds the bytes of a release's rows computed at once: a Stream (and
+// Project and ProjectGaussian, which compute through the same windows) holds one window
+// of Z, never the whole of it.
+const WindowBytes = 8 << 20
+
+// windowRows is the number of rows of an n×r release computed at once: a fixed
+// function of n and r, never of the number of workers, so that a release drawn from
+// seeded sources is the same however it is computed.
+func windowRows(n, r int) int { return max(1, min(n, WindowBytes/(8*r))) }
+
+// product computes the rows of Z = s·(A − 1 meanᵀ)·B, plus the Gaussian noise of mech
+// when it is set, for the row-major n×k matrix A and k×r matrix B, one window of rows
+// at a time. Each window is split into row partitions (numParts) computed on up to
+// GOMAXPROCS goroutines; partition p of every window draws its noise from the same
+// source noise(p), in window order, so the result does not depend on scheduling.
+type product struct {
+	ctx   context.Context
+	a     []float64
+	mean  []float64 // nil: A is used as it is
+	n, k  int
+	b     []float64
+	r     int
+	scale float64 // applied after the product (1: none)
+	mech  *dp.VectorGaussian
+	noise func(part int) *dp.Source
+
+	srcs [maxParts]*dp.Source // noise(p), drawn at first use
+	bufs [maxParts][]float64  // a block of centred rows per partition
+}
+
+// fill sets dst, row-major (hi−lo)×r, to rows [lo, hi) of Z. Windows must be filled in
+// order for the noise to be the documented function of its sources.
+func (p *product) fill(dst []float64, lo, hi int) error {
+	rows := hi - lo
+	return forEachPart(rows, numParts(rows), func(part, plo, phi int) error {
+		var buf []float64
+		if p.mean != nil {
+			if p.bufs[part] == nil {
+				p.bufs[part] = make([]float64, blockRows*p.k)
+			}
+			buf = p.bufs[part]
+		}
+		for s := plo; s < phi; s += blockRows {
+			if err := p.ctx.Err(); err != nil {
+				return err
+			}
+			e := min(s+blockRows, phi)
+			a := p.a[(lo+s)*p.k : (lo+e)*p.k]
+			if p.mean != nil {
+				centreRows(buf, p.a, p.mean, lo+s, lo+e, p.k)
+				a = buf[:(e-s)*p.k]
+			}
+			gemmRows(dst[s*p.r:e*p.r], a, p.b, e-s, p.k, p.r)
+		}
+		z := dst[plo*p.r : phi*p.r]
+		if p.scale != 1 {
+			for i := range z {
+				z[i] *= p.scale
+			}
+		}
+		if err := checkFinite(z); err != nil {
+			return err
+		}
+		if p.mech == nil {
+			return nil
+		}
+		if p.srcs[part] == nil {
+			p.srcs[part] = p.noise(part)
+		}
+		if err := p.mech.AddNoise(p.srcs[part], z); err != nil {
+			return fmt.Errorf("projection: %w", err)
+		}
+		return nil
+	})
+}
+
+// Stream is a release computed while it is read: Read returns the n×r matrix Z in
+// package matrixio's format (row-major, little-endian IEEE-754 binary64), computing
+// WindowBytes of it at a time, so that storing or sending a release needs memory for
+// one window rather than for all of Z (MemoryNeed states how much). The bytes are those
+// of the matching in-memory call (Project, ProjectGaussian) with the same sources.
+//
+// Read uses the context the Stream was made with and returns its error when it is
+// cancelled. An error ends the stream; the bytes read before it are not a release and
+// must be discarded. The projection matrix (and everything derived from it) is cleared
+// when the stream ends (io.EOF, an error, or Close). A Stream is not safe for
+// concurrent use.
+type Stream struct {
+	p       *product
+	rep     Report
+	win     []float64 // one window
+	vals    []float64 // values of the current window not yet read
+	partial [8]byte   // a value read in part
+	pending int       // its bytes not yet read (at the end of partial)
+	next    int       // first row not yet computed
+	err     error     // sticky; io.EOF at the end
+}
+
+var errClosed = errors.New("projection: stream closed")
+
+func newStream(p *product, rep Report) *Stream {
+	return &Stream{p: p, rep: rep}
+}
+
+// Report describes the release for the curator's operator (see Report); it is known
+// before the first Read.
+func (s *Stream) Report() Report { return s.rep }
+
+// Size is the number of bytes of the whole stream, 8·n·r.
+func (s *Stream) Size() int64 { return 8 * int64(s.p.n) * int64(s.p.r) }
+
+// Read reads the next bytes of Z.
+func (s *Stream) Read(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		if s.pending > 0 {
+			c := copy(b, s.partial[8-s.pending:])
+			s.pending -= c
+			b, n = b[c:], n+c
+			continue
+		}
+		if len(s.vals) == 0 {
+			if s.err != nil {
+				break
+			}
+			if err := s.compute(); err != nil {
+				s.finish(err)
+				break
+			}
+		}
+		k := min(len(b)/8, len(s.vals))
+		if k == 0 { // fewer than 8 bytes asked for
+			binary.LittleEndian.PutUint64(s.partial[:], math.Float64bits(s.vals[0]))
+			s.vals, s.pending = s.vals[1:], 8
+			continue
+		}
+		for i, v := range s.vals[:k] {
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+		}
+		s.vals = s.vals[k:]
+		b, n = b[8*k:], n+8*k
+	}
+	if n == 0 && s.err != nil {
+		return 0, s.err
+	}
+	return n, nil
+}
+
+// compute fills the next window, or returns io.EOF after the last.
+func (s *Stream) compute() error {
+	p := s.p
+	if s.next == p.n {
+		return io.EOF
+	}
+	rows := windowRows(p.n, p.r)
+	if s.win == nil {
+		s.win = make([]float64, rows*p.r)
+	}
+	hi := min(s.next+rows, p.n)
+	w := s.win[:(hi-s.next)*p.r]
+	if err := p.fill(w, s.next, hi); err != nil {
+		return err
+	}
+	s.vals, s.next = w, hi
+	return nil
+}
+
+// finish ends the stream with err, clearing the projection matrix and letting go of the
+// window and of the rows it projected.
+func (s *Stream) finish(err error) {
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	clear(s.p.b)
+	clear(s.win)
+	s.p.b, s.p.a, s.win, s.vals = nil, nil, nil, nil
+}
+
+// Close ends the stream; reading after Close returns an error. It never fails.
+func (s *Stream) Close() error {
+	s.finish(errClosed)
+	return nil
+}
+
+// all computes the whole of Z into one slice, window by window (the in-memory calls).
+func (s *Stream) all() ([]float64, error) {
+	defer s.Close()
+	p := s.p
+	z := make([]float64, p.n*p.r)
+	rows := windowRows(p.n, p.r)
+	for lo := 0; lo < p.n; lo += rows {
+		hi := min(lo+rows, p.n)
+		if err := p.fill(z[lo*p.r:hi*p.r], lo, hi); err != nil {
+			return nil, err
+		}
+	}
+	return z, nil
+}
+
+// MemoryNeed returns an upper bound, in bytes, on the memory that ProjectStream
+// (mechanism MechanismLifted) or ProjectGaussianStream (MechanismGaussian) allocate for
+// an n×r release of d features, from the call to the end of the stream — besides x
+// itself and whatever the reader of the stream keeps. It depends on public quantities
+// only, so a curator can admit a release before touching the data:
+//
+//   - one window of Z (WindowBytes, or all of Z when smaller) and a block of centred
+//     rows per row partition;
+//   - M and the matrices derived from it: d×r matrices, and q×q ones with q = max(d, r)
+//     (the orthonormal factor of M's QR factorisation, the Gram matrix and its
+//     eigenvectors);
+//   - for the lifted mechanism, the SVD route's copies of the n×d data (the centred
+//     copy, LAPACK's working copy, U and its copy; about 5·n·d values measured), which
+//     the data decides whether it takes, so it is always counted;
+//   - 1 MiB for the rest (column means, noise sources, goroutines).
+//
+// TestMemoryNeed checks the bound against the bytes actually allocated.
+func MemoryNeed(n, d, r int, mechanism string) int64 {
+	n64, d64, r64 := int64(n), int64(d), int64(r)
+	q := max(d64, r64)
+	floats := int64(windowRows(n, r))*r64 + maxParts*blockRows*d64 + 8*d64*r64 + 4*q*q
+	if mechanism != MechanismGaussian {
+		floats += 6 * n64 * min(n64, d64)
+	}
+	return 8*floats + 1<<20
+}
