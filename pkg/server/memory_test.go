@@ -26,8 +26,8 @@ import (
 // TestMemoryConfig: the memory settings are checked before anything is loaded, and the
 // default release memory is the documented share of the limit.
 func TestMemoryConfig(t *testing.T) {
-	base := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
-		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small"}
+	base := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
+		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small", Output: curator.OutputPrivacy{Lower: 0, Upper: 5}}
 	for _, tc := range []struct {
 		name        string
 		limit, rel  int64
@@ -84,7 +84,7 @@ func asFieldError(err error, fe **FieldError) bool { return errors.As(err, fe) }
 func TestReleaseMemoryOverTheWire(t *testing.T) {
 	const releaseMemory = 24 << 20
 	srv, err := Start(context.Background(), Config{
-		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"},
+		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: t.TempDir(), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-3}, DatasetID: "memory",
 		Output: curator.OutputPrivacy{Lower: 0, Upper: 5}, ProjectionMechanism: projection.MechanismLifted,
 		ReleaseMemory: releaseMemory,
@@ -160,7 +160,7 @@ func TestReleaseMemoryOverTheWire(t *testing.T) {
 
 	// A memory limit alone: the release memory derives from it.
 	srv2, err := Start(context.Background(), Config{
-		Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"},
+		Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(t.TempDir(), "s"), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-3}, DatasetID: "memory",
 		Output: curator.OutputPrivacy{Lower: 0, Upper: 5}, MemoryLimit: 1 << 30,
 	})
