@@ -47,6 +47,7 @@ commands:
   check-config  validate a serve configuration (flags, file, environment) without serving
   dev-ca        create a development CA, a server certificate and client certificates
   hash-token    print the line of a token file for a bearer token read from stdin
+  job-report    write a job's operator report (HTML), with the path the modeler never sees
 
 Run 'curator <command> -h' for the flags of a command.
 `
@@ -85,6 +86,8 @@ func runCommand(args []string) error {
 		return devCA(args[1:])
 	case "hash-token":
 		return hashToken(args[1:])
+	case "job-report":
+		return jobReport(args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return nil

@@ -199,6 +199,8 @@ type dpsgdTrainer struct {
 	clip     float64   // clipping norm applied in floating point (R or R')
 	noise    latticeGaussian
 	acc      []int64   // lattice-unit sum
+	draws    []int64   // noise, lattice units
+	scale    float64   // 2^{−k}: multiplying by it is math.Ldexp(·, −k), exactly
 	maxUnits float64   // |per-example coordinate| bound in lattice units
 	z, r     []float64 // logits and residual of the current row
 }
@@ -245,6 +247,8 @@ func (t *dpsgdTrainer) init() error {
 		return fmt.Errorf("learner: DP-SGD noise multiplier %g is too small for exact lattice sums over %d rows; use 0 for a non-private baseline", t.cfg.NoiseMultiplier, t.n)
 	}
 	t.acc = make([]int64, t.p)
+	t.draws = make([]int64, t.p)
+	t.scale = math.Ldexp(1, -k)
 	return nil
 }
 
@@ -265,7 +269,10 @@ func (t *dpsgdTrainer) noisySum(src *dp.Source, w []float64, batch []int, sum []
 		}
 		return nil
 	}
-	k := t.noise.k
+	// Scaling by powers of two is exact here (|c·v| ≤ R and the lattice is far above
+	// the subnormal range), so c·v·2^{−k} is math.Ldexp(c·v, −k) and (a+z)·h is
+	// math.Ldexp(a+z, k), bit for bit.
+	scale, h := t.scale, math.Ldexp(1, t.noise.k)
 	clear(t.acc)
 	for _, i := range batch {
 		row := t.x[i*d : (i+1)*d]
@@ -274,17 +281,16 @@ func (t *dpsgdTrainer) noisySum(src *dp.Source, w []float64, batch []int, sum []
 		for o, c := range t.r {
 			acc := t.acc[o*(d+1) : (o+1)*(d+1)]
 			for j, v := range row {
-				acc[j] += int64(math.Round(math.Ldexp(c*v, -k)))
+				acc[j] += int64(math.Round(c * v * scale))
 			}
-			acc[d] += int64(math.Round(math.Ldexp(c, -k)))
+			acc[d] += int64(math.Round(c * scale))
 		}
 	}
+	if err := t.noise.fill(src, t.draws); err != nil {
+		return err
+	}
 	for j, a := range t.acc {
-		z, err := t.noise.sample(src)
-		if err != nil {
-			return err
-		}
-		sum[j] = math.Ldexp(float64(a+z), k)
+		sum[j] = float64(a+t.draws[j]) * h
 	}
 	return nil
 }

@@ -17,8 +17,9 @@ const latticeBits = 20
 // standard deviation σ (in the caller's units): Z ~ N_ℤ(0, (σ/h)²) exactly,
 // released as h·Z.
 type latticeGaussian struct {
-	k      int
-	sigma2 *big.Rat // (σ/h)², exact
+	k       int
+	sigma2  *big.Rat // (σ/h)², exact
+	sampler *dp.DiscreteGaussianSampler
 }
 
 // newLatticeGaussian returns the sampler for σ > 0 on the lattice 2^k ℤ. It
@@ -33,7 +34,22 @@ func newLatticeGaussian(sigma float64, k int) (latticeGaussian, error) {
 		return latticeGaussian{}, fmt.Errorf("learner: noise lattice 2^%d is out of range for standard deviation %g", k, sigma)
 	}
 	r := new(big.Rat).SetFloat64(s)
-	return latticeGaussian{k: k, sigma2: r.Mul(r, r)}, nil
+	r.Mul(r, r)
+	sampler, err := dp.NewDiscreteGaussianSampler(r)
+	if err != nil {
+		return latticeGaussian{}, fmt.Errorf("learner: %w", err)
+	}
+	return latticeGaussian{k: k, sigma2: r, sampler: sampler}, nil
+}
+
+// fill sets dst to independent draws of Z ~ N_ℤ(0, (σ/h)²), in lattice units: the same
+// draws, from the same randomness, as len(dst) calls of sample (one lock on src instead
+// of one per draw).
+func (g latticeGaussian) fill(src *dp.Source, dst []int64) error {
+	if err := g.sampler.Int64s(src, dst); err != nil {
+		return fmt.Errorf("learner: sampling noise: %w", err)
+	}
+	return nil
 }
 
 // latticeExponent returns ⌊log₂ x⌋ − latticeBits for a positive finite x.
