@@ -186,7 +186,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Limits.Burst, "rate-burst", 0, "burst of requests per identity (default: the rate)")
 	fs.IntVar(&cfg.Limits.Concurrent, "max-in-flight", 0, "concurrent requests per identity (0: unlimited)")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
-	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a 0/1 label)")
+	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a class label: 0/1, or 0 … K−1 with K from the schema's target bounds [0, K−1])")
 	fs.Float64Var(&cfg.Jobs.ValidationFraction, "job-validation-fraction", 0.3, "fraction of rows forming the sensitive validation part of tuning jobs")
 	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", 1, "seed of the training/validation split of tuning jobs")
 	fs.StringVar(&f.evaluators, "evaluators", "", "external evaluators for jobs: NAME=PROGRAM[,NAME=PROGRAM] (hyperparameters as JSON on stdin, {\"score\": x} on stdout)")

@@ -113,7 +113,8 @@ type Config struct {
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
 	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
 	MetricsListen string
-	// Jobs enables private tuning jobs on the dataset (its target must be a 0/1 label).
+	// Jobs enables private tuning jobs on the dataset (its target must be a class label:
+	// 0/1, or 0 … K−1 with K public, see tuning.Config.Classes).
 	Jobs JobsConfig
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
