@@ -34,6 +34,7 @@ from privbo.client import (
     QueryResult,
     RateLimited,
     RelationBudget,
+    ReleaseUninformative,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,

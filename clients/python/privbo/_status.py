@@ -86,6 +86,35 @@ def retry_delay(trailing_metadata: Optional[Iterable[Tuple[str, object]]]) -> Op
     return None
 
 
+def detail(trailing_metadata: Optional[Iterable[Tuple[str, object]]], type_name: str) -> Optional[bytes]:
+    """Returns the serialized value of the first detail of the error's rich status whose
+    type is ``type_name`` (a full protobuf message name such as
+    "privbo.curator.v1.KusnerForecast"), or None."""
+    for key, value in trailing_metadata or ():
+        if key != DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        st = Status()
+        try:
+            st.ParseFromString(value)
+        except Exception:  # a damaged status has no usable detail
+            return None
+        for det in st.details:
+            if det.type_url.rsplit("/", 1)[-1] == type_name:
+                return det.value
+    return None
+
+
+def encode_details(code: int, message: str, *messages) -> bytes:
+    """Returns a serialized google.rpc.Status whose details are the given protobuf
+    messages (used by the tests' fake curator)."""
+    st = Status(code=code, message=message)
+    for m in messages:
+        det = st.details.add()
+        det.type_url = "type.googleapis.com/" + m.DESCRIPTOR.full_name
+        det.value = m.SerializeToString()
+    return st.SerializeToString()
+
+
 def encode_retry_info(code: int, message: str, delay_seconds: float) -> bytes:
     """Returns a serialized google.rpc.Status with one RetryInfo, as a curator's limits
     send it (used by the tests' fake curator)."""

@@ -102,6 +102,17 @@ class FailedPrecondition(CuratorError):
     curator whose δ budget is 0 asked for a release that needs δ."""
 
 
+class ReleaseUninformative(FailedPrecondition):
+    """A Kusner job refused before anything was charged: its forecast finds its releases
+    no better than a uniform pick by the curator's margin. ``forecast`` is the
+    curator's pb.KusnerForecast (``forecast.epsilon_needed`` is the least ε at which a
+    release would help); set ``force=True`` in the KusnerSpec to run and pay anyway."""
+
+    def __init__(self, code, message, forecast):
+        super().__init__(code, message)
+        self.forecast = forecast
+
+
 class NotFound(CuratorError):
     """NOT_FOUND (jobs)."""
 
@@ -215,6 +226,12 @@ def error_from_rpc(err: grpc.RpcError) -> CuratorError:
         if _EXACT_LIMIT_MARK in message:
             return ExactAnswerLimit(code, message)
         return BudgetExhausted(code, message)
+    if code == grpc.StatusCode.FAILED_PRECONDITION and hasattr(err, "trailing_metadata"):
+        raw = _status.detail(err.trailing_metadata(), pb.KusnerForecast.DESCRIPTOR.full_name)
+        if raw is not None:
+            forecast = pb.KusnerForecast()
+            forecast.ParseFromString(raw)
+            return ReleaseUninformative(code, message, forecast)
     return _BY_CODE.get(code, CuratorError)(code, message)
 
 
@@ -655,7 +672,9 @@ class Client:
     def submit_job(self, spec: JobSpecLike, idempotency_key: Optional[str] = None) -> Job:
         """Starts a private tuning job, charged in full when accepted. Without an
         ``idempotency_key`` one is drawn, so that a retry after UNAVAILABLE returns the
-        job already accepted instead of charging a second one."""
+        job already accepted instead of charging a second one. A Kusner job whose
+        forecast is no better than a uniform pick raises ReleaseUninformative (nothing
+        charged) unless its spec sets ``force``."""
         if isinstance(spec, pb.KusnerSpec):
             spec = pb.JobSpec(kusner=spec)
         elif isinstance(spec, pb.DPHyPOSpec):
@@ -663,6 +682,16 @@ class Client:
         key = idempotency_key or "privbo-py-" + uuid.uuid4().hex
         req = pb.SubmitJobRequest(idempotency_key=key, spec=spec)
         return Job.from_pb(self._unary("SubmitJob", self._stub.SubmitJob, req))
+
+    def quote_job(self, spec: JobSpecLike) -> pb.JobQuote:
+        """What ``submit_job(spec)`` would charge (``epsilon``, ``delta`` under
+        ``relation``) and guarantee and, for a Kusner job, its ``kusner_forecast`` and
+        whether the curator would refuse it (``refused``). Nothing is charged or run."""
+        if isinstance(spec, pb.KusnerSpec):
+            spec = pb.JobSpec(kusner=spec)
+        elif isinstance(spec, pb.DPHyPOSpec):
+            spec = pb.JobSpec(dphypo=spec)
+        return self._unary("QuoteJob", self._stub.QuoteJob, pb.QuoteJobRequest(spec=spec))
 
     def get_job(self, job_id: str) -> Job:
         return Job.from_pb(self._unary("GetJob", self._stub.GetJob, pb.GetJobRequest(id=job_id)))
