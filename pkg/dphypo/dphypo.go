@@ -51,9 +51,9 @@ const (
 	// ScaleStandardised divides s_λ by the sample standard deviation of the
 	// scores seen so far (1 until two of them differ): β is the inverse
 	// temperature per standard deviation of the observed scores, the same
-	// whatever the score's unit. With β = 1, π then ranges over a factor of
-	// e^3 or more between the best and the worst region, and the projection
-	// onto S_{C,c} caps it at C/c. The default.
+	// whatever the score's unit. With β = 1, π then varies over an order of
+	// magnitude between the best and the worst region (the projection onto
+	// S_{C,c} caps it at C/c), so the density bounds are used. The default.
 	ScaleStandardised ScoreScale = iota
 	// ScaleRaw takes s_λ in the base algorithm's own unit. For accuracies in
 	// [0, 1] and β = 1, π moves by less than a factor e over the whole
