@@ -202,6 +202,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&cfg.Jobs.Kusner.Tau, "kusner-tau", 0, "Kusner jobs: regret constant τ of Algorithm 2 (unset: Algorithm 2 refused)")
 	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
 	fs.Float64Var(&cfg.Jobs.BoundsEpsilon, "job-bounds-epsilon", 0, "DP-HyPO jobs with the built-in learner, when the schema gives no public bounds for every feature: ε each job spends estimating them privately (added to its cost); 0 refuses such jobs")
+	fs.IntVar(&cfg.Jobs.Classes, "job-classes", 0, "tuning jobs: the public number K of classes of the target's labels 0 … K−1 (0: from the schema's target line — its categories, or bounds [0, K−1] — else 2, 0/1 labels)")
 	fs.StringVar((*string)(&cfg.Jobs.Preprocessing), "job-preprocessing", "", "DP-HyPO's built-in learner: bounded (default: public schema bounds or private estimates) or standardise-nonprivate (no privacy guarantee)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")

@@ -141,6 +141,9 @@ type JobsConfig struct {
 	// Preprocessing of the built-in learner (tuning.Preprocessing); empty is the
 	// default, public or privately estimated bounds.
 	Preprocessing tuning.Preprocessing
+	// Classes is the public number of classes of the target's labels 0 … K−1
+	// (tuning.Config.Classes); 0 takes it from the schema, or 2.
+	Classes int
 }
 
 // TLSConfig names the curator's TLS material.
@@ -679,7 +682,7 @@ func jobsRunner(cfg Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runne
 	j := cfg.Jobs
 	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
 		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
-		Preprocessing: j.Preprocessing}
+		Preprocessing: j.Preprocessing, Classes: j.Classes}
 	if b, ok := schemaFeatureBounds(ds); ok {
 		tc.FeatureBounds = b
 	} else if j.BoundsEpsilon > 0 {

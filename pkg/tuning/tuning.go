@@ -6,8 +6,8 @@
 //
 // Data: the served dataset's target must be a class label, whose number of classes K is
 // public: 0/1 (two classes, the default), or integers 0 … K−1 with K declared by the
-// operator (Config.Classes) or by the public schema's line for the target (bounds
-// [0, K−1]). The built-in learner is logistic regression for two classes and
+// operator (Config.Classes) or by the public schema's line for the target (its
+// categories, or bounds [0, K−1]). The built-in learner is logistic regression for two classes and
 // multinomial (softmax) regression for more (package learner). The operator fixes the split
 // into a training part and a validation part (a fraction and a seed); the modeler cannot
 // choose it. What each job protects, and how its features are prepared, differ:
@@ -234,11 +234,15 @@ func New(cfg Config) (*Runner, error) {
 }
 
 // targetClasses returns the public number of classes of ds's target and where it comes
-// from: the operator's setting, the schema's line for the target (bounds [0, K−1] with
-// K − 1 a positive integer), or the binary default. Nothing is counted from the data.
+// from: the operator's setting, the schema's categories of the target (read as their
+// indices), the schema's bounds for the target ([0, K−1] with K − 1 a positive
+// integer), or the binary default. Nothing is counted from the data.
 func targetClasses(configured int, ds *dataset.Dataset) (int, string) {
 	if configured > 0 {
 		return configured, "set by the operator"
+	}
+	if k := len(ds.TargetCategories); k > 0 {
+		return k, "the schema's categories of the target"
 	}
 	if sch := ds.Scaling.Schema; sch != nil {
 		if c, ok := sch.Column(ds.Target); ok && c.HasBounds && c.Lower == 0 && c.Upper >= 1 &&
