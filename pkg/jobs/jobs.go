@@ -13,6 +13,16 @@
 // that stops while jobs run marks them FAILED when it starts again ("interrupted"); their
 // charge stays spent, since the data may have been touched.
 //
+// Quote plans a job without charging it. A Kusner job's plan carries a forecast of what
+// its releases will be worth (kusner.Forecast); Submit refuses one that is no better than
+// a uniform pick, before the charge, unless its spec sets Force (UninformativeError).
+//
+// A Runner may return, beside the result, an operator-only Trace of the job's path (for
+// DP-HyPO: the runs, points, scores and sampling distributions the guarantee does not
+// cover). It is kept in its own table, never encoded with the result or the ledger
+// receipt; Manager.Trace and Reader.Trace read it for the curator's operator, and
+// WriteReport renders a job for either audience.
+//
 // Progress events and error messages go to the modeler, so they carry only counts, states
 // and messages that do not depend on the data. Errors from a Runner reach the modeler only
 // when they are PublicErrors; anything else is logged for the operator and reported as an
