@@ -273,37 +273,52 @@ func digits(t testing.TB) (train, val Data) {
 	return train, val
 }
 
-// TestDigitsSoftmax: non-private softmax regression on the digits reaches the
-// accuracy linear models are known for on this data (scikit-learn's
-// LogisticRegression: about 0.96 on random splits), and DP-SGD without noise
-// (σ = 0, 30 epochs) comes within 0.03 of that non-private fit; with noise
-// multiplier 1 and 5 epochs at a good learning rate and clipping norm
-// (the DP-HyPO grid's region) it stays within 0.12 of it.
-func TestDigitsSoftmax(t *testing.T) {
-	train, val := digits(t)
+// TestSoftmaxNearNonPrivate: DP-SGD without noise (σ = 0) reaches the validation
+// accuracy of the non-private L-BFGS fit of the same loss within 0.02, on four seeded
+// classes of 1,000 rows.
+func TestSoftmaxNearNonPrivate(t *testing.T) {
+	all := randomClassData(t, 1000, 8, 4, 11)
+	train, val, err := SplitRandom(all, 0.3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ref, err := TrainSoftmax(context.Background(), train, 1e-3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	refAcc := Accuracy(ref, val)
-	if refAcc < 0.93 {
-		t.Fatalf("non-private softmax regression: validation accuracy %.4f, want ≥ 0.93", refAcc)
+	m, err := TrainDPSGDSoftmax(context.Background(), dptest.Source(2), train,
+		DPSGDConfig{LearningRate: 0.5, ClipNorm: 10, Epochs: 20, ExpectedBatchSize: 32, Lambda: 1e-3})
+	if err != nil {
+		t.Fatal(err)
 	}
+	acc := Accuracy(m, val)
+	t.Logf("σ = 0 DP-SGD %.4f, L-BFGS %.4f", acc, refAcc)
+	if acc < refAcc-0.02 || refAcc < 0.6 {
+		t.Errorf("DP-SGD softmax with σ = 0: validation accuracy %.4f, non-private %.4f; want within 0.02 (and the data learnable, ≥ 0.6)", acc, refAcc)
+	}
+}
+
+// TestDigitsDPSGD: on the digits with the tuning jobs' preprocessing, DP-SGD softmax
+// regression with noise multiplier 1 for 5 epochs at a learning rate and clipping norm
+// from the good region of the DP-HyPO grid reaches 0.8 validation accuracy (one seeded
+// run; the grid's best configurations average about 0.9, docs/EXPERIMENTS.md), and
+// without noise for 30 epochs 0.92 (non-private L-BFGS on the same split: 0.9388).
+func TestDigitsDPSGD(t *testing.T) {
+	train, val := digits(t)
 	for _, tt := range []struct {
-		cfg DPSGDConfig
-		gap float64
+		cfg  DPSGDConfig
+		want float64
 	}{
-		{DPSGDConfig{LearningRate: 0.5, ClipNorm: 5, Epochs: 30, ExpectedBatchSize: 32, Lambda: 1e-3}, 0.03},
-		{DPSGDConfig{LearningRate: 1, ClipNorm: 2, NoiseMultiplier: 1, Epochs: 5, ExpectedBatchSize: 64, Lambda: 1e-3}, 0.12},
+		{DPSGDConfig{LearningRate: 1, ClipNorm: 2, NoiseMultiplier: 1, Epochs: 5, ExpectedBatchSize: 64, Lambda: 1e-3}, 0.8},
+		{DPSGDConfig{LearningRate: 0.5, ClipNorm: 5, Epochs: 30, ExpectedBatchSize: 32, Lambda: 1e-3}, 0.92},
 	} {
 		m, err := TrainDPSGDSoftmax(context.Background(), dptest.Source(2), train, tt.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if acc := Accuracy(m, val); acc < refAcc-tt.gap {
-			t.Errorf("DP-SGD softmax %+v: validation accuracy %.4f, want within %g of the non-private %.4f", tt.cfg, acc, tt.gap, refAcc)
-		} else {
-			t.Logf("DP-SGD softmax %+v: validation accuracy %.4f (non-private %.4f)", tt.cfg, acc, refAcc)
+		if acc := Accuracy(m, val); acc < tt.want {
+			t.Errorf("DP-SGD softmax %+v: validation accuracy %.4f, want ≥ %g", tt.cfg, acc, tt.want)
 		}
 	}
 }
