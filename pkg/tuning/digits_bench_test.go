@@ -64,6 +64,7 @@ import (
 //	PRIVBO_DIGITS_REPS      repetitions per row and method [200]
 //	PRIVBO_DIGITS_SCALE     GP rule score scale: standardised or raw [standardised]
 //	PRIVBO_DIGITS_TAU, PRIVBO_DIGITS_BETA   the GP rule's τ and β [0.1, 1]
+//	PRIVBO_DIGITS_CMAX, PRIVBO_DIGITS_CMIN  the GP rule's density bounds [2, 0.75]
 //	PRIVBO_DIGITS_RATIO     score/DP-SGD noise ratio of the calibration [CalibratedScoreRatio]
 //	PRIVBO_DIGITS_CACHE     directory for the landscapes [$TMPDIR/privbo-digits]
 //	PRIVBO_DIGITS_EQUALNOISE 1: give the GP search the uniform search's noise (noise
@@ -273,6 +274,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 	reps := int(envFloat(b, "PRIVBO_DIGITS_REPS", 200))
 	ratio := envFloat(b, "PRIVBO_DIGITS_RATIO", CalibratedScoreRatio)
 	tau, beta := envFloat(b, "PRIVBO_DIGITS_TAU", 0.1), envFloat(b, "PRIVBO_DIGITS_BETA", 1)
+	cmax, cmin := envFloat(b, "PRIVBO_DIGITS_CMAX", 2), envFloat(b, "PRIVBO_DIGITS_CMIN", 0.75)
 	scale := dphypo.ScaleStandardised
 	if os.Getenv("PRIVBO_DIGITS_SCALE") == "raw" {
 		scale = dphypo.ScaleRaw
@@ -298,7 +300,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 		}
 		job1.train, job1.val = r.sgdTrain, r.sgdVal
 		summary(b, "at noise multiplier 1", digitsLandscape(b, r, job1))
-		b.Logf("GP rule C=2, c=0.75, τ=%g, β=%g, scores %s; score noise %g × DP-SGD noise; δ=1e-5; %d repetitions per row", tau, beta, scale, ratio, reps)
+		b.Logf("GP rule C=%g, c=%g, τ=%g, β=%g, scores %s; score noise %g × DP-SGD noise; δ=1e-5; %d repetitions per row", cmax, cmin, tau, beta, scale, ratio, reps)
 		b.Logf("%5s | %-7s | %-22s | %-22s | %-15s | %-15s | %s", "E[T]", "ε", "GP: σ, s", "uniform: σ, s",
 			"GP config (model)", "unif config (model)", "GP − uniform ± 2 s.e.: config; model")
 		for _, runs := range runCounts {
@@ -319,6 +321,9 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 					spec = digitsSpec(uniform, runs, 0, ratio)
 				}
 				spec.Tau, spec.Beta = tau, beta
+				if !uniform {
+					spec.CMax, spec.CMin = cmax, cmin
+				}
 				job, plan, err := r.dphypoPlan(spec)
 				if err != nil {
 					b.Fatal(err)
