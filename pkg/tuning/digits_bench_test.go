@@ -66,6 +66,9 @@ import (
 //	PRIVBO_DIGITS_TAU, PRIVBO_DIGITS_BETA   the GP rule's τ and β [0.1, 1]
 //	PRIVBO_DIGITS_CMAX, PRIVBO_DIGITS_CMIN  the GP rule's density bounds [2, 0.75]
 //	PRIVBO_DIGITS_RATIO     score/DP-SGD noise ratio of the calibration [CalibratedScoreRatio]
+//	PRIVBO_DIGITS_BUDGETRATIO  the ratio at which the row's budget is priced (uniform at
+//	                        noise multiplier 1); when it differs from the ratio, both
+//	                        searches are calibrated to that budget [the ratio]
 //	PRIVBO_DIGITS_CACHE     directory for the landscapes [$TMPDIR/privbo-digits]
 //	PRIVBO_DIGITS_EQUALNOISE 1: give the GP search the uniform search's noise (noise
 //	                        multiplier 1) instead of equal ε — what adaptivity buys
@@ -273,6 +276,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 	equalNoise := os.Getenv("PRIVBO_DIGITS_EQUALNOISE") == "1"
 	reps := int(envFloat(b, "PRIVBO_DIGITS_REPS", 200))
 	ratio := envFloat(b, "PRIVBO_DIGITS_RATIO", CalibratedScoreRatio)
+	budgetRatio := envFloat(b, "PRIVBO_DIGITS_BUDGETRATIO", ratio)
 	tau, beta := envFloat(b, "PRIVBO_DIGITS_TAU", 0.1), envFloat(b, "PRIVBO_DIGITS_BETA", 1)
 	cmax, cmin := envFloat(b, "PRIVBO_DIGITS_CMAX", 2), envFloat(b, "PRIVBO_DIGITS_CMIN", 0.75)
 	scale := dphypo.ScaleStandardised
@@ -308,16 +312,17 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 			var label [2]string
 			eps := fixedEps
 			if eps == 0 {
-				_, plan, err := r.dphypoPlan(digitsSpec(true, runs, 0, ratio))
+				_, plan, err := digitsRunner(b, budgetRatio).dphypoPlan(digitsSpec(true, runs, 0, budgetRatio))
 				if err != nil {
 					b.Fatal(err)
 				}
 				eps = plan.Cost.Epsilon
 			}
+			uniformAtOne := fixedEps == 0 && budgetRatio == ratio
 			var charged [2]float64
 			for method, uniform := range []bool{false, true} {
 				spec := digitsSpec(uniform, runs, eps, ratio)
-				if (uniform && fixedEps == 0) || (!uniform && equalNoise) {
+				if (uniform && uniformAtOne) || (!uniform && equalNoise) {
 					spec = digitsSpec(uniform, runs, 0, ratio)
 				}
 				spec.Tau, spec.Beta = tau, beta
