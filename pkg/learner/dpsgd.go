@@ -17,7 +17,24 @@ type DPSGDConfig struct {
 	Epochs            int     // ≥ 1
 	ExpectedBatchSize int     // B ≥ 1; sampling rate q = B/n
 	Lambda            float64 // L2 penalty λ/2 ‖w‖² ≥ 0 (not noised: data-independent)
+	Init              Init    // the starting parameters; the zero value starts from 0
 }
+
+// Init is how DP-SGD chooses its starting parameters. Either way they depend on no
+// data, so the guarantee is the same.
+type Init int
+
+const (
+	// InitZero starts from w = 0, b = 0: the default, and the usual start of a convex
+	// logistic regression.
+	InitZero Init = iota
+	// InitUniform draws every weight and bias independently and uniformly from
+	// [−1/√d, 1/√d] for d features, as neural-network libraries initialise a linear
+	// layer (PyTorch's nn.Linear), from the training's randomness source. With a small
+	// learning rate the model then stays near a random classifier, where from zero a
+	// few summed gradients already classify by the class means.
+	InitUniform
+)
 
 // Limits on DPSGDConfig, against runaway jobs and overflow.
 const (
@@ -40,6 +57,8 @@ func (c DPSGDConfig) Validate() error {
 		return fmt.Errorf("learner: DP-SGD expected batch size must be at least 1, got %d", c.ExpectedBatchSize)
 	case !(c.Lambda >= 0) || math.IsInf(c.Lambda, 0):
 		return fmt.Errorf("learner: DP-SGD lambda must be non-negative and finite, got %g", c.Lambda)
+	case c.Init != InitZero && c.Init != InitUniform:
+		return fmt.Errorf("learner: DP-SGD initialisation %d is unknown", int(c.Init))
 	}
 	return nil
 }
@@ -137,6 +156,16 @@ func trainDPSGD(ctx context.Context, src *dp.Source, train Data, cfg DPSGDConfig
 		return nil, err
 	}
 	w := make([]float64, t.p) // outputs × (w, b)
+	if cfg.Init == InitUniform {
+		bound := 1 / math.Sqrt(float64(d))
+		for j := range w {
+			u, err := src.Uint64n(1 << 53)
+			if err != nil {
+				return nil, fmt.Errorf("learner: DP-SGD initialisation: %w", err)
+			}
+			w[j] = (math.Ldexp(float64(u), -52) - 1) * bound
+		}
+	}
 	sum := make([]float64, t.p)
 	batch := make([]int, 0, 2*cfg.ExpectedBatchSize+16)
 	steps := cfg.Steps(n)

@@ -322,3 +322,30 @@ func TestDigitsDPSGD(t *testing.T) {
 		}
 	}
 }
+
+// TestDPSGDInitUniform: InitUniform starts from weights uniform in [−1/√d, 1/√d] (one
+// step at learning rate 1e-12 leaves them there: every one inside the bounds, spread over
+// them, not all equal), and InitZero from 0; an unknown initialisation is refused.
+func TestDPSGDInitUniform(t *testing.T) {
+	data := randomClassData(t, 200, 16, 3, 4)
+	cfg := DPSGDConfig{LearningRate: 1e-12, ClipNorm: 1, Epochs: 1, ExpectedBatchSize: 200, Init: InitUniform}
+	m, err := TrainDPSGDSoftmax(context.Background(), dptest.Source(1), data, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range m.W {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if !(lo >= -0.25-1e-9 && hi <= 0.25+1e-9 && lo < -0.15 && hi > 0.15) {
+		t.Errorf("InitUniform over 16 features: parameters in [%g, %g], want spread over [−0.25, 0.25]", lo, hi)
+	}
+	cfg.Init = InitZero
+	if m, _ = TrainDPSGDSoftmax(context.Background(), dptest.Source(1), data, cfg); math.Abs(m.W[0]) > 1e-9 {
+		t.Errorf("InitZero: W[0] = %g after one tiny step, want ≈ 0", m.W[0])
+	}
+	cfg.Init = 7
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "initialisation 7 is unknown") {
+		t.Errorf("Validate(Init 7) = %v, want refused", err)
+	}
+}

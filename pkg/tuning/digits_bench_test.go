@@ -70,6 +70,8 @@ import (
 //	                        noise multiplier 1); when it differs from the ratio, both
 //	                        searches are calibrated to that budget [the ratio]
 //	PRIVBO_DIGITS_CACHE     directory for the landscapes [$TMPDIR/privbo-digits]
+//	PRIVBO_DIGITS_INIT      uniform: DP-SGD starts from learner.InitUniform (random, as a
+//	                        neural-network library starts a linear layer) instead of 0 [zero]
 //	PRIVBO_DIGITS_EQUALNOISE 1: give the GP search the uniform search's noise (noise
 //	                        multiplier 1) instead of equal ε — what adaptivity buys
 //	                        before its privacy price; the GP's ε is then larger [0]
@@ -155,7 +157,11 @@ func digitsLandscape(b *testing.B, r *Runner, job dphypoJob) *landscape {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("landscape-%016x-r%d.json", math.Float64bits(sigma), digitsLandscapeRuns))
+	name := fmt.Sprintf("landscape-%016x-r%d.json", math.Float64bits(sigma), digitsLandscapeRuns)
+	if job.sgd.Init != learner.InitZero {
+		name = fmt.Sprintf("landscape-%016x-r%d-init%d.json", math.Float64bits(sigma), digitsLandscapeRuns, job.sgd.Init)
+	}
+	path := filepath.Join(dir, name)
 	if raw, err := os.ReadFile(path); err == nil {
 		l := new(landscape)
 		if err := json.Unmarshal(raw, l); err == nil && len(l.Acc) == job.space.Size() {
@@ -296,6 +302,10 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 			runCounts = append(runCounts, v)
 		}
 	}
+	init := learner.InitZero
+	if os.Getenv("PRIVBO_DIGITS_INIT") == "uniform" {
+		init = learner.InitUniform
+	}
 	r := digitsRunner(b, ratio)
 	for b.Loop() {
 		job1, _, err := r.dphypoPlan(digitsSpec(true, 8, 0, ratio))
@@ -303,6 +313,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 			b.Fatal(err)
 		}
 		job1.train, job1.val = r.sgdTrain, r.sgdVal
+		job1.sgd.Init = init
 		summary(b, "at noise multiplier 1", digitsLandscape(b, r, job1))
 		b.Logf("GP rule C=%g, c=%g, τ=%g, β=%g, scores %s; score noise %g × DP-SGD noise; δ=1e-5; %d repetitions per row", cmax, cmin, tau, beta, scale, ratio, reps)
 		b.Logf("%5s | %-7s | %-22s | %-22s | %-15s | %-15s | %s", "E[T]", "ε", "GP: σ, s", "uniform: σ, s",
@@ -336,6 +347,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 				charged[method] = plan.Cost.Epsilon
 				job.cfg.Scale = scale
 				job.train, job.val = r.sgdTrain, r.sgdVal
+				job.sgd.Init = init
 				l := digitsLandscape(b, r, job)
 				if method == 0 {
 					summary(b, fmt.Sprintf("of GP at E[T]=%g", runs), l)
