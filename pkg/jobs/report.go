@@ -286,7 +286,7 @@ func gridSVG(space hparam.Space, res *Result, tr *Trace) template.HTML {
 			p := space.Point(i)
 			same := true
 			for k, x := range p {
-				if res.Hyperparameters[k] != x {
+				if v, ok := res.Hyperparameters[k]; !ok || math.Abs(v-x) > 1e-12*math.Max(math.Abs(x), 1e-300) {
 					same = false
 				}
 			}
