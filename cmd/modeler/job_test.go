@@ -174,9 +174,18 @@ func TestJobCommands(t *testing.T) {
 		!strings.Contains(err.Error(), "--epsilon") || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("--epsilon with --noise-multiplier: %v, want refused", err)
 	}
+	// A DP-HyPO dry run states the calibrated price under its relation and spends nothing.
+	before := spent()
+	if out, errOut, err := cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--dry-run"); err != nil ||
+		!strings.Contains(out, "under the relation training-add-remove") || !strings.Contains(out, "Noise calibrated to target ε=2") ||
+		strings.Contains(out, "forecast") {
+		t.Errorf("job dphypo --dry-run: %v\n%s%s; want the price, the relation and the calibration, no forecast", err, out, errOut)
+	}
+	if after := spent(); after != before {
+		t.Errorf("the dry run spent ε %g", after-before)
+	}
 	// A target the paper's density bounds cannot meet is refused, naming the field,
 	// and costs nothing.
-	before := spent()
 	_, _, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--c-max", "2", "--c-min", "0.75")
 	if err == nil || !strings.Contains(err.Error(), "target_epsilon 2 is out of reach") {
 		t.Errorf("an unreachable target: %v, want refused naming target_epsilon", err)

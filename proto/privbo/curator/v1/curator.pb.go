@@ -2005,7 +2005,8 @@ type JobResult struct {
 	HasHyperparameters bool               `protobuf:"varint,2,opt,name=has_hyperparameters,json=hasHyperparameters,proto3" json:"has_hyperparameters,omitempty"`
 	// The released score (validation gain / accuracy).
 	Score float64 `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
-	// Number of base runs (DP-HyPO).
+	// Always 0: a DP-HyPO search's number of runs is never released (releasing it would
+	// void the search's guarantee), and no other job kind has runs. Kept for compatibility.
 	Runs uint32 `protobuf:"varint,4,opt,name=runs,proto3" json:"runs,omitempty"`
 	// The guarantee of this release.
 	Epsilon   float64 `protobuf:"fixed64,5,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
