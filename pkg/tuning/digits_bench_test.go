@@ -70,6 +70,10 @@ import (
 //	                        noise multiplier 1); when it differs from the ratio, both
 //	                        searches are calibrated to that budget [the ratio]
 //	PRIVBO_DIGITS_CACHE     directory for the landscapes [$TMPDIR/privbo-digits]
+//	PRIVBO_DIGITS_ORACLE    1: replace the GP rule by an oracle that knows the landscape and
+//	                        samples from the projection of its ranking onto S_{C,c} (the
+//	                        most the density bounds let any rule favour the best points):
+//	                        an upper bound on what any kernel or prior could achieve [0]
 //	PRIVBO_DIGITS_INIT      uniform: DP-SGD starts from learner.InitUniform (random, as a
 //	                        neural-network library starts a linear layer) instead of 0 [zero]
 //	PRIVBO_DIGITS_EQUALNOISE 1: give the GP search the uniform search's noise (noise
@@ -280,6 +284,7 @@ func summary(b *testing.B, name string, l *landscape) {
 func BenchmarkDigitsDPHyPO(b *testing.B) {
 	fixedEps := envFloat(b, "PRIVBO_DIGITS_EPSILON", 0)
 	equalNoise := os.Getenv("PRIVBO_DIGITS_EQUALNOISE") == "1"
+	oracle := os.Getenv("PRIVBO_DIGITS_ORACLE") == "1"
 	reps := int(envFloat(b, "PRIVBO_DIGITS_REPS", 200))
 	ratio := envFloat(b, "PRIVBO_DIGITS_RATIO", CalibratedScoreRatio)
 	budgetRatio := envFloat(b, "PRIVBO_DIGITS_BUDGETRATIO", ratio)
@@ -357,9 +362,17 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 					label[0] += fmt.Sprintf(" (ε %.3g)", plan.Cost.Epsilon)
 				}
 				config[method], model[method] = make([]float64, reps), make([]float64, reps)
+				var oracleDensity []float64
+				if oracle && !uniform {
+					oracleDensity = oracleSampling(b, l, job.cfg.C, job.cfg.Cmin)
+				}
 				for rep := range reps {
 					seed := uint64(rep)<<20 | uint64(runs)<<4 | uint64(method)
 					base := &landscapeBase{l: l, sd: job.scoreSD, rng: rand.New(rand.NewPCG(seed, 7)), best: math.Inf(-1)}
+					if oracleDensity != nil {
+						config[method][rep], model[method][rep] = runOracle(b, seed, job.cfg, oracleDensity, base)
+						continue
+					}
 					res, err := dphypo.Run(context.Background(), dptest.Source(seed), job.cfg, base, nil)
 					if err != nil {
 						b.Fatal(err)
@@ -384,6 +397,52 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 			}
 		}
 	}
+}
+
+// oracleSampling is the projection onto S_{C,c} of a distribution that ranks the grid
+// points by their true mean accuracy (π ∝ exp(10⁴·mean)): density C/N on the best points
+// in order until the mass runs out, c/N on the rest.
+func oracleSampling(b *testing.B, l *landscape, bigC, smallC float64) []float64 {
+	n := len(l.Acc)
+	logits := make([]float64, n)
+	mx := math.Inf(-1)
+	for i := range n {
+		logits[i] = 1e4 * l.mean(i)
+		mx = max(mx, logits[i])
+	}
+	pi := make([]float64, n)
+	for i := range n {
+		pi[i] = math.Exp(logits[i] - mx)
+	}
+	p, err := dphypo.ProjectDensity(pi, bigC, smallC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// runOracle is one search that draws T as DP-HyPO does and every point from the fixed
+// oracle density, releasing the run with the best noisy score.
+func runOracle(b *testing.B, seed uint64, cfg dphypo.Config, density []float64, base *landscapeBase) (float64, float64) {
+	t, err := dphypo.SampleNegBin(dptest.Source(seed), cfg.Theta, cfg.Gamma)
+	if err != nil {
+		b.Fatal(err)
+	}
+	best, bestIdx := math.Inf(-1), -1
+	for range t {
+		u, i := base.rng.Float64(), 0
+		for ; i < len(density)-1 && u >= density[i]; i++ {
+			u -= density[i]
+		}
+		q, err := base.Run(context.Background(), i)
+		if err == nil && q > best {
+			best, bestIdx = q, i
+		}
+	}
+	if bestIdx < 0 {
+		return 0, 0
+	}
+	return base.l.mean(bestIdx), base.bestModel
 }
 
 func sdOf(x []float64) float64 {
