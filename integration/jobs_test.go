@@ -49,9 +49,12 @@ func lambdaGrid() []*curatorv1.HyperparameterRange {
 	return []*curatorv1.HyperparameterRange{{Name: "lambda", Scale: curatorv1.HyperparameterRange_SCALE_LOG, Low: 1e-4, High: 10, Count: 16}}
 }
 
+// kusnerJob is a Kusner job with force set: at these ε its forecast finds the releases no
+// better than a uniform pick, which TestKusnerForecastRefusesAtNoCost tests; the other
+// tests are about what happens once a job runs.
 func kusnerJob(alg curatorv1.KusnerSpec_Algorithm, eps float64) *curatorv1.JobSpec {
 	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{
-		Algorithm: alg, Space: lambdaGrid(), Iterations: 10, Epsilon: eps, Delta: 1e-3}}}
+		Algorithm: alg, Space: lambdaGrid(), Iterations: 10, Epsilon: eps, Delta: 1e-3, Force: true}}}
 }
 
 // waitJob watches a job to its end and returns it.

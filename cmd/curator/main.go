@@ -50,6 +50,7 @@ commands:
   check-config  validate a serve configuration (flags, file, environment) without serving
   dev-ca        create a development CA, a server certificate and client certificates
   hash-token    print the line of a token file for a bearer token read from stdin
+  job-report    write a job's operator report (HTML), with the path the modeler never sees
 
 Run 'curator <command> -h' for the flags of a command.
 `
@@ -90,6 +91,8 @@ func runCommand(args []string) error {
 		return devCA(args[1:])
 	case "hash-token":
 		return hashToken(args[1:])
+	case "job-report":
+		return jobReport(args[1:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return nil
@@ -200,7 +203,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.AuthFailures.MaxPeers, "auth-failure-peers", transport.DefaultAuthFailurePeers, "peers with recent failed authentications remembered (the least recent is forgotten beyond)")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", transport.DefaultMaxHeaderListBytes, "largest request headers (metadata) accepted, in bytes; read before authentication")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
-	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a 0/1 label)")
+	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a class label: 0/1, or 0 … K−1 with K from the schema's target bounds [0, K−1])")
 	fs.Float64Var(&cfg.Jobs.ValidationFraction, "job-validation-fraction", 0.3, "fraction of rows forming the sensitive validation part of tuning jobs")
 	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", 1, "seed of the training/validation split of tuning jobs")
 	fs.StringVar(&f.evaluators, "evaluators", "", "external evaluators for jobs: NAME=PROGRAM[,NAME=PROGRAM] (hyperparameters as JSON on stdin, {\"score\": x} on stdout)")
@@ -216,6 +219,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&cfg.Jobs.Kusner.Tau, "kusner-tau", 0, "Kusner jobs: regret constant τ of Algorithm 2 (unset: Algorithm 2 refused)")
 	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
 	fs.Float64Var(&cfg.Jobs.BoundsEpsilon, "job-bounds-epsilon", 0, "DP-HyPO jobs with the built-in learner, when the schema gives no public bounds for every feature: ε each job spends estimating them privately (added to its cost); 0 refuses such jobs")
+	fs.IntVar(&cfg.Jobs.Classes, "job-classes", 0, "tuning jobs: the public number K of classes of the target's labels 0 … K−1 (0: from the schema's target line — its categories, or bounds [0, K−1] — else 2, 0/1 labels)")
 	fs.StringVar((*string)(&cfg.Jobs.Preprocessing), "job-preprocessing", "", "DP-HyPO's built-in learner: bounded (default: public schema bounds or private estimates) or standardise-nonprivate (no privacy guarantee)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")

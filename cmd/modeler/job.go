@@ -6,12 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"sort"
 	"strings"
 	"syscall"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/privbo/privbo/internal/cli"
@@ -21,12 +25,15 @@ import (
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
-const jobUsage = `usage: modeler job <kusner|dphypo|get|list|cancel|watch> [flags]
+const jobUsage = `usage: modeler job <kusner|dphypo|get|list|cancel|watch|report> [flags]
 
   kusner   submit a Kusner et al. private Bayesian-optimisation job and wait for its result
+           (--dry-run: print its price and forecast, pay nothing; a job whose releases the
+           forecast finds no better than a uniform pick is refused unless --force)
   dphypo   submit a DP-HyPO adaptive private hyperparameter search and wait for its result
            (by default the curator calibrates its noise so that it costs ε = 2 at δ = 1e-6)
   get ID   print a job; list: your jobs; cancel ID: stop a job; watch ID: follow its progress
+  report ID --out DIR   write a job's report (an HTML page) to DIR
 `
 
 // connFlags are the flags that reach a curator.
@@ -96,6 +103,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		grid           gridFlag
 		key            string
 		asJSON, detach bool
+		dryRun         bool
 		kusnerSpec     curatorv1.KusnerSpec
 		algorithm      int
 		dph            curatorv1.DPHyPOSpec
@@ -110,6 +118,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT, NAME=list:V1,V2,... or NAME=loglist:V1,V2,...")
 		fs.StringVar(&key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
 		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
+		fs.BoolVar(&dryRun, "dry-run", false, "print what the job would cost and guarantee (and for kusner, what its releases would be worth), pay nothing and run nothing")
 	}
 	switch args[0] {
 	case "kusner":
@@ -119,6 +128,8 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		fs.Float64Var(&kusnerSpec.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
 		fs.Float64Var(&kusnerSpec.Lengthscale, "lengthscale", 0, "GP lengthscale over normalised grid coordinates (0: default)")
 		fs.StringVar(&kusnerSpec.Evaluator, "evaluator", "", "an external evaluator configured on the curator (default: its built-in learner)")
+		fs.Float64Var(&kusnerSpec.ForecastGap, "forecast-gap", 0, "the forecast's gap: how close to the best (in the objective's units) a candidate must be to count as found (0: 5% of the objective's range)")
+		fs.BoolVar(&kusnerSpec.Force, "force", false, "run (and pay for) the job even when the forecast says its releases would be no better than a uniform pick")
 	case "dphypo":
 		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
@@ -137,6 +148,8 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		fs.UintVar(&batch, "batch-size", 64, "DP-SGD expected batch size")
 		fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
 		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 0, "noise of the validation score in units of its sensitivity, chosen instead of --epsilon (default: calibrated to --epsilon; 2 when only --noise-multiplier is given)")
+	case "report":
+		return jobReportCommand(args[1:], stdout, stderr)
 	case "get", "cancel", "watch", "list":
 	default:
 		fmt.Fprint(stderr, jobUsage)
@@ -174,7 +187,31 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 			dph.Space, dph.Dpsgd = space, &sgd
 			spec.Kind = &curatorv1.JobSpec_Dphypo{Dphypo: &dph}
 		}
+		if dryRun {
+			q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: spec})
+			if err != nil {
+				return fmt.Errorf("job: quote: %w", err)
+			}
+			printJobQuote(stdout, q)
+			if asJSON {
+				b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(q)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(stdout, string(b))
+			}
+			return nil
+		}
 		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {
+			if f := refusedForecast(err); f != nil {
+				fmt.Fprintln(stderr, "job refused before any charge: the forecast finds its releases no better than a uniform pick")
+				printForecast(stderr, f)
+				if !math.IsInf(f.GetEpsilonNeeded(), 1) {
+					fmt.Fprintf(stderr, "  a release would beat a uniform pick by %g%% from ε = %.4g; or add --force to run and pay for this one anyway\n", 100*f.GetMargin(), f.GetEpsilonNeeded())
+				} else {
+					fmt.Fprintln(stderr, "  no ε makes it beat a uniform pick by the margin; add --force to run and pay for it anyway")
+				}
+			}
 			return fmt.Errorf("job: submit: %w", err)
 		}
 		fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
@@ -246,6 +283,59 @@ func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPS
 		dph.TargetEpsilon = 0
 	}
 	return nil
+}
+
+// refusedForecast returns the forecast a SubmitJob refusal for an uninformative Kusner
+// job carries (its status details), or nil for any other error.
+func refusedForecast(err error) *curatorv1.KusnerForecast {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return nil
+	}
+	var f *curatorv1.KusnerForecast
+	uninformative := false
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			uninformative = d.GetReason() == "KUSNER_RELEASE_UNINFORMATIVE"
+		case *curatorv1.KusnerForecast:
+			f = d
+		}
+	}
+	if !uninformative {
+		return nil
+	}
+	return f
+}
+
+// printJobQuote prints a job's quote: its price, relation, guarantee and forecast.
+func printJobQuote(w io.Writer, q *curatorv1.JobQuote) {
+	fmt.Fprintf(w, "dry run, nothing charged: the job would cost ε=%g δ=%g under the relation %s\n", q.GetEpsilon(), q.GetDelta(), q.GetRelation())
+	fmt.Fprintf(w, "  guarantee: %s\n", q.GetGuarantee())
+	if f := q.GetKusnerForecast(); f != nil {
+		printForecast(w, f)
+		switch {
+		case q.GetRefused():
+			fmt.Fprintf(w, "  the curator would REFUSE it: no release beats a uniform pick by %g%%", 100*f.GetMargin())
+			if !math.IsInf(f.GetEpsilonNeeded(), 1) {
+				fmt.Fprintf(w, " (one would from ε = %.4g)", f.GetEpsilonNeeded())
+			}
+			fmt.Fprintln(w, "; --force runs it anyway")
+		case !f.GetInformative():
+			fmt.Fprintln(w, "  no release beats a uniform pick by the margin, but --force is set: it would run and be charged")
+		}
+	}
+}
+
+// printForecast prints a Kusner job's forecast.
+func printForecast(w io.Writer, f *curatorv1.KusnerForecast) {
+	fmt.Fprintf(w, "  forecast over %d candidates at ε=%g per release (objective range %g, gap %g):\n", f.GetCandidates(), f.GetEpsilon(), f.GetObjectiveRange(), f.GetGap())
+	if f.GetHasSelection() {
+		fmt.Fprintf(w, "    hyperparameter: picks the one candidate within %g of the posterior maximum with probability %.4g to %.4g; a uniform pick %.4g (at most %.4g× as likely)\n",
+			f.GetGap(), f.GetWithinGapMin(), f.GetWithinGapMax(), f.GetUniformProbability(), f.GetSelectionLift())
+	}
+	fmt.Fprintf(w, "    value: Laplace noise of scale %.4g on a range of %g; within %g of the truth with probability %.4g, a uniform guess %.4g (%.4g×)\n",
+		f.GetLaplaceScale(), f.GetObjectiveRange(), f.GetGap(), f.GetValueWithinGap(), f.GetUniformValueWithinGap(), f.GetValueLift())
 }
 
 // watch follows a job's events until it ends, then returns the job.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,10 +42,44 @@ func TestJobCommands(t *testing.T) {
 		err := run(append(args, "--curator", cur.Addr, "--identity", "cli-jobs"), &stdout, &stderr)
 		return stdout.String(), stderr.String(), err
 	}
-	out, errOut, err := cmd("job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",
-		"--epsilon", "1", "--delta", "1e-3", "--idempotency-key", "k1", "--json")
+	spentUnder := func(rel ledger.Relation) float64 {
+		t.Helper()
+		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeConn()
+		b, err := client.GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range b.GetBudget().GetRelations() {
+			if r.GetRelation() == string(rel) {
+				return r.GetEpsilonSpent()
+			}
+		}
+		return 0
+	}
+	spent := func() float64 { return spentUnder(ledger.RelationTrainingAddRemove) }
+	kusnerArgs := []string{"job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",
+		"--epsilon", "1", "--delta", "1e-3", "--idempotency-key", "k1"}
+	// At ε = 1 Kusner's releases are no better than a uniform pick: the dry run says so
+	// (and what it would cost), the submission is refused, and neither is charged.
+	out, errOut, err := cmd(append(kusnerArgs, "--dry-run")...)
+	if err != nil || !strings.Contains(out, "dry run, nothing charged: the job would cost ε=2 δ=0.002 under the relation validation-record") ||
+		!strings.Contains(out, "at most 1.026× as likely") || !strings.Contains(out, "would REFUSE it") || !strings.Contains(out, "from ε = 3.696") {
+		t.Errorf("job kusner --dry-run: %v\n%s%s; want the price, the forecast and the refusal", err, out, errOut)
+	}
+	_, errOut, err = cmd(kusnerArgs...)
+	if err == nil || !strings.Contains(errOut, "refused before any charge") || !strings.Contains(errOut, "from ε = 3.696") || !strings.Contains(errOut, "--force") {
+		t.Errorf("job kusner at ε = 1: %v\n%s; want refused with the ε needed and --force", err, errOut)
+	}
+	if got := spentUnder(ledger.RelationValidationRecord); got != 0 {
+		t.Errorf("the dry run and the refused job spent ε %g under validation-record, want 0", got)
+	}
+	out, errOut, err = cmd(append(kusnerArgs, "--force", "--json")...)
 	if err != nil {
-		t.Fatalf("job kusner: %v\n%s", err, errOut)
+		t.Fatalf("job kusner --force: %v\n%s", err, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var job struct {
@@ -62,31 +98,29 @@ func TestJobCommands(t *testing.T) {
 	if !strings.Contains(errOut, "accepted: charged ε=2") || !strings.Contains(out, "released lambda") {
 		t.Errorf("output lacks the charge or the release:\n%s\n%s", errOut, out)
 	}
-	again, _, err := cmd("job", "kusner", "--algorithm", "1", "--grid", "lambda=log:1e-4:10:8", "--iterations", "5",
-		"--epsilon", "1", "--delta", "1e-3", "--idempotency-key", "k1", "--detach")
+	if got := spentUnder(ledger.RelationValidationRecord); got != 2 {
+		t.Errorf("the forced job spent ε %g under validation-record, want 2", got)
+	}
+	again, _, err := cmd(append(kusnerArgs, "--force", "--detach")...)
 	if err != nil || !strings.Contains(again, job.ID) {
 		t.Errorf("resubmission with the same key: %v\n%s; want job %s", err, again, job.ID)
 	}
+	// The modeler's report: the release, the charge under its relation, the forecast.
+	dir := t.TempDir()
+	if out, errOut, err := cmd("job", "report", job.ID, "--out", dir); err != nil || !strings.Contains(out, "index.html") {
+		t.Fatalf("job report: %v\n%s%s", err, out, errOut)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"validation-record", "lambda", "NOT informative", "iteration 5 of 5"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the Kusner job's report lacks %q", want)
+		}
+	}
 	// DP-HyPO with the modeler's defaults: the curator calibrates the noise to ε = 2 at
 	// δ = 1e-6 and charges just that.
-	spent := func() float64 {
-		t.Helper()
-		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer closeConn()
-		b, err := client.GetBudget(context.Background(), &curatorv1.GetBudgetRequest{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range b.GetBudget().GetRelations() {
-			if r.GetRelation() == string(ledger.RelationTrainingAddRemove) {
-				return r.GetEpsilonSpent()
-			}
-		}
-		return 0
-	}
 	out, errOut, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--grid", "clip_norm=loglist:0.5,1,2", "--json")
 	if err != nil || !strings.Contains(out, "released clip_norm") || strings.Contains(out, "runs =") {
 		t.Errorf("job dphypo: %v\n%s\n%s; want a release without a run count", err, out, errOut)
@@ -103,6 +137,31 @@ func TestJobCommands(t *testing.T) {
 		t.Errorf("default DP-HyPO job charged (%g, %g), spent ε %g; want ε in [1.96, 2] at δ = 1e-6, as spent", e, dphypoJob.DeltaCharged, spent())
 	}
 	t.Logf("default DP-HyPO job:\n%s%s", errOut, out)
+	var dj struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &dj); err != nil {
+		t.Fatal(err)
+	}
+	// Its report shows the release and the public envelope of the sampling distributions,
+	// and says that the number of runs is not released.
+	ddir := t.TempDir()
+	if _, errOut, err := cmd("job", "report", dj.ID, "--out", ddir); err != nil {
+		t.Fatalf("job report: %v\n%s", err, errOut)
+	}
+	page, err = os.ReadFile(filepath.Join(ddir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"training-add-remove", "clip_norm", "between 0.9× and 1.1× the uniform density", "<th>runs</th><td>not released"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the DP-HyPO job's report lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "operator only") {
+		t.Error("the modeler's DP-HyPO report shows an operator-only section")
+	}
+
 	if !strings.Contains(out, "noise calibrated to target ε=2: noise multiplier") || !strings.Contains(errOut, "Noise calibrated to target ε=2") {
 		t.Errorf("the calibrated noise is not reported:\n%s\n%s", out, errOut)
 	}
@@ -115,9 +174,18 @@ func TestJobCommands(t *testing.T) {
 		!strings.Contains(err.Error(), "--epsilon") || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("--epsilon with --noise-multiplier: %v, want refused", err)
 	}
+	// A DP-HyPO dry run states the calibrated price under its relation and spends nothing.
+	before := spent()
+	if out, errOut, err := cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--dry-run"); err != nil ||
+		!strings.Contains(out, "under the relation training-add-remove") || !strings.Contains(out, "Noise calibrated to target ε=2") ||
+		strings.Contains(out, "forecast") {
+		t.Errorf("job dphypo --dry-run: %v\n%s%s; want the price, the relation and the calibration, no forecast", err, out, errOut)
+	}
+	if after := spent(); after != before {
+		t.Errorf("the dry run spent ε %g", after-before)
+	}
 	// A target the paper's density bounds cannot meet is refused, naming the field,
 	// and costs nothing.
-	before := spent()
 	_, _, err = cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--c-max", "2", "--c-min", "0.75")
 	if err == nil || !strings.Contains(err.Error(), "target_epsilon 2 is out of reach") {
 		t.Errorf("an unreachable target: %v, want refused naming target_epsilon", err)

@@ -124,9 +124,25 @@ func TestUnknownCategory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseRaw(strings.NewReader("x,y\n0,a\n1,b\n"), "d.csv", Options{Target: "y", Scaling: Scaling{Mode: ScaleSchema, Schema: catTarget}}); err == nil ||
-		!strings.Contains(err.Error(), "must be a number") {
-		t.Errorf("categorical target: %v", err)
+	// A categorical target is a class label, read as its category's index; a category
+	// the schema does not list is refused without repeating the cell.
+	raw, err := ParseRaw(strings.NewReader("x,y\n0,b\n1,a\n0.5,b\n"), "d.csv", Options{Target: "y", Scaling: Scaling{Mode: ScaleSchema, Schema: catTarget}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(raw.Y, []float64{1, 0, 1}) || !slices.Equal(raw.TargetCategories, []string{"a", "b"}) {
+		t.Errorf("categorical target: Y = %v, categories %v; want [1 0 1] and [a b]", raw.Y, raw.TargetCategories)
+	}
+	ds, err := raw.Scale(Scaling{Mode: ScaleSchema, Schema: catTarget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ds.TargetCategories, []string{"a", "b"}) || ds.TargetRange == nil || *ds.TargetRange != (Bounds{0, 1}) {
+		t.Errorf("scaled categorical target: categories %v, range %v; want [a b] and [0, 1]", ds.TargetCategories, ds.TargetRange)
+	}
+	_, err = ParseRaw(strings.NewReader("x,y\n0,a\n1,secret\n"), "d.csv", Options{Target: "y", Scaling: Scaling{Mode: ScaleSchema, Schema: catTarget}})
+	if !errors.As(err, &pe) || pe.Line != 3 || pe.Column != "y" || strings.Contains(err.Error(), "secret") {
+		t.Errorf("unknown target category: %v, want a ParseError on line 3, column y, not repeating the cell", err)
 	}
 }
 

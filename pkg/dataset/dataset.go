@@ -39,7 +39,10 @@ type Dataset struct {
 	Name     string   // LoadCSV: file name without directory and extension; ParseCSV: the name given
 	Features []string // feature column names, in the order of X's columns
 	Target   string   // target column name
-	N, D     int      // number of records and of features
+	// TargetCategories are the target's public categories when the schema declares it
+	// categorical (a class label): Y then holds each record's category index 0 … K−1.
+	TargetCategories []string
+	N, D             int // number of records and of features
 
 	X []float64 // row-major N×D, scaled to the protected unit
 	Y []float64 // target column in raw units, length N
@@ -311,8 +314,12 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		}
 		expanded = append(expanded, f)
 	}
+	// A categorical target is a class label: its cells are the schema's categories,
+	// read as their index 0 … K−1 in the schema's order.
+	var targetCats []string
+	targetLine := 0
 	if c := categorical(sch, target); c != nil {
-		return fail(headerLine, target, fmt.Errorf("the target column is categorical in schema %s (line %d); the target must be a number", sch.File, c.Line))
+		targetCats, targetLine = c.Categories, c.Line
 	}
 	features = expanded
 	d := len(features)
@@ -362,12 +369,21 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 			}
 			x = append(x, v)
 		}
-		v, err := parseCell(rec[ti])
-		if err != nil {
-			l, _ := cr.FieldPos(ti)
-			return fail(l, target, err)
+		if targetCats != nil {
+			hit := slices.Index(targetCats, strings.TrimSpace(rec[ti]))
+			if hit < 0 {
+				l, _ := cr.FieldPos(ti)
+				return fail(l, target, fmt.Errorf("value is not one of the %d categories schema %s lists for the target on line %d", len(targetCats), sch.File, targetLine))
+			}
+			y = append(y, float64(hit))
+		} else {
+			v, err := parseCell(rec[ti])
+			if err != nil {
+				l, _ := cr.FieldPos(ti)
+				return fail(l, target, err)
+			}
+			y = append(y, v)
 		}
-		y = append(y, v)
 		n++
 	}
 	switch n {
@@ -384,16 +400,17 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	}
 
 	return &Raw{
-		Features:   features,
-		Target:     target,
-		N:          n,
-		D:          d,
-		X:          x[: n*d : n*d],
-		Y:          y[:n:n],
-		file:       file,
-		headerLine: headerLine,
-		lines:      lines,
-		columns:    header,
+		Features:         features,
+		Target:           target,
+		TargetCategories: slices.Clone(targetCats),
+		N:                n,
+		D:                d,
+		X:                x[: n*d : n*d],
+		Y:                y[:n:n],
+		file:             file,
+		headerLine:       headerLine,
+		lines:            lines,
+		columns:          header,
 	}, nil
 }
 

@@ -18,7 +18,9 @@ type Raw struct {
 	Name     string   // LoadRaw: file name without directory and extension; ParseRaw: the name given
 	Features []string // feature column names, in the order of X's columns
 	Target   string   // target column name
-	N, D     int      // number of records and of features
+	// TargetCategories: the target's public categories (Y holds their index), or nil.
+	TargetCategories []string
+	N, D             int // number of records and of features
 
 	X []float64 // row-major N×D raw features; Scale does not modify it
 	Y []float64 // target column, length N
@@ -50,17 +52,18 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	}
 	n, d := r.N, r.D
 	ds := &Dataset{
-		Name:     r.Name,
-		Features: slices.Clone(r.Features),
-		Target:   r.Target,
-		N:        n,
-		D:        d,
-		X:        slices.Clone(r.X),
-		Y:        slices.Clone(r.Y),
-		Scaling:  sc,
-		Private:  sc.Mode.Private(),
-		Unit:     unitText(sc, r.Features),
-		raw:      r.X,
+		Name:             r.Name,
+		Features:         slices.Clone(r.Features),
+		Target:           r.Target,
+		TargetCategories: slices.Clone(r.TargetCategories),
+		N:                n,
+		D:                d,
+		X:                slices.Clone(r.X),
+		Y:                slices.Clone(r.Y),
+		Scaling:          sc,
+		Private:          sc.Mode.Private(),
+		Unit:             unitText(sc, r.Features),
+		raw:              r.X,
 	}
 	var err error
 	switch sc.Mode {
@@ -114,6 +117,12 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 		}
 		if c, ok := sc.Schema.Column(r.Target); ok {
 			ds.TargetRange = &Bounds{Lower: c.Lower, Upper: c.Upper}
+			if k := len(c.Categories); k > 0 { // a class label: indices 0 … K−1
+				ds.TargetRange = nil
+				if k > 1 {
+					ds.TargetRange = &Bounds{Lower: 0, Upper: float64(k - 1)}
+				}
+			}
 		}
 	}
 	x := ds.X
@@ -172,8 +181,8 @@ func (r *Raw) applySchema(sc Scaling, off, scale, lo, hi []float64) error {
 		return &SchemaError{File: sch.File, Err: fmt.Errorf("no line for feature columns %s of data file %s; give every feature public bounds or a scale",
 			nameList(missing), r.file)}
 	}
-	if t, ok := sch.Column(r.Target); ok && !t.HasBounds {
-		return &SchemaError{File: sch.File, Line: t.Line, Column: t.Name, Err: errors.New("the target column's line must give its range (lower, upper), not a scale")}
+	if t, ok := sch.Column(r.Target); ok && !t.HasBounds && len(t.Categories) == 0 {
+		return &SchemaError{File: sch.File, Line: t.Line, Column: t.Name, Err: errors.New("the target column's line must give its range (lower, upper) or its categories, not a scale")}
 	}
 	c := sc.clipNorm() / math.Sqrt(float64(r.D))
 	for j, f := range r.Features {

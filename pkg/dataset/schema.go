@@ -31,8 +31,9 @@ type SchemaColumn struct {
 	// each one of these public categories, and the loader one-hot encodes it
 	// as one feature per category, named "column=category" in this order,
 	// each with the public bounds [0, 1] (Schema.Column resolves those names).
-	// A categorical line has no bounds, scale or offset, and the target
-	// cannot be categorical.
+	// A categorical line has no bounds, scale or offset. A categorical target
+	// is a class label: the loader reads each cell as its category's index
+	// 0 … K−1 (Dataset.TargetCategories), as tuning jobs' classes.
 	Categories []string
 }
 

@@ -20,6 +20,16 @@
 // Steinke 2022): π(j+1) = π(0), equivalent to C = c = 1. The GP is
 // gpucb's exact GP with a Matérn-5/2 kernel on standardised scores.
 //
+// The paper does not say in which unit s_λ enters exp(β s_λ). By default
+// (ScaleStandardised) s_λ is divided by the sample standard deviation of the
+// scores seen so far, so β = 1 tilts π by an order of magnitude across the
+// grid and the projection onto S_{C,c} binds: the density bounds, whose
+// privacy cost is paid whatever π does, are used. In the score's own unit
+// (ScaleRaw), validation accuracies spread over a few hundredths move π by a
+// few per cent, and the search is uniform search that pays for adaptivity
+// (docs/EXPERIMENTS.md, "DP-HyPO"). Either way the guarantee is the same: it
+// depends on π̃ only through c ≤ π̃·N ≤ C.
+//
 // # Run count
 //
 // NegBin(θ, γ), γ ∈ (0, 1), θ ∈ (−1, ∞), on k ≥ 1:

@@ -36,6 +36,41 @@ type Config struct {
 	// DefaultNoiseVariance. Scores are noisy (they are DP releases), and
 	// the same λ is often drawn twice, so it must be positive.
 	NoiseVariance float64
+	// Scale is the unit of the scores s = µ + τσ in exp(β s); the zero
+	// value is ScaleStandardised.
+	Scale ScoreScale
+}
+
+// ScoreScale says in which unit the GP rule's scores s_λ = µ_λ + τσ_λ enter
+// π(λ) ∝ exp(β s_λ). The paper (Algorithm 3) does not say; the unit decides
+// how far π can move for a given β, and so whether the density bounds C, c —
+// whose privacy cost is paid either way — are used at all.
+type ScoreScale int
+
+const (
+	// ScaleStandardised divides s_λ by the sample standard deviation of the
+	// scores seen so far (1 until two of them differ): β is the inverse
+	// temperature per standard deviation of the observed scores, the same
+	// whatever the score's unit. With β = 1, π then varies over an order of
+	// magnitude between the best and the worst region (the projection onto
+	// S_{C,c} caps it at C/c), so the density bounds are used. The default.
+	ScaleStandardised ScoreScale = iota
+	// ScaleRaw takes s_λ in the base algorithm's own unit. For accuracies in
+	// [0, 1] and β = 1, π moves by less than a factor e over the whole
+	// range, so the search stays close to uniform while paying the density
+	// bounds' cost (privbo's behaviour before ScaleStandardised).
+	ScaleRaw
+)
+
+// String returns "standardised" or "raw".
+func (s ScoreScale) String() string {
+	switch s {
+	case ScaleStandardised:
+		return "standardised"
+	case ScaleRaw:
+		return "raw"
+	}
+	return fmt.Sprintf("ScoreScale(%d)", int(s))
 }
 
 // DefaultNoiseVariance is the GP noise variance (standardised units) used
@@ -77,6 +112,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("dphypo: candidate %d, coordinate %d is not finite (%g)", k/c.Dim, k%c.Dim, x)
 		}
 	}
+	if c.Scale != ScaleStandardised && c.Scale != ScaleRaw {
+		return fmt.Errorf("dphypo: unknown score scale %d", int(c.Scale))
+	}
 	for _, p := range []struct {
 		name string
 		v    float64
@@ -115,6 +153,13 @@ type Progress struct {
 	// Err is the run's error if it failed (it was kept with score −∞), for the
 	// operator's log only.
 	Err error
+	// Index is the grid point the run used, Score its score (0 if it failed), and
+	// Sampling the distribution π̃ (N values, summing to 1) the point was drawn
+	// from: the search's path, for the curator's operator only (none of it is
+	// covered by the guarantee). Sampling is a fresh slice per run.
+	Index    int
+	Score    float64
+	Sampling []float64
 }
 
 // Result is the outcome of a search.
@@ -170,6 +215,7 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 	}
 	res := Result{BestIndex: -1, BestScore: math.Inf(-1), Runs: t}
 	logits := make([]float64, cfg.N)
+	var seen scoreMoments
 	for j := range t {
 		if err := ctx.Err(); err != nil {
 			return Result{}, fmt.Errorf("dphypo: search stopped after %d runs: %w", j, err)
@@ -192,7 +238,8 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 		if err != nil { // kept with score −∞: never selected, not observed
 			res.Failed++
 			if progress != nil {
-				progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d failed; kept with score −∞", j+1), Err: err})
+				progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d failed; kept with score −∞", j+1), Err: err,
+					Index: i, Sampling: proj})
 			}
 			continue
 		}
@@ -203,10 +250,15 @@ func Run(ctx context.Context, src *dp.Source, cfg Config, base Base, progress fu
 			if err := gp.Observe(i, q); err != nil {
 				return Result{}, fmt.Errorf("dphypo: %w", err)
 			}
-			softmaxScores(gp, cfg.Tau, cfg.Beta, logits, pi)
+			seen.add(q)
+			beta := cfg.Beta
+			if cfg.Scale == ScaleStandardised {
+				beta /= seen.sd()
+			}
+			softmaxScores(gp, cfg.Tau, beta, logits, pi)
 		}
 		if progress != nil {
-			progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d finished", j+1)})
+			progress(Progress{Run: j + 1, Message: fmt.Sprintf("base run %d finished", j+1), Index: i, Score: q, Sampling: proj})
 		}
 	}
 	if res.BestIndex < 0 {
@@ -236,6 +288,32 @@ func newScoreGP(cfg Config, runs int) (*gpucb.GP, error) {
 		return nil, fmt.Errorf("dphypo: %w", err)
 	}
 	return gp, nil
+}
+
+// scoreMoments tracks the mean and variance of the scores observed
+// (Welford's recurrence).
+type scoreMoments struct {
+	n       int
+	mean, m float64
+}
+
+func (s *scoreMoments) add(q float64) {
+	s.n++
+	d := q - s.mean
+	s.mean += d / float64(s.n)
+	s.m += d * (q - s.mean)
+}
+
+// sd returns the sample standard deviation, or 1 with fewer than two scores
+// or when it is 0 or not finite (as gpucb standardises).
+func (s *scoreMoments) sd() float64 {
+	if s.n < 2 {
+		return 1
+	}
+	if sd := math.Sqrt(s.m / float64(s.n-1)); sd > 0 && !math.IsInf(sd, 0) {
+		return sd
+	}
+	return 1
 }
 
 // softmaxScores sets pi ∝ exp(β(µ_i + τσ_i)), normalised with the

@@ -1,8 +1,11 @@
 package dphypo
 
 import (
+	"context"
 	"math"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/dp/dptest"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
@@ -147,4 +150,90 @@ func densePi(cands []float64, obs []struct {
 		pi[i] /= z
 	}
 	return pi
+}
+
+// scriptedBase returns a fixed score per grid point.
+type scriptedBase []float64
+
+func (s scriptedBase) Run(_ context.Context, i int) (float64, error) { return s[i], nil }
+
+// TestRunScoreScale checks, through Run's operator progress, the distribution each run's
+// point is drawn from: after the runs so far, π ∝ exp(β' s) with s the GP score in the
+// score's own units and β' = β for ScaleRaw, β/sd for ScaleStandardised (sd the sample
+// standard deviation of the scores seen, 1 until there are two). Density bounds wide
+// enough never to bind (C = 1e6, c = 1e-6) make π̃ = π.
+func TestRunScoreScale(t *testing.T) {
+	cands := []float64{0, 0.5, 1.2, 2, 2.1, 3.5, 5}
+	scores := scriptedBase{0.61, 0.62, 0.70, 0.74, 0.81, 0.55, 0.40}
+	for _, scale := range []ScoreScale{ScaleRaw, ScaleStandardised} {
+		t.Run(scale.String(), func(t *testing.T) {
+			cfg := Config{Theta: 1, Gamma: 0.02, C: 1e6, Cmin: 1e-6, Tau: 0.1, Beta: 1, Lengthscale: 1.5, NoiseVariance: 0.1,
+				Candidates: cands, N: len(cands), Dim: 1, Scale: scale}
+			var obs []struct {
+				i int
+				q float64
+			}
+			checked := 0
+			_, err := Run(context.Background(), dptest.Source(3), cfg, scores, func(p Progress) {
+				if len(obs) >= 1 && len(obs) <= 6 {
+					beta := 1.0
+					if scale == ScaleStandardised && len(obs) >= 2 {
+						qs := make([]float64, len(obs))
+						for k, o := range obs {
+							qs[k] = o.q
+						}
+						beta /= stat.StdDev(qs, nil)
+					}
+					want := densePi(cands, obs, 1.5, 0.1, 0.1, beta)
+					for k := range want {
+						if math.Abs(p.Sampling[k]-want[k]) > 1e-9 {
+							t.Errorf("run %d: π̃(%d) = %.12f, want %.12f", p.Run, k, p.Sampling[k], want[k])
+						}
+					}
+					checked++
+				}
+				obs = append(obs, struct {
+					i int
+					q float64
+				}{p.Index, p.Score})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if checked < 3 {
+				t.Fatalf("only %d runs checked (the run count drawn was too small for this seed)", checked)
+			}
+		})
+	}
+	// Standardised scores move π far more than raw accuracies for β = 1: the spread of
+	// log π over the grid after the seven scores.
+	spread := map[ScoreScale]float64{}
+	for _, scale := range []ScoreScale{ScaleRaw, ScaleStandardised} {
+		cfg := Config{Theta: 1, Gamma: 0.02, C: 1e6, Cmin: 1e-6, Tau: 0.1, Beta: 1, Candidates: cands, N: len(cands), Dim: 1, Scale: scale}
+		gp, err := newScoreGP(cfg, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen scoreMoments
+		for i, q := range scores {
+			if err := gp.Observe(i, q); err != nil {
+				t.Fatal(err)
+			}
+			seen.add(q)
+		}
+		beta := 1.0
+		if scale == ScaleStandardised {
+			beta /= seen.sd()
+		}
+		pi := make([]float64, len(cands))
+		softmaxScores(gp, 0.1, beta, make([]float64, len(cands)), pi)
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range pi {
+			lo, hi = math.Min(lo, math.Log(p)), math.Max(hi, math.Log(p))
+		}
+		spread[scale] = hi - lo
+	}
+	if !(spread[ScaleRaw] < 0.5 && spread[ScaleStandardised] > 2) {
+		t.Errorf("spread of log π: raw %.3f, standardised %.3f; want raw < 0.5 (nearly uniform) and standardised > 2", spread[ScaleRaw], spread[ScaleStandardised])
+	}
 }

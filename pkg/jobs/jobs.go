@@ -13,6 +13,16 @@
 // that stops while jobs run marks them FAILED when it starts again ("interrupted"); their
 // charge stays spent, since the data may have been touched.
 //
+// Quote plans a job without charging it. A Kusner job's plan carries a forecast of what
+// its releases will be worth (kusner.Forecast); Submit refuses one that is no better than
+// a uniform pick, before the charge, unless its spec sets Force (UninformativeError).
+//
+// A Runner may return, beside the result, an operator-only Trace of the job's path (for
+// DP-HyPO: the runs, points, scores and sampling distributions the guarantee does not
+// cover). It is kept in its own table, never encoded with the result or the ledger
+// receipt; Manager.Trace and Reader.Trace read it for the curator's operator, and
+// WriteReport renders a job for either audience.
+//
 // Progress events and error messages go to the modeler, so they carry only counts, states
 // and messages that do not depend on the data. Errors from a Runner reach the modeler only
 // when they are PublicErrors; anything else is logged for the operator and reported as an
@@ -23,9 +33,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -60,6 +72,13 @@ type KusnerSpec struct {
 	Tau           float64       `json:"tau"`
 	Lengthscale   float64       `json:"lengthscale"`
 	Evaluator     string        `json:"evaluator,omitempty"`
+	// ForecastGap is the gap g of the job's forecast (Plan.Forecast): how close to the
+	// best a candidate must be to count as found; 0 takes kusner.DefaultGapFraction of
+	// the objective's range.
+	ForecastGap float64 `json:"forecast_gap,omitempty"`
+	// Force runs the job even when its forecast says its releases are no better than a
+	// uniform pick (otherwise it is refused before anything is charged).
+	Force bool `json:"force,omitempty"`
 }
 
 // DPSGD are the fixed settings of the built-in DP-SGD base algorithm.
@@ -121,6 +140,10 @@ type Plan struct {
 	Relation ledger.Relation
 	// Steps is the expected number of progress steps (0 if unknown).
 	Steps int
+	// Forecast is what a Kusner job's releases will be worth, from public quantities
+	// only (nil for other kinds). Submit refuses a job whose forecast is not informative
+	// unless its spec has Force.
+	Forecast *kusner.Forecast
 }
 
 // Progress is one progress report of a running job: counts and a data-independent
@@ -140,6 +163,62 @@ type Result struct {
 	Delta              float64            `json:"delta"`
 	Guarantee          string             `json:"guarantee"`
 	Constants          map[string]float64 `json:"constants,omitempty"`
+	// Trace is the search's path for the curator's operator (DP-HyPO: every run's point,
+	// score and sampling distribution). It is not part of the release: it is never
+	// encoded with the result (json "-"), sent to the modeler or attached to the ledger
+	// receipt; the Manager keeps it in an operator-only table (Manager.Trace).
+	Trace *Trace `json:"-"`
+}
+
+// Trace is a job's path as only the curator's operator may see it: for DP-HyPO the
+// number of runs, each run's grid point and noisy score, and the sampling distribution
+// each point was drawn from — none of which the guarantee covers (releasing the number
+// of runs alone would void it).
+type Trace struct {
+	Steps []TraceStep `json:"steps"`
+	// Grid are the grid's axes, for reports; Names the hyperparameters in axis order.
+	Grid []hparam.Axis `json:"grid"`
+	// Final is the last sampling distribution π̃ as multiples of uniform (π̃·N), one per
+	// grid point; Visits counts the runs at each grid point.
+	Final  []float64 `json:"final"`
+	Visits []int     `json:"visits"`
+}
+
+// TraceStep is one run of a traced search.
+type TraceStep struct {
+	Run             int                `json:"run"`
+	Index           int                `json:"index"`
+	Hyperparameters map[string]float64 `json:"hyperparameters"`
+	Score           float64            `json:"score"`
+	Failed          bool               `json:"failed,omitempty"`
+	// The sampling distribution the point was drawn from, as multiples of uniform:
+	// largest and smallest π̃·N and the normalised entropy H(π̃)/log N (1: uniform).
+	MaxDensity float64 `json:"max_density"`
+	MinDensity float64 `json:"min_density"`
+	Entropy    float64 `json:"entropy"`
+}
+
+// NewTraceStep summarises one run whose grid point was drawn from sampling (N values
+// summing to 1).
+func NewTraceStep(run, index int, point map[string]float64, score float64, failed bool, sampling []float64) TraceStep {
+	st := TraceStep{Run: run, Index: index, Hyperparameters: point, Score: score, Failed: failed}
+	n := float64(len(sampling))
+	if n == 0 {
+		return st
+	}
+	st.MinDensity = math.Inf(1)
+	h := 0.0
+	for _, p := range sampling {
+		st.MaxDensity, st.MinDensity = max(st.MaxDensity, p*n), min(st.MinDensity, p*n)
+		if p > 0 {
+			h -= p * math.Log(p)
+		}
+	}
+	st.Entropy = 1
+	if n > 1 {
+		st.Entropy = h / math.Log(n)
+	}
+	return st
 }
 
 // Runner plans and runs jobs over the curator's data.
@@ -182,6 +261,10 @@ var (
 	ErrKeyReused = errors.New("idempotency key already used with a different spec")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("job manager is shut down")
+	// ErrUninformative is returned (wrapped in an *UninformativeError) by Submit for a
+	// Kusner job whose forecast says its releases would be no better than a uniform pick
+	// and whose spec does not have Force. Nothing is charged.
+	ErrUninformative = errors.New("the job's releases would be no better than a uniform pick")
 	// ErrAcceptedElsewhere is returned when the ledger already holds a job's charge but
 	// this manager has no record of the job: another curator replica sharing the ledger
 	// accepted it (or this curator lost its job store). The job is not run again, since
@@ -189,6 +272,17 @@ var (
 	// ErrKeyReused: the idempotency key is already used, by a job this manager cannot show.
 	ErrAcceptedElsewhere = errors.New("job accepted by another curator replica")
 )
+
+// UninformativeError is Submit's refusal of a job whose forecast is not informative; it
+// carries the forecast, so the refusal can state the numbers (and the ε at which the job
+// would help) as fields.
+type UninformativeError struct{ Forecast kusner.Forecast }
+
+func (e *UninformativeError) Error() string {
+	return "jobs: refused before any charge: " + e.Forecast.String() + "; resubmit with force to run and pay for it anyway"
+}
+
+func (e *UninformativeError) Unwrap() error { return ErrUninformative }
 
 // acceptedElsewhereError matches both ErrAcceptedElsewhere and ErrKeyReused, with a
 // message that tells the modeler what to do.

@@ -134,6 +134,9 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	if err != nil {
 		return Job{}, err
 	}
+	if Refused(spec, plan) {
+		return Job{}, &UninformativeError{Forecast: *plan.Forecast}
+	}
 	if key == "" {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -192,6 +195,26 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		zap.Float64("epsilon", plan.Cost.Epsilon), zap.Float64("delta", plan.Cost.Delta))
 	m.start(j)
 	return j, nil
+}
+
+// Quote plans spec as Submit would — cost, relation, guarantee and, for a Kusner job, its
+// forecast — without charging, recording or running anything. Whether Submit would
+// refuse it for its forecast is Refused(spec, plan).
+func (m *Manager) Quote(spec Spec) (Plan, error) {
+	if spec.Kind() == "" {
+		return Plan{}, fmt.Errorf("jobs: %w: exactly one job kind must be set", ErrInvalidSpec)
+	}
+	plan, err := m.cfg.Runner.Plan(spec)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan.Relation = chargeRelation(spec, plan)
+	return plan, nil
+}
+
+// Refused reports whether Submit refuses spec, planned as plan, for its forecast.
+func Refused(spec Spec, plan Plan) bool {
+	return plan.Forecast != nil && !plan.Forecast.Informative && !(spec.Kusner != nil && spec.Kusner.Force)
 }
 
 func truncate(s string, n int) string {
@@ -323,6 +346,23 @@ func (m *Manager) Get(ctx context.Context, identity, id string) (Job, error) {
 		return Job{}, ErrNotFound
 	}
 	return j, nil
+}
+
+// Trace returns job id's operator-only trace (any identity's: the operator sees all),
+// ErrNotFound if the job left none (not finished, or a kind that keeps none). Never
+// serve it to a modeler: it holds what the job's guarantee does not cover.
+func (m *Manager) Trace(ctx context.Context, id string) (*Trace, error) {
+	return m.store.trace(ctx, id)
+}
+
+// Events returns job id's events after seq `after` (any identity's; for the operator).
+func (m *Manager) Events(ctx context.Context, id string, after uint64) ([]Event, error) {
+	return m.store.events(ctx, id, after)
+}
+
+// GetAny returns job id whatever its identity (for the operator).
+func (m *Manager) GetAny(ctx context.Context, id string) (Job, error) {
+	return m.store.get(ctx, id)
 }
 
 // List returns identity's jobs, newest first.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/privbo/privbo/pkg/sqlitedb"
@@ -41,6 +43,10 @@ CREATE TABLE IF NOT EXISTS job_events (
 	total INTEGER NOT NULL,
 	message TEXT NOT NULL,
 	PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE IF NOT EXISTS job_traces (
+	job_id TEXT PRIMARY KEY,
+	trace TEXT NOT NULL
 );`
 
 func openStore(path string) (*store, error) {
@@ -189,7 +195,33 @@ func (s *store) appendEvent(ctx context.Context, e Event, result *Result, errMsg
 		string(e.State), now, res, errMsg, errMsg, e.JobID); err != nil {
 		return Event{}, fmt.Errorf("jobs: %w", err)
 	}
+	if result != nil && result.Trace != nil {
+		b, err := json.Marshal(result.Trace)
+		if err != nil {
+			return Event{}, fmt.Errorf("jobs: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO job_traces VALUES (?, ?)`, e.JobID, string(b)); err != nil {
+			return Event{}, fmt.Errorf("jobs: %w", err)
+		}
+	}
 	return e, tx.Commit()
+}
+
+// trace returns a job's operator-only trace, ErrNotFound if it has none.
+func (s *store) trace(ctx context.Context, id string) (*Trace, error) {
+	var b string
+	err := s.db.QueryRowContext(ctx, `SELECT trace FROM job_traces WHERE job_id = ?`, id).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	t := new(Trace)
+	if err := json.Unmarshal([]byte(b), t); err != nil {
+		return nil, fmt.Errorf("jobs: stored trace of %s: %w", id, err)
+	}
+	return t, nil
 }
 
 func (s *store) events(ctx context.Context, id string, after uint64) ([]Event, error) {
@@ -230,3 +262,35 @@ func (s *store) countByState(ctx context.Context) (map[State]int, error) {
 	}
 	return out, rows.Err()
 }
+
+// Reader reads a curator's job store for its operator — every identity's jobs, their
+// events and their operator-only traces — without marking anything or running jobs, so
+// it may be opened while the curator serves (SQLite WAL readers do not block it).
+type Reader struct{ s *store }
+
+// OpenReader opens stateDir's jobs.db for reading.
+func OpenReader(stateDir string) (*Reader, error) {
+	path := filepath.Join(stateDir, "jobs.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("jobs: %w", err)
+	}
+	s, err := openStore(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{s: s}, nil
+}
+
+// Close closes the store.
+func (r *Reader) Close() error { return r.s.close() }
+
+// Job returns job id (ErrNotFound if there is none).
+func (r *Reader) Job(ctx context.Context, id string) (Job, error) { return r.s.get(ctx, id) }
+
+// Events returns job id's events.
+func (r *Reader) Events(ctx context.Context, id string) ([]Event, error) {
+	return r.s.events(ctx, id, 0)
+}
+
+// Trace returns job id's operator-only trace (ErrNotFound if it left none).
+func (r *Reader) Trace(ctx context.Context, id string) (*Trace, error) { return r.s.trace(ctx, id) }

@@ -126,6 +126,15 @@
 // (an error returned by the Objective is wrapped as it is). Nothing is
 // released when Run fails.
 //
+// # Forecast
+//
+// Config.Forecast states, from the public constants alone and before anything is
+// charged, what the releases will be worth against a uniform pick: the exponential
+// mechanism's chance of picking a candidate within a gap of the posterior maximum, and
+// the Laplace value's chance of landing within that gap of the truth, each beside a
+// uniform pick's (forecast.go; docs/MATHS.md §3.4). The curator refuses a job none of
+// whose releases beats a uniform pick by ForecastMargin unless the modeler insists.
+//
 // # References
 //
 //   - M. J. Kusner, J. R. Gardner, R. Garnett, K. Q. Weinberger.

@@ -73,7 +73,7 @@ func ScaleToBounds(d Data, b []Bounds, maxNorm float64) (Data, error) {
 	if !(maxNorm > 0) || math.IsInf(maxNorm, 0) {
 		return Data{}, fmt.Errorf("learner: row norm bound must be positive and finite, got %g", maxNorm)
 	}
-	out := Data{X: make([]float64, len(d.X)), Y: d.Y, N: d.N, D: d.D}
+	out := Data{X: make([]float64, len(d.X)), Y: d.Y, N: d.N, D: d.D, Classes: d.Classes}
 	for i := range d.N {
 		row, src := out.X[i*d.D:(i+1)*d.D], d.X[i*d.D:(i+1)*d.D]
 		for j, v := range src {

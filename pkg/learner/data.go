@@ -6,25 +6,60 @@ import (
 	"math/rand/v2"
 )
 
-// Data is a labelled data set: X is row-major N×D, Y holds N labels, each
-// exactly 0 or 1. Build it with NewData, which validates it.
+// Data is a labelled data set: X is row-major N×D, Y holds N class labels,
+// each an integer in [0, NumClasses()): exactly 0 or 1 for binary data (Classes
+// 0 or 2, the zero value), 0 … K−1 for K = Classes > 2 classes. Build it with
+// NewData (binary) or NewClassData, which validate it.
+//
+// The number of classes is part of the learner's shape (softmax regression has
+// one weight vector per class), so it must be public: fixed by the operator or
+// a public schema, never counted from the labels of the protected rows.
 type Data struct {
 	X    []float64
 	Y    []float64
 	N, D int
+	// Classes is the number of classes K; 0 and 2 both mean binary labels.
+	Classes int
 }
+
+// MaxClasses bounds the number of classes of NewClassData, against a
+// regression target mistaken for class labels.
+const MaxClasses = 1000
 
 // NewData wraps x (row-major n×d) and y (n labels) after checking shapes
 // (n ≥ 1, d ≥ 1), that every feature is finite and every label is exactly 0
 // or 1. It does not copy x or y. Errors name rows and columns but never
 // quote values.
 func NewData(x, y []float64, n, d int) (Data, error) {
-	data := Data{X: x, Y: y, N: n, D: d}
+	return NewClassData(x, y, n, d, 2)
+}
+
+// NewClassData is NewData for k ∈ [2, MaxClasses] classes: every label must be
+// an integer in [0, k). k = 2 is binary data, as NewData builds.
+func NewClassData(x, y []float64, n, d, k int) (Data, error) {
+	if k < 2 || k > MaxClasses {
+		return Data{}, fmt.Errorf("learner: the number of classes must be in [2, %d], got %d", MaxClasses, k)
+	}
+	data := Data{X: x, Y: y, N: n, D: d, Classes: k}
+	if k == 2 {
+		data.Classes = 0
+	}
 	if err := data.check(); err != nil {
 		return Data{}, err
 	}
 	return data, nil
 }
+
+// NumClasses returns K: Classes, or 2 for binary data.
+func (d Data) NumClasses() int {
+	if d.Classes <= 2 {
+		return 2
+	}
+	return d.Classes
+}
+
+// Binary reports whether the labels are 0/1 (two classes).
+func (d Data) Binary() bool { return d.NumClasses() == 2 }
 
 func (d Data) check() error {
 	if d.N < 1 || d.D < 1 {
@@ -41,9 +76,16 @@ func (d Data) check() error {
 			return fmt.Errorf("learner: feature %d of row %d is NaN or infinite", i%d.D, i/d.D)
 		}
 	}
+	if d.Classes < 0 || d.Classes > MaxClasses {
+		return fmt.Errorf("learner: the number of classes must be in [2, %d], got %d", MaxClasses, d.Classes)
+	}
+	k := float64(d.NumClasses())
 	for i, v := range d.Y {
-		if v != 0 && v != 1 {
-			return fmt.Errorf("learner: label of row %d is not 0 or 1", i)
+		if v != math.Trunc(v) || v < 0 || v >= k {
+			if k == 2 {
+				return fmt.Errorf("learner: label of row %d is not 0 or 1", i)
+			}
+			return fmt.Errorf("learner: label of row %d is not an integer in [0, %d)", i, int(k))
 		}
 	}
 	return nil
@@ -70,7 +112,7 @@ func (d Data) Positives() int {
 
 // subset copies the rows whose mask entry equals want, in order.
 func (d Data) subset(mask []bool, want bool, count int) Data {
-	out := Data{X: make([]float64, 0, count*d.D), Y: make([]float64, 0, count), N: count, D: d.D}
+	out := Data{X: make([]float64, 0, count*d.D), Y: make([]float64, 0, count), N: count, D: d.D, Classes: d.Classes}
 	for i, m := range mask {
 		if m == want {
 			out.X = append(out.X, d.X[i*d.D:(i+1)*d.D]...)
@@ -146,7 +188,7 @@ func ClipRows(d Data, maxNorm float64) Data {
 	if !(maxNorm > 0) || math.IsInf(maxNorm, 0) {
 		panic(fmt.Sprintf("learner: ClipRows needs a positive finite norm, got %g", maxNorm))
 	}
-	out := Data{X: make([]float64, len(d.X)), Y: append([]float64(nil), d.Y...), N: d.N, D: d.D}
+	out := Data{X: make([]float64, len(d.X)), Y: append([]float64(nil), d.Y...), N: d.N, D: d.D, Classes: d.Classes}
 	copy(out.X, d.X)
 	for i := range d.N {
 		row := out.X[i*d.D : (i+1)*d.D]
@@ -226,7 +268,7 @@ func (s Standardiser) Apply(d Data) Data {
 	if d.D != len(s.Mean) || d.D != len(s.SD) {
 		panic(fmt.Sprintf("learner: Standardiser for %d features applied to %d", len(s.Mean), d.D))
 	}
-	out := Data{X: make([]float64, len(d.X)), Y: append([]float64(nil), d.Y...), N: d.N, D: d.D}
+	out := Data{X: make([]float64, len(d.X)), Y: append([]float64(nil), d.Y...), N: d.N, D: d.D, Classes: d.Classes}
 	for i := range d.N {
 		row, src := out.X[i*d.D:(i+1)*d.D], d.X[i*d.D:(i+1)*d.D]
 		for j, v := range src {

@@ -1,11 +1,14 @@
-// Package learner trains and scores L2-regularised logistic regression on a
-// curator's data: the built-in learner of privbo's private hyperparameter
-// search jobs (Kusner et al., ICML 2015; DP-HyPO, Wang et al. 2023).
+// Package learner trains and scores L2-regularised logistic regression — binary,
+// and multinomial (softmax) for K > 2 classes — on a curator's data: the built-in
+// learner of privbo's private hyperparameter search jobs (Kusner et al., ICML 2015;
+// DP-HyPO, Wang et al. 2023).
 //
 // # Data
 //
 // Data is a row-major n×d feature matrix X with labels y_i ∈ {0, 1}; ỹ_i =
-// 2y_i − 1 ∈ {−1, +1} below. SplitRandom and SplitByMask cut a training part
+// 2y_i − 1 ∈ {−1, +1} below. Data with K > 2 classes (NewClassData) has labels
+// y_i ∈ {0, …, K−1}; K is public (the learner's shape depends on it) and is
+// never counted from the labels. SplitRandom and SplitByMask cut a training part
 // (not sensitive in Kusner et al.'s setting) from a validation part (the
 // sensitive V). The random split is driven by a seeded generator
 // (math/rand/v2 PCG): the seed is operator configuration, reproducible on
@@ -110,6 +113,22 @@
 // written for the continuous Gaussian; privbo applies it to the lattice
 // version as well (the one step here that is not re-proved).
 //
+// # Softmax regression (K classes)
+//
+// TrainSoftmax minimises λ/2 Σ_k ‖w_k‖² + (1/n) Σ_i −log p_{i,y_i}, p_i =
+// softmax(z_i), z_ik = w_k·x_i + b_k (biases unregularised), by L-BFGS: the
+// non-private reference. TrainDPSGDSoftmax is DP-SGD on the same loss with the
+// same four steps as above, for the K(d + 1) parameters: row i's gradient is
+// the outer product (p_i − e_{y_i}) ⊗ (x_i, 1), whose Euclidean norm over all
+// parameters is ‖p_i − e_{y_i}‖·‖(x_i, 1)‖; it is clipped to R' over all of
+// them together, rounded to the lattice coordinate by coordinate (moving it by
+// at most √(K(d+1))·h/2, so R' = R − √(K(d+1))·h) and summed exactly, and the
+// noise is added to every coordinate. Adding or removing one row therefore
+// moves the integer sum by at most R/h in lattice units, exactly as for
+// logistic regression, and the guarantee below holds unchanged.
+// TrainDPSGD is the one-output case of the same code (binary models are bit
+// for bit what they were before softmax was added; a test pins them).
+//
 // Guarantee. TrainDPSGD's privacy is that of the Poisson-subsampled Gaussian
 // mechanism with sampling rate q = B/n, noise multiplier NoiseMultiplier
 // (σ/R) and Steps(n) compositions, neighbouring datasets differing by adding
@@ -122,7 +141,8 @@
 // Gaussian) lives in package dp. With NoiseMultiplier = 0 no noise is added
 // and there is no guarantee: that mode is a non-private baseline.
 //
-// NoisyAccuracy releases accuracy + N(0, σ²) the same way, in count units:
+// NoisyAccuracy releases accuracy + N(0, σ²) the same way, for any number of
+// classes, in count units:
 // the number of correct predictions is an integer, its sensitivity under
 // replacing one validation row is 1, and it is released as
 // (count + h·Z)/m with the lattice h ≤ 1 a power of two and Z a discrete

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,42 +113,57 @@ func TestTrainDPSGDDeterministic(t *testing.T) {
 
 // TestClippedLatticeSensitivity checks the invariant the privacy argument
 // rests on: every per-example gradient, clipped and rounded to the lattice,
-// has L2 norm ≤ R (in the float64 evaluation of the exact integer vector).
+// has L2 norm ≤ R (in the float64 evaluation of the exact integer vector),
+// for logistic regression (one output, d + 1 parameters) and for softmax
+// regression (10 outputs, 10(d + 1) parameters, clipped over all of them).
 // Rows are large so that clipping is active for nearly all of them.
 func TestClippedLatticeSensitivity(t *testing.T) {
-	data := randomData(t, 2000, 9, 8)
-	for i := range data.X {
-		data.X[i] *= 50
+	binary := randomData(t, 2000, 9, 8)
+	multi := randomClassData(t, 2000, 9, 10, 8)
+	for _, data := range []Data{binary, multi} {
+		for i := range data.X {
+			data.X[i] *= 50
+		}
 	}
-	for _, tt := range []struct{ R, noise float64 }{{1, 1}, {0.37, 0.05}, {3, 20}, {1e-3, 1e3}} {
+	for _, tt := range []struct {
+		data     Data
+		outputs  int
+		R, noise float64
+	}{
+		{binary, 1, 1, 1}, {binary, 1, 0.37, 0.05}, {binary, 1, 3, 20}, {binary, 1, 1e-3, 1e3},
+		{multi, 10, 1, 1}, {multi, 10, 0.37, 0.05}, {multi, 10, 3, 20}, {multi, 10, 1e-3, 1e3},
+	} {
+		data := tt.data
 		cfg := DPSGDConfig{LearningRate: 1, ClipNorm: tt.R, NoiseMultiplier: tt.noise, Epochs: 1, ExpectedBatchSize: 1}
-		tr := &dpsgdTrainer{cfg: cfg, x: data.X, y: data.Y, n: data.N, d: data.D, p: data.D + 1}
+		tr := newTrainer(cfg, data, tt.outputs)
 		if err := tr.init(); err != nil {
 			t.Fatal(err)
 		}
 		k := tr.noise.k
-		w := make([]float64, data.D)
+		w := make([]float64, tr.p)
 		for j := range w {
-			w[j] = 0.01 * (float64(j%3) - 1) // small: |σ(z) − y| ≈ ½
+			w[j] = 0.01 * (float64(j%3) - 1) // small: residuals of order ½
 		}
 		active := 0
 		for i := range data.N {
-			row := data.Row(i)
-			c := tr.coefficient(i, dot(w, row)+0.3)
+			row := append(slices.Clone(data.Row(i)), 1)
+			tr.residual(i, w)
 			sq := 0.0
-			for _, v := range append(append([]float64(nil), row...), 1) {
-				u := math.Ldexp(math.Round(math.Ldexp(c*v, -k)), k)
-				sq += u * u
+			for _, c := range tr.r {
+				for _, v := range row {
+					u := math.Ldexp(math.Round(math.Ldexp(c*v, -k)), k)
+					sq += u * u
+				}
 			}
 			if nrm := math.Sqrt(sq); nrm > tt.R {
-				t.Errorf("R=%g: rounded clipped gradient of row %d has norm %.17g > R", tt.R, i, nrm)
+				t.Errorf("outputs=%d R=%g: rounded clipped gradient of row %d has norm %.17g > R", tt.outputs, tt.R, i, nrm)
 			}
-			if math.Abs(c)*math.Sqrt(tr.rowNorm2[i]) > 0.99*tt.R {
+			if norm(tr.r)*math.Sqrt(tr.rowNorm2[i]) > 0.99*tt.R {
 				active++
 			}
 		}
 		if active < data.N/2 {
-			t.Errorf("R=%g: clipping active for %d of %d rows, want most (test data too small?)", tt.R, active, data.N)
+			t.Errorf("outputs=%d R=%g: clipping active for %d of %d rows, want most (test data too small?)", tt.outputs, tt.R, active, data.N)
 		}
 	}
 }

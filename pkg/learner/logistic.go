@@ -3,9 +3,10 @@ package learner
 import (
 	"context"
 	"fmt"
-	"gonum.org/v1/gonum/optimize"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/optimize"
 )
 
 // Model is a linear classifier: z = W·x + B, predicted label 1[z > 0],
@@ -56,6 +57,9 @@ func trainLogistic(ctx context.Context, train Data, lambda float64, bias bool) (
 	}
 	if !(lambda > 0) || math.IsInf(lambda, 0) {
 		return Model{}, fmt.Errorf("learner: regularisation lambda must be positive and finite, got %g", lambda)
+	}
+	if !train.Binary() {
+		return Model{}, fmt.Errorf("learner: logistic regression needs binary labels, the data has %d classes (use TrainSoftmax)", train.NumClasses())
 	}
 	if pos := train.Positives(); bias && (pos == 0 || pos == train.N) {
 		return Model{}, fmt.Errorf("learner: training data has only one label (%d of %d rows positive); with an unregularised bias there is no minimiser", pos, train.N)
@@ -170,10 +174,17 @@ func infNorm(x []float64) float64 {
 	return m
 }
 
+// objective is a smooth function of dim() parameters: eval returns its value
+// at p and writes its gradient into g.
+type objective interface {
+	dim() int
+	eval(p, g []float64) float64
+}
+
 // minimize runs gonum's L-BFGS on the objective from the origin. gonum/optimize takes no
 // context, so a cancelled ctx makes the gradient read as zero, which ends the run at
 // once; the caller then reports ctx's error.
-func minimize(ctx context.Context, obj *logisticObjective) (x []float64, gnorm float64, iters int, err error) {
+func minimize(ctx context.Context, obj objective) (x []float64, gnorm float64, iters int, err error) {
 	dim := obj.dim()
 	g := make([]float64, dim)
 	problem := optimize.Problem{

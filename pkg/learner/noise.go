@@ -17,8 +17,9 @@ const latticeBits = 20
 // standard deviation σ (in the caller's units): Z ~ N_ℤ(0, (σ/h)²) exactly,
 // released as h·Z.
 type latticeGaussian struct {
-	k      int
-	sigma2 *big.Rat // (σ/h)², exact
+	k       int
+	sigma2  *big.Rat // (σ/h)², exact
+	sampler *dp.DiscreteGaussianSampler
 }
 
 // newLatticeGaussian returns the sampler for σ > 0 on the lattice 2^k ℤ. It
@@ -33,7 +34,22 @@ func newLatticeGaussian(sigma float64, k int) (latticeGaussian, error) {
 		return latticeGaussian{}, fmt.Errorf("learner: noise lattice 2^%d is out of range for standard deviation %g", k, sigma)
 	}
 	r := new(big.Rat).SetFloat64(s)
-	return latticeGaussian{k: k, sigma2: r.Mul(r, r)}, nil
+	r.Mul(r, r)
+	sampler, err := dp.NewDiscreteGaussianSampler(r)
+	if err != nil {
+		return latticeGaussian{}, fmt.Errorf("learner: %w", err)
+	}
+	return latticeGaussian{k: k, sigma2: r, sampler: sampler}, nil
+}
+
+// fill sets dst to independent draws of Z ~ N_ℤ(0, (σ/h)²), in lattice units: the same
+// draws, from the same randomness, as len(dst) calls of sample (one lock on src instead
+// of one per draw).
+func (g latticeGaussian) fill(src *dp.Source, dst []int64) error {
+	if err := g.sampler.Int64s(src, dst); err != nil {
+		return fmt.Errorf("learner: sampling noise: %w", err)
+	}
+	return nil
 }
 
 // latticeExponent returns ⌊log₂ x⌋ − latticeBits for a positive finite x.
@@ -77,8 +93,8 @@ func gaussianNoise(src *dp.Source, sigma float64) (float64, error) {
 	return math.Ldexp(float64(z), g.k), nil
 }
 
-// NoisyAccuracy releases Accuracy(m, val) + N(0, σ²): the count c of correct
-// predictions plus discrete Gaussian noise on a lattice h ≤ 1 (a power of
+// NoisyAccuracy releases Accuracy(m, val) + N(0, σ²), for any classifier (two
+// classes or more): the count c of correct predictions plus discrete Gaussian noise on a lattice h ≤ 1 (a power of
 // two, so c lies on it exactly), divided by m = |val|:
 //
 //	(c + h·Z)/m,  Z ~ N_ℤ(0, (σm/h)²),  h = 2^min(0, ⌊log₂ σm⌋ − 20).
@@ -88,15 +104,15 @@ func gaussianNoise(src *dp.Source, sigma float64) (float64, error) {
 // ½(1/(σm))²-zCDP, with m public. The result may fall outside [0, 1]; clamp
 // it after release if needed (post-processing). sigma must be positive and
 // finite; src should be dp.CryptoSource() outside tests.
-func NoisyAccuracy(src *dp.Source, m Model, val Data, sigma float64) (float64, error) {
+func NoisyAccuracy(src *dp.Source, m Classifier, val Data, sigma float64) (float64, error) {
 	if !(sigma > 0) || math.IsInf(sigma, 0) {
 		return 0, fmt.Errorf("learner: accuracy noise sigma must be positive and finite, got %g", sigma)
 	}
 	if err := val.check(); err != nil {
 		return 0, err
 	}
-	if len(m.W) != val.D {
-		return 0, fmt.Errorf("learner: model has %d weights, validation data has %d features", len(m.W), val.D)
+	if m.NumFeatures() != val.D {
+		return 0, fmt.Errorf("learner: model has %d weights, validation data has %d features", m.NumFeatures(), val.D)
 	}
 	count := correct(m, val)
 	sc := sigma * float64(val.N) // σ in count units

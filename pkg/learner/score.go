@@ -15,19 +15,18 @@ const (
 	SigmoidBound     = 1.0  // normalised sigmoid: 0 < g < 1
 )
 
-// Accuracy returns the fraction of val's rows whose predicted label 1[z > 0]
-// equals the label. It panics if the model and the data disagree on the
-// number of features or val is empty.
-func Accuracy(m Model, val Data) float64 {
+// Accuracy returns the fraction of val's rows whose predicted class (for
+// logistic regression 1[z > 0]) equals the label. It panics if the model and
+// the data disagree on the number of features or val is empty.
+func Accuracy(m Classifier, val Data) float64 {
 	return float64(correct(m, val)) / float64(val.N)
 }
 
-func correct(m Model, val Data) int {
-	checkScoring(m, val)
+func correct(m Classifier, val Data) int {
+	checkShape(m.NumFeatures(), val)
 	k := 0
 	for i := range val.N {
-		z := dot(m.W, val.X[i*val.D:(i+1)*val.D]) + m.B
-		if (z > 0) == (val.Y[i] == 1) {
+		if float64(m.Predict(val.X[i*val.D:(i+1)*val.D])) == val.Y[i] {
 			k++
 		}
 	}
@@ -61,14 +60,23 @@ func SigmoidScore(m Model, val Data) float64 {
 	return -s / float64(val.N)
 }
 
-func checkScoring(m Model, val Data) {
-	if len(m.W) != val.D {
-		panic(fmt.Sprintf("learner: model has %d weights, data has %d features", len(m.W), val.D))
+func checkShape(features int, val Data) {
+	if features != val.D {
+		panic(fmt.Sprintf("learner: model has %d weights, data has %d features", features, val.D))
 	}
 	if val.N < 1 || len(val.X) != val.N*val.D || len(val.Y) != val.N {
 		panic(fmt.Sprintf("learner: scoring on malformed data (%d×%d, %d values, %d labels)", val.N, val.D, len(val.X), len(val.Y)))
 	}
+}
+
+// checkScoring checks a binary score's inputs: shapes, a finite bias and
+// binary labels.
+func checkScoring(m Model, val Data) {
+	checkShape(len(m.W), val)
 	if math.IsNaN(m.B) {
 		panic("learner: model bias is NaN")
+	}
+	if !val.Binary() {
+		panic(fmt.Sprintf("learner: a binary score on data with %d classes", val.NumClasses()))
 	}
 }

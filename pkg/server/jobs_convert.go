@@ -6,6 +6,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/kusner"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -58,7 +59,8 @@ func specFromProto(p *curatorv1.JobSpec) (jobs.Spec, error) {
 		}
 		return jobs.Spec{Kusner: &jobs.KusnerSpec{Algorithm: int(s.GetAlgorithm()), Space: space, Iterations: int(s.GetIterations()),
 			Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), K1: s.GetK1(), NoiseVariance: s.GetNoiseVariance(), GammaT: s.GetGammaT(),
-			A: s.GetA(), Tau: s.GetTau(), Lengthscale: s.GetLengthscale(), Evaluator: s.GetEvaluator()}}, nil
+			A: s.GetA(), Tau: s.GetTau(), Lengthscale: s.GetLengthscale(), Evaluator: s.GetEvaluator(),
+			ForecastGap: s.GetForecastGap(), Force: s.GetForce()}}, nil
 	case *curatorv1.JobSpec_Dphypo:
 		s := k.Dphypo
 		space, err := axesFromProto(s.GetSpace())
@@ -81,7 +83,7 @@ func specProto(s jobs.Spec) *curatorv1.JobSpec {
 		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{
 			Algorithm: curatorv1.KusnerSpec_Algorithm(k.Algorithm), Space: axesProto(k.Space), Iterations: uint32(k.Iterations),
 			Epsilon: k.Epsilon, Delta: k.Delta, K1: k.K1, NoiseVariance: k.NoiseVariance, GammaT: k.GammaT, A: k.A, Tau: k.Tau,
-			Lengthscale: k.Lengthscale, Evaluator: k.Evaluator}}}
+			Lengthscale: k.Lengthscale, Evaluator: k.Evaluator, ForecastGap: k.ForecastGap, Force: k.Force}}}
 	case s.DPHyPO != nil:
 		d := s.DPHyPO
 		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{
@@ -91,6 +93,25 @@ func specProto(s jobs.Spec) *curatorv1.JobSpec {
 				Epochs: uint32(d.DPSGD.Epochs), BatchSize: uint32(d.DPSGD.BatchSize), L2: d.DPSGD.L2, ScoreNoiseMultiplier: d.DPSGD.ScoreNoiseMultiplier}}}}
 	}
 	return nil
+}
+
+// forecastProto is a Kusner job's forecast on the wire (nil for none).
+func forecastProto(f *kusner.Forecast) *curatorv1.KusnerForecast {
+	if f == nil {
+		return nil
+	}
+	return &curatorv1.KusnerForecast{Candidates: uint32(f.Candidates), Epsilon: f.Epsilon, ObjectiveRange: f.Range, Gap: f.Gap,
+		Margin: f.Margin, UniformProbability: f.UniformProbability, HasSelection: f.HasSelection,
+		SelectionTemperature: f.SelectionTemperature, WithinGapMin: f.WithinGapMin, WithinGapMax: f.WithinGapMax,
+		SelectionLift: f.SelectionLift, SelectionEpsilon: f.SelectionEpsilon, LaplaceScale: f.LaplaceScale,
+		ValueWithinGap: f.ValueWithinGap, UniformValueWithinGap: f.UniformValueWithinGap, ValueLift: f.ValueLift,
+		ValueEpsilon: f.ValueEpsilon, Informative: f.Informative, EpsilonNeeded: f.EpsilonNeeded}
+}
+
+// jobQuoteProto is a job's quote on the wire.
+func jobQuoteProto(spec jobs.Spec, p jobs.Plan) *curatorv1.JobQuote {
+	return &curatorv1.JobQuote{Epsilon: p.Cost.Epsilon, Delta: p.Cost.Delta, Relation: string(p.Relation), Guarantee: p.Guarantee,
+		KusnerForecast: forecastProto(p.Forecast), Refused: jobs.Refused(spec, p)}
 }
 
 func stateProto(s jobs.State) curatorv1.JobState {

@@ -46,3 +46,28 @@ func TestAxesConvert(t *testing.T) {
 		t.Errorf("an axis without a scale: error = %v, want one naming space[1] and beta", err)
 	}
 }
+
+// TestSpecConvertRoundTrip: a job spec read by the curator and written back is the one
+// the modeler sent, for both kinds and every field (force and the forecast gap included),
+// and the modeler's report reads the same spec back (curatorclient.JobFromProto).
+func TestSpecConvertRoundTrip(t *testing.T) {
+	space, _ := curatorclient.SpaceProto([]hparam.Axis{{Name: "lambda", Kind: hparam.AxisLog, Low: 1e-4, High: 10, Count: 16}})
+	for _, sent := range []*curatorv1.JobSpec{
+		{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{Algorithm: 2, Space: space, Iterations: 7, Epsilon: 3, Delta: 1e-4,
+			K1: 0.5, NoiseVariance: 0.01, GammaT: 4, A: 1, Tau: 2, Lengthscale: 0.3, Evaluator: "e", ForecastGap: 0.02, Force: true}}},
+		{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{Space: space, Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75, Tau: 0.1,
+			Beta: 1, Delta: 1e-5, TargetEpsilon: 8, Dpsgd: &curatorv1.DPSGDSettings{LearningRate: 0.5, ClipNorm: 1, Epochs: 5, BatchSize: 64, L2: 1e-3}}}},
+	} {
+		s, err := specFromProto(sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back := specProto(s); !proto.Equal(back, sent) {
+			t.Errorf("specProto(specFromProto(x)) = %v, want %v", back, sent)
+		}
+		j, err := curatorclient.JobFromProto(&curatorv1.Job{Spec: sent})
+		if err != nil || !reflect.DeepEqual(j.Spec, s) {
+			t.Errorf("JobFromProto spec = %+v, %v; want the curator's %+v", j.Spec, err, s)
+		}
+	}
+}

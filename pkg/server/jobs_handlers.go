@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"strconv"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,6 +35,23 @@ func (h *handlers) SubmitJob(ctx context.Context, req *curatorv1.SubmitJobReques
 		return nil, h.jobStatus(ctx, err)
 	}
 	return jobProto(j), nil
+}
+
+// QuoteJob plans a job without charging, recording or running it.
+func (h *handlers) QuoteJob(ctx context.Context, req *curatorv1.QuoteJobRequest) (*curatorv1.JobQuote, error) {
+	m, err := h.jobManager()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := specFromProto(req.GetSpec())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	plan, err := m.Quote(spec)
+	if err != nil {
+		return nil, h.jobStatus(ctx, err)
+	}
+	return jobQuoteProto(spec, plan), nil
 }
 
 func (h *handlers) GetJob(ctx context.Context, req *curatorv1.GetJobRequest) (*curatorv1.Job, error) {
@@ -90,7 +110,29 @@ func (h *handlers) WatchJob(req *curatorv1.WatchJobRequest, stream curatorv1.Cur
 	return nil
 }
 
+// ReasonUninformative is the google.rpc.ErrorInfo reason of a SubmitJob refused because
+// the job's forecast says its releases would be no better than a uniform pick.
+const ReasonUninformative = "KUSNER_RELEASE_UNINFORMATIVE"
+
+// errorDomain is the google.rpc.ErrorInfo domain of the curator's refusals.
+const errorDomain = "privbo.curator.v1"
+
 func (h *handlers) jobStatus(ctx context.Context, err error) error {
+	var ue *jobs.UninformativeError
+	if errors.As(err, &ue) {
+		f := ue.Forecast
+		st := status.New(codes.FailedPrecondition, err.Error())
+		info := &errdetails.ErrorInfo{Reason: ReasonUninformative, Domain: errorDomain, Metadata: map[string]string{
+			"epsilon_needed": strconv.FormatFloat(f.EpsilonNeeded, 'g', -1, 64),
+			"selection_lift": strconv.FormatFloat(f.SelectionLift, 'g', -1, 64),
+			"value_lift":     strconv.FormatFloat(f.ValueLift, 'g', -1, 64),
+			"margin":         strconv.FormatFloat(f.Margin, 'g', -1, 64),
+		}}
+		if d, derr := st.WithDetails(info, forecastProto(&f)); derr == nil {
+			st = d
+		}
+		return st.Err()
+	}
 	switch {
 	case errors.Is(err, jobs.ErrInvalidSpec):
 		return status.Error(codes.InvalidArgument, err.Error())

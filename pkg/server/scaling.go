@@ -110,6 +110,8 @@ func schemaTargetRange(sc dataset.Scaling, target string) *dataset.Bounds {
 	}
 	if c, ok := sc.Schema.Column(target); ok && c.HasBounds {
 		return &dataset.Bounds{Lower: c.Lower, Upper: c.Upper}
+	} else if ok && len(c.Categories) > 1 { // a class label, read as its index 0 … K−1
+		return &dataset.Bounds{Lower: 0, Upper: float64(len(c.Categories) - 1)}
 	}
 	return nil
 }

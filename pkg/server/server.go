@@ -168,7 +168,8 @@ type Config struct {
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
 	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
 	MetricsListen string
-	// Jobs enables private tuning jobs on the dataset (its target must be a 0/1 label).
+	// Jobs enables private tuning jobs on the dataset (its target must be a class label:
+	// 0/1, or 0 … K−1 with K public, see tuning.Config.Classes).
 	Jobs JobsConfig
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
@@ -204,6 +205,9 @@ type JobsConfig struct {
 	// Preprocessing of the built-in learner (tuning.Preprocessing); empty is the
 	// default, public or privately estimated bounds.
 	Preprocessing tuning.Preprocessing
+	// Classes is the public number of classes of the target's labels 0 … K−1
+	// (tuning.Config.Classes); 0 takes it from the schema, or 2.
+	Classes int
 }
 
 // TLSConfig names the curator's TLS material.
@@ -1001,7 +1005,7 @@ func jobsRunner(cfg Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runne
 	j := cfg.Jobs
 	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
 		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
-		Preprocessing: j.Preprocessing}
+		Preprocessing: j.Preprocessing, Classes: j.Classes}
 	if b, ok := schemaFeatureBounds(ds); ok {
 		tc.FeatureBounds = b
 	} else if j.BoundsEpsilon > 0 {

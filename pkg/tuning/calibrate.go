@@ -44,6 +44,15 @@ import (
 // α = 32), DP-SGD the rest.
 const CalibratedScoreRatio = 2
 
+// scoreRatio is the score-to-DP-SGD noise ratio of calibrated jobs: CalibratedScoreRatio
+// unless an experiment in this package's tests set Config.scoreRatio.
+func (r *Runner) scoreRatio() float64 {
+	if r.cfg.scoreRatio > 0 {
+		return r.cfg.scoreRatio
+	}
+	return CalibratedScoreRatio
+}
+
 // minCalibratedNoise is the least noise multiplier a calibration chooses: a target
 // that a smaller σ would meet is met with this one, at a lower ε than asked.
 const minCalibratedNoise = 0.1

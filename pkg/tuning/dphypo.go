@@ -110,7 +110,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 				return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
 			}
 			// A placeholder while the grid points are checked; calibrate sets both.
-			g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, CalibratedScoreRatio
+			g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, r.scoreRatio()
 		}
 		job.sgd = learner.DPSGDConfig{LearningRate: g.LearningRate, ClipNorm: g.ClipNorm, NoiseMultiplier: g.NoiseMultiplier,
 			Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
@@ -148,7 +148,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		}
 		if s.TargetEpsilon != 0 {
 			c, err := calibrate(s, cfg, job.boundsEps, func(sigma float64) (float64, error) {
-				base, err := curve(sigma, CalibratedScoreRatio*sigma)
+				base, err := curve(sigma, r.scoreRatio()*sigma)
 				if err != nil {
 					return 0, err
 				}
@@ -159,7 +159,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 				return dphypoJob{}, jobs.Plan{}, err
 			}
 			job.calibrated = &c
-			job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, CalibratedScoreRatio*c.noise
+			job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, r.scoreRatio()*c.noise
 		}
 		job.scoreSD = g.ScoreNoiseMultiplier / m
 		if base, err = curve(job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier); err != nil {
@@ -180,7 +180,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	job.guarantee += ")"
 	if c := job.calibrated; c != nil {
 		job.guarantee += fmt.Sprintf(". Noise calibrated to target ε=%g: DP-SGD noise multiplier %.6g and score noise multiplier %.6g (%g×), the least that keep ε ≤ %g",
-			s.TargetEpsilon, c.noise, CalibratedScoreRatio*c.noise, float64(CalibratedScoreRatio), s.TargetEpsilon)
+			s.TargetEpsilon, c.noise, r.scoreRatio()*c.noise, r.scoreRatio(), s.TargetEpsilon)
 	}
 	if pureEps > 0 {
 		if pe, err := dp.DPHyPOPure(pureEps, cfg.Theta, cfg.C, cfg.Cmin); err == nil && pe <= eps {
@@ -194,7 +194,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	} else {
 		job.guarantee += " Neighbour relation " + string(ledger.RelationTrainingAddRemove) + ": one record added to or removed from the " +
 			"training data (the DP-SGD runs); the same (ε, δ) holds when one validation record is replaced instead (the noisy " +
-			"validation accuracy is composed in)." + r.preprocessWords()
+			"validation accuracy is composed in)." + r.classWords() + r.preprocessWords()
 		if r.boundsSource() == boundsStandardise {
 			job.guarantee = nonprivateWarning + job.guarantee
 		}
@@ -202,6 +202,23 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	plan.Guarantee = job.guarantee
 	return job, plan, nil
 }
+
+// classWords states, for a job's guarantee text, what a multi-class learner changes (for
+// two classes: nothing, and nothing is said).
+func (r *Runner) classWords() string {
+	k := r.Classes()
+	if k == 2 {
+		return ""
+	}
+	return fmt.Sprintf(" Learner: softmax regression over the %d public classes, with %d parameters per class; each record's gradient is "+
+		"clipped to the clipping norm over all %d classes' parameters together, so one record added or removed moves each noisy "+
+		"gradient sum by at most that norm and the accounting is the same as for two classes, as is the noisy accuracy's "+
+		"(a count of correct predictions: one replaced record changes it by at most 1). Nothing in the guarantee changes with the "+
+		"number of classes.", k, r.sgdFeatures()+1, k)
+}
+
+// sgdFeatures is the number of features the built-in DP-SGD learner sees.
+func (r *Runner) sgdFeatures() int { return r.rawTrain.D }
 
 // dpsgdOrders is the order grid the built-in DP-SGD base algorithm is accounted on:
 // dp.DefaultOrders without its fractional orders (1.25, 1.5, 1.75).
@@ -242,12 +259,13 @@ type dphypoBase struct {
 	src *dp.Source
 }
 
-// Run is one private run M_λ: DP-SGD training and a noisy validation accuracy.
+// Run is one private run M_λ: DP-SGD training (logistic regression, or softmax
+// regression for more than two classes) and a noisy validation accuracy.
 func (b dphypoBase) Run(ctx context.Context, i int) (float64, error) {
 	if b.job.eval != nil {
 		return b.r.evaluate(ctx, b.job.eval, b.job.space.Point(i))
 	}
-	m, err := learner.TrainDPSGD(ctx, b.src, b.job.train, b.r.runConfig(b.job, i))
+	m, err := learner.TrainDPSGDClassifier(ctx, b.src, b.job.train, b.r.runConfig(b.job, i))
 	if err != nil {
 		return 0, err
 	}
@@ -270,10 +288,26 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	progress(jobs.Progress{Message: "searching (the number of runs is private)"})
 	// A failed base run is kept with score −∞ and the search goes on (dphypo.Run); its
 	// error goes to the operator's log only.
+	// The path (every run's point, score and sampling distribution) is for the operator
+	// only: it goes to the operator's log and to the result's Trace, which the job manager
+	// keeps apart from the release.
+	trace := &jobs.Trace{Grid: s.Space, Visits: make([]int, job.space.Size())}
 	res, err := dphypo.Run(ctx, src, job.cfg, dphypoBase{r: r, job: job, src: src}, func(p dphypo.Progress) {
-		if p.Err != nil {
-			r.log.Warn("DP-HyPO base run failed; kept with score −∞ (operator only)", zap.Int("run", p.Run), zap.Error(p.Err))
+		point := job.space.Point(p.Index)
+		step := jobs.NewTraceStep(p.Run, p.Index, point, p.Score, p.Err != nil, p.Sampling)
+		trace.Steps = append(trace.Steps, step)
+		trace.Visits[p.Index]++
+		trace.Final = trace.Final[:0]
+		for _, v := range p.Sampling {
+			trace.Final = append(trace.Final, v*float64(len(p.Sampling)))
 		}
+		if p.Err != nil {
+			r.log.Warn("DP-HyPO base run failed; kept with score −∞ (operator only)", zap.Int("run", p.Run), zap.Any("hyperparameters", point), zap.Error(p.Err))
+			return
+		}
+		r.log.Info("DP-HyPO run (operator only: the run count, points and scores are not released)", zap.Int("run", p.Run),
+			zap.Any("hyperparameters", point), zap.Float64("noisy_score", p.Score),
+			zap.Float64("max_density", step.MaxDensity), zap.Float64("min_density", step.MinDensity), zap.Float64("entropy", step.Entropy))
 	})
 	if errors.Is(err, dphypo.ErrAllRunsFailed) {
 		return jobs.Result{}, jobs.Publicf("every run of the search failed; the curator's operator can find details in its log")
@@ -285,7 +319,7 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	if c := job.calibrated; c != nil {
 		constants["target_epsilon"] = s.TargetEpsilon
 		constants["noise_multiplier"] = c.noise
-		constants["score_noise_multiplier"] = CalibratedScoreRatio * c.noise
+		constants["score_noise_multiplier"] = r.scoreRatio() * c.noise
 	}
 	if job.boundsEps > 0 {
 		constants["bounds_epsilon"] = job.boundsEps
@@ -293,6 +327,6 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	return jobs.Result{
 		HasHyperparameters: true, Hyperparameters: job.space.Point(res.BestIndex), Score: res.BestScore,
 		Epsilon: plan.Cost.Epsilon, Delta: plan.Cost.Delta, Guarantee: plan.Guarantee,
-		Constants: constants,
+		Constants: constants, Trace: trace,
 	}, nil
 }

@@ -73,6 +73,9 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 			return kusnerJob{}, jobs.Plan{}, invalid("regularisation strengths must be positive, got %g", lambdas[0])
 		}
 		if alg == kusner.Lipschitz {
+			if k := r.Classes(); k != 2 {
+				return kusnerJob{}, jobs.Plan{}, invalid("Algorithm 3 rests on the Lipschitz bounds of binary logistic regression; this curator's target has %d classes (use Algorithm 1 or 2, whose objective is the validation accuracy of softmax regression)", k)
+			}
 			cfg.LambdaMin, cfg.LambdaMax = lambdas[0], lambdas[len(lambdas)-1]
 			cfg.L, cfg.GStar, cfg.M = learner.SigmoidLipschitz, learner.SigmoidBound, r.valUnit.N
 		}
@@ -89,16 +92,37 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 
 // kusnerPlan is kusnerConfig plus the check that the release constants can be computed
 // (for example that the Laplace scale is within pkg/dp's range), so that such a spec is
-// refused before it is charged.
+// refused before it is charged, and the job's forecast (kusner.Config.Forecast) from
+// those public constants and the objective's public range.
 func (r *Runner) kusnerPlan(s jobs.KusnerSpec) (jobs.Plan, error) {
 	job, plan, err := r.kusnerConfig(s)
 	if err != nil {
 		return jobs.Plan{}, err
 	}
-	if _, err := job.cfg.Constants(); err != nil {
+	k, err := job.cfg.Constants()
+	if err != nil {
 		return jobs.Plan{}, invalid("%v", err)
 	}
+	f, err := job.cfg.Forecast(k, objectiveRange(job), s.ForecastGap)
+	if err != nil {
+		return jobs.Plan{}, invalid("%v", err)
+	}
+	plan.Forecast = &f
 	return plan, nil
+}
+
+// objectiveRange is the public range of a Kusner job's objective: 1 for the built-in
+// learner (a validation accuracy in [0, 1], or for Algorithm 3 the negated mean sigmoid
+// loss in [−learner.SigmoidBound, 0]); for an external evaluator, whose scores have no
+// declared range, the unit-variance prior's kusner.PriorRange.
+func objectiveRange(job kusnerJob) float64 {
+	switch {
+	case job.eval != nil:
+		return kusner.PriorRange
+	case job.cfg.Algorithm == kusner.Lipschitz:
+		return learner.SigmoidBound
+	}
+	return 1
 }
 
 func (r *Runner) runKusner(ctx context.Context, s jobs.KusnerSpec, progress func(jobs.Progress)) (jobs.Result, error) {
@@ -137,6 +161,13 @@ func (r *Runner) kusnerObjective(job kusnerJob) kusner.Objective {
 				return 0, err
 			}
 			return learner.SigmoidScore(m, r.valUnit), nil
+		}
+		if r.Classes() > 2 {
+			m, err := learner.TrainSoftmax(ctx, r.train, lambda)
+			if err != nil {
+				return 0, err
+			}
+			return learner.Accuracy(m, r.val), nil
 		}
 		m, err := learner.TrainLogistic(ctx, r.train, lambda)
 		if err != nil {

@@ -4,7 +4,11 @@
 // an operator-configured external evaluator), and one of the private search algorithms:
 // Kusner et al. (package kusner) or DP-HyPO (package dphypo).
 //
-// Data: the served dataset's target must be a 0/1 label. The operator fixes the split
+// Data: the served dataset's target must be a class label, whose number of classes K is
+// public: 0/1 (two classes, the default), or integers 0 … K−1 with K declared by the
+// operator (Config.Classes) or by the public schema's line for the target (its
+// categories, or bounds [0, K−1]). The built-in learner is logistic regression for two classes and
+// multinomial (softmax) regression for more (package learner). The operator fixes the split
 // into a training part and a validation part (a fraction and a seed); the modeler cannot
 // choose it. What each job protects, and how its features are prepared, differ:
 //
@@ -103,6 +107,11 @@ type Config struct {
 	// number of runs (default 500). Planning a Kusner job computes a greedy bound on γ_T
 	// in O(T·|Λ|·(dim + T)) inside the submitting RPC; these caps keep that to seconds.
 	MaxGrid, MaxIterations int
+	// Classes is the public number of classes K of the target's labels (integers
+	// 0 … K−1); 0 takes it from the dataset's schema (a target line with bounds
+	// [0, K−1]), or else 2 (0/1 labels). It must not be counted from the data: the
+	// learner's shape depends on it.
+	Classes int
 	// Preprocessing of the built-in DP-SGD learner's features for DP-HyPO jobs; the zero
 	// value is PreprocessBounded.
 	Preprocessing Preprocessing
@@ -122,6 +131,9 @@ type Config struct {
 	EstimateBounds BoundsEstimator
 	BoundsEpsilon  float64
 	Logger         *zap.Logger
+
+	// scoreRatio overrides CalibratedScoreRatio in this package's experiments.
+	scoreRatio float64
 }
 
 // Runner implements jobs.Runner.
@@ -174,9 +186,10 @@ func New(cfg Config) (*Runner, error) {
 	if err := checkPreprocessing(&cfg, ds.D); err != nil {
 		return nil, err
 	}
-	all, err := learner.NewData(rawFeatures(ds), ds.Y, ds.N, ds.D)
+	classes, from := targetClasses(cfg.Classes, ds)
+	all, err := learner.NewClassData(rawFeatures(ds), ds.Y, ds.N, ds.D, classes)
 	if err != nil {
-		return nil, fmt.Errorf("tuning: jobs need a 0/1 label as the target column %q: %w", ds.Target, err)
+		return nil, fmt.Errorf("tuning: jobs need class labels as the target column %q, here %d classes (%s), labels 0 … %d: %w", ds.Target, classes, from, classes-1, err)
 	}
 	train, val, err := learner.SplitRandom(all, cfg.ValidationFraction, cfg.SplitSeed)
 	if err != nil {
@@ -220,6 +233,29 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
+// targetClasses returns the public number of classes of ds's target and where it comes
+// from: the operator's setting, the schema's categories of the target (read as their
+// indices), the schema's bounds for the target ([0, K−1] with K − 1 a positive
+// integer), or the binary default. Nothing is counted from the data.
+func targetClasses(configured int, ds *dataset.Dataset) (int, string) {
+	if configured > 0 {
+		return configured, "set by the operator"
+	}
+	if k := len(ds.TargetCategories); k > 0 {
+		return k, "the schema's categories of the target"
+	}
+	if sch := ds.Scaling.Schema; sch != nil {
+		if c, ok := sch.Column(ds.Target); ok && c.HasBounds && c.Lower == 0 && c.Upper >= 1 &&
+			c.Upper == math.Trunc(c.Upper) && c.Upper < learner.MaxClasses {
+			return int(c.Upper) + 1, "from the schema's target bounds [0, K−1]"
+		}
+	}
+	return 2, "the default: 0/1 labels"
+}
+
+// Classes returns the number of classes K of the jobs' target (2: binary).
+func (r *Runner) Classes() int { return r.rawTrain.NumClasses() }
+
 func norm(x []float64) float64 {
 	s := 0.0
 	for _, v := range x {
@@ -233,7 +269,7 @@ func scaleRows(d learner.Data, k float64) learner.Data {
 	for i, v := range d.X {
 		x[i] = v * k
 	}
-	out, err := learner.NewData(x, d.Y, d.N, d.D)
+	out, err := learner.NewClassData(x, d.Y, d.N, d.D, d.NumClasses())
 	if err != nil {
 		panic(fmt.Sprintf("tuning: rescaling valid data: %v", err))
 	}

@@ -85,11 +85,27 @@ def details(err: grpc.RpcError) -> Details:
     return Details(reason=reason, domain=domain, metadata=metadata, retry_delay=delay)
 
 
+def detail(err: grpc.RpcError, message_class):
+    """The first detail of the error's rich status that is a ``message_class`` (a
+    generated protobuf message class, e.g. the curator's KusnerForecast), unpacked, or
+    None when it carries none."""
+    st = status_of(err)
+    if st is None:
+        return None
+    for d in st.details:
+        if d.Is(message_class.DESCRIPTOR):
+            m = message_class()
+            if d.Unpack(m):
+                return m
+    return None
+
+
 def encode(code: grpc.StatusCode, message: str, *, reason: str = "", metadata: Optional[Dict[str, str]] = None,
-           retry_delay: Optional[float] = None) -> bytes:
+           retry_delay: Optional[float] = None, extra: tuple = ()) -> bytes:
     """A serialized google.rpc.Status with an ErrorInfo of ``reason`` (domain DOMAIN)
-    and/or a RetryInfo of ``retry_delay`` seconds, as a curator sends them (for the
-    tests' fake curator and for servers written in Python)."""
+    and/or a RetryInfo of ``retry_delay`` seconds, and the messages of ``extra`` as
+    further details, as a curator sends them (for the tests' fake curator and for
+    servers written in Python)."""
     st = status_pb2.Status(code=code.value[0], message=message)
     if reason:
         st.details.add().Pack(error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=metadata or {}))
@@ -97,4 +113,6 @@ def encode(code: grpc.StatusCode, message: str, *, reason: str = "", metadata: O
         ri = error_details_pb2.RetryInfo()
         ri.retry_delay.FromNanoseconds(int(round(retry_delay * 1e9)))
         st.details.add().Pack(ri)
+    for m in extra:
+        st.details.add().Pack(m)
     return st.SerializeToString()

@@ -121,6 +121,18 @@ class DeltaBudgetZero(FailedPrecondition):
     δ = 0 where the mechanism allows it, or ask the curator's operator."""
 
 
+class ReleaseUninformative(FailedPrecondition):
+    """A Kusner job refused before anything was charged: its forecast finds its releases
+    no better than a uniform pick by the curator's margin. ``forecast`` is the
+    curator's pb.KusnerForecast (``forecast.epsilon_needed`` is the least ε at which a
+    release would help); set ``force=True`` in the KusnerSpec to run and pay anyway."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, reason: str = "",
+                 metadata: Optional[Dict[str, str]] = None, forecast: Optional[pb.KusnerForecast] = None):
+        super().__init__(code, message, reason, metadata)
+        self.forecast = forecast
+
+
 class NotFound(CuratorError):
     """NOT_FOUND (jobs)."""
 
@@ -294,11 +306,13 @@ REASON_DELTA_BUDGET_ZERO = "DELTA_BUDGET_ZERO"
 REASON_DIMENSION_ABOVE_FEATURES = "DIMENSION_ABOVE_FEATURES"
 REASON_EXACT_ROW_LIMIT = "EXACT_ROW_LIMIT"
 REASON_MEMORY_LIMIT = "MEMORY_LIMIT"
+REASON_KUSNER_RELEASE_UNINFORMATIVE = "KUSNER_RELEASE_UNINFORMATIVE"
 
 _BY_REASON = {
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_BUDGET_EXCEEDED): BudgetExhausted,
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_EXACT_ROW_LIMIT): ExactAnswerLimit,
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_MEMORY_LIMIT): MemoryLimited,
+    (grpc.StatusCode.FAILED_PRECONDITION, REASON_KUSNER_RELEASE_UNINFORMATIVE): ReleaseUninformative,
     (grpc.StatusCode.FAILED_PRECONDITION, REASON_DELTA_BUDGET_ZERO): DeltaBudgetZero,
     (grpc.StatusCode.INVALID_ARGUMENT, REASON_DIMENSION_ABOVE_FEATURES): DimensionAboveFeatures,
 }
@@ -336,6 +350,8 @@ def error_from_rpc(err: grpc.RpcError) -> CuratorError:
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and d.retry_delay is not None:
         return RateLimited(code, message, d.retry_delay, reason, d.metadata)
     cls = _BY_REASON.get((code, reason)) or _BY_CODE.get(code, CuratorError)
+    if cls is ReleaseUninformative:
+        return ReleaseUninformative(code, message, reason, d.metadata, _status.detail(err, pb.KusnerForecast))
     return cls(code, message, reason, d.metadata)
 
 
@@ -922,7 +938,9 @@ class Client:
     def submit_job(self, spec: JobSpecLike, idempotency_key: Optional[str] = None) -> Job:
         """Starts a private tuning job, charged in full when accepted. Without an
         ``idempotency_key`` one is drawn, so that a retry after UNAVAILABLE returns the
-        job already accepted instead of charging a second one."""
+        job already accepted instead of charging a second one. A Kusner job whose
+        forecast is no better than a uniform pick raises ReleaseUninformative (nothing
+        charged) unless its spec sets ``force``."""
         if isinstance(spec, pb.KusnerSpec):
             spec = pb.JobSpec(kusner=spec)
         elif isinstance(spec, pb.DPHyPOSpec):
@@ -930,6 +948,16 @@ class Client:
         key = idempotency_key or "privbo-py-" + uuid.uuid4().hex
         req = pb.SubmitJobRequest(idempotency_key=key, spec=spec)
         return Job.from_pb(self._unary("SubmitJob", self._stub.SubmitJob, req))
+
+    def quote_job(self, spec: JobSpecLike) -> pb.JobQuote:
+        """What ``submit_job(spec)`` would charge (``epsilon``, ``delta`` under
+        ``relation``) and guarantee and, for a Kusner job, its ``kusner_forecast`` and
+        whether the curator would refuse it (``refused``). Nothing is charged or run."""
+        if isinstance(spec, pb.KusnerSpec):
+            spec = pb.JobSpec(kusner=spec)
+        elif isinstance(spec, pb.DPHyPOSpec):
+            spec = pb.JobSpec(dphypo=spec)
+        return self._unary("QuoteJob", self._stub.QuoteJob, pb.QuoteJobRequest(spec=spec))
 
     def get_job(self, job_id: str) -> Job:
         return Job.from_pb(self._unary("GetJob", self._stub.GetJob, pb.GetJobRequest(id=job_id)))

@@ -205,6 +205,26 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
         self._enter("ListJobs", context)
         return pb.ListJobsResponse(jobs=[pb.Job(id="job-1", state=pb.JOB_STATE_SUCCEEDED)])
 
+    def QuoteJob(self, request, context):
+        self._enter("QuoteJob", context)
+        return pb.JobQuote(epsilon=2.0, delta=2e-3, relation="validation-record", guarantee="(2, 0.002)-DP",
+                           kusner_forecast=FORECAST, refused=not request.spec.kusner.force)
+
+
+# The forecast of Algorithm 1 at ε = 1 on 16 candidates (pkg/kusner's reference values).
+FORECAST = pb.KusnerForecast(candidates=16, epsilon=1, objective_range=1, gap=0.05, margin=0.1,
+                             uniform_probability=1 / 16, has_selection=True, within_gap_min=0.0626,
+                             within_gap_max=0.0644, selection_lift=1.03, selection_epsilon=3.231,
+                             laplace_scale=10.62, value_lift=0.047, value_epsilon=24.76, informative=False,
+                             epsilon_needed=3.231)
+
+
+def uninformative():
+    msg = "jobs: refused before any charge: no better than uniform; resubmit with force"
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    body = _status.encode(code, msg, reason="KUSNER_RELEASE_UNINFORMATIVE", metadata={"epsilon_needed": "3.231"}, extra=(FORECAST,))
+    return _Status(code, msg, ((_status.DETAILS_KEY, body),))
+
 
 class FakeClock:
     """A clock the client's sleeps advance, so that retries take no real time."""
@@ -542,6 +562,25 @@ class ClientTest(unittest.TestCase):
         self.fake.refusals["WatchJob"] = [_Status(grpc.StatusCode.NOT_FOUND, "no such job")]
         with self.assertRaises(privbo.NotFound):
             list(self.client.watch_job("job-9"))
+
+    def test_quote_and_uninformative_refusal(self):
+        spec = pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, iterations=5, epsilon=1, delta=1e-3)
+        q = self.client.quote_job(spec)
+        self.assertTrue(q.refused)
+        self.assertEqual(q.relation, "validation-record")
+        self.assertAlmostEqual(q.kusner_forecast.epsilon_needed, 3.231)
+        self.fake.refusals["SubmitJob"] = [uninformative()]
+        with self.assertRaises(privbo.ReleaseUninformative) as cm:
+            self.client.submit_job(spec)
+        self.assertIsInstance(cm.exception, privbo.FailedPrecondition)
+        self.assertAlmostEqual(cm.exception.forecast.epsilon_needed, 3.231)
+        self.assertFalse(cm.exception.forecast.informative)
+        self.assertIn("force", cm.exception.message)
+        # A FAILED_PRECONDITION without a forecast stays a plain FailedPrecondition.
+        self.fake.refusals["SubmitJob"] = [_Status(grpc.StatusCode.FAILED_PRECONDITION, "δ budget is 0")]
+        with self.assertRaises(privbo.FailedPrecondition) as cm:
+            self.client.submit_job(spec)
+        self.assertNotIsInstance(cm.exception, privbo.ReleaseUninformative)
 
     def test_given_idempotency_key_kept(self):
         self.client.submit_job(pb.JobSpec(kusner=pb.KusnerSpec(iterations=1)), idempotency_key="k-1")

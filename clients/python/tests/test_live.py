@@ -253,6 +253,18 @@ class TLSCuratorTest(unittest.TestCase):
         grid = [pb.HyperparameterRange(name="lambda", scale=pb.HyperparameterRange.SCALE_LOG, low=1e-4, high=10, count=16)]
         spec = pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, space=grid, iterations=10, epsilon=0.5,
                              delta=1e-4)
+        # At ε = 0.5 the forecast finds the releases no better than a uniform pick: the
+        # quote says so for free and the submission is refused before any charge.
+        before = c.get_budget()
+        quote = c.quote_job(spec)
+        self.assertTrue(quote.refused)
+        self.assertEqual(quote.relation, "validation-record")
+        with self.assertRaises(privbo.ReleaseUninformative) as cm:
+            c.submit_job(spec)
+        self.assertGreater(cm.exception.forecast.epsilon_needed, 0.5)
+        self.assertEqual(c.get_budget().relation("validation-record").epsilon_spent,
+                         before.relation("validation-record").epsilon_spent)
+        spec.force = True
         job = c.submit_job(spec)
         self.assertGreater(job.epsilon_charged, 0)
         done = c.wait_job(job.id, timeout=120)
@@ -267,7 +279,7 @@ class TLSCuratorTest(unittest.TestCase):
         # A finished job is returned as it is by cancel; its charge stays spent.
         self.assertEqual(c.cancel_job(job.id).state, privbo.JobState.SUCCEEDED)
         long_job = c.submit_job(pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, space=grid, iterations=400,
-                                              epsilon=0.5, delta=1e-4))
+                                              epsilon=0.5, delta=1e-4, force=True))
         stopped = c.cancel_job(long_job.id)
         self.assertTrue(stopped.state.done, stopped.state)
         self.assertEqual(stopped.epsilon_charged, long_job.epsilon_charged)
@@ -275,7 +287,7 @@ class TLSCuratorTest(unittest.TestCase):
         # A job the budget cannot pay is refused at once, with the typed error.
         with self.assertRaises(privbo.BudgetExhausted) as cm:
             c.submit_job(pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, space=grid, iterations=10,
-                                       epsilon=1000, delta=1e-4))
+                                       epsilon=1000, delta=1e-4, force=True))
         self.assertEqual(cm.exception.reason, "BUDGET_EXCEEDED")
         with self.assertRaises(privbo.NotFound):
             c.get_job("no-such-job")

@@ -1554,7 +1554,14 @@ type KusnerSpec struct {
 	// GP lengthscale over normalised grid coordinates; 0 takes the default.
 	Lengthscale float64 `protobuf:"fixed64,11,opt,name=lengthscale,proto3" json:"lengthscale,omitempty"`
 	// Name of an operator-configured external evaluator; empty uses the built-in learner.
-	Evaluator     string `protobuf:"bytes,12,opt,name=evaluator,proto3" json:"evaluator,omitempty"`
+	Evaluator string `protobuf:"bytes,12,opt,name=evaluator,proto3" json:"evaluator,omitempty"`
+	// The gap g of the job's forecast (KusnerForecast, in the objective's units: how close
+	// to the best a candidate must be to count as found); 0 takes 5% of the objective's range.
+	ForecastGap float64 `protobuf:"fixed64,13,opt,name=forecast_gap,json=forecastGap,proto3" json:"forecast_gap,omitempty"`
+	// Run the job even when its forecast says its releases would be no better than a
+	// uniform pick; without it such a job is refused with FAILED_PRECONDITION before
+	// anything is charged (see KusnerForecast).
+	Force         bool `protobuf:"varint,14,opt,name=force,proto3" json:"force,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1671,6 +1678,20 @@ func (x *KusnerSpec) GetEvaluator() string {
 		return x.Evaluator
 	}
 	return ""
+}
+
+func (x *KusnerSpec) GetForecastGap() float64 {
+	if x != nil {
+		return x.ForecastGap
+	}
+	return 0
+}
+
+func (x *KusnerSpec) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
 }
 
 // DPSGDSettings configures the built-in DP-SGD logistic-regression base algorithm.
@@ -2012,7 +2033,8 @@ type JobResult struct {
 	HasHyperparameters bool               `protobuf:"varint,2,opt,name=has_hyperparameters,json=hasHyperparameters,proto3" json:"has_hyperparameters,omitempty"`
 	// The released score (validation gain / accuracy).
 	Score float64 `protobuf:"fixed64,3,opt,name=score,proto3" json:"score,omitempty"`
-	// Number of base runs (DP-HyPO).
+	// Always 0: a DP-HyPO search's number of runs is never released (releasing it would
+	// void the search's guarantee), and no other job kind has runs. Kept for compatibility.
 	Runs uint32 `protobuf:"varint,4,opt,name=runs,proto3" json:"runs,omitempty"`
 	// The guarantee of this release.
 	Epsilon   float64 `protobuf:"fixed64,5,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
@@ -3231,6 +3253,350 @@ func (x *DefaultStudy) GetDatasetLeft() uint32 {
 	return 0
 }
 
+type QuoteJobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *JobSpec               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteJobRequest) Reset() {
+	*x = QuoteJobRequest{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteJobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteJobRequest) ProtoMessage() {}
+
+func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteJobRequest.ProtoReflect.Descriptor instead.
+func (*QuoteJobRequest) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *QuoteJobRequest) GetSpec() *JobSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// JobQuote is what SubmitJob would charge and guarantee for a spec. Nothing was charged.
+type JobQuote struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The (ε, δ) SubmitJob would charge, under this neighbour relation (a ledger relation
+	// name: "validation-record", "training-add-remove", …), and the guarantee in words.
+	Epsilon   float64 `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta     float64 `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	Relation  string  `protobuf:"bytes,3,opt,name=relation,proto3" json:"relation,omitempty"`
+	Guarantee string  `protobuf:"bytes,4,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
+	// For a Kusner job: what its releases would be worth.
+	KusnerForecast *KusnerForecast `protobuf:"bytes,5,opt,name=kusner_forecast,json=kusnerForecast,proto3" json:"kusner_forecast,omitempty"`
+	// True when SubmitJob would refuse the spec because the forecast is not informative
+	// and the spec does not set force.
+	Refused       bool `protobuf:"varint,6,opt,name=refused,proto3" json:"refused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobQuote) Reset() {
+	*x = JobQuote{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobQuote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobQuote) ProtoMessage() {}
+
+func (x *JobQuote) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobQuote.ProtoReflect.Descriptor instead.
+func (*JobQuote) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *JobQuote) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *JobQuote) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *JobQuote) GetRelation() string {
+	if x != nil {
+		return x.Relation
+	}
+	return ""
+}
+
+func (x *JobQuote) GetGuarantee() string {
+	if x != nil {
+		return x.Guarantee
+	}
+	return ""
+}
+
+func (x *JobQuote) GetKusnerForecast() *KusnerForecast {
+	if x != nil {
+		return x.KusnerForecast
+	}
+	return nil
+}
+
+func (x *JobQuote) GetRefused() bool {
+	if x != nil {
+		return x.Refused
+	}
+	return false
+}
+
+// KusnerForecast is what a Kusner job's releases will be worth, computed before the
+// charge from public quantities only (|Λ|, T, δ, k1, σ², γ_T's bound, ε, the
+// objective's public range): the exponential mechanism's chance of picking a candidate
+// near the posterior maximum, and the Laplace value's noise, each against a uniform pick.
+// A SubmitJob refused because the job is not informative fails with FAILED_PRECONDITION
+// and carries this message and a google.rpc.ErrorInfo (reason
+// "KUSNER_RELEASE_UNINFORMATIVE", metadata "epsilon_needed") as status details.
+type KusnerForecast struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// N = |Λ|; ε of each release; the objective's range R (1 for the built-in learner's
+	// accuracy, 4 — ±2 prior standard deviations — for an external evaluator); the gap g;
+	// the margin m a release must beat a uniform pick by (0.1: 10%).
+	Candidates     uint32  `protobuf:"varint,1,opt,name=candidates,proto3" json:"candidates,omitempty"`
+	Epsilon        float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	ObjectiveRange float64 `protobuf:"fixed64,3,opt,name=objective_range,json=objectiveRange,proto3" json:"objective_range,omitempty"`
+	Gap            float64 `protobuf:"fixed64,4,opt,name=gap,proto3" json:"gap,omitempty"`
+	Margin         float64 `protobuf:"fixed64,5,opt,name=margin,proto3" json:"margin,omitempty"`
+	// 1/N: a uniform pick's chance of the one candidate near the maximum.
+	UniformProbability float64 `protobuf:"fixed64,6,opt,name=uniform_probability,json=uniformProbability,proto3" json:"uniform_probability,omitempty"`
+	// Whether the job releases a hyperparameter (Algorithms 1 and 2) and, if so: the
+	// mechanism's log-odds per unit of the objective, ε/(2Δu); the least and the most
+	// probability it gives the one candidate within gap of the posterior maximum
+	// (1/(1 + (N−1)e^{−ε g/(2Δu)}) and 1/(1 + (N−1)e^{−ε R/(2Δu)})); the most over a
+	// uniform pick (selection_lift = within_gap_max·N); the ε at which that reaches 1 + m
+	// (+Inf if none).
+	HasSelection         bool    `protobuf:"varint,7,opt,name=has_selection,json=hasSelection,proto3" json:"has_selection,omitempty"`
+	SelectionTemperature float64 `protobuf:"fixed64,8,opt,name=selection_temperature,json=selectionTemperature,proto3" json:"selection_temperature,omitempty"`
+	WithinGapMin         float64 `protobuf:"fixed64,9,opt,name=within_gap_min,json=withinGapMin,proto3" json:"within_gap_min,omitempty"`
+	WithinGapMax         float64 `protobuf:"fixed64,10,opt,name=within_gap_max,json=withinGapMax,proto3" json:"within_gap_max,omitempty"`
+	SelectionLift        float64 `protobuf:"fixed64,11,opt,name=selection_lift,json=selectionLift,proto3" json:"selection_lift,omitempty"`
+	SelectionEpsilon     float64 `protobuf:"fixed64,12,opt,name=selection_epsilon,json=selectionEpsilon,proto3" json:"selection_epsilon,omitempty"`
+	// The released value's Laplace scale b = Δ/ε; its chance of landing within gap of the
+	// value, 1 − e^{−g/b}; a uniform guess's, min(1, 2g/R); their ratio; the ε at which it
+	// reaches 1 + m (+Inf if none).
+	LaplaceScale          float64 `protobuf:"fixed64,13,opt,name=laplace_scale,json=laplaceScale,proto3" json:"laplace_scale,omitempty"`
+	ValueWithinGap        float64 `protobuf:"fixed64,14,opt,name=value_within_gap,json=valueWithinGap,proto3" json:"value_within_gap,omitempty"`
+	UniformValueWithinGap float64 `protobuf:"fixed64,15,opt,name=uniform_value_within_gap,json=uniformValueWithinGap,proto3" json:"uniform_value_within_gap,omitempty"`
+	ValueLift             float64 `protobuf:"fixed64,16,opt,name=value_lift,json=valueLift,proto3" json:"value_lift,omitempty"`
+	ValueEpsilon          float64 `protobuf:"fixed64,17,opt,name=value_epsilon,json=valueEpsilon,proto3" json:"value_epsilon,omitempty"`
+	// Whether a release beats a uniform pick by the margin, and the least ε at which one
+	// would (+Inf if none).
+	Informative   bool    `protobuf:"varint,18,opt,name=informative,proto3" json:"informative,omitempty"`
+	EpsilonNeeded float64 `protobuf:"fixed64,19,opt,name=epsilon_needed,json=epsilonNeeded,proto3" json:"epsilon_needed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KusnerForecast) Reset() {
+	*x = KusnerForecast{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KusnerForecast) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KusnerForecast) ProtoMessage() {}
+
+func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KusnerForecast.ProtoReflect.Descriptor instead.
+func (*KusnerForecast) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *KusnerForecast) GetCandidates() uint32 {
+	if x != nil {
+		return x.Candidates
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetObjectiveRange() float64 {
+	if x != nil {
+		return x.ObjectiveRange
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetGap() float64 {
+	if x != nil {
+		return x.Gap
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetMargin() float64 {
+	if x != nil {
+		return x.Margin
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetUniformProbability() float64 {
+	if x != nil {
+		return x.UniformProbability
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetHasSelection() bool {
+	if x != nil {
+		return x.HasSelection
+	}
+	return false
+}
+
+func (x *KusnerForecast) GetSelectionTemperature() float64 {
+	if x != nil {
+		return x.SelectionTemperature
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetWithinGapMin() float64 {
+	if x != nil {
+		return x.WithinGapMin
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetWithinGapMax() float64 {
+	if x != nil {
+		return x.WithinGapMax
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetSelectionLift() float64 {
+	if x != nil {
+		return x.SelectionLift
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetSelectionEpsilon() float64 {
+	if x != nil {
+		return x.SelectionEpsilon
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetLaplaceScale() float64 {
+	if x != nil {
+		return x.LaplaceScale
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetValueWithinGap() float64 {
+	if x != nil {
+		return x.ValueWithinGap
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetUniformValueWithinGap() float64 {
+	if x != nil {
+		return x.UniformValueWithinGap
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetValueLift() float64 {
+	if x != nil {
+		return x.ValueLift
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetValueEpsilon() float64 {
+	if x != nil {
+		return x.ValueEpsilon
+	}
+	return 0
+}
+
+func (x *KusnerForecast) GetInformative() bool {
+	if x != nil {
+		return x.Informative
+	}
+	return false
+}
+
+func (x *KusnerForecast) GetEpsilonNeeded() float64 {
+	if x != nil {
+		return x.EpsilonNeeded
+	}
+	return 0
+}
+
 var File_privbo_curator_v1_curator_proto protoreflect.FileDescriptor
 
 const file_privbo_curator_v1_curator_proto_rawDesc = "" +
@@ -3339,7 +3705,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"SCALE_LIST\x10\x01\x12\x10\n" +
 	"\fSCALE_LINEAR\x10\x02\x12\r\n" +
 	"\tSCALE_LOG\x10\x03\x12\x12\n" +
-	"\x0eSCALE_LOG_LIST\x10\x04\"\x87\x04\n" +
+	"\x0eSCALE_LOG_LIST\x10\x04\"\xc0\x04\n" +
 	"\n" +
 	"KusnerSpec\x12E\n" +
 	"\talgorithm\x18\x01 \x01(\x0e2'.privbo.curator.v1.KusnerSpec.AlgorithmR\talgorithm\x12<\n" +
@@ -3356,7 +3722,9 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x03tau\x18\n" +
 	" \x01(\x01R\x03tau\x12 \n" +
 	"\vlengthscale\x18\v \x01(\x01R\vlengthscale\x12\x1c\n" +
-	"\tevaluator\x18\f \x01(\tR\tevaluator\"t\n" +
+	"\tevaluator\x18\f \x01(\tR\tevaluator\x12!\n" +
+	"\fforecast_gap\x18\r \x01(\x01R\vforecastGap\x12\x14\n" +
+	"\x05force\x18\x0e \x01(\bR\x05force\"t\n" +
 	"\tAlgorithm\x12\x19\n" +
 	"\x15ALGORITHM_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12ALGORITHM_NOISY_GP\x10\x01\x12\x1b\n" +
@@ -3495,14 +3863,47 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\ranswers_delta\x18\x04 \x01(\x01R\fanswersDelta\x12!\n" +
 	"\fper_identity\x18\x05 \x01(\rR\vperIdentity\x12\x18\n" +
 	"\adataset\x18\x06 \x01(\rR\adataset\x12!\n" +
-	"\fdataset_left\x18\a \x01(\rR\vdatasetLeft*\x9a\x01\n" +
+	"\fdataset_left\x18\a \x01(\rR\vdatasetLeft\"A\n" +
+	"\x0fQuoteJobRequest\x12.\n" +
+	"\x04spec\x18\x01 \x01(\v2\x1a.privbo.curator.v1.JobSpecR\x04spec\"\xda\x01\n" +
+	"\bJobQuote\x12\x18\n" +
+	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x1a\n" +
+	"\brelation\x18\x03 \x01(\tR\brelation\x12\x1c\n" +
+	"\tguarantee\x18\x04 \x01(\tR\tguarantee\x12J\n" +
+	"\x0fkusner_forecast\x18\x05 \x01(\v2!.privbo.curator.v1.KusnerForecastR\x0ekusnerForecast\x12\x18\n" +
+	"\arefused\x18\x06 \x01(\bR\arefused\"\xdd\x05\n" +
+	"\x0eKusnerForecast\x12\x1e\n" +
+	"\n" +
+	"candidates\x18\x01 \x01(\rR\n" +
+	"candidates\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12'\n" +
+	"\x0fobjective_range\x18\x03 \x01(\x01R\x0eobjectiveRange\x12\x10\n" +
+	"\x03gap\x18\x04 \x01(\x01R\x03gap\x12\x16\n" +
+	"\x06margin\x18\x05 \x01(\x01R\x06margin\x12/\n" +
+	"\x13uniform_probability\x18\x06 \x01(\x01R\x12uniformProbability\x12#\n" +
+	"\rhas_selection\x18\a \x01(\bR\fhasSelection\x123\n" +
+	"\x15selection_temperature\x18\b \x01(\x01R\x14selectionTemperature\x12$\n" +
+	"\x0ewithin_gap_min\x18\t \x01(\x01R\fwithinGapMin\x12$\n" +
+	"\x0ewithin_gap_max\x18\n" +
+	" \x01(\x01R\fwithinGapMax\x12%\n" +
+	"\x0eselection_lift\x18\v \x01(\x01R\rselectionLift\x12+\n" +
+	"\x11selection_epsilon\x18\f \x01(\x01R\x10selectionEpsilon\x12#\n" +
+	"\rlaplace_scale\x18\r \x01(\x01R\flaplaceScale\x12(\n" +
+	"\x10value_within_gap\x18\x0e \x01(\x01R\x0evalueWithinGap\x127\n" +
+	"\x18uniform_value_within_gap\x18\x0f \x01(\x01R\x15uniformValueWithinGap\x12\x1d\n" +
+	"\n" +
+	"value_lift\x18\x10 \x01(\x01R\tvalueLift\x12#\n" +
+	"\rvalue_epsilon\x18\x11 \x01(\x01R\fvalueEpsilon\x12 \n" +
+	"\vinformative\x18\x12 \x01(\bR\vinformative\x12%\n" +
+	"\x0eepsilon_needed\x18\x13 \x01(\x01R\repsilonNeeded*\x9a\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
 	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\x052\xe4\x06\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x052\xb1\a\n" +
 	"\x0eCuratorService\x12e\n" +
 	"\x0eGetDatasetInfo\x12(.privbo.curator.v1.GetDatasetInfoRequest\x1a).privbo.curator.v1.GetDatasetInfoResponse\x12V\n" +
 	"\tGetBudget\x12#.privbo.curator.v1.GetBudgetRequest\x1a$.privbo.curator.v1.GetBudgetResponse\x12p\n" +
@@ -3514,7 +3915,8 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x06GetJob\x12 .privbo.curator.v1.GetJobRequest\x1a\x16.privbo.curator.v1.Job\x12M\n" +
 	"\bWatchJob\x12\".privbo.curator.v1.WatchJobRequest\x1a\x1b.privbo.curator.v1.JobEvent0\x01\x12H\n" +
 	"\tCancelJob\x12#.privbo.curator.v1.CancelJobRequest\x1a\x16.privbo.curator.v1.Job\x12S\n" +
-	"\bListJobs\x12\".privbo.curator.v1.ListJobsRequest\x1a#.privbo.curator.v1.ListJobsResponseB<Z:github.com/privbo/privbo/proto/privbo/curator/v1;curatorv1b\x06proto3"
+	"\bListJobs\x12\".privbo.curator.v1.ListJobsRequest\x1a#.privbo.curator.v1.ListJobsResponse\x12K\n" +
+	"\bQuoteJob\x12\".privbo.curator.v1.QuoteJobRequest\x1a\x1b.privbo.curator.v1.JobQuoteB<Z:github.com/privbo/privbo/proto/privbo/curator/v1;curatorv1b\x06proto3"
 
 var (
 	file_privbo_curator_v1_curator_proto_rawDescOnce sync.Once
@@ -3529,7 +3931,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -3569,8 +3971,11 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*AnswersQuote)(nil),              // 35: privbo.curator.v1.AnswersQuote
 	(*RelationCharge)(nil),            // 36: privbo.curator.v1.RelationCharge
 	(*DefaultStudy)(nil),              // 37: privbo.curator.v1.DefaultStudy
-	nil,                               // 38: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 39: privbo.curator.v1.JobResult.ConstantsEntry
+	(*QuoteJobRequest)(nil),           // 38: privbo.curator.v1.QuoteJobRequest
+	(*JobQuote)(nil),                  // 39: privbo.curator.v1.JobQuote
+	(*KusnerForecast)(nil),            // 40: privbo.curator.v1.KusnerForecast
+	nil,                               // 41: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 42: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
@@ -3590,8 +3995,8 @@ var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	20, // 14: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
 	19, // 15: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
 	21, // 16: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	38, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	39, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	41, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	42, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
 	22, // 19: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
 	0,  // 20: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
 	23, // 21: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
@@ -3602,31 +4007,35 @@ var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	35, // 26: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
 	36, // 27: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
 	37, // 28: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	3,  // 29: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 30: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	10, // 31: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	15, // 32: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	32, // 33: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	26, // 34: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	27, // 35: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	28, // 36: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	29, // 37: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	30, // 38: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	4,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 40: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	11, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	16, // 42: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	33, // 43: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	24, // 44: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	24, // 45: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	25, // 46: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	24, // 47: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	31, // 48: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	39, // [39:49] is the sub-list for method output_type
-	29, // [29:39] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	22, // 29: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	40, // 30: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
+	3,  // 31: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 32: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	10, // 33: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	15, // 34: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	32, // 35: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	26, // 36: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	27, // 37: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	28, // 38: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	29, // 39: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	30, // 40: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	38, // 41: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
+	4,  // 42: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 43: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	11, // 44: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	16, // 45: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	33, // 46: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	24, // 47: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	24, // 48: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	25, // 49: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	24, // 50: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	31, // 51: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	39, // 52: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
+	42, // [42:53] is the sub-list for method output_type
+	31, // [31:42] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -3649,7 +4058,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   37,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

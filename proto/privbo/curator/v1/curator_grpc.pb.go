@@ -89,6 +89,7 @@ const (
 	CuratorService_WatchJob_FullMethodName          = "/privbo.curator.v1.CuratorService/WatchJob"
 	CuratorService_CancelJob_FullMethodName         = "/privbo.curator.v1.CuratorService/CancelJob"
 	CuratorService_ListJobs_FullMethodName          = "/privbo.curator.v1.CuratorService/ListJobs"
+	CuratorService_QuoteJob_FullMethodName          = "/privbo.curator.v1.CuratorService/QuoteJob"
 )
 
 // CuratorServiceClient is the client API for CuratorService service.
@@ -137,6 +138,11 @@ type CuratorServiceClient interface {
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*Job, error)
 	// ListJobs lists the caller's jobs, newest first.
 	ListJobs(ctx context.Context, in *ListJobsRequest, opts ...grpc.CallOption) (*ListJobsResponse, error)
+	// QuoteJob (job quotes and Kusner forecasts; messages at the end of this file) plans a
+	// job as SubmitJob would — its charge, neighbour relation and guarantee and, for a
+	// Kusner job, what its releases will be worth — from the spec and public quantities
+	// only. Nothing is charged, recorded or run, and no data is read.
+	QuoteJob(ctx context.Context, in *QuoteJobRequest, opts ...grpc.CallOption) (*JobQuote, error)
 }
 
 type curatorServiceClient struct {
@@ -265,6 +271,16 @@ func (c *curatorServiceClient) ListJobs(ctx context.Context, in *ListJobsRequest
 	return out, nil
 }
 
+func (c *curatorServiceClient) QuoteJob(ctx context.Context, in *QuoteJobRequest, opts ...grpc.CallOption) (*JobQuote, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobQuote)
+	err := c.cc.Invoke(ctx, CuratorService_QuoteJob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CuratorServiceServer is the server API for CuratorService service.
 // All implementations must embed UnimplementedCuratorServiceServer
 // for forward compatibility.
@@ -311,6 +327,11 @@ type CuratorServiceServer interface {
 	CancelJob(context.Context, *CancelJobRequest) (*Job, error)
 	// ListJobs lists the caller's jobs, newest first.
 	ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error)
+	// QuoteJob (job quotes and Kusner forecasts; messages at the end of this file) plans a
+	// job as SubmitJob would — its charge, neighbour relation and guarantee and, for a
+	// Kusner job, what its releases will be worth — from the spec and public quantities
+	// only. Nothing is charged, recorded or run, and no data is read.
+	QuoteJob(context.Context, *QuoteJobRequest) (*JobQuote, error)
 	mustEmbedUnimplementedCuratorServiceServer()
 }
 
@@ -350,6 +371,9 @@ func (UnimplementedCuratorServiceServer) CancelJob(context.Context, *CancelJobRe
 }
 func (UnimplementedCuratorServiceServer) ListJobs(context.Context, *ListJobsRequest) (*ListJobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListJobs not implemented")
+}
+func (UnimplementedCuratorServiceServer) QuoteJob(context.Context, *QuoteJobRequest) (*JobQuote, error) {
+	return nil, status.Error(codes.Unimplemented, "method QuoteJob not implemented")
 }
 func (UnimplementedCuratorServiceServer) mustEmbedUnimplementedCuratorServiceServer() {}
 func (UnimplementedCuratorServiceServer) testEmbeddedByValue()                        {}
@@ -538,6 +562,24 @@ func _CuratorService_ListJobs_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CuratorService_QuoteJob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(QuoteJobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CuratorServiceServer).QuoteJob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CuratorService_QuoteJob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CuratorServiceServer).QuoteJob(ctx, req.(*QuoteJobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CuratorService_ServiceDesc is the grpc.ServiceDesc for CuratorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -576,6 +618,10 @@ var CuratorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListJobs",
 			Handler:    _CuratorService_ListJobs_Handler,
+		},
+		{
+			MethodName: "QuoteJob",
+			Handler:    _CuratorService_QuoteJob_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -237,6 +237,22 @@ class JobEvent(_message.Message):
     total: int
     def __init__(self, job_id: _Optional[str] = ..., seq: _Optional[int] = ..., time_unix_ms: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., step: _Optional[int] = ..., total: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
+class JobQuote(_message.Message):
+    __slots__ = ["delta", "epsilon", "guarantee", "kusner_forecast", "refused", "relation"]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    GUARANTEE_FIELD_NUMBER: _ClassVar[int]
+    KUSNER_FORECAST_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    RELATION_FIELD_NUMBER: _ClassVar[int]
+    delta: float
+    epsilon: float
+    guarantee: str
+    kusner_forecast: KusnerForecast
+    refused: bool
+    relation: str
+    def __init__(self, epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., kusner_forecast: _Optional[_Union[KusnerForecast, _Mapping]] = ..., refused: bool = ...) -> None: ...
+
 class JobResult(_message.Message):
     __slots__ = ["constants", "delta", "epsilon", "guarantee", "has_hyperparameters", "hyperparameters", "runs", "score"]
     class ConstantsEntry(_message.Message):
@@ -279,8 +295,50 @@ class JobSpec(_message.Message):
     kusner: KusnerSpec
     def __init__(self, kusner: _Optional[_Union[KusnerSpec, _Mapping]] = ..., dphypo: _Optional[_Union[DPHyPOSpec, _Mapping]] = ...) -> None: ...
 
+class KusnerForecast(_message.Message):
+    __slots__ = ["candidates", "epsilon", "epsilon_needed", "gap", "has_selection", "informative", "laplace_scale", "margin", "objective_range", "selection_epsilon", "selection_lift", "selection_temperature", "uniform_probability", "uniform_value_within_gap", "value_epsilon", "value_lift", "value_within_gap", "within_gap_max", "within_gap_min"]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_NEEDED_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    HAS_SELECTION_FIELD_NUMBER: _ClassVar[int]
+    INFORMATIVE_FIELD_NUMBER: _ClassVar[int]
+    LAPLACE_SCALE_FIELD_NUMBER: _ClassVar[int]
+    MARGIN_FIELD_NUMBER: _ClassVar[int]
+    OBJECTIVE_RANGE_FIELD_NUMBER: _ClassVar[int]
+    SELECTION_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    SELECTION_LIFT_FIELD_NUMBER: _ClassVar[int]
+    SELECTION_TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    UNIFORM_PROBABILITY_FIELD_NUMBER: _ClassVar[int]
+    UNIFORM_VALUE_WITHIN_GAP_FIELD_NUMBER: _ClassVar[int]
+    VALUE_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LIFT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_WITHIN_GAP_FIELD_NUMBER: _ClassVar[int]
+    WITHIN_GAP_MAX_FIELD_NUMBER: _ClassVar[int]
+    WITHIN_GAP_MIN_FIELD_NUMBER: _ClassVar[int]
+    candidates: int
+    epsilon: float
+    epsilon_needed: float
+    gap: float
+    has_selection: bool
+    informative: bool
+    laplace_scale: float
+    margin: float
+    objective_range: float
+    selection_epsilon: float
+    selection_lift: float
+    selection_temperature: float
+    uniform_probability: float
+    uniform_value_within_gap: float
+    value_epsilon: float
+    value_lift: float
+    value_within_gap: float
+    within_gap_max: float
+    within_gap_min: float
+    def __init__(self, candidates: _Optional[int] = ..., epsilon: _Optional[float] = ..., objective_range: _Optional[float] = ..., gap: _Optional[float] = ..., margin: _Optional[float] = ..., uniform_probability: _Optional[float] = ..., has_selection: bool = ..., selection_temperature: _Optional[float] = ..., within_gap_min: _Optional[float] = ..., within_gap_max: _Optional[float] = ..., selection_lift: _Optional[float] = ..., selection_epsilon: _Optional[float] = ..., laplace_scale: _Optional[float] = ..., value_within_gap: _Optional[float] = ..., uniform_value_within_gap: _Optional[float] = ..., value_lift: _Optional[float] = ..., value_epsilon: _Optional[float] = ..., informative: bool = ..., epsilon_needed: _Optional[float] = ...) -> None: ...
+
 class KusnerSpec(_message.Message):
-    __slots__ = ["a", "algorithm", "delta", "epsilon", "evaluator", "gamma_t", "iterations", "k1", "lengthscale", "noise_variance", "space", "tau"]
+    __slots__ = ["a", "algorithm", "delta", "epsilon", "evaluator", "force", "forecast_gap", "gamma_t", "iterations", "k1", "lengthscale", "noise_variance", "space", "tau"]
     class Algorithm(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = []
     ALGORITHM_FIELD_NUMBER: _ClassVar[int]
@@ -292,6 +350,8 @@ class KusnerSpec(_message.Message):
     DELTA_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     EVALUATOR_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    FORECAST_GAP_FIELD_NUMBER: _ClassVar[int]
     GAMMA_T_FIELD_NUMBER: _ClassVar[int]
     ITERATIONS_FIELD_NUMBER: _ClassVar[int]
     K1_FIELD_NUMBER: _ClassVar[int]
@@ -304,6 +364,8 @@ class KusnerSpec(_message.Message):
     delta: float
     epsilon: float
     evaluator: str
+    force: bool
+    forecast_gap: float
     gamma_t: float
     iterations: int
     k1: float
@@ -311,7 +373,7 @@ class KusnerSpec(_message.Message):
     noise_variance: float
     space: _containers.RepeatedCompositeFieldContainer[HyperparameterRange]
     tau: float
-    def __init__(self, algorithm: _Optional[_Union[KusnerSpec.Algorithm, str]] = ..., space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., iterations: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., k1: _Optional[float] = ..., noise_variance: _Optional[float] = ..., gamma_t: _Optional[float] = ..., a: _Optional[float] = ..., tau: _Optional[float] = ..., lengthscale: _Optional[float] = ..., evaluator: _Optional[str] = ...) -> None: ...
+    def __init__(self, algorithm: _Optional[_Union[KusnerSpec.Algorithm, str]] = ..., space: _Optional[_Iterable[_Union[HyperparameterRange, _Mapping]]] = ..., iterations: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., k1: _Optional[float] = ..., noise_variance: _Optional[float] = ..., gamma_t: _Optional[float] = ..., a: _Optional[float] = ..., tau: _Optional[float] = ..., lengthscale: _Optional[float] = ..., evaluator: _Optional[str] = ..., forecast_gap: _Optional[float] = ..., force: bool = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = []
@@ -432,6 +494,12 @@ class QueryResponse(_message.Message):
     budget: Budget
     observations: _containers.RepeatedCompositeFieldContainer[Observation]
     def __init__(self, observations: _Optional[_Iterable[_Union[Observation, _Mapping]]] = ..., budget: _Optional[_Union[Budget, _Mapping]] = ...) -> None: ...
+
+class QuoteJobRequest(_message.Message):
+    __slots__ = ["spec"]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    spec: JobSpec
+    def __init__(self, spec: _Optional[_Union[JobSpec, _Mapping]] = ...) -> None: ...
 
 class QuoteStudyRequest(_message.Message):
     __slots__ = ["delta", "dimension", "epsilon", "label", "with_answers"]

@@ -64,6 +64,11 @@ class CuratorServiceStub(object):
                 request_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsRequest.SerializeToString,
                 response_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsResponse.FromString,
                 )
+        self.QuoteJob = channel.unary_unary(
+                '/privbo.curator.v1.CuratorService/QuoteJob',
+                request_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteJobRequest.SerializeToString,
+                response_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.JobQuote.FromString,
+                )
 
 
 class CuratorServiceServicer(object):
@@ -161,6 +166,16 @@ class CuratorServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QuoteJob(self, request, context):
+        """QuoteJob (job quotes and Kusner forecasts; messages at the end of this file) plans a
+        job as SubmitJob would — its charge, neighbour relation and guarantee and, for a
+        Kusner job, what its releases will be worth — from the spec and public quantities
+        only. Nothing is charged, recorded or run, and no data is read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CuratorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -213,6 +228,11 @@ def add_CuratorServiceServicer_to_server(servicer, server):
                     servicer.ListJobs,
                     request_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsRequest.FromString,
                     response_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsResponse.SerializeToString,
+            ),
+            'QuoteJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.QuoteJob,
+                    request_deserializer=privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteJobRequest.FromString,
+                    response_serializer=privbo_dot_curator_dot_v1_dot_curator__pb2.JobQuote.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,5 +411,22 @@ class CuratorService(object):
         return grpc.experimental.unary_unary(request, target, '/privbo.curator.v1.CuratorService/ListJobs',
             privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsRequest.SerializeToString,
             privbo_dot_curator_dot_v1_dot_curator__pb2.ListJobsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def QuoteJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/privbo.curator.v1.CuratorService/QuoteJob',
+            privbo_dot_curator_dot_v1_dot_curator__pb2.QuoteJobRequest.SerializeToString,
+            privbo_dot_curator_dot_v1_dot_curator__pb2.JobQuote.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
