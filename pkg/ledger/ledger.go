@@ -441,5 +441,10 @@ func (c Charge) Validate() error {
 	if err := checkText("description", c.Description); err != nil {
 		return err
 	}
+	if c.Patient != nil {
+		if err := c.Patient.Validate(); err != nil {
+			return err
+		}
+	}
 	return c.Cost.Validate()
 }

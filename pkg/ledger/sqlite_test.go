@@ -246,6 +246,40 @@ func BenchmarkChargeSQLite(b *testing.B) {
 	ledgertest.BenchCharge(b, s)
 }
 
+// BenchmarkChargeIdentitiesSQLite: a charge on a dataset of 10 and of 10,000
+// identities (docs/EXPERIMENTS.md, "A charge's cost and the number of identities").
+func BenchmarkChargeIdentitiesSQLite(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
+			s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), ledgertest.BenchLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ledgertest.BenchChargeIdentities(b, s, n)
+		})
+	}
+}
+
+// TestSQLiteVerify: a total changed behind the ledger's back is reported by Verify.
+func TestSQLiteVerify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	if inc, err := s.Verify(ctx, "diabetes"); err != nil || len(inc) != 0 {
+		t.Fatalf("Verify = %v, %v; want consistent", inc, err)
+	}
+	rawSQLite(t, path, `UPDATE patient_totals SET epsilon = '1/4' WHERE identity = 'acme'`, `UPDATE totals SET charges = 2 WHERE identity = ''`)
+	inc, err := s.Verify(ctx, "diabetes")
+	if err != nil || len(inc) != 2 || inc[0].What != "dataset, relation record" || inc[1].What != "whole patient, identity acme" {
+		t.Errorf("Verify after changing two totals = %v, %v; want the dataset's record total and acme's whole-patient total", inc, err)
+	}
+}
+
 func rawSQLiteQuery(t *testing.T, path, q string, dest ...any) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)

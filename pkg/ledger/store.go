@@ -63,14 +63,14 @@ func newStore(e Engine, limits Limits, d Dialect) *store {
 		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUpsert = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
-		VALUES (?, ?, ?, ?, ?, 1)
+		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset, identity, relation) DO UPDATE
-		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + 1`)
+		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + excluded.charges`)
 	s.qPatientUpsert = s.d.SQL(`INSERT INTO {t}patient_totals AS t (dataset, identity, epsilon, delta, rho, rho_delta, unbounded, charges)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset, identity) DO UPDATE
 		SET epsilon = excluded.epsilon, delta = excluded.delta, rho = excluded.rho, rho_delta = excluded.rho_delta,
-		unbounded = excluded.unbounded, charges = t.charges + 1`)
+		unbounded = excluded.unbounded, charges = t.charges + excluded.charges`)
 	s.qSetResult = s.d.SQL(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qEntries = s.d.SQL(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
 		patient_epsilon, patient_delta, patient_rho, patient_unbounded,
@@ -259,7 +259,16 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 		// Record each, and add its cost to the totals of its own relation only,
 		// the identity's and the dataset's (the implied relations' totals are sums
 		// over relations, formed when read), and its whole-patient cost to the
-		// identity's and the dataset's whole-patient totals.
+		// identity's and the dataset's whole-patient totals; each total is written
+		// once, with the number of charges it gained.
+		type relKey struct {
+			who string
+			rel Relation
+		}
+		var relKeys []relKey
+		var whos []string
+		added := make(map[relKey]int64)
+		addedPatient := make(map[string]int64)
 		createdNS := time.Now().UnixNano()
 		for _, i := range fresh {
 			c, p := cs[i], patients[i]
@@ -271,20 +280,34 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 				t := dt.own(who, c.Relation)
 				t.t.add(c.Cost)
 				t.n++
-				if _, err := q.Exec(ctx, s.qUpsert, c.Dataset, who, string(c.Relation), encodeRat(&t.t.eps), encodeRat(&t.t.delta)); err != nil {
-					return fmt.Errorf("ledger: charge: update totals: %w", err)
+				k := relKey{who, c.Relation}
+				if added[k] == 0 {
+					relKeys = append(relKeys, k)
 				}
-				pt := dt.patientRef(who)
-				pt.add(p)
-				if _, err := q.Exec(ctx, s.qPatientUpsert, c.Dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
-					encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded); err != nil {
-					return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
+				added[k]++
+				dt.patientRef(who).add(p)
+				if addedPatient[who] == 0 {
+					whos = append(whos, who)
 				}
+				addedPatient[who]++
 			}
 			out[i] = Receipt{
 				Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
 				Cost: c.Cost, Patient: p, Result: c.Result, ResultSize: len(c.Result),
 				Created: time.Unix(0, createdNS).UTC(),
+			}
+		}
+		for _, k := range relKeys {
+			t := dt.own(k.who, k.rel)
+			if _, err := q.Exec(ctx, s.qUpsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), added[k]); err != nil {
+				return fmt.Errorf("ledger: charge: update totals: %w", err)
+			}
+		}
+		for _, who := range whos {
+			pt := dt.patientRef(who)
+			if _, err := q.Exec(ctx, s.qPatientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
+				encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, addedPatient[who]); err != nil {
+				return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
 			}
 		}
 		return nil

@@ -59,6 +59,7 @@ func Run(t *testing.T, loc Location) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
 	}
+	t.Run("Patient", func(t *testing.T) { RunPatient(t, loc) })
 }
 
 // StdLimits are the limits most of the suite runs under: per identity

@@ -297,6 +297,22 @@ func TestPostgresUpgradeV3(t *testing.T) {
 	}
 }
 
+// BenchmarkChargeIdentitiesPostgres: a charge on a dataset of 10 and of 10,000
+// identities (docs/EXPERIMENTS.md, "A charge's cost and the number of identities").
+func BenchmarkChargeIdentitiesPostgres(b *testing.B) {
+	conn := requirePostgres(b)
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
+			s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn)}, ledgertest.BenchLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ledgertest.BenchChargeIdentities(b, s, n)
+		})
+	}
+}
+
 func BenchmarkChargePostgres(b *testing.B) {
 	conn := requirePostgres(b)
 	s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn)}, ledgertest.BenchLimits)
