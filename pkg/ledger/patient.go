@@ -235,10 +235,10 @@ func patientRemaining(t PatientTotal, cap Cost) Cost {
 // the totals, over every relation, of the charges' PatientCost.
 type PatientBalance struct {
 	Account
-	// Identity is the identity's own total; Dataset that of every identity together,
-	// the curator's own estimates included: what one patient can lose from
+	// IdentityTotal is the identity's own total; DatasetTotal that of every identity
+	// together, the curator's own estimates included: what one patient can lose from
 	// everything released on the dataset.
-	Identity, Dataset PatientTotal
+	IdentityTotal, DatasetTotal PatientTotal
 	// Limits are the caps in force (zero: none); Remaining and DatasetRemaining
 	// what the caps leave (zero without a cap, or when a total is not bounded).
 	Limits                      PatientLimits

@@ -713,12 +713,12 @@ func (s *store) PatientBalance(ctx context.Context, a Account) (PatientBalance, 
 }
 
 func patientBalanceOf(d *datasetTotals, limits Limits, a Account) PatientBalance {
-	b := PatientBalance{Account: a, Identity: d.patientOf(a.Identity).clone(), Dataset: d.dsPatient.clone(), Limits: limits.Patient}
+	b := PatientBalance{Account: a, IdentityTotal: d.patientOf(a.Identity).clone(), DatasetTotal: d.dsPatient.clone(), Limits: limits.Patient}
 	if c := limits.Patient.PerIdentity; c.Epsilon > 0 {
-		b.Remaining = patientRemaining(b.Identity, c)
+		b.Remaining = patientRemaining(b.IdentityTotal, c)
 	}
 	if c := limits.Patient.Dataset; c.Epsilon > 0 {
-		b.DatasetRemaining = patientRemaining(b.Dataset, c)
+		b.DatasetRemaining = patientRemaining(b.DatasetTotal, c)
 	}
 	return b
 }

@@ -327,17 +327,17 @@ func CheckUpgradedV3(t *testing.T, s ledger.Store, version int) {
 	if d := v3Entries[7].want.Delta; math.Abs(d-(1+math.E)*1e-6) > 1e-20 {
 		t.Errorf("the DP-HyPO record's whole-patient δ = %g, want (1 + e)·1e-6", d)
 	}
-	if pb.Identity.Epsilon.Cmp(sum(134, 1, 2)) != 0 || pb.Identity.Delta.Cmp(sum(1e-5, v3Entries[7].want.Delta)) != 0 ||
-		pb.Identity.Unbounded != 2 || pb.Identity.Charges != 6 {
+	if pb.IdentityTotal.Epsilon.Cmp(sum(134, 1, 2)) != 0 || pb.IdentityTotal.Delta.Cmp(sum(1e-5, v3Entries[7].want.Delta)) != 0 ||
+		pb.IdentityTotal.Unbounded != 2 || pb.IdentityTotal.Charges != 6 {
 		t.Errorf("acme whole patient = ε %s δ %s, %d unbounded of %d; want 137, 1e-5 + (1+e)·1e-6, 2 of 6",
-			pb.Identity.Epsilon.RatString(), pb.Identity.Delta.RatString(), pb.Identity.Unbounded, pb.Identity.Charges)
+			pb.IdentityTotal.Epsilon.RatString(), pb.IdentityTotal.Delta.RatString(), pb.IdentityTotal.Unbounded, pb.IdentityTotal.Charges)
 	}
-	if pb.Dataset.Epsilon.Cmp(sum(134, 1, 2, 2, 0.5)) != 0 || pb.Dataset.Unbounded != 4 || pb.Dataset.Charges != int64(len(v3Entries)) {
-		t.Errorf("dataset whole patient = ε %s, %d unbounded of %d; want 139.5, 4 of %d", pb.Dataset.Epsilon.RatString(),
-			pb.Dataset.Unbounded, pb.Dataset.Charges, len(v3Entries))
+	if pb.DatasetTotal.Epsilon.Cmp(sum(134, 1, 2, 2, 0.5)) != 0 || pb.DatasetTotal.Unbounded != 4 || pb.DatasetTotal.Charges != int64(len(v3Entries)) {
+		t.Errorf("dataset whole patient = ε %s, %d unbounded of %d; want 139.5, 4 of %d", pb.DatasetTotal.Epsilon.RatString(),
+			pb.DatasetTotal.Unbounded, pb.DatasetTotal.Charges, len(v3Entries))
 	}
-	if pb.Dataset.Bounded() || pb.Dataset.Cost().Epsilon != math.Inf(1) {
-		t.Errorf("dataset whole patient Bounded = %v, cost %+v; want not bounded", pb.Dataset.Bounded(), pb.Dataset.Cost())
+	if pb.DatasetTotal.Bounded() || pb.DatasetTotal.Cost().Epsilon != math.Inf(1) {
+		t.Errorf("dataset whole patient Bounded = %v, cost %+v; want not bounded", pb.DatasetTotal.Bounded(), pb.DatasetTotal.Cost())
 	}
 	if inc, err := s.Verify(ctx, "d3"); err != nil || len(inc) != 0 {
 		t.Errorf("Verify after upgrade = %v, %v; want consistent", inc, err)
@@ -363,8 +363,8 @@ func CheckUpgradedV3(t *testing.T, s ledger.Store, version int) {
 		t.Errorf("replay of a version %d projection = %+v, %v; want replayed with its stored whole-patient cost", version, r.Patient, err)
 	}
 	MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "d3", Identity: "initech"}, Key: "j", Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: 0.25}})
-	if pb, err := s.PatientBalance(ctx, ledger.Account{Dataset: "d3", Identity: "initech"}); err != nil || pb.Identity.Cost() != (ledger.Cost{Epsilon: 0.5}) {
-		t.Errorf("initech whole patient after a training-add-remove charge of ε 0.25 = %+v, %v; want ε 0.5 (two steps)", pb.Identity.Cost(), err)
+	if pb, err := s.PatientBalance(ctx, ledger.Account{Dataset: "d3", Identity: "initech"}); err != nil || pb.IdentityTotal.Cost() != (ledger.Cost{Epsilon: 0.5}) {
+		t.Errorf("initech whole patient after a training-add-remove charge of ε 0.25 = %+v, %v; want ε 0.5 (two steps)", pb.IdentityTotal.Cost(), err)
 	}
 	if inc, err := s.Verify(ctx, "d3"); err != nil || len(inc) != 0 {
 		t.Errorf("Verify after a charge on the upgraded ledger = %v, %v; want consistent", inc, err)

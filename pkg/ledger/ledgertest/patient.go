@@ -90,16 +90,16 @@ func testPatientTotals(t *testing.T, loc Location) {
 		t.Errorf("replay = %+v (replayed %v), want the stored whole-patient cost", r.Patient, r.Replayed)
 	}
 	b := mustPatient(t, s, acme)
-	if b.Identity.Epsilon.Cmp(ratSum(134, 1, 1)) != 0 || b.Identity.Delta.Cmp(ratSum(1e-5, hypo.Delta)) != 0 || b.Identity.Charges != 3 ||
-		!b.Identity.Bounded() || b.Identity.Rho.Cmp(ratSum(50.8)) != 0 || b.Identity.RhoDelta.Cmp(ratSum(1e-5)) != 0 {
-		t.Errorf("acme whole patient = ε %s δ %s ρ %s over %d; want 136, 1e-5 + (1+e^0.5)e-6, 50.8 over 3", b.Identity.Epsilon.RatString(),
-			b.Identity.Delta.RatString(), b.Identity.Rho.RatString(), b.Identity.Charges)
+	if b.IdentityTotal.Epsilon.Cmp(ratSum(134, 1, 1)) != 0 || b.IdentityTotal.Delta.Cmp(ratSum(1e-5, hypo.Delta)) != 0 || b.IdentityTotal.Charges != 3 ||
+		!b.IdentityTotal.Bounded() || b.IdentityTotal.Rho.Cmp(ratSum(50.8)) != 0 || b.IdentityTotal.RhoDelta.Cmp(ratSum(1e-5)) != 0 {
+		t.Errorf("acme whole patient = ε %s δ %s ρ %s over %d; want 136, 1e-5 + (1+e^0.5)e-6, 50.8 over 3", b.IdentityTotal.Epsilon.RatString(),
+			b.IdentityTotal.Delta.RatString(), b.IdentityTotal.Rho.RatString(), b.IdentityTotal.Charges)
 	}
-	if b.Dataset.Epsilon.Cmp(ratSum(134, 1, 1, 0.25, 134)) != 0 || b.Dataset.Charges != 5 || b.Dataset.Rho.Cmp(ratSum(50.8, 50.8)) != 0 {
-		t.Errorf("dataset whole patient = ε %s over %d, ρ %s; want 270.25 over 5, ρ 101.6", b.Dataset.Epsilon.RatString(), b.Dataset.Charges, b.Dataset.Rho.RatString())
+	if b.DatasetTotal.Epsilon.Cmp(ratSum(134, 1, 1, 0.25, 134)) != 0 || b.DatasetTotal.Charges != 5 || b.DatasetTotal.Rho.Cmp(ratSum(50.8, 50.8)) != 0 {
+		t.Errorf("dataset whole patient = ε %s over %d, ρ %s; want 270.25 over 5, ρ 101.6", b.DatasetTotal.Epsilon.RatString(), b.DatasetTotal.Charges, b.DatasetTotal.Rho.RatString())
 	}
 	// The two projections alone compose in zCDP to less than their sum.
-	if e, d, ok := b.Dataset.ZCDP(); !ok || d != 2e-5 || !(e > 134 && e < 268) {
+	if e, d, ok := b.DatasetTotal.ZCDP(); !ok || d != 2e-5 || !(e > 134 && e < 268) {
 		t.Errorf("dataset ZCDP = %g at δ %g (%v), want between 134 and 268 at δ 2e-5", e, d, ok)
 	}
 	if b.Limits.Enabled() || b.Remaining != (ledger.Cost{}) {
@@ -114,8 +114,8 @@ func testPatientTotals(t *testing.T, loc Location) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Patient.Identities) != 2 || rep.Patient.Identities[0].Identity != "acme" || !samePatient(rep.Patient.Identities[0].Total, b.Identity) ||
-		!samePatient(rep.Patient.Dataset.Total, b.Dataset) || rep.Patient.Dataset.OverLimit {
+	if len(rep.Patient.Identities) != 2 || rep.Patient.Identities[0].Identity != "acme" || !samePatient(rep.Patient.Identities[0].Total, b.IdentityTotal) ||
+		!samePatient(rep.Patient.Dataset.Total, b.DatasetTotal) || rep.Patient.Dataset.OverLimit {
 		t.Errorf("Report.Patient = %+v, want acme's and globex's totals and the dataset's", rep.Patient)
 	}
 }
@@ -148,8 +148,8 @@ func testPatientCap(t *testing.T, loc Location) {
 		}
 	}
 	pb := mustPatient(t, s, acme)
-	if pb.Identity.Cost() != (ledger.Cost{Epsilon: 10, Delta: 1e-6}) || pb.Remaining.Epsilon != 0 || pb.Limits != PatientLimits.Patient {
-		t.Errorf("acme whole patient = %+v, remaining %+v; want (10, 1e-6), nothing left", pb.Identity.Cost(), pb.Remaining)
+	if pb.IdentityTotal.Cost() != (ledger.Cost{Epsilon: 10, Delta: 1e-6}) || pb.Remaining.Epsilon != 0 || pb.Limits != PatientLimits.Patient {
+		t.Errorf("acme whole patient = %+v, remaining %+v; want (10, 1e-6), nothing left", pb.IdentityTotal.Cost(), pb.Remaining)
 	}
 	if n := len(mustEntries(t, s, "diabetes")); n != 1 {
 		t.Errorf("%d records after the refusals, want 1", n)
@@ -171,8 +171,8 @@ func testPatientCapDataset(t *testing.T, loc Location) {
 	if !errors.As(err, &be) || !be.WholePatient || be.Scope != ledger.ScopeDataset || be.Requested.Epsilon != 0.02 || be.Remaining.Epsilon != 0 {
 		t.Errorf("Charge past the dataset's whole-patient cap: error = %v, want a whole-patient dataset *BudgetError requesting ε 0.02", err)
 	}
-	if pb := mustPatient(t, s, globex); pb.Dataset.Cost().Epsilon != 15 || pb.DatasetRemaining.Epsilon != 0 || pb.Remaining.Epsilon != 3 {
-		t.Errorf("globex: dataset whole patient %+v, dataset left %+v, own left %+v; want 15, 0, 3", pb.Dataset.Cost(), pb.DatasetRemaining, pb.Remaining)
+	if pb := mustPatient(t, s, globex); pb.DatasetTotal.Cost().Epsilon != 15 || pb.DatasetRemaining.Epsilon != 0 || pb.Remaining.Epsilon != 3 {
+		t.Errorf("globex: dataset whole patient %+v, dataset left %+v, own left %+v; want 15, 0, 3", pb.DatasetTotal.Cost(), pb.DatasetRemaining, pb.Remaining)
 	}
 }
 
@@ -186,8 +186,8 @@ func testPatientUnbounded(t *testing.T, loc Location) {
 		t.Errorf("validation-record charge without a stated figure: whole patient %+v, want unbounded", r.Patient)
 	}
 	pb := mustPatient(t, free, acme)
-	if pb.Identity.Bounded() || pb.Identity.Unbounded != 1 || !math.IsInf(pb.Identity.Cost().Epsilon, 1) || pb.Dataset.Bounded() {
-		t.Errorf("whole patient after an unbounded charge = %+v (%d unbounded), want not bounded", pb.Identity.Cost(), pb.Identity.Unbounded)
+	if pb.IdentityTotal.Bounded() || pb.IdentityTotal.Unbounded != 1 || !math.IsInf(pb.IdentityTotal.Cost().Epsilon, 1) || pb.DatasetTotal.Bounded() {
+		t.Errorf("whole patient after an unbounded charge = %+v (%d unbounded), want not bounded", pb.IdentityTotal.Cost(), pb.IdentityTotal.Unbounded)
 	}
 	capped := loc(t)(t, PatientLimits)
 	for _, c := range []ledger.Charge{
@@ -232,8 +232,8 @@ func testPatientChargeAll(t *testing.T, loc Location) {
 	if rs, err := s.ChargeAll(ctx, []ledger.Charge{proj, answers}); err != nil || len(rs) != 2 {
 		t.Fatalf("ChargeAll(9.5 + 0.5) = %v, want both charged", err)
 	}
-	if pb := mustPatient(t, s, acme); pb.Identity.Cost() != (ledger.Cost{Epsilon: 10, Delta: 1e-6}) || pb.Identity.Charges != 2 {
-		t.Errorf("whole patient after the study = %+v over %d, want (10, 1e-6) over 2", pb.Identity.Cost(), pb.Identity.Charges)
+	if pb := mustPatient(t, s, acme); pb.IdentityTotal.Cost() != (ledger.Cost{Epsilon: 10, Delta: 1e-6}) || pb.IdentityTotal.Charges != 2 {
+		t.Errorf("whole patient after the study = %+v over %d, want (10, 1e-6) over 2", pb.IdentityTotal.Cost(), pb.IdentityTotal.Charges)
 	}
 	mustVerify(t, s, "diabetes")
 }
@@ -284,8 +284,8 @@ func testPatientRace(t *testing.T, loc Location, nStores int) {
 		t.Errorf("%d racing charges won, want 40 (the dataset's whole-patient cap)", wins)
 	}
 	pb := mustPatient(t, stores[0], ledger.Account{Dataset: "diabetes", Identity: "id0"})
-	if pb.Dataset.Epsilon.Cmp(ratSum(40*unit)) != 0 {
-		t.Errorf("dataset whole patient after the race = %s, want 5", pb.Dataset.Epsilon.RatString())
+	if pb.DatasetTotal.Epsilon.Cmp(ratSum(40*unit)) != 0 {
+		t.Errorf("dataset whole patient after the race = %s, want 5", pb.DatasetTotal.Epsilon.RatString())
 	}
 	rep, err := stores[0].Report(ctx, "diabetes", limits)
 	if err != nil {

@@ -189,7 +189,7 @@ func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HyperparameterRange_Scale.Descriptor instead.
 func (HyperparameterRange_Scale) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type KusnerSpec_Algorithm int32
@@ -244,7 +244,7 @@ func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KusnerSpec_Algorithm.Descriptor instead.
 func (KusnerSpec_Algorithm) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type GetDatasetInfoRequest struct {
@@ -530,7 +530,10 @@ type Budget struct {
 	// ("feature-unit", "record", "training-add-remove", "validation-record"). Filled in
 	// GetBudget and GetDatasetInfo responses; empty in ProjectionHeader and QueryResponse,
 	// whose budget carries the feature-unit fields only (ask GetBudget for the rest).
-	Relations     []*RelationBudget `protobuf:"bytes,8,rep,name=relations,proto3" json:"relations,omitempty"`
+	Relations []*RelationBudget `protobuf:"bytes,8,rep,name=relations,proto3" json:"relations,omitempty"`
+	// The whole-patient account, over every relation: what one patient can lose. Filled
+	// in GetBudget and GetDatasetInfo responses, like relations.
+	WholePatient  *WholePatientBudget `protobuf:"bytes,9,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -621,6 +624,171 @@ func (x *Budget) GetRelations() []*RelationBudget {
 	return nil
 }
 
+func (x *Budget) GetWholePatient() *WholePatientBudget {
+	if x != nil {
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientBudget is the whole-patient (record-level) account: every charge's (ε, δ)
+// converted to the replacement of one patient's record by any other — a projection's by
+// group privacy at the clip diameter, a release stated for adding or removing one
+// training record by two such steps, a record-level release as it is — and added up by
+// basic composition over every relation (docs/PRIVACY.md, "What one patient can lose").
+// Unlike the per-relation budgets, these figures add up to a bound on what a patient
+// loses. A release with no finite whole-patient figure (exact answers, a tuning job that
+// trains on records without any mechanism, a data-dependent scaling) makes the total
+// not bounded; the curator then says so rather than give a figure.
+type WholePatientBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's own total: bounded is false when one of its releases has no finite
+	// figure (epsilon_spent and delta_spent then sum the others).
+	Bounded      bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	EpsilonSpent float64 `protobuf:"fixed64,2,opt,name=epsilon_spent,json=epsilonSpent,proto3" json:"epsilon_spent,omitempty"`
+	DeltaSpent   float64 `protobuf:"fixed64,3,opt,name=delta_spent,json=deltaSpent,proto3" json:"delta_spent,omitempty"`
+	// The dataset's total, over every identity and the curator's own estimates (a
+	// private scaling's, the target's range): what one patient can lose from everything
+	// released on the dataset.
+	DatasetBounded      bool    `protobuf:"varint,4,opt,name=dataset_bounded,json=datasetBounded,proto3" json:"dataset_bounded,omitempty"`
+	DatasetEpsilonSpent float64 `protobuf:"fixed64,5,opt,name=dataset_epsilon_spent,json=datasetEpsilonSpent,proto3" json:"dataset_epsilon_spent,omitempty"`
+	DatasetDeltaSpent   float64 `protobuf:"fixed64,6,opt,name=dataset_delta_spent,json=datasetDeltaSpent,proto3" json:"dataset_delta_spent,omitempty"`
+	// The whole-patient caps in force, the caller's and the dataset's (0: no cap), and
+	// what a charge may still spend under them (the smaller of the two remainders; 0
+	// without a cap).
+	EpsilonLimit        float64 `protobuf:"fixed64,7,opt,name=epsilon_limit,json=epsilonLimit,proto3" json:"epsilon_limit,omitempty"`
+	DeltaLimit          float64 `protobuf:"fixed64,8,opt,name=delta_limit,json=deltaLimit,proto3" json:"delta_limit,omitempty"`
+	DatasetEpsilonLimit float64 `protobuf:"fixed64,9,opt,name=dataset_epsilon_limit,json=datasetEpsilonLimit,proto3" json:"dataset_epsilon_limit,omitempty"`
+	DatasetDeltaLimit   float64 `protobuf:"fixed64,10,opt,name=dataset_delta_limit,json=datasetDeltaLimit,proto3" json:"dataset_delta_limit,omitempty"`
+	EpsilonRemaining    float64 `protobuf:"fixed64,11,opt,name=epsilon_remaining,json=epsilonRemaining,proto3" json:"epsilon_remaining,omitempty"`
+	DeltaRemaining      float64 `protobuf:"fixed64,12,opt,name=delta_remaining,json=deltaRemaining,proto3" json:"delta_remaining,omitempty"`
+	// The account in one line, for people.
+	Statement     string `protobuf:"bytes,13,opt,name=statement,proto3" json:"statement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WholePatientBudget) Reset() {
+	*x = WholePatientBudget{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientBudget) ProtoMessage() {}
+
+func (x *WholePatientBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientBudget.ProtoReflect.Descriptor instead.
+func (*WholePatientBudget) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WholePatientBudget) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
+	}
+	return false
+}
+
+func (x *WholePatientBudget) GetEpsilonSpent() float64 {
+	if x != nil {
+		return x.EpsilonSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaSpent() float64 {
+	if x != nil {
+		return x.DeltaSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetBounded() bool {
+	if x != nil {
+		return x.DatasetBounded
+	}
+	return false
+}
+
+func (x *WholePatientBudget) GetDatasetEpsilonSpent() float64 {
+	if x != nil {
+		return x.DatasetEpsilonSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetDeltaSpent() float64 {
+	if x != nil {
+		return x.DatasetDeltaSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetEpsilonLimit() float64 {
+	if x != nil {
+		return x.EpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaLimit() float64 {
+	if x != nil {
+		return x.DeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetEpsilonLimit() float64 {
+	if x != nil {
+		return x.DatasetEpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetDeltaLimit() float64 {
+	if x != nil {
+		return x.DatasetDeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetEpsilonRemaining() float64 {
+	if x != nil {
+		return x.EpsilonRemaining
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaRemaining() float64 {
+	if x != nil {
+		return x.DeltaRemaining
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetStatement() string {
+	if x != nil {
+		return x.Statement
+	}
+	return ""
+}
+
 // RelationBudget is the budget under one neighbour relation. Its totals are effective:
 // they include every charge whose guarantee holds under this relation (for
 // "feature-unit", the "record" charges as well), which is what a new charge under the
@@ -656,7 +824,7 @@ type RelationBudget struct {
 
 func (x *RelationBudget) Reset() {
 	*x = RelationBudget{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +836,7 @@ func (x *RelationBudget) String() string {
 func (*RelationBudget) ProtoMessage() {}
 
 func (x *RelationBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +849,7 @@ func (x *RelationBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationBudget.ProtoReflect.Descriptor instead.
 func (*RelationBudget) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{5}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RelationBudget) GetRelation() string {
@@ -795,7 +963,8 @@ type OutputPrivacy struct {
 	Relation string `protobuf:"bytes,6,opt,name=relation,proto3" json:"relation,omitempty"`
 	// The answers' guarantee in words ("no guarantee: exact answers ..." for "none").
 	Guarantee string `protobuf:"bytes,7,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
-	// For "none": the most distinct rows answered to one caller (0 otherwise).
+	// For "none": the most distinct rows of the dataset answered exactly, to all callers
+	// together (0 otherwise).
 	ExactAnswersMaxRows uint32 `protobuf:"varint,8,opt,name=exact_answers_max_rows,json=exactAnswersMaxRows,proto3" json:"exact_answers_max_rows,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
@@ -803,7 +972,7 @@ type OutputPrivacy struct {
 
 func (x *OutputPrivacy) Reset() {
 	*x = OutputPrivacy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +984,7 @@ func (x *OutputPrivacy) String() string {
 func (*OutputPrivacy) ProtoMessage() {}
 
 func (x *OutputPrivacy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +997,7 @@ func (x *OutputPrivacy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputPrivacy.ProtoReflect.Descriptor instead.
 func (*OutputPrivacy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{6}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *OutputPrivacy) GetMechanism() string {
@@ -910,7 +1079,7 @@ type ReleaseProjectionRequest struct {
 
 func (x *ReleaseProjectionRequest) Reset() {
 	*x = ReleaseProjectionRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1091,7 @@ func (x *ReleaseProjectionRequest) String() string {
 func (*ReleaseProjectionRequest) ProtoMessage() {}
 
 func (x *ReleaseProjectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1104,7 @@ func (x *ReleaseProjectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseProjectionRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseProjectionRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{7}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReleaseProjectionRequest) GetDimension() uint32 {
@@ -987,7 +1156,7 @@ type ReleaseProjectionResponse struct {
 
 func (x *ReleaseProjectionResponse) Reset() {
 	*x = ReleaseProjectionResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1168,7 @@ func (x *ReleaseProjectionResponse) String() string {
 func (*ReleaseProjectionResponse) ProtoMessage() {}
 
 func (x *ReleaseProjectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1181,7 @@ func (x *ReleaseProjectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseProjectionResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseProjectionResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{8}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReleaseProjectionResponse) GetPart() isReleaseProjectionResponse_Part {
@@ -1089,14 +1258,22 @@ type ProjectionHeader struct {
 	// additive noise, and from curators that do not state it. σ is public: it depends
 	// only on (ε, δ), rows, cols and the projection's sensitivity, never on the data. A
 	// modeler can model it (squared distances between rows are inflated by 2·cols·σ²).
-	NoiseSd       float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NoiseSd float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	// The release's whole-patient cost as the curator's ledger recorded it: its (ε, δ)
+	// for replacing one patient's record by any other (group privacy at the clip
+	// diameter). whole_patient_bounded is false when there is no such figure (the lifted
+	// mechanism, a data-dependent scaling); curators that do not state it leave all three
+	// unset.
+	WholePatientBounded bool    `protobuf:"varint,8,opt,name=whole_patient_bounded,json=wholePatientBounded,proto3" json:"whole_patient_bounded,omitempty"`
+	WholePatientEpsilon float64 `protobuf:"fixed64,9,opt,name=whole_patient_epsilon,json=wholePatientEpsilon,proto3" json:"whole_patient_epsilon,omitempty"`
+	WholePatientDelta   float64 `protobuf:"fixed64,10,opt,name=whole_patient_delta,json=wholePatientDelta,proto3" json:"whole_patient_delta,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ProjectionHeader) Reset() {
 	*x = ProjectionHeader{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1285,7 @@ func (x *ProjectionHeader) String() string {
 func (*ProjectionHeader) ProtoMessage() {}
 
 func (x *ProjectionHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1298,7 @@ func (x *ProjectionHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionHeader.ProtoReflect.Descriptor instead.
 func (*ProjectionHeader) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{9}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProjectionHeader) GetReleaseId() string {
@@ -1173,6 +1350,27 @@ func (x *ProjectionHeader) GetNoiseSd() float64 {
 	return 0
 }
 
+func (x *ProjectionHeader) GetWholePatientBounded() bool {
+	if x != nil {
+		return x.WholePatientBounded
+	}
+	return false
+}
+
+func (x *ProjectionHeader) GetWholePatientEpsilon() float64 {
+	if x != nil {
+		return x.WholePatientEpsilon
+	}
+	return 0
+}
+
+func (x *ProjectionHeader) GetWholePatientDelta() float64 {
+	if x != nil {
+		return x.WholePatientDelta
+	}
+	return 0
+}
+
 // MatrixChunk carries whole rows of a row-major float64 matrix.
 type MatrixChunk struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1186,7 +1384,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1396,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1409,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{10}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MatrixChunk) GetFirstRow() uint64 {
@@ -1245,7 +1443,7 @@ type ProjectionTrailer struct {
 
 func (x *ProjectionTrailer) Reset() {
 	*x = ProjectionTrailer{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1455,7 @@ func (x *ProjectionTrailer) String() string {
 func (*ProjectionTrailer) ProtoMessage() {}
 
 func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1468,7 @@ func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionTrailer.ProtoReflect.Descriptor instead.
 func (*ProjectionTrailer) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProjectionTrailer) GetSha256() []byte {
@@ -1290,7 +1488,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1500,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1513,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *QueryRequest) GetIndices() []uint64 {
@@ -1337,7 +1535,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1547,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1560,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueryResponse) GetObservations() []*Observation {
@@ -1392,7 +1590,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1602,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1615,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Observation) GetIndex() uint64 {
@@ -1458,7 +1656,7 @@ type HyperparameterRange struct {
 
 func (x *HyperparameterRange) Reset() {
 	*x = HyperparameterRange{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1668,7 @@ func (x *HyperparameterRange) String() string {
 func (*HyperparameterRange) ProtoMessage() {}
 
 func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1681,7 @@ func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HyperparameterRange.ProtoReflect.Descriptor instead.
 func (*HyperparameterRange) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HyperparameterRange) GetName() string {
@@ -1555,7 +1753,7 @@ type KusnerSpec struct {
 
 func (x *KusnerSpec) Reset() {
 	*x = KusnerSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1765,7 @@ func (x *KusnerSpec) String() string {
 func (*KusnerSpec) ProtoMessage() {}
 
 func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1778,7 @@ func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerSpec.ProtoReflect.Descriptor instead.
 func (*KusnerSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KusnerSpec) GetAlgorithm() KusnerSpec_Algorithm {
@@ -1689,7 +1887,7 @@ type DPSGDSettings struct {
 
 func (x *DPSGDSettings) Reset() {
 	*x = DPSGDSettings{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +1899,7 @@ func (x *DPSGDSettings) String() string {
 func (*DPSGDSettings) ProtoMessage() {}
 
 func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +1912,7 @@ func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPSGDSettings.ProtoReflect.Descriptor instead.
 func (*DPSGDSettings) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DPSGDSettings) GetLearningRate() float64 {
@@ -1803,7 +2001,7 @@ type DPHyPOSpec struct {
 
 func (x *DPHyPOSpec) Reset() {
 	*x = DPHyPOSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +2013,7 @@ func (x *DPHyPOSpec) String() string {
 func (*DPHyPOSpec) ProtoMessage() {}
 
 func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +2026,7 @@ func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPHyPOSpec.ProtoReflect.Descriptor instead.
 func (*DPHyPOSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DPHyPOSpec) GetSpace() []*HyperparameterRange {
@@ -1928,7 +2126,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1940,7 +2138,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1953,7 +2151,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JobSpec) GetKind() isJobSpec_Kind {
@@ -2022,7 +2220,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2232,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2245,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JobResult) GetHyperparameters() map[string]float64 {
@@ -2125,7 +2323,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2335,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2348,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Job) GetId() string {
@@ -2247,7 +2445,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2259,7 +2457,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2272,7 +2470,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -2335,7 +2533,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2545,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2558,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubmitJobRequest) GetIdempotencyKey() string {
@@ -2386,7 +2584,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2596,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2609,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2432,7 +2630,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2642,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2655,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WatchJobRequest) GetId() string {
@@ -2483,7 +2681,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2693,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2706,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2526,7 +2724,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2736,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2749,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
 }
 
 type ListJobsResponse struct {
@@ -2563,7 +2761,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2773,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2786,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2616,7 +2814,7 @@ type QuoteStudyRequest struct {
 
 func (x *QuoteStudyRequest) Reset() {
 	*x = QuoteStudyRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2826,7 @@ func (x *QuoteStudyRequest) String() string {
 func (*QuoteStudyRequest) ProtoMessage() {}
 
 func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2839,7 @@ func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyRequest.ProtoReflect.Descriptor instead.
 func (*QuoteStudyRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *QuoteStudyRequest) GetDimension() uint32 {
@@ -2691,14 +2889,17 @@ type QuoteStudyResponse struct {
 	Fits    bool   `protobuf:"varint,4,opt,name=fits,proto3" json:"fits,omitempty"`
 	Refusal string `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	// The curator's default study and how many such studies the budgets hold.
-	DefaultStudy  *DefaultStudy `protobuf:"bytes,6,opt,name=default_study,json=defaultStudy,proto3" json:"default_study,omitempty"`
+	DefaultStudy *DefaultStudy `protobuf:"bytes,6,opt,name=default_study,json=defaultStudy,proto3" json:"default_study,omitempty"`
+	// The study's whole-patient cost (WholePatientBudget): what it would newly charge,
+	// summed over its parts, the whole-patient caps it must fit and whether it does.
+	WholePatient  *WholePatientCharge `protobuf:"bytes,7,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QuoteStudyResponse) Reset() {
 	*x = QuoteStudyResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2911,7 @@ func (x *QuoteStudyResponse) String() string {
 func (*QuoteStudyResponse) ProtoMessage() {}
 
 func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2924,7 @@ func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyResponse.ProtoReflect.Descriptor instead.
 func (*QuoteStudyResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QuoteStudyResponse) GetProjection() *ProjectionQuote {
@@ -2768,6 +2969,132 @@ func (x *QuoteStudyResponse) GetDefaultStudy() *DefaultStudy {
 	return nil
 }
 
+func (x *QuoteStudyResponse) GetWholePatient() *WholePatientCharge {
+	if x != nil {
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientCharge is a study's whole-patient cost against the whole-patient caps.
+type WholePatientCharge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bounded is false when a part has no finite whole-patient figure.
+	Bounded bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	Epsilon float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta   float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	// The caps in force (0: no cap) and what they leave (the smaller remainder).
+	EpsilonLimit        float64 `protobuf:"fixed64,4,opt,name=epsilon_limit,json=epsilonLimit,proto3" json:"epsilon_limit,omitempty"`
+	DeltaLimit          float64 `protobuf:"fixed64,5,opt,name=delta_limit,json=deltaLimit,proto3" json:"delta_limit,omitempty"`
+	DatasetEpsilonLimit float64 `protobuf:"fixed64,6,opt,name=dataset_epsilon_limit,json=datasetEpsilonLimit,proto3" json:"dataset_epsilon_limit,omitempty"`
+	DatasetDeltaLimit   float64 `protobuf:"fixed64,7,opt,name=dataset_delta_limit,json=datasetDeltaLimit,proto3" json:"dataset_delta_limit,omitempty"`
+	EpsilonAvailable    float64 `protobuf:"fixed64,8,opt,name=epsilon_available,json=epsilonAvailable,proto3" json:"epsilon_available,omitempty"`
+	DeltaAvailable      float64 `protobuf:"fixed64,9,opt,name=delta_available,json=deltaAvailable,proto3" json:"delta_available,omitempty"`
+	Fits                bool    `protobuf:"varint,10,opt,name=fits,proto3" json:"fits,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WholePatientCharge) Reset() {
+	*x = WholePatientCharge{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientCharge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientCharge) ProtoMessage() {}
+
+func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientCharge.ProtoReflect.Descriptor instead.
+func (*WholePatientCharge) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *WholePatientCharge) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
+	}
+	return false
+}
+
+func (x *WholePatientCharge) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetEpsilonLimit() float64 {
+	if x != nil {
+		return x.EpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDeltaLimit() float64 {
+	if x != nil {
+		return x.DeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDatasetEpsilonLimit() float64 {
+	if x != nil {
+		return x.DatasetEpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDatasetDeltaLimit() float64 {
+	if x != nil {
+		return x.DatasetDeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetEpsilonAvailable() float64 {
+	if x != nil {
+		return x.EpsilonAvailable
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDeltaAvailable() float64 {
+	if x != nil {
+		return x.DeltaAvailable
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetFits() bool {
+	if x != nil {
+		return x.Fits
+	}
+	return false
+}
+
 // ProjectionQuote is the projection a QuoteStudyRequest resolves to. Send dimension,
 // epsilon, delta and label in the ReleaseProjectionRequest to receive it.
 type ProjectionQuote struct {
@@ -2802,7 +3129,7 @@ type ProjectionQuote struct {
 
 func (x *ProjectionQuote) Reset() {
 	*x = ProjectionQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3141,7 @@ func (x *ProjectionQuote) String() string {
 func (*ProjectionQuote) ProtoMessage() {}
 
 func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3154,7 @@ func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionQuote.ProtoReflect.Descriptor instead.
 func (*ProjectionQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ProjectionQuote) GetDimension() uint32 {
@@ -2952,7 +3279,7 @@ type AnswersQuote struct {
 
 func (x *AnswersQuote) Reset() {
 	*x = AnswersQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3291,7 @@ func (x *AnswersQuote) String() string {
 func (*AnswersQuote) ProtoMessage() {}
 
 func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3304,7 @@ func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
 func (*AnswersQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AnswersQuote) GetIncluded() bool {
@@ -3059,7 +3386,7 @@ type RelationCharge struct {
 
 func (x *RelationCharge) Reset() {
 	*x = RelationCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3071,7 +3398,7 @@ func (x *RelationCharge) String() string {
 func (*RelationCharge) ProtoMessage() {}
 
 func (x *RelationCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3084,7 +3411,7 @@ func (x *RelationCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
 func (*RelationCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RelationCharge) GetRelation() string {
@@ -3148,7 +3475,7 @@ type DefaultStudy struct {
 
 func (x *DefaultStudy) Reset() {
 	*x = DefaultStudy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3487,7 @@ func (x *DefaultStudy) String() string {
 func (*DefaultStudy) ProtoMessage() {}
 
 func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3500,7 @@ func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
 func (*DefaultStudy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DefaultStudy) GetProjectionEpsilon() float64 {
@@ -3247,7 +3574,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\tguarantee\x18\v \x01(\tR\tguarantee\"\x12\n" +
 	"\x10GetBudgetRequest\"F\n" +
 	"\x11GetBudgetResponse\x121\n" +
-	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\xc7\x02\n" +
+	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\x93\x03\n" +
 	"\x06Budget\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -3258,7 +3585,25 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"deltaSpent\x12+\n" +
 	"\x11epsilon_remaining\x18\x06 \x01(\x01R\x10epsilonRemaining\x12'\n" +
 	"\x0fdelta_remaining\x18\a \x01(\x01R\x0edeltaRemaining\x12?\n" +
-	"\trelations\x18\b \x03(\v2!.privbo.curator.v1.RelationBudgetR\trelations\"\xca\x04\n" +
+	"\trelations\x18\b \x03(\v2!.privbo.curator.v1.RelationBudgetR\trelations\x12J\n" +
+	"\rwhole_patient\x18\t \x01(\v2%.privbo.curator.v1.WholePatientBudgetR\fwholePatient\"\x9f\x04\n" +
+	"\x12WholePatientBudget\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12#\n" +
+	"\repsilon_spent\x18\x02 \x01(\x01R\fepsilonSpent\x12\x1f\n" +
+	"\vdelta_spent\x18\x03 \x01(\x01R\n" +
+	"deltaSpent\x12'\n" +
+	"\x0fdataset_bounded\x18\x04 \x01(\bR\x0edatasetBounded\x122\n" +
+	"\x15dataset_epsilon_spent\x18\x05 \x01(\x01R\x13datasetEpsilonSpent\x12.\n" +
+	"\x13dataset_delta_spent\x18\x06 \x01(\x01R\x11datasetDeltaSpent\x12#\n" +
+	"\repsilon_limit\x18\a \x01(\x01R\fepsilonLimit\x12\x1f\n" +
+	"\vdelta_limit\x18\b \x01(\x01R\n" +
+	"deltaLimit\x122\n" +
+	"\x15dataset_epsilon_limit\x18\t \x01(\x01R\x13datasetEpsilonLimit\x12.\n" +
+	"\x13dataset_delta_limit\x18\n" +
+	" \x01(\x01R\x11datasetDeltaLimit\x12+\n" +
+	"\x11epsilon_remaining\x18\v \x01(\x01R\x10epsilonRemaining\x12'\n" +
+	"\x0fdelta_remaining\x18\f \x01(\x01R\x0edeltaRemaining\x12\x1c\n" +
+	"\tstatement\x18\r \x01(\tR\tstatement\"\xca\x04\n" +
 	"\x0eRelationBudget\x12\x1a\n" +
 	"\brelation\x18\x01 \x01(\tR\brelation\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -3295,7 +3640,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.privbo.curator.v1.ProjectionHeaderH\x00R\x06header\x126\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x1e.privbo.curator.v1.MatrixChunkH\x00R\x05chunk\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.privbo.curator.v1.ProjectionTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"\xe1\x01\n" +
+	"\x04part\"\xf9\x02\n" +
 	"\x10ProjectionHeader\x12\x1d\n" +
 	"\n" +
 	"release_id\x18\x01 \x01(\tR\treleaseId\x12\x12\n" +
@@ -3304,7 +3649,11 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x121\n" +
 	"\x06budget\x18\x05 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\x12\x1c\n" +
 	"\tguarantee\x18\x06 \x01(\tR\tguarantee\x12\x19\n" +
-	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\"[\n" +
+	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\x122\n" +
+	"\x15whole_patient_bounded\x18\b \x01(\bR\x13wholePatientBounded\x122\n" +
+	"\x15whole_patient_epsilon\x18\t \x01(\x01R\x13wholePatientEpsilon\x12.\n" +
+	"\x13whole_patient_delta\x18\n" +
+	" \x01(\x01R\x11wholePatientDelta\"[\n" +
 	"\vMatrixChunk\x12\x1b\n" +
 	"\tfirst_row\x18\x01 \x01(\x04R\bfirstRow\x12\x1b\n" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +
@@ -3439,7 +3788,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x14\n" +
 	"\x05label\x18\x04 \x01(\tR\x05label\x12!\n" +
-	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\xc4\x02\n" +
+	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\x90\x03\n" +
 	"\x12QuoteStudyResponse\x12B\n" +
 	"\n" +
 	"projection\x18\x01 \x01(\v2\".privbo.curator.v1.ProjectionQuoteR\n" +
@@ -3448,7 +3797,21 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\acharges\x18\x03 \x03(\v2!.privbo.curator.v1.RelationChargeR\acharges\x12\x12\n" +
 	"\x04fits\x18\x04 \x01(\bR\x04fits\x12\x18\n" +
 	"\arefusal\x18\x05 \x01(\tR\arefusal\x12D\n" +
-	"\rdefault_study\x18\x06 \x01(\v2\x1f.privbo.curator.v1.DefaultStudyR\fdefaultStudy\"\xe0\x03\n" +
+	"\rdefault_study\x18\x06 \x01(\v2\x1f.privbo.curator.v1.DefaultStudyR\fdefaultStudy\x12J\n" +
+	"\rwhole_patient\x18\a \x01(\v2%.privbo.curator.v1.WholePatientChargeR\fwholePatient\"\xf2\x02\n" +
+	"\x12WholePatientCharge\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12#\n" +
+	"\repsilon_limit\x18\x04 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
+	"\vdelta_limit\x18\x05 \x01(\x01R\n" +
+	"deltaLimit\x122\n" +
+	"\x15dataset_epsilon_limit\x18\x06 \x01(\x01R\x13datasetEpsilonLimit\x12.\n" +
+	"\x13dataset_delta_limit\x18\a \x01(\x01R\x11datasetDeltaLimit\x12+\n" +
+	"\x11epsilon_available\x18\b \x01(\x01R\x10epsilonAvailable\x12'\n" +
+	"\x0fdelta_available\x18\t \x01(\x01R\x0edeltaAvailable\x12\x12\n" +
+	"\x04fits\x18\n" +
+	" \x01(\bR\x04fits\"\xe0\x03\n" +
 	"\x0fProjectionQuote\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\rR\tdimension\x12)\n" +
 	"\x10dimension_chosen\x18\x02 \x01(\bR\x0fdimensionChosen\x12\x18\n" +
@@ -3523,7 +3886,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -3533,94 +3896,98 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*GetBudgetRequest)(nil),          // 5: privbo.curator.v1.GetBudgetRequest
 	(*GetBudgetResponse)(nil),         // 6: privbo.curator.v1.GetBudgetResponse
 	(*Budget)(nil),                    // 7: privbo.curator.v1.Budget
-	(*RelationBudget)(nil),            // 8: privbo.curator.v1.RelationBudget
-	(*OutputPrivacy)(nil),             // 9: privbo.curator.v1.OutputPrivacy
-	(*ReleaseProjectionRequest)(nil),  // 10: privbo.curator.v1.ReleaseProjectionRequest
-	(*ReleaseProjectionResponse)(nil), // 11: privbo.curator.v1.ReleaseProjectionResponse
-	(*ProjectionHeader)(nil),          // 12: privbo.curator.v1.ProjectionHeader
-	(*MatrixChunk)(nil),               // 13: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 14: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 15: privbo.curator.v1.QueryRequest
-	(*QueryResponse)(nil),             // 16: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 17: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 18: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 19: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 20: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 21: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 22: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 23: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 24: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 25: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 26: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 27: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 28: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 29: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 30: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 31: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 32: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 33: privbo.curator.v1.QuoteStudyResponse
-	(*ProjectionQuote)(nil),           // 34: privbo.curator.v1.ProjectionQuote
-	(*AnswersQuote)(nil),              // 35: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 36: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 37: privbo.curator.v1.DefaultStudy
-	nil,                               // 38: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 39: privbo.curator.v1.JobResult.ConstantsEntry
+	(*WholePatientBudget)(nil),        // 8: privbo.curator.v1.WholePatientBudget
+	(*RelationBudget)(nil),            // 9: privbo.curator.v1.RelationBudget
+	(*OutputPrivacy)(nil),             // 10: privbo.curator.v1.OutputPrivacy
+	(*ReleaseProjectionRequest)(nil),  // 11: privbo.curator.v1.ReleaseProjectionRequest
+	(*ReleaseProjectionResponse)(nil), // 12: privbo.curator.v1.ReleaseProjectionResponse
+	(*ProjectionHeader)(nil),          // 13: privbo.curator.v1.ProjectionHeader
+	(*MatrixChunk)(nil),               // 14: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 15: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 16: privbo.curator.v1.QueryRequest
+	(*QueryResponse)(nil),             // 17: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 18: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 19: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 20: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 21: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 22: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 23: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 24: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 25: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 26: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 27: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 28: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 29: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 30: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 31: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 32: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 33: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 34: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 35: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 36: privbo.curator.v1.ProjectionQuote
+	(*AnswersQuote)(nil),              // 37: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 38: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 39: privbo.curator.v1.DefaultStudy
+	nil,                               // 40: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 41: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
-	9,  // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
+	10, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
 	7,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
-	8,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
-	12, // 4: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
-	7,  // 7: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	17, // 8: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	7,  // 9: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	1,  // 10: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	2,  // 11: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	18, // 12: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	18, // 13: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	20, // 14: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	19, // 15: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	21, // 16: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	38, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	39, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	22, // 19: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
-	0,  // 20: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	23, // 21: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
-	0,  // 22: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	22, // 23: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	24, // 24: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	34, // 25: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	35, // 26: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	36, // 27: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	37, // 28: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	3,  // 29: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 30: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	10, // 31: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	15, // 32: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	32, // 33: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	26, // 34: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	27, // 35: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	28, // 36: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	29, // 37: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	30, // 38: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	4,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 40: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	11, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	16, // 42: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	33, // 43: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	24, // 44: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	24, // 45: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	25, // 46: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	24, // 47: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	31, // 48: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	39, // [39:49] is the sub-list for method output_type
-	29, // [29:39] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	9,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
+	8,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
+	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
+	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	15, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	7,  // 8: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
+	18, // 9: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	7,  // 10: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	1,  // 11: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	2,  // 12: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	19, // 13: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	19, // 14: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	21, // 15: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	20, // 16: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	22, // 17: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	40, // 18: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	41, // 19: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	23, // 20: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	0,  // 21: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	24, // 22: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	0,  // 23: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	23, // 24: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	25, // 25: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	36, // 26: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	37, // 27: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	38, // 28: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	39, // 29: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	35, // 30: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	3,  // 31: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 32: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	11, // 33: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	16, // 34: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	33, // 35: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	27, // 36: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	28, // 37: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	29, // 38: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	30, // 39: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	31, // 40: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	4,  // 41: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 42: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	12, // 43: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	17, // 44: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	34, // 45: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	25, // 46: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	25, // 47: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	26, // 48: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	25, // 49: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	32, // 50: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	41, // [41:51] is the sub-list for method output_type
+	31, // [31:41] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -3628,12 +3995,12 @@ func file_privbo_curator_v1_curator_proto_init() {
 	if File_privbo_curator_v1_curator_proto != nil {
 		return
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[8].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[9].OneofWrappers = []any{
 		(*ReleaseProjectionResponse_Header)(nil),
 		(*ReleaseProjectionResponse_Chunk)(nil),
 		(*ReleaseProjectionResponse_Trailer)(nil),
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[19].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[20].OneofWrappers = []any{
 		(*JobSpec_Kusner)(nil),
 		(*JobSpec_Dphypo)(nil),
 	}
@@ -3643,7 +4010,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
