@@ -180,18 +180,18 @@ func (c *Curator) legacyReleaseID(identity string, r ProjectionRequest) string {
 func guaranteeInputs(mechanism string, ds *dataset.Dataset) string {
 	sc := ds.Scaling
 	in := struct {
-		Version             int       `json:"v"`
-		Mechanism           string    `json:"mechanism"`
-		Features            []string  `json:"features"`
-		Mode                string    `json:"scaling"`
-		Private             bool      `json:"private"`
-		ClipDiameter        float64   `json:"clip_diameter_units,omitempty"`
-		ClipNorm            float64   `json:"clip,omitempty"`
-		Unit                float64   `json:"unit,omitempty"`
-		Offset              []float64 `json:"offset,omitempty"`
-		Scale               []float64 `json:"scale,omitempty"`
-		Epsilon, TargetEps  float64   `json:",omitempty"`
-		NonprivateMaxNorm   float64   `json:"max_norm,omitempty"`
+		Version            int       `json:"v"`
+		Mechanism          string    `json:"mechanism"`
+		Features           []string  `json:"features"`
+		Mode               string    `json:"scaling"`
+		Private            bool      `json:"private"`
+		ClipDiameter       float64   `json:"clip_diameter_units,omitempty"`
+		ClipNorm           float64   `json:"clip,omitempty"`
+		Unit               float64   `json:"unit,omitempty"`
+		Offset             []float64 `json:"offset,omitempty"`
+		Scale              []float64 `json:"scale,omitempty"`
+		Epsilon, TargetEps float64   `json:",omitempty"`
+		NonprivateMaxNorm  float64   `json:"max_norm,omitempty"`
 	}{Version: 2, Mechanism: mechanism, Features: ds.Features, Mode: string(sc.Mode), Private: ds.Private}
 	if ds.Private {
 		in.ClipDiameter, in.ClipNorm, in.Unit = ds.ClipDiameterUnits(), sc.ClipNorm, sc.Unit

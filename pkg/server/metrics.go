@@ -62,14 +62,14 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 	return &budgetCollector{s: s, dataset: dataset,
 		patientEps: patient("privbo_whole_patient_epsilon", "What one patient can lose, ε: every release's (ε, δ) for replacing one patient's record "+
 			"by any other, added over every relation; identity=\"\" is the dataset's total over all identities. +Inf when a release has no finite figure."),
-		patientDelta: patient("privbo_whole_patient_delta", "What one patient can lose, δ (see privbo_whole_patient_epsilon)."),
-		patientCapEps: patientCap("privbo_whole_patient_cap_epsilon", "The whole-patient cap in force, ε, by scope (identity or dataset); absent without a cap."),
+		patientDelta:    patient("privbo_whole_patient_delta", "What one patient can lose, δ (see privbo_whole_patient_epsilon)."),
+		patientCapEps:   patientCap("privbo_whole_patient_cap_epsilon", "The whole-patient cap in force, ε, by scope (identity or dataset); absent without a cap."),
 		patientCapDelta: patientCap("privbo_whole_patient_cap_delta", "The whole-patient cap in force, δ, by scope (identity or dataset); absent without a cap."),
-		spentEps:   budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
-		spentDelta: budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
-		remEps:     budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
-		remDel:     budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
-		jobs:       prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
+		spentEps:        budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
+		spentDelta:      budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
+		remEps:          budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
+		remDel:          budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
+		jobs:            prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
 	}
 }
 

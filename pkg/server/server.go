@@ -8,8 +8,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net"
