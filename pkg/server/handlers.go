@@ -148,7 +148,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Header{Header: &curatorv1.ProjectionHeader{
 		ReleaseId: p.ID, Rows: uint64(p.Rows), Cols: uint32(p.Cols), Replayed: p.Replayed,
 		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee, NoiseSd: p.NoiseSD,
-		WholePatientBounded: !p.WholePatient.Unbounded, WholePatientEpsilon: p.WholePatient.Epsilon, WholePatientDelta: p.WholePatient.Delta,
+		WholePatient: &curatorv1.WholePatientCost{Bounded: !p.WholePatient.Unbounded, Epsilon: p.WholePatient.Epsilon, Delta: p.WholePatient.Delta},
 	}}}); err != nil {
 		return err
 	}

@@ -691,6 +691,16 @@ func PatientCaps(budget, perIdentity, dataset ledger.Cost) (ledger.Cost, ledger.
 	return perIdentity, dataset
 }
 
+// LedgerLimits are the limits cfg records and enforces in the ledger: the budgets and
+// the whole-patient caps with Start's defaults filled in.
+func (cfg Config) LedgerLimits() ledger.Limits {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return cfg.limits()
+	}
+	return c.limits()
+}
+
 // limits are the ledger limits of cfg (after withDefaults).
 func (cfg Config) limits() ledger.Limits {
 	return ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget,

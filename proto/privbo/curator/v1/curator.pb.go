@@ -189,7 +189,7 @@ func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HyperparameterRange_Scale.Descriptor instead.
 func (HyperparameterRange_Scale) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type KusnerSpec_Algorithm int32
@@ -244,7 +244,7 @@ func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KusnerSpec_Algorithm.Descriptor instead.
 func (KusnerSpec_Algorithm) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type GetDatasetInfoRequest struct {
@@ -1261,14 +1261,10 @@ type ProjectionHeader struct {
 	NoiseSd float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
 	// The release's whole-patient cost as the curator's ledger recorded it: its (ε, δ)
 	// for replacing one patient's record by any other (group privacy at the clip
-	// diameter). whole_patient_bounded is false when there is no such figure (the lifted
-	// mechanism, a data-dependent scaling); curators that do not state it leave all three
-	// unset.
-	WholePatientBounded bool    `protobuf:"varint,8,opt,name=whole_patient_bounded,json=wholePatientBounded,proto3" json:"whole_patient_bounded,omitempty"`
-	WholePatientEpsilon float64 `protobuf:"fixed64,9,opt,name=whole_patient_epsilon,json=wholePatientEpsilon,proto3" json:"whole_patient_epsilon,omitempty"`
-	WholePatientDelta   float64 `protobuf:"fixed64,10,opt,name=whole_patient_delta,json=wholePatientDelta,proto3" json:"whole_patient_delta,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// diameter). Unset from curators that do not state it.
+	WholePatient  *WholePatientCost `protobuf:"bytes,8,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProjectionHeader) Reset() {
@@ -1350,23 +1346,72 @@ func (x *ProjectionHeader) GetNoiseSd() float64 {
 	return 0
 }
 
-func (x *ProjectionHeader) GetWholePatientBounded() bool {
+func (x *ProjectionHeader) GetWholePatient() *WholePatientCost {
 	if x != nil {
-		return x.WholePatientBounded
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientCost is one release's whole-patient cost (WholePatientBudget).
+type WholePatientCost struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bounded is false when the release has no finite figure (the lifted mechanism, a
+	// data-dependent scaling); epsilon and delta are then 0.
+	Bounded       bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	Epsilon       float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WholePatientCost) Reset() {
+	*x = WholePatientCost{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientCost) ProtoMessage() {}
+
+func (x *WholePatientCost) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientCost.ProtoReflect.Descriptor instead.
+func (*WholePatientCost) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WholePatientCost) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
 	}
 	return false
 }
 
-func (x *ProjectionHeader) GetWholePatientEpsilon() float64 {
+func (x *WholePatientCost) GetEpsilon() float64 {
 	if x != nil {
-		return x.WholePatientEpsilon
+		return x.Epsilon
 	}
 	return 0
 }
 
-func (x *ProjectionHeader) GetWholePatientDelta() float64 {
+func (x *WholePatientCost) GetDelta() float64 {
 	if x != nil {
-		return x.WholePatientDelta
+		return x.Delta
 	}
 	return 0
 }
@@ -1384,7 +1429,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1441,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1454,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MatrixChunk) GetFirstRow() uint64 {
@@ -1443,7 +1488,7 @@ type ProjectionTrailer struct {
 
 func (x *ProjectionTrailer) Reset() {
 	*x = ProjectionTrailer{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1500,7 @@ func (x *ProjectionTrailer) String() string {
 func (*ProjectionTrailer) ProtoMessage() {}
 
 func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1513,7 @@ func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionTrailer.ProtoReflect.Descriptor instead.
 func (*ProjectionTrailer) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProjectionTrailer) GetSha256() []byte {
@@ -1488,7 +1533,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1545,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1558,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueryRequest) GetIndices() []uint64 {
@@ -1535,7 +1580,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1592,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1605,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QueryResponse) GetObservations() []*Observation {
@@ -1590,7 +1635,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1647,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1660,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Observation) GetIndex() uint64 {
@@ -1656,7 +1701,7 @@ type HyperparameterRange struct {
 
 func (x *HyperparameterRange) Reset() {
 	*x = HyperparameterRange{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1713,7 @@ func (x *HyperparameterRange) String() string {
 func (*HyperparameterRange) ProtoMessage() {}
 
 func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1726,7 @@ func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HyperparameterRange.ProtoReflect.Descriptor instead.
 func (*HyperparameterRange) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HyperparameterRange) GetName() string {
@@ -1753,7 +1798,7 @@ type KusnerSpec struct {
 
 func (x *KusnerSpec) Reset() {
 	*x = KusnerSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1810,7 @@ func (x *KusnerSpec) String() string {
 func (*KusnerSpec) ProtoMessage() {}
 
 func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1823,7 @@ func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerSpec.ProtoReflect.Descriptor instead.
 func (*KusnerSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KusnerSpec) GetAlgorithm() KusnerSpec_Algorithm {
@@ -1887,7 +1932,7 @@ type DPSGDSettings struct {
 
 func (x *DPSGDSettings) Reset() {
 	*x = DPSGDSettings{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +1944,7 @@ func (x *DPSGDSettings) String() string {
 func (*DPSGDSettings) ProtoMessage() {}
 
 func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +1957,7 @@ func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPSGDSettings.ProtoReflect.Descriptor instead.
 func (*DPSGDSettings) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DPSGDSettings) GetLearningRate() float64 {
@@ -2001,7 +2046,7 @@ type DPHyPOSpec struct {
 
 func (x *DPHyPOSpec) Reset() {
 	*x = DPHyPOSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2013,7 +2058,7 @@ func (x *DPHyPOSpec) String() string {
 func (*DPHyPOSpec) ProtoMessage() {}
 
 func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2026,7 +2071,7 @@ func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPHyPOSpec.ProtoReflect.Descriptor instead.
 func (*DPHyPOSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DPHyPOSpec) GetSpace() []*HyperparameterRange {
@@ -2126,7 +2171,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2183,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2196,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JobSpec) GetKind() isJobSpec_Kind {
@@ -2220,7 +2265,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2277,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2290,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JobResult) GetHyperparameters() map[string]float64 {
@@ -2323,7 +2368,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2380,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2393,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Job) GetId() string {
@@ -2445,7 +2490,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2502,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2515,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -2533,7 +2578,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2545,7 +2590,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2558,7 +2603,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitJobRequest) GetIdempotencyKey() string {
@@ -2584,7 +2629,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +2641,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +2654,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2630,7 +2675,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2687,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2700,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchJobRequest) GetId() string {
@@ -2681,7 +2726,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2738,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2751,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2724,7 +2769,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2736,7 +2781,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2749,7 +2794,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
 }
 
 type ListJobsResponse struct {
@@ -2761,7 +2806,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2818,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2831,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2814,7 +2859,7 @@ type QuoteStudyRequest struct {
 
 func (x *QuoteStudyRequest) Reset() {
 	*x = QuoteStudyRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +2871,7 @@ func (x *QuoteStudyRequest) String() string {
 func (*QuoteStudyRequest) ProtoMessage() {}
 
 func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +2884,7 @@ func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyRequest.ProtoReflect.Descriptor instead.
 func (*QuoteStudyRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QuoteStudyRequest) GetDimension() uint32 {
@@ -2899,7 +2944,7 @@ type QuoteStudyResponse struct {
 
 func (x *QuoteStudyResponse) Reset() {
 	*x = QuoteStudyResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2911,7 +2956,7 @@ func (x *QuoteStudyResponse) String() string {
 func (*QuoteStudyResponse) ProtoMessage() {}
 
 func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2924,7 +2969,7 @@ func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyResponse.ProtoReflect.Descriptor instead.
 func (*QuoteStudyResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QuoteStudyResponse) GetProjection() *ProjectionQuote {
@@ -2997,7 +3042,7 @@ type WholePatientCharge struct {
 
 func (x *WholePatientCharge) Reset() {
 	*x = WholePatientCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3009,7 +3054,7 @@ func (x *WholePatientCharge) String() string {
 func (*WholePatientCharge) ProtoMessage() {}
 
 func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3022,7 +3067,7 @@ func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WholePatientCharge.ProtoReflect.Descriptor instead.
 func (*WholePatientCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WholePatientCharge) GetBounded() bool {
@@ -3129,7 +3174,7 @@ type ProjectionQuote struct {
 
 func (x *ProjectionQuote) Reset() {
 	*x = ProjectionQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3186,7 @@ func (x *ProjectionQuote) String() string {
 func (*ProjectionQuote) ProtoMessage() {}
 
 func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3199,7 @@ func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionQuote.ProtoReflect.Descriptor instead.
 func (*ProjectionQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ProjectionQuote) GetDimension() uint32 {
@@ -3279,7 +3324,7 @@ type AnswersQuote struct {
 
 func (x *AnswersQuote) Reset() {
 	*x = AnswersQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3336,7 @@ func (x *AnswersQuote) String() string {
 func (*AnswersQuote) ProtoMessage() {}
 
 func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3349,7 @@ func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
 func (*AnswersQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AnswersQuote) GetIncluded() bool {
@@ -3386,7 +3431,7 @@ type RelationCharge struct {
 
 func (x *RelationCharge) Reset() {
 	*x = RelationCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3443,7 @@ func (x *RelationCharge) String() string {
 func (*RelationCharge) ProtoMessage() {}
 
 func (x *RelationCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3456,7 @@ func (x *RelationCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
 func (*RelationCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RelationCharge) GetRelation() string {
@@ -3475,7 +3520,7 @@ type DefaultStudy struct {
 
 func (x *DefaultStudy) Reset() {
 	*x = DefaultStudy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3487,7 +3532,7 @@ func (x *DefaultStudy) String() string {
 func (*DefaultStudy) ProtoMessage() {}
 
 func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3500,7 +3545,7 @@ func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
 func (*DefaultStudy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DefaultStudy) GetProjectionEpsilon() float64 {
@@ -3640,7 +3685,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.privbo.curator.v1.ProjectionHeaderH\x00R\x06header\x126\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x1e.privbo.curator.v1.MatrixChunkH\x00R\x05chunk\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.privbo.curator.v1.ProjectionTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"\xf9\x02\n" +
+	"\x04part\"\xab\x02\n" +
 	"\x10ProjectionHeader\x12\x1d\n" +
 	"\n" +
 	"release_id\x18\x01 \x01(\tR\treleaseId\x12\x12\n" +
@@ -3649,11 +3694,12 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x121\n" +
 	"\x06budget\x18\x05 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\x12\x1c\n" +
 	"\tguarantee\x18\x06 \x01(\tR\tguarantee\x12\x19\n" +
-	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\x122\n" +
-	"\x15whole_patient_bounded\x18\b \x01(\bR\x13wholePatientBounded\x122\n" +
-	"\x15whole_patient_epsilon\x18\t \x01(\x01R\x13wholePatientEpsilon\x12.\n" +
-	"\x13whole_patient_delta\x18\n" +
-	" \x01(\x01R\x11wholePatientDelta\"[\n" +
+	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\x12H\n" +
+	"\rwhole_patient\x18\b \x01(\v2#.privbo.curator.v1.WholePatientCostR\fwholePatient\"\\\n" +
+	"\x10WholePatientCost\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\"[\n" +
 	"\vMatrixChunk\x12\x1b\n" +
 	"\tfirst_row\x18\x01 \x01(\x04R\bfirstRow\x12\x1b\n" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +
@@ -3886,7 +3932,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -3902,34 +3948,35 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*ReleaseProjectionRequest)(nil),  // 11: privbo.curator.v1.ReleaseProjectionRequest
 	(*ReleaseProjectionResponse)(nil), // 12: privbo.curator.v1.ReleaseProjectionResponse
 	(*ProjectionHeader)(nil),          // 13: privbo.curator.v1.ProjectionHeader
-	(*MatrixChunk)(nil),               // 14: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 15: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 16: privbo.curator.v1.QueryRequest
-	(*QueryResponse)(nil),             // 17: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 18: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 19: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 20: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 21: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 22: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 23: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 24: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 25: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 26: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 27: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 28: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 29: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 30: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 31: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 32: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 33: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 34: privbo.curator.v1.QuoteStudyResponse
-	(*WholePatientCharge)(nil),        // 35: privbo.curator.v1.WholePatientCharge
-	(*ProjectionQuote)(nil),           // 36: privbo.curator.v1.ProjectionQuote
-	(*AnswersQuote)(nil),              // 37: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 38: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 39: privbo.curator.v1.DefaultStudy
-	nil,                               // 40: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 41: privbo.curator.v1.JobResult.ConstantsEntry
+	(*WholePatientCost)(nil),          // 14: privbo.curator.v1.WholePatientCost
+	(*MatrixChunk)(nil),               // 15: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 16: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 17: privbo.curator.v1.QueryRequest
+	(*QueryResponse)(nil),             // 18: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 19: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 20: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 21: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 22: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 23: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 24: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 25: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 26: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 27: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 28: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 29: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 30: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 31: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 32: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 33: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 34: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 35: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 36: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 37: privbo.curator.v1.ProjectionQuote
+	(*AnswersQuote)(nil),              // 38: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 39: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 40: privbo.curator.v1.DefaultStudy
+	nil,                               // 41: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 42: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
@@ -3938,56 +3985,57 @@ var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	9,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
 	8,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
 	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	15, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	15, // 6: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
 	7,  // 8: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	18, // 9: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	7,  // 10: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	1,  // 11: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	2,  // 12: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	19, // 13: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	19, // 14: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	21, // 15: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	20, // 16: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	22, // 17: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	40, // 18: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	41, // 19: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	23, // 20: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
-	0,  // 21: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	24, // 22: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
-	0,  // 23: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	23, // 24: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	25, // 25: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	36, // 26: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	37, // 27: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	38, // 28: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	39, // 29: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	35, // 30: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
-	3,  // 31: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 32: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	11, // 33: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	16, // 34: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	33, // 35: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	27, // 36: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	28, // 37: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	29, // 38: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	30, // 39: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	31, // 40: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	4,  // 41: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 42: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	12, // 43: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	17, // 44: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	34, // 45: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	25, // 46: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	25, // 47: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	26, // 48: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	25, // 49: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	32, // 50: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	41, // [41:51] is the sub-list for method output_type
-	31, // [31:41] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	14, // 9: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
+	19, // 10: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	7,  // 11: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	1,  // 12: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	2,  // 13: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	20, // 14: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	20, // 15: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	22, // 16: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	21, // 17: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	23, // 18: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	41, // 19: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	42, // 20: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	24, // 21: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	0,  // 22: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	25, // 23: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	0,  // 24: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	24, // 25: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	26, // 26: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	37, // 27: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	38, // 28: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	39, // 29: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	40, // 30: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	36, // 31: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	3,  // 32: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 33: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	11, // 34: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	17, // 35: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	34, // 36: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	28, // 37: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	29, // 38: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	30, // 39: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	31, // 40: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	32, // 41: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	4,  // 42: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 43: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	12, // 44: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	18, // 45: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	35, // 46: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	26, // 47: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	26, // 48: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	27, // 49: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	26, // 50: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	33, // 51: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	42, // [42:52] is the sub-list for method output_type
+	32, // [32:42] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -4000,7 +4048,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 		(*ReleaseProjectionResponse_Chunk)(nil),
 		(*ReleaseProjectionResponse_Trailer)(nil),
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[20].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[21].OneofWrappers = []any{
 		(*JobSpec_Kusner)(nil),
 		(*JobSpec_Dphypo)(nil),
 	}
@@ -4010,7 +4058,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

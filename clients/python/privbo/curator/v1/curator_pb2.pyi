@@ -366,7 +366,7 @@ class OutputPrivacy(_message.Message):
     def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ...) -> None: ...
 
 class ProjectionHeader(_message.Message):
-    __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows", "whole_patient_bounded", "whole_patient_delta", "whole_patient_epsilon"]
+    __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows", "whole_patient"]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
     GUARANTEE_FIELD_NUMBER: _ClassVar[int]
@@ -374,9 +374,7 @@ class ProjectionHeader(_message.Message):
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
-    WHOLE_PATIENT_BOUNDED_FIELD_NUMBER: _ClassVar[int]
-    WHOLE_PATIENT_DELTA_FIELD_NUMBER: _ClassVar[int]
-    WHOLE_PATIENT_EPSILON_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
     budget: Budget
     cols: int
     guarantee: str
@@ -384,10 +382,8 @@ class ProjectionHeader(_message.Message):
     release_id: str
     replayed: bool
     rows: int
-    whole_patient_bounded: bool
-    whole_patient_delta: float
-    whole_patient_epsilon: float
-    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient_bounded: bool = ..., whole_patient_epsilon: _Optional[float] = ..., whole_patient_delta: _Optional[float] = ...) -> None: ...
+    whole_patient: WholePatientCost
+    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient: _Optional[_Union[WholePatientCost, _Mapping]] = ...) -> None: ...
 
 class ProjectionQuote(_message.Message):
     __slots__ = ["default_delta", "default_epsilon", "delta", "dimension", "dimension_chosen", "epsilon", "label", "mechanism", "noise_sd", "paid", "relation", "whole_patient", "whole_patient_epsilon", "whole_patient_units"]
@@ -612,6 +608,16 @@ class WholePatientCharge(_message.Message):
     epsilon_limit: float
     fits: bool
     def __init__(self, bounded: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., epsilon_available: _Optional[float] = ..., delta_available: _Optional[float] = ..., fits: bool = ...) -> None: ...
+
+class WholePatientCost(_message.Message):
+    __slots__ = ["bounded", "delta", "epsilon"]
+    BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    bounded: bool
+    delta: float
+    epsilon: float
+    def __init__(self, bounded: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
