@@ -164,7 +164,10 @@ func TestWholePatientCapAcrossRelations(t *testing.T) {
 						Identity string
 						Bounded  bool
 						Releases int64
-						Spent    struct{ Epsilon, Delta float64; EpsilonExact string `json:"epsilon_exact"` }
+						Spent    struct {
+							Epsilon, Delta float64
+							EpsilonExact   string `json:"epsilon_exact"`
+						}
 					}
 				} `json:"whole_patient"`
 				Relations []struct {
