@@ -137,3 +137,25 @@ func TestPatientCapConflicts(t *testing.T) {
 		}
 	}
 }
+
+// TestPatientCapKusnerWarning: a whole-patient cap with jobs whose training part is not
+// declared consented is warned about (every Kusner job would be refused), and not once
+// it is declared.
+func TestPatientCapKusnerWarning(t *testing.T) {
+	cfg := server.Config{Jobs: server.JobsConfig{Enabled: true}, PatientBudget: ledger.Cost{Epsilon: 10}, Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}}
+	has := func(ws []string) bool {
+		for _, w := range ws {
+			if strings.Contains(w, "every Kusner job will be refused") {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(server.Warnings(cfg)) {
+		t.Errorf("Warnings(cap, jobs) = %q, want the Kusner refusal warned about", server.Warnings(cfg))
+	}
+	cfg.Jobs.TrainingConsented = true
+	if has(server.Warnings(cfg)) {
+		t.Errorf("Warnings(cap, jobs, training consented) warns about Kusner jobs")
+	}
+}

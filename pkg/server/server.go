@@ -767,6 +767,11 @@ func Warnings(cfg Config) []string {
 			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds (Config.Data.Scaling.Schema) or the default private scaling "+
 			"unless the data are public", m))
 	}
+	if cfg.Jobs.Enabled && !cfg.Jobs.TrainingConsented && (cfg.PatientBudget.Epsilon > 0 || cfg.PatientDatasetBudget.Epsilon > 0) {
+		w = append(w, "WARNING: a whole-patient cap (Config.PatientBudget.Epsilon) with tuning jobs (Config.Jobs.Enabled): every Kusner job will be refused, "+
+			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
+			"Config.Jobs.TrainingConsented declares the training part's patients consented, if they are")
+	}
 	if cfg.Output.Mechanism != "none" {
 		return w
 	}
