@@ -228,7 +228,7 @@ func overMark(over bool) string {
 
 // patientWho names the dataset's whole-patient scope in the one-line statement.
 func patientWho(dataset string) string {
-	return "dataset " + dataset + ", all identities together, the curator's own estimates included"
+	return "dataset " + dataset + ": every release to every identity, and the curator's own estimates"
 }
 
 // patientConversions says, in the listing, how each relation's charges become

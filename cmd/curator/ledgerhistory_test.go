@@ -35,6 +35,9 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 	if p := c.Server.LimitsStart().Previous; p == nil || p.PerIdentity.Epsilon != 2 {
 		t.Fatalf("restart with --change-limits: %+v, want the previous limits 2", c.Server.LimitsStart())
 	}
+	if !strings.Contains(c.Logs.String(), "WARNING: the ledger's limits in force changed with this start") {
+		t.Errorf("the change of limits is not warned about in the log")
+	}
 	c.Stop(t)
 
 	text, _, err := captureOutput(t, func() error { return run([]string{"ledger", "--state", state, "--dataset-id", "diabetes"}) })

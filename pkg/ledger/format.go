@@ -120,9 +120,10 @@ func FormatBound(x *big.Rat) string {
 }
 
 // PatientStatement is a whole-patient total in one line a privacy officer can copy:
-// who names the scope ("dataset X, all identities together"), cap is the scope's
-// whole-patient cap (zero ε: none). For a total that is not bounded it says so and
-// why, with the sum of the releases that do have a figure.
+// who names the scope and the releases it counts ("dataset X: every release to every
+// identity, and the curator's own estimates"), cap is the scope's whole-patient cap
+// (zero ε: none). For a total that is not bounded it says so and why, with the sum of
+// the releases that do have a figure.
 func PatientStatement(who string, t PatientTotal, cap Cost) string {
 	capText := "no whole-patient cap is set"
 	if cap.Epsilon > 0 {
@@ -133,7 +134,7 @@ func PatientStatement(who string, t PatientTotal, cap Cost) string {
 			"(exact answers, a job that trains on records with no mechanism, a data-dependent scaling or the lifted mechanism); "+
 			"the others add up to ε = %s, δ = %s; %s.", who, t.Unbounded, t.Charges, FormatBound(t.Epsilon), FormatBound(t.Delta), capText)
 	}
-	return fmt.Sprintf("Whole patient (%s): no patient can lose more than ε = %s, δ = %s from everything released so far — each release's (ε, δ) "+
+	return fmt.Sprintf("Whole patient (%s): no patient can lose more than ε = %s, δ = %s from these releases — each release's (ε, δ) "+
 		"for replacing one patient's record by any other, added by basic composition over %d releases and every neighbour relation; %s.",
 		who, FormatBound(t.Epsilon), FormatBound(t.Delta), t.Charges, capText)
 }
