@@ -162,7 +162,7 @@ func TestOutputMechanismChargedOncePerIdentity(t *testing.T) {
 
 // TestExactOutputMechanismNeedsProjection: with exact answers (output privacy none) a
 // caller without a projection release cannot read the column, and one with a projection
-// reads at most 200 distinct rows.
+// reads at most 200 distinct rows, all identities together.
 func TestExactOutputMechanismNeedsProjection(t *testing.T) {
 	ctx := context.Background()
 	cur := startCurator(t, diabetesConfig(t, t.TempDir()))
@@ -179,7 +179,7 @@ func TestExactOutputMechanismNeedsProjection(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = a.Query(ctx, &curatorv1.QueryRequest{Indices: all})
-	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 200 distinct rows per identity") {
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 200 distinct rows of the dataset") {
 		t.Fatalf("exact column read past the cap: %v, want ResourceExhausted naming the cap", err)
 	}
 	resp, err := a.Query(ctx, &curatorv1.QueryRequest{Indices: all[:200]})
@@ -188,6 +188,20 @@ func TestExactOutputMechanismNeedsProjection(t *testing.T) {
 	}
 	if got := resp.GetBudget().GetEpsilonSpent(); got != 1 {
 		t.Errorf("exact answers cost ε = %g beyond the projection", got-1)
+	}
+	// The cap is the dataset's: two more identities with ε = 0.001 projections read the
+	// 200 rows already revealed, and none of the other 242.
+	for _, id := range []string{"reader2", "reader3"} {
+		b := cur.client(t, id)
+		if _, err := curatorclient.FetchProjection(ctx, b, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.001, Delta: 1e-5}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Query(ctx, &curatorv1.QueryRequest{Indices: all[200:201]}); status.Code(err) != codes.ResourceExhausted {
+			t.Errorf("%s reading a 201st row of the dataset: %v, want ResourceExhausted", id, err)
+		}
+		if _, err := b.Query(ctx, &curatorv1.QueryRequest{Indices: all[:200]}); err != nil {
+			t.Errorf("%s reading the rows already revealed: %v", id, err)
+		}
 	}
 	info, err := a.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {

@@ -12,10 +12,14 @@ import (
 // dataset cap's flags default to the identity budget's when not given; given, they must
 // be a real cap.
 var ledgerRules = map[string]cli.Rule{
-	"budget-epsilon":         cli.Positive,
-	"budget-delta":           cli.ZeroTo1,
-	"dataset-budget-epsilon": cli.Positive.Why("leave it unset for --budget-epsilon"),
-	"dataset-budget-delta":   cli.Open01.Why("leave it unset for --budget-delta; --budget-delta 0 for no δ at all"),
+	"budget-epsilon":                 cli.Positive,
+	"budget-delta":                   cli.ZeroTo1,
+	"dataset-budget-epsilon":         cli.Positive.Why("leave it unset for --budget-epsilon"),
+	"dataset-budget-delta":           cli.Open01.Why("leave it unset for --budget-delta; --budget-delta 0 for no δ at all"),
+	"patient-budget-epsilon":         cli.NonNegative.Why("0 for no whole-patient cap"),
+	"patient-budget-delta":           cli.ZeroTo1,
+	"patient-dataset-budget-epsilon": cli.NonNegative.Why("leave it unset for --patient-budget-epsilon"),
+	"patient-dataset-budget-delta":   cli.ZeroTo1,
 }
 
 // serveRules are the ranges of the flags of serve and check-config (cli.CheckFlags):

@@ -25,7 +25,8 @@ import (
 
 // budgetFlags are the flags of the limits; 'curator ledger' compares them, when
 // given, with the limits the curator recorded.
-var budgetFlags = []string{"budget-epsilon", "budget-delta", "dataset-budget-epsilon", "dataset-budget-delta"}
+var budgetFlags = []string{"budget-epsilon", "budget-delta", "dataset-budget-epsilon", "dataset-budget-delta",
+	"patient-budget-epsilon", "patient-budget-delta", "patient-dataset-budget-epsilon", "patient-dataset-budget-delta"}
 
 // printLedger is 'curator ledger': every charge, and per neighbour relation each
 // identity's spending and remainder against the limits the curator recorded when it
@@ -38,6 +39,7 @@ func printLedger(args []string) error {
 		all           bool
 		configFile    string
 		asJSON, asCSV bool
+		verify        bool
 	)
 	lf.register(fs)
 	fs.StringVar(&name, "dataset-id", "", "dataset id, as the curator's --dataset-id (required; read from --config when not given)")
@@ -46,11 +48,15 @@ func printLedger(args []string) error {
 	fs.StringVar(&configFile, "config", "", "the curator's configuration file: the ledger settings not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document with exact figures (see README) instead of tables")
 	fs.BoolVar(&asCSV, "csv", false, "print the budget per relation and identity as CSV with exact figures instead of tables")
+	fs.BoolVar(&verify, "verify", false, "check that every total the ledger keeps (per identity and relation, per relation for the dataset, "+
+		"and the whole-patient ones) equals the exact sum of its records, and print nothing else; fails when one does not")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: curator ledger --state DIR --dataset-id ID [--json | --csv] [--all]\n\n"+
-			"The limits are those the curator recorded in the ledger when it last started; budget flags\n"+
-			"(or --config) are needed only for a ledger no curator of this version has served, and are\n"+
-			"compared with the recorded limits otherwise.")
+		fmt.Fprintln(fs.Output(), "usage: curator ledger --state DIR --dataset-id ID [--json | --csv | --verify] [--all]\n\n"+
+			"First what one patient can lose (the whole-patient account, over every relation), then the\n"+
+			"limits in force and their history, every charge, and the budget per relation. The limits are\n"+
+			"those in force in the ledger (recorded by the curators that served it); budget flags (or --config)\n"+
+			"are needed only for a ledger no curator of this version has served, and are compared with the\n"+
+			"limits in force otherwise.")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
@@ -72,7 +78,7 @@ func printLedger(args []string) error {
 	if name == "" || lf.state == "" && lf.kind == "sqlite" {
 		return errors.New("curator ledger: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required")
 	}
-	lc, per, ds := lf.config()
+	lc, _, _ := lf.config()
 	if lc.Kind == "sqlite" {
 		// Reading must not create an empty ledger where none is.
 		if _, err := os.Stat(filepath.Join(lf.state, "ledger.db")); err != nil {
@@ -88,7 +94,14 @@ func printLedger(args []string) error {
 	}
 	defer store.Close()
 
-	lim, warnings, err := ledgerLimits(ctx, store, name, ledger.Limits{PerIdentity: per, Dataset: ds}, given)
+	if verify {
+		return verifyLedger(ctx, os.Stdout, store, name)
+	}
+	lim, warnings, err := ledgerLimits(ctx, store, name, lf.limits(), given)
+	if err != nil {
+		return err
+	}
+	history, err := store.LimitsHistory(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -108,18 +121,37 @@ func printLedger(args []string) error {
 	}
 	switch {
 	case asJSON:
-		return writeLedgerJSON(os.Stdout, lim, warnings, rep, entries)
+		return writeLedgerJSON(os.Stdout, lim, history, warnings, rep, entries)
 	case asCSV:
 		return writeLedgerCSV(os.Stdout, rep)
 	}
-	return writeLedgerText(os.Stdout, lim, rep, entries, all)
+	return writeLedgerText(os.Stdout, lim, history, rep, entries, all)
+}
+
+// verifyLedger is 'curator ledger --verify': every total the charges keep against the
+// exact sum of the records (ledger.Store.Verify).
+func verifyLedger(ctx context.Context, out io.Writer, store ledger.Store, dataset string) error {
+	inc, err := store.Verify(ctx, dataset)
+	if err != nil {
+		return err
+	}
+	if len(inc) == 0 {
+		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, and the whole-patient ones) "+
+			"equals the exact sum of its records\n", dataset)
+		return nil
+	}
+	for _, i := range inc {
+		fmt.Fprintln(out, "INCONSISTENT:", i)
+	}
+	return fmt.Errorf("curator ledger: %d totals of dataset %s differ from the sum of their records; the ledger's records are the account, "+
+		"so report this (its totals are recomputed from the records when the ledger is upgraded)", len(inc), dataset)
 }
 
 // reportLimits are the limits a report uses and where they come from.
 type reportLimits struct {
 	ledger.Limits
-	// Recorded is set when the curator recorded them (at RecordedAt); otherwise
-	// they are the flags' or the configuration's.
+	// Recorded is set when they are the limits in force in the ledger (since
+	// RecordedAt); otherwise they are the flags' or the configuration's.
 	Recorded   bool
 	RecordedAt time.Time
 }
@@ -143,8 +175,8 @@ func ledgerLimits(ctx context.Context, store ledger.Store, dataset string, confi
 		var w []string
 		if len(budgetGiven) > 0 && configured != rec.Limits {
 			w = append(w, fmt.Sprintf("WARNING: the budget given here (%s, from the command line, --config or the environment: %s) differs from the limits "+
-				"the curator recorded when it last started, at %s (%s); the figures below use the recorded limits, which the curator enforces "+
-				"until it is restarted with the new settings",
+				"the curator recorded when it last started, at %s (%s); the figures below use the recorded limits, the limits in force, which every curator "+
+				"sharing the ledger enforces until one starts with --change-limits",
 				strings.Join(budgetGiven, ", "), limitsText(configured), rec.Recorded.Format(time.RFC3339), limitsText(rec.Limits)))
 		}
 		return reportLimits{Limits: rec.Limits, Recorded: true, RecordedAt: rec.Recorded}, w, nil
@@ -161,9 +193,7 @@ func ledgerLimits(ctx context.Context, store ledger.Store, dataset string, confi
 		"the figures below use the budget given here (%s), which may not be what the curator enforces", dataset, limitsText(configured))}, nil
 }
 
-func limitsText(l ledger.Limits) string {
-	return fmt.Sprintf("per identity ε=%g, δ=%g; dataset ε=%g, δ=%g", l.PerIdentity.Epsilon, l.PerIdentity.Delta, l.Dataset.Epsilon, l.Dataset.Delta)
-}
+func limitsText(l ledger.Limits) string { return ledger.LimitsText(l) }
 
 // shownRows are the identities of a relation worth listing: the modelers, and the
 // curator's own records when they cost something (the private scaling estimate, which
@@ -187,15 +217,90 @@ func leftLimit(identity bool, l ledger.Limits) ledger.Cost {
 	return ledger.Cost{Epsilon: math.Min(l.PerIdentity.Epsilon, l.Dataset.Epsilon), Delta: math.Min(l.PerIdentity.Delta, l.Dataset.Delta)}
 }
 
-func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries []ledger.Receipt, all bool) error {
+// overMark ends the line of a row whose total exceeds its limit in force (a limit
+// lowered since): a last cell, so that rows within their limits end without padding.
+func overMark(over bool) string {
+	if over {
+		return "\tOVER LIMIT"
+	}
+	return ""
+}
+
+// patientWho names the dataset's whole-patient scope in the one-line statement.
+func patientWho(dataset string) string {
+	return "dataset " + dataset + ": every release to every identity, and the curator's own estimates"
+}
+
+// patientConversions says, in the listing, how each relation's charges become
+// whole-patient figures (docs/PRIVACY.md has the theorems).
+const patientConversions = "Each charge's whole-patient figure is its (ε, δ) for replacing one patient's record by any other: a projection's by group privacy " +
+	"at the clip diameter (its ρ of zCDP at that distance, converted at its δ), a release stated for adding or removing one training record by two such steps, " +
+	"a record-level release as it is; a release that protects less than a whole record (exact answers, a tuning job that trains with no mechanism) has none. " +
+	"The figures are added by basic composition, over every relation."
+
+func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, rep ledger.Report, entries []ledger.Receipt, all bool) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	// What one patient can lose, first: the figure a privacy officer copies.
+	p := rep.Patient
+	fmt.Fprintln(out, ledger.PatientStatement(patientWho(rep.Dataset), p.Dataset.Total, lim.Patient.Dataset))
+	if p.Dataset.OverLimit {
+		fmt.Fprintf(out, "OVER LIMIT: the dataset's whole-patient total is above the cap in force (releases made before it was set or lowered).\n")
+	}
+	fmt.Fprintf(out, "\nWhat one patient can lose, over every relation (%s)\n", patientConversions)
+	fmt.Fprintln(w, "IDENTITY\tEPSILON\tDELTA\tRELEASES\tNOT BOUNDED\tEPSILON LEFT\tDELTA LEFT")
+	prow := func(who string, r ledger.PatientRow) {
+		eps, del := ledger.FormatBound(r.Total.Epsilon), ledger.FormatBound(r.Total.Delta)
+		if !r.Total.Bounded() {
+			eps = "∞"
+		}
+		le, ld := "-", "-"
+		if r.Cap.Epsilon > 0 {
+			le, ld = "0", "0"
+			if r.Total.Bounded() {
+				le, ld = ledger.FormatRemaining(r.Left.Epsilon, r.Cap.Epsilon), ledger.FormatRemaining(r.Left.Delta, r.Cap.Delta)
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s%s\n", who, eps, del, r.Total.Charges, r.Total.Unbounded, le, ld, overMark(r.OverLimit))
+	}
+	for _, r := range p.Identities {
+		if !ledger.IsReserved(r.Identity) || r.Total.Epsilon.Sign() != 0 || r.Total.Delta.Sign() != 0 || !r.Total.Bounded() {
+			prow(r.Identity, r)
+		}
+	}
+	prow("(dataset)", p.Dataset)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if e, d, ok := p.Dataset.Total.ZCDP(); ok {
+		fmt.Fprintf(out, "The Gaussian projections alone are %s-zCDP together for a whole patient, ε = %s at δ = %g by zCDP composition (Bun & Steinke 2016, Lemma 2.3): "+
+			"a tighter figure for them when their (ε, δ) were not chosen after seeing earlier releases; the total above holds however they were chosen.\n",
+			ledger.FormatBound(p.Dataset.Total.Rho), roundUpText(e), d)
+	}
+
+	src := "given on the command line or in --config; no curator has recorded limits in this ledger"
+	if lim.Recorded {
+		src = "in force since " + lim.RecordedAt.Format(time.RFC3339) + ", recorded by the curator"
+	}
+	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, limitsText(lim.Limits))
+	if len(history) > 1 {
+		fmt.Fprintln(out, "History of the limits (each start records them; a start with other limits changes them only with --change-limits):")
+		for i, h := range history {
+			mark := ""
+			if i == len(history)-1 {
+				mark = "  ← in force"
+			}
+			fmt.Fprintf(out, "  %s to %s (%d starts): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), h.Starts, limitsText(h.Limits), mark)
+		}
+	}
+
+	fmt.Fprintln(out)
 	fmt.Fprintln(w, ledgerEntriesHeader)
 	free := 0
 	for _, e := range entries {
 		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
 			continue // the curator's own records, not releases
 		}
-		if !all && e.Cost == (ledger.Cost{}) {
+		if !all && e.Cost == (ledger.Cost{}) && !e.Patient.Unbounded {
 			free++
 			continue
 		}
@@ -207,12 +312,7 @@ func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries
 	if free > 0 {
 		fmt.Fprintf(out, "(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
 	}
-	src := "given on the command line or in --config; no curator has recorded limits in this ledger"
-	if lim.Recorded {
-		src = "recorded by the curator when it started, " + lim.RecordedAt.Format(time.RFC3339)
-	}
-	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, limitsText(lim.Limits))
-	fmt.Fprintf(out, "LEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent; --json or --csv give them exactly).\n", ledger.DisplayDigits)
+	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
 	// One table per neighbour relation: guarantees stated under different relations
 	// are never summed (see package ledger).
 	for _, rr := range rep.Relations {
@@ -224,8 +324,8 @@ func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries
 		fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
 		line := func(who string, r ledger.ReportRow, identity bool) {
 			l := leftLimit(identity, lim.Limits)
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta),
-				ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta),
+				ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta), overMark(r.OverLimit))
 		}
 		for _, r := range rows {
 			line(r.Identity, r, true)
@@ -236,6 +336,15 @@ func writeLedgerText(out io.Writer, lim reportLimits, rep ledger.Report, entries
 		}
 	}
 	return nil
+}
+
+// roundUpText prints ε rounded up to three significant digits.
+func roundUpText(e float64) string {
+	if e == 0 || math.IsInf(e, 0) || math.IsNaN(e) {
+		return strconv.FormatFloat(e, 'g', -1, 64)
+	}
+	p := math.Pow(10, math.Floor(math.Log10(e))-2)
+	return strconv.FormatFloat(math.Ceil(e/p)*p, 'g', 3, 64)
 }
 
 // floatDown is r as a float64 rounded toward zero, so that a remainder read as a
@@ -274,10 +383,12 @@ type jsonRow struct {
 	// OwnLeft the identity's remainder before the cap.
 	Left    jsonCost  `json:"left"`
 	OwnLeft *jsonCost `json:"own_left,omitempty"`
+	// OverLimit: spent is above the row's own limit in force (lowered since).
+	OverLimit bool `json:"over_limit"`
 }
 
 func rowJSON(r ledger.ReportRow, identity bool) jsonRow {
-	j := jsonRow{Identity: r.Identity, Charges: r.Charges, Spent: spentCost(r.Spent), Left: leftCost(r.Left)}
+	j := jsonRow{Identity: r.Identity, Charges: r.Charges, Spent: spentCost(r.Spent), Left: leftCost(r.Left), OverLimit: r.OverLimit}
 	if identity {
 		own := leftCost(r.OwnLeft)
 		j.OwnLeft = &own
@@ -286,10 +397,82 @@ func rowJSON(r ledger.ReportRow, identity bool) jsonRow {
 }
 
 type jsonLimits struct {
-	Source      string      `json:"source"` // "recorded" or "flags"
+	Source      string      `json:"source,omitempty"` // "recorded" or "flags"
 	RecordedAt  *time.Time  `json:"recorded_at,omitempty"`
 	PerIdentity ledger.Cost `json:"per_identity"`
 	Dataset     ledger.Cost `json:"dataset"`
+	// The whole-patient caps (ε 0: no cap).
+	PatientPerIdentity ledger.Cost `json:"whole_patient_per_identity"`
+	PatientDataset     ledger.Cost `json:"whole_patient_dataset"`
+	// For an entry of the history: the last start that found them in force, and how
+	// many starts recorded or found them.
+	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
+	Starts      int64      `json:"starts,omitempty"`
+}
+
+func limitsJSON(l ledger.Limits) jsonLimits {
+	return jsonLimits{PerIdentity: l.PerIdentity, Dataset: l.Dataset, PatientPerIdentity: l.Patient.PerIdentity, PatientDataset: l.Patient.Dataset}
+}
+
+// jsonPatient is the whole-patient account: what one patient can lose, over every
+// relation, by identity and for the dataset.
+type jsonPatient struct {
+	// Statement is the dataset's figure in one line, for people.
+	Statement   string           `json:"statement"`
+	Conversions string           `json:"conversions"`
+	Dataset     jsonPatientRow   `json:"dataset"`
+	Identities  []jsonPatientRow `json:"identities"`
+}
+
+type jsonPatientRow struct {
+	Identity string `json:"identity,omitempty"`
+	// Bounded is false when NotBounded releases have no finite figure: Spent then
+	// sums the others only, and the total is not bounded.
+	Bounded    bool     `json:"bounded"`
+	Releases   int64    `json:"releases"`
+	NotBounded int64    `json:"not_bounded"`
+	Spent      jsonCost `json:"spent"`
+	// Cap is the whole-patient cap of the row (absent: none); Left what it leaves.
+	Cap       *ledger.Cost `json:"cap,omitempty"`
+	Left      *jsonCost    `json:"left,omitempty"`
+	OverLimit bool         `json:"over_limit"`
+	// ZCDP: the Gaussian projections alone, Σρ and its conversion at their summed δ
+	// (valid when their parameters were not chosen adaptively).
+	ZCDP *jsonZCDP `json:"zcdp,omitempty"`
+}
+
+type jsonZCDP struct {
+	Rho      float64 `json:"rho"`
+	RhoExact string  `json:"rho_exact"`
+	Epsilon  float64 `json:"epsilon"`
+	Delta    float64 `json:"delta"`
+}
+
+func patientRowJSON(r ledger.PatientRow) jsonPatientRow {
+	t := r.Total
+	j := jsonPatientRow{Identity: r.Identity, Bounded: t.Bounded(), Releases: t.Charges, NotBounded: t.Unbounded,
+		Spent: spentCost(ledger.ExactCost{Epsilon: t.Epsilon, Delta: t.Delta}), OverLimit: r.OverLimit}
+	if r.Cap.Epsilon > 0 {
+		c := r.Cap
+		j.Cap = &c
+		if t.Bounded() {
+			l := leftCost(r.Left)
+			j.Left = &l
+		}
+	}
+	if e, d, ok := t.ZCDP(); ok {
+		rho, _ := t.Rho.Float64()
+		j.ZCDP = &jsonZCDP{Rho: rho, RhoExact: t.Rho.RatString(), Epsilon: e, Delta: d}
+	}
+	return j
+}
+
+// jsonWholePatient is an entry's whole-patient cost.
+type jsonWholePatient struct {
+	Bounded bool    `json:"bounded"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	Rho     float64 `json:"rho,omitempty"`
 }
 
 type jsonRelation struct {
@@ -301,30 +484,46 @@ type jsonRelation struct {
 }
 
 type jsonEntry struct {
-	Time        time.Time       `json:"time"`
-	Identity    string          `json:"identity"`
-	Kind        string          `json:"kind"`
-	Relation    ledger.Relation `json:"relation"`
-	Epsilon     float64         `json:"epsilon"`
-	Delta       float64         `json:"delta"`
-	Key         string          `json:"key"`
-	Description string          `json:"description"`
+	Time         time.Time        `json:"time"`
+	Identity     string           `json:"identity"`
+	Kind         string           `json:"kind"`
+	Relation     ledger.Relation  `json:"relation"`
+	Epsilon      float64          `json:"epsilon"`
+	Delta        float64          `json:"delta"`
+	WholePatient jsonWholePatient `json:"whole_patient"`
+	Key          string           `json:"key"`
+	Description  string           `json:"description"`
 }
 
 type jsonLedger struct {
-	DatasetID string         `json:"dataset_id"`
-	Limits    jsonLimits     `json:"limits"`
-	Warnings  []string       `json:"warnings"`
-	Relations []jsonRelation `json:"relations"`
-	Entries   []jsonEntry    `json:"entries"`
+	DatasetID string `json:"dataset_id"`
+	// WholePatient comes first: what one patient can lose.
+	WholePatient  jsonPatient    `json:"whole_patient"`
+	Limits        jsonLimits     `json:"limits"`
+	LimitsHistory []jsonLimits   `json:"limits_history"`
+	Warnings      []string       `json:"warnings"`
+	Relations     []jsonRelation `json:"relations"`
+	Entries       []jsonEntry    `json:"entries"`
 }
 
-func writeLedgerJSON(out io.Writer, lim reportLimits, warnings []string, rep ledger.Report, entries []ledger.Receipt) error {
+func writeLedgerJSON(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, warnings []string, rep ledger.Report, entries []ledger.Receipt) error {
 	doc := jsonLedger{DatasetID: rep.Dataset, Warnings: append([]string{}, warnings...), Relations: []jsonRelation{}, Entries: []jsonEntry{},
-		Limits: jsonLimits{Source: "flags", PerIdentity: lim.PerIdentity, Dataset: lim.Dataset}}
+		Limits: limitsJSON(lim.Limits), LimitsHistory: []jsonLimits{}}
+	doc.Limits.Source = "flags"
 	if lim.Recorded {
 		at := lim.RecordedAt
 		doc.Limits.Source, doc.Limits.RecordedAt = "recorded", &at
+	}
+	for _, h := range history {
+		j := limitsJSON(h.Limits)
+		rec, conf := h.Recorded, h.Confirmed
+		j.RecordedAt, j.ConfirmedAt, j.Starts = &rec, &conf, h.Starts
+		doc.LimitsHistory = append(doc.LimitsHistory, j)
+	}
+	doc.WholePatient = jsonPatient{Statement: ledger.PatientStatement(patientWho(rep.Dataset), rep.Patient.Dataset.Total, lim.Patient.Dataset),
+		Conversions: patientConversions, Dataset: patientRowJSON(rep.Patient.Dataset), Identities: []jsonPatientRow{}}
+	for _, r := range rep.Patient.Identities {
+		doc.WholePatient.Identities = append(doc.WholePatient.Identities, patientRowJSON(r))
 	}
 	for _, rr := range rep.Relations {
 		jr := jsonRelation{Relation: rr.Relation, Includes: []ledger.Relation{}, Dataset: rowJSON(rr.Dataset, false), Identities: []jsonRow{}}
@@ -343,18 +542,24 @@ func writeLedgerJSON(out io.Writer, lim reportLimits, warnings []string, rep led
 			continue
 		}
 		doc.Entries = append(doc.Entries, jsonEntry{Time: e.Created.UTC(), Identity: e.Identity, Kind: e.Kind, Relation: e.Relation,
-			Epsilon: e.Cost.Epsilon, Delta: e.Cost.Delta, Key: e.Key, Description: e.Description})
+			Epsilon: e.Cost.Epsilon, Delta: e.Cost.Delta, Key: e.Key, Description: e.Description,
+			WholePatient: jsonWholePatient{Bounded: !e.Patient.Unbounded, Epsilon: e.Patient.Epsilon, Delta: e.Patient.Delta, Rho: e.Patient.Rho}})
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(doc)
 }
 
-// ledgerCSVHeader heads 'curator ledger --csv': one row per relation and identity,
-// and one for the dataset (scope "dataset", empty identity).
+// ledgerCSVHeader heads 'curator ledger --csv': first the whole-patient rows (relation
+// "whole-patient": what one patient can lose, over every relation; epsilon "+Inf" when
+// not bounded, left empty without a cap), then one row per relation and identity, and
+// one for the dataset (scope "dataset", empty identity).
 var ledgerCSVHeader = []string{"relation", "scope", "identity", "charges",
 	"epsilon_spent", "delta_spent", "epsilon_left", "delta_left",
-	"epsilon_spent_exact", "delta_spent_exact", "epsilon_left_exact", "delta_left_exact"}
+	"epsilon_spent_exact", "delta_spent_exact", "epsilon_left_exact", "delta_left_exact", "over_limit", "not_bounded"}
+
+// csvWholePatient labels the whole-patient rows of the CSV.
+const csvWholePatient = "whole-patient"
 
 func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
 	w := csv.NewWriter(out)
@@ -362,10 +567,34 @@ func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
 		return err
 	}
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	prow := func(scope string, r ledger.PatientRow) error {
+		j := patientRowJSON(r)
+		se, sd, see, sde := g(j.Spent.Epsilon), g(j.Spent.Delta), j.Spent.EpsilonExact, j.Spent.DeltaExact
+		if !j.Bounded {
+			se, see = "+Inf", "+Inf"
+		}
+		var le, ld, lee, lde string
+		if j.Left != nil {
+			le, ld, lee, lde = g(j.Left.Epsilon), g(j.Left.Delta), j.Left.EpsilonExact, j.Left.DeltaExact
+		} else if j.Cap != nil {
+			le, ld, lee, lde = "0", "0", "0", "0"
+		}
+		return w.Write([]string{csvWholePatient, scope, r.Identity, strconv.FormatInt(j.Releases, 10),
+			se, sd, le, ld, see, sde, lee, lde, strconv.FormatBool(j.OverLimit), strconv.FormatInt(j.NotBounded, 10)})
+	}
+	for _, r := range rep.Patient.Identities {
+		if err := prow(ledger.ScopeIdentity, r); err != nil {
+			return err
+		}
+	}
+	if err := prow(ledger.ScopeDataset, rep.Patient.Dataset); err != nil {
+		return err
+	}
 	row := func(rel ledger.Relation, scope string, r ledger.ReportRow) error {
 		s, l := spentCost(r.Spent), leftCost(r.Left)
 		return w.Write([]string{string(rel), scope, r.Identity, strconv.Itoa(r.Charges),
-			g(s.Epsilon), g(s.Delta), g(l.Epsilon), g(l.Delta), s.EpsilonExact, s.DeltaExact, l.EpsilonExact, l.DeltaExact})
+			g(s.Epsilon), g(s.Delta), g(l.Epsilon), g(l.Delta), s.EpsilonExact, s.DeltaExact, l.EpsilonExact, l.DeltaExact,
+			strconv.FormatBool(r.OverLimit), "0"})
 	}
 	for _, rr := range rep.Relations {
 		for _, r := range rr.Identities {

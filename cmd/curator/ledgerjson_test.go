@@ -191,8 +191,19 @@ func TestLedgerJSONAfterReleases(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV output does not parse: %v\n%s", err, csvOut)
 	}
-	want := 1
+	want := 1 + len(doc.WholePatient.Identities) + 1
 	exactJSON := map[string]string{}
+	if len(recs) < want {
+		t.Fatalf("CSV has %d rows, fewer than the header and the whole-patient rows:\n%s", len(recs), csvOut)
+	}
+	// The whole-patient rows come first; their exact spent ε is the JSON's.
+	for i, row := range append(append([]jsonPatientRow{}, doc.WholePatient.Identities...), doc.WholePatient.Dataset) {
+		if r := recs[1+i]; r[0] != "whole-patient" || r[2] != row.Identity || r[8] != row.Spent.EpsilonExact {
+			t.Errorf("CSV row %d = %v, want the whole-patient row of %q with ε %s", 1+i, r, row.Identity, row.Spent.EpsilonExact)
+		}
+	}
+	recs = append(recs[:1], recs[1+len(doc.WholePatient.Identities)+1:]...)
+	want -= len(doc.WholePatient.Identities) + 1
 	for _, rr := range doc.Relations {
 		want += len(rr.Identities) + 1
 		exactJSON[string(rr.Relation)+"/"] = rr.Dataset.Left.EpsilonExact

@@ -8,8 +8,9 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// ledgerEntriesHeader heads the charges listed by 'curator ledger'.
-const ledgerEntriesHeader = "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tKEY\tDESCRIPTION"
+// ledgerEntriesHeader heads the charges listed by 'curator ledger': each charge's
+// (ε, δ) under its own relation, then its whole-patient figure.
+const ledgerEntriesHeader = "TIME\tIDENTITY\tKIND\tRELATION\tEPSILON\tDELTA\tWHOLE PATIENT\tKEY\tDESCRIPTION"
 
 // maxListedDescription bounds the description shown per charge (a job's is its whole
 // specification); the ledger keeps it in full.
@@ -23,5 +24,14 @@ func ledgerEntryLine(e ledger.Receipt) string {
 	if r := []rune(d); len(r) > maxListedDescription {
 		d = string(r[:maxListedDescription-1]) + "…"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%g\t%g\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta, e.Key, d)
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%g\t%g\t%s\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta,
+		patientCell(e.Patient), e.Key, d)
+}
+
+// patientCell is a charge's whole-patient figure in a listing.
+func patientCell(p ledger.PatientCost) string {
+	if p.Unbounded {
+		return "NOT BOUNDED"
+	}
+	return fmt.Sprintf("ε=%s δ=%g", roundUpText(p.Epsilon), p.Delta)
 }

@@ -107,6 +107,7 @@ type ledgerFlags struct {
 	kind, dsn, schema          string
 	epsilon, delta             float64
 	datasetEpsilon, datasetDel float64
+	patient, patientDataset    ledger.Cost
 }
 
 func (l *ledgerFlags) register(fs *flag.FlagSet) {
@@ -118,6 +119,12 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.delta, "budget-delta", server.DefaultBudgetDelta, "privacy budget δ of each modeler identity: small against 1/n (the number of records); 0 allows only pure ε-DP releases and refuses the default Gaussian projection (warned about)")
 	fs.Float64Var(&l.datasetEpsilon, "dataset-budget-epsilon", 0, "ε cap over all identities together (default: --budget-epsilon)")
 	fs.Float64Var(&l.datasetDel, "dataset-budget-delta", 0, "δ cap over all identities together (default: --budget-delta)")
+	fs.Float64Var(&l.patient.Epsilon, "patient-budget-epsilon", 0, "cap on what one patient can lose to one identity, over every relation: the ε of its whole-patient total "+
+		"(each release's (ε, δ) for replacing one patient's record by any other, added up); 0: no cap, the default (at the default unit one projection at ε=1 costs a whole patient ε≈134: "+
+		"see docs/PRIVACY.md, and --scaling '...;unit=50' for releases whose ε is the whole patient's); a cap refuses releases with no finite whole-patient figure")
+	fs.Float64Var(&l.patient.Delta, "patient-budget-delta", 0, "δ of the whole-patient cap of each identity (default: --budget-delta)")
+	fs.Float64Var(&l.patientDataset.Epsilon, "patient-dataset-budget-epsilon", 0, "cap on what one patient can lose to all identities together (and the curator's own estimates): ε (default: --patient-budget-epsilon)")
+	fs.Float64Var(&l.patientDataset.Delta, "patient-dataset-budget-delta", 0, "δ of the whole-patient cap of the dataset (default: the per-identity cap's)")
 }
 
 func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
@@ -130,6 +137,13 @@ func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
 		ds.Delta = l.delta
 	}
 	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
+}
+
+// limits are the ledger limits the flags set, with the defaults serve fills in.
+func (l *ledgerFlags) limits() ledger.Limits {
+	_, per, ds := l.config()
+	p, pd := server.PatientCaps(per, l.patient, l.patientDataset)
+	return ledger.Limits{PerIdentity: per, Dataset: ds, Patient: ledger.PatientLimits{PerIdentity: p, Dataset: pd}}
 }
 
 // serveFlags are the flags of serve and check-config.
@@ -155,6 +169,8 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	cfg := &f.cfg
 	f.lf.register(fs)
+	fs.BoolVar(&cfg.ChangeLimits, "change-limits", false, "make this start's budget flags the limits in force when they differ from those the ledger records "+
+		"(every curator sharing the ledger enforces them from its next charge; curator ledger lists the change); without it such a start is refused")
 	fs.StringVar(&f.configFile, "config", "", "configuration file: TOML whose keys are the flags' names, flag-name = value (arrays are joined by commas); flags and PRIVBO_CURATOR_* environment variables override it")
 	fs.StringVar(&cfg.DataPath, "data", "", "CSV file with a header row (required)")
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
@@ -179,7 +195,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target for private outputs; overrides the schema's target line")
 	fs.Float64Var(&cfg.DefaultStudy.Epsilon, "study-epsilon", 0, fmt.Sprintf("ε of the default study's projection, quoted to modelers that name none (default %g)", curator.DefaultStudyEpsilon))
 	fs.Float64Var(&cfg.DefaultStudy.Delta, "study-delta", 0, "δ of the default study's projection (default: the share of the δ budgets that holds as many default studies as the ε budgets)")
-	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows answered exactly to one identity")
+	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows of the dataset answered exactly, to all identities together")
 	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
@@ -220,6 +236,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
 	fs.Float64Var(&cfg.Jobs.BoundsEpsilon, "job-bounds-epsilon", 0, "DP-HyPO jobs with the built-in learner, when the schema gives no public bounds for every feature: ε each job spends estimating them privately (added to its cost); 0 refuses such jobs")
 	fs.IntVar(&cfg.Jobs.Classes, "job-classes", 0, "tuning jobs: the public number K of classes of the target's labels 0 … K−1 (0: from the schema's target line — its categories, or bounds [0, K−1] — else 2, 0/1 labels)")
+	fs.BoolVar(&cfg.Jobs.TrainingConsented, "job-training-consented", false, "declare that every patient of the tuning jobs' training part consented to their records being used "+
+		"without a privacy guarantee (or that the part is public): Kusner jobs, which train on it with no mechanism, then have a whole-patient figure for the patients they do protect; "+
+		"without it their whole-patient figure is not bounded and a whole-patient cap refuses them")
 	fs.StringVar((*string)(&cfg.Jobs.Preprocessing), "job-preprocessing", "", "DP-HyPO's built-in learner: bounded (default: public schema bounds or private estimates) or standardise-nonprivate (no privacy guarantee)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
@@ -273,6 +292,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.Data.Scaling = sc
 	cfg.StateDir = f.lf.state
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
+	cfg.PatientBudget, cfg.PatientDatasetBudget = f.lf.patient, f.lf.patientDataset
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
 	if f.outMech == "none" && !f.set["output-epsilon"] {
 		cfg.Output.Epsilon = 0 // the default ε is that of private answers
@@ -418,6 +438,14 @@ func serve(args []string) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if p := srv.LimitsStart().Previous; p != nil {
+		fmt.Fprintf(os.Stderr, "curator: WARNING: the ledger's limits in force changed with this start (--change-limits): they were %s since %s and are now %s; "+
+			"every curator sharing the ledger enforces them from its next charge, and curator ledger marks spending above a lowered limit OVER LIMIT\n",
+			ledger.LimitsText(p.Limits), p.Recorded.Format(time.RFC3339), ledger.LimitsText(srv.LimitsStart().InForce.Limits))
+	}
+	for _, line := range srv.PatientStatement() {
+		fmt.Fprintln(os.Stderr, "curator:", flagText(line))
 	}
 	study := srv.DefaultStudy()
 	fmt.Fprintln(os.Stderr, "curator:", flagText(study.Statement()))

@@ -121,10 +121,11 @@ type Curator struct {
 
 	// paid holds the identities known to have paid the answers' one charge
 	// (chargeAnswers); exact holds what limits exact answers per identity.
-	paidMu  sync.Mutex
-	paid    map[string]bool
-	exactMu sync.Mutex
-	exact   map[string]*exactState
+	paidMu    sync.Mutex
+	paid      map[string]bool
+	exactMu   sync.Mutex
+	exact     map[string]*exactState
+	exactRows exactRows
 
 	// study is the default study, sized at its first use (DefaultStudy).
 	studyMu sync.Mutex
@@ -137,6 +138,9 @@ type Curator struct {
 	// computeHook, when set (tests), is called as a new release's computation starts,
 	// once its memory is admitted.
 	computeHook func()
+	// inputs is what every projection's guarantee depends on besides its request
+	// (guaranteeInputs), part of its release id.
+	inputs string
 }
 
 type balanceKey struct {
@@ -234,6 +238,7 @@ func New(cfg Config) (*Curator, error) {
 		balances: make(map[balanceKey]ledger.Balance),
 		paid:     make(map[string]bool),
 		exact:    make(map[string]*exactState),
+		inputs:   guaranteeInputs(cfg.ProjectionMechanism, cfg.Dataset),
 	}
 	return c, nil
 }
@@ -257,7 +262,8 @@ type Info struct {
 	// OutputGuarantee states that guarantee, or that there is none.
 	OutputRelation  ledger.Relation
 	OutputGuarantee string
-	// ExactAnswersMaxRows is the most distinct rows answered exactly to one identity
+	// ExactAnswersMaxRows is the most distinct rows of the dataset answered exactly, to
+	// all identities together
 	// (0: no limit, or outputs are private).
 	ExactAnswersMaxRows int
 	// Guarantee is the whole statement, projection and answers, in plain words.
@@ -286,7 +292,7 @@ func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
 		Guarantee:           c.GuaranteeStatement(),
 	}
 	if c.out.exact() {
-		info.ExactAnswersMaxRows = c.cfg.ExactAnswers.MaxRowsPerIdentity
+		info.ExactAnswersMaxRows = c.cfg.ExactAnswers.MaxRows
 	}
 	return info, nil
 }
@@ -318,16 +324,28 @@ func (c *Curator) account(identity string) ledger.Account {
 	return ledger.Account{Dataset: c.cfg.DatasetID, Identity: identity}
 }
 
-// releasePart is one charge of a release: its relation and cost.
+// releasePart is one charge of a release: its relation, cost and whole-patient cost.
 type releasePart struct {
-	rel  ledger.Relation
-	cost ledger.Cost
+	rel     ledger.Relation
+	cost    ledger.Cost
+	patient ledger.PatientCost
+}
+
+// chargePart is the releasePart of a charge (its whole-patient cost the one it states,
+// or the ledger's default for its relation).
+func chargePart(ch ledger.Charge) releasePart {
+	p := ledger.DefaultPatientCost(ch.Relation, ch.Cost)
+	if ch.Patient != nil {
+		p = *ch.Patient
+	}
+	return releasePart{rel: ch.Relation, cost: ch.Cost, patient: p}
 }
 
 // ensureAffordable refuses, before any data is touched, releases (one, or several paid
 // together: a projection with its answers) whose costs exceed what remains in any
 // relation they count towards (rel.CountsTowards: a record-level release also spends
-// feature-unit budget), the costs of the parts counting towards a relation summed. The
+// feature-unit budget), the costs of the parts counting towards a relation summed, or
+// whose summed whole-patient costs exceed what the whole-patient caps leave. The
 // atomic charge after the computation is what enforces the budget; this check only
 // avoids computing releases that would be refused.
 func (c *Curator) ensureAffordable(ctx context.Context, identity string, parts ...releasePart) error {
@@ -341,6 +359,50 @@ func (c *Curator) ensureAffordable(ctx context.Context, identity string, parts .
 		}
 		if err := refusal(bal, s.cost); err != nil {
 			return err
+		}
+	}
+	_, err := c.patientCheck(ctx, identity, parts)
+	return err
+}
+
+// patientCheck returns the whole-patient balance of identity and the refusal of parts
+// by the whole-patient caps in force (nil if they fit, or there is no cap).
+func (c *Curator) patientCheck(ctx context.Context, identity string, parts []releasePart) (ledger.PatientBalance, error) {
+	pb, err := c.ledger.PatientBalance(ctx, c.account(identity))
+	if err != nil {
+		return pb, fmt.Errorf("curator: %w", err)
+	}
+	return pb, patientRefusal(pb, patientSum(parts))
+}
+
+// patientSum is the summed whole-patient cost of parts (basic composition).
+func patientSum(parts []releasePart) ledger.PatientCost {
+	var sum ledger.PatientCost
+	for _, p := range parts {
+		if p.patient.Unbounded {
+			return ledger.Unbounded
+		}
+		sum.Epsilon += p.patient.Epsilon
+		sum.Delta += p.patient.Delta
+	}
+	return sum
+}
+
+// patientRefusal is the *ledger.BudgetError of a charge of whole-patient cost p that
+// the caps of pb cannot pay, nil if they can (ledger.FitsRemaining) or there are none.
+func patientRefusal(pb ledger.PatientBalance, p ledger.PatientCost) error {
+	for _, s := range []struct {
+		scope string
+		cap   ledger.Cost
+		have  ledger.PatientTotal
+		left  ledger.Cost
+	}{{ledger.ScopeIdentity, pb.Limits.PerIdentity, pb.IdentityTotal, pb.Remaining}, {ledger.ScopeDataset, pb.Limits.Dataset, pb.DatasetTotal, pb.DatasetRemaining}} {
+		if s.cap.Epsilon == 0 || !p.Unbounded && p.Epsilon == 0 && p.Delta == 0 {
+			continue
+		}
+		if p.Unbounded || !s.have.Bounded() || !ledger.FitsRemaining(p.Cost(), s.left, s.cap) {
+			return &ledger.BudgetError{Scope: s.scope, Account: pb.Account, Relation: ledger.RelationRecord, WholePatient: true,
+				Unbounded: p.Unbounded, Requested: p.Cost(), Remaining: s.left, Limit: s.cap}
 		}
 	}
 	return nil

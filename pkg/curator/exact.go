@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/privbo/privbo/pkg/ledger"
@@ -12,10 +14,14 @@ import (
 // ExactAnswerLimits restrict exact answers (output privacy "none"), which are not a
 // private release at all: every one of them reveals one record's value as it is.
 type ExactAnswerLimits struct {
-	// MaxRowsPerIdentity is the most distinct rows answered to one identity; a query
-	// that would go beyond it is refused (rows already answered are replayed at no
-	// cost). 0: no limit.
-	MaxRowsPerIdentity int
+	// MaxRows is the most distinct rows of the dataset answered exactly, to all
+	// identities together: what is revealed exactly cannot be revealed less by being
+	// told to several identities, and identities are cheap to come by, so a cap per
+	// identity would bound nothing (n identities read n times the cap). A query that
+	// would go beyond it is refused (rows already answered to the identity are
+	// replayed at no cost; a row answered to another identity does not count again).
+	// 0: no limit.
+	MaxRows int
 	// RequireProjection refuses exact answers to identities that hold no projection
 	// release: a study needs the projection first, and a caller that only queries is
 	// reading the target column.
@@ -26,22 +32,25 @@ type ExactAnswerLimits struct {
 var (
 	// ErrNeedProjection: the identity holds no projection release.
 	ErrNeedProjection = errors.New("exact answers need a projection release first")
-	// ErrExactRowLimit: the identity reached the cap on distinct rows answered.
+	// ErrExactRowLimit: the dataset reached the cap on distinct rows answered exactly.
 	ErrExactRowLimit = errors.New("exact-answer row limit reached")
 )
 
 // ExactRowLimitError is the refusal of exact answers past the cap on distinct rows per
 // identity (ExactAnswerLimits.MaxRowsPerIdentity); it matches ErrExactRowLimit.
 type ExactRowLimitError struct {
+	// Identity asked for the rows.
 	Identity string
-	// Limit is the cap; Answered the distinct rows this identity has received, Requested
-	// the new rows it asked for.
+	// Limit is the cap on distinct rows of the dataset answered exactly, to all
+	// identities together; Answered the distinct rows answered so far, Requested the
+	// new rows the query asked for.
 	Limit, Answered, Requested int
 }
 
 func (e *ExactRowLimitError) Error() string {
-	return fmt.Sprintf("curator: %v: this curator releases exact, unprotected answers (output privacy none) for at most %d distinct rows per identity; "+
-		"identity %q has received %d and asked for %d more (rows already answered are replayed at no cost)", ErrExactRowLimit, e.Limit, e.Identity, e.Answered, e.Requested)
+	return fmt.Sprintf("curator: %v: this curator releases exact, unprotected answers (output privacy none) for at most %d distinct rows of the dataset, "+
+		"to all identities together; %d have been answered and the query asks for %d more (rows already answered to the caller are replayed at no cost)",
+		ErrExactRowLimit, e.Limit, e.Answered, e.Requested)
 }
 
 // Unwrap makes the error match ErrExactRowLimit.
@@ -49,8 +58,8 @@ func (e *ExactRowLimitError) Unwrap() error { return ErrExactRowLimit }
 
 // checkExact refuses settings New does not accept for exact answers.
 func checkExact(cfg Config) error {
-	if cfg.ExactAnswers.MaxRowsPerIdentity < 0 {
-		return fmt.Errorf("curator: the exact-answer row limit must be ≥ 0, got %d", cfg.ExactAnswers.MaxRowsPerIdentity)
+	if cfg.ExactAnswers.MaxRows < 0 {
+		return fmt.Errorf("curator: the exact-answer row limit must be ≥ 0, got %d", cfg.ExactAnswers.MaxRows)
 	}
 	exact := cfg.Output.normalised().Mechanism == "none"
 	if exact && cfg.Evaluation.mode() == EvaluateProgram && !cfg.AllowExactProgramAnswers {
@@ -64,7 +73,12 @@ func checkExact(cfg Config) error {
 type exactState struct {
 	loaded     bool
 	projection bool
-	rows       int // distinct rows answered (records query/I), reserved ones included
+}
+
+// exactRows is what this process knows of the rows answered exactly on the dataset.
+type exactRows struct {
+	loaded bool
+	rows   map[int]bool // answered, or reserved by a request in flight
 }
 
 // noteProjection records that identity holds a projection release.
@@ -77,17 +91,18 @@ func (c *Curator) noteProjection(identity string) {
 }
 
 // admitExact checks, before anything is evaluated, that identity may receive exact
-// answers for n rows it was never answered, and reserves them. The returned function
-// gives back the reservations not used (rows that failed, or that a concurrent request
-// released first). The counts come from the ledger once per identity and process, then
-// from this process's releases: replicas sharing one ledger each enforce the limit on
-// what they know, so together they may exceed it by what the others released since.
-func (c *Curator) admitExact(ctx context.Context, identity string, n int) (func(used int), error) {
+// answers for rows, which it was never answered, and reserves those the dataset never
+// answered exactly to anyone. The returned function gives back the reservations of
+// the rows not in done (rows that failed). The rows come from the ledger once per
+// process, then from this process's releases: replicas sharing one ledger each enforce
+// the cap on what they know, so together they may exceed it by what the others
+// released since.
+func (c *Curator) admitExact(ctx context.Context, identity string, rows []int) (func(done []int), error) {
 	lim := c.cfg.ExactAnswers
-	if !lim.RequireProjection && lim.MaxRowsPerIdentity == 0 {
-		return func(int) {}, nil
+	if !lim.RequireProjection && lim.MaxRows == 0 {
+		return func([]int) {}, nil
 	}
-	unlock := c.locks.lock("exact\x00" + identity)
+	unlock := c.locks.lock("exact")
 	defer unlock()
 	c.exactMu.Lock()
 	st := c.exact[identity]
@@ -95,19 +110,20 @@ func (c *Curator) admitExact(ctx context.Context, identity string, n int) (func(
 		st = &exactState{}
 		c.exact[identity] = st
 	}
-	load := !st.loaded || (lim.RequireProjection && !st.projection)
+	load := !st.loaded || (lim.RequireProjection && !st.projection) || !c.exactRows.loaded
 	c.exactMu.Unlock()
 	if load {
 		// The ledger is read again while no projection is known: another replica may
 		// have released it.
-		proj, rows, err := c.exactHistory(ctx, identity)
+		proj, answered, err := c.exactHistory(ctx, identity)
 		if err != nil {
 			return nil, err
 		}
 		c.exactMu.Lock()
 		st.projection = st.projection || proj
-		if !st.loaded {
-			st.rows, st.loaded = rows, true
+		st.loaded = true
+		if !c.exactRows.loaded {
+			c.exactRows.rows, c.exactRows.loaded = answered, true
 		}
 		c.exactMu.Unlock()
 	}
@@ -117,34 +133,59 @@ func (c *Curator) admitExact(ctx context.Context, identity string, n int) (func(
 		return nil, fmt.Errorf("curator: %w: this curator releases exact, unprotected answers (output privacy none), and only to identities that hold a projection release; "+
 			"identity %q holds none: request the projection first (ReleaseProjection), then query", ErrNeedProjection, identity)
 	}
-	if m := lim.MaxRowsPerIdentity; m > 0 && st.rows+n > m {
-		return nil, &ExactRowLimitError{Identity: identity, Limit: m, Answered: st.rows, Requested: n}
+	var fresh []int
+	for _, i := range rows {
+		if !c.exactRows.rows[i] && !slices.Contains(fresh, i) {
+			fresh = append(fresh, i)
+		}
 	}
-	st.rows += n
-	return func(used int) {
+	if m := lim.MaxRows; m > 0 && len(c.exactRows.rows)+len(fresh) > m {
+		return nil, &ExactRowLimitError{Identity: identity, Limit: m, Answered: len(c.exactRows.rows), Requested: len(fresh)}
+	}
+	for _, i := range fresh {
+		c.exactRows.rows[i] = true
+	}
+	return func(done []int) {
 		c.exactMu.Lock()
-		st.rows -= n - used
-		c.exactMu.Unlock()
+		defer c.exactMu.Unlock()
+		for _, i := range fresh {
+			if !slices.Contains(done, i) {
+				delete(c.exactRows.rows, i)
+			}
+		}
 	}, nil
 }
 
 // exactHistory reads from the ledger whether identity holds a projection release and
-// how many distinct rows were answered to it.
-func (c *Curator) exactHistory(ctx context.Context, identity string) (projection bool, rows int, err error) {
+// which rows were answered exactly, to any identity.
+func (c *Curator) exactHistory(ctx context.Context, identity string) (projection bool, rows map[int]bool, err error) {
 	entries, err := c.ledger.Entries(ctx, c.cfg.DatasetID)
 	if err != nil {
-		return false, 0, fmt.Errorf("curator: %w", err)
+		return false, nil, fmt.Errorf("curator: %w", err)
 	}
+	rows = make(map[int]bool)
 	for _, e := range entries {
-		if e.Identity != identity {
-			continue
-		}
 		switch {
-		case e.Kind == ledger.KindProjection:
+		case e.Kind == ledger.KindProjection && e.Identity == identity:
 			projection = true
-		case strings.HasPrefix(e.Key, "query/"):
-			rows++
+		case e.Kind == ledger.KindQuery && (e.Patient.Unbounded || strings.HasPrefix(e.Description, exactAnswerDescription)):
+			if i, ok := queryIndex(e.Key); ok {
+				rows[i] = true
+			}
 		}
 	}
 	return projection, rows, nil
+}
+
+// exactAnswerDescription opens the ledger description of an exact answer's record.
+const exactAnswerDescription = "exact answer for row"
+
+// queryIndex is the row of a query record's key (queryKey), and false if key is not one.
+func queryIndex(key string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, "query/")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	return i, err == nil && i >= 0
 }

@@ -1,6 +1,7 @@
 package curator
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -36,6 +37,12 @@ func (c *Curator) ProjectionGuarantee(eps, delta float64) string {
 // calibrated to the L2 sensitivity sens (projection.Report.Sensitivity); sens = 0 when
 // it is not known, for nominal figures.
 func (c *Curator) projectionGuarantee(eps, delta float64, m int, sens float64) string {
+	return c.projectionGuaranteeWith(eps, delta, c.wholePatient(eps, delta, m, sens))
+}
+
+// projectionGuaranteeWith is projectionGuarantee with the whole-patient statement w
+// already computed for the release.
+func (c *Curator) projectionGuaranteeWith(eps, delta float64, w wholePatientStatement) string {
 	var s string
 	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
 		s = fmt.Sprintf("(ε=%g, δ=%g)-DP under the %s neighbour relation (one record's feature vector changes by at most one protected unit): "+
@@ -52,7 +59,21 @@ func (c *Curator) projectionGuarantee(eps, delta float64, m int, sens float64) s
 	if u := c.unitText(); u != "" {
 		s += " One protected unit: " + u
 	}
-	return s + " " + c.wholePatient(eps, delta, m, sens).sentence() + "."
+	return s + " " + w.sentence() + "."
+}
+
+// nominalPatientLowerBound is a lower bound on the whole-patient cost of a projection
+// release of (eps, delta) before it is made, for refusing early what the charge would
+// refuse (the charge states the release's own figure): the nominal figure divided by
+// (1 + nominalMargin)², below the figure of every dimension and sensitivity (see
+// nominalMargin). Unbounded when the release would have no figure.
+func (c *Curator) nominalPatientLowerBound(eps, delta float64) ledger.PatientCost {
+	p := c.wholePatient(eps, delta, 0, 0).patientCost()
+	if !p.Unbounded {
+		f := (1 + nominalMargin) * (1 + nominalMargin)
+		p.Epsilon, p.Rho = p.Epsilon/f, p.Rho/f
+	}
+	return p
 }
 
 // WholePatientLabel opens the whole-patient sentence of a projection guarantee. The
@@ -88,8 +109,20 @@ type wholePatientStatement struct {
 	eps, table string
 	note       string
 	delta      float64
-	// epsValue is the ε for the clip diameter as a number (eps is it rounded up).
-	epsValue float64
+	// epsValue is the ε for the clip diameter as a number (eps is it rounded up);
+	// rho the release's ρ of zCDP at the clip diameter.
+	epsValue, rho float64
+}
+
+// patientCost is the whole-patient cost of the release w states (ledger.PatientCost):
+// its (ε, δ) at the clip diameter, at the release's own δ, with its ρ; unbounded when
+// there is no figure. The private scaling's own ε is charged once for the dataset, by
+// the curator's own account, not with each release.
+func (w wholePatientStatement) patientCost() ledger.PatientCost {
+	if w.none != "" || math.IsInf(w.epsValue, 0) || !(w.epsValue >= 0) {
+		return ledger.Unbounded
+	}
+	return ledger.PatientCost{Epsilon: w.epsValue, Delta: w.delta, Rho: w.rho}
 }
 
 // sentence is the statement for a release's guarantee text, opening with
@@ -139,13 +172,13 @@ func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePat
 		return wholePatientStatement{none: "the scaling " + mode + " uses the data's own statistics, so one patient's change moves every scaled row and no distance covers it"}
 	}
 	diam := c.ds.ClipDiameterUnits()
-	rows, err := wholePatientTable(eps, delta, diam, m, sens)
+	rows, rho, err := wholePatientTable(eps, delta, diam, m, sens)
 	if err != nil {
 		// Not reached for the (ε, δ) a release accepts; say so rather than guess.
 		return wholePatientStatement{none: "not computed: " + strings.ReplaceAll(err.Error(), ". ", "; ")}
 	}
 	return wholePatientStatement{
-		diam: diam, delta: delta, epsValue: rows[len(rows)-1].Epsilon,
+		diam: diam, delta: delta, epsValue: rows[len(rows)-1].Epsilon, rho: rho,
 		eps:   dp.RoundUpEpsilon(rows[len(rows)-1].Epsilon),
 		table: dp.FormatWholeRecordTable(rows, diam),
 		note:  c.scalingNote(),
@@ -161,8 +194,10 @@ func units(d float64) string {
 }
 
 // wholePatientTable evaluates the release's ε at δ for the public distances below the
-// clip diameter diam and at diam itself (the last row).
-func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.DistanceEpsilon, error) {
+// clip diameter diam and at diam itself (the last row), and its ρ at diam: the
+// ε at diam is ρ converted at δ (dp.VectorGaussian.EpsilonAtDistance), so it is the
+// (ε, δ) at the release's own δ.
+func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.DistanceEpsilon, float64, error) {
 	var dists []float64
 	for _, d := range wholePatientDistances {
 		if d < diam {
@@ -176,13 +211,18 @@ func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.Dist
 	}
 	g, err := dp.NewVectorGaussian(eps, delta, sens, m)
 	if err != nil {
-		return nil, fmt.Errorf("curator: whole-patient table: %w", err)
+		return nil, 0, fmt.Errorf("curator: whole-patient table: %w", err)
 	}
 	rows, err := dp.WholeRecordTable(g, delta, dists)
 	if err != nil {
-		return nil, fmt.Errorf("curator: %w", err)
+		return nil, 0, fmt.Errorf("curator: %w", err)
+	}
+	rho, err := g.RhoAtDistance(diam)
+	if err != nil {
+		return nil, 0, fmt.Errorf("curator: %w", err)
 	}
 	if nominal {
+		rho *= 1 + nominalMargin // the same margin bounds ρ for every Δ and m
 		for i := range rows {
 			rows[i].Epsilon *= 1 + nominalMargin // +Inf stays +Inf
 			if rows[i].Units <= 1 {
@@ -191,7 +231,7 @@ func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.Dist
 			}
 		}
 	}
-	return rows, nil
+	return rows, rho, nil
 }
 
 // scalingNote says, for a private-estimated scaling, what its estimate cost under the
@@ -235,6 +275,10 @@ func (c *Curator) OutputGuarantee() string {
 	o := c.out.cfg
 	once := "answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once"
+	if o.RangeEpsilon > 0 {
+		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%g under the %s neighbour relation, once for the dataset "+
+			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, o.RangeEpsilon, AnswerRelation)
+	}
 	switch o.Mechanism {
 	case "laplace":
 		return fmt.Sprintf("each answer (ε=%g, δ=0)-DP under the %s neighbour relation (one record replaced by any other): mechanism laplace, "+
@@ -257,16 +301,16 @@ func (c *Curator) OutputGuarantee() string {
 			s += fmt.Sprintf(" plus simulated observation noise (sd %g, drawn once per row), which protects nothing", c.cfg.NoiseSD)
 		}
 	}
-	if l := c.cfg.ExactAnswers; l.RequireProjection || l.MaxRowsPerIdentity > 0 {
+	if l := c.cfg.ExactAnswers; l.RequireProjection || l.MaxRows > 0 {
 		s += ";"
 		if l.RequireProjection {
 			s += " answered only to identities that hold a projection release"
 		}
-		if l.MaxRowsPerIdentity > 0 {
+		if l.MaxRows > 0 {
 			if l.RequireProjection {
 				s += ","
 			}
-			s += fmt.Sprintf(" at most %d distinct rows per identity", l.MaxRowsPerIdentity)
+			s += fmt.Sprintf(" at most %d distinct rows of the dataset, to all identities together", l.MaxRows)
 		}
 	}
 	return s + "; whole patient: no guarantee (ε = ∞)"
@@ -313,4 +357,22 @@ func (c *Curator) guaranteeStatement() string {
 		}
 	}
 	return p + " " + ws + ". Query answers: " + c.OutputGuarantee() + "."
+}
+
+// WholePatientOf is the whole-patient cost of a projection release of (eps, delta)
+// before it is made: the nominal figure at the clip diameter, at the release's δ,
+// which bounds that of every dimension and sensitivity (nominalMargin); unbounded for
+// the lifted mechanism and data-dependent scalings.
+func (c *Curator) WholePatientOf(eps, delta float64) ledger.PatientCost {
+	return c.wholePatient(eps, delta, 0, 0).patientCost()
+}
+
+// PatientBalance returns identity's whole-patient account on this dataset and the
+// dataset's (ledger.Store.PatientBalance).
+func (c *Curator) PatientBalance(ctx context.Context, identity string) (ledger.PatientBalance, error) {
+	b, err := c.ledger.PatientBalance(ctx, c.account(identity))
+	if err != nil {
+		return b, fmt.Errorf("curator: %w", err)
+	}
+	return b, nil
 }

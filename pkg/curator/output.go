@@ -25,6 +25,10 @@ type OutputPrivacy struct {
 	Mechanism      string
 	Epsilon, Delta float64
 	Lower, Upper   float64
+	// RangeEpsilon is the ε spent estimating [Lower, Upper] from the data (record
+	// relation, once for the dataset, by the curator's own account); 0 when the range
+	// is public. The answers' guarantee states it.
+	RangeEpsilon float64
 }
 
 // DefaultOutputEpsilon is the ε of each private answer when the daemon's operator

@@ -102,20 +102,18 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 	}
 	if len(unseen) > 0 {
 		if c.out.exact() {
-			giveBack, err := c.admitExact(ctx, identity, len(unseen))
+			giveBack, err := c.admitExact(ctx, identity, unseen)
 			if err != nil {
 				return err
 			}
-			used := 0
-			defer func() { giveBack(used) }()
+			var done []int
+			defer func() { giveBack(done) }()
 			for _, i := range unseen {
 				o, err := c.releaseAnswer(ctx, identity, i)
 				if err != nil {
 					return err
 				}
-				if !o.Replayed {
-					used++
-				}
+				done = append(done, i)
 				known[i] = o
 			}
 		} else {
@@ -187,7 +185,7 @@ func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
 	if err != nil || ch == nil {
 		return err
 	}
-	if err := c.ensureAffordable(ctx, identity, releasePart{ch.Relation, ch.Cost}); err != nil {
+	if err := c.ensureAffordable(ctx, identity, chargePart(*ch)); err != nil {
 		return err
 	}
 	rec, err := c.ledger.Charge(ctx, *ch)
@@ -272,12 +270,14 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 		return Observation{}, fmt.Errorf("curator: %w", err)
 	}
 	desc := fmt.Sprintf("answer for row %d (%s; covered by the identity's query-answers charge)", i, c.out.name())
+	var patient *ledger.PatientCost
 	if c.out.exact() {
-		desc = fmt.Sprintf("exact answer for row %d (output privacy none: not protected)", i)
+		// An exact answer has no whole-patient bound: the record says so.
+		desc, patient = fmt.Sprintf("%s %d (output privacy none: not protected)", exactAnswerDescription, i), &ledger.Unbounded
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
 		Account: c.account(identity), Key: key, Kind: ledger.KindQuery, Relation: ledger.RelationRecord,
-		Result: encodeValue(v), Description: desc,
+		Result: encodeValue(v), Description: desc, Patient: patient,
 	})
 	if err != nil {
 		return Observation{}, fmt.Errorf("curator: %w", err)

@@ -151,13 +151,14 @@ func TestPrivateAnswersRefusedBeforeEvaluation(t *testing.T) {
 }
 
 // TestExactAnswersNeedProjectionAndCap: exact answers go only to identities holding a
-// projection, for at most MaxRowsPerIdentity distinct rows; replays stay free and
-// allowed, and the count survives a restart (it is read from the ledger).
+// projection, for at most MaxRows distinct rows of the dataset, all identities together
+// (three identities with tiny projections cannot read more than one could); replays
+// stay free and allowed, and the count survives a restart (it is read from the ledger).
 func TestExactAnswersNeedProjectionAndCap(t *testing.T) {
 	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 1e-3}, Dataset: ledger.Cost{Epsilon: 5, Delta: 1e-3}}
 	c, led, cfg := rowsCurator(t, 30, limits, func(cfg *Config) {
 		cfg.Output = OutputPrivacy{Mechanism: "none"}
-		cfg.ExactAnswers = ExactAnswerLimits{MaxRowsPerIdentity: 5, RequireProjection: true}
+		cfg.ExactAnswers = ExactAnswerLimits{MaxRows: 5, RequireProjection: true}
 	})
 	ctx := context.Background()
 	_, _, err := c.Query(ctx, "alice", []int{0})
@@ -197,6 +198,26 @@ func TestExactAnswersNeedProjectionAndCap(t *testing.T) {
 	// Another identity is refused until it holds its own projection.
 	if _, _, err := c2.Query(ctx, "bob", []int{0}); !errors.Is(err, ErrNeedProjection) {
 		t.Errorf("exact query by an identity without a projection: %v, want ErrNeedProjection", err)
+	}
+	// With tiny projections of their own, other identities read the rows already
+	// revealed, and no new row: the cap is the dataset's.
+	for _, id := range []string{"bob", "carol"} {
+		if _, err := c2.ReleaseProjection(ctx, id, ProjectionRequest{R: 1, Epsilon: 0.001, Delta: 1e-5}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c2.Query(ctx, id, []int{10}); !errors.Is(err, ErrExactRowLimit) || !strings.Contains(err.Error(), "to all identities together") {
+			t.Errorf("a new row to %s past the dataset's cap: %v, want ErrExactRowLimit", id, err)
+		}
+		if obs, _, err := c2.Query(ctx, id, []int{0, 4}); err != nil || obs[0].Value != 0 || obs[1].Value != 40 {
+			t.Errorf("rows already revealed, to %s: %+v, %v; want their exact values", id, obs, err)
+		}
+	}
+	// The exact answers' records have no whole-patient bound (nor has the projection
+	// here, under the data-dependent scaling of LoadCSV's default).
+	pb, err := led.PatientBalance(ctx, ledger.Account{Dataset: cfg.DatasetID, Identity: "bob"})
+	if err != nil || pb.IdentityTotal.Bounded() || pb.IdentityTotal.Unbounded != 3 || pb.IdentityTotal.Charges != 3 {
+		t.Errorf("bob's whole patient after a projection and 2 exact answers = %d of %d unbounded, %v; want all 3, not bounded",
+			pb.IdentityTotal.Unbounded, pb.IdentityTotal.Charges, err)
 	}
 }
 
@@ -254,11 +275,11 @@ func TestGuaranteeTexts(t *testing.T) {
 		"; whole patient: the same (ε=0.5, δ=1e-06), the relation being record-level already (every answer lies in [-1, 1] whatever the patient, " +
 		"so replacing a whole patient moves it by at most the sensitivity)"
 	exactColumn := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); each answer is the queried record's target value as it is; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
+		"answered only to identities that hold a projection release, at most 200 distinct rows of the dataset, to all identities together; whole patient: no guarantee (ε = ∞)"
 	exactProgram := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice); " +
 		"each answer is an exact function of the queried record's features (the operator's program run on them), so it reveals what the projection protects; " +
-		"answered only to identities that hold a projection release, at most 200 distinct rows per identity; whole patient: no guarantee (ε = ∞)"
-	exactLimits := ExactAnswerLimits{MaxRowsPerIdentity: 200, RequireProjection: true}
+		"answered only to identities that hold a projection release, at most 200 distinct rows of the dataset, to all identities together; whole patient: no guarantee (ε = ∞)"
+	exactLimits := ExactAnswerLimits{MaxRows: 200, RequireProjection: true}
 	program := Evaluation{Mode: EvaluateProgram, Command: []string{"/bin/true"}}
 
 	for _, tc := range []struct {

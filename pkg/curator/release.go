@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/blob"
+	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
@@ -52,7 +53,11 @@ type Projection struct {
 	// is public: it depends only on (ε, δ), n, r and the sensitivity of M, never on the
 	// data, so the modeler may model it (gpucb.Config.InputNoiseVariance).
 	NoiseSD float64
-	Budget  ledger.Balance
+	// WholePatient is the release's whole-patient cost as the ledger recorded it: its
+	// (ε, δ) for replacing one patient's record by any other (the clip diameter's
+	// group privacy), or unbounded.
+	WholePatient ledger.PatientCost
+	Budget       ledger.Balance
 
 	releases blob.Store
 	blob     string // the matrix's name in releases
@@ -93,6 +98,12 @@ type projectionRecord struct {
 	// replay states the same σ; 0 for lifted releases. Records made before it was kept
 	// have their σ recomputed from Sensitivity (noiseSD).
 	NoiseSD float64 `json:"noise_sd,omitempty"`
+	// Guarantee is the guarantee text stated when the release was made, replayed
+	// word for word; empty in records made before it was kept (legacyMatches).
+	Guarantee string `json:"guarantee,omitempty"`
+	// Inputs is what the release's identity was derived from besides the request
+	// (guaranteeInputs), kept for the operator.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // noiseSD is the σ of the release pr of req: the recorded one, or for a Gaussian
@@ -136,8 +147,23 @@ func (c *Curator) validate(r ProjectionRequest) error {
 	return nil
 }
 
-// releaseID names a projection release by its public parameters and the caller.
+// releaseID names a projection release by its public parameters, the caller and
+// everything its guarantee depends on (guaranteeInputs: the mechanism, the scaling with
+// its clip norm and unit): a curator restarted with another scaling or unit makes a
+// new release, with the guarantee of its settings, rather than replay an old one under
+// a guarantee it was not made with.
 func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
+	h := sha256.New()
+	h.Write([]byte(c.legacyReleaseID(identity, r)))
+	fmt.Fprintf(h, "\x00inputs=%s", c.inputs)
+	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// legacyReleaseID is the id releases had before their identity covered the scaling
+// (releaseID): the request, the caller and the mechanism only. Such releases are
+// replayed when what they recorded of their guarantee matches this curator's
+// (legacyMatches).
+func (c *Curator) legacyReleaseID(identity string, r ProjectionRequest) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "projection\x00%s\x00%s\x00%d\x00", c.cfg.DatasetID, identity, r.R)
 	var b [16]byte
@@ -152,10 +178,90 @@ func (c *Curator) releaseID(identity string, r ProjectionRequest) string {
 	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
+// guaranteeInputs describes, as canonical JSON, what a projection's guarantee and
+// bytes depend on besides the request: the mechanism; the features; the scaling's
+// mode, clip norm, unit and whether it keeps a guarantee; for the public scalings
+// their constants (offset and scale per feature, public); for the private one the
+// parameters its stored estimate is kept under (its ε, never the estimated bounds,
+// which are for the operator only). It is computed once: none of it changes while the
+// curator serves.
+func guaranteeInputs(mechanism string, ds *dataset.Dataset) string {
+	sc := ds.Scaling
+	in := struct {
+		Version            int       `json:"v"`
+		Mechanism          string    `json:"mechanism"`
+		Features           []string  `json:"features"`
+		Mode               string    `json:"scaling"`
+		Private            bool      `json:"private"`
+		ClipDiameter       float64   `json:"clip_diameter_units,omitempty"`
+		ClipNorm           float64   `json:"clip,omitempty"`
+		Unit               float64   `json:"unit,omitempty"`
+		Offset             []float64 `json:"offset,omitempty"`
+		Scale              []float64 `json:"scale,omitempty"`
+		Epsilon, TargetEps float64   `json:",omitempty"`
+		NonprivateMaxNorm  float64   `json:"max_norm,omitempty"`
+	}{Version: 2, Mechanism: mechanism, Features: ds.Features, Mode: string(sc.Mode), Private: ds.Private}
+	if ds.Private {
+		in.ClipDiameter, in.ClipNorm, in.Unit = ds.ClipDiameterUnits(), sc.ClipNorm, sc.Unit
+	}
+	switch sc.Mode {
+	case dataset.ScaleSchema, dataset.ScaleFixed, dataset.ScaleNone:
+		in.Offset, in.Scale = ds.Offset, ds.Scale
+	case dataset.ScalePrivate:
+		in.Epsilon, in.TargetEps = sc.Epsilon, sc.TargetEpsilon
+	default:
+		in.NonprivateMaxNorm = sc.MaxNorm
+	}
+	b, _ := json.Marshal(in) // plain fields, finite floats
+	return string(b)
+}
+
 // projectionKey is the ledger key of identity's projection release req, and its id.
 func (c *Curator) projectionKey(identity string, req ProjectionRequest) (key, id string) {
 	id = c.releaseID(identity, req)
 	return "projection/" + id, id
+}
+
+// recordedProjection returns the ledger record of identity's projection release req,
+// its id and whether there is one: under its current id, or under its legacy id when
+// that record's statement of its guarantee matches what this curator would state
+// (legacyMatches). A legacy record that does not match is not this release: the
+// request is a new release, with a new id.
+func (c *Curator) recordedProjection(ctx context.Context, identity string, req ProjectionRequest) (ledger.Receipt, string, bool, error) {
+	key, id := c.projectionKey(identity, req)
+	acct := c.account(identity)
+	rec, ok, err := c.ledger.Get(ctx, acct, key)
+	if err != nil || ok {
+		return rec, id, ok, err
+	}
+	lid := c.legacyReleaseID(identity, req)
+	rec, ok, err = c.ledger.Get(ctx, acct, "projection/"+lid)
+	if err != nil || !ok {
+		return ledger.Receipt{}, id, false, err
+	}
+	if !c.legacyMatches(rec, req) {
+		c.log.Info("a projection released under earlier settings is not replayed: its recorded guarantee differs from this curator's",
+			zap.String("release", lid), zap.String("identity", identity), zap.String("new_release", id))
+		return ledger.Receipt{}, id, false, nil
+	}
+	return rec, lid, true, nil
+}
+
+// legacyMatches reports whether a projection record made before releases kept their
+// guarantee states the whole-patient figure this curator would state for it: the
+// description the curator wrote holds the release's whole-patient clause (mechanism,
+// clip diameter, private scaling), so a record made under another unit, clip norm,
+// mechanism or kind of scaling does not match. Records older than that clause never
+// match.
+func (c *Curator) legacyMatches(rec ledger.Receipt, req ProjectionRequest) bool {
+	var pr projectionRecord
+	if json.Unmarshal(rec.Result, &pr) != nil || pr.Guarantee != "" {
+		return false
+	}
+	short := c.wholePatient(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity).short()
+	d := rec.Description
+	i := strings.Index(d, short)
+	return i >= 0 && (len(d) == i+len(short) || !strings.HasPrefix(d[i+len(short):], ", plus"))
 }
 
 // ReleaseProjection returns the caller's projection with these parameters, computing,
@@ -173,9 +279,10 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	unlock := c.locks.lock(key)
 	defer unlock()
 
-	if rec, ok, err := c.ledger.Get(ctx, acct, key); err != nil {
+	if rec, rid, ok, err := c.recordedProjection(ctx, identity, req); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	} else if ok {
+		id := rid
 		if req.WithAnswers {
 			if err := c.chargeAnswers(ctx, identity); err != nil {
 				return nil, fmt.Errorf("curator: the answers of release %s: %w", id, err)
@@ -187,7 +294,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	// What the release charges, checked against the budget before any data is touched.
 	var answers *ledger.Charge
 	affordable := func() error {
-		parts := []releasePart{{ProjectionRelation, cost}}
+		parts := []releasePart{{rel: ProjectionRelation, cost: cost, patient: c.nominalPatientLowerBound(req.Epsilon, req.Delta)}}
 		answers = nil
 		if req.WithAnswers {
 			var err error
@@ -195,7 +302,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 				return err
 			}
 			if answers != nil {
-				parts = append(parts, releasePart{answers.Relation, answers.Cost})
+				parts = append(parts, chargePart(*answers))
 			}
 		}
 		if err := c.ensureAffordable(ctx, identity, parts...); err != nil {
@@ -269,15 +376,19 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 			c.log.Warn("removing an unrecorded release matrix", zap.String("release", id), zap.Error(err))
 		}
 	}
-	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD})
+	w := c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
+	guarantee := c.projectionGuaranteeWith(req.Epsilon, req.Delta, w)
+	patient := w.patientCost()
+	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD,
+		Guarantee: guarantee, Inputs: c.inputs})
 	if err != nil {
 		remove()
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	charges := []ledger.Charge{{
-		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result,
+		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result, Patient: &patient,
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
-			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity).short()),
+			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, w.short()),
 	}}
 	if answers != nil {
 		charges = append(charges, *answers)
@@ -305,13 +416,14 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if err != nil {
 		return nil, err
 	}
-	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
-	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, Budget: bal, releases: c.releases, blob: file,
-		mem: c.cfg.Memory}, nil
+	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, WholePatient: recs[0].Patient,
+		Budget: bal, releases: c.releases, blob: file, mem: c.cfg.Memory}, nil
 }
 
-// storedProjection returns the recorded release rec of req, stating the guarantee with
-// the release's recorded dimension and sensitivity.
+// storedProjection returns the recorded release rec of req with the guarantee it was
+// released with, word for word; a record made before the guarantee was kept (whose
+// statement legacyMatches checked) states it for its recorded dimension and
+// sensitivity.
 func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec ledger.Receipt, req ProjectionRequest) (*Projection, error) {
 	var pr projectionRecord
 	if err := json.Unmarshal(rec.Result, &pr); err != nil {
@@ -330,9 +442,12 @@ func (c *Curator) storedProjection(ctx context.Context, identity, id string, rec
 	if err != nil {
 		return nil, err
 	}
-	guarantee := c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
-	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, NoiseSD: sd, Budget: bal,
-		releases: c.releases, blob: pr.File, mem: c.cfg.Memory}, nil
+	guarantee := pr.Guarantee
+	if guarantee == "" {
+		guarantee = c.projectionGuarantee(req.Epsilon, req.Delta, pr.Rows*pr.Cols, pr.Sensitivity)
+	}
+	return &Projection{ID: id, Rows: pr.Rows, Cols: pr.Cols, Replayed: true, SHA256: sum, Guarantee: guarantee, NoiseSD: sd, WholePatient: rec.Patient,
+		Budget: bal, releases: c.releases, blob: pr.File, mem: c.cfg.Memory}, nil
 }
 
 // ReleasesDir is the directory of a curator's state directory that holds its released

@@ -244,8 +244,22 @@ type Quote struct {
 	ProjectionPaid               bool
 	Answers                      AnswersQuote
 	Costs                        []RelationQuote
-	Fits                         bool
-	Refusal                      string
+	// Patient is the study's whole-patient cost: what it newly charges, summed over
+	// its parts (the projection's at the clip diameter, nominal for every dimension
+	// and sensitivity; the answers' as they are), and how it fits the caps in force.
+	Patient PatientQuote
+	Fits    bool
+	Refusal string
+}
+
+// PatientQuote is a study's whole-patient cost (ledger.PatientCost) and the caps it
+// must fit: Limits (zero ε: no cap), what they leave (the smaller remainder of the
+// identity's and the dataset's caps in force) and whether it fits.
+type PatientQuote struct {
+	Charge    ledger.PatientCost
+	Limits    ledger.PatientLimits
+	Available ledger.Cost
+	Fits      bool
 }
 
 // AnswersQuote is the answers' part of a Quote.
@@ -341,8 +355,7 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 	if w.none == "" {
 		q.WholePatientUnits = w.diam
 	}
-	key, _ := c.projectionKey(identity, preq)
-	if _, q.ProjectionPaid, err = c.ledger.Get(ctx, c.account(identity), key); err != nil {
+	if _, _, q.ProjectionPaid, err = c.recordedProjection(ctx, identity, preq); err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	o := c.out.cfg
@@ -356,12 +369,29 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 
 	var parts []releasePart
 	if !q.ProjectionPaid {
-		parts = append(parts, releasePart{ProjectionRelation, ledger.Cost{Epsilon: q.Epsilon, Delta: q.Delta}})
+		parts = append(parts, releasePart{rel: ProjectionRelation, cost: ledger.Cost{Epsilon: q.Epsilon, Delta: q.Delta}, patient: w.patientCost()})
 	}
 	if q.Answers.Included && !q.Answers.Paid {
-		parts = append(parts, releasePart{AnswerRelation, c.out.cost()})
+		cost := c.out.cost()
+		parts = append(parts, releasePart{rel: AnswerRelation, cost: cost, patient: ledger.DefaultPatientCost(AnswerRelation, cost)})
 	}
 	q.Fits = true
+	pb, perr := c.patientCheck(ctx, identity, parts)
+	if pb.Account == (ledger.Account{}) && perr != nil {
+		return nil, perr
+	}
+	q.Patient = PatientQuote{Charge: patientSum(parts), Limits: pb.Limits, Fits: perr == nil}
+	switch per, ds := pb.Limits.PerIdentity.Epsilon > 0, pb.Limits.Dataset.Epsilon > 0; {
+	case per && ds:
+		q.Patient.Available = ledger.Cost{Epsilon: min(pb.Remaining.Epsilon, pb.DatasetRemaining.Epsilon), Delta: min(pb.Remaining.Delta, pb.DatasetRemaining.Delta)}
+	case per:
+		q.Patient.Available = pb.Remaining
+	case ds:
+		q.Patient.Available = pb.DatasetRemaining
+	}
+	if perr != nil {
+		q.Fits, q.Refusal = false, perr.Error()
+	}
 	for _, s := range c.sums(parts) {
 		bal, err := c.Balance(ctx, identity, s.rel)
 		if err != nil {

@@ -194,7 +194,7 @@ func TestWholePatientNoGuarantee(t *testing.T) {
 func TestNominalFiguresBoundEveryRelease(t *testing.T) {
 	dists := 50.0
 	for _, ed := range [][2]float64{{1, 1e-5}, {math.Exp(2), 1e-4}, {0.3, 1e-6}, {20, 1e-3}} {
-		nominal, err := wholePatientTable(ed[0], ed[1], dists, 0, 0)
+		nominal, nomRho, err := wholePatientTable(ed[0], ed[1], dists, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,9 +203,12 @@ func TestNominalFiguresBoundEveryRelease(t *testing.T) {
 		}
 		for _, m := range []int{1, 7, 40, 884, 1 << 20} {
 			for _, sens := range []float64{0.01, 0.7, 1, 1.3, 1.999999, 2.000001, 3.7, 1234.5} {
-				own, err := wholePatientTable(ed[0], ed[1], dists, m, sens)
+				own, ownRho, err := wholePatientTable(ed[0], ed[1], dists, m, sens)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if ownRho > nomRho || ownRho < nomRho/(1+nominalMargin)/(1+nominalMargin) {
+					t.Errorf("(%g, %g), m=%d, Δ=%g: ρ at the clip diameter %g, nominal %g: want at most the nominal and above its lower bound", ed[0], ed[1], m, sens, ownRho, nomRho)
 				}
 				for i := range own {
 					if own[i].Units != nominal[i].Units || own[i].Epsilon > nominal[i].Epsilon {

@@ -91,8 +91,12 @@ func (c *Client) ReleaseProjection(ctx context.Context, req modeler.ProjectionRe
 	if err != nil {
 		return nil, err
 	}
-	return &modeler.Projection{ReleaseID: p.ReleaseID, Rows: p.Rows, Cols: p.Cols, Replayed: p.Replayed,
-		Guarantee: p.Guarantee, NoiseSD: p.NoiseSD, Budget: Budget(p.Budget), Z: p.Z}, nil
+	out := &modeler.Projection{ReleaseID: p.ReleaseID, Rows: p.Rows, Cols: p.Cols, Replayed: p.Replayed,
+		Guarantee: p.Guarantee, NoiseSD: p.NoiseSD, Budget: Budget(p.Budget), Z: p.Z}
+	if w := p.Header.GetWholePatient(); w != nil {
+		out.WholePatient = &study.WholePatient{Bounded: w.GetBounded(), Epsilon: w.GetEpsilon(), Delta: w.GetDelta()}
+	}
+	return out, nil
 }
 
 // Quote implements modeler.Curator (QuoteStudy). Like GetDatasetInfo it fails fast,
@@ -233,6 +237,8 @@ type Projection struct {
 	// for the lifted mechanism and from curators that do not state it).
 	NoiseSD float64
 	Budget  *curatorv1.Budget
+	// Header is the release's header as received (its whole-patient cost, …).
+	Header *curatorv1.ProjectionHeader
 	// Z is row-major Rows × Cols.
 	Z []float64
 }
@@ -264,7 +270,7 @@ func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient,
 		return nil, fmt.Errorf("curatorclient: projection header announces an unusable %d × %d matrix", h.GetRows(), h.GetCols())
 	}
 	p := &Projection{ReleaseID: h.GetReleaseId(), Rows: int(h.GetRows()), Cols: int(h.GetCols()), Replayed: h.GetReplayed(),
-		Guarantee: h.GetGuarantee(), NoiseSD: h.GetNoiseSd(), Budget: h.GetBudget()}
+		Guarantee: h.GetGuarantee(), NoiseSD: h.GetNoiseSd(), Budget: h.GetBudget(), Header: h}
 	if sd := p.NoiseSD; !(sd >= 0) || math.IsInf(sd, 0) {
 		return nil, fmt.Errorf("curatorclient: projection header states an unusable noise sd %g", sd)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -512,7 +513,8 @@ func unitText(s Scaling, features []string) string {
 	case ScaleSchema:
 		file := "built in code"
 		if s.Schema != nil && s.Schema.File != "" {
-			file = s.Schema.File
+			// The base name: the text reaches modelers, the operator's file layout must not.
+			file = filepath.Base(s.Schema.File)
 		}
 		return lead + " after scaling: each feature clamped to its public range from the schema " + file +
 			" and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) + " (or divided by its public scale), so one unit is a change of " +

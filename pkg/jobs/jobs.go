@@ -138,6 +138,9 @@ type Plan struct {
 	// charge is made under it. Empty: the default for the job's kind
 	// (ledger.JobRelation).
 	Relation ledger.Relation
+	// Patient is the job's whole-patient cost (ledger.PatientCost), charged with Cost;
+	// nil takes the ledger's default for Relation (ledger.DefaultPatientCost).
+	Patient *ledger.PatientCost
 	// Steps is the expected number of progress steps (0 if unknown).
 	Steps int
 	// Forecast is what a Kusner job's releases will be worth, from public quantities

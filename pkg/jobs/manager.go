@@ -164,7 +164,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	specJSON, _ := json.Marshal(spec)
 	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: ledger.KindJobPrefix + spec.Kind(),
-		Relation: chargeRelation(spec, plan), Cost: plan.Cost, Description: truncate(string(specJSON), 4000),
+		Relation: chargeRelation(spec, plan), Cost: plan.Cost, Patient: plan.Patient, Description: truncate(string(specJSON), 4000),
 	})
 	if errors.Is(err, ledger.ErrKeyConflict) {
 		// The key was charged before for a spec of another cost.

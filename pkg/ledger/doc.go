@@ -29,6 +29,25 @@
 // convert their total to an (ε, δ) cost, under their own relation, before it
 // reaches the ledger.
 //
+// # The whole patient
+//
+// Every charge also carries its whole-patient cost (PatientCost): the (ε, δ) of
+// the release under RelationRecord — one patient's record replaced by any other —
+// converted from its own relation by the releaser (a projection's by group
+// privacy at the clip diameter, on its zCDP curve; a DP-HyPO job's on its Rényi
+// curve for two add/remove steps), or, when the charge states none, by
+// DefaultPatientCost: record as it is, training-add-remove by group privacy for two
+// steps (2ε, (1 + e^ε)δ), the other relations not bounded. A release with no
+// finite figure is Unbounded. Unlike the per-relation costs these are guarantees
+// under one relation, so they add up: the ledger keeps, per identity and for the
+// dataset (every identity together), their exact sum by basic composition (Dwork
+// & Roth 2014, Theorem 3.16, which holds for adaptively chosen parameters as a
+// filter: Rogers, Roth, Ullman & Vadhan 2016), how many charges have no figure,
+// and Σρ of the charges that state a ρ (PatientTotal.ZCDP). Limits.Patient caps
+// them: a charge must fit the identity's and the dataset's whole-patient caps as
+// well, checked in the same transaction as the per-relation limits; a charge with
+// no finite figure fits no cap.
+//
 // The same Limits apply to every relation. A charge c under r is accepted
 // only if it fits both limits in every relation s that r implies
 // (Relation.CountsTowards). For RelationRecord that is the record totals
@@ -43,7 +62,20 @@
 // transaction, so concurrent charges — from goroutines, Store values or
 // processes sharing the database — can never spend more than the limits
 // together (an OpenDP-style filter: refuse any charge whose pending total
-// would exceed the limit). A refused charge writes nothing and returns a
+// would exceed the limit).
+//
+// The limits a charge is checked against are the limits in force for its
+// dataset, read in the charge's own transaction: the last recorded by
+// RecordLimits (each curator's start), or the Store's own when none are. Stores
+// sharing a database therefore enforce one set of limits; RecordLimits refuses a
+// start whose limits differ from those in force unless it changes them, and keeps
+// every change in the history (LimitsHistory).
+//
+// A charge reads and writes the totals of its own identities and of its dataset
+// only — the dataset keeps its per-relation and whole-patient totals in rows of
+// their own (identity "") — so its cost does not grow with the number of
+// identities. Verify checks every kept total against the exact sum of the
+// records. A refused charge writes nothing and returns a
 // *BudgetError that names the scope and the relation whose budget is spent,
 // and gives the requested and remaining (ε, δ), in the spirit of Tumult
 // Core's InsufficientBudgetError.
@@ -109,14 +141,27 @@
 // Schema version 3 adds the limits table: the limits a curator enforces for
 // a dataset, recorded by RecordLimits each time it starts, so that a reader
 // of the ledger (curator ledger) reports remainders against what the curator
-// enforces rather than figures typed again. A version 1 or 2 database gains
-// the table when opened; a version 2 program refuses a version 3 database.
+// enforces rather than figures typed again. A version 2 program refuses a
+// version 3 database.
+//
+// Schema version 4 records each charge's whole-patient cost, keeps the
+// whole-patient totals and the dataset's own rows of totals, and replaces the
+// limits table by the limits history. A version 1, 2 or 3 database is upgraded
+// in one transaction: each record is given the whole-patient cost it states
+// (migratedPatientCost: a projection's from the whole-patient clause the curator
+// wrote into its description, unbounded without one; the other kinds by
+// DefaultPatientCost; an exact answer unbounded), version 3's limits become the
+// first entry of the history, and every total is recomputed exactly from the
+// records.
 //
 // # Reports and display
 //
 // Report gives the exact totals and remainders (big.Rat) of a dataset under
 // given limits, per relation, each identity's remainder capped by the
-// dataset's: min(L_identity − E_identity(s), L_dataset − E_dataset(s)).
+// dataset's: min(L_identity − E_identity(s), L_dataset − E_dataset(s)), with
+// the whole-patient totals first and OverLimit marks on totals above their
+// limits (limits lowered since). PatientStatement prints the whole-patient
+// total in one line for people; FormatBound rounds a total up.
 // FormatSpent and FormatRemaining print them for people with DisplayDigits
 // significant digits: totals to the nearest, remainders to the nearest only
 // when a charge of the printed amount fits the rule above (which only removes

@@ -11,9 +11,12 @@ import (
 // neighbour relations. Version 2 records each charge's relation and keeps
 // the totals per (dataset, identity, relation); opening a version 1 database
 // upgrades it in place. Version 3 adds the limits table, the limits a server
-// recorded for each dataset when it started (RecordLimits); opening a version
-// 1 or 2 database creates it.
-const SchemaVersion = 3
+// recorded for each dataset when it started (RecordLimits). Version 4 records
+// each charge's whole-patient cost and keeps the whole-patient totals, keeps
+// each dataset's totals in rows of their own (so that a charge reads a
+// constant number of rows), and replaces the limits table by the history of
+// limits; opening a version 1, 2 or 3 database upgrades it in place.
+const SchemaVersion = 4
 
 // The engine interface below is for packages that implement a Store over a
 // database (OpenSQLite here; package pgledger for PostgreSQL, kept apart so
@@ -68,6 +71,9 @@ type SchemaDDL struct {
 	// empty relation on every record, and drops version 1's totals; it runs
 	// before Tables. FromV1Done runs once every record has its relation.
 	FromV1, FromV1Done []string
+	// ToV4 adds version 4's columns to a version 2 or 3 entries table (the
+	// whole-patient cost of each record, zero until set); it runs before Tables.
+	ToV4 []string
 }
 
 // Dialect is how an engine's SQL differs from the statements the Store

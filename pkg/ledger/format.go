@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -86,4 +87,54 @@ func pow10(k int) *big.Rat {
 func decimalText(x *big.Rat) string {
 	f, _ := x.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// FormatBound prints an exact total for people rounded UP to DisplayDigits
+// significant digits, so that the printed figure is still a bound on the total
+// (the whole-patient statements: "no patient can lose more than ε = …").
+func FormatBound(x *big.Rat) string {
+	if x.Sign() <= 0 {
+		return "0"
+	}
+	// The nearest figure when it is not below the total, or below it by no more than
+	// the representation error of decimal costs (the ledger's RelativeSlack: 0.2 is
+	// stored as 0.2000000000000000111, which prints as 0.2, not 0.200001).
+	near := roundSig(x, DisplayDigits, false)
+	if gap := new(big.Rat).Sub(x, near); gap.Sign() <= 0 || gap.Cmp(new(big.Rat).Mul(x, new(big.Rat).Sub(slackFactor, big.NewRat(1, 1)))) <= 0 {
+		return decimalText(near)
+	}
+	r := roundSig(x, DisplayDigits, true)
+	if r.Cmp(x) < 0 {
+		// One unit of the last digit up: r has DisplayDigits digits, so its step is
+		// r's leading power of ten times 10^(1−DisplayDigits).
+		f, _ := r.Float64()
+		e := int(math.Floor(math.Log10(f)))
+		step := pow10(e - DisplayDigits + 1)
+		up := new(big.Rat).Add(r, step)
+		if up.Cmp(x) < 0 { // r's exponent guess was one too low
+			up.Add(up, new(big.Rat).Mul(step, big.NewRat(9, 1)))
+		}
+		r = up
+	}
+	return decimalText(r)
+}
+
+// PatientStatement is a whole-patient total in one line a privacy officer can copy:
+// who names the scope and the releases it counts ("dataset X: every release to every
+// identity, and the curator's own estimates"), cap is the scope's whole-patient cap
+// (zero ε: none). For a total that is not bounded it says so and why, with the sum of
+// the releases that do have a figure.
+func PatientStatement(who string, t PatientTotal, cap Cost) string {
+	capText := "no whole-patient cap is set"
+	if cap.Epsilon > 0 {
+		capText = fmt.Sprintf("the ledger caps it at ε = %g, δ = %g", cap.Epsilon, cap.Delta)
+	}
+	if !t.Bounded() {
+		return fmt.Sprintf("Whole patient (%s): NOT BOUNDED — %d of %d releases have no finite guarantee for replacing one patient's record by any other "+
+			"(exact answers, a job that trains on records with no mechanism, a data-dependent scaling or the lifted mechanism); "+
+			"the others add up to ε = %s, δ = %s; %s.", who, t.Unbounded, t.Charges, FormatBound(t.Epsilon), FormatBound(t.Delta), capText)
+	}
+	return fmt.Sprintf("Whole patient (%s): no patient can lose more than ε = %s, δ = %s from these releases — each release's (ε, δ) "+
+		"for replacing one patient's record by any other, added by basic composition over %d releases and every neighbour relation; %s.",
+		who, FormatBound(t.Epsilon), FormatBound(t.Delta), t.Charges, capText)
 }

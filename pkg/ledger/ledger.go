@@ -60,23 +60,60 @@ func (a Account) Validate() error {
 // separately (the same values for every relation). A charge must fit both, in
 // every relation it counts towards (Relation.CountsTowards): the identity's
 // total plus the cost must stay within PerIdentity, and the dataset's total
-// over all identities plus the cost must stay within Dataset.
+// over all identities plus the cost must stay within Dataset. Patient caps
+// the whole-patient totals, across all relations (see PatientLimits).
 type Limits struct {
+	PerIdentity, Dataset Cost
+	Patient              PatientLimits
+}
+
+// PatientLimits cap the whole-patient (record-level) totals: the sums, over
+// every relation, of the charges' PatientCost (see the package
+// documentation). A scope whose ε is 0 has no cap; the zero value caps
+// nothing. A charge must fit every cap in force: the identity's whole-patient
+// total plus the charge's within PerIdentity, the dataset's within Dataset;
+// a charge with no finite whole-patient figure (PatientCost.Unbounded) fits
+// no cap.
+type PatientLimits struct {
 	PerIdentity, Dataset Cost
 }
 
+// Enabled reports whether any whole-patient cap is set.
+func (p PatientLimits) Enabled() bool { return p.PerIdentity.Epsilon > 0 || p.Dataset.Epsilon > 0 }
+
 // Validate reports whether both limits have a finite ε > 0 and a finite δ
-// with 0 ≤ δ < 1.
+// with 0 ≤ δ < 1, and each whole-patient cap is either off (ε and δ 0) or
+// such a limit.
 func (l Limits) Validate() error {
+	check := func(name string, c Cost) error {
+		switch e, d := c.Epsilon, c.Delta; {
+		case math.IsNaN(e) || math.IsInf(e, 0) || e <= 0:
+			return fmt.Errorf("ledger: %s limit epsilon must be finite and positive, got %g", name, e)
+		case math.IsNaN(d) || math.IsInf(d, 0) || d < 0 || d >= 1:
+			return fmt.Errorf("ledger: %s limit delta must be in [0, 1), got %g", name, d)
+		}
+		return nil
+	}
 	for _, s := range []struct {
 		name string
 		c    Cost
 	}{{"per-identity", l.PerIdentity}, {"dataset", l.Dataset}} {
-		switch e, d := s.c.Epsilon, s.c.Delta; {
-		case math.IsNaN(e) || math.IsInf(e, 0) || e <= 0:
-			return fmt.Errorf("ledger: %s limit epsilon must be finite and positive, got %g", s.name, e)
-		case math.IsNaN(d) || math.IsInf(d, 0) || d < 0 || d >= 1:
-			return fmt.Errorf("ledger: %s limit delta must be in [0, 1), got %g", s.name, d)
+		if err := check(s.name, s.c); err != nil {
+			return err
+		}
+	}
+	for _, s := range []struct {
+		name string
+		c    Cost
+	}{{"whole-patient per-identity", l.Patient.PerIdentity}, {"whole-patient dataset", l.Patient.Dataset}} {
+		if s.c == (Cost{}) {
+			continue
+		}
+		if s.c.Epsilon == 0 {
+			return fmt.Errorf("ledger: %s cap has δ=%g but no ε: give its ε, or leave both 0 for no cap", s.name, s.c.Delta)
+		}
+		if err := check(s.name, s.c); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -99,6 +136,12 @@ type Charge struct {
 	// Description is free text for the operator; it is not compared on replay.
 	Description string
 	Cost        Cost
+	// Patient is the charge's whole-patient (record-level) cost: what the release
+	// costs a patient whose record is replaced by any other. Nil takes
+	// DefaultPatientCost(Relation, Cost), which is right for releases stated
+	// under RelationRecord and conservative otherwise. A replay returns the
+	// stored one; it is not compared.
+	Patient *PatientCost
 	// Result is the released payload, if already known. It can be attached
 	// or replaced later with SetResult. A replay ignores it and returns the
 	// stored payload.
@@ -112,6 +155,8 @@ type Receipt struct {
 	// Relation is the neighbour relation Cost is stated for.
 	Relation Relation
 	Cost     Cost
+	// Patient is the stored whole-patient cost.
+	Patient PatientCost
 	// Result is the stored payload (nil if none yet). Entries leaves it nil
 	// to keep listings small; use Get for the payload.
 	Result []byte
@@ -213,16 +258,33 @@ type Store interface {
 	// that has at least one record counting towards it, in the order of
 	// Relations. A dataset without records has none.
 	DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error)
-	// Limits returns the limits the store enforces.
+	// PatientBalance returns the whole-patient totals of a and of its dataset, across
+	// every relation, with the caps in force.
+	PatientBalance(ctx context.Context, a Account) (PatientBalance, error)
+	// Limits returns the limits the store was opened with: those it records at a
+	// start (RecordLimits), and enforces on a dataset for which none are recorded.
+	// Once limits are recorded for a dataset, every charge on it is checked against
+	// the limits in force, read in the charge's own transaction.
 	Limits() Limits
-	// RecordLimits records Limits() as the limits enforced for dataset, replacing
-	// what was recorded before, so that a reader of the ledger (curator ledger)
-	// reports against the limits the curator enforces rather than figures typed
-	// again by hand. A curator records them each time it starts.
-	RecordLimits(ctx context.Context, dataset string) error
-	// RecordedLimits returns the limits last recorded for dataset, and false if
-	// none were (a ledger written before schema version 3, or never served).
+	// RecordLimits is a curator's start: it records Limits() as the limits in force
+	// for dataset, with the time, when none are recorded, and notes the start when
+	// they equal the limits in force. When they differ, it records them as the new
+	// limits in force if change is set (the previous ones stay in the history, and
+	// every Store sharing the database enforces the new ones from its next charge),
+	// and otherwise records nothing and returns a *LimitsDifferError
+	// (errors.Is(err, ErrLimitsDiffer)).
+	RecordLimits(ctx context.Context, dataset string, change bool) (LimitsStart, error)
+	// RecordedLimits returns the limits in force for dataset, and false if none
+	// were recorded (a ledger written before schema version 3, or never served).
 	RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error)
+	// LimitsHistory returns every set of limits recorded for dataset, oldest first;
+	// the last is in force.
+	LimitsHistory(ctx context.Context, dataset string) ([]RecordedLimits, error)
+	// Verify recomputes every total of dataset kept by the charges (per identity
+	// and relation, per relation for the dataset, and the whole-patient ones) from
+	// the records, exactly, and reports each that differs from the stored one. It
+	// writes nothing.
+	Verify(ctx context.Context, dataset string) ([]Inconsistency, error)
 	// Report returns the dataset's exact totals and remainders under limits
 	// (which need not be Limits(): a reader passes the recorded ones), one
 	// RelationReport per relation with a record counting towards it, in the
@@ -233,6 +295,8 @@ type Store interface {
 }
 
 var (
+	// ErrLimitsDiffer is matched (errors.Is) by every *LimitsDifferError.
+	ErrLimitsDiffer = errors.New("ledger: limits differ from the limits in force")
 	// ErrBudgetExceeded is matched (errors.Is) by every *BudgetError.
 	ErrBudgetExceeded = errors.New("ledger: budget exceeded")
 	// ErrKeyConflict is returned when a key is charged again with a
@@ -270,6 +334,14 @@ type BudgetError struct {
 	// otherwise). With it, a refusal because the limit's δ is zero says so
 	// instead of reading like a spent budget (ZeroDeltaLimit).
 	Limit Cost
+	// WholePatient is set when the refusing budget is the scope's whole-patient
+	// cap (PatientLimits): Requested and Remaining are then whole-patient
+	// (record-level) figures, summed over every relation, and Relation is
+	// RelationRecord, the relation such figures are stated for.
+	WholePatient bool
+	// Unbounded is set, with WholePatient, when the charge has no finite
+	// whole-patient figure (PatientCost.Unbounded), so no cap can admit it.
+	Unbounded bool
 }
 
 // ZeroDeltaLimit reports whether the charge was refused because it needs δ > 0
@@ -285,6 +357,18 @@ func (e *BudgetError) Error() string {
 		who = fmt.Sprintf("identity %q on dataset %q", e.Account.Identity, e.Account.Dataset)
 	} else {
 		who = fmt.Sprintf("dataset %q (charge by identity %q)", e.Account.Dataset, e.Account.Identity)
+	}
+	if e.WholePatient {
+		if e.Unbounded {
+			return fmt.Sprintf("ledger: refused for %s: the release has no finite whole-patient guarantee (what replacing one patient's record "+
+				"by any other can reveal is not bounded), and the curator caps what a whole patient can lose", who)
+		}
+		if e.ZeroDeltaLimit() {
+			return fmt.Sprintf("ledger: refused for %s: the release needs a whole-patient δ=%g but the curator's whole-patient cap allows δ=0 "+
+				"(pure ε-DP releases only); this is not a spent budget", who, e.Requested.Delta)
+		}
+		return fmt.Sprintf("ledger: whole-patient budget exceeded for %s (every relation's releases converted to the record relation): "+
+			"requested ε=%g, δ=%g; remaining ε=%g, δ=%g", who, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
 	}
 	rel := "an unnamed neighbour relation"
 	if e.Relation != "" {
@@ -356,6 +440,11 @@ func (c Charge) Validate() error {
 	}
 	if err := checkText("description", c.Description); err != nil {
 		return err
+	}
+	if c.Patient != nil {
+		if err := c.Patient.Validate(); err != nil {
+			return err
+		}
 	}
 	return c.Cost.Validate()
 }

@@ -40,16 +40,22 @@ func TestLimitsValidate(t *testing.T) {
 		l       Limits
 		wantErr string
 	}{
-		{Limits{ok, ok}, ""},
-		{Limits{Cost{1, 0}, Cost{2, 0}}, ""},
-		{Limits{Cost{0, 1e-5}, ok}, "per-identity limit epsilon"},
-		{Limits{ok, Cost{-1, 0}}, "dataset limit epsilon"},
-		{Limits{ok, Cost{math.Inf(1), 0}}, "dataset limit epsilon"},
-		{Limits{Cost{math.NaN(), 0}, ok}, "per-identity limit epsilon"},
-		{Limits{Cost{1, 1}, ok}, "per-identity limit delta"},
-		{Limits{ok, Cost{1, -0.1}}, "dataset limit delta"},
-		{Limits{ok, Cost{1, math.NaN()}}, "dataset limit delta"},
+		{Limits{PerIdentity: ok, Dataset: ok}, ""},
+		{Limits{PerIdentity: Cost{1, 0}, Dataset: Cost{2, 0}}, ""},
+		{Limits{PerIdentity: Cost{0, 1e-5}, Dataset: ok}, "per-identity limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: Cost{-1, 0}}, "dataset limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: Cost{math.Inf(1), 0}}, "dataset limit epsilon"},
+		{Limits{PerIdentity: Cost{math.NaN(), 0}, Dataset: ok}, "per-identity limit epsilon"},
+		{Limits{PerIdentity: Cost{1, 1}, Dataset: ok}, "per-identity limit delta"},
+		{Limits{PerIdentity: ok, Dataset: Cost{1, -0.1}}, "dataset limit delta"},
+		{Limits{PerIdentity: ok, Dataset: Cost{1, math.NaN()}}, "dataset limit delta"},
 		{Limits{}, "per-identity limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{10, 1e-5}}}, ""},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{10, 0}}}, ""},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{0, 1e-5}}}, "whole-patient per-identity cap has δ"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{math.Inf(1), 0}}}, "whole-patient dataset limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{1, 1}}}, "whole-patient dataset limit delta"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{-1, 0}}}, "whole-patient per-identity limit epsilon"},
 	}
 	for _, tt := range tests {
 		err := tt.l.Validate()
@@ -262,7 +268,7 @@ func FuzzRemainingFits(f *testing.F) {
 	f.Add(1e-5, 3e-5, 1e-4)
 	f.Add(0.0, 0.0, 1e-300)
 	f.Fuzz(func(t *testing.T, a, b, limit float64) {
-		if (Cost{a, 0}).Validate() != nil || (Cost{b, 0}).Validate() != nil || (Limits{Cost{limit, 0}, Cost{limit, 0}}).Validate() != nil {
+		if (Cost{a, 0}).Validate() != nil || (Cost{b, 0}).Validate() != nil || (Limits{PerIdentity: Cost{limit, 0}, Dataset: Cost{limit, 0}}).Validate() != nil {
 			return
 		}
 		var tot total

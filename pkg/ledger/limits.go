@@ -7,27 +7,103 @@ import (
 	"time"
 )
 
-// RecordedLimits are the limits a store enforced for a dataset, as recorded by
-// RecordLimits (a curator records them each time it starts), and when.
+// RecordedLimits are limits recorded for a dataset by RecordLimits (a curator
+// records them each time it starts): when they came into force, and the last
+// start that found them in force.
 type RecordedLimits struct {
 	Limits
-	Recorded time.Time
+	// Recorded is when these limits came into force; Confirmed the last start
+	// that found them in force (Recorded at first); Starts counts the starts that
+	// recorded or found them.
+	Recorded, Confirmed time.Time
+	Starts              int64
+	id                  int64
 }
 
-func (s *store) RecordLimits(ctx context.Context, dataset string) error {
+// scanLimits reads a limits_history row.
+func scanLimits(scan func(dest ...any) error) (RecordedLimits, error) {
+	var r RecordedLimits
+	var rec, conf int64
+	l := &r.Limits
+	err := scan(&r.id, &l.PerIdentity.Epsilon, &l.PerIdentity.Delta, &l.Dataset.Epsilon, &l.Dataset.Delta,
+		&l.Patient.PerIdentity.Epsilon, &l.Patient.PerIdentity.Delta, &l.Patient.Dataset.Epsilon, &l.Patient.Dataset.Delta,
+		&rec, &conf, &r.Starts)
+	if err != nil {
+		return r, err
+	}
+	r.Recorded, r.Confirmed = time.Unix(0, rec).UTC(), time.Unix(0, conf).UTC()
+	if err := r.Limits.Validate(); err != nil {
+		return r, fmt.Errorf("ledger: corrupt recorded limits: %w", err)
+	}
+	return r, nil
+}
+
+// inForce returns the limits in force for dataset: the last recorded, or, when
+// none are, the limits the store was opened with (found false).
+func (s *store) inForce(ctx context.Context, q Querier, dataset string) (Limits, bool, error) {
+	r, found, err := s.recorded(ctx, q, dataset)
+	if err != nil || !found {
+		return s.limits, false, err
+	}
+	return r.Limits, true, nil
+}
+
+func (s *store) recorded(ctx context.Context, q Querier, dataset string) (RecordedLimits, bool, error) {
+	rows, err := q.Query(ctx, s.qInForce, dataset)
+	if err != nil {
+		return RecordedLimits{}, false, fmt.Errorf("ledger: read the limits in force: %w", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return RecordedLimits{}, false, rows.Err()
+	}
+	r, err := scanLimits(rows.Scan)
+	if err != nil {
+		return RecordedLimits{}, false, fmt.Errorf("ledger: limits of dataset %q: %w", dataset, err)
+	}
+	return r, true, nil
+}
+
+func (s *store) RecordLimits(ctx context.Context, dataset string, change bool) (LimitsStart, error) {
 	if err := checkName("dataset", dataset); err != nil {
-		return err
+		return LimitsStart{}, err
 	}
 	l := s.limits
+	var out LimitsStart
 	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
-		_, err := q.Exec(ctx, s.qRecordLimits, dataset, l.PerIdentity.Epsilon, l.PerIdentity.Delta,
-			l.Dataset.Epsilon, l.Dataset.Delta, time.Now().UnixNano())
+		out = LimitsStart{}
+		now := time.Now().UnixNano()
+		cur, found, err := s.recorded(ctx, q, dataset)
+		if err != nil {
+			return err
+		}
+		switch {
+		case found && cur.Limits == l:
+			if _, err := q.Exec(ctx, s.qConfirm, now, cur.id); err != nil {
+				return err
+			}
+			cur.Confirmed, cur.Starts = time.Unix(0, now).UTC(), cur.Starts+1
+			out.InForce = cur
+			return nil
+		case found && !change:
+			return &LimitsDifferError{Dataset: dataset, InForce: cur, Configured: l}
+		case found:
+			prev := cur
+			out.Previous = &prev
+		default:
+			out.First = true
+		}
+		if _, err := q.Exec(ctx, s.qNewLimits, dataset, l.PerIdentity.Epsilon, l.PerIdentity.Delta, l.Dataset.Epsilon, l.Dataset.Delta,
+			l.Patient.PerIdentity.Epsilon, l.Patient.PerIdentity.Delta, l.Patient.Dataset.Epsilon, l.Patient.Dataset.Delta, now, now); err != nil {
+			return err
+		}
+		out.InForce, _, err = s.recorded(ctx, q, dataset)
 		return err
 	})
 	if err != nil {
-		return wrap("record limits", err)
+		return LimitsStart{}, wrap("record limits", err)
 	}
-	return nil
+	return out, nil
 }
 
 func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error) {
@@ -37,22 +113,40 @@ func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLim
 	var r RecordedLimits
 	var found bool
 	err := s.e.Read(ctx, func(q Querier) error {
-		var ns int64
 		var err error
-		found, err = QueryRow(ctx, q, s.qRecordedLimits, []any{dataset},
-			&r.PerIdentity.Epsilon, &r.PerIdentity.Delta, &r.Dataset.Epsilon, &r.Dataset.Delta, &ns)
-		r.Recorded = time.Unix(0, ns).UTC()
+		r, found, err = s.recorded(ctx, q, dataset)
 		return err
 	})
 	if err != nil {
 		return RecordedLimits{}, false, wrap("recorded limits", err)
 	}
-	if found {
-		if err := r.Limits.Validate(); err != nil {
-			return RecordedLimits{}, false, fmt.Errorf("ledger: corrupt recorded limits of dataset %q: %w", dataset, err)
-		}
-	}
 	return r, found, nil
+}
+
+func (s *store) LimitsHistory(ctx context.Context, dataset string) ([]RecordedLimits, error) {
+	if err := checkName("dataset", dataset); err != nil {
+		return nil, err
+	}
+	var out []RecordedLimits
+	err := s.e.Read(ctx, func(q Querier) error {
+		rows, err := q.Query(ctx, s.qHistory, dataset)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanLimits(rows.Scan)
+			if err != nil {
+				return fmt.Errorf("ledger: limits of dataset %q: %w", dataset, err)
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, wrap("limits history", err)
+	}
+	return out, nil
 }
 
 // ExactCost is a cost held as exact rationals: a sum of recorded float64 costs,
@@ -84,6 +178,33 @@ type ReportRow struct {
 	// OwnLeft; for an identity, min(OwnLeft, the dataset's OwnLeft) component by
 	// component, since a charge must fit both limits.
 	Left ExactCost
+	// OverLimit is set when Spent exceeds the row's own limit (beyond the slack):
+	// spending made under higher limits than those reported against, which were
+	// lowered since.
+	OverLimit bool
+}
+
+// PatientRow is the whole-patient total of one identity, or of the dataset over
+// all its identities.
+type PatientRow struct {
+	// Identity is empty for the dataset's row.
+	Identity string
+	Total    PatientTotal
+	// Cap is the row's whole-patient cap (zero ε: none); Left is max(0, cap −
+	// total) when there is a cap and the total is bounded.
+	Cap  Cost
+	Left ExactCost
+	// OverLimit is set when the total exceeds the cap (beyond the slack), or is not
+	// bounded under a cap: releases made before the cap was set or lowered.
+	OverLimit bool
+}
+
+// PatientReport is the whole-patient account of a dataset: what one patient can
+// lose, by basic composition of every charge's whole-patient cost, over every
+// relation.
+type PatientReport struct {
+	Dataset    PatientRow
+	Identities []PatientRow
 }
 
 // RelationReport is a dataset's state under one neighbour relation. Figures of
@@ -96,8 +217,10 @@ type RelationReport struct {
 
 // Report is the exact state of a dataset's budget under given limits.
 type Report struct {
-	Dataset   string
-	Limits    Limits
+	Dataset string
+	Limits  Limits
+	// Patient is the whole-patient account, over every relation.
+	Patient   PatientReport
 	Relations []RelationReport
 }
 
@@ -108,11 +231,28 @@ func (s *store) Report(ctx context.Context, dataset string, limits Limits) (Repo
 	if err := limits.Validate(); err != nil {
 		return Report{}, err
 	}
-	d, err := s.readTotals(ctx, dataset)
+	d, _, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return Report{}, wrap("report", err)
 	}
 	out := Report{Dataset: dataset, Limits: limits}
+	prow := func(identity string, t PatientTotal, cap Cost) PatientRow {
+		r := PatientRow{Identity: identity, Total: t.clone(), Cap: cap}
+		if cap.Epsilon > 0 {
+			r.OverLimit = !fitsPatient(newPatientTotal(), t, cap) && t.Charges > 0
+			if t.Bounded() {
+				var tt total
+				tt.eps.Set(t.Epsilon)
+				tt.delta.Set(t.Delta)
+				r.Left = exactRemaining(&tt, cap)
+			}
+		}
+		return r
+	}
+	out.Patient.Dataset = prow("", d.dsPatient, limits.Patient.Dataset)
+	for _, id := range d.identities {
+		out.Patient.Identities = append(out.Patient.Identities, prow(id, d.patientOf(id), limits.Patient.PerIdentity))
+	}
 	for _, rel := range Relations {
 		dt, n := d.datasetEffective(rel)
 		if n == 0 {
@@ -120,7 +260,7 @@ func (s *store) Report(ctx context.Context, dataset string, limits Limits) (Repo
 		}
 		dsLeft := exactRemaining(dt, limits.Dataset)
 		rr := RelationReport{Relation: rel, Dataset: ReportRow{
-			Charges: int(n), Spent: exactOf(dt), OwnLeft: dsLeft, Left: dsLeft,
+			Charges: int(n), Spent: exactOf(dt), OwnLeft: dsLeft, Left: dsLeft, OverLimit: over(dt, limits.Dataset),
 		}}
 		for _, id := range d.identities {
 			t, m := d.effective(id, rel)
@@ -130,12 +270,20 @@ func (s *store) Report(ctx context.Context, dataset string, limits Limits) (Repo
 			own := exactRemaining(t, limits.PerIdentity)
 			rr.Identities = append(rr.Identities, ReportRow{
 				Identity: id, Charges: int(m), Spent: exactOf(t), OwnLeft: own,
-				Left: ExactCost{Epsilon: minRat(own.Epsilon, dsLeft.Epsilon), Delta: minRat(own.Delta, dsLeft.Delta)},
+				Left:      ExactCost{Epsilon: minRat(own.Epsilon, dsLeft.Epsilon), Delta: minRat(own.Delta, dsLeft.Delta)},
+				OverLimit: over(t, limits.PerIdentity),
 			})
 		}
 		out.Relations = append(out.Relations, rr)
 	}
 	return out, nil
+}
+
+// over reports whether t exceeds limit beyond the slack (a charge of nothing
+// would not have fitted).
+func over(t *total, limit Cost) bool {
+	var zero total
+	return !zero.fitsTotal(t, limit) && (t.eps.Sign() > 0 || t.delta.Sign() > 0)
 }
 
 func exactOf(t *total) ExactCost {

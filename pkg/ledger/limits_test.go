@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,39 @@ func TestBalanceAvailable(t *testing.T) {
 	b := Balance{Remaining: Cost{Epsilon: 2, Delta: 1e-6}, DatasetRemaining: Cost{Epsilon: 0.5, Delta: 1e-5}}
 	if got := b.Available(); got != (Cost{Epsilon: 0.5, Delta: 1e-6}) {
 		t.Errorf("Available = %+v, want ε 0.5 (the dataset's) and δ 1e-6 (the identity's)", got)
+	}
+}
+
+// TestPatientStatementAndFormatBound pins the one-line whole-patient statement and the
+// rounding of its figures: up, but not for float noise of decimal costs.
+func TestPatientStatementAndFormatBound(t *testing.T) {
+	for _, tt := range []struct {
+		x    *big.Rat
+		want string
+	}{
+		{new(big.Rat).SetFloat64(0.2), "0.2"},         // 0.2000000000000000111: noise
+		{rat("1335785/10000"), "133.579"},             // 133.5785 rounds up
+		{rat("13357841/100000"), "133.579"},           // a 7th digit is rounded up
+		{rat("1335780000001/10000000000"), "133.578"}, // within the slack of 133.578
+		{rat("999999999/1000000"), "1000"},            // 999.999999 up is 1000
+		{new(big.Rat), "0"},
+	} {
+		if got := FormatBound(tt.x); got != tt.want {
+			t.Errorf("FormatBound(%s) = %s, want %s", tt.x.RatString(), got, tt.want)
+		}
+	}
+	tot := newPatientTotal()
+	tot.add(PatientCost{Epsilon: 133.5785, Delta: 1e-5})
+	tot.add(PatientCost{Epsilon: 1})
+	want := "Whole patient (dataset d: every release to every identity, and the curator's own estimates): no patient can lose more than ε = 134.579, δ = 1e-05 " +
+		"from these releases — each release's (ε, δ) for replacing one patient's record by any other, added by basic composition over 2 releases " +
+		"and every neighbour relation; the ledger caps it at ε = 200, δ = 1e-05."
+	if got := PatientStatement("dataset d: every release to every identity, and the curator's own estimates", tot, Cost{Epsilon: 200, Delta: 1e-5}); got != want {
+		t.Errorf("PatientStatement =\n%s\nwant\n%s", got, want)
+	}
+	tot.add(Unbounded)
+	if got := PatientStatement("identity acme on dataset d: every release to it", tot, Cost{}); !strings.Contains(got, "NOT BOUNDED — 1 of 3 releases") ||
+		!strings.Contains(got, "the others add up to ε = 134.579, δ = 1e-05; no whole-patient cap is set.") {
+		t.Errorf("PatientStatement (not bounded) = %s", got)
 	}
 }

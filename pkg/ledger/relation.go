@@ -48,8 +48,11 @@ func (r Relation) Validate() error {
 // under r. A record-level guarantee covers a change of one feature vector by
 // one unit (that change replaces one record), so a charge under
 // RelationRecord also counts towards RelationFeatureUnit's totals. No other
-// conversion is applied: add/remove and replace-one differ, and the training
-// and validation data of a job are not the served dataset's rows.
+// relation implies another with the same (ε, δ): add/remove and replace-one
+// differ, and a job's training and validation parts are parts of the same
+// patients' records, which a guarantee for one part does not cover for the
+// other. What every release costs a whole patient is converted explicitly,
+// charge by charge, into one relation (PatientCost), and summed there.
 func (r Relation) Implies(s Relation) bool {
 	return r == s || (r == RelationRecord && s == RelationFeatureUnit)
 }

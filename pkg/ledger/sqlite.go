@@ -9,8 +9,8 @@ import (
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
-// sqliteEntries is the entries table of schema version 2, named {name}.
-const sqliteEntries = `CREATE TABLE IF NOT EXISTS {name} (
+// sqliteEntriesV2 is the entries table of schema version 2, named {name}.
+const sqliteEntriesV2 = `CREATE TABLE IF NOT EXISTS {name} (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		dataset TEXT NOT NULL,
 		identity TEXT NOT NULL,
@@ -24,6 +24,14 @@ const sqliteEntries = `CREATE TABLE IF NOT EXISTS {name} (
 		relation TEXT NOT NULL,
 		UNIQUE (dataset, identity, entry_key))`
 
+// sqliteV4Columns are the columns version 4 adds to the entries table.
+var sqliteV4Columns = []string{
+	"patient_epsilon REAL NOT NULL DEFAULT 0",
+	"patient_delta REAL NOT NULL DEFAULT 0",
+	"patient_rho REAL NOT NULL DEFAULT 0",
+	"patient_unbounded INTEGER NOT NULL DEFAULT 0",
+}
+
 var sqliteDDL = SchemaDDL{
 	Base: []string{
 		`CREATE TABLE IF NOT EXISTS schema_version (
@@ -31,7 +39,8 @@ var sqliteDDL = SchemaDDL{
 		version INTEGER NOT NULL)`,
 	},
 	Tables: []string{
-		strings.ReplaceAll(sqliteEntries, "{name}", "entries"),
+		strings.Replace(strings.ReplaceAll(sqliteEntriesV2, "{name}", "entries"), "relation TEXT NOT NULL,",
+			"relation TEXT NOT NULL,\n\t\t"+strings.Join(sqliteV4Columns, ",\n\t\t")+",", 1),
 		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON entries (dataset, seq)`,
 		`CREATE TABLE IF NOT EXISTS totals (
 		dataset TEXT NOT NULL,
@@ -41,20 +50,45 @@ var sqliteDDL = SchemaDDL{
 		delta TEXT NOT NULL,
 		charges INTEGER NOT NULL,
 		PRIMARY KEY (dataset, identity, relation))`,
-		`CREATE TABLE IF NOT EXISTS limits (
-		dataset TEXT PRIMARY KEY,
+		`CREATE TABLE IF NOT EXISTS patient_totals (
+		dataset TEXT NOT NULL,
+		identity TEXT NOT NULL,
+		epsilon TEXT NOT NULL,
+		delta TEXT NOT NULL,
+		rho TEXT NOT NULL,
+		rho_delta TEXT NOT NULL,
+		unbounded INTEGER NOT NULL,
+		charges INTEGER NOT NULL,
+		PRIMARY KEY (dataset, identity))`,
+		`CREATE TABLE IF NOT EXISTS limits_history (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		dataset TEXT NOT NULL,
 		identity_epsilon REAL NOT NULL,
 		identity_delta REAL NOT NULL,
 		dataset_epsilon REAL NOT NULL,
 		dataset_delta REAL NOT NULL,
-		recorded_ns INTEGER NOT NULL)`,
+		patient_identity_epsilon REAL NOT NULL,
+		patient_identity_delta REAL NOT NULL,
+		patient_dataset_epsilon REAL NOT NULL,
+		patient_dataset_delta REAL NOT NULL,
+		recorded_ns INTEGER NOT NULL,
+		confirmed_ns INTEGER NOT NULL,
+		starts INTEGER NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS limits_history_dataset ON limits_history (dataset, id)`,
 	},
+	ToV4: func() []string {
+		var out []string
+		for _, c := range sqliteV4Columns {
+			out = append(out, "ALTER TABLE entries ADD COLUMN "+c)
+		}
+		return out
+	}(),
 	// SQLite cannot add a NOT NULL column without a default, so the entries
 	// table is rebuilt (https://www.sqlite.org/lang_altertable.html, "Making
 	// Other Kinds Of Table Schema Changes"), keeping every seq; the rename
 	// carries the AUTOINCREMENT counter along.
 	FromV1: []string{
-		strings.ReplaceAll(sqliteEntries, "{name}", "entries_v2"),
+		strings.ReplaceAll(sqliteEntriesV2, "{name}", "entries_v2"),
 		`INSERT INTO entries_v2
 		(seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, relation)
 		SELECT seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, ''

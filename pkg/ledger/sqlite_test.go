@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,28 +176,64 @@ func TestSQLiteUpgradeV1(t *testing.T) {
 	}
 }
 
-// TestSQLiteUpgradeV2 opens a version 2 database (version 3 without the limits
-// table) and checks that it is upgraded: version 3, the limits table usable,
-// the records kept.
-func TestSQLiteUpgradeV2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledgertest.FillV2(t, s)
-	s.Close()
-	rawSQLite(t, path, `DROP TABLE limits`, `UPDATE schema_version SET version = 2`)
-	s, err = ledger.OpenSQLite(path, ledgertest.StdLimits)
-	if err != nil {
-		t.Fatalf("OpenSQLite(version 2): %v", err)
-	}
-	defer s.Close()
-	ledgertest.CheckUpgradedV2(t, s)
-	var version int
-	rawSQLiteQuery(t, path, `SELECT version FROM schema_version`, &version)
-	if version != ledger.SchemaVersion {
-		t.Errorf("schema version after upgrade = %d, want %d", version, ledger.SchemaVersion)
+// sqliteV3DDL is the tables of schema version 3, as that version created them
+// (version 2: without the limits table).
+var sqliteV3DDL = []string{
+	`CREATE TABLE schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+	`CREATE TABLE entries (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		dataset TEXT NOT NULL, identity TEXT NOT NULL, entry_key TEXT NOT NULL,
+		kind TEXT NOT NULL, description TEXT NOT NULL,
+		epsilon REAL NOT NULL CHECK (epsilon >= 0),
+		delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
+		result BLOB, created_ns INTEGER NOT NULL, relation TEXT NOT NULL,
+		UNIQUE (dataset, identity, entry_key))`,
+	`CREATE INDEX entries_dataset_seq ON entries (dataset, seq)`,
+	`CREATE TABLE totals (
+		dataset TEXT NOT NULL, identity TEXT NOT NULL, relation TEXT NOT NULL,
+		epsilon TEXT NOT NULL, delta TEXT NOT NULL, charges INTEGER NOT NULL,
+		PRIMARY KEY (dataset, identity, relation))`,
+	`CREATE TABLE limits (
+		dataset TEXT PRIMARY KEY,
+		identity_epsilon REAL NOT NULL, identity_delta REAL NOT NULL,
+		dataset_epsilon REAL NOT NULL, dataset_delta REAL NOT NULL,
+		recorded_ns INTEGER NOT NULL)`,
+}
+
+// TestSQLiteUpgradeV3 opens version 2 and 3 databases as those versions wrote them
+// and checks the upgrade to the current version: every record's whole-patient cost
+// from what it states, the totals recomputed and consistent, the limits history.
+func TestSQLiteUpgradeV3(t *testing.T) {
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprint("v", version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.db")
+			ddl := sqliteV3DDL
+			if version == 2 {
+				ddl = ddl[:len(ddl)-1]
+			}
+			rawSQLite(t, path, ddl...)
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.FillV3(t, version, func(q string, args ...any) error {
+				_, err := db.Exec(strings.ReplaceAll(q, "{t}", ""), args...)
+				return err
+			})
+			db.Close()
+			s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+			if err != nil {
+				t.Fatalf("OpenSQLite(version %d): %v", version, err)
+			}
+			defer s.Close()
+			ledgertest.CheckUpgradedV3(t, s, version)
+			var v, limitsTables int
+			rawSQLiteQuery(t, path, `SELECT version FROM schema_version`, &v)
+			rawSQLiteQuery(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'limits'`, &limitsTables)
+			if v != ledger.SchemaVersion || limitsTables != 0 {
+				t.Errorf("after upgrade: schema version %d, %d limits tables; want %d, 0", v, limitsTables, ledger.SchemaVersion)
+			}
+		})
 	}
 }
 
@@ -207,6 +244,40 @@ func BenchmarkChargeSQLite(b *testing.B) {
 	}
 	defer s.Close()
 	ledgertest.BenchCharge(b, s)
+}
+
+// BenchmarkChargeIdentitiesSQLite: a charge on a dataset of 10 and of 10,000
+// identities (docs/EXPERIMENTS.md, "A charge's cost and the number of identities").
+func BenchmarkChargeIdentitiesSQLite(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
+			s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), ledgertest.BenchLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ledgertest.BenchChargeIdentities(b, s, n)
+		})
+	}
+}
+
+// TestSQLiteVerify: a total changed behind the ledger's back is reported by Verify.
+func TestSQLiteVerify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	if inc, err := s.Verify(ctx, "diabetes"); err != nil || len(inc) != 0 {
+		t.Fatalf("Verify = %v, %v; want consistent", inc, err)
+	}
+	rawSQLite(t, path, `UPDATE patient_totals SET epsilon = '1/4' WHERE identity = 'acme'`, `UPDATE totals SET charges = 2 WHERE identity = ''`)
+	inc, err := s.Verify(ctx, "diabetes")
+	if err != nil || len(inc) != 2 || inc[0].What != "dataset, relation record" || inc[1].What != "whole patient, identity acme" {
+		t.Errorf("Verify after changing two totals = %v, %v; want the dataset's record total and acme's whole-patient total", inc, err)
+	}
 }
 
 func rawSQLiteQuery(t *testing.T, path, q string, dest ...any) {

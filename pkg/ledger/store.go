@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/big"
 	"slices"
 	"sort"
 	"strings"
@@ -27,184 +28,60 @@ func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...an
 	return true, nil
 }
 
+// datasetRow is the identity under which the totals tables keep a dataset's own
+// row (the sum over all its identities). No identity is empty (checkName), so it
+// never names one.
+const datasetRow = ""
+
 // store implements Store over an Engine.
 type store struct {
 	e      Engine
 	limits Limits
 	d      Dialect
 
-	qGet, qTotals, qInsert, qUpsert, qSetResult, qEntries string
-	qRecordLimits, qRecordedLimits                        string
+	qGet, qInsert, qUpsert, qPatientUpsert, qSetResult, qEntries string
+	qTotalsAll, qPatientAll                                      string
+	qInForce, qHistory, qConfirm, qNewLimits                     string
 }
 
-// The statements of the version 1 upgrade common to both engines.
-const (
-	qV1Kinds       = `SELECT DISTINCT kind FROM {t}entries ORDER BY kind`
-	qV1SetRelation = `UPDATE {t}entries SET relation = ? WHERE kind = ?`
-	qV1Costs       = `SELECT dataset, identity, relation, epsilon, delta FROM {t}entries ORDER BY seq`
-	qV1Total       = `INSERT INTO {t}totals (dataset, identity, relation, epsilon, delta, charges) VALUES (?, ?, ?, ?, ?, ?)`
-)
+// entryColumns are the columns of a record read by get.
+const entryColumns = `kind, relation, description, epsilon, delta, patient_epsilon, patient_delta, patient_rho, patient_unbounded`
+
+// limitsColumns are the columns of a limits_history row.
+const limitsColumns = `id, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta,
+	patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
+	recorded_ns, confirmed_ns, starts`
 
 func newStore(e Engine, limits Limits, d Dialect) *store {
 	s := &store{e: e, limits: limits, d: d}
-	s.qGet = s.d.SQL(`SELECT kind, relation, description, epsilon, delta, result, created_ns FROM {t}entries
+	s.qGet = s.d.SQL(`SELECT ` + entryColumns + `, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
-	s.qTotals = s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
+	s.qTotalsAll = s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
+	s.qPatientAll = s.d.SQL(`SELECT identity, epsilon, delta, rho, rho_delta, unbounded, charges FROM {t}patient_totals WHERE dataset = ?`)
 	s.qInsert = s.d.SQL(`INSERT INTO {t}entries
-		(dataset, identity, entry_key, kind, relation, description, epsilon, delta, result, created_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		(dataset, identity, entry_key, kind, relation, description, epsilon, delta,
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUpsert = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
-		VALUES (?, ?, ?, ?, ?, 1)
+		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset, identity, relation) DO UPDATE
-		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + 1`)
+		SET epsilon = excluded.epsilon, delta = excluded.delta, charges = t.charges + excluded.charges`)
+	s.qPatientUpsert = s.d.SQL(`INSERT INTO {t}patient_totals AS t (dataset, identity, epsilon, delta, rho, rho_delta, unbounded, charges)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dataset, identity) DO UPDATE
+		SET epsilon = excluded.epsilon, delta = excluded.delta, rho = excluded.rho, rho_delta = excluded.rho_delta,
+		unbounded = excluded.unbounded, charges = t.charges + excluded.charges`)
 	s.qSetResult = s.d.SQL(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qEntries = s.d.SQL(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded,
 		COALESCE(length(result), 0), created_ns FROM {t}entries WHERE dataset = ? ORDER BY seq`)
-	s.qRecordLimits = s.d.SQL(`INSERT INTO {t}limits
-		(dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns)
-		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (dataset) DO UPDATE SET identity_epsilon = excluded.identity_epsilon,
-		identity_delta = excluded.identity_delta, dataset_epsilon = excluded.dataset_epsilon,
-		dataset_delta = excluded.dataset_delta, recorded_ns = excluded.recorded_ns`)
-	s.qRecordedLimits = s.d.SQL(`SELECT identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns
-		FROM {t}limits WHERE dataset = ?`)
+	s.qInForce = s.d.SQL(`SELECT ` + limitsColumns + ` FROM {t}limits_history WHERE dataset = ? ORDER BY id DESC LIMIT 1`)
+	s.qHistory = s.d.SQL(`SELECT ` + limitsColumns + ` FROM {t}limits_history WHERE dataset = ? ORDER BY id`)
+	s.qConfirm = s.d.SQL(`UPDATE {t}limits_history SET confirmed_ns = ?, starts = starts + 1 WHERE id = ?`)
+	s.qNewLimits = s.d.SQL(`INSERT INTO {t}limits_history (dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta,
+		patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
+		recorded_ns, confirmed_ns, starts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`)
 	return s
-}
-
-// migrate creates the tables if needed, upgrades a version 1 database to
-// version 2 and checks the schema version, in one transaction: a failed
-// upgrade leaves the database as it was.
-func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
-	run := func(q Querier, stmts []string) error {
-		for _, stmt := range stmts {
-			if _, err := q.Exec(ctx, s.d.SQL(stmt)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	err := s.e.Write(ctx, Lock{Migrate: true}, func(q Querier) error {
-		if err := run(q, ddl.Base); err != nil {
-			return err
-		}
-		var v int64
-		found, err := QueryRow(ctx, q, s.d.SQL(`SELECT version FROM {t}schema_version WHERE id = 1`), nil, &v)
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			if err := run(q, ddl.Tables); err != nil {
-				return err
-			}
-			_, err := q.Exec(ctx, s.d.SQL(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`), int64(SchemaVersion))
-			return err
-		case v > SchemaVersion:
-			return fmt.Errorf("database schema version %d is newer than this program supports (%d)", v, SchemaVersion)
-		case v < 1:
-			return fmt.Errorf("database schema version %d is invalid", v)
-		case v < SchemaVersion:
-			if v == 1 {
-				if err := s.upgradeV1(ctx, q, ddl, run); err != nil {
-					return fmt.Errorf("upgrade from schema version 1: %w", err)
-				}
-			}
-			// Version 2 to 3 only adds tables (the limits), which ddl.Tables
-			// creates if missing.
-			if err := run(q, ddl.Tables); err != nil {
-				return fmt.Errorf("upgrade from schema version %d: %w", v, err)
-			}
-			_, err := q.Exec(ctx, s.d.SQL(`UPDATE {t}schema_version SET version = ? WHERE id = 1`), int64(SchemaVersion))
-			return err
-		}
-		return run(q, ddl.Tables)
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
-	}
-	return nil
-}
-
-// upgradeV1 turns a version 1 database into version 2 within the migrating
-// transaction. Each record is given the relation its kind is stated for
-// (relationOfV1Kind), and the totals, which version 1 summed across
-// relations, are recomputed exactly from the records, per (dataset,
-// identity, relation). The records themselves (keys, costs, results, order)
-// are kept as they are.
-func (s *store) upgradeV1(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error) error {
-	if err := run(q, ddl.FromV1); err != nil {
-		return err
-	}
-	if err := run(q, ddl.Tables); err != nil {
-		return err
-	}
-	var kinds []string
-	rows, err := q.Query(ctx, s.d.SQL(qV1Kinds))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return err
-		}
-		kinds = append(kinds, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, k := range kinds {
-		if _, err := q.Exec(ctx, s.d.SQL(qV1SetRelation), string(relationOfV1Kind(k)), k); err != nil {
-			return err
-		}
-	}
-	if err := run(q, ddl.FromV1Done); err != nil {
-		return err
-	}
-
-	type key struct {
-		dataset, identity string
-		rel               Relation
-	}
-	sums := make(map[key]*counted)
-	var order []key
-	rows, err = q.Query(ctx, s.d.SQL(qV1Costs))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var k key
-		var c Cost
-		if err := rows.Scan(&k.dataset, &k.identity, &k.rel, &c.Epsilon, &c.Delta); err != nil {
-			rows.Close()
-			return err
-		}
-		if err := checkStoredCost(c); err != nil {
-			rows.Close()
-			return err
-		}
-		sum := sums[k]
-		if sum == nil {
-			sum = new(counted)
-			sums[k] = sum
-			order = append(order, k)
-		}
-		sum.t.add(c)
-		sum.n++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, k := range order {
-		sum := sums[k]
-		if _, err := q.Exec(ctx, s.d.SQL(qV1Total), k.dataset, k.identity, string(k.rel),
-			encodeRat(&sum.t.eps), encodeRat(&sum.t.delta), sum.n); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *store) Limits() Limits { return s.limits }
@@ -233,8 +110,12 @@ func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 }
 
 // chargeAll is Charge and ChargeAll: one transaction that replays each charge
-// whose key is recorded, checks the others' costs together against both
-// limits of every relation they count towards, and records them all or none.
+// whose key is recorded, reads the limits in force and the totals of the
+// charges' identities and of their dataset (never the other identities': a
+// charge costs the same whatever their number), checks the others' costs
+// together against both limits of every relation they count towards and
+// against the whole-patient caps, and records them all or none, updating the
+// totals it read.
 func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 	if len(cs) == 0 {
 		return nil, nil
@@ -242,6 +123,7 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 	type idKey struct{ identity, key string }
 	seen := make(map[idKey]bool, len(cs))
 	cs = slices.Clone(cs)
+	patients := make([]PatientCost, len(cs))
 	for i := range cs {
 		c := &cs[i]
 		if err := c.Validate(); err != nil {
@@ -257,9 +139,15 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 		seen[k] = true
 		c.Cost = c.Cost.normalise()
 		c.Result = bytes.Clone(c.Result)
+		if c.Patient != nil {
+			patients[i] = c.Patient.normalise()
+		} else {
+			patients[i] = DefaultPatientCost(c.Relation, c.Cost)
+		}
 	}
+	dataset := cs[0].Dataset
 	out := make([]Receipt, len(cs))
-	err := s.e.Write(ctx, Lock{Dataset: cs[0].Dataset}, func(q Querier) error {
+	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
 		// Replays, each on its own.
 		var fresh []int
 		for i, c := range cs {
@@ -283,24 +171,40 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 			return nil
 		}
 
-		// Check both limits, in every relation a new charge counts towards,
-		// against exact effective totals plus the exact sum of the new charges
-		// that count towards it: every identity's first, then the dataset's.
-		dt, err := s.totals(ctx, q, cs[0].Dataset)
+		// The limits in force, read under the dataset's lock: a change recorded by
+		// another curator sharing the database applies to this charge.
+		limits, _, err := s.inForce(ctx, q, dataset)
 		if err != nil {
 			return err
 		}
+		var identities []string // in the order of the charges
+		for _, i := range fresh {
+			if !slices.Contains(identities, cs[i].Identity) {
+				identities = append(identities, cs[i].Identity)
+			}
+		}
+		dt, err := s.totalsOf(ctx, q, dataset, identities)
+		if err != nil {
+			return err
+		}
+
+		// Check both limits, in every relation a new charge counts towards,
+		// against exact effective totals plus the exact sum of the new charges
+		// that count towards it: every identity's first, then the dataset's;
+		// then the whole-patient caps, the identities' and the dataset's.
 		var (
-			rels       []Relation // in the order the charges name them
-			identities []string   // in the order of the charges
-			idSum      = make(map[string]map[Relation]*total)
-			dsSum      = make(map[Relation]*total)
+			rels    []Relation // in the order the charges name them
+			idSum   = make(map[string]map[Relation]*total)
+			dsSum   = make(map[Relation]*total)
+			idPat   = make(map[string]PatientTotal)
+			dsPat   = newPatientTotal()
+			account = cs[fresh[0]].Account
 		)
 		for _, i := range fresh {
 			c := cs[i]
 			if idSum[c.Identity] == nil {
 				idSum[c.Identity] = make(map[Relation]*total)
-				identities = append(identities, c.Identity)
+				idPat[c.Identity] = newPatientTotal()
 			}
 			for _, r := range c.Relation.CountsTowards() {
 				if !slices.Contains(rels, r) {
@@ -315,6 +219,10 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 				}
 				dsSum[r].add(c.Cost)
 			}
+			p := idPat[c.Identity]
+			p.add(patients[i])
+			idPat[c.Identity] = p
+			dsPat.add(patients[i])
 		}
 		for _, id := range identities {
 			for _, r := range rels {
@@ -322,52 +230,84 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 				if add == nil {
 					continue
 				}
-				if t, _ := dt.effective(id, r); !t.fitsTotal(add, s.limits.PerIdentity) {
-					return &BudgetError{Scope: ScopeIdentity, Account: Account{Dataset: cs[0].Dataset, Identity: id}, Relation: r,
-						Requested: add.cost(), Remaining: t.remaining(s.limits.PerIdentity), Limit: s.limits.PerIdentity}
+				if t, _ := dt.effective(id, r); !t.fitsTotal(add, limits.PerIdentity) {
+					return &BudgetError{Scope: ScopeIdentity, Account: Account{Dataset: dataset, Identity: id}, Relation: r,
+						Requested: add.cost(), Remaining: t.remaining(limits.PerIdentity), Limit: limits.PerIdentity}
 				}
 			}
 		}
 		for _, r := range rels {
-			if t, _ := dt.datasetEffective(r); !t.fitsTotal(dsSum[r], s.limits.Dataset) {
-				return &BudgetError{Scope: ScopeDataset, Account: cs[fresh[0]].Account, Relation: r,
-					Requested: dsSum[r].cost(), Remaining: t.remaining(s.limits.Dataset), Limit: s.limits.Dataset}
+			if t, _ := dt.datasetEffective(r); !t.fitsTotal(dsSum[r], limits.Dataset) {
+				return &BudgetError{Scope: ScopeDataset, Account: account, Relation: r,
+					Requested: dsSum[r].cost(), Remaining: t.remaining(limits.Dataset), Limit: limits.Dataset}
 			}
+		}
+		patientError := func(scope string, a Account, have, add PatientTotal, cap Cost) error {
+			return &BudgetError{Scope: scope, Account: a, Relation: RelationRecord, WholePatient: true, Unbounded: add.Unbounded > 0,
+				Requested: add.Cost(), Remaining: patientRemaining(have, cap), Limit: cap}
+		}
+		for _, id := range identities {
+			have := dt.patientOf(id)
+			if !fitsPatient(have, idPat[id], limits.Patient.PerIdentity) {
+				return patientError(ScopeIdentity, Account{Dataset: dataset, Identity: id}, have, idPat[id], limits.Patient.PerIdentity)
+			}
+		}
+		if !fitsPatient(dt.dsPatient, dsPat, limits.Patient.Dataset) {
+			return patientError(ScopeDataset, account, dt.dsPatient, dsPat, limits.Patient.Dataset)
 		}
 
-		// Record each, and add its cost to the total of its own relation only
-		// (the implied relations' totals are sums over relations, formed when
-		// read).
-		type idRel struct {
-			identity string
-			rel      Relation
+		// Record each, and add its cost to the totals of its own relation only,
+		// the identity's and the dataset's (the implied relations' totals are sums
+		// over relations, formed when read), and its whole-patient cost to the
+		// identity's and the dataset's whole-patient totals; each total is written
+		// once, with the number of charges it gained.
+		type relKey struct {
+			who string
+			rel Relation
 		}
-		own := make(map[idRel]*total)
+		var relKeys []relKey
+		var whos []string
+		added := make(map[relKey]int64)
+		addedPatient := make(map[string]int64)
 		createdNS := time.Now().UnixNano()
 		for _, i := range fresh {
-			c := cs[i]
+			c, p := cs[i], patients[i]
 			if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
-				c.Cost.Epsilon, c.Cost.Delta, c.Result, createdNS); err != nil {
+				c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, createdNS); err != nil {
 				return fmt.Errorf("ledger: charge: record: %w", err)
 			}
-			k := idRel{c.Identity, c.Relation}
-			t := own[k]
-			if t == nil {
-				t = new(total)
-				if o := dt.own(c.Identity, c.Relation); o != nil {
-					t.addTotal(&o.t)
+			for _, who := range []string{c.Identity, datasetRow} {
+				t := dt.own(who, c.Relation)
+				t.t.add(c.Cost)
+				t.n++
+				k := relKey{who, c.Relation}
+				if added[k] == 0 {
+					relKeys = append(relKeys, k)
 				}
-				own[k] = t
-			}
-			t.add(c.Cost)
-			if _, err := q.Exec(ctx, s.qUpsert, c.Dataset, c.Identity, string(c.Relation),
-				encodeRat(&t.eps), encodeRat(&t.delta)); err != nil {
-				return fmt.Errorf("ledger: charge: update totals: %w", err)
+				added[k]++
+				dt.patientRef(who).add(p)
+				if addedPatient[who] == 0 {
+					whos = append(whos, who)
+				}
+				addedPatient[who]++
 			}
 			out[i] = Receipt{
 				Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
-				Cost: c.Cost, Result: c.Result, ResultSize: len(c.Result),
+				Cost: c.Cost, Patient: p, Result: c.Result, ResultSize: len(c.Result),
 				Created: time.Unix(0, createdNS).UTC(),
+			}
+		}
+		for _, k := range relKeys {
+			t := dt.own(k.who, k.rel)
+			if _, err := q.Exec(ctx, s.qUpsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), added[k]); err != nil {
+				return fmt.Errorf("ledger: charge: update totals: %w", err)
+			}
+		}
+		for _, who := range whos {
+			pt := dt.patientRef(who)
+			if _, err := q.Exec(ctx, s.qPatientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
+				encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, addedPatient[who]); err != nil {
+				return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
 			}
 		}
 		return nil
@@ -376,6 +316,21 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// normalise turns −0 into +0.
+func (p PatientCost) normalise() PatientCost {
+	p.Epsilon += 0
+	p.Delta += 0
+	p.Rho += 0
+	return p
 }
 
 // wrap gives err the package prefix unless it already has it.
@@ -388,24 +343,37 @@ func wrap(op string, err error) error {
 
 func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
-	var createdNS int64
+	var createdNS, unbounded int64
 	found, err := QueryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
-		&r.Kind, &r.Relation, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta, &r.Result, &createdNS)
+		&r.Kind, &r.Relation, &r.Description, &r.Cost.Epsilon, &r.Cost.Delta,
+		&r.Patient.Epsilon, &r.Patient.Delta, &r.Patient.Rho, &unbounded, &r.Result, &createdNS)
 	if err != nil {
 		return Receipt{}, false, fmt.Errorf("ledger: read record: %w", err)
 	}
 	if !found {
 		return Receipt{}, false, nil
 	}
-	if err := checkStoredCost(r.Cost); err != nil {
-		return Receipt{}, false, err
-	}
-	if err := checkStoredRelation(r.Relation); err != nil {
+	r.Patient.Unbounded = unbounded != 0
+	if err := checkStored(r); err != nil {
 		return Receipt{}, false, err
 	}
 	r.ResultSize = len(r.Result)
 	r.Created = time.Unix(0, createdNS).UTC()
 	return r, true, nil
+}
+
+// checkStored checks a record read back: its cost, relation and whole-patient cost.
+func checkStored(r Receipt) error {
+	if err := checkStoredCost(r.Cost); err != nil {
+		return err
+	}
+	if err := checkStoredRelation(r.Relation); err != nil {
+		return err
+	}
+	if r.Patient.Validate() != nil {
+		return fmt.Errorf("ledger: corrupt stored whole-patient cost %+v", r.Patient)
+	}
+	return nil
 }
 
 func checkStoredCost(c Cost) error {
@@ -428,24 +396,82 @@ type counted struct {
 	n int64
 }
 
-// datasetTotals are the stored totals of one dataset: per identity and
-// relation, the exact sum of the records charged under that relation alone.
-// The effective totals a limit is checked against add the relations that
-// imply the one checked (Relation.Implies).
+// datasetTotals are stored totals of one dataset, all of them or those of some
+// identities: per identity and relation, the exact sum of the records charged
+// under that relation alone; the same per relation for the dataset (over all its
+// identities); and the whole-patient totals of the identities and of the dataset.
+// The effective totals a limit is checked against add the relations that imply
+// the one checked (Relation.Implies).
 type datasetTotals struct {
-	identities []string // with any record, sorted
+	identities []string // those read that have any record, sorted
 	raw        map[string]map[Relation]*counted
+	ds         map[Relation]*counted
+	patient    map[string]*PatientTotal
+	dsPatient  PatientTotal
 }
 
-// own returns the stored total of identity under r, nil if there is none.
-func (d *datasetTotals) own(identity string, r Relation) *counted { return d.raw[identity][r] }
+func newDatasetTotals() *datasetTotals {
+	return &datasetTotals{raw: make(map[string]map[Relation]*counted), ds: make(map[Relation]*counted),
+		patient: make(map[string]*PatientTotal), dsPatient: newPatientTotal()}
+}
+
+// own returns the stored sum of who (an identity, or datasetRow) under r
+// alone, created empty if there is none, for updating in place.
+func (d *datasetTotals) own(who string, r Relation) *counted {
+	m := d.ds
+	if who != datasetRow {
+		if d.raw[who] == nil {
+			d.raw[who] = make(map[Relation]*counted)
+		}
+		m = d.raw[who]
+	}
+	c := m[r]
+	if c == nil {
+		c = new(counted)
+		m[r] = c
+	}
+	return c
+}
+
+// patientOf returns identity's whole-patient total (zero if it has none).
+func (d *datasetTotals) patientOf(identity string) PatientTotal {
+	if p := d.patient[identity]; p != nil {
+		return *p
+	}
+	return newPatientTotal()
+}
+
+// patientRef returns the whole-patient total of who (an identity, or
+// datasetRow) for updating in place.
+func (d *datasetTotals) patientRef(who string) *PatientTotal {
+	if who == datasetRow {
+		return &d.dsPatient
+	}
+	p := d.patient[who]
+	if p == nil {
+		t := newPatientTotal()
+		p = &t
+		d.patient[who] = p
+	}
+	return p
+}
 
 // effective returns the total of identity's records whose relation implies
 // s, and their number.
 func (d *datasetTotals) effective(identity string, s Relation) (*total, int64) {
+	return sumImplying(d.raw[identity], s)
+}
+
+// datasetEffective returns the total, over all identities, of the records
+// whose relation implies s, and their number.
+func (d *datasetTotals) datasetEffective(s Relation) (*total, int64) {
+	return sumImplying(d.ds, s)
+}
+
+func sumImplying(m map[Relation]*counted, s Relation) (*total, int64) {
 	t := new(total)
 	var n int64
-	for r, c := range d.raw[identity] {
+	for r, c := range m {
 		if r.Implies(s) {
 			t.addTotal(&c.t)
 			n += c.n
@@ -454,27 +480,42 @@ func (d *datasetTotals) effective(identity string, s Relation) (*total, int64) {
 	return t, n
 }
 
-// datasetEffective returns the total, over all identities, of the records
-// whose relation implies s, and their number.
-func (d *datasetTotals) datasetEffective(s Relation) (*total, int64) {
-	t := new(total)
-	var n int64
-	for _, id := range d.identities {
-		u, m := d.effective(id, s)
-		t.addTotal(u)
-		n += m
+// totalsOf reads the stored totals of some identities of a dataset, and the
+// dataset's own: a constant number of rows whatever the dataset's other
+// identities.
+func (s *store) totalsOf(ctx context.Context, q Querier, dataset string, identities []string) (*datasetTotals, error) {
+	who := append([]string{datasetRow}, identities...)
+	args := make([]any, 0, len(who)+1)
+	args = append(args, dataset)
+	for _, w := range who {
+		args = append(args, w)
 	}
-	return t, n
+	in := strings.TrimSuffix(strings.Repeat("?, ", len(who)), ", ")
+	return s.readTotalRows(ctx, q,
+		s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ? AND identity IN (`+in+`)`),
+		s.d.SQL(`SELECT identity, epsilon, delta, rho, rho_delta, unbounded, charges FROM {t}patient_totals WHERE dataset = ? AND identity IN (`+in+`)`),
+		args)
 }
 
-// totals reads the exact stored totals of a dataset.
+// totals reads every stored total of a dataset.
 func (s *store) totals(ctx context.Context, q Querier, dataset string) (*datasetTotals, error) {
-	rows, err := q.Query(ctx, s.qTotals, dataset)
+	return s.readTotalRows(ctx, q, s.qTotalsAll, s.qPatientAll, []any{dataset})
+}
+
+func (s *store) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient string, args []any) (*datasetTotals, error) {
+	d := newDatasetTotals()
+	rows, err := q.Query(ctx, qTotals, args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read totals: %w", err)
 	}
 	defer rows.Close()
-	d := &datasetTotals{raw: make(map[string]map[Relation]*counted)}
+	seen := make(map[string]bool)
+	note := func(identity string) {
+		if identity != datasetRow && !seen[identity] {
+			seen[identity] = true
+			d.identities = append(d.identities, identity)
+		}
+	}
 	for rows.Next() {
 		var identity, e, dl string
 		var r Relation
@@ -498,16 +539,53 @@ func (s *store) totals(ctx context.Context, q Querier, dataset string) (*dataset
 		}
 		c.t.eps.Set(er)
 		c.t.delta.Set(dr)
+		if identity == datasetRow {
+			d.ds[r] = c
+			continue
+		}
 		m := d.raw[identity]
 		if m == nil {
 			m = make(map[Relation]*counted)
 			d.raw[identity] = m
-			d.identities = append(d.identities, identity)
 		}
 		m[r] = c
+		note(identity)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: read totals: %w", err)
+	}
+	rows.Close()
+	prow, err := q.Query(ctx, qPatient, args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
+	}
+	defer prow.Close()
+	for prow.Next() {
+		var identity string
+		var txt [4]string
+		p := newPatientTotal()
+		if err := prow.Scan(&identity, &txt[0], &txt[1], &txt[2], &txt[3], &p.Unbounded, &p.Charges); err != nil {
+			return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
+		}
+		for i, dst := range []*big.Rat{p.Epsilon, p.Delta, p.Rho, p.RhoDelta} {
+			r, err := decodeRat(txt[i])
+			if err != nil {
+				return nil, err
+			}
+			dst.Set(r)
+		}
+		if p.Unbounded < 0 || p.Charges < 0 || p.Unbounded > p.Charges {
+			return nil, fmt.Errorf("ledger: corrupt stored whole-patient counts %d of %d", p.Unbounded, p.Charges)
+		}
+		if identity == datasetRow {
+			d.dsPatient = p
+			continue
+		}
+		d.patient[identity] = &p
+		note(identity)
+	}
+	if err := prow.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
 	}
 	sort.Strings(d.identities)
 	return d, nil
@@ -559,15 +637,36 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 	return r, found, nil
 }
 
-// readTotals reads the stored totals of a dataset outside a transaction.
-func (s *store) readTotals(ctx context.Context, dataset string) (*datasetTotals, error) {
+// readAccount reads the limits in force and the totals of one identity and of
+// its dataset, outside a transaction.
+func (s *store) readAccount(ctx context.Context, a Account) (*datasetTotals, Limits, error) {
 	var d *datasetTotals
+	var l Limits
 	err := s.e.Read(ctx, func(q Querier) error {
 		var err error
+		if l, _, err = s.inForce(ctx, q, a.Dataset); err != nil {
+			return err
+		}
+		d, err = s.totalsOf(ctx, q, a.Dataset, []string{a.Identity})
+		return err
+	})
+	return d, l, err
+}
+
+// readAll reads the limits in force and every total of a dataset, outside a
+// transaction (listings).
+func (s *store) readAll(ctx context.Context, dataset string) (*datasetTotals, Limits, error) {
+	var d *datasetTotals
+	var l Limits
+	err := s.e.Read(ctx, func(q Querier) error {
+		var err error
+		if l, _, err = s.inForce(ctx, q, dataset); err != nil {
+			return err
+		}
 		d, err = s.totals(ctx, q, dataset)
 		return err
 	})
-	return d, err
+	return d, l, err
 }
 
 func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
@@ -577,54 +676,65 @@ func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, 
 	if err := rel.Validate(); err != nil {
 		return Balance{}, err
 	}
-	d, err := s.readTotals(ctx, a.Dataset)
+	d, limits, err := s.readAccount(ctx, a)
 	if err != nil {
 		return Balance{}, wrap("balance", err)
 	}
-	b, _ := s.balance(d, a, rel)
+	b, _ := balanceOf(d, limits, a, rel)
 	return b, nil
 }
 
-// balance returns a's effective balance under rel, and the number of
-// records counting towards it.
-func (s *store) balance(d *datasetTotals, a Account, rel Relation) (Balance, int64) {
+// balanceOf returns a's effective balance under rel against limits, and the
+// number of records counting towards it.
+func balanceOf(d *datasetTotals, limits Limits, a Account, rel Relation) (Balance, int64) {
 	ds, _ := d.datasetEffective(rel)
-	return s.balanceWith(d, ds, a, rel)
-}
-
-// balanceWith is balance with the dataset's effective total under rel already
-// computed (ds), so that a listing of every identity sums the dataset once per
-// relation rather than once per identity.
-func (s *store) balanceWith(d *datasetTotals, ds *total, a Account, rel Relation) (Balance, int64) {
 	id, n := d.effective(a.Identity, rel)
 	return Balance{
 		Account:          a,
 		Relation:         rel,
 		Spent:            id.cost(),
-		Remaining:        id.remaining(s.limits.PerIdentity),
+		Remaining:        id.remaining(limits.PerIdentity),
 		DatasetSpent:     ds.cost(),
-		DatasetRemaining: ds.remaining(s.limits.Dataset),
+		DatasetRemaining: ds.remaining(limits.Dataset),
 		Charges:          int(n),
-		Limits:           s.limits,
+		Limits:           limits,
 	}, n
+}
+
+func (s *store) PatientBalance(ctx context.Context, a Account) (PatientBalance, error) {
+	if err := a.Validate(); err != nil {
+		return PatientBalance{}, err
+	}
+	d, limits, err := s.readAccount(ctx, a)
+	if err != nil {
+		return PatientBalance{}, wrap("whole-patient balance", err)
+	}
+	return patientBalanceOf(d, limits, a), nil
+}
+
+func patientBalanceOf(d *datasetTotals, limits Limits, a Account) PatientBalance {
+	b := PatientBalance{Account: a, IdentityTotal: d.patientOf(a.Identity).clone(), DatasetTotal: d.dsPatient.clone(), Limits: limits.Patient}
+	if c := limits.Patient.PerIdentity; c.Epsilon > 0 {
+		b.Remaining = patientRemaining(b.IdentityTotal, c)
+	}
+	if c := limits.Patient.Dataset; c.Epsilon > 0 {
+		b.DatasetRemaining = patientRemaining(b.DatasetTotal, c)
+	}
+	return b
 }
 
 func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, err := s.readTotals(ctx, dataset)
+	d, limits, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return nil, wrap("accounts", err)
-	}
-	ds := make(map[Relation]*total, len(Relations))
-	for _, rel := range Relations {
-		ds[rel], _ = d.datasetEffective(rel)
 	}
 	var out []Balance
 	for _, id := range d.identities {
 		for _, rel := range Relations {
-			if b, n := s.balanceWith(d, ds[rel], Account{Dataset: dataset, Identity: id}, rel); n > 0 {
+			if b, n := balanceOf(d, limits, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
 				out = append(out, b)
 			}
 		}
@@ -636,7 +746,7 @@ func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBal
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, err := s.readTotals(ctx, dataset)
+	d, limits, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return nil, wrap("dataset totals", err)
 	}
@@ -645,8 +755,8 @@ func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBal
 		if t, n := d.datasetEffective(rel); n > 0 {
 			out = append(out, DatasetBalance{
 				Dataset: dataset, Relation: rel,
-				Spent: t.cost(), Remaining: t.remaining(s.limits.Dataset),
-				Charges: int(n), Limits: s.limits,
+				Spent: t.cost(), Remaining: t.remaining(limits.Dataset),
+				Charges: int(n), Limits: limits,
 			})
 		}
 	}
@@ -666,15 +776,14 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 		defer rows.Close()
 		for rows.Next() {
 			r := Receipt{Account: Account{Dataset: dataset}}
-			var size, createdNS int64
+			var size, createdNS, unbounded int64
 			if err := rows.Scan(&r.Identity, &r.Key, &r.Kind, &r.Relation, &r.Description,
-				&r.Cost.Epsilon, &r.Cost.Delta, &size, &createdNS); err != nil {
+				&r.Cost.Epsilon, &r.Cost.Delta, &r.Patient.Epsilon, &r.Patient.Delta, &r.Patient.Rho, &unbounded,
+				&size, &createdNS); err != nil {
 				return err
 			}
-			if err := checkStoredCost(r.Cost); err != nil {
-				return err
-			}
-			if err := checkStoredRelation(r.Relation); err != nil {
+			r.Patient.Unbounded = unbounded != 0
+			if err := checkStored(r); err != nil {
 				return err
 			}
 			if size < 0 {

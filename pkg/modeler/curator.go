@@ -87,6 +87,9 @@ type Projection struct {
 	// the shape and the projection's sensitivity), and the GP models it
 	// (Config.ProjectionNoise).
 	NoiseSD float64
+	// WholePatient is the release's whole-patient cost as the curator states it (nil
+	// when it does not).
+	WholePatient *study.WholePatient
 	// Budget is the caller's budget after the release.
 	Budget study.Budget
 	// Z is row-major Rows × Cols.

@@ -328,7 +328,7 @@ func releaseOf(info *DatasetInfo, proj *Projection, cfg Config) study.Release {
 		Epsilon: cfg.Epsilon, Delta: cfg.Delta, Replayed: proj.Replayed, Guarantee: proj.Guarantee,
 		Mechanism: info.ProjectionMechanism, Relation: info.ProjectionRelation,
 		ProtectedUnit: info.ProtectedUnit, MaxQueryIndices: info.MaxQueryIndices,
-		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy, NoiseSD: proj.NoiseSD}
+		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy, NoiseSD: proj.NoiseSD, WholePatient: proj.WholePatient}
 }
 
 func (c *Config) defaults() error {

@@ -147,7 +147,7 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.Query(ctx, &curatorv1.QueryRequest{Indices: []uint64{2}})
-	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 2 distinct rows per identity") {
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "at most 2 distinct rows of the dataset, to all identities together") {
 		t.Errorf("exact query past the cap: %v, want ResourceExhausted naming the cap", err)
 	}
 	// The refusal's ErrorInfo carries the reason and the figures, for clients that must

@@ -90,6 +90,11 @@ func (h *handlers) GetBudget(ctx context.Context, _ *curatorv1.GetBudgetRequest)
 // four times more per release (the proto's Budget documents this).
 func (h *handlers) budgetAll(ctx context.Context, featureUnit ledger.Balance) (*curatorv1.Budget, error) {
 	b := budgetProto(featureUnit)
+	wp, err := h.wholePatient(ctx, featureUnit.Identity)
+	if err != nil {
+		return nil, err
+	}
+	b.WholePatient = wp
 	b.Relations = make([]*curatorv1.RelationBudget, 0, len(ledger.Relations))
 	for _, rel := range ledger.Relations {
 		bal := featureUnit
@@ -143,6 +148,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Header{Header: &curatorv1.ProjectionHeader{
 		ReleaseId: p.ID, Rows: uint64(p.Rows), Cols: uint32(p.Cols), Replayed: p.Replayed,
 		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee, NoiseSd: p.NoiseSD,
+		WholePatient: &curatorv1.WholePatientCost{Bounded: !p.WholePatient.Unbounded, Epsilon: p.WholePatient.Epsilon, Delta: p.WholePatient.Delta},
 	}}}); err != nil {
 		return err
 	}
@@ -222,6 +228,10 @@ func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudy
 		Answers: &curatorv1.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation),
 			Epsilon: a.Epsilon, Delta: a.Delta, Lower: a.Lower, Upper: a.Upper, NoiseSd: a.NoiseSD, Paid: a.Paid},
 		Fits: q.Fits, Refusal: q.Refusal,
+		WholePatient: &curatorv1.WholePatientCharge{Bounded: !q.Patient.Charge.Unbounded, Epsilon: q.Patient.Charge.Epsilon, Delta: q.Patient.Charge.Delta,
+			EpsilonLimit: q.Patient.Limits.PerIdentity.Epsilon, DeltaLimit: q.Patient.Limits.PerIdentity.Delta,
+			DatasetEpsilonLimit: q.Patient.Limits.Dataset.Epsilon, DatasetDeltaLimit: q.Patient.Limits.Dataset.Delta,
+			EpsilonAvailable: q.Patient.Available.Epsilon, DeltaAvailable: q.Patient.Available.Delta, Fits: q.Patient.Fits},
 		DefaultStudy: &curatorv1.DefaultStudy{
 			ProjectionEpsilon: s.Projection.Epsilon, ProjectionDelta: s.Projection.Delta,
 			AnswersEpsilon: s.Answers.Epsilon, AnswersDelta: s.Answers.Delta,
@@ -270,6 +280,10 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		meta := map[string]string{"scope": be.Scope, "relation": string(be.Relation),
 			"requested_epsilon": fmt.Sprint(be.Requested.Epsilon), "requested_delta": fmt.Sprint(be.Requested.Delta),
 			"remaining_epsilon": fmt.Sprint(be.Remaining.Epsilon), "remaining_delta": fmt.Sprint(be.Remaining.Delta)}
+		if be.WholePatient {
+			// The whole-patient cap refused: its figures are whole-patient ones.
+			meta["budget"] = "whole-patient"
+		}
 		if be.ZeroDeltaLimit() {
 			// Not a spent budget: nothing needing δ can ever be released.
 			return withReason(codes.FailedPrecondition, be.Error(), ReasonDeltaBudgetZero, meta)
@@ -306,7 +320,9 @@ const (
 	ErrorDomain = "privbo.curator.v1"
 	// ReasonBudgetExceeded: RESOURCE_EXHAUSTED, the privacy budget cannot pay the
 	// request (metadata: scope, relation, requested_epsilon, requested_delta,
-	// remaining_epsilon, remaining_delta); nothing was charged.
+	// remaining_epsilon, remaining_delta, and budget "whole-patient" when the refusing
+	// budget is the whole-patient cap, whose figures are whole-patient ones; a release
+	// with no finite whole-patient figure requests ε "+Inf"); nothing was charged.
 	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
 	// ReasonDeltaBudgetZero: FAILED_PRECONDITION, the request needs δ > 0 and the
 	// curator's δ budget is 0: no such release can ever be made.

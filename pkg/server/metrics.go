@@ -55,6 +55,8 @@ func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.Ser
 type budgetCollector struct {
 	s                                    *Server
 	dataset                              string
+	patientEps, patientDelta             *prometheus.Desc
+	patientCapEps, patientCapDelta       *prometheus.Desc
 	spentEps, spentDelta, remEps, remDel *prometheus.Desc
 	jobs                                 *prometheus.Desc
 }
@@ -63,17 +65,28 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 	budget := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"dataset", "identity", "relation"}, nil)
 	}
+	patient := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"dataset", "identity"}, nil)
+	}
+	patientCap := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"dataset", "scope"}, nil)
+	}
 	return &budgetCollector{s: s, dataset: dataset,
-		spentEps:   budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
-		spentDelta: budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
-		remEps:     budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
-		remDel:     budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
-		jobs:       prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
+		patientEps: patient("privbo_whole_patient_epsilon", "What one patient can lose, ε: every release's (ε, δ) for replacing one patient's record "+
+			"by any other, added over every relation; identity=\"\" is the dataset's total over all identities. +Inf when a release has no finite figure."),
+		patientDelta:    patient("privbo_whole_patient_delta", "What one patient can lose, δ (see privbo_whole_patient_epsilon)."),
+		patientCapEps:   patientCap("privbo_whole_patient_cap_epsilon", "The whole-patient cap in force, ε, by scope (identity or dataset); absent without a cap."),
+		patientCapDelta: patientCap("privbo_whole_patient_cap_delta", "The whole-patient cap in force, δ, by scope (identity or dataset); absent without a cap."),
+		spentEps:        budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
+		spentDelta:      budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
+		remEps:          budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
+		remDel:          budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
+		jobs:            prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
 	}
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.spentEps, c.spentDelta, c.remEps, c.remDel, c.jobs} {
+	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta, c.remEps, c.remDel, c.jobs} {
 		ch <- d
 	}
 }
@@ -84,6 +97,7 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	c.collectPatient(ctx, ch)
 	accts, err := c.s.ledger.Accounts(ctx, c.dataset)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.spentEps, fmt.Errorf("server: reading the ledger's accounts: %w", err))
@@ -108,6 +122,42 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, st := range []jobs.State{jobs.Queued, jobs.Running, jobs.Succeeded, jobs.Failed, jobs.Cancelled} {
 		ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}
+
+// collectPatient sends the whole-patient gauges: the dataset's total and each modeler
+// identity's, and the caps in force.
+func (c *budgetCollector) collectPatient(ctx context.Context, ch chan<- prometheus.Metric) {
+	limits := c.s.ledger.Limits()
+	if rec, ok, err := c.s.ledger.RecordedLimits(ctx, c.dataset); err == nil && ok {
+		limits = rec.Limits
+	}
+	rep, err := c.s.ledger.Report(ctx, c.dataset, limits)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.patientEps, fmt.Errorf("server: reading the ledger's whole-patient totals: %w", err))
+		return
+	}
+	send := func(identity string, t ledger.PatientTotal) {
+		cost := t.Cost()
+		ch <- prometheus.MustNewConstMetric(c.patientEps, prometheus.GaugeValue, cost.Epsilon, c.dataset, identity)
+		if t.Bounded() {
+			ch <- prometheus.MustNewConstMetric(c.patientDelta, prometheus.GaugeValue, cost.Delta, c.dataset, identity)
+		}
+	}
+	send("", rep.Patient.Dataset.Total)
+	for _, r := range rep.Patient.Identities {
+		if !ledger.IsReserved(r.Identity) {
+			send(r.Identity, r.Total)
+		}
+	}
+	for _, s := range []struct {
+		scope string
+		cap   ledger.Cost
+	}{{ledger.ScopeIdentity, limits.Patient.PerIdentity}, {ledger.ScopeDataset, limits.Patient.Dataset}} {
+		if s.cap.Epsilon > 0 {
+			ch <- prometheus.MustNewConstMetric(c.patientCapEps, prometheus.GaugeValue, s.cap.Epsilon, c.dataset, s.scope)
+			ch <- prometheus.MustNewConstMetric(c.patientCapDelta, prometheus.GaugeValue, s.cap.Delta, c.dataset, s.scope)
+		}
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -204,5 +207,101 @@ func TestReplicasAdoptStateReleases(t *testing.T) {
 	sumA, sumB := sha256.Sum256(matrixio.AppendFloat64s(nil, pa.Z)), sha256.Sum256(matrixio.AppendFloat64s(nil, pb.Z))
 	if !pb.Replayed || sumA != sumB || pb.Budget.GetEpsilonSpent() != 1 {
 		t.Errorf("replay: replayed %v, SHA-256 %x, ε spent %g; want a replay of %x at no cost (spent 1)", pb.Replayed, sumB, pb.Budget.GetEpsilonSpent(), sumA)
+	}
+}
+
+// TestReplicasDifferentLimits: replicas on one PostgreSQL ledger cannot enforce
+// different limits. A replica whose budget flags differ from the limits in force is
+// refused at start; one that changes them (Config.ChangeLimits) makes every replica
+// enforce the new ones from its next charge, read in the charge's own transaction —
+// replica A, started with ε = 3, refuses what its own flags would allow once the limits
+// in force are 2 — and racing releases through both replicas never take an identity
+// past the limits in force.
+func TestReplicasDifferentLimits(t *testing.T) {
+	ctx := context.Background()
+	lc := curatortest.PostgresLedger(t)
+	opts := func(eps float64) curatortest.Options {
+		return curatortest.Options{Budget: ledger.Cost{Epsilon: eps, Delta: 1e-3}, DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5}, Ledger: lc}
+	}
+	a := curatortest.Start(t, opts(3))
+	clientA := a.Client(t, "acme")
+
+	// The audit's case: B at ε = 100 on A's ledger would let one identity spend 3 on
+	// A and 100 on B. It is refused, naming the setting that would change the limits.
+	cfgB := opts(100).Config(t)
+	if _, err := server.Start(ctx, cfgB); err == nil || !strings.Contains(err.Error(), "Config.ChangeLimits") || !strings.Contains(err.Error(), "differ") {
+		t.Fatalf("replica B with ε = 100 on a ledger in force at 3: error = %v, want a refusal naming Config.ChangeLimits", err)
+	}
+	// A lowers nothing by itself; B lowering the limits to 2 changes them for A too.
+	lower := opts(2)
+	lower.Configure = func(c *server.Config) { c.ChangeLimits = true }
+	b := curatortest.Start(t, lower)
+	if p := b.Server.LimitsStart().Previous; p == nil || p.PerIdentity.Epsilon != 3 || b.Server.LimitsStart().InForce.PerIdentity.Epsilon != 2 {
+		t.Fatalf("B's start = %+v, want the change from 3 to 2", b.Server.LimitsStart())
+	}
+	clientB := b.Client(t, "acme")
+	if _, err := curatorclient.FetchProjection(ctx, clientA, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 1.5, Delta: 1e-5}); err != nil {
+		t.Fatal(err)
+	}
+	// 1.5 + 1 fits A's own flags (3) but not the limits in force (2).
+	_, err := curatorclient.FetchProjection(ctx, clientA, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 1, Delta: 1e-5, Label: "over"})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("ε = 1 on A after 1.5 under the limits in force (2): %v, want ResourceExhausted", err)
+	}
+	if bud, err := clientA.GetBudget(ctx, &curatorv1.GetBudgetRequest{}); err != nil || bud.GetBudget().GetEpsilonLimit() != 2 || bud.GetBudget().GetEpsilonRemaining() != 0.5 {
+		t.Errorf("A's GetBudget = %v, %v; want the limit in force 2, 0.5 remaining", bud.GetBudget(), err)
+	}
+	if _, err := curatorclient.FetchProjection(ctx, clientB, &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.5, Delta: 1e-5, Label: "rest"}); err != nil {
+		t.Errorf("the remaining ε = 0.5 on B: %v", err)
+	}
+
+	// Races through both replicas: 6 identities, 8 releases of ε = 0.75 each,
+	// alternately on A and B: 2 fit each identity's limit in force.
+	const identities, each = 6, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, identities*each)
+	for i := range identities * each {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			id := fmt.Sprintf("racer%d", i%identities)
+			_, err := curatorclient.FetchProjection(ctx, c.Client(t, id), &curatorv1.ReleaseProjectionRequest{Dimension: 1, Epsilon: 0.75, Delta: 1e-5, Label: fmt.Sprint(i)})
+			if err != nil && status.Code(err) != codes.ResourceExhausted {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("racing release: %v, want success or ResourceExhausted", err)
+	}
+	store, err := server.OpenLedger(ctx, lc, t.TempDir(), opts(2).Config(t).LedgerLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	accts, err := store.Accounts(ctx, "diabetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bal := range accts {
+		if ledger.IsReserved(bal.Identity) || bal.Relation != ledger.RelationFeatureUnit {
+			continue
+		}
+		if bal.Spent.Epsilon > 2 {
+			t.Errorf("%s spent ε = %g under the feature-unit relation, above the limit in force 2", bal.Identity, bal.Spent.Epsilon)
+		}
+		if strings.HasPrefix(bal.Identity, "racer") && bal.Spent.Epsilon != 1.5 {
+			t.Errorf("%s spent ε = %g, want 1.5 (two releases of 0.75 fit the limit in force)", bal.Identity, bal.Spent.Epsilon)
+		}
+	}
+	h, err := store.LimitsHistory(ctx, "diabetes")
+	if err != nil || len(h) != 2 || h[0].PerIdentity.Epsilon != 3 || h[1].PerIdentity.Epsilon != 2 {
+		t.Errorf("limits history = %+v, %v; want 3 then 2", h, err)
 	}
 }

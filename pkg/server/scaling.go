@@ -492,6 +492,10 @@ func scaleDataset(ctx context.Context, store ledger.Store, cfg *Config, raw *dat
 	if err := resolveOutputRange(cfg, ds, est); err != nil {
 		return nil, err
 	}
+	if p.target {
+		// The range came from the private estimate: the answers' guarantee states its ε.
+		cfg.Output.RangeEpsilon = p.epsT
+	}
 	if err := cfg.Output.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -93,6 +94,24 @@ type Config struct {
 	// cmd/curator's --budget-delta defaults to DefaultBudgetDelta. Start records
 	// both limits in the ledger (ledger.Store.RecordLimits).
 	Budget, DatasetBudget ledger.Cost
+	// PatientBudget caps each identity's whole-patient total — every charge's (ε, δ)
+	// converted to the replacement of one patient's record, added over every relation
+	// (ledger.PatientLimits) — and PatientDatasetBudget that of all identities
+	// together, the curator's own estimates included (each part defaults to
+	// PatientBudget's; its δ to Budget.Delta). A zero ε is no cap, the default: at the
+	// default unit a projection at ε = 1 costs a whole patient ε ≈ 134, so any cap a
+	// hospital would sign (ε ≤ 10) refuses every default study, and a cap loose enough
+	// to admit them would read as a guarantee it is not (docs/PRIVACY.md, "What one
+	// patient can lose"). Start states what a whole patient can lose either way. A cap
+	// refuses every release with no finite whole-patient figure, so it cannot be set
+	// with exact answers, the lifted mechanism or a data-dependent scaling.
+	PatientBudget, PatientDatasetBudget ledger.Cost
+	// ChangeLimits lets Start make this configuration's limits the limits in force
+	// when they differ from those the ledger records: every curator sharing the
+	// ledger enforces the limits in force, read in each charge's own transaction, so
+	// a start with other limits is refused unless it changes them explicitly. The
+	// change is kept in the ledger's history (curator ledger lists it).
+	ChangeLimits bool
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
 	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
 	// [Lower, Upper] is, in this order: the one given here, the schema's line for the
@@ -107,9 +126,9 @@ type Config struct {
 	// budgets hold as many default studies as the ε budgets (curator.Curator.DefaultStudy).
 	// Start states how many default studies the budgets hold.
 	DefaultStudy ledger.Cost
-	// ExactAnswersMaxRows caps the distinct rows answered exactly to one identity
-	// (output privacy "none"); default DefaultExactAnswersMaxRows. Exact answers also
-	// go only to identities that hold a projection release.
+	// ExactAnswersMaxRows caps the distinct rows of the dataset answered exactly, to all
+	// identities together (output privacy "none"); default DefaultExactAnswersMaxRows.
+	// Exact answers also go only to identities that hold a projection release.
 	ExactAnswersMaxRows int
 	// AllowExactProgramAnswers accepts output privacy "none" with program evaluation,
 	// whose answers are exact functions of the records' features; refused otherwise.
@@ -208,6 +227,13 @@ type JobsConfig struct {
 	// Classes is the public number of classes of the target's labels 0 … K−1
 	// (tuning.Config.Classes); 0 takes it from the schema, or 2.
 	Classes int
+	// TrainingConsented is the operator's declaration that every patient of the jobs'
+	// training part consented to their records being used without a privacy
+	// guarantee (or that the part is public): Kusner jobs, which train on it with no
+	// mechanism, then have a whole-patient figure, the validation part's (ε, δ), for
+	// the patients it does protect. Without it their whole-patient figure is not
+	// bounded, and a whole-patient cap refuses them (tuning.Config.TrainingConsented).
+	TrainingConsented bool
 }
 
 // TLSConfig names the curator's TLS material.
@@ -233,8 +259,8 @@ type LedgerConfig struct {
 // that the default Gaussian projection can be released at all.
 const DefaultBudgetDelta = 1e-6
 
-// DefaultExactAnswersMaxRows is the default cap on distinct rows answered exactly to one
-// identity (Config.ExactAnswersMaxRows).
+// DefaultExactAnswersMaxRows is the default cap on distinct rows of the dataset answered
+// exactly, to all identities together (Config.ExactAnswersMaxRows).
 const DefaultExactAnswersMaxRows = 200
 
 // Shares of Config.MemoryLimit. The Go runtime's soft limit (RuntimeMemoryShare) makes
@@ -300,6 +326,10 @@ type Server struct {
 	jobs   *jobs.Manager
 	// study is the default study and how many fit, as stated at start.
 	study curator.StudyCapacity
+	// limitsStart is what the start found of the limits in force (RecordLimits);
+	// patient states what a whole patient can lose (PatientStatement).
+	limitsStart ledger.LimitsStart
+	patient     []string
 
 	metrics    *prometheus.Registry
 	metricsSrv *http.Server
@@ -333,7 +363,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for _, w := range Warnings(cfg) {
 		log.Warn(w)
 	}
-	store, err := OpenLedger(ctx, cfg.Ledger, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
+	store, err := OpenLedger(ctx, cfg.Ledger, cfg.StateDir, cfg.limits())
 	if err != nil {
 		return nil, err
 	}
@@ -346,11 +376,24 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		releases.Close()
 	}
-	// The limits enforced are recorded with the ledger, so that 'curator ledger'
-	// reports against them rather than against figures typed again.
-	if err := store.RecordLimits(ctx, cfg.DatasetID); err != nil {
+	// The limits in force are part of the ledger: every curator sharing it enforces
+	// them (read in each charge's transaction), and 'curator ledger' reports against
+	// them. A start with other limits changes them only when told to.
+	limitsStart, err := store.RecordLimits(ctx, cfg.DatasetID, cfg.ChangeLimits)
+	if err != nil {
 		closeStores()
+		if de := (*ledger.LimitsDifferError)(nil); errors.As(err, &de) {
+			return nil, fieldError("ChangeLimits", fmt.Sprintf("the ledger's limits in force for dataset %s (%s, since %s) differ from this curator's (%s): "+
+				"curators sharing a ledger enforce one set of limits, so start with the limits in force, or set Config.ChangeLimits to make these "+
+				"the limits in force (every curator sharing the ledger enforces them from its next charge; the change is kept in the ledger's history)",
+				cfg.DatasetID, ledger.LimitsText(de.InForce.Limits), de.InForce.Recorded.Format(time.RFC3339), ledger.LimitsText(de.Configured)))
+		}
 		return nil, fmt.Errorf("server: recording the budget limits in the ledger: %w", err)
+	}
+	if p := limitsStart.Previous; p != nil {
+		log.Warn("WARNING: the ledger's limits in force changed with this start (Config.ChangeLimits); spending above a lowered limit is marked OVER LIMIT by curator ledger",
+			zap.String("dataset_id", cfg.DatasetID), zap.String("previous", ledger.LimitsText(p.Limits)), zap.Time("previous_since", p.Recorded),
+			zap.String("now", ledger.LimitsText(limitsStart.InForce.Limits)))
 	}
 	ds, err := scaleDataset(ctx, store, &cfg, raw)
 	if err != nil {
@@ -403,7 +446,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, memory: ccfg.Memory, jobs: jm, study: study,
-		serveErr: make(chan error, 1), stopped: make(chan struct{})}
+		limitsStart: limitsStart, serveErr: make(chan error, 1), stopped: make(chan struct{})}
+	s.patient = s.patientStatement()
+	for _, line := range s.patient {
+		log.Info(line)
+	}
 	failures := transport.NewAuthFailures(cfg.AuthFailures, log)
 	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, AuthFailures: failures, MaxHeaderListBytes: cfg.MaxHeaderBytes}
 	var rpcMetrics *grpcprom.ServerMetrics
@@ -679,8 +726,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s or %s)",
 			cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian))
 	}
-	if err := (ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget}).Validate(); err != nil {
+	cfg.PatientBudget, cfg.PatientDatasetBudget = PatientCaps(cfg.Budget, cfg.PatientBudget, cfg.PatientDatasetBudget)
+	if err := cfg.limits().Validate(); err != nil {
 		return cfg, fmt.Errorf("server: budget: %w", err)
+	}
+	if err := patientCapConflict(cfg); err != nil {
+		return cfg, err
 	}
 	if e := cfg.DefaultStudy.Epsilon; math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
 		return cfg, fieldError("DefaultStudy.Epsilon", fmt.Sprintf("Config.DefaultStudy.Epsilon must be positive and finite (0 for the default), got %g", e))
@@ -777,6 +828,68 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
+// PatientCaps fills in the whole-patient caps' defaults as Start does: a per-identity
+// cap's δ defaults to the per-identity budget's; the dataset's cap defaults to the
+// per-identity cap, part by part (its δ then to the per-identity budget's). Zero ε
+// stays no cap.
+func PatientCaps(budget, perIdentity, dataset ledger.Cost) (ledger.Cost, ledger.Cost) {
+	if perIdentity.Epsilon > 0 && perIdentity.Delta == 0 {
+		perIdentity.Delta = budget.Delta
+	}
+	if dataset.Epsilon == 0 {
+		dataset.Epsilon = perIdentity.Epsilon
+	}
+	if dataset.Epsilon > 0 && dataset.Delta == 0 {
+		dataset.Delta = perIdentity.Delta
+		if dataset.Delta == 0 {
+			dataset.Delta = budget.Delta
+		}
+	}
+	return perIdentity, dataset
+}
+
+// LedgerLimits are the limits cfg records and enforces in the ledger: the budgets and
+// the whole-patient caps with Start's defaults filled in.
+func (cfg Config) LedgerLimits() ledger.Limits {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return cfg.limits()
+	}
+	return c.limits()
+}
+
+// limits are the ledger limits of cfg (after withDefaults).
+func (cfg Config) limits() ledger.Limits {
+	return ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget,
+		Patient: ledger.PatientLimits{PerIdentity: cfg.PatientBudget, Dataset: cfg.PatientDatasetBudget}}
+}
+
+// patientCapConflict refuses a whole-patient cap with settings whose every release of
+// some kind has no finite whole-patient figure, so that the cap would refuse them all:
+// exact answers, the lifted mechanism, a data-dependent scaling.
+func patientCapConflict(cfg Config) error {
+	if cfg.PatientBudget.Epsilon == 0 && cfg.PatientDatasetBudget.Epsilon == 0 {
+		return nil
+	}
+	field := "PatientBudget.Epsilon"
+	if cfg.PatientBudget.Epsilon == 0 {
+		field = "PatientDatasetBudget.Epsilon"
+	}
+	var why string
+	switch {
+	case cfg.Output.Mechanism == "none":
+		why = "Config.Output.Mechanism none releases exact answers, which have no whole-patient bound"
+	case cfg.ProjectionMechanism == projection.MechanismLifted:
+		why = "Config.ProjectionMechanism lifted has no guarantee at any distance"
+	case !cfg.Data.Scaling.Mode.Private():
+		why = fmt.Sprintf("Config.Data.Scaling.Mode %s scales with the data's own statistics, so no projection has a whole-patient bound", cfg.Data.Scaling.Mode)
+	default:
+		return nil
+	}
+	return fieldError(field, fmt.Sprintf("a whole-patient cap (Config.%s) refuses every release with no finite whole-patient figure, and %s: "+
+		"every such release would be refused; drop the cap, or choose settings with a guarantee", field, why))
+}
+
 // curatorConfig is the curator's configuration of cfg (after withDefaults).
 func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator.Config {
 	return curator.Config{
@@ -784,7 +897,7 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
 		ProjectionMechanism: cfg.ProjectionMechanism,
 		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
-		ExactAnswers:             curator.ExactAnswerLimits{MaxRowsPerIdentity: cfg.ExactAnswersMaxRows, RequireProjection: true},
+		ExactAnswers:             curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
 		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
 	}
 }
@@ -811,6 +924,11 @@ func Warnings(cfg Config) []string {
 			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds (Config.Data.Scaling.Schema) or the default private scaling "+
 			"unless the data are public", m))
 	}
+	if cfg.Jobs.Enabled && !cfg.Jobs.TrainingConsented && (cfg.PatientBudget.Epsilon > 0 || cfg.PatientDatasetBudget.Epsilon > 0) {
+		w = append(w, "WARNING: a whole-patient cap (Config.PatientBudget.Epsilon) with tuning jobs (Config.Jobs.Enabled): every Kusner job will be refused, "+
+			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
+			"Config.Jobs.TrainingConsented declares the training part's patients consented, if they are")
+	}
 	if cfg.Output.Mechanism != "none" {
 		return w
 	}
@@ -819,7 +937,7 @@ func Warnings(cfg Config) []string {
 		limit = DefaultExactAnswersMaxRows
 	}
 	w = append(w, fmt.Sprintf("WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
-		"each identity holding a projection release can read the exact target of up to %d rows (Config.ExactAnswersMaxRows). "+
+		"identities holding a projection release can read the exact target of up to %d rows of the dataset, all of them together (Config.ExactAnswersMaxRows). "+
 		"Use Config.Output.Mechanism laplace or gaussian unless the outputs are truly not sensitive", limit))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
 		w = append(w, "WARNING: Config.Evaluation.Mode program with exact answers (Config.AllowExactProgramAnswers): every answer is an exact function of one record's features, "+
@@ -1005,9 +1123,13 @@ func jobsRunner(cfg Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runne
 	j := cfg.Jobs
 	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
 		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
-		Preprocessing: j.Preprocessing, Classes: j.Classes}
+		Preprocessing: j.Preprocessing, Classes: j.Classes, TrainingConsented: j.TrainingConsented}
 	if b, ok := schemaFeatureBounds(ds); ok {
 		tc.FeatureBounds = b
+		if ds.Scaling.Mode == dataset.ScalePrivate {
+			// The scaling's own private estimate, not public bounds: the texts say so.
+			tc.FeatureBoundsEpsilon = ds.Scaling.Epsilon
+		}
 	} else if j.BoundsEpsilon > 0 {
 		tc.BoundsEpsilon = j.BoundsEpsilon
 		tc.EstimateBounds = func(x []float64, n, d int, epsilon float64) ([]learner.Bounds, error) {

@@ -61,8 +61,10 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 	if err != nil {
 		return nil, err
 	}
+	w := pr.WholePatient
 	return &modeler.Projection{ReleaseID: pr.ID, Rows: pr.Rows, Cols: pr.Cols, Replayed: pr.Replayed,
-		Guarantee: pr.Guarantee, NoiseSD: pr.NoiseSD, Budget: budgetOf(pr.Budget), Z: z}, nil
+		Guarantee: pr.Guarantee, NoiseSD: pr.NoiseSD, Budget: budgetOf(pr.Budget), Z: z,
+		WholePatient: &study.WholePatient{Bounded: !w.Unbounded, Epsilon: w.Epsilon, Delta: w.Delta}}, nil
 }
 
 // Quote implements modeler.Curator. With Candidates nothing is released or charged: the

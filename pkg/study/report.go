@@ -261,7 +261,13 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 			if op.Guarantee != "" {
 				add("answers' guarantee", op.Guarantee)
 			}
-			add("this study, at most", fmt.Sprintf("(ε, δ) = (%s, %s) by basic composition of the projection and the answers", g(relEps+ansEps), g(relDelta+ansDelta)))
+			add("this study, at most", fmt.Sprintf("(ε, δ) = (%s, %s) under the feature-unit neighbour relation (the scaled features of one record moved by one protected unit), "+
+				"by basic composition of the projection and the answers, whose record-level guarantee also holds for one unit; for a whole patient see the first row",
+				g(relEps+ansEps), g(relDelta+ansDelta)))
+		}
+		if w := studyWholePatient(rel, op, len(distinct) > 0); w != "" {
+			// First: the figure a privacy officer copies.
+			rows = append([][2]string{{"whole patient, this study", w}}, rows...)
 		}
 	}
 	b := st.Budget
@@ -274,6 +280,36 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
 	}
 	return rows
+}
+
+// studyWholePatient is what the study cost a whole patient — the replacement of one
+// patient's record by any other — from the release's whole-patient figure as the
+// curator's ledger recorded it and the answers' (ε, δ), which are stated for replacing a
+// record already, added by basic composition; or why it is not bounded. "" when the
+// curator did not state the release's figure.
+func studyWholePatient(rel *Release, op OutputPrivacy, answered bool) string {
+	w := rel.WholePatient
+	if w == nil {
+		return ""
+	}
+	switch {
+	case !w.Bounded:
+		return "NOT BOUNDED: the projection has no finite guarantee for replacing one patient's record (see its guarantee)"
+	case op.Exact() && answered:
+		return "NOT BOUNDED for the answered rows, whose answers are exact; the projection alone costs a whole patient " +
+			fmt.Sprintf("(ε, δ) = (%s, %s)", g(w.Epsilon), g(w.Delta))
+	}
+	pe, pd := w.Epsilon, w.Delta
+	paid := "the projection's"
+	if rel.Replayed {
+		pe, pd, paid = 0, 0, "the projection (replayed: released to this identity before, its figure counted then)"
+	}
+	ae, ad := 0.0, 0.0
+	if answered && !op.Exact() {
+		ae, ad = op.EpsilonPerIndex, op.DeltaPerIndex
+	}
+	return fmt.Sprintf("(ε, δ) = (%s, %s) for replacing one patient's record by any other (the record neighbour relation): %s (%s, %s), by group privacy "+
+		"at the clip diameter, plus the answers' (%s, %s), by basic composition", g(pe+ae), g(pd+ad), paid, g(w.Epsilon), g(w.Delta), g(ae), g(ad))
 }
 
 // relationWords explains the neighbour relations a projection is stated under (package

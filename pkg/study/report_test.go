@@ -78,7 +78,7 @@ func TestWriteReport(t *testing.T) {
 			// Privacy: the release (7.38906, 1e-4) and the answers' one charge of 0.01
 			// (parallel composition over the 4 rows).
 			for _, want := range []string{"rel-1: (ε, δ) = (7.38906, 0.0001)", "so they cost at most (0.01, 0) together, charged once per identity",
-				"(ε, δ) = (7.39906, 0.0001) by basic composition of the projection and the answers",
+				"(ε, δ) = (7.39906, 0.0001) under the feature-unit neighbour relation (the scaled features of one record moved by one protected unit), by basic composition of the projection and the answers",
 				"spent (ε, δ) = (7.42, 0.0001) of (10, 0.001)"} {
 				if !strings.Contains(page, want) {
 					t.Errorf("report lacks %q", want)
@@ -244,6 +244,48 @@ func TestSettingRowsDefaults(t *testing.T) {
 	for k, v := range rows {
 		if v == "" && k != "label" {
 			t.Errorf("setting %s shows an empty value", k)
+		}
+	}
+}
+
+// TestReportWholePatientFirst: with the release's whole-patient figure as the curator
+// recorded it, the privacy section opens with what the study cost a whole patient —
+// the projection's figure plus the answers' — and says why when it is not bounded.
+func TestReportWholePatientFirst(t *testing.T) {
+	rel := testRelease
+	rel.WholePatient = &WholePatient{Bounded: true, Epsilon: 133.6, Delta: 1e-5}
+	rel.OutputPrivacy = OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}
+	st := &Study{Name: "wp", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
+	obs := []Observation{{Iteration: 1, Round: 1, Index: 0, Value: 10}}
+	rows := privacyRows(st, obs)
+	want := "(ε, δ) = (134.6, 1e-05) for replacing one patient's record by any other (the record neighbour relation): the projection's (133.6, 1e-05), " +
+		"by group privacy at the clip diameter, plus the answers' (1, 0), by basic composition"
+	if rows[0][0] != "whole patient, this study" || rows[0][1] != want {
+		t.Errorf("first privacy row = %q: %q; want %q: %q", rows[0][0], rows[0][1], "whole patient, this study", want)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(r *Release)
+		want string
+	}{
+		{"unbounded projection", func(r *Release) { r.WholePatient = &WholePatient{} }, "NOT BOUNDED: the projection has no finite guarantee"},
+		{"exact answers", func(r *Release) { r.OutputPrivacy = OutputPrivacy{Mechanism: "none"} }, "NOT BOUNDED for the answered rows"},
+		{"replayed", func(r *Release) { r.Replayed = true }, "(ε, δ) = (1, 0) for replacing one patient's record"},
+	} {
+		r := rel
+		tc.edit(&r)
+		st.Release = &r
+		if rows := privacyRows(st, obs); rows[0][0] != "whole patient, this study" || !strings.Contains(rows[0][1], tc.want) {
+			t.Errorf("%s: first privacy row %q", tc.name, rows[0])
+		}
+	}
+	// A curator that did not state it: no such row.
+	r := rel
+	r.WholePatient = nil
+	st.Release = &r
+	for _, row := range privacyRows(st, obs) {
+		if row[0] == "whole patient, this study" {
+			t.Errorf("a release without a recorded whole-patient figure shows %q", row[1])
 		}
 	}
 }

@@ -214,6 +214,17 @@ type Release struct {
 	// curator stated it (0 for the lifted mechanism, and in studies stored before it was
 	// kept); a resumed study models the noise this value states.
 	NoiseSD float64 `json:"noise_sd,omitempty"`
+	// WholePatient is the release's whole-patient cost as the curator's ledger recorded
+	// it (nil from curators that do not state it, and in studies stored before).
+	WholePatient *WholePatient `json:"whole_patient,omitempty"`
+}
+
+// WholePatient is a release's whole-patient cost: its (ε, δ) for replacing one
+// patient's record by any other, or Bounded false when it has none.
+type WholePatient struct {
+	Bounded bool    `json:"bounded"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
 }
 
 // Budget is the caller's (ε, δ) budget as the curator last reported it.

@@ -199,6 +199,20 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			job.guarantee = nonprivateWarning + job.guarantee
 		}
 	}
+	var err2 error
+	if plan.Patient, err2 = r.dphypoPatient(job, base, pureEps, s.Delta, plan.Cost); err2 != nil {
+		return dphypoJob{}, jobs.Plan{}, invalid("%v", err2)
+	}
+	job.guarantee += " Whole patient: " + plan.Patient.String()
+	switch {
+	case plan.Patient.Unbounded:
+		job.guarantee += " (the evaluator's declared relation does not cover a whole patient's record)."
+	case job.eval != nil && job.eval.cfg.Relation == ledger.RelationRecord:
+		job.guarantee += " (the evaluator's guarantee is stated for replacing one record already)."
+	default:
+		job.guarantee += " for replacing one patient's record by any other: removing it and adding another are two add/remove steps, " +
+			"converted on the runs' Rényi curve (Mironov 2017, Proposition 11) before DP-HyPO's Theorem 1."
+	}
 	plan.Guarantee = job.guarantee
 	return job, plan, nil
 }
@@ -219,6 +233,52 @@ func (r *Runner) classWords() string {
 
 // sgdFeatures is the number of features the built-in DP-SGD learner sees.
 func (r *Runner) sgdFeatures() int { return r.rawTrain.D }
+
+// dphypoPatient is a DP-HyPO job's whole-patient cost: what replacing one patient's
+// record by any other costs. A patient of the training part is removed and another
+// added — two add/remove steps — so the search is accounted on the runs' curve for
+// two steps (dp.RDPCurve.GroupOfTwo, the weak triangle inequality of Rényi
+// divergence) through the same Theorem 1 and conversion as its cost, at the job's δ;
+// for a pure-ε evaluator, Theorem 2 at 2ε when smaller. A patient of the validation
+// part changes the noisy accuracy only, whose curve is composed into the runs' and is
+// stated for replacing a record, so the figure covers them too. A private bounds
+// estimate's ε (replace-one) is added as it is. An external evaluator's declared
+// relation decides: record, as stated; validation-record, only with the training part
+// declared consented; feature-unit, not bounded.
+func (r *Runner) dphypoPatient(job dphypoJob, base dp.RDPCurve, pureEps, delta float64, cost ledger.Cost) (*ledger.PatientCost, error) {
+	if job.eval != nil {
+		switch job.eval.cfg.Relation {
+		case ledger.RelationRecord:
+			return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
+		case ledger.RelationValidationRecord:
+			if r.cfg.TrainingConsented {
+				return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
+			}
+			return &ledger.Unbounded, nil
+		case ledger.RelationTrainingAddRemove:
+		default:
+			return &ledger.Unbounded, nil
+		}
+	}
+	two, err := base.GroupOfTwo()
+	if err != nil {
+		return nil, err
+	}
+	eps, _, err := searchEpsilon(two, job.cfg, delta)
+	if err != nil {
+		return nil, err
+	}
+	p := ledger.PatientCost{Epsilon: eps + job.boundsEps, Delta: delta}
+	if pureEps > 0 {
+		if pe, err := dp.DPHyPOPure(2*pureEps, job.cfg.Theta, job.cfg.C, job.cfg.Cmin); err == nil && pe <= p.Epsilon {
+			p = ledger.PatientCost{Epsilon: pe}
+		}
+	}
+	if math.IsInf(p.Epsilon, 0) || math.IsNaN(p.Epsilon) {
+		return &ledger.Unbounded, nil
+	}
+	return &p, nil
+}
 
 // dpsgdOrders is the order grid the built-in DP-SGD base algorithm is accounted on:
 // dp.DefaultOrders without its fractional orders (1.25, 1.5, 1.75).

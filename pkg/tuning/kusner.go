@@ -9,6 +9,7 @@ import (
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/learner"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // lambdaName is the built-in learner's one hyperparameter: the L2 regularisation
@@ -87,6 +88,7 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 	eps, delta := cfg.Cost()
 	plan := jobs.Plan{Guarantee: cfg.Guarantee(), Steps: cfg.Steps()}
 	plan.Cost.Epsilon, plan.Cost.Delta = eps, delta
+	plan.Patient, plan.Guarantee = r.kusnerPatient(plan.Cost, plan.Guarantee)
 	return job, plan, nil
 }
 
@@ -175,4 +177,18 @@ func (r *Runner) kusnerObjective(job kusnerJob) kusner.Objective {
 		}
 		return learner.Accuracy(m, r.val), nil
 	}
+}
+
+// kusnerPatient is a Kusner job's whole-patient cost and its guarantee text with the
+// whole-patient figure: the job protects its validation part only (the learner trains
+// on the training part with no mechanism), so for a patient of the training part
+// nothing is bounded — unless the operator declared that part consented
+// (Config.TrainingConsented), when the figure is the validation part's (ε, δ), for the
+// patients the job does protect.
+func (r *Runner) kusnerPatient(cost ledger.Cost, guarantee string) (*ledger.PatientCost, string) {
+	if !r.cfg.TrainingConsented {
+		return &ledger.Unbounded, guarantee + " Whole patient: NOT BOUNDED — a patient of the training part is used by the learner with no mechanism."
+	}
+	return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, guarantee + fmt.Sprintf(" Whole patient: (ε=%g, δ=%g) for a patient of the validation part "+
+		"(replacing one validation record); the patients of the training part are outside it, as this curator's operator declared them consented.", cost.Epsilon, cost.Delta)
 }

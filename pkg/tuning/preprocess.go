@@ -201,6 +201,11 @@ func prepareSGD(p Preprocessing, b []learner.Bounds, rowNorm float64, train, val
 func (r *Runner) preprocessWords() string {
 	switch r.boundsSource() {
 	case boundsPublic:
+		if e := r.cfg.FeatureBoundsEpsilon; e > 0 {
+			return fmt.Sprintf(" Features: each clamped to the per-feature bounds this curator estimated privately from all its records for its scaling "+
+				"(ε_s=%g under the record relation, charged once for the dataset, not to this job: what the job reveals is covered by ε plus ε_s, "+
+				"and ε_s is part of every whole-patient figure) and mapped onto [−1, 1], each row clipped to norm ≤ %.4g.", e, r.cfg.RowNorm)
+		}
 		return fmt.Sprintf(" Features: each clamped to the operator's public per-feature bounds and mapped onto [−1, 1], each row clipped to norm ≤ %.4g; no statistic of the data is used, so the guarantee covers the preprocessing.", r.cfg.RowNorm)
 	case boundsEstimated:
 		return fmt.Sprintf(" Features: each clamped to per-feature bounds estimated from the training records by an ε=%g-DP mechanism (ε-DP for replacing one of a fixed number of rows, which makes it ε-DP for adding or removing one training record) and mapped onto [−1, 1], each row clipped to norm ≤ %.4g; ε includes that %g by basic composition, so the guarantee covers the preprocessing.", r.cfg.BoundsEpsilon, r.cfg.RowNorm, r.cfg.BoundsEpsilon)

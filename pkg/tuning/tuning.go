@@ -130,7 +130,18 @@ type Config struct {
 	// built-in learner; BoundsEpsilon > 0 is its ε, added to each such job's cost.
 	EstimateBounds BoundsEstimator
 	BoundsEpsilon  float64
-	Logger         *zap.Logger
+	// FeatureBoundsEpsilon > 0 says that FeatureBounds are not public but the
+	// curator's own private estimate for its scaling (its --scaling private), made
+	// once for the dataset with this ε under the record relation and charged there,
+	// not to each job: the guarantee texts say so.
+	FeatureBoundsEpsilon float64
+	// TrainingConsented is the operator's declaration that every patient of the
+	// training part consented to their records being used without a privacy
+	// guarantee (or that the part is public). Kusner jobs train on it with no
+	// mechanism, so their whole-patient figure (jobs.Plan.Patient) is not bounded
+	// without it, and their validation part's (ε, δ) with it.
+	TrainingConsented bool
+	Logger            *zap.Logger
 
 	// scoreRatio overrides CalibratedScoreRatio in this package's experiments.
 	scoreRatio float64

@@ -55,3 +55,44 @@ func BenchCharge(b *testing.B, s ledger.Store) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
 	})
 }
+
+// BenchChargeIdentities measures one charge (sequential, one identity) on a
+// dataset that already holds n other identities, each with a record under every
+// relation and a whole-patient total, filled in transactions of 500 charges
+// (ChargeAll). A charge reads and writes the totals of its own identity and of
+// the dataset only, so its cost must not grow with n.
+func BenchChargeIdentities(b *testing.B, s ledger.Store, n int) {
+	const batch = 500
+	var cs []ledger.Charge
+	flush := func() {
+		if len(cs) == 0 {
+			return
+		}
+		if _, err := s.ChargeAll(ctx, cs); err != nil {
+			b.Fatal(err)
+		}
+		cs = cs[:0]
+	}
+	for i := range n {
+		for _, rel := range ledger.Relations {
+			cs = append(cs, ledger.Charge{Account: ledger.Account{Dataset: "bench", Identity: fmt.Sprint("other", i)}, Key: string(rel),
+				Kind: "fill", Relation: rel, Cost: ledger.Cost{Epsilon: 1e-6, Delta: 1e-12}, Patient: &ledger.PatientCost{Epsilon: 1e-5, Delta: 1e-12}})
+		}
+		if len(cs) >= batch {
+			flush()
+		}
+	}
+	flush()
+	result := make([]byte, 256)
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		i++
+		c := ledger.Charge{Account: ledger.Account{Dataset: "bench", Identity: "acme"}, Key: fmt.Sprint("k", i), Kind: "query", Relation: ledger.RelationRecord,
+			Cost: ledger.Cost{Epsilon: 1e-6, Delta: 1e-12}, Result: result}
+		if _, err := s.Charge(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "charges/s")
+}

@@ -3,6 +3,7 @@ package ledgertest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"testing"
@@ -216,28 +217,156 @@ func CheckUpgradedV1Writes(t *testing.T, s ledger.Store) {
 	}
 }
 
-// FillV2 charges the version 2 fixture to s (one query of acme on
-// "diabetes"); the engine's test then turns the database back into version
-// 2 (drops the limits table, sets the version) and reopens it.
-func FillV2(t *testing.T, s ledger.Store) {
-	t.Helper()
-	MustCharge(t, s, ledger.Charge{Account: acme, Key: "q", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25}})
+// v3Entry is a record of the version 2 and 3 fixture, and the whole-patient
+// cost the upgrade to version 4 must give it.
+type v3Entry struct {
+	identity, key, kind string
+	rel                 ledger.Relation
+	cost                ledger.Cost
+	description         string
+	want                ledger.PatientCost
 }
 
-// CheckUpgradedV2 checks a store opened on the version 2 fixture: the record
-// kept, and the limits table of version 3 usable.
-func CheckUpgradedV2(t *testing.T, s ledger.Store) {
+// v3Entries are records as the curator wrote them before version 4, on dataset
+// "d3": what each states decides its whole-patient cost.
+var v3Entries = []v3Entry{
+	{"acme", "projection/proj-a", "projection", ledger.RelationFeatureUnit, ledger.Cost{Epsilon: 1, Delta: 1e-5},
+		`private projection r=2 ε=1 δ=1e-05 label=""; relation feature-unit (one protected unit of one record's scaled features); whole patient (50 units): ε=134 at δ=1e-05`,
+		ledger.PatientCost{Epsilon: 134, Delta: 1e-5}},
+	{"acme", "projection/proj-b", "projection", ledger.RelationFeatureUnit, ledger.Cost{Epsilon: 0.5, Delta: 1e-6},
+		`private projection r=2 ε=0.5 δ=1e-06 label="x"`, ledger.Unbounded},
+	{"globex", "projection/proj-c", "projection", ledger.RelationFeatureUnit, ledger.Cost{Epsilon: 1, Delta: 1e-5},
+		`private projection r=2 ε=1 δ=1e-05 label=""; relation feature-unit; whole patient: no guarantee`, ledger.Unbounded},
+	{"globex", "projection/proj-d", "projection", ledger.RelationFeatureUnit, ledger.Cost{Epsilon: 2, Delta: 1e-5},
+		`private projection r=3 ε=2 δ=1e-05 label=""; relation feature-unit; whole patient (1 unit): ε=2 at δ=1e-05, plus the private scaling's ε`,
+		ledger.PatientCost{Epsilon: 2, Delta: 1e-5}},
+	{"acme", "query-answers/laplace", "query-answers", ledger.RelationRecord, ledger.Cost{Epsilon: 1},
+		"all query answers of this identity", ledger.PatientCost{Epsilon: 1}},
+	{"acme", "query/4", "query", ledger.RelationRecord, ledger.Cost{}, "answer for row 4 (laplace; covered by the identity's query-answers charge)", ledger.PatientCost{}},
+	{"globex", "query/3", "query", ledger.RelationRecord, ledger.Cost{}, "exact answer for row 3 (output privacy none: not protected)", ledger.Unbounded},
+	{"acme", "job/h", "job:dphypo", ledger.RelationTrainingAddRemove, ledger.Cost{Epsilon: 1, Delta: 1e-6}, "{}",
+		ledger.DefaultPatientCost(ledger.RelationTrainingAddRemove, ledger.Cost{Epsilon: 1, Delta: 1e-6})},
+	{"acme", "job/k", "job:kusner", ledger.RelationValidationRecord, ledger.Cost{Epsilon: 0.5, Delta: 1e-7}, "{}", ledger.Unbounded},
+	{"_curator", "scaling-estimate/x", "scaling-estimate", ledger.RelationRecord, ledger.Cost{Epsilon: 0.5}, "private scaling estimate", ledger.PatientCost{Epsilon: 0.5}},
+}
+
+// FillV3 writes the version 2 or 3 fixture (version 3 with its limits table
+// holding StdLimits), with the totals those versions kept, through exec, into
+// tables the engine's test created with that version's DDL. q names tables with
+// {t} and uses ? placeholders.
+func FillV3(t *testing.T, version int, exec func(q string, args ...any) error) {
 	t.Helper()
-	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Charges != 1 || b.Spent != (ledger.Cost{Epsilon: 0.25, Delta: 0}) {
-		t.Errorf("balance after upgrade = %+v, want the version 2 charge", b)
+	type key struct {
+		identity string
+		rel      ledger.Relation
 	}
-	if _, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || found {
-		t.Errorf("RecordedLimits after upgrade = %v, %v; want none", found, err)
+	sums := map[key]*counted{}
+	var order []key
+	for i, e := range v3Entries {
+		if err := exec(`INSERT INTO {t}entries (dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, relation)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "d3", e.identity, e.key, e.kind, e.description, e.cost.Epsilon, e.cost.Delta, nil, v1Created(i), string(e.rel)); err != nil {
+			t.Fatalf("insert v3 entry %s: %v", e.key, err)
+		}
+		k := key{e.identity, e.rel}
+		if sums[k] == nil {
+			sums[k] = new(counted)
+			order = append(order, k)
+		}
+		sums[k].t.add(e.cost)
+		sums[k].n++
 	}
-	if err := s.RecordLimits(ctx, "diabetes"); err != nil {
-		t.Fatalf("RecordLimits after upgrade: %v", err)
+	for _, k := range order {
+		if err := exec(`INSERT INTO {t}totals (dataset, identity, relation, epsilon, delta, charges) VALUES (?, ?, ?, ?, ?, ?)`,
+			"d3", k.identity, string(k.rel), sums[k].t.eps.RatString(), sums[k].t.delta.RatString(), sums[k].n); err != nil {
+			t.Fatalf("insert v3 total: %v", err)
+		}
 	}
-	if r, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || !found || r.Limits != StdLimits {
-		t.Errorf("RecordedLimits = %+v, %v, %v; want %+v", r.Limits, found, err, StdLimits)
+	if version == 3 {
+		l := StdLimits
+		if err := exec(`INSERT INTO {t}limits (dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta, recorded_ns) VALUES (?, ?, ?, ?, ?, ?)`,
+			"d3", l.PerIdentity.Epsilon, l.PerIdentity.Delta, l.Dataset.Epsilon, l.Dataset.Delta, v1Created(99)); err != nil {
+			t.Fatalf("insert v3 limits: %v", err)
+		}
+	}
+	if err := exec(`INSERT INTO {t}schema_version (id, version) VALUES (1, ?)`, version); err != nil {
+		t.Fatalf("insert version: %v", err)
+	}
+}
+
+// CheckUpgradedV3 checks a store opened on the version 2 or 3 fixture: every
+// record kept with the whole-patient cost it states, the totals and the
+// whole-patient totals recomputed (and consistent, Verify), version 3's limits
+// the first of the history, and charges going on.
+func CheckUpgradedV3(t *testing.T, s ledger.Store, version int) {
+	t.Helper()
+	es := mustEntries(t, s, "d3")
+	if len(es) != len(v3Entries) {
+		t.Fatalf("Entries(d3) = %d records, want %d", len(es), len(v3Entries))
+	}
+	for i, e := range es {
+		w := v3Entries[i]
+		if e.Key != w.key || e.Relation != w.rel || e.Cost != w.cost || e.Description != w.description || e.Patient != w.want {
+			t.Errorf("Entries(d3)[%d] = %s (%s) %+v, whole patient %+v; want %s (%s) %+v, whole patient %+v", i, e.Key, e.Relation, e.Cost, e.Patient,
+				w.key, w.rel, w.cost, w.want)
+		}
+	}
+	// By hand: acme holds 134 + 1 + 2 (DP-HyPO: 2ε) with δ 1e-5 + (1+e)·1e-6 and
+	// two unbounded records (the projection without a whole-patient clause and the
+	// Kusner job); globex an unbounded exact answer and lifted projection, and 2.
+	pb, err := s.PatientBalance(ctx, ledger.Account{Dataset: "d3", Identity: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(xs ...float64) *big.Rat {
+		r := new(big.Rat)
+		for _, x := range xs {
+			r.Add(r, new(big.Rat).SetFloat64(x))
+		}
+		return r
+	}
+	if d := v3Entries[7].want.Delta; math.Abs(d-(1+math.E)*1e-6) > 1e-20 {
+		t.Errorf("the DP-HyPO record's whole-patient δ = %g, want (1 + e)·1e-6", d)
+	}
+	if pb.IdentityTotal.Epsilon.Cmp(sum(134, 1, 2)) != 0 || pb.IdentityTotal.Delta.Cmp(sum(1e-5, v3Entries[7].want.Delta)) != 0 ||
+		pb.IdentityTotal.Unbounded != 2 || pb.IdentityTotal.Charges != 6 {
+		t.Errorf("acme whole patient = ε %s δ %s, %d unbounded of %d; want 137, 1e-5 + (1+e)·1e-6, 2 of 6",
+			pb.IdentityTotal.Epsilon.RatString(), pb.IdentityTotal.Delta.RatString(), pb.IdentityTotal.Unbounded, pb.IdentityTotal.Charges)
+	}
+	if pb.DatasetTotal.Epsilon.Cmp(sum(134, 1, 2, 2, 0.5)) != 0 || pb.DatasetTotal.Unbounded != 4 || pb.DatasetTotal.Charges != int64(len(v3Entries)) {
+		t.Errorf("dataset whole patient = ε %s, %d unbounded of %d; want 139.5, 4 of %d", pb.DatasetTotal.Epsilon.RatString(),
+			pb.DatasetTotal.Unbounded, pb.DatasetTotal.Charges, len(v3Entries))
+	}
+	if pb.DatasetTotal.Bounded() || pb.DatasetTotal.Cost().Epsilon != math.Inf(1) {
+		t.Errorf("dataset whole patient Bounded = %v, cost %+v; want not bounded", pb.DatasetTotal.Bounded(), pb.DatasetTotal.Cost())
+	}
+	if inc, err := s.Verify(ctx, "d3"); err != nil || len(inc) != 0 {
+		t.Errorf("Verify after upgrade = %v, %v; want consistent", inc, err)
+	}
+	// Per relation, as before: acme feature-unit 1 + 0.5 + 1 (the answers).
+	if b := MustBalance(t, s, ledger.Account{Dataset: "d3", Identity: "acme"}, ledger.RelationFeatureUnit); b.Charges != 4 || b.Spent.Epsilon != 2.5 {
+		t.Errorf("acme feature-unit after upgrade = %+v (%d charges), want ε 2.5 over 4", b.Spent, b.Charges)
+	}
+	h, err := s.LimitsHistory(ctx, "d3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case version == 3 && (len(h) != 1 || h[0].Limits != StdLimits || h[0].Recorded.UnixNano() != v1Created(99)):
+		t.Errorf("limits history after upgrading version 3 = %+v, want its limits recorded at %v", h, time.Unix(0, v1Created(99)))
+	case version == 2 && len(h) != 0:
+		t.Errorf("limits history after upgrading version 2 = %+v, want none", h)
+	}
+	// A replay of an old key replays; a new charge adds to the recomputed totals.
+	r, err := s.Charge(ctx, ledger.Charge{Account: ledger.Account{Dataset: "d3", Identity: "acme"}, Key: "projection/proj-a", Kind: "projection",
+		Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Patient: &ledger.PatientCost{Epsilon: 1}})
+	if err != nil || !r.Replayed || r.Patient != (ledger.PatientCost{Epsilon: 134, Delta: 1e-5}) {
+		t.Errorf("replay of a version %d projection = %+v, %v; want replayed with its stored whole-patient cost", version, r.Patient, err)
+	}
+	MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "d3", Identity: "initech"}, Key: "j", Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: 0.25}})
+	if pb, err := s.PatientBalance(ctx, ledger.Account{Dataset: "d3", Identity: "initech"}); err != nil || pb.IdentityTotal.Cost() != (ledger.Cost{Epsilon: 0.5}) {
+		t.Errorf("initech whole patient after a training-add-remove charge of ε 0.25 = %+v, %v; want ε 0.5 (two steps)", pb.IdentityTotal.Cost(), err)
+	}
+	if inc, err := s.Verify(ctx, "d3"); err != nil || len(inc) != 0 {
+		t.Errorf("Verify after a charge on the upgraded ledger = %v, %v; want consistent", inc, err)
 	}
 }

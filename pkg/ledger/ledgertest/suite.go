@@ -59,6 +59,7 @@ func Run(t *testing.T, loc Location) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
 	}
+	t.Run("Patient", func(t *testing.T) { RunPatient(t, loc) })
 }
 
 // StdLimits are the limits most of the suite runs under: per identity
@@ -1003,26 +1004,68 @@ func testRecordedLimits(t *testing.T, loc Location) {
 		t.Fatalf("RecordedLimits before any record = %v, %v; want none", found, err)
 	}
 	before := time.Now().Add(-time.Second)
-	if err := s.RecordLimits(ctx, "diabetes"); err != nil {
-		t.Fatalf("RecordLimits: %v", err)
+	st, err := s.RecordLimits(ctx, "diabetes", false)
+	if err != nil || !st.First || st.Previous != nil || st.InForce.Limits != StdLimits || st.InForce.Starts != 1 {
+		t.Fatalf("RecordLimits (first start) = %+v, %v; want first, in force %+v", st, err, StdLimits)
 	}
 	r, found, err := s.RecordedLimits(ctx, "diabetes")
-	if err != nil || !found || r.Limits != StdLimits || r.Recorded.Before(before) {
+	if err != nil || !found || r.Limits != StdLimits || r.Recorded.Before(before) || r.Confirmed != r.Recorded {
 		t.Errorf("RecordedLimits = %+v, %v, %v; want %+v recorded after %v", r, found, err, StdLimits, before)
 	}
-	// A later start with other limits replaces the record; other datasets keep none.
-	other := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 3, Delta: 2e-6}, Dataset: ledger.Cost{Epsilon: 7, Delta: 1e-5}}
-	s2 := open(t, other)
-	if err := s2.RecordLimits(ctx, "diabetes"); err != nil {
-		t.Fatalf("RecordLimits: %v", err)
+	// A start with the same limits confirms them.
+	if st, err := s.RecordLimits(ctx, "diabetes", false); err != nil || st.First || st.Previous != nil || st.InForce.Starts != 2 ||
+		!st.InForce.Recorded.Equal(r.Recorded) || st.InForce.Confirmed.Before(r.Recorded) {
+		t.Errorf("RecordLimits (same limits) = %+v, %v; want the limits in force confirmed, 2 starts", st, err)
 	}
-	if r, found, err := s.RecordedLimits(ctx, "diabetes"); err != nil || !found || r.Limits != other {
-		t.Errorf("RecordedLimits after a second record = %+v, %v, %v; want %+v", r.Limits, found, err, other)
+	// A start with other limits is refused and records nothing, unless it changes them.
+	other := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 0.5, Delta: 2e-6}, Dataset: ledger.Cost{Epsilon: 7, Delta: 1e-5},
+		Patient: ledger.PatientLimits{PerIdentity: ledger.Cost{Epsilon: 10, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 20, Delta: 1e-5}}}
+	s2 := open(t, other)
+	_, err = s2.RecordLimits(ctx, "diabetes", false)
+	var de *ledger.LimitsDifferError
+	if !errors.Is(err, ledger.ErrLimitsDiffer) || !errors.As(err, &de) || de.InForce.Limits != StdLimits || de.Configured != other {
+		t.Fatalf("RecordLimits (other limits) error = %v, want a *LimitsDifferError naming both", err)
+	}
+	if h, err := s.LimitsHistory(ctx, "diabetes"); err != nil || len(h) != 1 {
+		t.Errorf("LimitsHistory after a refused start = %d entries, %v; want 1", len(h), err)
+	}
+	// Until the change, a charge by the store opened with the other limits is
+	// checked against the limits in force: ε 0.75 fits StdLimits' 1 and not 0.5.
+	MustCharge(t, s2, ledger.Charge{Account: acme, Key: "a", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.75}})
+	st, err = s2.RecordLimits(ctx, "diabetes", true)
+	if err != nil || st.First || st.Previous == nil || st.Previous.Limits != StdLimits || st.InForce.Limits != other {
+		t.Fatalf("RecordLimits (change) = %+v, %v; want other in force, StdLimits before", st, err)
+	}
+	// Now the store opened with StdLimits enforces the new ones, read in the charge's
+	// transaction: the identity is already above the lowered ε of 0.5.
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acme, Key: "b", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.01}}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Errorf("Charge over the lowered limit by a store opened with the old ones: error = %v, want ErrBudgetExceeded", err)
+	}
+	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Limits != other || b.Remaining != (ledger.Cost{Delta: 2e-6}) {
+		t.Errorf("Balance after the change = limits %+v, remaining %+v; want the limits in force, ε 0 remaining", b.Limits, b.Remaining)
+	}
+	h, err := s.LimitsHistory(ctx, "diabetes")
+	if err != nil || len(h) != 2 || h[0].Limits != StdLimits || h[1].Limits != other || h[1].Recorded.Before(h[0].Recorded) {
+		t.Errorf("LimitsHistory = %+v, %v; want StdLimits then the change", h, err)
+	}
+	rep, err := s.Report(ctx, "diabetes", other)
+	if err != nil || len(rep.Relations) == 0 {
+		t.Fatalf("Report: %v", err)
+	}
+	for _, rr := range rep.Relations {
+		for _, row := range rr.Identities {
+			if !row.OverLimit {
+				t.Errorf("Report under the lowered limit: %s %s not OverLimit (spent %s)", rr.Relation, row.Identity, row.Spent.Epsilon.RatString())
+			}
+		}
+		if rr.Dataset.OverLimit {
+			t.Errorf("Report: dataset %s OverLimit at ε %s under a cap of 7", rr.Relation, rr.Dataset.Spent.Epsilon.RatString())
+		}
 	}
 	if _, found, err := s.RecordedLimits(ctx, "diamonds"); err != nil || found {
 		t.Errorf("RecordedLimits(other dataset) = %v, %v; want none", found, err)
 	}
-	if err := s.RecordLimits(ctx, ""); err == nil {
+	if _, err := s.RecordLimits(ctx, "", false); err == nil {
 		t.Errorf("RecordLimits(\"\") error = nil, want an error")
 	}
 }

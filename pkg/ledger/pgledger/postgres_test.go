@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -233,29 +234,82 @@ func TestPostgresUpgradeV1(t *testing.T) {
 	}
 }
 
-func TestPostgresUpgradeV2(t *testing.T) {
+// postgresV3DDL is the tables of schema version 3, as that version created them
+// (version 2: without the limits table).
+var postgresV3DDL = []string{
+	`CREATE SCHEMA {schema}`,
+	`CREATE TABLE {t}schema_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`,
+	`CREATE TABLE {t}entries (
+		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		dataset TEXT NOT NULL, identity TEXT NOT NULL, entry_key TEXT NOT NULL,
+		kind TEXT NOT NULL, description TEXT NOT NULL,
+		epsilon DOUBLE PRECISION NOT NULL CHECK (epsilon >= 0),
+		delta DOUBLE PRECISION NOT NULL CHECK (delta >= 0 AND delta < 1),
+		result BYTEA, created_ns BIGINT NOT NULL, relation TEXT NOT NULL,
+		UNIQUE (dataset, identity, entry_key))`,
+	`CREATE INDEX entries_dataset_seq ON {t}entries (dataset, seq)`,
+	`CREATE TABLE {t}totals (
+		dataset TEXT NOT NULL, identity TEXT NOT NULL, relation TEXT NOT NULL,
+		epsilon TEXT NOT NULL, delta TEXT NOT NULL, charges BIGINT NOT NULL,
+		PRIMARY KEY (dataset, identity, relation))`,
+	`CREATE TABLE {t}limits (
+		dataset TEXT PRIMARY KEY,
+		identity_epsilon DOUBLE PRECISION NOT NULL, identity_delta DOUBLE PRECISION NOT NULL,
+		dataset_epsilon DOUBLE PRECISION NOT NULL, dataset_delta DOUBLE PRECISION NOT NULL,
+		recorded_ns BIGINT NOT NULL)`,
+}
+
+func TestPostgresUpgradeV3(t *testing.T) {
 	conn := requirePostgres(t)
-	schema := randomSchema(t, conn)
-	s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
-	if err != nil {
-		t.Fatal(err)
+	for _, version := range []int{2, 3} {
+		t.Run(fmt.Sprint("v", version), func(t *testing.T) {
+			schema := randomSchema(t, conn)
+			quoted := `"` + schema + `"`
+			exec := func(q string, args ...any) error {
+				q = ledger.Dialect{Prefix: quoted + ".", Dollar: true}.SQL(strings.ReplaceAll(q, "{schema}", quoted))
+				_, err := conn.Exec(ctx, q, args...)
+				return err
+			}
+			ddl := postgresV3DDL
+			if version == 2 {
+				ddl = ddl[:len(ddl)-1]
+			}
+			for _, q := range ddl {
+				if err := exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			ledgertest.FillV3(t, version, exec)
+			s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
+			if err != nil {
+				t.Fatalf("Open(version %d): %v", version, err)
+			}
+			defer s.Close()
+			ledgertest.CheckUpgradedV3(t, s, version)
+			var v, limitsTables int
+			if err := conn.QueryRow(ctx, `SELECT version FROM `+quoted+`.schema_version`).Scan(&v); err != nil || v != ledger.SchemaVersion {
+				t.Errorf("schema version after upgrade = %d, %v; want %d", v, err, ledger.SchemaVersion)
+			}
+			if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'limits'`, schema).Scan(&limitsTables); err != nil || limitsTables != 0 {
+				t.Errorf("limits tables after upgrade = %d, %v; want 0", limitsTables, err)
+			}
+		})
 	}
-	ledgertest.FillV2(t, s)
-	s.Close()
-	for _, q := range []string{`DROP TABLE "` + schema + `".limits`, `UPDATE "` + schema + `".schema_version SET version = 2`} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err = Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
-	if err != nil {
-		t.Fatalf("Open(version 2): %v", err)
-	}
-	defer s.Close()
-	ledgertest.CheckUpgradedV2(t, s)
-	var version int
-	if err := conn.QueryRow(ctx, `SELECT version FROM "`+schema+`".schema_version`).Scan(&version); err != nil || version != ledger.SchemaVersion {
-		t.Errorf("schema version after upgrade = %d, %v; want %d", version, err, ledger.SchemaVersion)
+}
+
+// BenchmarkChargeIdentitiesPostgres: a charge on a dataset of 10 and of 10,000
+// identities (docs/EXPERIMENTS.md, "A charge's cost and the number of identities").
+func BenchmarkChargeIdentitiesPostgres(b *testing.B) {
+	conn := requirePostgres(b)
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
+			s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn)}, ledgertest.BenchLimits)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ledgertest.BenchChargeIdentities(b, s, n)
+		})
 	}
 }
 

@@ -195,7 +195,7 @@ func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HyperparameterRange_Scale.Descriptor instead.
 func (HyperparameterRange_Scale) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type KusnerSpec_Algorithm int32
@@ -250,7 +250,7 @@ func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KusnerSpec_Algorithm.Descriptor instead.
 func (KusnerSpec_Algorithm) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type GetDatasetInfoRequest struct {
@@ -536,7 +536,10 @@ type Budget struct {
 	// ("feature-unit", "record", "training-add-remove", "validation-record"). Filled in
 	// GetBudget and GetDatasetInfo responses; empty in ProjectionHeader and QueryResponse,
 	// whose budget carries the feature-unit fields only (ask GetBudget for the rest).
-	Relations     []*RelationBudget `protobuf:"bytes,8,rep,name=relations,proto3" json:"relations,omitempty"`
+	Relations []*RelationBudget `protobuf:"bytes,8,rep,name=relations,proto3" json:"relations,omitempty"`
+	// The whole-patient account, over every relation: what one patient can lose. Filled
+	// in GetBudget and GetDatasetInfo responses, like relations.
+	WholePatient  *WholePatientBudget `protobuf:"bytes,9,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -627,6 +630,171 @@ func (x *Budget) GetRelations() []*RelationBudget {
 	return nil
 }
 
+func (x *Budget) GetWholePatient() *WholePatientBudget {
+	if x != nil {
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientBudget is the whole-patient (record-level) account: every charge's (ε, δ)
+// converted to the replacement of one patient's record by any other — a projection's by
+// group privacy at the clip diameter, a release stated for adding or removing one
+// training record by two such steps, a record-level release as it is — and added up by
+// basic composition over every relation (docs/PRIVACY.md, "What one patient can lose").
+// Unlike the per-relation budgets, these figures add up to a bound on what a patient
+// loses. A release with no finite whole-patient figure (exact answers, a tuning job that
+// trains on records without any mechanism, a data-dependent scaling) makes the total
+// not bounded; the curator then says so rather than give a figure.
+type WholePatientBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's own total: bounded is false when one of its releases has no finite
+	// figure (epsilon_spent and delta_spent then sum the others).
+	Bounded      bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	EpsilonSpent float64 `protobuf:"fixed64,2,opt,name=epsilon_spent,json=epsilonSpent,proto3" json:"epsilon_spent,omitempty"`
+	DeltaSpent   float64 `protobuf:"fixed64,3,opt,name=delta_spent,json=deltaSpent,proto3" json:"delta_spent,omitempty"`
+	// The dataset's total, over every identity and the curator's own estimates (a
+	// private scaling's, the target's range): what one patient can lose from everything
+	// released on the dataset.
+	DatasetBounded      bool    `protobuf:"varint,4,opt,name=dataset_bounded,json=datasetBounded,proto3" json:"dataset_bounded,omitempty"`
+	DatasetEpsilonSpent float64 `protobuf:"fixed64,5,opt,name=dataset_epsilon_spent,json=datasetEpsilonSpent,proto3" json:"dataset_epsilon_spent,omitempty"`
+	DatasetDeltaSpent   float64 `protobuf:"fixed64,6,opt,name=dataset_delta_spent,json=datasetDeltaSpent,proto3" json:"dataset_delta_spent,omitempty"`
+	// The whole-patient caps in force, the caller's and the dataset's (0: no cap), and
+	// what a charge may still spend under them (the smaller of the two remainders; 0
+	// without a cap).
+	EpsilonLimit        float64 `protobuf:"fixed64,7,opt,name=epsilon_limit,json=epsilonLimit,proto3" json:"epsilon_limit,omitempty"`
+	DeltaLimit          float64 `protobuf:"fixed64,8,opt,name=delta_limit,json=deltaLimit,proto3" json:"delta_limit,omitempty"`
+	DatasetEpsilonLimit float64 `protobuf:"fixed64,9,opt,name=dataset_epsilon_limit,json=datasetEpsilonLimit,proto3" json:"dataset_epsilon_limit,omitempty"`
+	DatasetDeltaLimit   float64 `protobuf:"fixed64,10,opt,name=dataset_delta_limit,json=datasetDeltaLimit,proto3" json:"dataset_delta_limit,omitempty"`
+	EpsilonRemaining    float64 `protobuf:"fixed64,11,opt,name=epsilon_remaining,json=epsilonRemaining,proto3" json:"epsilon_remaining,omitempty"`
+	DeltaRemaining      float64 `protobuf:"fixed64,12,opt,name=delta_remaining,json=deltaRemaining,proto3" json:"delta_remaining,omitempty"`
+	// The account in one line, for people.
+	Statement     string `protobuf:"bytes,13,opt,name=statement,proto3" json:"statement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WholePatientBudget) Reset() {
+	*x = WholePatientBudget{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientBudget) ProtoMessage() {}
+
+func (x *WholePatientBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientBudget.ProtoReflect.Descriptor instead.
+func (*WholePatientBudget) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WholePatientBudget) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
+	}
+	return false
+}
+
+func (x *WholePatientBudget) GetEpsilonSpent() float64 {
+	if x != nil {
+		return x.EpsilonSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaSpent() float64 {
+	if x != nil {
+		return x.DeltaSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetBounded() bool {
+	if x != nil {
+		return x.DatasetBounded
+	}
+	return false
+}
+
+func (x *WholePatientBudget) GetDatasetEpsilonSpent() float64 {
+	if x != nil {
+		return x.DatasetEpsilonSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetDeltaSpent() float64 {
+	if x != nil {
+		return x.DatasetDeltaSpent
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetEpsilonLimit() float64 {
+	if x != nil {
+		return x.EpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaLimit() float64 {
+	if x != nil {
+		return x.DeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetEpsilonLimit() float64 {
+	if x != nil {
+		return x.DatasetEpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetDeltaLimit() float64 {
+	if x != nil {
+		return x.DatasetDeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetEpsilonRemaining() float64 {
+	if x != nil {
+		return x.EpsilonRemaining
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaRemaining() float64 {
+	if x != nil {
+		return x.DeltaRemaining
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetStatement() string {
+	if x != nil {
+		return x.Statement
+	}
+	return ""
+}
+
 // RelationBudget is the budget under one neighbour relation. Its totals are effective:
 // they include every charge whose guarantee holds under this relation (for
 // "feature-unit", the "record" charges as well), which is what a new charge under the
@@ -662,7 +830,7 @@ type RelationBudget struct {
 
 func (x *RelationBudget) Reset() {
 	*x = RelationBudget{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +842,7 @@ func (x *RelationBudget) String() string {
 func (*RelationBudget) ProtoMessage() {}
 
 func (x *RelationBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[5]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,7 +855,7 @@ func (x *RelationBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationBudget.ProtoReflect.Descriptor instead.
 func (*RelationBudget) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{5}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RelationBudget) GetRelation() string {
@@ -801,7 +969,8 @@ type OutputPrivacy struct {
 	Relation string `protobuf:"bytes,6,opt,name=relation,proto3" json:"relation,omitempty"`
 	// The answers' guarantee in words ("no guarantee: exact answers ..." for "none").
 	Guarantee string `protobuf:"bytes,7,opt,name=guarantee,proto3" json:"guarantee,omitempty"`
-	// For "none": the most distinct rows answered to one caller (0 otherwise).
+	// For "none": the most distinct rows of the dataset answered exactly, to all callers
+	// together (0 otherwise).
 	ExactAnswersMaxRows uint32 `protobuf:"varint,8,opt,name=exact_answers_max_rows,json=exactAnswersMaxRows,proto3" json:"exact_answers_max_rows,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
@@ -809,7 +978,7 @@ type OutputPrivacy struct {
 
 func (x *OutputPrivacy) Reset() {
 	*x = OutputPrivacy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +990,7 @@ func (x *OutputPrivacy) String() string {
 func (*OutputPrivacy) ProtoMessage() {}
 
 func (x *OutputPrivacy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[6]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1003,7 @@ func (x *OutputPrivacy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputPrivacy.ProtoReflect.Descriptor instead.
 func (*OutputPrivacy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{6}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *OutputPrivacy) GetMechanism() string {
@@ -916,7 +1085,7 @@ type ReleaseProjectionRequest struct {
 
 func (x *ReleaseProjectionRequest) Reset() {
 	*x = ReleaseProjectionRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1097,7 @@ func (x *ReleaseProjectionRequest) String() string {
 func (*ReleaseProjectionRequest) ProtoMessage() {}
 
 func (x *ReleaseProjectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[7]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1110,7 @@ func (x *ReleaseProjectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseProjectionRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseProjectionRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{7}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReleaseProjectionRequest) GetDimension() uint32 {
@@ -993,7 +1162,7 @@ type ReleaseProjectionResponse struct {
 
 func (x *ReleaseProjectionResponse) Reset() {
 	*x = ReleaseProjectionResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1174,7 @@ func (x *ReleaseProjectionResponse) String() string {
 func (*ReleaseProjectionResponse) ProtoMessage() {}
 
 func (x *ReleaseProjectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[8]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1187,7 @@ func (x *ReleaseProjectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseProjectionResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseProjectionResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{8}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReleaseProjectionResponse) GetPart() isReleaseProjectionResponse_Part {
@@ -1095,14 +1264,18 @@ type ProjectionHeader struct {
 	// additive noise, and from curators that do not state it. σ is public: it depends
 	// only on (ε, δ), rows, cols and the projection's sensitivity, never on the data. A
 	// modeler can model it (squared distances between rows are inflated by 2·cols·σ²).
-	NoiseSd       float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	NoiseSd float64 `protobuf:"fixed64,7,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	// The release's whole-patient cost as the curator's ledger recorded it: its (ε, δ)
+	// for replacing one patient's record by any other (group privacy at the clip
+	// diameter). Unset from curators that do not state it.
+	WholePatient  *WholePatientCost `protobuf:"bytes,8,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProjectionHeader) Reset() {
 	*x = ProjectionHeader{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1287,7 @@ func (x *ProjectionHeader) String() string {
 func (*ProjectionHeader) ProtoMessage() {}
 
 func (x *ProjectionHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[9]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1300,7 @@ func (x *ProjectionHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionHeader.ProtoReflect.Descriptor instead.
 func (*ProjectionHeader) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{9}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProjectionHeader) GetReleaseId() string {
@@ -1179,6 +1352,76 @@ func (x *ProjectionHeader) GetNoiseSd() float64 {
 	return 0
 }
 
+func (x *ProjectionHeader) GetWholePatient() *WholePatientCost {
+	if x != nil {
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientCost is one release's whole-patient cost (WholePatientBudget).
+type WholePatientCost struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bounded is false when the release has no finite figure (the lifted mechanism, a
+	// data-dependent scaling); epsilon and delta are then 0.
+	Bounded       bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	Epsilon       float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WholePatientCost) Reset() {
+	*x = WholePatientCost{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientCost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientCost) ProtoMessage() {}
+
+func (x *WholePatientCost) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientCost.ProtoReflect.Descriptor instead.
+func (*WholePatientCost) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WholePatientCost) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
+	}
+	return false
+}
+
+func (x *WholePatientCost) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *WholePatientCost) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
 // MatrixChunk carries whole rows of a row-major float64 matrix.
 type MatrixChunk struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -1192,7 +1435,7 @@ type MatrixChunk struct {
 
 func (x *MatrixChunk) Reset() {
 	*x = MatrixChunk{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1447,7 @@ func (x *MatrixChunk) String() string {
 func (*MatrixChunk) ProtoMessage() {}
 
 func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[10]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1460,7 @@ func (x *MatrixChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MatrixChunk.ProtoReflect.Descriptor instead.
 func (*MatrixChunk) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{10}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MatrixChunk) GetFirstRow() uint64 {
@@ -1251,7 +1494,7 @@ type ProjectionTrailer struct {
 
 func (x *ProjectionTrailer) Reset() {
 	*x = ProjectionTrailer{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1506,7 @@ func (x *ProjectionTrailer) String() string {
 func (*ProjectionTrailer) ProtoMessage() {}
 
 func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[11]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1519,7 @@ func (x *ProjectionTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionTrailer.ProtoReflect.Descriptor instead.
 func (*ProjectionTrailer) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{11}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProjectionTrailer) GetSha256() []byte {
@@ -1296,7 +1539,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1551,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[12]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1564,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{12}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueryRequest) GetIndices() []uint64 {
@@ -1343,7 +1586,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1598,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[13]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1611,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{13}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *QueryResponse) GetObservations() []*Observation {
@@ -1398,7 +1641,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1653,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[14]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1666,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{14}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Observation) GetIndex() uint64 {
@@ -1464,7 +1707,7 @@ type HyperparameterRange struct {
 
 func (x *HyperparameterRange) Reset() {
 	*x = HyperparameterRange{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1719,7 @@ func (x *HyperparameterRange) String() string {
 func (*HyperparameterRange) ProtoMessage() {}
 
 func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1732,7 @@ func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HyperparameterRange.ProtoReflect.Descriptor instead.
 func (*HyperparameterRange) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HyperparameterRange) GetName() string {
@@ -1568,7 +1811,7 @@ type KusnerSpec struct {
 
 func (x *KusnerSpec) Reset() {
 	*x = KusnerSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1823,7 @@ func (x *KusnerSpec) String() string {
 func (*KusnerSpec) ProtoMessage() {}
 
 func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1836,7 @@ func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerSpec.ProtoReflect.Descriptor instead.
 func (*KusnerSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KusnerSpec) GetAlgorithm() KusnerSpec_Algorithm {
@@ -1716,7 +1959,7 @@ type DPSGDSettings struct {
 
 func (x *DPSGDSettings) Reset() {
 	*x = DPSGDSettings{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1971,7 @@ func (x *DPSGDSettings) String() string {
 func (*DPSGDSettings) ProtoMessage() {}
 
 func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1984,7 @@ func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPSGDSettings.ProtoReflect.Descriptor instead.
 func (*DPSGDSettings) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DPSGDSettings) GetLearningRate() float64 {
@@ -1830,7 +2073,7 @@ type DPHyPOSpec struct {
 
 func (x *DPHyPOSpec) Reset() {
 	*x = DPHyPOSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2085,7 @@ func (x *DPHyPOSpec) String() string {
 func (*DPHyPOSpec) ProtoMessage() {}
 
 func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2098,7 @@ func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPHyPOSpec.ProtoReflect.Descriptor instead.
 func (*DPHyPOSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DPHyPOSpec) GetSpace() []*HyperparameterRange {
@@ -1955,7 +2198,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2210,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2223,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JobSpec) GetKind() isJobSpec_Kind {
@@ -2050,7 +2293,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2305,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2318,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JobResult) GetHyperparameters() map[string]float64 {
@@ -2153,7 +2396,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2408,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2421,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Job) GetId() string {
@@ -2275,7 +2518,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2287,7 +2530,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2300,7 +2543,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -2363,7 +2606,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2375,7 +2618,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2388,7 +2631,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitJobRequest) GetIdempotencyKey() string {
@@ -2414,7 +2657,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2669,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2682,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2460,7 +2703,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2715,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2728,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WatchJobRequest) GetId() string {
@@ -2511,7 +2754,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2766,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2779,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2554,7 +2797,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2566,7 +2809,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2579,7 +2822,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
 }
 
 type ListJobsResponse struct {
@@ -2591,7 +2834,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2846,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2859,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2644,7 +2887,7 @@ type QuoteStudyRequest struct {
 
 func (x *QuoteStudyRequest) Reset() {
 	*x = QuoteStudyRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2899,7 @@ func (x *QuoteStudyRequest) String() string {
 func (*QuoteStudyRequest) ProtoMessage() {}
 
 func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2912,7 @@ func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyRequest.ProtoReflect.Descriptor instead.
 func (*QuoteStudyRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *QuoteStudyRequest) GetDimension() uint32 {
@@ -2719,14 +2962,17 @@ type QuoteStudyResponse struct {
 	Fits    bool   `protobuf:"varint,4,opt,name=fits,proto3" json:"fits,omitempty"`
 	Refusal string `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	// The curator's default study and how many such studies the budgets hold.
-	DefaultStudy  *DefaultStudy `protobuf:"bytes,6,opt,name=default_study,json=defaultStudy,proto3" json:"default_study,omitempty"`
+	DefaultStudy *DefaultStudy `protobuf:"bytes,6,opt,name=default_study,json=defaultStudy,proto3" json:"default_study,omitempty"`
+	// The study's whole-patient cost (WholePatientBudget): what it would newly charge,
+	// summed over its parts, the whole-patient caps it must fit and whether it does.
+	WholePatient  *WholePatientCharge `protobuf:"bytes,7,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QuoteStudyResponse) Reset() {
 	*x = QuoteStudyResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +2984,7 @@ func (x *QuoteStudyResponse) String() string {
 func (*QuoteStudyResponse) ProtoMessage() {}
 
 func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +2997,7 @@ func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyResponse.ProtoReflect.Descriptor instead.
 func (*QuoteStudyResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QuoteStudyResponse) GetProjection() *ProjectionQuote {
@@ -2796,6 +3042,132 @@ func (x *QuoteStudyResponse) GetDefaultStudy() *DefaultStudy {
 	return nil
 }
 
+func (x *QuoteStudyResponse) GetWholePatient() *WholePatientCharge {
+	if x != nil {
+		return x.WholePatient
+	}
+	return nil
+}
+
+// WholePatientCharge is a study's whole-patient cost against the whole-patient caps.
+type WholePatientCharge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// bounded is false when a part has no finite whole-patient figure.
+	Bounded bool    `protobuf:"varint,1,opt,name=bounded,proto3" json:"bounded,omitempty"`
+	Epsilon float64 `protobuf:"fixed64,2,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta   float64 `protobuf:"fixed64,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	// The caps in force (0: no cap) and what they leave (the smaller remainder).
+	EpsilonLimit        float64 `protobuf:"fixed64,4,opt,name=epsilon_limit,json=epsilonLimit,proto3" json:"epsilon_limit,omitempty"`
+	DeltaLimit          float64 `protobuf:"fixed64,5,opt,name=delta_limit,json=deltaLimit,proto3" json:"delta_limit,omitempty"`
+	DatasetEpsilonLimit float64 `protobuf:"fixed64,6,opt,name=dataset_epsilon_limit,json=datasetEpsilonLimit,proto3" json:"dataset_epsilon_limit,omitempty"`
+	DatasetDeltaLimit   float64 `protobuf:"fixed64,7,opt,name=dataset_delta_limit,json=datasetDeltaLimit,proto3" json:"dataset_delta_limit,omitempty"`
+	EpsilonAvailable    float64 `protobuf:"fixed64,8,opt,name=epsilon_available,json=epsilonAvailable,proto3" json:"epsilon_available,omitempty"`
+	DeltaAvailable      float64 `protobuf:"fixed64,9,opt,name=delta_available,json=deltaAvailable,proto3" json:"delta_available,omitempty"`
+	Fits                bool    `protobuf:"varint,10,opt,name=fits,proto3" json:"fits,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *WholePatientCharge) Reset() {
+	*x = WholePatientCharge{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WholePatientCharge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WholePatientCharge) ProtoMessage() {}
+
+func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WholePatientCharge.ProtoReflect.Descriptor instead.
+func (*WholePatientCharge) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *WholePatientCharge) GetBounded() bool {
+	if x != nil {
+		return x.Bounded
+	}
+	return false
+}
+
+func (x *WholePatientCharge) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetEpsilonLimit() float64 {
+	if x != nil {
+		return x.EpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDeltaLimit() float64 {
+	if x != nil {
+		return x.DeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDatasetEpsilonLimit() float64 {
+	if x != nil {
+		return x.DatasetEpsilonLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDatasetDeltaLimit() float64 {
+	if x != nil {
+		return x.DatasetDeltaLimit
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetEpsilonAvailable() float64 {
+	if x != nil {
+		return x.EpsilonAvailable
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetDeltaAvailable() float64 {
+	if x != nil {
+		return x.DeltaAvailable
+	}
+	return 0
+}
+
+func (x *WholePatientCharge) GetFits() bool {
+	if x != nil {
+		return x.Fits
+	}
+	return false
+}
+
 // ProjectionQuote is the projection a QuoteStudyRequest resolves to. Send dimension,
 // epsilon, delta and label in the ReleaseProjectionRequest to receive it.
 type ProjectionQuote struct {
@@ -2830,7 +3202,7 @@ type ProjectionQuote struct {
 
 func (x *ProjectionQuote) Reset() {
 	*x = ProjectionQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2842,7 +3214,7 @@ func (x *ProjectionQuote) String() string {
 func (*ProjectionQuote) ProtoMessage() {}
 
 func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2855,7 +3227,7 @@ func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionQuote.ProtoReflect.Descriptor instead.
 func (*ProjectionQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ProjectionQuote) GetDimension() uint32 {
@@ -2980,7 +3352,7 @@ type AnswersQuote struct {
 
 func (x *AnswersQuote) Reset() {
 	*x = AnswersQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2992,7 +3364,7 @@ func (x *AnswersQuote) String() string {
 func (*AnswersQuote) ProtoMessage() {}
 
 func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3005,7 +3377,7 @@ func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
 func (*AnswersQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AnswersQuote) GetIncluded() bool {
@@ -3087,7 +3459,7 @@ type RelationCharge struct {
 
 func (x *RelationCharge) Reset() {
 	*x = RelationCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3471,7 @@ func (x *RelationCharge) String() string {
 func (*RelationCharge) ProtoMessage() {}
 
 func (x *RelationCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3484,7 @@ func (x *RelationCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
 func (*RelationCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RelationCharge) GetRelation() string {
@@ -3176,7 +3548,7 @@ type DefaultStudy struct {
 
 func (x *DefaultStudy) Reset() {
 	*x = DefaultStudy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +3560,7 @@ func (x *DefaultStudy) String() string {
 func (*DefaultStudy) ProtoMessage() {}
 
 func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +3573,7 @@ func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
 func (*DefaultStudy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DefaultStudy) GetProjectionEpsilon() float64 {
@@ -3262,7 +3634,7 @@ type QuoteJobRequest struct {
 
 func (x *QuoteJobRequest) Reset() {
 	*x = QuoteJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3646,7 @@ func (x *QuoteJobRequest) String() string {
 func (*QuoteJobRequest) ProtoMessage() {}
 
 func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3659,7 @@ func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteJobRequest.ProtoReflect.Descriptor instead.
 func (*QuoteJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *QuoteJobRequest) GetSpec() *JobSpec {
@@ -3317,7 +3689,7 @@ type JobQuote struct {
 
 func (x *JobQuote) Reset() {
 	*x = JobQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3701,7 @@ func (x *JobQuote) String() string {
 func (*JobQuote) ProtoMessage() {}
 
 func (x *JobQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3714,7 @@ func (x *JobQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQuote.ProtoReflect.Descriptor instead.
 func (*JobQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JobQuote) GetEpsilon() float64 {
@@ -3436,7 +3808,7 @@ type KusnerForecast struct {
 
 func (x *KusnerForecast) Reset() {
 	*x = KusnerForecast{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3820,7 @@ func (x *KusnerForecast) String() string {
 func (*KusnerForecast) ProtoMessage() {}
 
 func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3833,7 @@ func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerForecast.ProtoReflect.Descriptor instead.
 func (*KusnerForecast) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *KusnerForecast) GetCandidates() uint32 {
@@ -3619,7 +3991,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\tguarantee\x18\v \x01(\tR\tguarantee\"\x12\n" +
 	"\x10GetBudgetRequest\"F\n" +
 	"\x11GetBudgetResponse\x121\n" +
-	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\xc7\x02\n" +
+	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\x93\x03\n" +
 	"\x06Budget\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -3630,7 +4002,25 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"deltaSpent\x12+\n" +
 	"\x11epsilon_remaining\x18\x06 \x01(\x01R\x10epsilonRemaining\x12'\n" +
 	"\x0fdelta_remaining\x18\a \x01(\x01R\x0edeltaRemaining\x12?\n" +
-	"\trelations\x18\b \x03(\v2!.privbo.curator.v1.RelationBudgetR\trelations\"\xca\x04\n" +
+	"\trelations\x18\b \x03(\v2!.privbo.curator.v1.RelationBudgetR\trelations\x12J\n" +
+	"\rwhole_patient\x18\t \x01(\v2%.privbo.curator.v1.WholePatientBudgetR\fwholePatient\"\x9f\x04\n" +
+	"\x12WholePatientBudget\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12#\n" +
+	"\repsilon_spent\x18\x02 \x01(\x01R\fepsilonSpent\x12\x1f\n" +
+	"\vdelta_spent\x18\x03 \x01(\x01R\n" +
+	"deltaSpent\x12'\n" +
+	"\x0fdataset_bounded\x18\x04 \x01(\bR\x0edatasetBounded\x122\n" +
+	"\x15dataset_epsilon_spent\x18\x05 \x01(\x01R\x13datasetEpsilonSpent\x12.\n" +
+	"\x13dataset_delta_spent\x18\x06 \x01(\x01R\x11datasetDeltaSpent\x12#\n" +
+	"\repsilon_limit\x18\a \x01(\x01R\fepsilonLimit\x12\x1f\n" +
+	"\vdelta_limit\x18\b \x01(\x01R\n" +
+	"deltaLimit\x122\n" +
+	"\x15dataset_epsilon_limit\x18\t \x01(\x01R\x13datasetEpsilonLimit\x12.\n" +
+	"\x13dataset_delta_limit\x18\n" +
+	" \x01(\x01R\x11datasetDeltaLimit\x12+\n" +
+	"\x11epsilon_remaining\x18\v \x01(\x01R\x10epsilonRemaining\x12'\n" +
+	"\x0fdelta_remaining\x18\f \x01(\x01R\x0edeltaRemaining\x12\x1c\n" +
+	"\tstatement\x18\r \x01(\tR\tstatement\"\xca\x04\n" +
 	"\x0eRelationBudget\x12\x1a\n" +
 	"\brelation\x18\x01 \x01(\tR\brelation\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -3667,7 +4057,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.privbo.curator.v1.ProjectionHeaderH\x00R\x06header\x126\n" +
 	"\x05chunk\x18\x02 \x01(\v2\x1e.privbo.curator.v1.MatrixChunkH\x00R\x05chunk\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.privbo.curator.v1.ProjectionTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"\xe1\x01\n" +
+	"\x04part\"\xab\x02\n" +
 	"\x10ProjectionHeader\x12\x1d\n" +
 	"\n" +
 	"release_id\x18\x01 \x01(\tR\treleaseId\x12\x12\n" +
@@ -3676,7 +4066,12 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\breplayed\x18\x04 \x01(\bR\breplayed\x121\n" +
 	"\x06budget\x18\x05 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\x12\x1c\n" +
 	"\tguarantee\x18\x06 \x01(\tR\tguarantee\x12\x19\n" +
-	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\"[\n" +
+	"\bnoise_sd\x18\a \x01(\x01R\anoiseSd\x12H\n" +
+	"\rwhole_patient\x18\b \x01(\v2#.privbo.curator.v1.WholePatientCostR\fwholePatient\"\\\n" +
+	"\x10WholePatientCost\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\"[\n" +
 	"\vMatrixChunk\x12\x1b\n" +
 	"\tfirst_row\x18\x01 \x01(\x04R\bfirstRow\x12\x1b\n" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +
@@ -3813,7 +4208,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12\x14\n" +
 	"\x05label\x18\x04 \x01(\tR\x05label\x12!\n" +
-	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\xc4\x02\n" +
+	"\fwith_answers\x18\x05 \x01(\bR\vwithAnswers\"\x90\x03\n" +
 	"\x12QuoteStudyResponse\x12B\n" +
 	"\n" +
 	"projection\x18\x01 \x01(\v2\".privbo.curator.v1.ProjectionQuoteR\n" +
@@ -3822,7 +4217,21 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\acharges\x18\x03 \x03(\v2!.privbo.curator.v1.RelationChargeR\acharges\x12\x12\n" +
 	"\x04fits\x18\x04 \x01(\bR\x04fits\x12\x18\n" +
 	"\arefusal\x18\x05 \x01(\tR\arefusal\x12D\n" +
-	"\rdefault_study\x18\x06 \x01(\v2\x1f.privbo.curator.v1.DefaultStudyR\fdefaultStudy\"\xe0\x03\n" +
+	"\rdefault_study\x18\x06 \x01(\v2\x1f.privbo.curator.v1.DefaultStudyR\fdefaultStudy\x12J\n" +
+	"\rwhole_patient\x18\a \x01(\v2%.privbo.curator.v1.WholePatientChargeR\fwholePatient\"\xf2\x02\n" +
+	"\x12WholePatientCharge\x12\x18\n" +
+	"\abounded\x18\x01 \x01(\bR\abounded\x12\x18\n" +
+	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12#\n" +
+	"\repsilon_limit\x18\x04 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
+	"\vdelta_limit\x18\x05 \x01(\x01R\n" +
+	"deltaLimit\x122\n" +
+	"\x15dataset_epsilon_limit\x18\x06 \x01(\x01R\x13datasetEpsilonLimit\x12.\n" +
+	"\x13dataset_delta_limit\x18\a \x01(\x01R\x11datasetDeltaLimit\x12+\n" +
+	"\x11epsilon_available\x18\b \x01(\x01R\x10epsilonAvailable\x12'\n" +
+	"\x0fdelta_available\x18\t \x01(\x01R\x0edeltaAvailable\x12\x12\n" +
+	"\x04fits\x18\n" +
+	" \x01(\bR\x04fits\"\xe0\x03\n" +
 	"\x0fProjectionQuote\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\rR\tdimension\x12)\n" +
 	"\x10dimension_chosen\x18\x02 \x01(\bR\x0fdimensionChosen\x12\x18\n" +
@@ -3931,7 +4340,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -3941,101 +4350,107 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*GetBudgetRequest)(nil),          // 5: privbo.curator.v1.GetBudgetRequest
 	(*GetBudgetResponse)(nil),         // 6: privbo.curator.v1.GetBudgetResponse
 	(*Budget)(nil),                    // 7: privbo.curator.v1.Budget
-	(*RelationBudget)(nil),            // 8: privbo.curator.v1.RelationBudget
-	(*OutputPrivacy)(nil),             // 9: privbo.curator.v1.OutputPrivacy
-	(*ReleaseProjectionRequest)(nil),  // 10: privbo.curator.v1.ReleaseProjectionRequest
-	(*ReleaseProjectionResponse)(nil), // 11: privbo.curator.v1.ReleaseProjectionResponse
-	(*ProjectionHeader)(nil),          // 12: privbo.curator.v1.ProjectionHeader
-	(*MatrixChunk)(nil),               // 13: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 14: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 15: privbo.curator.v1.QueryRequest
-	(*QueryResponse)(nil),             // 16: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 17: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 18: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 19: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 20: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 21: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 22: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 23: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 24: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 25: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 26: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 27: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 28: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 29: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 30: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 31: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 32: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 33: privbo.curator.v1.QuoteStudyResponse
-	(*ProjectionQuote)(nil),           // 34: privbo.curator.v1.ProjectionQuote
-	(*AnswersQuote)(nil),              // 35: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 36: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 37: privbo.curator.v1.DefaultStudy
-	(*QuoteJobRequest)(nil),           // 38: privbo.curator.v1.QuoteJobRequest
-	(*JobQuote)(nil),                  // 39: privbo.curator.v1.JobQuote
-	(*KusnerForecast)(nil),            // 40: privbo.curator.v1.KusnerForecast
-	nil,                               // 41: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 42: privbo.curator.v1.JobResult.ConstantsEntry
+	(*WholePatientBudget)(nil),        // 8: privbo.curator.v1.WholePatientBudget
+	(*RelationBudget)(nil),            // 9: privbo.curator.v1.RelationBudget
+	(*OutputPrivacy)(nil),             // 10: privbo.curator.v1.OutputPrivacy
+	(*ReleaseProjectionRequest)(nil),  // 11: privbo.curator.v1.ReleaseProjectionRequest
+	(*ReleaseProjectionResponse)(nil), // 12: privbo.curator.v1.ReleaseProjectionResponse
+	(*ProjectionHeader)(nil),          // 13: privbo.curator.v1.ProjectionHeader
+	(*WholePatientCost)(nil),          // 14: privbo.curator.v1.WholePatientCost
+	(*MatrixChunk)(nil),               // 15: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 16: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 17: privbo.curator.v1.QueryRequest
+	(*QueryResponse)(nil),             // 18: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 19: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 20: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 21: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 22: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 23: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 24: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 25: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 26: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 27: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 28: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 29: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 30: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 31: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 32: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 33: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 34: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 35: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 36: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 37: privbo.curator.v1.ProjectionQuote
+	(*AnswersQuote)(nil),              // 38: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 39: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 40: privbo.curator.v1.DefaultStudy
+	(*QuoteJobRequest)(nil),           // 41: privbo.curator.v1.QuoteJobRequest
+	(*JobQuote)(nil),                  // 42: privbo.curator.v1.JobQuote
+	(*KusnerForecast)(nil),            // 43: privbo.curator.v1.KusnerForecast
+	nil,                               // 44: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 45: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
-	9,  // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
+	10, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
 	7,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
-	8,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
-	12, // 4: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
-	7,  // 7: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	17, // 8: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	7,  // 9: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	1,  // 10: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	2,  // 11: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	18, // 12: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	18, // 13: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	20, // 14: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	19, // 15: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	21, // 16: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	41, // 17: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	42, // 18: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	22, // 19: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
-	0,  // 20: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	23, // 21: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
-	0,  // 22: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	22, // 23: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	24, // 24: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	34, // 25: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	35, // 26: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	36, // 27: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	37, // 28: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	22, // 29: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	40, // 30: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
-	3,  // 31: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 32: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	10, // 33: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	15, // 34: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	32, // 35: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	26, // 36: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	27, // 37: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	28, // 38: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	29, // 39: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	30, // 40: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	38, // 41: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
-	4,  // 42: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 43: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	11, // 44: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	16, // 45: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	33, // 46: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	24, // 47: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	24, // 48: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	25, // 49: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	24, // 50: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	31, // 51: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	39, // 52: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
-	42, // [42:53] is the sub-list for method output_type
-	31, // [31:42] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	9,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
+	8,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
+	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
+	15, // 6: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	7,  // 8: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
+	14, // 9: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
+	19, // 10: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	7,  // 11: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	1,  // 12: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	2,  // 13: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	20, // 14: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	20, // 15: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	22, // 16: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	21, // 17: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	23, // 18: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	44, // 19: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	45, // 20: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	24, // 21: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	0,  // 22: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	25, // 23: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	0,  // 24: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	24, // 25: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	26, // 26: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	37, // 27: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	38, // 28: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	39, // 29: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	40, // 30: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	36, // 31: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	24, // 32: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	43, // 33: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
+	3,  // 34: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 35: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	11, // 36: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	17, // 37: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	34, // 38: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	28, // 39: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	29, // 40: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	30, // 41: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	31, // 42: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	32, // 43: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	41, // 44: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
+	4,  // 45: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 46: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	12, // 47: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	18, // 48: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	35, // 49: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	26, // 50: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	26, // 51: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	27, // 52: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	26, // 53: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	33, // 54: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	42, // 55: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
+	45, // [45:56] is the sub-list for method output_type
+	34, // [34:45] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -4043,12 +4458,12 @@ func file_privbo_curator_v1_curator_proto_init() {
 	if File_privbo_curator_v1_curator_proto != nil {
 		return
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[8].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[9].OneofWrappers = []any{
 		(*ReleaseProjectionResponse_Header)(nil),
 		(*ReleaseProjectionResponse_Chunk)(nil),
 		(*ReleaseProjectionResponse_Trailer)(nil),
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[19].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[21].OneofWrappers = []any{
 		(*JobSpec_Kusner)(nil),
 		(*JobSpec_Dphypo)(nil),
 	}
@@ -4058,7 +4473,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   40,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,7 +35,7 @@ class AnswersQuote(_message.Message):
     def __init__(self, included: bool = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., noise_sd: _Optional[float] = ..., paid: bool = ...) -> None: ...
 
 class Budget(_message.Message):
-    __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations"]
+    __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations", "whole_patient"]
     DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
     DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,7 @@ class Budget(_message.Message):
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
     delta_limit: float
     delta_remaining: float
     delta_spent: float
@@ -52,7 +53,8 @@ class Budget(_message.Message):
     epsilon_spent: float
     identity: str
     relations: _containers.RepeatedCompositeFieldContainer[RelationBudget]
-    def __init__(self, identity: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., relations: _Optional[_Iterable[_Union[RelationBudget, _Mapping]]] = ...) -> None: ...
+    whole_patient: WholePatientBudget
+    def __init__(self, identity: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., relations: _Optional[_Iterable[_Union[RelationBudget, _Mapping]]] = ..., whole_patient: _Optional[_Union[WholePatientBudget, _Mapping]] = ...) -> None: ...
 
 class CancelJobRequest(_message.Message):
     __slots__ = ["id"]
@@ -426,7 +428,7 @@ class OutputPrivacy(_message.Message):
     def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ...) -> None: ...
 
 class ProjectionHeader(_message.Message):
-    __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows"]
+    __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows", "whole_patient"]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     COLS_FIELD_NUMBER: _ClassVar[int]
     GUARANTEE_FIELD_NUMBER: _ClassVar[int]
@@ -434,6 +436,7 @@ class ProjectionHeader(_message.Message):
     RELEASE_ID_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
     budget: Budget
     cols: int
     guarantee: str
@@ -441,7 +444,8 @@ class ProjectionHeader(_message.Message):
     release_id: str
     replayed: bool
     rows: int
-    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ...) -> None: ...
+    whole_patient: WholePatientCost
+    def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient: _Optional[_Union[WholePatientCost, _Mapping]] = ...) -> None: ...
 
 class ProjectionQuote(_message.Message):
     __slots__ = ["default_delta", "default_epsilon", "delta", "dimension", "dimension_chosen", "epsilon", "label", "mechanism", "noise_sd", "paid", "relation", "whole_patient", "whole_patient_epsilon", "whole_patient_units"]
@@ -516,20 +520,22 @@ class QuoteStudyRequest(_message.Message):
     def __init__(self, dimension: _Optional[int] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., label: _Optional[str] = ..., with_answers: bool = ...) -> None: ...
 
 class QuoteStudyResponse(_message.Message):
-    __slots__ = ["answers", "charges", "default_study", "fits", "projection", "refusal"]
+    __slots__ = ["answers", "charges", "default_study", "fits", "projection", "refusal", "whole_patient"]
     ANSWERS_FIELD_NUMBER: _ClassVar[int]
     CHARGES_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_STUDY_FIELD_NUMBER: _ClassVar[int]
     FITS_FIELD_NUMBER: _ClassVar[int]
     PROJECTION_FIELD_NUMBER: _ClassVar[int]
     REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
     answers: AnswersQuote
     charges: _containers.RepeatedCompositeFieldContainer[RelationCharge]
     default_study: DefaultStudy
     fits: bool
     projection: ProjectionQuote
     refusal: str
-    def __init__(self, projection: _Optional[_Union[ProjectionQuote, _Mapping]] = ..., answers: _Optional[_Union[AnswersQuote, _Mapping]] = ..., charges: _Optional[_Iterable[_Union[RelationCharge, _Mapping]]] = ..., fits: bool = ..., refusal: _Optional[str] = ..., default_study: _Optional[_Union[DefaultStudy, _Mapping]] = ...) -> None: ...
+    whole_patient: WholePatientCharge
+    def __init__(self, projection: _Optional[_Union[ProjectionQuote, _Mapping]] = ..., answers: _Optional[_Union[AnswersQuote, _Mapping]] = ..., charges: _Optional[_Iterable[_Union[RelationCharge, _Mapping]]] = ..., fits: bool = ..., refusal: _Optional[str] = ..., default_study: _Optional[_Union[DefaultStudy, _Mapping]] = ..., whole_patient: _Optional[_Union[WholePatientCharge, _Mapping]] = ...) -> None: ...
 
 class RelationBudget(_message.Message):
     __slots__ = ["dataset_delta_limit", "dataset_delta_remaining", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_remaining", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "relation"]
@@ -616,6 +622,70 @@ class WatchJobRequest(_message.Message):
     after_seq: int
     id: str
     def __init__(self, id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class WholePatientBudget(_message.Message):
+    __slots__ = ["bounded", "dataset_bounded", "dataset_delta_limit", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "statement"]
+    BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    DATASET_BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
+    STATEMENT_FIELD_NUMBER: _ClassVar[int]
+    bounded: bool
+    dataset_bounded: bool
+    dataset_delta_limit: float
+    dataset_delta_spent: float
+    dataset_epsilon_limit: float
+    dataset_epsilon_spent: float
+    delta_limit: float
+    delta_remaining: float
+    delta_spent: float
+    epsilon_limit: float
+    epsilon_remaining: float
+    epsilon_spent: float
+    statement: str
+    def __init__(self, bounded: bool = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., dataset_bounded: bool = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., statement: _Optional[str] = ...) -> None: ...
+
+class WholePatientCharge(_message.Message):
+    __slots__ = ["bounded", "dataset_delta_limit", "dataset_epsilon_limit", "delta", "delta_available", "delta_limit", "epsilon", "epsilon_available", "epsilon_limit", "fits"]
+    BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DELTA_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    bounded: bool
+    dataset_delta_limit: float
+    dataset_epsilon_limit: float
+    delta: float
+    delta_available: float
+    delta_limit: float
+    epsilon: float
+    epsilon_available: float
+    epsilon_limit: float
+    fits: bool
+    def __init__(self, bounded: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., epsilon_available: _Optional[float] = ..., delta_available: _Optional[float] = ..., fits: bool = ...) -> None: ...
+
+class WholePatientCost(_message.Message):
+    __slots__ = ["bounded", "delta", "epsilon"]
+    BOUNDED_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_FIELD_NUMBER: _ClassVar[int]
+    bounded: bool
+    delta: float
+    epsilon: float
+    def __init__(self, bounded: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
