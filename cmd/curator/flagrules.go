@@ -55,6 +55,12 @@ var serveRules = func() map[string]cli.Rule {
 		"kusner-a":                cli.NonNegative,
 		"kusner-tau":              cli.NonNegative,
 		"job-bounds-epsilon":      cli.NonNegative,
+		"job-classes": cli.IntRule(func(v int64) error {
+			if v != 0 && v < 2 {
+				return errors.New("must be 0 (from the schema's target line, else 2) or at least 2")
+			}
+			return nil
+		}),
 		"auth-failure-rate": cli.FloatRule(func(v float64) error {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v == 0 {
 				return errors.New("must be finite and not 0 (negative: no throttle)")

@@ -61,6 +61,7 @@ output-upper = 400
 		{"kusner-a", []string{"-1"}, []string{"0", "1"}},
 		{"kusner-tau", []string{"-1"}, []string{"0", "1"}},
 		{"job-bounds-epsilon", []string{"-1"}, []string{"0", "0.5"}},
+		{"job-classes", []string{"1", "-2"}, []string{"0", "2", "10"}},
 		{"auth-failure-rate", []string{"0", "NaN", "+Inf"}, []string{"-1", "2"}},
 		{"auth-failure-burst", []string{"0", "-1"}, []string{"1", "20"}},
 		{"auth-failures-logged", []string{"0"}, []string{"3"}},

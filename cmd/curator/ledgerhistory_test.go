@@ -20,7 +20,7 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 	ctx := context.Background()
 	state := t.TempDir()
 	opts := func(eps float64, change bool) curatortest.Options {
-		return curatortest.Options{StateDir: state, Budget: ledger.Cost{Epsilon: eps, Delta: 1e-4}, DatasetBudget: ledger.Cost{Epsilon: 10, Delta: 1e-3},
+		return curatortest.Options{StateDir: state, Scaling: curatortest.DiabetesSchema(t), Budget: ledger.Cost{Epsilon: eps, Delta: 1e-4}, DatasetBudget: ledger.Cost{Epsilon: 10, Delta: 1e-3},
 			Configure: func(c *server.Config) { c.ChangeLimits = change }}
 	}
 	c := curatortest.Start(t, opts(2, false))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +26,8 @@ func ledgerEntryLine(e ledger.Receipt) string {
 	if r := []rune(d); len(r) > maxListedDescription {
 		d = string(r[:maxListedDescription-1]) + "…"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%g\t%g\t%s\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation, e.Cost.Epsilon, e.Cost.Delta,
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Created.UTC().Format(time.RFC3339), e.Identity, e.Kind, e.Relation,
+		figureText(e.Cost.Epsilon), figureText(e.Cost.Delta),
 		patientCell(e.Patient), e.Key, d)
 }
 
@@ -33,5 +36,15 @@ func patientCell(p ledger.PatientCost) string {
 	if p.Unbounded {
 		return "NOT BOUNDED"
 	}
-	return fmt.Sprintf("ε=%s δ=%g", roundUpText(p.Epsilon), p.Delta)
+	return fmt.Sprintf("ε=%s δ=%s", roundUpText(p.Epsilon), figureText(p.Delta))
+}
+
+// figureText prints a charge's float64 figure as the budget tables do (ledger.FormatSpent:
+// DisplayDigits significant digits), so 4.000000000000001e-06 reads 4e-06.
+func figureText(v float64) string {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
+	if !ok {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return ledger.FormatSpent(r)
 }

@@ -45,6 +45,18 @@ func ExampleData(name string) string {
 // curator of Options serves unless told otherwise.
 var Diabetes = ExampleData("diabetes.csv")
 
+// DiabetesSchema returns the schema scaling of the shipped diabetes data
+// (examples/data/diabetes.schema.csv): public bounds, no private estimate, so a test whose
+// budget is too small for the default private estimate still starts.
+func DiabetesSchema(t testing.TB) dataset.Scaling {
+	t.Helper()
+	s, err := dataset.LoadSchema(ExampleData("diabetes.schema.csv"))
+	if err != nil {
+		t.Fatalf("curatortest: %v", err)
+	}
+	return dataset.Scaling{Mode: dataset.ScaleSchema, Schema: s}
+}
+
 // Default budget of an identity when Options.Budget is zero.
 var DefaultBudget = ledger.Cost{Epsilon: 100, Delta: 0.1}
 

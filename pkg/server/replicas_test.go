@@ -221,7 +221,7 @@ func TestReplicasDifferentLimits(t *testing.T) {
 	ctx := context.Background()
 	lc := curatortest.PostgresLedger(t)
 	opts := func(eps float64) curatortest.Options {
-		return curatortest.Options{Budget: ledger.Cost{Epsilon: eps, Delta: 1e-3}, DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5}, Ledger: lc}
+		return curatortest.Options{Scaling: curatortest.DiabetesSchema(t), Budget: ledger.Cost{Epsilon: eps, Delta: 1e-3}, DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5}, Ledger: lc}
 	}
 	a := curatortest.Start(t, opts(3))
 	clientA := a.Client(t, "acme")
