@@ -98,7 +98,7 @@ func TestRangeEstimateInAnswersGuarantee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := curatortest.Start(t, curatortest.Options{Scaling: sc})
+	c := curatortest.Start(t, curatortest.Options{Scaling: sc, Configure: func(c *server.Config) { c.EstimateTargetRange = true }})
 	info, err := c.Client(t, "acme").GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
