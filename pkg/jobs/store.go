@@ -40,7 +40,7 @@ type Store struct {
 
 	q struct {
 		get, list, unfinished, insert, insertEvent, nextSeq, finishJob, events, trace, putTrace, count string
-		candidates, claim, renew, cancel                                                              string
+		candidates, claim, renew, cancel                                                               string
 	}
 }
 
@@ -354,8 +354,8 @@ var errLeaseLost = errors.New("jobs: the job is no longer this runner's (taken o
 
 // write says how appendEvent changes a job's row.
 type write struct {
-	runner  string // the lease holder; the write fails with errLeaseLost otherwise
-	handover bool  // end the lease, so another manager takes the job over at once
+	runner   string // the lease holder; the write fails with errLeaseLost otherwise
+	handover bool   // end the lease, so another manager takes the job over at once
 }
 
 // appendEvent records an event (and the job's new state, result or error) in one
