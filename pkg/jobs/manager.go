@@ -530,7 +530,8 @@ func (m *Manager) Cancel(ctx context.Context, identity, id string) (Job, error) 
 }
 
 // Watch sends identity's job's events after seq `after`, then live events, until the
-// job ends or ctx is done.
+// job ends or ctx is done. With a shared store it also returns ErrClosed when this
+// manager stops (Interrupt): the watcher resumes on another replica after its last seq.
 func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, send func(Event) error) error {
 	if _, err := m.Get(ctx, identity, id); err != nil {
 		return err
@@ -550,6 +551,10 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 		}
 		m.mu.Unlock()
 	}()
+	var stopping <-chan struct{} // nil: a curator of its own ends its jobs when it stops
+	if m.store.shared {
+		stopping = m.base.Done()
+	}
 	tick := time.NewTicker(m.poll())
 	defer tick.Stop()
 	for {
@@ -586,6 +591,9 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-stopping:
+			// This replica stops; another one serves the rest (ErrClosed says retry).
+			return ErrClosed
 		case <-ch:
 		case <-tick.C:
 		}
