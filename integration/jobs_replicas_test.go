@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +111,15 @@ func TestJobSurvivesKilledReplica(t *testing.T) {
 	}
 	if again, err := cb.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: "survivor", Spec: spec}); err != nil || again.GetId() != j.GetId() {
 		t.Errorf("retry through B = %v, %v; want job %s", again.GetId(), err, j.GetId())
+	}
+	// The operator's report reads the job from PostgreSQL, with no replica's state.
+	odir := t.TempDir()
+	rep := exec.Command(bin, "job-report", "--ledger", "postgres", "--ledger-dsn", lc.DSN, "--ledger-schema", lc.Schema,
+		"--dataset-id", "breast-cancer", "--job", j.GetId(), "--out", odir)
+	if b, err := rep.CombinedOutput(); err != nil {
+		t.Fatalf("curator job-report --ledger postgres: %v\n%s", err, b)
+	}
+	if page, err := os.ReadFile(filepath.Join(odir, "index.html")); err != nil || !strings.Contains(string(page), "taken over") {
+		t.Errorf("job report: %v; want the job's events, its takeover among them", err)
 	}
 }
