@@ -44,6 +44,12 @@ type Config struct {
 // renewal, and a live replica, looking every 5 s, takes them over within 20 s.
 const DefaultLease = 15 * time.Second
 
+// MaxTakeovers is how many times a job is taken over from a replica that died (its
+// lease expired) before it is marked failed instead: a job whose run kills its replica
+// (memory, a crashing evaluator) stops after taking down MaxTakeovers+1 replicas
+// rather than every replica in turn. Handovers at shutdown do not count.
+const MaxTakeovers = 2
+
 // Manager accepts, runs and reports jobs. It is safe for concurrent use.
 //
 // With a shared store (OpenPostgres) the managers of every replica run the dataset's
@@ -711,22 +717,27 @@ func (m *Manager) takeOver() {
 		m.log.Warn("looking for jobs to take over", zap.Error(err))
 	}
 	for _, j := range js {
-		stop, err := m.store.cancelRequested(ctx, j.ID)
-		if err != nil {
-			m.log.Warn("reading a claimed job", zap.String("job", j.ID), zap.Error(err))
-		}
-		if stop {
+		switch {
+		case j.cancel:
 			m.record(context.Background(), Event{JobID: j.ID, State: Cancelled, Message: "cancelled; the privacy charge stays spent"}, nil, "cancelled")
 			continue
+		case j.takeovers > MaxTakeovers:
+			m.log.Error("job not taken over again: the replicas running it stopped too often", zap.String("job", j.ID), zap.Int("takeovers", j.takeovers))
+			msg := fmt.Sprintf("interrupted: the replica running it stopped %d times; it is not run again; the privacy charge stays spent", j.takeovers)
+			m.record(context.Background(), Event{JobID: j.ID, State: Failed, Message: msg}, nil, msg)
+			continue
 		}
-		m.log.Info("job taken over from a replica that stopped", zap.String("job", j.ID), zap.String("identity", j.Identity))
-		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Queued,
-			Message: "taken over: the replica running it stopped; it runs again from the start; the privacy charge is not paid again"}, nil, ""); err != nil {
+		m.log.Info("job taken over", zap.String("job", j.ID), zap.String("identity", j.Identity), zap.Int("takeovers", j.takeovers))
+		msg := "taken over: the replica running it handed it over as it shut down; it runs again from the start; the privacy charge is not paid again"
+		if j.takeovers > 0 {
+			msg = "taken over: the replica running it stopped; it runs again from the start; the privacy charge is not paid again"
+		}
+		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Queued, Message: msg}, nil, ""); err != nil {
 			if !errors.Is(err, errLeaseLost) {
 				m.log.Error("recording a job's takeover", zap.String("job", j.ID), zap.Error(err))
 			}
 			continue
 		}
-		m.start(j)
+		m.start(j.Job)
 	}
 }

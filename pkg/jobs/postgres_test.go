@@ -267,3 +267,32 @@ func TestPostgresStoresKeepDatasetsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresTakeoversAreBounded: a job whose replicas keep dying is failed, not taken
+// over once more, after MaxTakeovers takeovers, so a job that kills its replica cannot
+// take down every replica in turn.
+func TestPostgresTakeoversAreBounded(t *testing.T) {
+	schema := pgSchema(t)
+	a := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	ctx := context.Background()
+	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.runner.started
+	a.m.crash()
+	// As if MaxTakeovers replicas had taken the job over and died in turn.
+	conn, err := pgx.Connect(ctx, testDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE "`+schema+`".jobs SET takeovers = $1 WHERE id = $2`, MaxTakeovers, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{})
+	done := waitState(t, b.m, j.ID, Failed)
+	if !strings.Contains(done.Error, "stopped 3 times") || b.runs() != 0 {
+		t.Errorf("job after %d takeovers: %q, %d runs on B; want failed, not run again", MaxTakeovers+1, done.Error, b.runs())
+	}
+}

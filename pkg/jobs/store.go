@@ -46,8 +46,9 @@ type Store struct {
 
 // jobsDDL are the job tables, in types both SQLite and PostgreSQL accept. A job's row
 // carries its lease: runner names the manager running it and lease_ns is when its claim
-// ends unless renewed (database clock); cancel_requested asks whichever manager runs it
-// to stop.
+// ends unless renewed (database clock), 0 when its holder handed it over; cancel_requested
+// asks whichever manager runs it to stop; takeovers counts the claims of a lease that
+// expired (its holder died).
 var jobsDDL = []string{
 	`CREATE TABLE IF NOT EXISTS {t}jobs (
 	id TEXT PRIMARY KEY,
@@ -66,7 +67,7 @@ var jobsDDL = []string{
 	runner TEXT NOT NULL DEFAULT '',
 	lease_ns BIGINT NOT NULL DEFAULT 0,
 	cancel_requested INTEGER NOT NULL DEFAULT 0,
-	attempts INTEGER NOT NULL DEFAULT 1)`,
+	takeovers INTEGER NOT NULL DEFAULT 0)`,
 	`CREATE TABLE IF NOT EXISTS {t}job_events (
 	job_id TEXT NOT NULL,
 	seq BIGINT NOT NULL,
@@ -87,7 +88,7 @@ var leaseColumns = []string{
 	"runner TEXT NOT NULL DEFAULT ''",
 	"lease_ns BIGINT NOT NULL DEFAULT 0",
 	"cancel_requested INTEGER NOT NULL DEFAULT 0",
-	"attempts INTEGER NOT NULL DEFAULT 1",
+	"takeovers INTEGER NOT NULL DEFAULT 0",
 }
 
 var jobsIndexes = []string{
@@ -202,7 +203,8 @@ func newStore(e ledger.Engine, d ledger.Dialect, dataset string, shared bool, no
 		WHERE dataset = ? AND state IN ` + unfinishedStates + ` AND lease_ns < {now} ORDER BY created_ns, id LIMIT ?`)
 	// A compare-and-set on the lease seen: of replicas claiming one expired job at once,
 	// exactly one changes the row.
-	s.q.claim = sq(`UPDATE {t}jobs SET runner = ?, lease_ns = {now} + ?, attempts = attempts + 1
+	s.q.claim = sq(`UPDATE {t}jobs SET runner = ?, lease_ns = {now} + ?,
+		takeovers = takeovers + CASE WHEN lease_ns = 0 THEN 0 ELSE 1 END
 		WHERE id = ? AND runner = ? AND lease_ns = ? AND state IN ` + unfinishedStates)
 	s.q.renew = sq(`UPDATE {t}jobs SET lease_ns = {now} + ? WHERE id = ? AND runner = ? AND state IN ` + unfinishedStates)
 	s.q.cancel = sq(`UPDATE {t}jobs SET cancel_requested = 1 WHERE id = ? AND dataset = ? AND state IN ` + unfinishedStates)
@@ -489,9 +491,16 @@ func (s *Store) countByState(ctx context.Context) (map[State]int, error) {
 	return out, nil
 }
 
-// claim takes over at most limit unfinished jobs whose lease has expired, for runner
-// and lease, and returns them with whether a cancellation was asked for.
-func (s *Store) claim(ctx context.Context, runner string, lease time.Duration, limit int) ([]Job, error) {
+// claimed is a job claimed by claim.
+type claimed struct {
+	Job
+	takeovers int  // how many times a lease of it expired, this one included
+	cancel    bool // its cancellation was asked for
+}
+
+// claim takes over at most limit unfinished jobs whose lease has expired (or was
+// handed over), for runner and lease.
+func (s *Store) claim(ctx context.Context, runner string, lease time.Duration, limit int) ([]claimed, error) {
 	type seen struct {
 		id, runner string
 		lease      int64
@@ -515,16 +524,23 @@ func (s *Store) claim(ctx context.Context, runner string, lease time.Duration, l
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
-	var out []Job
+	var out []claimed
 	for _, c := range cands {
-		var j Job
+		var j claimed
 		err := s.e.Write(ctx, ledger.Lock{}, func(q ledger.Querier) error {
 			n, err := q.Exec(ctx, s.q.claim, runner, lease.Nanoseconds(), c.id, c.runner, c.lease)
 			if err != nil || n == 0 {
 				return err
 			}
-			j, err = s.getJob(ctx, q, c.id)
-			return err
+			if j.Job, err = s.getJob(ctx, q, c.id); err != nil {
+				return err
+			}
+			var cancel int
+			if _, err := ledger.QueryRow(ctx, q, s.d.SQL(`SELECT takeovers, cancel_requested FROM {t}jobs WHERE id = ?`), []any{c.id}, &j.takeovers, &cancel); err != nil {
+				return err
+			}
+			j.cancel = cancel != 0
+			return nil
 		})
 		if err != nil {
 			return out, fmt.Errorf("jobs: %w", err)
