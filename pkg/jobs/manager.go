@@ -174,6 +174,18 @@ func (m *Manager) jobID(identity, key string) string {
 	return jobID(identity, key)
 }
 
+// existing returns identity's job of key: in a shared store, also one adopted from a
+// jobs.db (Adopt) under the id the file gave it.
+func (m *Manager) existing(ctx context.Context, identity, key string) (Job, error) {
+	j, err := m.store.get(ctx, m.jobID(identity, key))
+	if errors.Is(err, ErrNotFound) && m.store.shared {
+		if j, err = m.store.get(ctx, jobID(identity, key)); err == nil && j.Identity != identity {
+			err = ErrNotFound
+		}
+	}
+	return j, err
+}
+
 // jobRelation is the default neighbour relation of a job's kind (ledger.JobRelation).
 func jobRelation(spec Spec) ledger.Relation { return ledger.JobRelation(spec.Kind()) }
 
@@ -202,7 +214,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		return Job{}, fmt.Errorf("jobs: %w: exactly one job kind must be set", ErrInvalidSpec)
 	}
 	if key != "" { // a retry: answer it before planning, which can take seconds
-		if existing, err := m.store.get(ctx, m.jobID(identity, key)); err == nil {
+		if existing, err := m.existing(ctx, identity, key); err == nil {
 			return m.sameSpec(existing, spec)
 		} else if !errors.Is(err, ErrNotFound) {
 			return Job{}, err
@@ -227,7 +239,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	// this manager finds the job record below rather than a replayed charge without one.
 	m.submitMu.Lock()
 	defer m.submitMu.Unlock()
-	if existing, err := m.store.get(ctx, id); err == nil {
+	if existing, err := m.existing(ctx, identity, key); err == nil {
 		return m.sameSpec(existing, spec)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Job{}, err

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -294,5 +295,81 @@ func TestPostgresTakeoversAreBounded(t *testing.T) {
 	done := waitState(t, b.m, j.ID, Failed)
 	if !strings.Contains(done.Error, "stopped 3 times") || b.runs() != 0 {
 		t.Errorf("job after %d takeovers: %q, %d runs on B; want failed, not run again", MaxTakeovers+1, done.Error, b.runs())
+	}
+}
+
+// TestAdoptJobsDB: a curator that moves from its jobs.db to the shared store keeps its
+// jobs — finished ones with their result and events, unfinished ones failed as a
+// restart marks them — and a retry of one finds it, charging nothing.
+func TestAdoptJobsDB(t *testing.T) {
+	schema := pgSchema(t)
+	ctx := context.Background()
+	led, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema},
+		ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	dir := t.TempDir()
+	old, err := NewManager(Config{StateDir: dir, Dataset: "d", Ledger: led, Runner: &fakeRunner{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := old.Submit(ctx, "alice", "done", spec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, old, done.ID, Succeeded)
+	old.Close()
+	blocked := &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)}
+	old, err = NewManager(Config{StateDir: dir, Dataset: "d", Ledger: led, Runner: blocked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := old.Submit(ctx, "alice", "running", spec(0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-blocked.started
+	old.crash() // left running in the file
+	old.store.Close()
+	// A job of another dataset served from the same directory before: no charge here.
+	file, err := OpenSQLite(filepath.Join(dir, "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	now := time.Now()
+	if _, _, err := file.insert(ctx, Job{ID: jobID("alice", "other"), Identity: "alice", Key: "other", Spec: spec(1), State: Succeeded, Created: now, Updated: now}, "", 0); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startPGReplica(t, schema, time.Second, &fakeRunner{})
+	for range 2 { // copying again changes nothing
+		got, err := Adopt(ctx, b.m.store, file, led)
+		if err != nil || got.Jobs != 2 || got.Interrupted != 1 || got.Skipped != 1 {
+			t.Fatalf("Adopt = %+v, %v; want 2 jobs (1 interrupted), 1 skipped", got, err)
+		}
+	}
+	if j, err := b.m.Get(ctx, "alice", done.ID); err != nil || j.State != Succeeded || j.Result == nil || j.Result.Score != 0.9 {
+		t.Errorf("adopted finished job = %+v, %v; want it with its result", j, err)
+	}
+	if evs, err := b.m.Events(ctx, done.ID, 0); err != nil || len(evs) < 3 || evs[len(evs)-1].State != Succeeded {
+		t.Errorf("adopted events = %v, %v; want the file's, ending in success", evs, err)
+	}
+	if j, err := b.m.Get(ctx, "alice", running.ID); err != nil || j.State != Failed || !strings.Contains(j.Error, "interrupted") {
+		t.Errorf("adopted unfinished job = %s %q, %v; want failed, interrupted", j.State, j.Error, err)
+	}
+	if _, err := b.m.Get(ctx, "alice", jobID("alice", "other")); err != ErrNotFound {
+		t.Errorf("another dataset's job: %v; want it left in the file", err)
+	}
+	before, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
+	again, err := b.m.Submit(ctx, "alice", "done", spec(1))
+	if err != nil || again.ID != done.ID || again.State != Succeeded {
+		t.Errorf("retry of an adopted job = %s %s, %v; want job %s, succeeded", again.ID, again.State, err, done.ID)
+	}
+	after, _ := led.Balance(ctx, ledger.Account{Dataset: "d", Identity: "alice"}, ledger.RelationValidationRecord)
+	if after.Charges != before.Charges || b.runs() != 0 {
+		t.Errorf("charges %d → %d, %d runs; want no new charge, no run", before.Charges, after.Charges, b.runs())
 	}
 }

@@ -217,6 +217,14 @@ func (s *Store) Shared() bool { return s.shared }
 // Close closes the store's database handle.
 func (s *Store) Close() error { return s.e.Close() }
 
+func marshal(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("jobs: %w", err)
+	}
+	return string(b), nil
+}
+
 func scanJob(row interface{ Scan(...any) error }) (Job, error) {
 	var (
 		j                Job

@@ -1139,6 +1139,30 @@ func OpenJobs(ctx context.Context, lc LedgerConfig, stateDir, dataset string) (*
 	return st, nil
 }
 
+// adoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
+// store (jobs.Adopt), so that a curator moving to PostgreSQL keeps answering for the jobs
+// it accepted before. A failure is logged; those jobs then stay in the file only.
+func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led ledger.Store, stateDir string) {
+	path := filepath.Join(stateDir, "jobs.db")
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	from, err := jobs.OpenSQLite(path)
+	if err != nil {
+		log.Error("the jobs of the state directory could not be read to copy them into PostgreSQL", zap.String("path", path), zap.Error(err))
+		return
+	}
+	defer from.Close()
+	got, err := jobs.Adopt(ctx, to, from, led)
+	if got.Jobs > 0 || got.Skipped > 0 {
+		log.Info("jobs copied from the state directory into the PostgreSQL ledger's schema", zap.Int("copied", got.Jobs),
+			zap.Int("interrupted", got.Interrupted), zap.Int("not_charged_to_this_dataset", got.Skipped))
+	}
+	if err != nil {
+		log.Error("some jobs of the state directory could not be copied into PostgreSQL; retries of them on this replica will not find them", zap.Error(err))
+	}
+}
+
 func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
@@ -1148,6 +1172,9 @@ func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledge
 	st, err := OpenJobs(ctx, cfg.Ledger, cfg.StateDir, cfg.DatasetID)
 	if err != nil {
 		return nil, err
+	}
+	if st.Shared() {
+		adoptJobs(ctx, log, st, store, cfg.StateDir)
 	}
 	m, err := jobs.NewManager(jobs.Config{Store: st, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log,
 		MaxRunning: j.MaxRunning, Lease: j.Lease})
