@@ -39,9 +39,10 @@ type Config struct {
 }
 
 // DefaultLease is the lease of Config.Lease 0. A replica renews its jobs' leases every
-// 5 s, so one that is alive keeps them through two missed renewals (a ledger outage
-// of up to ~10 s, a long pause); one that dies loses them 10–15 s after its last
-// renewal, and a live replica, looking every 5 s, takes them over within 20 s.
+// 5 s, so one that is alive keeps them through two failed renewals (a database outage
+// of up to about 10 s, a long pause); the leases of one that dies end 15 s after its
+// last renewal, 10–15 s after its death, and a live replica, looking every 5 s, takes
+// its jobs over 10–20 s after the death. A job's lease costs one UPDATE per 5 s.
 const DefaultLease = 15 * time.Second
 
 // MaxTakeovers is how many times a job is taken over from a replica that died (its
