@@ -98,7 +98,10 @@ func TestRangeEstimateInAnswersGuarantee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := curatortest.Start(t, curatortest.Options{Scaling: sc})
+	// The estimate is asked for: without it a schema lacking the target's line is refused.
+	cfg := curatortest.Options{Scaling: sc}.Config(t)
+	cfg.EstimateTargetRange = true
+	c := curatortest.StartConfig(t, cfg)
 	info, err := c.Client(t, "acme").GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
