@@ -77,6 +77,7 @@ var configFlags = map[string]string{
 	"Jobs.BoundsEpsilon":           "--job-bounds-epsilon",
 	"Jobs.Preprocessing":           "--job-preprocessing",
 	"Jobs.TrainingConsented":       "--job-training-consented",
+	"Jobs.Lease":                   "--job-lease",
 
 	// Who may call, and what a caller may cost before it is authenticated.
 	"TrustIdentityHeaderFromNetwork": "--trust-identity-header-from-network",

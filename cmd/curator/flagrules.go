@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"math"
+	"time"
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curator"
@@ -49,12 +50,18 @@ var serveRules = func() map[string]cli.Rule {
 		"max-job-grid":            cli.AtLeast(1),
 		"max-job-iterations":      cli.AtLeast(1),
 		"max-running-jobs":        cli.AtLeast(1),
-		"kusner-k1":               cli.ZeroTo1,
-		"kusner-noise-variance":   cli.Positive,
-		"kusner-gamma-t":          cli.NonNegative,
-		"kusner-a":                cli.NonNegative,
-		"kusner-tau":              cli.NonNegative,
-		"job-bounds-epsilon":      cli.NonNegative,
+		"job-lease": cli.DurationRule(func(v time.Duration) error {
+			if v < time.Second {
+				return errors.New("must be at least 1s: a replica renews its jobs' leases every third of it, and a shorter lease lets a slow renewal hand a live replica's job to another")
+			}
+			return nil
+		}),
+		"kusner-k1":             cli.ZeroTo1,
+		"kusner-noise-variance": cli.Positive,
+		"kusner-gamma-t":        cli.NonNegative,
+		"kusner-a":              cli.NonNegative,
+		"kusner-tau":            cli.NonNegative,
+		"job-bounds-epsilon":    cli.NonNegative,
 		"job-classes": cli.IntRule(func(v int64) error {
 			if v != 0 && v < 2 {
 				return errors.New("must be 0 (from the schema's target line, else 2) or at least 2")

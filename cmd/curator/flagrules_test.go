@@ -55,6 +55,7 @@ output-upper = 400
 		{"max-job-grid", []string{"0"}, []string{"10"}},
 		{"max-job-iterations", []string{"0"}, []string{"10"}},
 		{"max-running-jobs", []string{"0"}, []string{"2"}},
+		{"job-lease", []string{"0s", "500ms", "-1s"}, []string{"1s", "30s"}},
 		{"kusner-k1", []string{"-0.1", "1"}, []string{"0", "0.5"}},
 		{"kusner-noise-variance", []string{"0"}, []string{"0.1"}},
 		{"kusner-gamma-t", []string{"-1"}, []string{"0", "3"}},

@@ -11,30 +11,52 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/server"
 )
 
 // jobReport writes a job's operator report: the modeler's report plus the job's path
 // (for DP-HyPO every run, its point and noisy score, and how the sampling distribution
-// moved), which never leaves the curator. It reads --state's jobs.db and may run while
-// the curator serves.
+// moved), which never leaves the curator. It reads --state's jobs.db, or with --ledger
+// postgres the jobs in the ledger's schema, and may run while the curator serves.
 func jobReport(args []string) error {
 	fs := flag.NewFlagSet("curator job-report", flag.ContinueOnError)
-	var state, id, out string
-	fs.StringVar(&state, "state", "", "the curator's state directory (holds jobs.db)")
+	var state, id, out, kind, dsn, schema, dataset string
+	fs.StringVar(&state, "state", "", "the curator's state directory (holds jobs.db), with --ledger sqlite")
+	fs.StringVar(&kind, "ledger", "sqlite", "the curator's ledger: sqlite (jobs in --state) or postgres (jobs in the ledger's schema)")
+	fs.StringVar(&dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres (default: $PRIVBO_CURATOR_LEDGER_DSN)")
+	fs.StringVar(&schema, "ledger-schema", "privbo", "PostgreSQL schema of the ledger tables")
+	fs.StringVar(&dataset, "dataset-id", "", "the curator's --dataset-id, for --ledger postgres")
 	fs.StringVar(&id, "job", "", "the job id")
 	fs.StringVar(&out, "out", "", "directory to write the report (index.html) into")
 	if err := cli.ParseWithArgs(fs, args, os.Stdout); err != nil {
 		return err
 	}
-	if state == "" || id == "" || out == "" {
-		return errors.New("job-report: --state, --job and --out are required")
-	}
-	rd, err := jobs.OpenReader(state)
-	if err != nil {
-		return err
+	ctx := context.Background()
+	var rd *jobs.Reader
+	switch {
+	case id == "" || out == "":
+		return errors.New("job-report: --job and --out are required")
+	case kind == "postgres":
+		if dsn == "" {
+			dsn = os.Getenv("PRIVBO_CURATOR_LEDGER_DSN")
+		}
+		if dsn == "" || dataset == "" {
+			return errors.New("job-report: --ledger postgres needs --ledger-dsn (or PRIVBO_CURATOR_LEDGER_DSN) and --dataset-id")
+		}
+		st, err := server.OpenJobs(ctx, server.LedgerConfig{Kind: kind, DSN: dsn, Schema: schema}, "", dataset)
+		if err != nil {
+			return err
+		}
+		rd = jobs.NewReader(st)
+	case state == "":
+		return errors.New("job-report: --state is required (or --ledger postgres)")
+	default:
+		var err error
+		if rd, err = jobs.OpenReader(state); err != nil {
+			return err
+		}
 	}
 	defer rd.Close()
-	ctx := context.Background()
 	j, err := rd.Job(ctx, id)
 	if err != nil {
 		return fmt.Errorf("job-report: job %s: %w", id, err)

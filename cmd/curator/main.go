@@ -33,6 +33,7 @@ import (
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
@@ -234,6 +235,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&cfg.Jobs.Kusner.A, "kusner-a", 0, "Kusner jobs: regret constant A of Algorithm 2 (unset: Algorithm 2 refused)")
 	fs.Float64Var(&cfg.Jobs.Kusner.Tau, "kusner-tau", 0, "Kusner jobs: regret constant τ of Algorithm 2 (unset: Algorithm 2 refused)")
 	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
+	fs.DurationVar(&cfg.Jobs.Lease, "job-lease", jobs.DefaultLease, "with --ledger postgres: how long a replica's claim on a running job lasts unrenewed (renewed every third of it); a job whose replica died runs again on another within about 4/3 of it")
 	fs.Float64Var(&cfg.Jobs.BoundsEpsilon, "job-bounds-epsilon", 0, "DP-HyPO jobs with the built-in learner, when the schema gives no public bounds for every feature: ε each job spends estimating them privately (added to its cost); 0 refuses such jobs")
 	fs.IntVar(&cfg.Jobs.Classes, "job-classes", 0, "tuning jobs: the public number K of classes of the target's labels 0 … K−1 (0: from the schema's target line — its categories, or bounds [0, K−1] — else 2, 0/1 labels)")
 	fs.BoolVar(&cfg.Jobs.TrainingConsented, "job-training-consented", false, "declare that every patient of the tuning jobs' training part consented to their records being used "+

@@ -9,9 +9,16 @@
 //	job id) → QUEUED → RUNNING → SUCCEEDED | FAILED | CANCELLED
 //
 // A job id is derived from the caller's identity and idempotency key, so submitting the
-// same spec with the same key returns the existing job and charges nothing more. A curator
-// that stops while jobs run marks them FAILED when it starts again ("interrupted"); their
-// charge stays spent, since the data may have been touched.
+// same spec with the same key returns the existing job and charges nothing more.
+//
+// Where jobs live (Store): in a curator's own jobs.db (OpenSQLite), beside its SQLite
+// ledger — a curator that stops while jobs run marks them FAILED when it starts again
+// ("interrupted"); their charge stays spent, since the data may have been touched — or in
+// the ledger's PostgreSQL schema (OpenPostgres), shared by every curator replica of the
+// dataset: any replica answers for any job, and a job runs under a lease that its
+// replica renews; when the replica dies the lease expires and another replica takes the
+// job over and runs it again, for the same single charge, releasing one result (see
+// Manager). Adopt copies a jobs.db into the shared store.
 //
 // Quote plans a job without charging it. A Kusner job's plan carries a forecast of what
 // its releases will be worth (kusner.Forecast); Submit refuses one that is no better than

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -19,7 +20,10 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	// StateDir holds jobs.db.
+	// Store keeps the jobs; nil opens StateDir/jobs.db (OpenSQLite). The Manager owns
+	// it: Close closes it.
+	Store *Store
+	// StateDir holds jobs.db when Store is nil.
 	StateDir string
 	// Dataset names the ledger account's dataset.
 	Dataset string
@@ -28,41 +32,83 @@ type Config struct {
 	Logger  *zap.Logger
 	// MaxRunning bounds concurrently running jobs; 0 means 1. Others wait queued.
 	MaxRunning int
+	// Lease is how long a replica's claim on a job of a shared store lasts unless
+	// renewed; it renews every Lease/3 and looks for jobs to take over as often. 0
+	// means DefaultLease. Unused with a store of one curator.
+	Lease time.Duration
 }
 
+// DefaultLease is the lease of Config.Lease 0. A replica renews its jobs' leases every
+// 5 s, so one that is alive keeps them through two failed renewals (a database outage
+// of up to about 10 s, a long pause); the leases of one that dies end 15 s after its
+// last renewal, 10–15 s after its death, and a live replica, looking every 5 s, takes
+// its jobs over 10–20 s after the death. A job's lease costs one UPDATE per 5 s.
+const DefaultLease = 15 * time.Second
+
+// MaxTakeovers is how many times a job is taken over from a replica that died (its
+// lease expired) before it is marked failed instead: a job whose run kills its replica
+// (memory, a crashing evaluator) stops after taking down MaxTakeovers+1 replicas
+// rather than every replica in turn. Handovers at shutdown do not count.
+const MaxTakeovers = 2
+
 // Manager accepts, runs and reports jobs. It is safe for concurrent use.
+//
+// With a shared store (OpenPostgres) the managers of every replica run the dataset's
+// jobs together: a job is run by the manager holding its lease (the runner and
+// lease_ns columns of its row), which it takes when it accepts the job and renews
+// every Lease/3 while the job runs. Every manager looks as often for unfinished jobs
+// whose lease has expired — their replica died, or handed them over when it shut
+// down — and claims them with a compare-and-set on the lease it saw, so that exactly
+// one takes each. A job taken over starts again from the beginning: its charge was
+// paid once, when it was accepted (ledger key job/ID), and is not paid again; what
+// the replica that died computed was never released (progress events carry only
+// counts). Only the lease holder writes a job's events and state, and a finished job
+// never changes, so a result is written once: a replica that lost its lease (a pause
+// longer than the lease) discards what it computed.
 type Manager struct {
-	cfg   Config
-	log   *zap.Logger
-	store *store
-	slots chan struct{}
+	cfg    Config
+	log    *zap.Logger
+	store  *Store
+	slots  chan struct{}
+	runner string // this manager's name in the leases of a shared store ("" otherwise)
+	lease  time.Duration
 
 	submitMu sync.Mutex // serialises the charge-and-record step of Submit
 
 	mu       sync.Mutex
 	closed   bool
+	crashed  bool                  // crash: write nothing more (tests)
 	running  map[string]runningJob // started jobs whose goroutine has not returned
 	watchers map[string]map[chan Event]struct{}
 	wg       sync.WaitGroup
 	stop     context.CancelFunc
 	base     context.Context
+	leaseWG  sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// runningJob is a started job's handle: cancel stops it, done is closed once its
-// goroutine has recorded its final state and returned.
+// runningJob is a started job's handle: cancel stops it (with a cause), done is closed
+// once its goroutine has recorded its final state and returned.
 type runningJob struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	done   chan struct{}
 }
 
-// NewManager opens the job store and marks jobs left unfinished by an earlier process
-// as failed: their charge stays spent.
+// Causes of a running job's cancellation.
+var (
+	errCancelRequested = errors.New("jobs: cancellation requested")
+	errShutdown        = errors.New("jobs: the curator is shutting down")
+	errCrashed         = errors.New("jobs: the manager crashed")
+)
+
+// NewManager opens the job store. With a store of one curator, it marks jobs left
+// unfinished by an earlier process as failed: their charge stays spent. With a shared
+// store, it starts taking over jobs whose replica stopped (see Manager).
 func NewManager(cfg Config) (*Manager, error) {
-	if cfg.Ledger == nil || cfg.Runner == nil || cfg.Dataset == "" || cfg.StateDir == "" {
-		return nil, errors.New("jobs: StateDir, Dataset, Ledger and Runner are required")
+	if cfg.Ledger == nil || cfg.Runner == nil || cfg.Dataset == "" || (cfg.StateDir == "" && cfg.Store == nil) {
+		return nil, errors.New("jobs: Store or StateDir, Dataset, Ledger and Runner are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -70,21 +116,42 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 1
 	}
-	st, err := openStore(filepath.Join(cfg.StateDir, "jobs.db"))
-	if err != nil {
-		return nil, err
+	if cfg.Lease < 0 {
+		return nil, fmt.Errorf("jobs: Lease must not be negative, got %v", cfg.Lease)
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = DefaultLease
+	}
+	st := cfg.Store
+	if st == nil {
+		var err error
+		if st, err = OpenSQLite(filepath.Join(cfg.StateDir, "jobs.db")); err != nil {
+			return nil, err
+		}
 	}
 	base, stop := context.WithCancel(context.Background())
-	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning),
+	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning), lease: cfg.Lease,
 		running: map[string]runningJob{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
+	if st.shared {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("jobs: %w", err)
+		}
+		host, _ := os.Hostname()
+		m.runner = host + "/" + hex.EncodeToString(b[:])
+		m.leaseWG.Add(1)
+		go m.leaseLoop()
+		return m, nil
+	}
 	ids, err := st.unfinished(context.Background())
 	if err != nil {
-		st.close()
+		st.Close()
 		return nil, err
 	}
 	for _, id := range ids {
 		if _, err := m.record(context.Background(), Event{JobID: id, State: Failed, Message: "interrupted: the curator stopped while the job was unfinished; its privacy charge stays spent"}, nil, "interrupted by a curator restart"); err != nil {
-			st.close()
+			st.Close()
 			return nil, err
 		}
 		m.log.Warn("job interrupted by restart marked failed", zap.String("job", id))
@@ -96,6 +163,28 @@ func NewManager(cfg Config) (*Manager, error) {
 func jobID(identity, key string) string {
 	h := sha256.Sum256([]byte("job\x00" + identity + "\x00" + key))
 	return "job-" + hex.EncodeToString(h[:10])
+}
+
+// jobID is a job's id in m's store. A shared store may hold the jobs of several
+// datasets, so its ids depend on the dataset too; a jobs.db keeps the ids it always had,
+// so that retries of jobs it accepted before still find them.
+func (m *Manager) jobID(identity, key string) string {
+	if m.store.shared {
+		return jobID(m.cfg.Dataset+"\x00"+identity, key)
+	}
+	return jobID(identity, key)
+}
+
+// existing returns identity's job of key: in a shared store, also one adopted from a
+// jobs.db (Adopt) under the id the file gave it.
+func (m *Manager) existing(ctx context.Context, identity, key string) (Job, error) {
+	j, err := m.store.get(ctx, m.jobID(identity, key))
+	if errors.Is(err, ErrNotFound) && m.store.shared {
+		if j, err = m.store.get(ctx, jobID(identity, key)); err == nil && j.Identity != identity {
+			err = ErrNotFound
+		}
+	}
+	return j, err
 }
 
 // jobRelation is the default neighbour relation of a job's kind (ledger.JobRelation).
@@ -114,8 +203,10 @@ func chargeRelation(spec Spec, plan Plan) ledger.Relation {
 // Submit plans the job, charges its cost and starts it. With a key seen before it
 // returns the existing job (same spec) or ErrKeyReused (another spec). A key whose
 // charge the ledger already holds but which this manager has no job for (accepted by
-// another replica sharing the ledger) is refused with ErrAcceptedElsewhere and never
-// run: one charge buys one release.
+// another replica sharing the ledger, with a store of its own) is refused with
+// ErrAcceptedElsewhere and never run: one charge buys one release. With a shared store
+// there is no elsewhere: every replica finds the job, and a charge found without a job
+// (its replica stopped between the two) gets its job recorded here, once.
 func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (Job, error) {
 	if len(key) > 128 {
 		return Job{}, fmt.Errorf("jobs: %w: idempotency key longer than 128 bytes", ErrInvalidSpec)
@@ -124,7 +215,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		return Job{}, fmt.Errorf("jobs: %w: exactly one job kind must be set", ErrInvalidSpec)
 	}
 	if key != "" { // a retry: answer it before planning, which can take seconds
-		if existing, err := m.store.get(ctx, jobID(identity, key)); err == nil {
+		if existing, err := m.existing(ctx, identity, key); err == nil {
 			return m.sameSpec(existing, spec)
 		} else if !errors.Is(err, ErrNotFound) {
 			return Job{}, err
@@ -144,12 +235,12 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 		}
 		key = hex.EncodeToString(b[:])
 	}
-	id := jobID(identity, key)
+	id := m.jobID(identity, key)
 	// Charge and record under one lock, so that a concurrent identical submission to
 	// this manager finds the job record below rather than a replayed charge without one.
 	m.submitMu.Lock()
 	defer m.submitMu.Unlock()
-	if existing, err := m.store.get(ctx, id); err == nil {
+	if existing, err := m.existing(ctx, identity, key); err == nil {
 		return m.sameSpec(existing, spec)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Job{}, err
@@ -172,7 +263,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	} else if err != nil {
 		return Job{}, fmt.Errorf("jobs: %w", err)
 	}
-	if rec.Replayed {
+	if rec.Replayed && !m.store.shared {
 		// The ledger already holds this job's charge but this manager's jobs.db has no
 		// record of it: another replica sharing the ledger accepted it, or this
 		// replica's jobs.db was lost, or it crashed between charge and record. The job
@@ -182,9 +273,12 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 			zap.String("job", id), zap.String("identity", identity), zap.Bool("has_result", len(rec.Result) > 0))
 		return Job{}, &acceptedElsewhereError{id: id}
 	}
+	// With a shared store a replayed charge has no job anywhere yet (the store was read
+	// above): another replica is between its charge and its record, or stopped there.
+	// The insert below decides which record stands; the job runs once, under its lease.
 	now := time.Now().UTC()
 	j, created, err := m.store.insert(ctx, Job{ID: id, Identity: identity, Key: key, Spec: spec, State: Queued,
-		Cost: plan.Cost, Guarantee: plan.Guarantee, Created: now, Updated: now})
+		Cost: plan.Cost, Guarantee: plan.Guarantee, Created: now, Updated: now}, m.runner, m.lease)
 	if err != nil {
 		return Job{}, err
 	}
@@ -233,13 +327,14 @@ func (m *Manager) sameSpec(j Job, spec Spec) (Job, error) {
 	return j, nil
 }
 
+// start runs j, whose lease this manager holds (or which is in its own store).
 func (m *Manager) start(j Job) {
 	m.mu.Lock()
-	if m.closed { // left queued; marked interrupted at the next start
+	if m.closed { // left queued: marked interrupted at the next start, or taken over
 		m.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(m.base)
+	ctx, cancel := context.WithCancelCause(m.base)
 	done := make(chan struct{})
 	m.running[j.ID] = runningJob{cancel: cancel, done: done}
 	m.wg.Add(1)
@@ -250,7 +345,7 @@ func (m *Manager) start(j Job) {
 			m.mu.Lock()
 			delete(m.running, j.ID)
 			m.mu.Unlock()
-			cancel()
+			cancel(nil)
 			close(done) // after run's finish recorded the final state: Cancel may read it
 		}()
 		m.run(ctx, j)
@@ -262,42 +357,65 @@ func (m *Manager) run(ctx context.Context, j Job) {
 	case m.slots <- struct{}{}:
 		defer func() { <-m.slots }()
 	case <-ctx.Done():
-		m.finish(j, nil, ctx.Err())
+		m.finish(ctx, j, nil, ctx.Err())
 		return
 	}
 	if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Message: "running"}, nil, ""); err != nil {
-		m.log.Error("recording job state", zap.String("job", j.ID), zap.Error(err))
-		m.finish(j, nil, err)
+		if !errors.Is(err, errLeaseLost) && !errors.Is(err, errCrashed) {
+			m.log.Error("recording job state", zap.String("job", j.ID), zap.Error(err))
+		}
+		m.finish(ctx, j, nil, err)
 		return
 	}
 	start := time.Now()
 	res, err := m.cfg.Runner.Run(ctx, j.Spec, func(p Progress) {
-		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Step: p.Step, Total: p.Total, Message: p.Message}, nil, ""); err != nil {
+		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Running, Step: p.Step, Total: p.Total, Message: p.Message}, nil, ""); err != nil &&
+			!errors.Is(err, errLeaseLost) && !errors.Is(err, errCrashed) {
 			m.log.Error("recording job progress", zap.String("job", j.ID), zap.Error(err))
 		}
 	})
 	m.log.Info("job finished", zap.String("job", j.ID), zap.Duration("duration", time.Since(start)), zap.Bool("ok", err == nil))
 	if err != nil {
-		m.finish(j, nil, err)
+		m.finish(ctx, j, nil, err)
 		return
 	}
-	m.finish(j, &res, nil)
+	m.finish(ctx, j, &res, nil)
 }
 
-// finish records the job's end. A result is also attached to the job's ledger receipt.
-func (m *Manager) finish(j Job, res *Result, err error) {
+// finish records the job's end (ctx is the job's: its cause says why it stopped). A
+// result is also attached to the job's ledger receipt, once the job store took it.
+func (m *Manager) finish(jctx context.Context, j Job, res *Result, err error) {
 	ctx := context.Background()
+	cause := context.Cause(jctx)
 	switch {
+	case errors.Is(err, errCrashed) || errors.Is(cause, errCrashed):
+		// As if the process had died: nothing more is written.
+	case errors.Is(err, errLeaseLost) || errors.Is(cause, errLeaseLost):
+		m.log.Warn("job taken over by another replica (this one lost its lease); what it computed here is discarded",
+			zap.String("job", j.ID))
 	case err == nil:
+		// Renewing the lease first leaves this manager a whole lease to attach the
+		// result to the ledger receipt and record it, before any other could take the
+		// job over; a manager that lost the lease releases nothing.
+		if _, err := m.store.renew(ctx, j.ID, m.runner, m.lease); errors.Is(err, errLeaseLost) {
+			m.log.Warn("job result discarded: another replica took the job over", zap.String("job", j.ID))
+			return
+		}
 		b, _ := json.Marshal(res)
 		if err := m.cfg.Ledger.SetResult(ctx, ledger.Account{Dataset: m.cfg.Dataset, Identity: j.Identity}, "job/"+j.ID, b); err != nil {
 			m.log.Error("attaching job result to its ledger receipt", zap.String("job", j.ID), zap.Error(err))
 		}
 		_, err = m.record(ctx, Event{JobID: j.ID, State: Succeeded, Message: "finished; result released"}, res, "")
-		if err != nil {
+		if errors.Is(err, errLeaseLost) {
+			m.log.Warn("job result discarded: another replica took the job over", zap.String("job", j.ID))
+		} else if err != nil {
 			m.log.Error("recording job result", zap.String("job", j.ID), zap.Error(err))
 		}
-	case errors.Is(err, context.Canceled) && m.isClosed():
+	case errors.Is(err, context.Canceled) && errors.Is(cause, errShutdown) && m.store.shared:
+		// Hand the job over: another replica takes it over at its next look.
+		m.recordWith(ctx, Event{JobID: j.ID, State: Queued, Message: "handed over: the replica running it shut down; another replica runs it again from the start; the privacy charge is not paid again"},
+			nil, "", write{runner: m.runner, handover: true})
+	case errors.Is(err, context.Canceled) && errors.Is(cause, errShutdown):
 		m.record(ctx, Event{JobID: j.ID, State: Failed, Message: "interrupted: the curator shut down; the privacy charge stays spent"}, nil, "interrupted by curator shutdown")
 	case errors.Is(err, context.Canceled):
 		m.record(ctx, Event{JobID: j.ID, State: Cancelled, Message: "cancelled; the privacy charge stays spent"}, nil, "cancelled")
@@ -312,16 +430,20 @@ func (m *Manager) finish(j Job, res *Result, err error) {
 	}
 }
 
-func (m *Manager) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
+// record appends an event as the job's lease holder, durably, and wakes its watchers.
+func (m *Manager) record(ctx context.Context, e Event, res *Result, errMsg string) (Event, error) {
+	return m.recordWith(ctx, e, res, errMsg, write{runner: m.runner})
 }
 
-// record appends an event durably and wakes the job's watchers.
-func (m *Manager) record(ctx context.Context, e Event, res *Result, errMsg string) (Event, error) {
+func (m *Manager) recordWith(ctx context.Context, e Event, res *Result, errMsg string, w write) (Event, error) {
+	m.mu.Lock()
+	crashed := m.crashed
+	m.mu.Unlock()
+	if crashed {
+		return e, errCrashed
+	}
 	e.Time = time.Now().UTC()
-	e, err := m.store.appendEvent(ctx, e, res, errMsg)
+	e, err := m.store.appendEvent(ctx, e, res, errMsg, w)
 	if err != nil {
 		return e, err
 	}
@@ -379,29 +501,56 @@ func (m *Manager) List(ctx context.Context, identity string) ([]Job, error) {
 // job is still stopping (a runner slow to heed cancellation), Cancel returns an error
 // wrapping ctx.Err(); the cancellation was requested and goes ahead, so a later Get
 // or Watch shows the job cancelled.
+//
+// With a shared store the job may run on another replica: the cancellation is recorded
+// in the job's row, the replica running it stops it when it next renews its lease
+// (within Lease/3), and Cancel waits for the job's final state in the store.
 func (m *Manager) Cancel(ctx context.Context, identity, id string) (Job, error) {
 	if err := ctx.Err(); err != nil {
 		return Job{}, fmt.Errorf("jobs: cancel job %s: %w", id, err)
 	}
-	if _, err := m.Get(ctx, identity, id); err != nil {
-		return Job{}, err
+	j, err := m.Get(ctx, identity, id)
+	if err != nil || j.State.Terminal() {
+		return j, err
+	}
+	if m.store.shared {
+		if err := m.store.requestCancel(ctx, id); err != nil {
+			return Job{}, err
+		}
 	}
 	m.mu.Lock()
 	r, ok := m.running[id]
 	m.mu.Unlock()
 	if ok {
-		r.cancel()
+		r.cancel(errCancelRequested)
 		select {
 		case <-r.done:
 		case <-ctx.Done():
 			return Job{}, fmt.Errorf("jobs: job %s was asked to stop but had not stopped yet: %w", id, ctx.Err())
 		}
+		return m.Get(ctx, identity, id)
 	}
-	return m.Get(ctx, identity, id)
+	if !m.store.shared {
+		return m.Get(ctx, identity, id)
+	}
+	tick := time.NewTicker(m.poll())
+	defer tick.Stop()
+	for {
+		j, err := m.Get(ctx, identity, id)
+		if err != nil || j.State.Terminal() {
+			return j, err
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return Job{}, fmt.Errorf("jobs: job %s was asked to stop but had not stopped yet: %w", id, ctx.Err())
+		}
+	}
 }
 
 // Watch sends identity's job's events after seq `after`, then live events, until the
-// job ends or ctx is done.
+// job ends or ctx is done. With a shared store it also returns ErrClosed when this
+// manager stops (Interrupt): the watcher resumes on another replica after its last seq.
 func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, send func(Event) error) error {
 	if _, err := m.Get(ctx, identity, id); err != nil {
 		return err
@@ -421,7 +570,11 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 		}
 		m.mu.Unlock()
 	}()
-	tick := time.NewTicker(time.Second)
+	var stopping <-chan struct{} // nil: a curator of its own ends its jobs when it stops
+	if m.store.shared {
+		stopping = m.base.Done()
+	}
+	tick := time.NewTicker(m.poll())
 	defer tick.Stop()
 	for {
 		// The store is the truth; the channel and the ticker only say when to look.
@@ -457,6 +610,9 @@ func (m *Manager) Watch(ctx context.Context, identity, id string, after uint64, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-stopping:
+			// This replica stops; another one serves the rest (ErrClosed says retry).
+			return ErrClosed
 		case <-ch:
 		case <-tick.C:
 		}
@@ -468,20 +624,133 @@ func (m *Manager) CountByState(ctx context.Context) (map[State]int, error) {
 	return m.store.countByState(ctx)
 }
 
-// Interrupt stops accepting jobs and interrupts running ones (they are marked failed,
-// their charge spent), waiting for them to stop. Reads (Get, List, Watch) keep working
-// until Close, so a server can drain its RPCs in between.
+// poll is how often Watch and Cancel look at the store for what another replica wrote
+// (a replica's own writes wake them at once).
+func (m *Manager) poll() time.Duration {
+	if m.store.shared {
+		return min(time.Second, m.lease/3)
+	}
+	return time.Second
+}
+
+// Interrupt stops accepting jobs and interrupts running ones, waiting for them to
+// stop. With a store of one curator they are marked failed, their charge spent; with
+// a shared store they are handed over to another replica, which runs them again (their
+// charge is not paid again). Reads (Get, List, Watch) keep working until Close, so a
+// server can drain its RPCs in between.
 func (m *Manager) Interrupt() {
+	m.interrupt(errShutdown)
+}
+
+func (m *Manager) interrupt(cause error) {
 	m.mu.Lock()
 	m.closed = true
+	if cause == errCrashed {
+		m.crashed = true
+	}
+	for _, r := range m.running {
+		r.cancel(cause)
+	}
 	m.mu.Unlock()
 	m.stop()
+	m.leaseWG.Wait()
 	m.wg.Wait()
 }
+
+// crash stops the manager as if its process had died: its jobs stop without a word
+// written, their leases left to expire (for tests of the takeover).
+func (m *Manager) crash() { m.interrupt(errCrashed) }
 
 // Close interrupts running jobs (see Interrupt) and closes the store.
 func (m *Manager) Close() error {
 	m.Interrupt()
-	m.closeOnce.Do(func() { m.closeErr = m.store.close() })
+	m.closeOnce.Do(func() { m.closeErr = m.store.Close() })
 	return m.closeErr
+}
+
+// leaseLoop renews the leases of the jobs this manager runs and takes over jobs whose
+// lease expired, every Lease/3, until the manager stops.
+func (m *Manager) leaseLoop() {
+	defer m.leaseWG.Done()
+	every := m.lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		m.takeOver()
+		select {
+		case <-m.base.Done():
+			return
+		case <-t.C:
+		}
+		m.renew(every)
+	}
+}
+
+// renew extends the lease of each job this manager runs; a job whose lease is lost
+// stops (another replica runs it), one whose cancellation was asked for is cancelled.
+func (m *Manager) renew(timeout time.Duration) {
+	m.mu.Lock()
+	running := make(map[string]runningJob, len(m.running))
+	for id, r := range m.running {
+		running[id] = r
+	}
+	m.mu.Unlock()
+	for id, r := range running {
+		ctx, cancel := context.WithTimeout(m.base, timeout)
+		stop, err := m.store.renew(ctx, id, m.runner, m.lease)
+		cancel()
+		switch {
+		case errors.Is(err, errLeaseLost):
+			r.cancel(errLeaseLost)
+		case err != nil:
+			// The lease may yet be renewed at the next tick; the job runs on meanwhile.
+			if m.base.Err() == nil {
+				m.log.Warn("renewing a job's lease", zap.String("job", id), zap.Error(err))
+			}
+		case stop:
+			r.cancel(errCancelRequested)
+		}
+	}
+}
+
+// takeOver claims expired jobs, as many as this manager has free slots, and starts
+// them (or records them cancelled, if that was asked for).
+func (m *Manager) takeOver() {
+	m.mu.Lock()
+	free := m.cfg.MaxRunning - len(m.running)
+	closed := m.closed
+	m.mu.Unlock()
+	if free <= 0 || closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.base, m.lease/3)
+	defer cancel()
+	js, err := m.store.claim(ctx, m.runner, m.lease, free)
+	if err != nil && m.base.Err() == nil {
+		m.log.Warn("looking for jobs to take over", zap.Error(err))
+	}
+	for _, j := range js {
+		switch {
+		case j.cancel:
+			m.record(context.Background(), Event{JobID: j.ID, State: Cancelled, Message: "cancelled; the privacy charge stays spent"}, nil, "cancelled")
+			continue
+		case j.takeovers > MaxTakeovers:
+			m.log.Error("job not taken over again: the replicas running it stopped too often", zap.String("job", j.ID), zap.Int("takeovers", j.takeovers))
+			msg := fmt.Sprintf("interrupted: the replica running it stopped %d times; it is not run again; the privacy charge stays spent", j.takeovers)
+			m.record(context.Background(), Event{JobID: j.ID, State: Failed, Message: msg}, nil, msg)
+			continue
+		}
+		m.log.Info("job taken over", zap.String("job", j.ID), zap.String("identity", j.Identity), zap.Int("takeovers", j.takeovers))
+		msg := "taken over: the replica running it handed it over as it shut down; it runs again from the start; the privacy charge is not paid again"
+		if j.takeovers > 0 {
+			msg = "taken over: the replica running it stopped; it runs again from the start; the privacy charge is not paid again"
+		}
+		if _, err := m.record(context.Background(), Event{JobID: j.ID, State: Queued, Message: msg}, nil, ""); err != nil {
+			if !errors.Is(err, errLeaseLost) {
+				m.log.Error("recording a job's takeover", zap.String("job", j.ID), zap.Error(err))
+			}
+			continue
+		}
+		m.start(j.Job)
+	}
 }

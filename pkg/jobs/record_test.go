@@ -27,18 +27,18 @@ const (
 // reporting the key reused.
 func TestRecordsOfEarlierCuratorsLoad(t *testing.T) {
 	dir := t.TempDir()
-	st, err := openStore(filepath.Join(dir, "jobs.db"))
+	st, err := OpenSQLite(filepath.Join(dir, "jobs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	for key, spec := range map[string]string{"dphypo-key": recordDPHyPO, "kusner-key": recordKusner} {
-		if _, err := st.db.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, 'alice', ?, ?, 'succeeded', 1, 0, 'g', NULL, '', 1, 1)`,
+		if _, err := st.e.(*sqliteEngine).db.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, 'alice', ?, ?, 'succeeded', 1, 0, 'g', NULL, '', 1, 1)`,
 			jobID("alice", key), key, spec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.close()
+	st.Close()
 
 	m, led := newTestManager(t, dir, &fakeRunner{})
 	defer led.Close()

@@ -81,7 +81,7 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 		spentDelta:      budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
 		remEps:          budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
 		remDel:          budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
-		jobs:            prometheus.NewDesc("privbo_jobs", "Jobs by state.", []string{"state"}, nil),
+		jobs:            prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
 	}
 }
 

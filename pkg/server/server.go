@@ -234,6 +234,13 @@ type JobsConfig struct {
 	// the patients it does protect. Without it their whole-patient figure is not
 	// bounded, and a whole-patient cap refuses them (tuning.Config.TrainingConsented).
 	TrainingConsented bool
+	// Lease is, with a PostgreSQL ledger (whose schema then holds the jobs, shared by
+	// every replica), how long a replica's claim on a job lasts unless renewed: a
+	// replica renews its jobs' leases every Lease/3 and takes over, as often, the jobs
+	// whose lease expired, so a job whose replica died runs again on another within
+	// about 4/3·Lease. Default jobs.DefaultLease (15 s). Unused with SQLite, where
+	// jobs.db in StateDir holds the jobs of this curator alone.
+	Lease time.Duration
 }
 
 // TLSConfig names the curator's TLS material.
@@ -430,7 +437,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
-		if jm, err = startJobs(cfg, ds, store, log); err != nil {
+		if jm, err = startJobs(ctx, cfg, ds, store, log); err != nil {
 			closeStores()
 			return nil, err
 		}
@@ -696,6 +703,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	if cfg.Jobs.Lease < 0 {
+		return cfg, fieldError("Jobs.Lease", fmt.Sprintf("Config.Jobs.Lease must not be negative, got %v (0 takes the default, %v)", cfg.Jobs.Lease, jobs.DefaultLease))
 	}
 	if cfg.StateDir == "" {
 		return cfg, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
@@ -1105,14 +1115,71 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 	return Releases{Store: blob.Fallback(blobs, files), Moved: blobs, Files: files, close: blobs.Close}, nil
 }
 
-func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
+// OpenJobs opens where the curator keeps its tuning jobs, by ledger kind. With SQLite
+// they are in stateDir/jobs.db, this curator's alone. With PostgreSQL they are tables
+// in the ledger's schema (jobs.OpenPostgres), keyed by dataset, so that every replica
+// sharing the ledger serves, cancels and takes over every job of the dataset.
+func OpenJobs(ctx context.Context, lc LedgerConfig, stateDir, dataset string) (*jobs.Store, error) {
+	if lc.kind() != "postgres" {
+		st, err := jobs.OpenSQLite(filepath.Join(stateDir, "jobs.db"))
+		if err != nil {
+			return nil, fmt.Errorf("server: opening the job store: %w", err)
+		}
+		return st, nil
+	}
+	e, d, err := pgledger.OpenEngine(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema})
+	if err != nil {
+		return nil, fmt.Errorf("server: opening the job store: %w", err)
+	}
+	st, err := jobs.OpenPostgres(ctx, e, d, dataset)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("server: opening the job store: %w", err)
+	}
+	return st, nil
+}
+
+// adoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
+// store (jobs.Adopt), so that a curator moving to PostgreSQL keeps answering for the jobs
+// it accepted before. A failure is logged; those jobs then stay in the file only.
+func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led ledger.Store, stateDir string) {
+	path := filepath.Join(stateDir, "jobs.db")
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	from, err := jobs.OpenSQLite(path)
+	if err != nil {
+		log.Error("the jobs of the state directory could not be read to copy them into PostgreSQL", zap.String("path", path), zap.Error(err))
+		return
+	}
+	defer from.Close()
+	got, err := jobs.Adopt(ctx, to, from, led)
+	if got.Jobs > 0 || got.Skipped > 0 {
+		log.Info("jobs copied from the state directory into the PostgreSQL ledger's schema", zap.Int("copied", got.Jobs),
+			zap.Int("interrupted", got.Interrupted), zap.Int("not_charged_to_this_dataset", got.Skipped))
+	}
+	if err != nil {
+		log.Error("some jobs of the state directory could not be copied into PostgreSQL; retries of them on this replica will not find them", zap.Error(err))
+	}
+}
+
+func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
 	if err != nil {
 		return nil, err
 	}
-	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
+	st, err := OpenJobs(ctx, cfg.Ledger, cfg.StateDir, cfg.DatasetID)
 	if err != nil {
+		return nil, err
+	}
+	if st.Shared() {
+		adoptJobs(ctx, log, st, store, cfg.StateDir)
+	}
+	m, err := jobs.NewManager(jobs.Config{Store: st, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log,
+		MaxRunning: j.MaxRunning, Lease: j.Lease})
+	if err != nil {
+		st.Close()
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
 	return m, nil
@@ -1199,9 +1266,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.stopped)
 		s.health.Shutdown()
 		if s.jobs != nil {
-			// Running jobs stop and are marked interrupted (their charge stays spent),
-			// which also ends their watchers' streams; reads keep working while the
-			// RPCs drain below.
+			// Running jobs stop: with SQLite they are marked interrupted (their charge
+			// stays spent), with PostgreSQL handed over to another replica; either way
+			// their watchers' streams end. Reads keep working while the RPCs drain below.
 			s.jobs.Interrupt()
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
