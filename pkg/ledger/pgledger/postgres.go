@@ -241,9 +241,9 @@ func connect(ctx context.Context, dsn string, opt Options) (*pgEngine, error) {
 		return nil, fmt.Errorf("pgledger: postgres: %w", err)
 	}
 	e := &pgEngine{
-		pool:      pool,
-		schema:    schema,
-		lockSpace: "privbo.ledger:" + schema,
+		pool:        pool,
+		schema:      schema,
+		lockSpace:   "privbo.ledger:" + schema,
 		timeout:     timeout,
 		attempts:    maxConns + 1,
 		retryWrites: true,
