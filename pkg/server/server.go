@@ -251,6 +251,21 @@ type LedgerConfig struct {
 	DSN string
 	// Schema of the PostgreSQL tables; default "privbo".
 	Schema string
+	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
+	// read of a release's chunk), connecting included: a call the database does not
+	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
+	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
+	// exceed the slowest charge under load (a charge waits for the others on its
+	// dataset). See pgledger.Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultLedgerCallTimeout is LedgerConfig.CallTimeout's default.
+const DefaultLedgerCallTimeout = pgledger.DefaultCallTimeout
+
+// pgOptions are the options of the PostgreSQL ledger and blob store of l.
+func (l LedgerConfig) pgOptions() pgledger.Options {
+	return pgledger.Options{Schema: l.Schema, CallTimeout: l.CallTimeout}
 }
 
 // DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
@@ -656,10 +671,30 @@ func (s *Server) setServing(ok bool) {
 	s.health.SetServingStatus(curatorv1.CuratorService_ServiceDesc.ServiceName, st)
 }
 
+// How the health service follows the ledger: every LedgerCheckInterval the curator
+// pings its ledger (ledger.Pinger: one trivial read, run again on a new connection if
+// the one it used was lost), bounded by LedgerCheckTimeout. One failed ping turns the
+// health status NOT_SERVING and one answered ping SERVING again, so an unreachable
+// ledger shows within LedgerCheckInterval + LedgerCheckTimeout (1.5 s) and its return
+// within LedgerCheckInterval plus a connection's set-up.
+const (
+	LedgerCheckInterval = 500 * time.Millisecond
+	LedgerCheckTimeout  = time.Second
+)
+
+// pingLedger checks that store answers: Ping if it has one, else a balance read.
+func pingLedger(ctx context.Context, store ledger.Store, dataset string) error {
+	if p, ok := store.(ledger.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	_, err := store.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
+	return err
+}
+
 // watchReadiness keeps the health status in line with the ledger's reachability: a
 // curator that cannot charge cannot release anything.
 func (s *Server) watchReadiness(dataset string) {
-	tick := time.NewTicker(5 * time.Second)
+	tick := time.NewTicker(LedgerCheckInterval)
 	defer tick.Stop()
 	ready := true
 	for {
@@ -668,8 +703,8 @@ func (s *Server) watchReadiness(dataset string) {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err := s.ledger.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
+		ctx, cancel := context.WithTimeout(context.Background(), LedgerCheckTimeout)
+		err := pingLedger(ctx, s.ledger, dataset)
 		cancel()
 		select {
 		case <-s.stopped:
@@ -680,7 +715,7 @@ func (s *Server) watchReadiness(dataset string) {
 			ready = ok
 			s.setServing(ok)
 			if ok {
-				s.log.Info("ledger reachable again; serving")
+				s.log.Info("ledger reachable again; health SERVING")
 			} else {
 				s.log.Error("ledger unreachable; health NOT_SERVING", zap.Error(err))
 			}
@@ -1037,7 +1072,7 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 	case "sqlite":
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
-		store, err = pgledger.Open(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema}, limits)
+		store, err = pgledger.Open(ctx, lc.DSN, lc.pgOptions(), limits)
 	default:
 		return nil, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", lc.Kind)
 	}
@@ -1093,7 +1128,7 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 	if lc.kind() != "postgres" {
 		return Releases{}, nil
 	}
-	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema})
+	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, lc.pgOptions())
 	if err != nil {
 		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
 	}
