@@ -64,7 +64,7 @@ var _ blob.Store = (*Blobs)(nil)
 // transaction is as long as the blob), and each read; a Put is never run
 // again when its connection is lost (its reader is spent).
 func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
-	e, err := connect(ctx, dsn, opt)
+	e, err := connect(ctx, dsn, opt, true)
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (l
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	e, err := connect(ctx, dsn, opt)
+	e, err := connect(ctx, dsn, opt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,11 @@ const (
 
 // connect returns an engine on opt's schema of the database at dsn, having
 // connected once so that a wrong DSN fails here, not at the first use.
-func connect(ctx context.Context, dsn string, opt Options) (*pgEngine, error) {
+//
+// With pingAlways every connection is pinged before it is handed out, not only
+// those idle for a second: for a store whose transactions cannot be run again
+// (a blob's Put), a connection the server dropped is found out before it is used.
+func connect(ctx context.Context, dsn string, opt Options, pingAlways bool) (*pgEngine, error) {
 	schema, err := opt.schema()
 	if err != nil {
 		return nil, err
@@ -227,6 +231,9 @@ func connect(ctx context.Context, dsn string, opt Options) (*pgEngine, error) {
 	cfg.MaxConnLifetimeJitter = maxConnLifetimeJitter
 	cfg.MaxConnIdleTime = maxConnIdleTime
 	cfg.PingTimeout = pingTimeout
+	if pingAlways {
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
+	}
 	cc := cfg.ConnConfig
 	if timeout > 0 && (cc.ConnectTimeout == 0 || cc.ConnectTimeout > timeout) {
 		// A connection is made within a call (its Acquire), or for the pool in
@@ -324,13 +331,18 @@ func failed(ctx, cctx context.Context, c *pgxpool.Conn, err error) error {
 		return err
 	case cctx.Err() != nil:
 		if t, ok := context.Cause(cctx).(callTimeout); ok {
-			return fmt.Errorf("%w: %w: %w", ledger.ErrUnavailable, t, err)
+			return fmt.Errorf("%w: %w (%v)", ledger.ErrUnavailable, t, err) // not the context's error: the caller's deadline did not pass
 		}
 		return err
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	if c == nil || errors.As(err, &ce) || errors.As(err, &ne) || c.Conn().IsClosed() || pgconn.SafeToRetry(err) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// A bound of pgx's own (connect_timeout, the pool's ping timeout), not
+			// the caller's context: it must not read as the caller's deadline.
+			return fmt.Errorf("%w: %v", ledger.ErrUnavailable, err)
+		}
 		return fmt.Errorf("%w: %w", ledger.ErrUnavailable, err)
 	}
 	return err
@@ -500,7 +512,7 @@ func (p pgQuerier) Query(ctx context.Context, sql string, args ...any) (ledger.R
 // (perStatement) ended it.
 func (p pgQuerier) timedOut(sctx context.Context, err error) error {
 	if t, ok := context.Cause(sctx).(callTimeout); ok && sctx != p.ctx && p.ctx.Err() == nil {
-		return fmt.Errorf("%w: %w: %w", ledger.ErrUnavailable, t, err)
+		return fmt.Errorf("%w: %w (%v)", ledger.ErrUnavailable, t, err) // not the context's error: the caller's deadline did not pass
 	}
 	return err
 }
