@@ -426,6 +426,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if releases.Moved != nil {
 		adoptReleases(ctx, log, store, cfg.DatasetID, releases)
 	}
+	removeOrphans(ctx, log, store, cfg.Ledger, cfg.StateDir, releases)
 	ccfg := cfg.curatorConfig(ds, store)
 	ccfg.Releases = releases.Store
 	ccfg.Memory = releaseMemory(log, cfg, ds)
@@ -1114,6 +1115,44 @@ func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dat
 	if err != nil {
 		log.Error("some releases of the state directory could not be copied into PostgreSQL; this replica still replays them from its state directory",
 			zap.Error(err))
+	}
+}
+
+// removeOrphans removes, at start, the release matrices no ledger record names that are
+// older than curator.OrphanGrace (curator.RemoveOrphans), from the state directory and,
+// with PostgreSQL, the ledger's schema: what a curator killed between storing a matrix
+// and charging it left behind. A failure is logged and the curator serves anyway.
+func removeOrphans(ctx context.Context, log *zap.Logger, store ledger.Store, lc LedgerConfig, stateDir string, r Releases) {
+	var stores []curator.ReleaseStore
+	if r.Moved != nil {
+		schema := lc.Schema
+		if schema == "" {
+			schema = pgledger.DefaultSchema
+		}
+		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + schema, Store: r.Moved})
+	}
+	dir := curator.ReleasesDir(stateDir)
+	files := r.Files
+	if files == nil {
+		d, err := blob.OpenDir(dir)
+		if err != nil {
+			log.Error("orphaned release matrices not removed", zap.Error(err))
+			return
+		}
+		files = d
+	}
+	stores = append(stores, curator.ReleaseStore{Where: dir, Store: files})
+	removed, err := curator.RemoveOrphans(ctx, store, curator.OrphanGrace, log, stores...)
+	if len(removed) > 0 {
+		var bytes int64
+		for _, o := range removed {
+			bytes += o.Size
+		}
+		log.Info("removed orphaned release matrices: stored more than the grace window ago and charged by no ledger record",
+			zap.Int("matrices", len(removed)), zap.Int64("bytes", bytes), zap.Duration("grace", curator.OrphanGrace))
+	}
+	if err != nil {
+		log.Error("orphaned release matrices not (all) removed; the curator serves anyway", zap.Error(err))
 	}
 }
 
