@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,7 +144,7 @@ func TestOpenPostgresArguments(t *testing.T) {
 func TestPostgresUnavailable(t *testing.T) {
 	conn := requirePostgres(t)
 	schema := randomSchema(t, conn)
-	s, err := Open(ctx, testDSN()+"&application_name="+schema, Options{Schema: schema, MaxConns: 1}, ledgertest.StdLimits)
+	s, err := Open(ctx, withApplicationName(testDSN(), schema), Options{Schema: schema, MaxConns: 1}, ledgertest.StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,4 +334,58 @@ func BenchmarkChargePostgres(b *testing.B) {
 	}
 	defer s.Close()
 	ledgertest.BenchCharge(b, s)
+}
+
+// TestPostgresCallTimeout opens a store on an address that accepts connections and
+// never answers (a blackholed database): Open fails within the call timeout with
+// ErrUnavailable, not with a context error the caller would read as its own deadline.
+func TestPostgresCallTimeout(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err = Open(ctx, "postgres://postgres@"+lis.Addr().String()+"/test?sslmode=disable", Options{CallTimeout: timeout}, ledgertest.StdLimits)
+	took := time.Since(start)
+	if !errors.Is(err, ledger.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Open on a database that never answers: %v, want ErrUnavailable and no context error", err)
+	}
+	// Generous: the bound is the call timeout; a loaded machine may add a little.
+	if took > 20*timeout {
+		t.Errorf("Open on a database that never answers took %v, want about the call timeout %v", took, timeout)
+	}
+}
+
+// withApplicationName adds application_name=name to dsn (URL or key=value form), so
+// that a test terminates its own connections only.
+func withApplicationName(dsn, name string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " application_name=" + name
+	case strings.Contains(dsn, "?"):
+		return dsn + "&application_name=" + name
+	}
+	return dsn + "?application_name=" + name
 }
