@@ -7,6 +7,14 @@
 // Open is the ledger (ledger.Store); OpenBlobs is the curator's store of
 // released matrices (blob.Store) in the same schema, so that curator replicas
 // sharing the ledger share the releases too, without a shared disk.
+//
+// Both keep their connections in a pgxpool.Pool whose connections are checked
+// before use and replaced when the server drops them, bound every call by a
+// call timeout (Options.CallTimeout), so that an unreachable database fails
+// calls with ledger.ErrUnavailable instead of hanging, and run again a call
+// whose connection was lost before anything was committed (pgEngine says
+// which calls; docs/DESIGN.md, "A ledger that fails fast and recovers by
+// itself").
 package pgledger
 
 import (
