@@ -394,10 +394,16 @@ func (e *pgEngine) writeOnce(ctx, cctx context.Context, lock ledger.Lock, fn fun
 		return false, failed(ctx, actx, nil, err)
 	}
 	defer c.Release() // closes c if it is broken or still inside the transaction
-	tx, err := c.Begin(cctx)
-	if err != nil {
-		return lost(cctx, c, err), failed(ctx, cctx, c, err)
+	bctx, cancel := cctx, context.CancelFunc(func() {})
+	if e.perStatement {
+		bctx, cancel = e.bound(cctx)
 	}
+	tx, err := c.Begin(bctx)
+	if err != nil {
+		defer cancel()
+		return lost(bctx, c, err), failed(ctx, bctx, c, err)
+	}
+	cancel()
 	q := pgQuerier{q: tx, ctx: cctx, e: e}
 	run := func() error {
 		if _, err := q.Exec(cctx, `SET LOCAL synchronous_commit TO on`); err != nil {
