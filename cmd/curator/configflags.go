@@ -25,6 +25,7 @@ var configFlags = map[string]string{
 	"Ledger.Kind":                  "--ledger",
 	"Ledger.DSN":                   "--ledger-dsn",
 	"Ledger.Schema":                "--ledger-schema",
+	"Ledger.CallTimeout":           "--ledger-timeout",
 	"Budget.Epsilon":               "--budget-epsilon",
 	"Budget.Delta":                 "--budget-delta",
 	"DatasetBudget.Epsilon":        "--dataset-budget-epsilon",

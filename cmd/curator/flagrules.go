@@ -21,6 +21,7 @@ var ledgerRules = map[string]cli.Rule{
 	"patient-budget-delta":           cli.ZeroTo1,
 	"patient-dataset-budget-epsilon": cli.NonNegative.Why("leave it unset for --patient-budget-epsilon"),
 	"patient-dataset-budget-delta":   cli.ZeroTo1,
+	"ledger-timeout":                 cli.PositiveDuration,
 }
 
 // serveRules are the ranges of the flags of serve and check-config (cli.CheckFlags):

@@ -47,6 +47,7 @@ output-upper = 400
 		{"max-query-indices", []string{"0"}, []string{"5"}},
 		{"max-projection-dim", []string{"0", "-1"}, []string{"20"}},
 		{"shutdown-timeout", []string{"0s", "-2s"}, []string{"1s"}},
+		{"ledger-timeout", []string{"0s", "-1s"}, []string{"3s"}},
 		{"rate-limit", []string{"-1"}, []string{"0", "5"}},
 		{"rate-burst", []string{"0", "-1"}, []string{"3"}},
 		{"max-in-flight", []string{"-1"}, []string{"0", "4"}},

@@ -106,6 +106,7 @@ func runCommand(args []string) error {
 type ledgerFlags struct {
 	state                      string
 	kind, dsn, schema          string
+	timeout                    time.Duration
 	epsilon, delta             float64
 	datasetEpsilon, datasetDel float64
 	patient, patientDataset    ledger.Cost
@@ -116,6 +117,8 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.kind, "ledger", "sqlite", "privacy ledger store: sqlite (in --state) or postgres")
 	fs.StringVar(&l.dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres")
 	fs.StringVar(&l.schema, "ledger-schema", "privbo", "PostgreSQL schema of the ledger tables")
+	fs.DurationVar(&l.timeout, "ledger-timeout", server.DefaultLedgerCallTimeout, "bound on each call to the PostgreSQL ledger, connecting included: a call the database "+
+		"does not answer within it fails at once (UNAVAILABLE to the client); it must exceed the slowest charge under load")
 	fs.Float64Var(&l.epsilon, "budget-epsilon", 0, "privacy budget ε of each modeler identity (required by serve)")
 	fs.Float64Var(&l.delta, "budget-delta", server.DefaultBudgetDelta, "privacy budget δ of each modeler identity: small against 1/n (the number of records); 0 allows only pure ε-DP releases and refuses the default Gaussian projection (warned about)")
 	fs.Float64Var(&l.datasetEpsilon, "dataset-budget-epsilon", 0, "ε cap over all identities together (default: --budget-epsilon)")
@@ -137,7 +140,7 @@ func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
 	if ds.Delta == 0 {
 		ds.Delta = l.delta
 	}
-	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
+	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema, CallTimeout: l.timeout}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
 }
 
 // limits are the ledger limits the flags set, with the defaults serve fills in.

@@ -30,6 +30,7 @@ var resultsServeFlags = []struct{ name, usage string }{
 	{"ledger", "privacy ledger store: sqlite (in --state) or postgres"},
 	{"ledger-dsn", "PostgreSQL connection string, for --ledger postgres"},
 	{"ledger-schema", "PostgreSQL schema of the ledger tables"},
+	{"ledger-timeout", "bound on each call to the PostgreSQL ledger"},
 	{"dataset-id", "dataset id, as the curator's --dataset-id (required)"},
 	{"data", "the curator's data file: with --evaluate column the true outcome of each row is its target there"},
 	{"target", "the target column of --data"},

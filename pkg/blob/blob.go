@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Store keeps immutable, named blobs. Implementations are safe for concurrent
@@ -34,6 +35,21 @@ type Store interface {
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 	// Delete removes name; removing a blob that does not exist is no error.
 	Delete(ctx context.Context, name string) error
+}
+
+// Info describes a stored blob (Lister).
+type Info struct {
+	Name string
+	Size int64
+	// Created is when the blob was written: when its Put began (PostgreSQL), or
+	// the file's modification time (Dir), which a Put in progress keeps recent.
+	Created time.Time
+}
+
+// Lister is implemented by stores that can list their blobs, so that the curator
+// can remove the matrices no ledger record names (curator.RemoveOrphans).
+type Lister interface {
+	List(ctx context.Context) ([]Info, error)
 }
 
 // Footprint is implemented by stores that know how much memory one Put, and one reader
@@ -182,6 +198,30 @@ func (d *Dir) Delete(_ context.Context, name string) error {
 		return fmt.Errorf("blob: %w", err)
 	}
 	return nil
+}
+
+// List returns the regular files of the directory whose names are blob names
+// (CheckName), with their sizes and modification times (Lister).
+func (d *Dir) List(_ context.Context) ([]Info, error) {
+	ents, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	var out []Info
+	for _, e := range ents {
+		if !e.Type().IsRegular() || CheckName(e.Name()) != nil {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) { // removed meanwhile
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("blob: %w", err)
+		}
+		out = append(out, Info{Name: e.Name(), Size: fi.Size(), Created: fi.ModTime()})
+	}
+	return out, nil
 }
 
 func syncDir(dir string) error {

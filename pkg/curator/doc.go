@@ -19,7 +19,9 @@
 //     ledger, committed rows of its database, which every replica reads; computed a
 //     window of rows at a time while it is written, projection.Stream), then charged in
 //     one atomic ledger transaction that also records where the result is and its
-//     SHA-256. Only after that commit does anything leave the curator.
+//     SHA-256. Only after that commit does anything leave the curator. A matrix stored
+//     and never charged (its curator killed in between) is removed at a later start
+//     once older than OrphanGrace (RemoveOrphans).
 //  4. Two concurrent identical requests compute at most one release for the caller: a
 //     charge that loses the race finds the winner's receipt and returns its result.
 //

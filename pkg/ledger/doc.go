@@ -127,6 +127,19 @@
 // with synchronous_commit=on. Both create their tables if missing and keep a
 // schema_version table; a database written by a newer version is refused.
 //
+// # Availability
+//
+// ErrUnavailable marks the errors that say nothing about the request: the
+// database could not be reached, did not answer within the engine's call
+// timeout (pgledger.Options.CallTimeout), or dropped the connection. An engine
+// may run a call again when its connection was lost before anything was
+// committed (Engine.Write); it never runs again a transaction whose commit was
+// sent and not acknowledged, which may have committed: a charge is then made
+// safe to retry by its key (the retry replays it). Ping (Pinger) is the
+// trivial read the curator's health check makes; Datasets (DatasetLister)
+// lists the datasets with records, for the curator's removal of orphaned
+// release matrices.
+//
 // Schema version 2 records each charge's relation and keeps the totals per
 // (dataset, identity, relation). A version 1 database, whose totals summed
 // all releases, is upgraded in place when opened, in one transaction: each

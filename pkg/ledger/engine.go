@@ -29,9 +29,13 @@ const SchemaVersion = 4
 type Engine interface {
 	// Write runs fn in one transaction and commits it durably if fn returns
 	// nil; otherwise it rolls back and returns fn's error. lock names what
-	// the transaction must be serialised on.
+	// the transaction must be serialised on. An engine may run fn again, in a
+	// new transaction, when the first lost its connection before committing
+	// (pgledger does): fn must start afresh each time, keeping nothing from an
+	// earlier run.
 	Write(ctx context.Context, lock Lock, fn func(q Querier) error) error
-	// Read runs fn on a connection in autocommit mode.
+	// Read runs fn on a connection in autocommit mode; like Write, it may run
+	// fn again on another connection.
 	Read(ctx context.Context, fn func(q Querier) error) error
 	// Close releases the database handle.
 	Close() error

@@ -800,3 +800,51 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 	}
 	return out, nil
 }
+
+// Pinger is implemented by the Stores of this package (OpenSQLite, OpenEngine):
+// Ping checks that the database answers, with one trivial read.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+func (s *store) Ping(ctx context.Context) error {
+	err := s.e.Read(ctx, func(q Querier) error {
+		var one int64
+		_, err := QueryRow(ctx, q, `SELECT 1`, nil, &one)
+		return err
+	})
+	if err != nil {
+		return wrap("ping", err)
+	}
+	return nil
+}
+
+// DatasetLister is implemented by the Stores of this package: Datasets returns
+// every dataset that has a record, sorted.
+type DatasetLister interface {
+	Datasets(ctx context.Context) ([]string, error)
+}
+
+func (s *store) Datasets(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.e.Read(ctx, func(q Querier) error {
+		out = out[:0]
+		rows, err := q.Query(ctx, s.d.SQL(`SELECT DISTINCT dataset FROM {t}entries ORDER BY dataset`))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, wrap("datasets", err)
+	}
+	return out, nil
+}

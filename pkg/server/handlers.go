@@ -302,13 +302,18 @@ func (h *handlers) status(ctx context.Context, err error) error {
 			"limit": fmt.Sprint(rl.Limit), "answered": fmt.Sprint(rl.Answered), "requested": fmt.Sprint(rl.Requested)})
 	case errors.Is(err, curator.ErrEvaluation):
 		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
+	case errors.Is(err, ledger.ErrUnavailable) && ctx.Err() == nil:
+		// Before the context's errors: a bound of the ledger's own (its call timeout)
+		// is not the caller's deadline.
+		h.log.Warn("privacy ledger unavailable", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
+		return withReason(codes.Unavailable, "the curator cannot reach its privacy ledger right now (its database did not answer, or dropped the connection); "+
+			"retry the same request shortly: a release already charged is replayed at no cost", ReasonLedgerUnavailable, nil)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
 	case errors.Is(err, ledger.ErrUnavailable):
-		h.log.Warn("privacy ledger unavailable", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
-		return status.Error(codes.Unavailable, "the curator cannot reach its privacy ledger right now; retry the same request shortly (a release already charged is replayed at no cost)")
+		return status.Error(codes.Unavailable, "the curator cannot reach its privacy ledger right now; retry the same request shortly")
 	}
 	h.log.Error("request failed", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
 	return status.Errorf(codes.Internal, "internal error (request id %s); the curator's operator can find details in its log", transport.RequestIDFromContext(ctx))
@@ -340,6 +345,10 @@ const (
 	// max_dimension, the largest r that fits, 0 if none); nothing was computed or
 	// charged. A smaller r fits.
 	ReasonMemoryLimit = "MEMORY_LIMIT"
+	// ReasonLedgerUnavailable: UNAVAILABLE, the curator's privacy ledger did not answer
+	// within its call timeout or dropped the connection; nothing is known to be wrong
+	// with the request, and retrying it is safe (a charged release is replayed).
+	ReasonLedgerUnavailable = "LEDGER_UNAVAILABLE"
 )
 
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.

@@ -258,6 +258,21 @@ type LedgerConfig struct {
 	DSN string
 	// Schema of the PostgreSQL tables; default "privbo".
 	Schema string
+	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
+	// read of a release's chunk), connecting included: a call the database does not
+	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
+	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
+	// exceed the slowest charge under load (a charge waits for the others on its
+	// dataset). See pgledger.Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultLedgerCallTimeout is LedgerConfig.CallTimeout's default.
+const DefaultLedgerCallTimeout = pgledger.DefaultCallTimeout
+
+// pgOptions are the options of the PostgreSQL ledger and blob store of l.
+func (l LedgerConfig) pgOptions() pgledger.Options {
+	return pgledger.Options{Schema: l.Schema, CallTimeout: l.CallTimeout}
 }
 
 // DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
@@ -418,6 +433,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if releases.Moved != nil {
 		adoptReleases(ctx, log, store, cfg.DatasetID, releases)
 	}
+	removeOrphans(ctx, log, store, cfg.Ledger, cfg.StateDir, releases)
 	ccfg := cfg.curatorConfig(ds, store)
 	ccfg.Releases = releases.Store
 	ccfg.Memory = releaseMemory(log, cfg, ds)
@@ -663,10 +679,30 @@ func (s *Server) setServing(ok bool) {
 	s.health.SetServingStatus(curatorv1.CuratorService_ServiceDesc.ServiceName, st)
 }
 
+// How the health service follows the ledger: every LedgerCheckInterval the curator
+// pings its ledger (ledger.Pinger: one trivial read, run again on a new connection if
+// the one it used was lost), bounded by LedgerCheckTimeout. One failed ping turns the
+// health status NOT_SERVING and one answered ping SERVING again, so an unreachable
+// ledger shows within LedgerCheckInterval + LedgerCheckTimeout (1.5 s) and its return
+// within LedgerCheckInterval plus a connection's set-up.
+const (
+	LedgerCheckInterval = 500 * time.Millisecond
+	LedgerCheckTimeout  = time.Second
+)
+
+// pingLedger checks that store answers: Ping if it has one, else a balance read.
+func pingLedger(ctx context.Context, store ledger.Store, dataset string) error {
+	if p, ok := store.(ledger.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	_, err := store.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
+	return err
+}
+
 // watchReadiness keeps the health status in line with the ledger's reachability: a
 // curator that cannot charge cannot release anything.
 func (s *Server) watchReadiness(dataset string) {
-	tick := time.NewTicker(5 * time.Second)
+	tick := time.NewTicker(LedgerCheckInterval)
 	defer tick.Stop()
 	ready := true
 	for {
@@ -675,8 +711,8 @@ func (s *Server) watchReadiness(dataset string) {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		_, err := s.ledger.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
+		ctx, cancel := context.WithTimeout(context.Background(), LedgerCheckTimeout)
+		err := pingLedger(ctx, s.ledger, dataset)
 		cancel()
 		select {
 		case <-s.stopped:
@@ -687,7 +723,7 @@ func (s *Server) watchReadiness(dataset string) {
 			ready = ok
 			s.setServing(ok)
 			if ok {
-				s.log.Info("ledger reachable again; serving")
+				s.log.Info("ledger reachable again; health SERVING")
 			} else {
 				s.log.Error("ledger unreachable; health NOT_SERVING", zap.Error(err))
 			}
@@ -1047,7 +1083,7 @@ func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits le
 	case "sqlite":
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
-		store, err = pgledger.Open(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema}, limits)
+		store, err = pgledger.Open(ctx, lc.DSN, lc.pgOptions(), limits)
 	default:
 		return nil, fmt.Errorf("server: unknown ledger kind %q (want sqlite or postgres)", lc.Kind)
 	}
@@ -1092,6 +1128,44 @@ func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dat
 	}
 }
 
+// removeOrphans removes, at start, the release matrices no ledger record names that are
+// older than curator.OrphanGrace (curator.RemoveOrphans), from the state directory and,
+// with PostgreSQL, the ledger's schema: what a curator killed between storing a matrix
+// and charging it left behind. A failure is logged and the curator serves anyway.
+func removeOrphans(ctx context.Context, log *zap.Logger, store ledger.Store, lc LedgerConfig, stateDir string, r Releases) {
+	var stores []curator.ReleaseStore
+	if r.Moved != nil {
+		schema := lc.Schema
+		if schema == "" {
+			schema = pgledger.DefaultSchema
+		}
+		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + schema, Store: r.Moved})
+	}
+	dir := curator.ReleasesDir(stateDir)
+	files := r.Files
+	if files == nil {
+		d, err := blob.OpenDir(dir)
+		if err != nil {
+			log.Error("orphaned release matrices not removed", zap.Error(err))
+			return
+		}
+		files = d
+	}
+	stores = append(stores, curator.ReleaseStore{Where: dir, Store: files})
+	removed, err := curator.RemoveOrphans(ctx, store, curator.OrphanGrace, log, stores...)
+	if len(removed) > 0 {
+		var bytes int64
+		for _, o := range removed {
+			bytes += o.Size
+		}
+		log.Info("removed orphaned release matrices: stored more than the grace window ago and charged by no ledger record",
+			zap.Int("matrices", len(removed)), zap.Int64("bytes", bytes), zap.Duration("grace", curator.OrphanGrace))
+	}
+	if err != nil {
+		log.Error("orphaned release matrices not (all) removed; the curator serves anyway", zap.Error(err))
+	}
+}
+
 // OpenReleases opens where the curator keeps its released matrices, by ledger kind.
 // With SQLite they stay files in stateDir/releases (Store nil): the ledger is a file of
 // the same directory, so a curator and its releases live on one disk. With PostgreSQL
@@ -1103,7 +1177,7 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 	if lc.kind() != "postgres" {
 		return Releases{}, nil
 	}
-	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema})
+	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, lc.pgOptions())
 	if err != nil {
 		return Releases{}, fmt.Errorf("server: opening the release store: %w", err)
 	}
@@ -1127,7 +1201,7 @@ func OpenJobs(ctx context.Context, lc LedgerConfig, stateDir, dataset string) (*
 		}
 		return st, nil
 	}
-	e, d, err := pgledger.OpenEngine(ctx, lc.DSN, pgledger.Options{Schema: lc.Schema})
+	e, d, err := pgledger.OpenEngine(ctx, lc.DSN, lc.pgOptions())
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the job store: %w", err)
 	}

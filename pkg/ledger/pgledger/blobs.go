@@ -59,12 +59,16 @@ var _ blob.Store = (*Blobs)(nil)
 
 // OpenBlobs opens the blob store in opt's schema of the database at dsn,
 // creating its tables if missing. It keeps its own connections (at most
-// opt.MaxConns, 0 meaning 8), apart from the ledger's.
+// opt.MaxConns, 0 meaning DefaultMaxConns), apart from the ledger's.
+// opt.CallTimeout bounds each statement of a Put on its own (a blob's
+// transaction is as long as the blob), and each read; a Put is never run
+// again when its connection is lost (its reader is spent).
 func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
-	e, err := connect(ctx, dsn, opt)
+	e, err := connect(ctx, dsn, opt, true)
 	if err != nil {
 		return nil, err
 	}
+	e.perStatement, e.retryWrites = true, false
 	quoted := e.quotedSchema()
 	b := &Blobs{e: e, d: e.dialect()}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
@@ -180,6 +184,34 @@ func (b *Blobs) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("pgledger: deleting blob %s: %w", name, err)
 	}
 	return nil
+}
+
+// List returns every blob of the schema, by name, with its size and when its
+// Put began (blob.Lister).
+func (b *Blobs) List(ctx context.Context) ([]blob.Info, error) {
+	var out []blob.Info
+	err := b.e.Read(ctx, func(q ledger.Querier) error {
+		out = out[:0]
+		rows, err := q.Query(ctx, b.d.SQL(`SELECT name, size, created_ns FROM {t}blobs ORDER BY name`))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var i blob.Info
+			var ns int64
+			if err := rows.Scan(&i.Name, &i.Size, &ns); err != nil {
+				return err
+			}
+			i.Created = time.Unix(0, ns)
+			out = append(out, i)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgledger: listing blobs: %w", err)
+	}
+	return out, nil
 }
 
 type blobReader struct {

@@ -14,7 +14,7 @@ import (
 // (the jobs of package jobs, jobs.OpenPostgres). It keeps its own connections (at
 // most opt.MaxConns, 0 meaning 8), apart from the ledger's; Close releases them.
 func OpenEngine(ctx context.Context, dsn string, opt Options) (ledger.Engine, ledger.Dialect, error) {
-	e, err := connect(ctx, dsn, opt)
+	e, err := connect(ctx, dsn, opt, false)
 	if err != nil {
 		return nil, ledger.Dialect{}, err
 	}

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,7 +144,7 @@ func TestOpenPostgresArguments(t *testing.T) {
 func TestPostgresUnavailable(t *testing.T) {
 	conn := requirePostgres(t)
 	schema := randomSchema(t, conn)
-	s, err := Open(ctx, testDSN(), Options{Schema: schema, MaxConns: 1}, ledgertest.StdLimits)
+	s, err := Open(ctx, withApplicationName(testDSN(), schema), Options{Schema: schema, MaxConns: 1}, ledgertest.StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,18 +155,29 @@ func TestPostgresUnavailable(t *testing.T) {
 	}
 	var killed int
 	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%'`, schema).Scan(&killed); err != nil {
+		WHERE application_name = $1`, schema).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
 	if killed != 1 {
 		t.Fatalf("terminated %d server processes, want the store's one", killed)
 	}
-	_, err = s.Balance(ctx, acct, ledger.RelationRecord)
-	if !errors.Is(err, ledger.ErrUnavailable) {
-		t.Errorf("Balance after the connection was killed: %v, want ErrUnavailable", err)
-	}
+	// The lost connection is found out by the call that uses it, which runs again
+	// on a new one.
 	if _, err := s.Balance(ctx, acct, ledger.RelationRecord); err != nil {
-		t.Errorf("Balance after reconnecting: %v", err)
+		t.Errorf("Balance after the connection was killed: %v, want it run again on a new connection", err)
+	}
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acct, Key: "k", Kind: "test", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1`, schema).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d server processes (%v), want the store's one", killed, err)
+	}
+	if _, err := s.Charge(ctx, ledger.Charge{Account: acct, Key: "k2", Kind: "test", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.1}}); err != nil {
+		t.Errorf("Charge after the connection was killed: %v, want it run again on a new connection", err)
+	}
+	if b, err := s.Balance(ctx, acct, ledger.RelationRecord); err != nil || b.Charges != 2 {
+		t.Errorf("after the charges: %+v, %v; want 2 charges", b, err)
 	}
 	if _, err := Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{}, ledgertest.StdLimits); !errors.Is(err, ledger.ErrUnavailable) {
 		t.Errorf("Open on a closed port: %v, want ErrUnavailable", err)
@@ -321,4 +334,58 @@ func BenchmarkChargePostgres(b *testing.B) {
 	}
 	defer s.Close()
 	ledgertest.BenchCharge(b, s)
+}
+
+// TestPostgresCallTimeout opens a store on an address that accepts connections and
+// never answers (a blackholed database): Open fails within the call timeout with
+// ErrUnavailable, not with a context error the caller would read as its own deadline.
+func TestPostgresCallTimeout(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	const timeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err = Open(ctx, "postgres://postgres@"+lis.Addr().String()+"/test?sslmode=disable", Options{CallTimeout: timeout}, ledgertest.StdLimits)
+	took := time.Since(start)
+	if !errors.Is(err, ledger.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Open on a database that never answers: %v, want ErrUnavailable and no context error", err)
+	}
+	// Generous: the bound is the call timeout; a loaded machine may add a little.
+	if took > 20*timeout {
+		t.Errorf("Open on a database that never answers took %v, want about the call timeout %v", took, timeout)
+	}
+}
+
+// withApplicationName adds application_name=name to dsn (URL or key=value form), so
+// that a test terminates its own connections only.
+func withApplicationName(dsn, name string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " application_name=" + name
+	case strings.Contains(dsn, "?"):
+		return dsn + "&application_name=" + name
+	}
+	return dsn + "?application_name=" + name
 }
