@@ -98,8 +98,8 @@ func jobID(identity, key string) string {
 	return "job-" + hex.EncodeToString(h[:10])
 }
 
-// jobRelation is the default neighbour relation of a job's kind (ledger.JobRelation).
-func jobRelation(spec Spec) ledger.Relation { return ledger.JobRelation(spec.Kind()) }
+// jobRelation is the default neighbour relation of a job's kind (Spec.Relation).
+func jobRelation(spec Spec) ledger.Relation { return spec.Relation() }
 
 // chargeRelation is the relation a job is charged under: the one its plan states
 // with its guarantee (the runner knows, for instance, what an external evaluator's
