@@ -33,7 +33,9 @@ import (
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
@@ -188,7 +190,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", "column", "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
 	fs.StringVar(&f.evaluateProgram, "evaluate-program", "", "program evaluating one row: {\"index\": i, \"features\": {...}} on stdin, a number on stdout")
 	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", time.Minute, "time limit of one program evaluation")
-	fs.StringVar(&f.outMech, "output-privacy", "laplace", "release of query answers: laplace or gaussian (differentially private: answers are clipped to the target's range from --output-lower/--output-upper, else the --schema target line, else a private estimate), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
+	fs.StringVar(&f.outMech, "output-privacy", answer.Default, "release of query answers: laplace or gaussian (differentially private: answers are clipped to the target's range from --output-lower/--output-upper, else the --schema target line, else a private estimate), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
 	fs.Float64Var(&f.outEps, "output-epsilon", curator.DefaultOutputEpsilon, "ε of each private answer; one identity's answers compose in parallel (each record influences one answer), so this is what all of an identity's answers cost, charged once")
 	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ of each gaussian answer, charged once per identity like --output-epsilon")
 	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target for private outputs (answers are clipped to it); overrides the schema's target line")
@@ -199,7 +201,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
 	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
 	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
-	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "gaussian", "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", projection.MechanismGaussian, "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
 	fs.Var((*cli.Bytes)(&cfg.MemoryLimit), "memory-limit", "memory the curator may use in all, such as 2GiB (default: the container's cgroup memory limit, else the machine's physical memory); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set, and --release-memory's default derives from it")
 	fs.Var((*cli.Bytes)(&cfg.ReleaseMemory), "release-memory", "memory the releases being computed, stored and streamed may hold together, such as 1GiB: a new release is computed once what it needs (known from n, d, r, the mechanism and the store) fits beside the others, waiting its turn within its request's deadline, and one needing more than all of it is refused (RESOURCE_EXHAUSTED, reason MEMORY_LIMIT, naming the largest r that fits) (default: 75% of --memory-limit less the dataset and 64MiB for the runtime)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
@@ -294,7 +296,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
 	cfg.PatientBudget, cfg.PatientDatasetBudget = f.lf.patient, f.lf.patientDataset
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
-	if f.outMech == "none" && !f.set["output-epsilon"] {
+	if answer.IsExact(f.outMech) && !f.set["output-epsilon"] {
 		cfg.Output.Epsilon = 0 // the default ε is that of private answers
 	}
 	if f.evaluateProgram != "" {

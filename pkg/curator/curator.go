@@ -1,6 +1,7 @@
 package curator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -141,6 +142,8 @@ type Curator struct {
 	// inputs is what every projection's guarantee depends on besides its request
 	// (guaranteeInputs), part of its release id.
 	inputs string
+	// proj is the projection mechanism cfg.ProjectionMechanism names, parsed once.
+	proj projection.Mechanism
 }
 
 type balanceKey struct {
@@ -191,12 +194,10 @@ func New(cfg Config) (*Curator, error) {
 	if c := cfg.Memory.Capacity(); cfg.Memory != nil && c < MinMemory {
 		return nil, fmt.Errorf("curator: a memory budget of %s cannot stream releases; give at least %s", memory.MiB(c), memory.MiB(MinMemory))
 	}
-	switch cfg.ProjectionMechanism {
-	case "":
-		cfg.ProjectionMechanism = projection.MechanismGaussian
-	case projection.MechanismLifted, projection.MechanismGaussian:
-	default:
-		return nil, fmt.Errorf("curator: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)
+	cfg.ProjectionMechanism = cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)
+	proj, err := projection.ParseMechanism(cfg.ProjectionMechanism)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -238,7 +239,8 @@ func New(cfg Config) (*Curator, error) {
 		balances: make(map[balanceKey]ledger.Balance),
 		paid:     make(map[string]bool),
 		exact:    make(map[string]*exactState),
-		inputs:   guaranteeInputs(cfg.ProjectionMechanism, cfg.Dataset),
+		inputs:   guaranteeInputs(proj.Name(), cfg.Dataset),
+		proj:     proj,
 	}
 	return c, nil
 }
