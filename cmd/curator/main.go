@@ -319,7 +319,7 @@ func scalingOf(scaling string, sv *schemaValue) (dataset.Scaling, error) {
 		if scaling != "" {
 			return dataset.Scaling{}, fmt.Errorf("the configuration file's [[schema.column]] tables conflict with --scaling %s: the tables mean scaling schema with them; give one of them", scaling)
 		}
-		sc, err := dataset.ParseScaling("none") // the options of the private modes, at their defaults
+		sc, err := dataset.ParseScaling(string(dataset.ScaleNone)) // the options of the private modes, at their defaults
 		sc.Mode, sc.Schema = dataset.ScaleSchema, sv.table
 		return sc, err
 	}

@@ -885,7 +885,7 @@ func patientCapConflict(cfg Config) error {
 	}
 	var why string
 	switch {
-	case answer.IsExact(cfg.Output.Mechanism):
+	case answer.IsExact(cmp.Or(cfg.Output.Mechanism, answer.Default)):
 		why = fmt.Sprintf("Config.Output.Mechanism %s releases exact answers, which have no whole-patient bound", cfg.Output.Mechanism)
 	case noWholeRecord(cfg.ProjectionMechanism):
 		why = fmt.Sprintf("Config.ProjectionMechanism %s has no guarantee at any distance", cfg.ProjectionMechanism)
