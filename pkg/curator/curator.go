@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -61,9 +62,9 @@ type Config struct {
 	AllowExactProgramAnswers bool
 	// Evaluation says how a row's objective is evaluated (default: the target column).
 	Evaluation Evaluation
-	// MaxQueryIndices bounds the indices in one query; 0 means 10,000.
+	// MaxQueryIndices bounds the indices in one query; 0 means DefaultMaxQueryIndices.
 	MaxQueryIndices int
-	// MaxProjectionDim bounds r; 0 means 1,024.
+	// MaxProjectionDim bounds r; 0 means DefaultMaxProjectionDim.
 	MaxProjectionDim int
 	// ProjectionMechanism is projection.MechanismGaussian (the JL projection plus
 	// Gaussian noise, (ε, δ)-DP against any adversary; the default when empty) or
@@ -174,6 +175,18 @@ func checkNoiseSD(sd float64) error {
 	return nil
 }
 
+// The defaults of Config's limits, written once: New applies them to zero fields and
+// the daemon's flags (server.NewConfig) take them as their defaults.
+const (
+	// DefaultMaxQueryIndices is the most indices in one query.
+	DefaultMaxQueryIndices = 10000
+	// DefaultMaxProjectionDim is the largest projection dimension r.
+	DefaultMaxProjectionDim = 1024
+	// DefaultEvaluationTimeout is the time limit of one program evaluation
+	// (Evaluation.Timeout).
+	DefaultEvaluationTimeout = time.Minute
+)
+
 // New validates cfg and returns a Curator.
 func New(cfg Config) (*Curator, error) {
 	if cfg.Dataset == nil || cfg.Ledger == nil {
@@ -186,10 +199,10 @@ func New(cfg Config) (*Curator, error) {
 		return nil, err
 	}
 	if cfg.MaxQueryIndices <= 0 {
-		cfg.MaxQueryIndices = 10000
+		cfg.MaxQueryIndices = DefaultMaxQueryIndices
 	}
 	if cfg.MaxProjectionDim <= 0 {
-		cfg.MaxProjectionDim = 1024
+		cfg.MaxProjectionDim = DefaultMaxProjectionDim
 	}
 	if c := cfg.Memory.Capacity(); cfg.Memory != nil && c < MinMemory {
 		return nil, fmt.Errorf("curator: a memory budget of %s cannot stream releases; give at least %s", memory.MiB(c), memory.MiB(MinMemory))

@@ -693,12 +693,41 @@ func (s *Server) watchReadiness(dataset string) {
 
 // withDefaults validates what can be checked without touching files and fills in
 // defaults.
+// DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// NewConfig returns a Config holding the default of every setting that has one, as
+// the daemon's flags state them (cmd/curator takes its flag defaults from it, and a
+// test there keeps the two equal). Start applies the same defaults to the zero fields
+// of a Config built otherwise; settings whose default depends on others (the dataset
+// cap, the scaling, the release memory) stay zero here and are resolved by Start.
+func NewConfig() Config {
+	return Config{
+		Listen:              "127.0.0.1:7070",
+		Ledger:              LedgerConfig{Kind: DefaultLedgerKind, Schema: pgledger.DefaultSchema},
+		Budget:              ledger.Cost{Delta: DefaultBudgetDelta}, // ε has no default: the operator states it
+		PrivateScalingShare: DefaultPrivateScalingShare,
+		Evaluation:          curator.Evaluation{Mode: curator.EvaluateColumn, Timeout: curator.DefaultEvaluationTimeout},
+		Output:              curator.OutputPrivacy{Mechanism: answer.Default, Epsilon: curator.DefaultOutputEpsilon},
+		ExactAnswersMaxRows: DefaultExactAnswersMaxRows,
+		MaxQueryIndices:     curator.DefaultMaxQueryIndices,
+		MaxProjectionDim:    curator.DefaultMaxProjectionDim,
+		ProjectionMechanism: projection.MechanismGaussian,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		AuthFailures: transport.AuthFailureLimits{Rate: transport.DefaultAuthFailureRate, Burst: transport.DefaultAuthFailureBurst,
+			Logged: transport.DefaultAuthFailuresLogged, LogInterval: transport.DefaultAuthFailureLogInterval, MaxPeers: transport.DefaultAuthFailurePeers},
+		MaxHeaderBytes: transport.DefaultMaxHeaderListBytes,
+		Jobs: JobsConfig{ValidationFraction: 0.3, SplitSeed: 1, MaxGrid: 5000, MaxIterations: 500, MaxRunning: 1,
+			Kusner: tuning.KusnerAssumptions{NoiseVariance: 0.01}},
+	}
+}
+
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.StateDir == "" {
 		return cfg, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
@@ -1028,9 +1057,12 @@ func CheckReport(cfg Config) (CheckResult, error) {
 		Warnings: warnings}, nil
 }
 
+// DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
+const DefaultLedgerKind = "sqlite"
+
 func (l LedgerConfig) kind() string {
 	if l.Kind == "" {
-		return "sqlite"
+		return DefaultLedgerKind
 	}
 	return l.Kind
 }
