@@ -253,6 +253,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f := &serveFlags{}
 	f.register(fs)
+	fs.Usage = groupedUsage(fs, serveSections)
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, err
 	}
