@@ -10,7 +10,6 @@ import (
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/jobs"
-	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
 )
 
@@ -72,7 +71,7 @@ func jobReport(args []string) error {
 		return err
 	}
 	r := jobs.Report{Job: j, Events: evs, Trace: tr, Generated: time.Now().UTC(),
-		Relation: string(ledger.JobRelation(j.Spec.Kind())) + " (the kind's default; `curator ledger` lists the relation of charge job/" + id + ")"}
+		Relation: string(j.Spec.Relation()) + " (the kind's default; `curator ledger` lists the relation of charge job/" + id + ")"}
 	path, err := jobs.WriteReport(r, out)
 	if err != nil {
 		return err

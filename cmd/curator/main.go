@@ -33,7 +33,7 @@ import (
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/transport"
@@ -114,13 +114,14 @@ type ledgerFlags struct {
 
 func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.state, "state", "", "directory for state that must survive restarts: ledger, released matrices (required)")
-	fs.StringVar(&l.kind, "ledger", "sqlite", "privacy ledger store: sqlite (in --state) or postgres")
+	d := server.NewConfig()
+	fs.StringVar(&l.kind, "ledger", d.Ledger.Kind, "privacy ledger store: sqlite (in --state) or postgres")
 	fs.StringVar(&l.dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres")
-	fs.StringVar(&l.schema, "ledger-schema", "privbo", "PostgreSQL schema of the ledger tables")
-	fs.DurationVar(&l.timeout, "ledger-timeout", server.DefaultLedgerCallTimeout, "bound on each call to the PostgreSQL ledger, connecting included: a call the database "+
+	fs.StringVar(&l.schema, "ledger-schema", d.Ledger.Schema, "PostgreSQL schema of the ledger tables")
+	fs.DurationVar(&l.timeout, "ledger-timeout", d.Ledger.CallTimeout, "bound on each call to the PostgreSQL ledger, connecting included: a call the database "+
 		"does not answer within it fails at once (UNAVAILABLE to the client); it must exceed the slowest charge under load")
 	fs.Float64Var(&l.epsilon, "budget-epsilon", 0, "privacy budget ε of each modeler identity (required by serve)")
-	fs.Float64Var(&l.delta, "budget-delta", server.DefaultBudgetDelta, "privacy budget δ of each modeler identity: small against 1/n (the number of records); 0 allows only pure ε-DP releases and refuses the default Gaussian projection (warned about)")
+	fs.Float64Var(&l.delta, "budget-delta", d.Budget.Delta, "privacy budget δ of each modeler identity: small against 1/n (the number of records); 0 allows only pure ε-DP releases and refuses the default Gaussian projection (warned about)")
 	fs.Float64Var(&l.datasetEpsilon, "dataset-budget-epsilon", 0, "ε cap over all identities together (default: --budget-epsilon)")
 	fs.Float64Var(&l.datasetDel, "dataset-budget-delta", 0, "δ cap over all identities together (default: --budget-delta)")
 	fs.Float64Var(&l.patient.Epsilon, "patient-budget-epsilon", 0, "cap on what one patient can lose to one identity, over every relation: the ε of its whole-patient total "+
@@ -171,7 +172,9 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
-	cfg := &f.cfg
+	// Every default is server.NewConfig's: the flags only name and explain them.
+	f.cfg = server.NewConfig()
+	cfg, d := &f.cfg, server.NewConfig()
 	f.lf.register(fs)
 	fs.BoolVar(&cfg.ChangeLimits, "change-limits", false, "make this start's budget flags the limits in force when they differ from those the ledger records "+
 		"(every curator sharing the ledger enforces them from its next charge; curator ledger lists the change); without it such a start is refused")
@@ -182,31 +185,31 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.exclude, "exclude", "", "comma-separated columns to leave out (a text label, an identifier); a text column can instead be a categorical feature, one-hot encoded from the public categories its --schema line lists")
 	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
 	fs.Var(&f.schema, "schema", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE. In the configuration file, also the schema itself as [[schema.column]] tables (name, lower, upper or scale, offset)")
-	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", server.DefaultPrivateScalingShare, "fraction in (0, 1) of --budget-epsilon (and of the δ budget) spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private, the default without --schema) and, with them, the target's range of private answers; charged to the dataset cap under the identity _curator. The start forecasts the estimate's quality from the number of rows and columns: coarse is warned about, poor is refused (also by check-config)")
+	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", d.PrivateScalingShare, "fraction in (0, 1) of --budget-epsilon (and of the δ budget) spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private, the default without --schema) and, with them, the target's range of private answers; charged to the dataset cap under the identity _curator. The start forecasts the estimate's quality from the number of rows and columns: coarse is warned about, poor is refused (also by check-config)")
 	fs.BoolVar(&cfg.EstimateTargetRange, "estimate-target-range", false, "with a public scaling (--schema, fixed, none) whose schema has no line for the target, and private answers without --output-lower/--output-upper: estimate the target's range privately (--private-scaling-share of the budget) instead of refusing to start")
 	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
 	fs.StringVar(&cfg.DatasetName, "name", "", "display name of the dataset shown to modelers (default: the file name); budgets are kept per --dataset-id, not per name")
-	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:7070", "TCP address to serve on")
+	fs.StringVar(&cfg.Listen, "listen", d.Listen, "TCP address to serve on")
 	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address to this file once serving (useful with port 0)")
 	fs.Float64Var(&cfg.NoiseSD, "noise-sd", 0, "standard deviation of Gaussian observation noise recorded once per row (simulated measurement noise, not privacy)")
-	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", "column", "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
+	fs.StringVar(&cfg.Evaluation.Mode, "evaluate", d.Evaluation.Mode, "how a row is evaluated: column (the target), program (--evaluate-program per row) or manual (a person records it: curator pending / curator record)")
 	fs.StringVar(&f.evaluateProgram, "evaluate-program", "", "program evaluating one row: {\"index\": i, \"features\": {...}} on stdin, a number on stdout")
-	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", time.Minute, "time limit of one program evaluation")
-	fs.StringVar(&f.outMech, "output-privacy", "laplace", "release of query answers: laplace or gaussian (differentially private: answers are clipped to the target's range from --output-lower/--output-upper, else the --schema target line, else a private estimate), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
-	fs.Float64Var(&f.outEps, "output-epsilon", curator.DefaultOutputEpsilon, "ε of each private answer; one identity's answers compose in parallel (each record influences one answer), so this is what all of an identity's answers cost, charged once")
-	fs.Float64Var(&f.outDelta, "output-delta", 0, "δ of each gaussian answer, charged once per identity like --output-epsilon")
-	fs.Float64Var(&f.outLower, "output-lower", 0, "lower end of the declared range of the target for private outputs (answers are clipped to it); overrides the schema's target line")
-	fs.Float64Var(&f.outUpper, "output-upper", 0, "upper end of the declared range of the target for private outputs; overrides the schema's target line")
+	fs.DurationVar(&cfg.Evaluation.Timeout, "evaluate-timeout", d.Evaluation.Timeout, "time limit of one program evaluation")
+	fs.StringVar(&f.outMech, "output-privacy", d.Output.Mechanism, "release of query answers: laplace or gaussian (differentially private: answers are clipped to the target's range from --output-lower/--output-upper, else the --schema target line, else a private estimate), or none (exact, unprotected answers: no guarantee at all; warned about, capped by --exact-answers-max-rows, only to identities holding a projection)")
+	fs.Float64Var(&f.outEps, "output-epsilon", d.Output.Epsilon, "ε of each private answer; one identity's answers compose in parallel (each record influences one answer), so this is what all of an identity's answers cost, charged once")
+	fs.Float64Var(&f.outDelta, "output-delta", d.Output.Delta, "δ of each gaussian answer, charged once per identity like --output-epsilon")
+	fs.Float64Var(&f.outLower, "output-lower", d.Output.Lower, "lower end of the declared range of the target for private outputs (answers are clipped to it); overrides the schema's target line")
+	fs.Float64Var(&f.outUpper, "output-upper", d.Output.Upper, "upper end of the declared range of the target for private outputs; overrides the schema's target line")
 	fs.Float64Var(&cfg.DefaultStudy.Epsilon, "study-epsilon", 0, fmt.Sprintf("ε of the default study's projection, quoted to modelers that name none (default %g)", curator.DefaultStudyEpsilon))
 	fs.Float64Var(&cfg.DefaultStudy.Delta, "study-delta", 0, "δ of the default study's projection (default: the share of the δ budgets that holds as many default studies as the ε budgets)")
-	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", server.DefaultExactAnswersMaxRows, "with --output-privacy none: the most distinct rows of the dataset answered exactly, to all identities together")
+	fs.IntVar(&cfg.ExactAnswersMaxRows, "exact-answers-max-rows", d.ExactAnswersMaxRows, "with --output-privacy none: the most distinct rows of the dataset answered exactly, to all identities together")
 	fs.BoolVar(&cfg.AllowExactProgramAnswers, "allow-exact-program-answers", false, "accept --evaluate program with --output-privacy none, whose answers are exact functions of each queried record's features (refused otherwise)")
-	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", 10000, "maximum indices in one query")
-	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", 1024, "maximum projection dimension r")
-	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "gaussian", "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
+	fs.IntVar(&cfg.MaxQueryIndices, "max-query-indices", d.MaxQueryIndices, "maximum indices in one query")
+	fs.IntVar(&cfg.MaxProjectionDim, "max-projection-dim", d.MaxProjectionDim, "maximum projection dimension r")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", d.ProjectionMechanism, "how projections are made private: gaussian (the projection plus Gaussian noise: (ε, δ)-DP against any adversary) or lifted (the paper's Algorithm 1, for reproducing it: no noise, the release is the data times a fixed matrix, so its (ε, δ) claim fails and a modeler who knows d+1 rows recovers linear measurements of every other row)")
 	fs.Var((*cli.Bytes)(&cfg.MemoryLimit), "memory-limit", "memory the curator may use in all, such as 2GiB (default: the container's cgroup memory limit, else the machine's physical memory); the Go runtime's soft limit is set to 90% of it unless GOMEMLIMIT is set, and --release-memory's default derives from it")
 	fs.Var((*cli.Bytes)(&cfg.ReleaseMemory), "release-memory", "memory the releases being computed, stored and streamed may hold together, such as 1GiB: a new release is computed once what it needs (known from n, d, r, the mechanism and the store) fits beside the others, waiting its turn within its request's deadline, and one needing more than all of it is refused (RESOURCE_EXHAUSTED, reason MEMORY_LIMIT, naming the largest r that fits) (default: 75% of --memory-limit less the dataset and 64MiB for the runtime)")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long in-flight requests may run after SIGTERM")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long in-flight requests may run after SIGTERM")
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "server certificate (PEM); serves TLS")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "server private key (PEM)")
 	fs.StringVar(&cfg.TLS.ClientCAFile, "client-ca", "", "CA (PEM) whose client certificates identify modelers (mutual TLS)")
@@ -216,29 +219,29 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&cfg.Limits.Rate, "rate-limit", 0, "requests per second per identity (0: unlimited)")
 	fs.IntVar(&cfg.Limits.Burst, "rate-burst", 0, "burst of requests per identity (default: the rate)")
 	fs.IntVar(&cfg.Limits.Concurrent, "max-in-flight", 0, "concurrent requests per identity (0: unlimited)")
-	fs.Float64Var(&cfg.AuthFailures.Rate, "auth-failure-rate", transport.DefaultAuthFailureRate, "failed authentications per second one peer (IPv4 address or IPv6 /64) may cause after its burst; beyond, its requests are refused before authentication (negative: no throttle)")
-	fs.IntVar(&cfg.AuthFailures.Burst, "auth-failure-burst", transport.DefaultAuthFailureBurst, "failed authentications one peer may cause at once")
-	fs.IntVar(&cfg.AuthFailures.Logged, "auth-failures-logged", transport.DefaultAuthFailuresLogged, "failed or refused requests of one peer logged a line each per --auth-failure-log-interval; the rest are summarised in one line")
-	fs.DurationVar(&cfg.AuthFailures.LogInterval, "auth-failure-log-interval", transport.DefaultAuthFailureLogInterval, "interval of --auth-failures-logged")
-	fs.IntVar(&cfg.AuthFailures.MaxPeers, "auth-failure-peers", transport.DefaultAuthFailurePeers, "peers with recent failed authentications remembered (the least recent is forgotten beyond)")
-	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", transport.DefaultMaxHeaderListBytes, "largest request headers (metadata) accepted, in bytes; read before authentication")
+	fs.Float64Var(&cfg.AuthFailures.Rate, "auth-failure-rate", d.AuthFailures.Rate, "failed authentications per second one peer (IPv4 address or IPv6 /64) may cause after its burst; beyond, its requests are refused before authentication (negative: no throttle)")
+	fs.IntVar(&cfg.AuthFailures.Burst, "auth-failure-burst", d.AuthFailures.Burst, "failed authentications one peer may cause at once")
+	fs.IntVar(&cfg.AuthFailures.Logged, "auth-failures-logged", d.AuthFailures.Logged, "failed or refused requests of one peer logged a line each per --auth-failure-log-interval; the rest are summarised in one line")
+	fs.DurationVar(&cfg.AuthFailures.LogInterval, "auth-failure-log-interval", d.AuthFailures.LogInterval, "interval of --auth-failures-logged")
+	fs.IntVar(&cfg.AuthFailures.MaxPeers, "auth-failure-peers", d.AuthFailures.MaxPeers, "peers with recent failed authentications remembered (the least recent is forgotten beyond)")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", d.MaxHeaderBytes, "largest request headers (metadata) accepted, in bytes; read before authentication")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics")
 	fs.BoolVar(&cfg.Jobs.Enabled, "jobs", false, "accept private hyperparameter-tuning jobs on this dataset (the target must be a class label: 0/1, or 0 … K−1 with K from the schema's target bounds [0, K−1])")
-	fs.Float64Var(&cfg.Jobs.ValidationFraction, "job-validation-fraction", 0.3, "fraction of rows forming the sensitive validation part of tuning jobs")
-	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", 1, "seed of the training/validation split of tuning jobs")
+	fs.Float64Var(&cfg.Jobs.ValidationFraction, "job-validation-fraction", d.Jobs.ValidationFraction, "fraction of rows forming the sensitive validation part of tuning jobs")
+	fs.Uint64Var(&cfg.Jobs.SplitSeed, "job-split-seed", d.Jobs.SplitSeed, "seed of the training/validation split of tuning jobs")
 	fs.StringVar(&f.evaluators, "evaluators", "", "external evaluators for jobs: NAME=PROGRAM[,NAME=PROGRAM] (hyperparameters as JSON on stdin, {\"score\": x} on stdout)")
 	fs.StringVar(&f.evaluatorEpsilons, "evaluator-epsilons", "", "declared per-run pure-DP ε of evaluators usable by DP-HyPO: NAME=EPS[,NAME=EPS]")
 	fs.StringVar(&f.evaluatorRDP, "evaluator-rdp", "", "declared per-run Rényi-DP curve of evaluators usable by DP-HyPO: NAME=ALPHA:EPS/ALPHA:EPS/...[,NAME=...]")
-	fs.DurationVar(&f.evaluatorTimeout, "evaluator-timeout", time.Minute, "time limit of one external evaluation")
-	fs.IntVar(&cfg.Jobs.MaxGrid, "max-job-grid", 5000, "largest hyperparameter grid a job may search")
-	fs.IntVar(&cfg.Jobs.MaxIterations, "max-job-iterations", 500, "most iterations (or expected runs) of a job")
+	fs.DurationVar(&f.evaluatorTimeout, "evaluator-timeout", curator.DefaultEvaluationTimeout, "time limit of one external evaluation")
+	fs.IntVar(&cfg.Jobs.MaxGrid, "max-job-grid", d.Jobs.MaxGrid, "largest hyperparameter grid a job may search")
+	fs.IntVar(&cfg.Jobs.MaxIterations, "max-job-iterations", d.Jobs.MaxIterations, "most iterations (or expected runs) of a job")
 	fs.Float64Var(&cfg.Jobs.Kusner.K1, "kusner-k1", 0, "Kusner jobs: the dataset-kernel value k1(V, V') of neighbouring validation sets, in [0, 1); 0 is the most conservative")
-	fs.Float64Var(&cfg.Jobs.Kusner.NoiseVariance, "kusner-noise-variance", 0.01, "Kusner jobs: observation noise variance σ² of Algorithm 1")
+	fs.Float64Var(&cfg.Jobs.Kusner.NoiseVariance, "kusner-noise-variance", d.Jobs.Kusner.NoiseVariance, "Kusner jobs: observation noise variance σ² of Algorithm 1")
 	fs.Float64Var(&cfg.Jobs.Kusner.GammaT, "kusner-gamma-t", 0, "Kusner jobs: a known bound on the information gain γ_T (0: the greedy upper bound)")
 	fs.Float64Var(&cfg.Jobs.Kusner.A, "kusner-a", 0, "Kusner jobs: regret constant A of Algorithm 2 (unset: Algorithm 2 refused)")
 	fs.Float64Var(&cfg.Jobs.Kusner.Tau, "kusner-tau", 0, "Kusner jobs: regret constant τ of Algorithm 2 (unset: Algorithm 2 refused)")
-	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", 1, "jobs run at once; others wait queued")
-	fs.DurationVar(&cfg.Jobs.Lease, "job-lease", jobs.DefaultLease, "with --ledger postgres: how long a replica's claim on a running job lasts unrenewed (renewed every third of it); a job whose replica died runs again on another within about 4/3 of it")
+	fs.IntVar(&cfg.Jobs.MaxRunning, "max-running-jobs", d.Jobs.MaxRunning, "jobs run at once; others wait queued")
+	fs.DurationVar(&cfg.Jobs.Lease, "job-lease", d.Jobs.Lease, "with --ledger postgres: how long a replica's claim on a running job lasts unrenewed (renewed every third of it); a job whose replica died runs again on another within about 4/3 of it")
 	fs.Float64Var(&cfg.Jobs.BoundsEpsilon, "job-bounds-epsilon", 0, "DP-HyPO jobs with the built-in learner, when the schema gives no public bounds for every feature: ε each job spends estimating them privately (added to its cost); 0 refuses such jobs")
 	fs.IntVar(&cfg.Jobs.Classes, "job-classes", 0, "tuning jobs: the public number K of classes of the target's labels 0 … K−1 (0: from the schema's target line — its categories, or bounds [0, K−1] — else 2, 0/1 labels)")
 	fs.BoolVar(&cfg.Jobs.TrainingConsented, "job-training-consented", false, "declare that every patient of the tuning jobs' training part consented to their records being used "+
@@ -254,6 +257,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f := &serveFlags{}
 	f.register(fs)
+	fs.Usage = groupedUsage(fs, serveSections)
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, err
 	}
@@ -299,7 +303,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	cfg.Ledger, cfg.Budget, cfg.DatasetBudget = f.lf.config()
 	cfg.PatientBudget, cfg.PatientDatasetBudget = f.lf.patient, f.lf.patientDataset
 	cfg.Output = curator.OutputPrivacy{Mechanism: f.outMech, Epsilon: f.outEps, Delta: f.outDelta, Lower: f.outLower, Upper: f.outUpper}
-	if f.outMech == "none" && !f.set["output-epsilon"] {
+	if answer.IsExact(f.outMech) && !f.set["output-epsilon"] {
 		cfg.Output.Epsilon = 0 // the default ε is that of private answers
 	}
 	if f.evaluateProgram != "" {
@@ -322,7 +326,7 @@ func scalingOf(scaling string, sv *schemaValue) (dataset.Scaling, error) {
 		if scaling != "" {
 			return dataset.Scaling{}, fmt.Errorf("the configuration file's [[schema.column]] tables conflict with --scaling %s: the tables mean scaling schema with them; give one of them", scaling)
 		}
-		sc, err := dataset.ParseScaling("none") // the options of the private modes, at their defaults
+		sc, err := dataset.ParseScaling(string(dataset.ScaleNone)) // the options of the private modes, at their defaults
 		sc.Mode, sc.Schema = dataset.ScaleSchema, sv.table
 		return sc, err
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/simulate"
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -50,8 +52,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&rs, "r", "10", "projection dimensions for po-gp-ucb, comma-separated")
 	fs.Float64Var(&cfg.Epsilon, "epsilon", math.Exp(1.1), "ε of each projection")
 	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of each projection")
-	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", "lifted", "the curator's projection mechanism: lifted (the paper's) or gaussian (noise from crypto/rand: not reproducible from --seed)")
-	fs.StringVar(&outMech, "output-privacy", "none", "how the curator releases answers: none (exact), laplace or gaussian (clip to --output-lower/--output-upper, add noise; noise from crypto/rand, not reproducible from --seed)")
+	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", projection.MechanismLifted, "the curator's projection mechanism: lifted (the paper's) or gaussian (noise from crypto/rand: not reproducible from --seed)")
+	fs.StringVar(&outMech, "output-privacy", answer.MechanismExact, "how the curator releases answers: none (exact), laplace or gaussian (clip to --output-lower/--output-upper, add noise; noise from crypto/rand, not reproducible from --seed)")
 	fs.Float64Var(&cfg.Output.Epsilon, "output-epsilon", 0, "ε of each private answer (output privacy)")
 	fs.Float64Var(&cfg.Output.Delta, "output-delta", 0, "δ of each private answer (gaussian output privacy only)")
 	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs and --direction as the target)")
@@ -129,8 +131,8 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
 	o := &cfg.Output
 	given := !math.IsNaN(o.Lower) || !math.IsNaN(o.Upper)
-	switch mech {
-	case "none", "":
+	switch {
+	case answer.IsExact(mech):
 		if given || o.Epsilon != 0 || o.Delta != 0 {
 			return errors.New("--output-epsilon, --output-delta, --output-lower and --output-upper need --output-privacy laplace or gaussian")
 		}
@@ -139,9 +141,8 @@ func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
 		}
 		*o = curator.OutputPrivacy{}
 		return nil
-	case "laplace", "gaussian":
-	default:
-		return fmt.Errorf("--output-privacy %q: want none, laplace or gaussian", mech)
+	case !answer.Known(mech):
+		return fmt.Errorf("--output-privacy %q: want %s", mech, answer.NamesText())
 	}
 	o.Mechanism = mech
 	switch {
@@ -151,10 +152,10 @@ func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
 		return fmt.Errorf("--output-lower %g and --output-upper %g: want finite bounds with lower < upper", o.Lower, o.Upper)
 	case !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0):
 		return fmt.Errorf("--output-privacy %s needs --output-epsilon > 0 (finite), got %g", mech, o.Epsilon)
-	case mech == "laplace" && o.Delta != 0:
-		return fmt.Errorf("--output-privacy laplace is pure ε-DP: --output-delta must be 0, got %g", o.Delta)
-	case mech == "gaussian" && !(o.Delta > 0 && o.Delta < 1):
-		return fmt.Errorf("--output-privacy gaussian needs --output-delta in (0, 1), got %g", o.Delta)
+	case answer.PureEpsilon(mech) && o.Delta != 0:
+		return fmt.Errorf("--output-privacy %s is pure ε-DP: --output-delta must be 0, got %g", mech, o.Delta)
+	case !answer.PureEpsilon(mech) && !(o.Delta > 0 && o.Delta < 1):
+		return fmt.Errorf("--output-privacy %s needs --output-delta in (0, 1), got %g", mech, o.Delta)
 	}
 	if rule != "" {
 		if rule != string(simulate.NoiseRuleOff) {

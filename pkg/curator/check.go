@@ -15,10 +15,10 @@ func (c *Curator) CheckProjection(req ProjectionRequest) error {
 	if err := c.validate(req); err != nil {
 		return err
 	}
-	if c.cfg.ProjectionMechanism != projection.MechanismGaussian || c.cfg.SimulationProjectionSource != nil {
+	if c.cfg.SimulationProjectionSource != nil {
 		return nil
 	}
-	if err := projection.CheckGaussian(c.ds.N, c.ds.D, projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}); err != nil {
+	if err := c.proj.Check(c.ds.N, c.ds.D, projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}); err != nil {
 		return fmt.Errorf("curator: %w: %w", ErrInvalidArgument, err)
 	}
 	return nil

@@ -1,12 +1,14 @@
 package curator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -60,9 +62,9 @@ type Config struct {
 	AllowExactProgramAnswers bool
 	// Evaluation says how a row's objective is evaluated (default: the target column).
 	Evaluation Evaluation
-	// MaxQueryIndices bounds the indices in one query; 0 means 10,000.
+	// MaxQueryIndices bounds the indices in one query; 0 means DefaultMaxQueryIndices.
 	MaxQueryIndices int
-	// MaxProjectionDim bounds r; 0 means 1,024.
+	// MaxProjectionDim bounds r; 0 means DefaultMaxProjectionDim.
 	MaxProjectionDim int
 	// ProjectionMechanism is projection.MechanismGaussian (the JL projection plus
 	// Gaussian noise, (ε, δ)-DP against any adversary; the default when empty) or
@@ -141,6 +143,8 @@ type Curator struct {
 	// inputs is what every projection's guarantee depends on besides its request
 	// (guaranteeInputs), part of its release id.
 	inputs string
+	// proj is the projection mechanism cfg.ProjectionMechanism names, parsed once.
+	proj projection.Mechanism
 }
 
 type balanceKey struct {
@@ -171,6 +175,18 @@ func checkNoiseSD(sd float64) error {
 	return nil
 }
 
+// The defaults of Config's limits, written once: New applies them to zero fields and
+// the daemon's flags (server.NewConfig) take them as their defaults.
+const (
+	// DefaultMaxQueryIndices is the most indices in one query.
+	DefaultMaxQueryIndices = 10000
+	// DefaultMaxProjectionDim is the largest projection dimension r.
+	DefaultMaxProjectionDim = 1024
+	// DefaultEvaluationTimeout is the time limit of one program evaluation
+	// (Evaluation.Timeout).
+	DefaultEvaluationTimeout = time.Minute
+)
+
 // New validates cfg and returns a Curator.
 func New(cfg Config) (*Curator, error) {
 	if cfg.Dataset == nil || cfg.Ledger == nil {
@@ -183,20 +199,18 @@ func New(cfg Config) (*Curator, error) {
 		return nil, err
 	}
 	if cfg.MaxQueryIndices <= 0 {
-		cfg.MaxQueryIndices = 10000
+		cfg.MaxQueryIndices = DefaultMaxQueryIndices
 	}
 	if cfg.MaxProjectionDim <= 0 {
-		cfg.MaxProjectionDim = 1024
+		cfg.MaxProjectionDim = DefaultMaxProjectionDim
 	}
 	if c := cfg.Memory.Capacity(); cfg.Memory != nil && c < MinMemory {
 		return nil, fmt.Errorf("curator: a memory budget of %s cannot stream releases; give at least %s", memory.MiB(c), memory.MiB(MinMemory))
 	}
-	switch cfg.ProjectionMechanism {
-	case "":
-		cfg.ProjectionMechanism = projection.MechanismGaussian
-	case projection.MechanismLifted, projection.MechanismGaussian:
-	default:
-		return nil, fmt.Errorf("curator: unknown projection mechanism %q (want %s or %s)", cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian)
+	cfg.ProjectionMechanism = cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)
+	proj, err := projection.ParseMechanism(cfg.ProjectionMechanism)
+	if err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -238,7 +252,8 @@ func New(cfg Config) (*Curator, error) {
 		balances: make(map[balanceKey]ledger.Balance),
 		paid:     make(map[string]bool),
 		exact:    make(map[string]*exactState),
-		inputs:   guaranteeInputs(cfg.ProjectionMechanism, cfg.Dataset),
+		inputs:   guaranteeInputs(proj.Name(), cfg.Dataset),
+		proj:     proj,
 	}
 	return c, nil
 }

@@ -63,7 +63,7 @@ func newProgram(e Evaluation) (*evaluator.Program, error) {
 		}
 		t := e.Timeout
 		if t <= 0 {
-			t = time.Minute
+			t = DefaultEvaluationTimeout
 		}
 		p, err := evaluator.New(evaluator.Config{Command: e.Command, Timeout: t})
 		if err != nil {

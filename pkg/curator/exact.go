@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -61,7 +62,7 @@ func checkExact(cfg Config) error {
 	if cfg.ExactAnswers.MaxRows < 0 {
 		return fmt.Errorf("curator: the exact-answer row limit must be ≥ 0, got %d", cfg.ExactAnswers.MaxRows)
 	}
-	exact := cfg.Output.normalised().Mechanism == "none"
+	exact := answer.IsExact(cfg.Output.Mechanism)
 	if exact && cfg.Evaluation.mode() == EvaluateProgram && !cfg.AllowExactProgramAnswers {
 		return errors.New("curator: program evaluation with output privacy none would release exact functions of each queried record's features, " +
 			"which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, or set Config.AllowExactProgramAnswers to accept it explicitly")

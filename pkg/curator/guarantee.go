@@ -43,15 +43,7 @@ func (c *Curator) projectionGuarantee(eps, delta float64, m int, sens float64) s
 // projectionGuaranteeWith is projectionGuarantee with the whole-patient statement w
 // already computed for the release.
 func (c *Curator) projectionGuaranteeWith(eps, delta float64, w wholePatientStatement) string {
-	var s string
-	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		s = fmt.Sprintf("(ε=%g, δ=%g)-DP under the %s neighbour relation (one record's feature vector changes by at most one protected unit): "+
-			"mechanism gaussian, the JL projection plus Gaussian noise calibrated to its sensitivity (Kenthapadi et al. 2013)", eps, delta, ProjectionRelation)
-	} else {
-		s = fmt.Sprintf("mechanism lifted (Kharkovskii et al. 2020, Algorithm 1): (ε=%g, δ=%g) under the %s neighbour relation as claimed by its Theorem 1, which does not hold: "+
-			"the release is the data times a fixed matrix, so an adversary who knows d+1 rows recovers linear measurements of every other row; "+
-			"curators who need the guarantee use --projection-mechanism gaussian", eps, delta, ProjectionRelation)
-	}
+	s := c.proj.Guarantee(eps, delta).String()
 	if n := c.exactAnswersNote(); n != "" {
 		s += "; " + n
 	}
@@ -70,7 +62,7 @@ func (c *Curator) projectionGuaranteeWith(eps, delta float64, w wholePatientStat
 func (c *Curator) nominalPatientLowerBound(eps, delta float64) ledger.PatientCost {
 	p := c.wholePatient(eps, delta, 0, 0).patientCost()
 	if !p.Unbounded {
-		f := (1 + nominalMargin) * (1 + nominalMargin)
+		f := (1 + projection.NominalMargin) * (1 + projection.NominalMargin)
 		p.Epsilon, p.Rho = p.Epsilon/f, p.Rho/f
 	}
 	return p
@@ -88,7 +80,7 @@ var wholePatientDistances = []float64{1, 2, 5, 10}
 // The example release of the dataset's statement (GuaranteeStatement).
 const exampleEpsilon, exampleDelta = 1, 1e-5
 
-// nominalMargin makes whole-patient figures computed at the nominal sensitivity 1 and
+// The nominal margin makes whole-patient figures computed at the nominal sensitivity 1 and
 // one dimension upper bounds for every sensitivity Δ and dimension m. The
 // VectorGaussian's ε at a distance of D units depends on Δ and m only through the ratio
 // s_D/s = (D·a + √m)/(a + √m), a = Δ/2^k the sensitivity in lattice steps, and its
@@ -96,7 +88,9 @@ const exampleEpsilon, exampleDelta = 1, 1e-5
 // (Canonne, Kamath & Steinke 2020, Theorem 14), moves by less than 2⁻¹⁹ ≈ 1.9e-6
 // relative between any two (Δ, m), and ε (increasing and at most linear in ρ at every
 // Rényi order) by no more; 1e-5 leaves a margin of five times that.
-const nominalMargin = 1e-5
+//
+// The margin is the mechanism's (projection.NominalMargin); this comment says why it
+// suffices for the curator's figures.
 
 // wholePatientStatement is the whole-patient equivalent of a projection release.
 type wholePatientStatement struct {
@@ -161,8 +155,14 @@ func (w wholePatientStatement) short() string {
 // valid for every m and Δ, see nominalMargin). It uses no statistic of the data. The
 // lifted mechanism and data-dependent scalings have no guarantee at any distance.
 func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePatientStatement {
-	if c.cfg.ProjectionMechanism != projection.MechanismGaussian {
-		return wholePatientStatement{none: "the lifted mechanism's claimed guarantee does not hold even for one unit, so it holds for no larger distance"}
+	return c.wholePatientOf(eps, delta, &projection.Report{N: m, R: 1, Sensitivity: sens})
+}
+
+// wholePatientOf is wholePatient for the release rep, whose own mechanism (rep.Noise)
+// states the figures when it has one.
+func (c *Curator) wholePatientOf(eps, delta float64, rep *projection.Report) wholePatientStatement {
+	if why := c.proj.NoWholeRecord(); why != "" {
+		return wholePatientStatement{none: why}
 	}
 	if !c.ds.Private {
 		mode := string(c.ds.Scaling.Mode)
@@ -172,8 +172,9 @@ func (c *Curator) wholePatient(eps, delta float64, m int, sens float64) wholePat
 		return wholePatientStatement{none: "the scaling " + mode + " uses the data's own statistics, so one patient's change moves every scaled row and no distance covers it"}
 	}
 	diam := c.ds.ClipDiameterUnits()
-	rows, rho, err := wholePatientTable(eps, delta, diam, m, sens)
+	rows, rho, err := c.proj.WholeRecord(eps, delta, wholePatientDists(diam), rep)
 	if err != nil {
+		err = fmt.Errorf("curator: %w", err)
 		// Not reached for the (ε, δ) a release accepts; say so rather than guess.
 		return wholePatientStatement{none: "not computed: " + strings.ReplaceAll(err.Error(), ". ", "; ")}
 	}
@@ -193,45 +194,16 @@ func units(d float64) string {
 	return fmt.Sprintf("%g units", d)
 }
 
-// wholePatientTable evaluates the release's ε at δ for the public distances below the
-// clip diameter diam and at diam itself (the last row), and its ρ at diam: the
-// ε at diam is ρ converted at δ (dp.VectorGaussian.EpsilonAtDistance), so it is the
-// (ε, δ) at the release's own δ.
-func wholePatientTable(eps, delta, diam float64, m int, sens float64) ([]dp.DistanceEpsilon, float64, error) {
+// wholePatientDists are the public distances below the clip diameter diam at which a
+// release's whole-patient figures are tabulated, then diam itself.
+func wholePatientDists(diam float64) []float64 {
 	var dists []float64
 	for _, d := range wholePatientDistances {
 		if d < diam {
 			dists = append(dists, d)
 		}
 	}
-	dists = append(dists, diam)
-	nominal := !(sens > 0) || m < 1
-	if nominal {
-		sens, m = 1, 1
-	}
-	g, err := dp.NewVectorGaussian(eps, delta, sens, m)
-	if err != nil {
-		return nil, 0, fmt.Errorf("curator: whole-patient table: %w", err)
-	}
-	rows, err := dp.WholeRecordTable(g, delta, dists)
-	if err != nil {
-		return nil, 0, fmt.Errorf("curator: %w", err)
-	}
-	rho, err := g.RhoAtDistance(diam)
-	if err != nil {
-		return nil, 0, fmt.Errorf("curator: %w", err)
-	}
-	if nominal {
-		rho *= 1 + nominalMargin // the same margin bounds ρ for every Δ and m
-		for i := range rows {
-			rows[i].Epsilon *= 1 + nominalMargin // +Inf stays +Inf
-			if rows[i].Units <= 1 {
-				// At one unit or less the calibrated (ε, δ) holds for every Δ and m.
-				rows[i].Epsilon = math.Min(rows[i].Epsilon, eps)
-			}
-		}
-	}
-	return rows, rho, nil
+	return append(dists, diam)
 }
 
 // scalingNote says, for a private-estimated scaling, what its estimate cost under the
@@ -279,17 +251,11 @@ func (c *Curator) OutputGuarantee() string {
 		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%g under the %s neighbour relation, once for the dataset "+
 			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, o.RangeEpsilon, AnswerRelation)
 	}
-	switch o.Mechanism {
-	case "laplace":
-		return fmt.Sprintf("each answer (ε=%g, δ=0)-DP under the %s neighbour relation (one record replaced by any other): mechanism laplace, "+
-			"the recorded value clipped to [%g, %g] plus Laplace noise calibrated to the sensitivity %g; %s; %s",
-			o.Epsilon, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once, wholePatientAnswers(o.Epsilon, 0, o))
-	case "gaussian":
-		return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP under the %s neighbour relation (one record replaced by any other): mechanism gaussian, "+
-			"the recorded value clipped to [%g, %g] plus Gaussian noise calibrated to the sensitivity %g (analytic Gaussian, Balle & Wang 2018); %s; %s",
-			o.Epsilon, o.Delta, AnswerRelation, o.Lower, o.Upper, o.Upper-o.Lower, once, wholePatientAnswers(o.Epsilon, o.Delta, o))
+	g := c.out.mech.Guarantee()
+	if g.Holds() {
+		return fmt.Sprintf("each answer %s; %s; %s", g, once, wholePatientAnswers(g.Epsilon, g.Delta, o))
 	}
-	s := "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"
+	s := g.String()
 	switch c.cfg.Evaluation.mode() {
 	case EvaluateProgram:
 		s += "; each answer is an exact function of the queried record's features (the operator's program run on them), so it reveals what the projection protects"
@@ -338,14 +304,7 @@ func (c *Curator) GuaranteeStatement() string {
 }
 
 func (c *Curator) guaranteeStatement() string {
-	var p string
-	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		p = fmt.Sprintf("Projection releases: mechanism gaussian, (ε, δ)-DP at the (ε, δ) of each request under the %s neighbour relation, one protected unit being: %s",
-			ProjectionRelation, c.unitText())
-	} else {
-		p = fmt.Sprintf("Projection releases: mechanism lifted (Kharkovskii et al. 2020, Algorithm 1), whose claimed (ε, δ) under the %s neighbour relation does not hold; one protected unit being: %s",
-			ProjectionRelation, c.unitText())
-	}
+	p := "Projection releases: " + c.proj.Guarantee(exampleEpsilon, exampleDelta).Summary() + " one protected unit being: " + c.unitText()
 	w := c.wholePatient(exampleEpsilon, exampleDelta, 0, 0)
 	ws := w.sentence()
 	if w.none == "" {

@@ -9,7 +9,6 @@ import (
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/memory"
-	"github.com/privbo/privbo/pkg/projection"
 )
 
 // MinMemory is the smallest Config.Memory budget New accepts: room for streaming any
@@ -45,7 +44,7 @@ func (e *MemoryError) Error() string {
 // mechanism's factorisation) and the store's (blob.PutMemory: a file's write buffer, or
 // PostgreSQL's chunks).
 func (c *Curator) computeNeed(r int) int64 {
-	return projection.MemoryNeed(c.ds.N, c.ds.D, r, c.cfg.ProjectionMechanism) + blob.PutMemory(c.releases)
+	return c.proj.MemoryNeed(c.ds.N, c.ds.D, r) + blob.PutMemory(c.releases)
 }
 
 // streamNeed is the memory of reading a stored rows×cols release to a client: the
@@ -60,7 +59,7 @@ func streamNeed(store blob.Store, rows, cols int) int64 {
 // curator releases fits its memory (0 when none does).
 func (c *Curator) maxDimension() int {
 	limit := c.cfg.MaxProjectionDim
-	if c.cfg.ProjectionMechanism != projection.MechanismLifted && !c.cfg.AllowWideProjection {
+	if c.proj.AddsNoise() && !c.cfg.AllowWideProjection {
 		limit = min(limit, c.ds.D)
 	}
 	capacity := c.cfg.Memory.Capacity()

@@ -57,7 +57,7 @@ func TestProjectionNoiseSD(t *testing.T) {
 // TestLiftedNoiseSD checks that the lifted mechanism states σ = 0.
 func TestLiftedNoiseSD(t *testing.T) {
 	c, _ := scaledCurator(t, 20, dataset.Scaling{Mode: dataset.ScaleNone})
-	c.cfg.ProjectionMechanism = projection.MechanismLifted
+	c.cfg.ProjectionMechanism, c.proj = projection.MechanismLifted, projection.Lifted{} // the mechanism is parsed once, in New
 	p, err := c.ReleaseProjection(context.Background(), "bob", ProjectionRequest{R: 2, Epsilon: 1, Delta: 1e-5})
 	if err != nil {
 		t.Fatal(err)

@@ -3,22 +3,23 @@ package curator
 import (
 	"crypto/rand"
 	"fmt"
-	"math"
 	mrand "math/rand/v2"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// OutputPrivacy says how query answers are released (docs/MATHS.md §2.3, docs/PRIVACY.md §5).
+// OutputPrivacy says how query answers are released (docs/MATHS.md §2.3, docs/PRIVACY.md §5;
+// the mechanisms are package answer's, Mechanism names one).
 //
-// "laplace" and "gaussian" clip the evaluation to [Lower, Upper] and add noise
+// Laplace and Gaussian clip the evaluation to [Lower, Upper] and add noise
 // calibrated to the sensitivity Upper − Lower (one record's output may change anywhere
 // within the range when the record is replaced): each answer is (Epsilon, Delta)-DP
 // under ledger.RelationRecord (Delta is 0 for Laplace). The answers to one identity
 // compose in parallel, so the identity pays (Epsilon, Delta) once (see chargeAnswers).
 //
-// Mechanism "none" releases the recorded evaluation as it is: the paper's setting, in
+// Exact answers (answer.MechanismExact) release the recorded evaluation as it is: the paper's setting, in
 // which outputs are assumed not sensitive. Such answers have no guarantee at all
 // (ε = ∞): they cost nothing and protect nothing. It is an explicit operator choice.
 type OutputPrivacy struct {
@@ -44,94 +45,49 @@ func (o OutputPrivacy) Validate() error {
 
 func (o OutputPrivacy) normalised() OutputPrivacy {
 	if o.Mechanism == "" {
-		o.Mechanism = "none"
+		o.Mechanism = answer.MechanismExact
 	}
 	return o
 }
 
-// releaser is the noise mechanism of private outputs.
-type releaser interface {
-	Release(src *dp.Source, x float64) (float64, error)
-}
-
+// outputReleaser releases the answers with the mechanism the configuration names,
+// parsed once (answer.New).
 type outputReleaser struct {
 	cfg  OutputPrivacy
-	mech releaser // nil for "none"
+	mech answer.Mechanism
 	src  *dp.Source
 }
 
 func newOutputReleaser(o OutputPrivacy) (*outputReleaser, error) {
 	o = o.normalised()
-	r := &outputReleaser{cfg: o}
-	if o.Mechanism == "none" {
-		if o.Epsilon != 0 || o.Delta != 0 {
-			return nil, fmt.Errorf("curator: output privacy none takes no epsilon or delta")
-		}
-		return r, nil
-	}
-	if math.IsNaN(o.Lower) || math.IsNaN(o.Upper) || math.IsInf(o.Lower, 0) || math.IsInf(o.Upper, 0) || !(o.Lower < o.Upper) {
-		return nil, fmt.Errorf("curator: output privacy needs a finite range lower < upper, got [%g, %g]", o.Lower, o.Upper)
-	}
-	sens := o.Upper - o.Lower
-	if math.IsInf(sens, 0) {
-		return nil, fmt.Errorf("curator: output privacy range [%g, %g] is wider than float64 can hold (upper − lower overflows); declare a range that the target can be rescaled to", o.Lower, o.Upper)
-	}
-	var err error
-	switch o.Mechanism {
-	case "laplace":
-		if o.Delta != 0 {
-			return nil, fmt.Errorf("curator: the Laplace output mechanism is pure ε-DP; delta must be 0, got %g", o.Delta)
-		}
-		r.mech, err = dp.NewLaplace(o.Epsilon, sens)
-	case "gaussian":
-		if o.Delta <= 0 {
-			return nil, fmt.Errorf("curator: the Gaussian output mechanism needs delta in (0, 1), got %g", o.Delta)
-		}
-		r.mech, err = dp.NewGaussian(o.Epsilon, o.Delta, sens)
-	default:
-		return nil, fmt.Errorf("curator: unknown output privacy mechanism %q (want none, laplace or gaussian)", o.Mechanism)
-	}
+	m, err := answer.New(o.Mechanism, answer.Params{Epsilon: o.Epsilon, Delta: o.Delta, Lower: o.Lower, Upper: o.Upper})
 	if err != nil {
-		return nil, fmt.Errorf("curator: output privacy: %w", err)
+		return nil, fmt.Errorf("curator: %w", err)
 	}
-	r.src = dp.CryptoSource()
-	return r, nil
+	return &outputReleaser{cfg: o, mech: m, src: dp.CryptoSource()}, nil
 }
 
-func (r *outputReleaser) name() string { return r.cfg.Mechanism }
+func (r *outputReleaser) name() string { return r.mech.Name() }
 
 // exact reports whether answers are released without privacy.
-func (r *outputReleaser) exact() bool { return r.mech == nil }
+func (r *outputReleaser) exact() bool { return r.mech.Exact() }
 
 // chargeKey is the ledger key of an identity's one charge for its answers under this
 // setting: a new setting is a new key, and so a new charge.
 func (r *outputReleaser) chargeKey() string {
 	o := r.cfg
-	return fmt.Sprintf("query-answers/%s/eps=%g/delta=%g/range=%g,%g", o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
+	return fmt.Sprintf("query-answers/%s/eps=%g/delta=%g/range=%g,%g", r.mech.Name(), o.Epsilon, o.Delta, o.Lower, o.Upper)
 }
 
 // noiseSD is the standard deviation of the noise each answer carries (Laplace: √2 times
 // its scale; Gaussian: σ), 0 for exact answers. It depends on the setting only.
-func (r *outputReleaser) noiseSD() float64 {
-	switch m := r.mech.(type) {
-	case *dp.Laplace:
-		return math.Sqrt2 * m.Scale()
-	case *dp.Gaussian:
-		return m.Scale()
-	}
-	return 0
-}
+func (r *outputReleaser) noiseSD() float64 { return r.mech.NoiseSD() }
 
-func (r *outputReleaser) cost() ledger.Cost {
-	return ledger.Cost{Epsilon: r.cfg.Epsilon, Delta: r.cfg.Delta}
-}
+func (r *outputReleaser) cost() ledger.Cost { return r.mech.Cost() }
 
 // release returns the value to send for evaluation y.
 func (r *outputReleaser) release(y float64) (float64, error) {
-	if r.mech == nil {
-		return y, nil
-	}
-	return r.mech.Release(r.src, min(max(y, r.cfg.Lower), r.cfg.Upper))
+	return r.mech.Release(r.src, y)
 }
 
 // newNoiseSource returns standard normal draws for simulated observation noise, from a

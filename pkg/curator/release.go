@@ -136,7 +136,7 @@ func (c *Curator) validate(r ProjectionRequest) error {
 	if maxR := c.cfg.MaxProjectionDim; r.R > maxR {
 		return fmt.Errorf("curator: %w: projection dimension r = %d exceeds this curator's maximum %d", ErrInvalidArgument, r.R, maxR)
 	}
-	if d := c.ds.D; r.R > d && c.cfg.ProjectionMechanism != projection.MechanismLifted && !c.cfg.AllowWideProjection {
+	if d := c.ds.D; r.R > d && c.proj.AddsNoise() && !c.cfg.AllowWideProjection {
 		return fmt.Errorf("curator: %w: %w: r = %d exceeds the %d features of dataset %s; a projection to more dimensions than features keeps no more "+
 			"information than r = %d and adds noise in every extra coordinate, so ask for r ≤ %d (or let the curator choose r)",
 			ErrInvalidArgument, ErrDimensionAboveFeatures, r.R, d, c.ds.Name, d, d)
@@ -172,8 +172,8 @@ func (c *Curator) legacyReleaseID(identity string, r ProjectionRequest) string {
 	h.Write(b[:])
 	h.Write([]byte(r.Label))
 	// Lifted releases keep the ids they had before there was a choice of mechanism.
-	if m := c.cfg.ProjectionMechanism; m != projection.MechanismLifted {
-		fmt.Fprintf(h, "\x00mechanism=%s", m)
+	if !c.proj.Baseline() {
+		fmt.Fprintf(h, "\x00mechanism=%s", c.proj.Name())
 	}
 	return "proj-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
@@ -338,12 +338,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	params := projection.Params{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta}
 	// The release is computed a window of rows at a time while it is stored: its n×r
 	// matrix is never held whole.
-	var z *projection.Stream
-	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		z, err = projection.ProjectGaussianStream(ctx, c.ds.X, c.ds.N, c.ds.D, params, src, projection.CryptoNoise)
-	} else {
-		z, err = projection.ProjectStream(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
-	}
+	z, err := c.proj.Stream(ctx, c.ds.X, c.ds.N, c.ds.D, params, src)
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
 	}
@@ -376,7 +371,7 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 			c.log.Warn("removing an unrecorded release matrix", zap.String("release", id), zap.Error(err))
 		}
 	}
-	w := c.wholePatient(req.Epsilon, req.Delta, c.ds.N*req.R, rep.Sensitivity)
+	w := c.wholePatientOf(req.Epsilon, req.Delta, &rep)
 	guarantee := c.projectionGuaranteeWith(req.Epsilon, req.Delta, w)
 	patient := w.patientCost()
 	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD,

@@ -153,9 +153,9 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 	o := c.out.cfg
 	out := StudyCapacity{StudySize: s, Own: own,
 		PerIdentity: fitCount(lim.PerIdentity, t), Dataset: fitCount(room, t), DatasetLeft: fitCount(b.DatasetRemaining, t),
-		AnswersMechanism: o.Mechanism, AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper}
+		AnswersMechanism: c.out.name(), AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper}
 	if s.Projection.Delta > 0 {
-		a, err := projection.AutoDimension(c.ds.N, c.ds.D, c.cfg.ProjectionMechanism, s.Projection.Epsilon, s.Projection.Delta, autoSquaredDistance)
+		a, err := projection.AutoDimensionFor(c.ds.N, c.ds.D, c.proj, s.Projection.Epsilon, s.Projection.Delta, autoSquaredDistance)
 		if err != nil {
 			return StudyCapacity{}, fmt.Errorf("curator: the default study: %w", err)
 		}
@@ -335,7 +335,7 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 		}
 	}
 	if q.R == 0 {
-		a, err := projection.AutoDimension(c.ds.N, c.ds.D, c.cfg.ProjectionMechanism, q.Epsilon, q.Delta, autoSquaredDistance)
+		a, err := projection.AutoDimensionFor(c.ds.N, c.ds.D, c.proj, q.Epsilon, q.Delta, autoSquaredDistance)
 		if err != nil {
 			return nil, fmt.Errorf("curator: %w: %w", ErrInvalidArgument, err)
 		}
@@ -345,10 +345,8 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 	if err := c.validate(preq); err != nil {
 		return nil, err
 	}
-	if c.cfg.ProjectionMechanism == projection.MechanismGaussian {
-		if q.NoiseSD, err = projection.NominalNoiseSD(c.ds.N, c.ds.D, q.R, q.Epsilon, q.Delta); err != nil {
-			return nil, fmt.Errorf("curator: %w", err)
-		}
+	if q.NoiseSD, err = c.proj.NoiseSD(c.ds.N, c.ds.D, q.R, q.Epsilon, q.Delta); err != nil {
+		return nil, fmt.Errorf("curator: %w", err)
 	}
 	w := c.wholePatient(q.Epsilon, q.Delta, 0, 0)
 	q.WholePatientEpsilon, q.WholePatient = w.epsValue, w.sentence()
@@ -359,7 +357,7 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	o := c.out.cfg
-	q.Answers = AnswersQuote{Mechanism: o.Mechanism, Relation: AnswerRelation, Lower: o.Lower, Upper: o.Upper, NoiseSD: c.out.noiseSD()}
+	q.Answers = AnswersQuote{Mechanism: c.out.name(), Relation: AnswerRelation, Lower: o.Lower, Upper: o.Upper, NoiseSD: c.out.noiseSD()}
 	if !c.out.exact() {
 		q.Answers.Epsilon, q.Answers.Delta, q.Answers.Included = o.Epsilon, o.Delta, req.WithAnswers
 		if q.Answers.Paid, err = c.answersPaid(ctx, identity); err != nil {

@@ -168,7 +168,7 @@ func TestWholePatientUnitAndPrivateScaling(t *testing.T) {
 // whole-patient figure, and say why; nor does the ledger.
 func TestWholePatientNoGuarantee(t *testing.T) {
 	c, _ := scaledCurator(t, 20, dataset.Scaling{Mode: dataset.ScaleNone})
-	c.cfg.ProjectionMechanism = projection.MechanismLifted
+	c.cfg.ProjectionMechanism, c.proj = projection.MechanismLifted, projection.Lifted{} // the mechanism is parsed once, in New
 	if got := c.ProjectionGuarantee(1, 1e-5); !strings.HasSuffix(got, "Whole patient: no guarantee (the lifted mechanism's claimed guarantee does not hold even for one unit, so it holds for no larger distance).") ||
 		strings.Contains(got, "ε=134") {
 		t.Errorf("lifted: %s", got)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/answer"
 )
 
 // Answers released with output privacy (the curator clips each evaluation y to a
@@ -25,27 +25,20 @@ import (
 // gives 0. The values are those of package dp's mechanisms, so they match the noise
 // the curator adds.
 func AnswerNoiseVariance(mechanism string, epsilon, delta, lower, upper float64) (float64, error) {
-	if mechanism == "" || mechanism == "none" {
+	if answer.IsExact(mechanism) {
 		return 0, nil
 	}
 	if math.IsNaN(lower) || math.IsNaN(upper) || math.IsInf(lower, 0) || math.IsInf(upper, 0) || !(lower < upper) {
 		return 0, fmt.Errorf("gpucb: the output range must be finite with lower < upper, got [%g, %g]", lower, upper)
 	}
-	switch mechanism {
-	case "laplace":
-		m, err := dp.NewLaplace(epsilon, upper-lower)
-		if err != nil {
-			return 0, fmt.Errorf("gpucb: %w", err)
-		}
-		return 2 * m.Scale() * m.Scale(), nil
-	case "gaussian":
-		m, err := dp.NewGaussian(epsilon, delta, upper-lower)
-		if err != nil {
-			return 0, fmt.Errorf("gpucb: %w", err)
-		}
-		return m.Scale() * m.Scale(), nil
+	if answer.PureEpsilon(mechanism) {
+		delta = 0 // the variance of a pure mechanism does not depend on δ
 	}
-	return 0, fmt.Errorf("gpucb: unknown output mechanism %q (want none, laplace or gaussian)", mechanism)
+	m, err := answer.New(mechanism, answer.Params{Epsilon: epsilon, Delta: delta, Lower: lower, Upper: upper})
+	if err != nil {
+		return 0, fmt.Errorf("gpucb: %w", err)
+	}
+	return m.NoiseVariance(), nil
 }
 
 // NoiseRule names a rule that sets the GP prior for noisy answers from public

@@ -187,8 +187,8 @@ func (m *Manager) existing(ctx context.Context, identity, key string) (Job, erro
 	return j, err
 }
 
-// jobRelation is the default neighbour relation of a job's kind (ledger.JobRelation).
-func jobRelation(spec Spec) ledger.Relation { return ledger.JobRelation(spec.Kind()) }
+// jobRelation is the default neighbour relation of a job's kind (Spec.Relation).
+func jobRelation(spec Spec) ledger.Relation { return spec.Relation() }
 
 // chargeRelation is the relation a job is charged under: the one its plan states
 // with its guarantee (the runner knows, for instance, what an external evaluator's

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 )
 
 // Relation is the neighbour relation of every guarantee this package gives
@@ -16,8 +16,8 @@ import (
 // m are neighbours when one record of V is replaced by any other record.
 // Nothing here protects the training records: the learner is trained on them
 // as they are (the paper's setting, in which the training set is not
-// sensitive). It is the privacy ledger's RelationValidationRecord.
-const Relation = ledger.RelationValidationRecord
+// sensitive). It is privacy.RelationValidationRecord.
+const Relation = privacy.RelationValidationRecord
 
 // relationWords states Relation, and what it leaves unprotected, in every
 // Guarantee text.

@@ -7,39 +7,17 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/privbo/privbo/pkg/dp/privacy"
 )
 
-// Cost is a privacy cost (ε, δ), stated under a neighbour relation (see
-// Relation). Under basic composition the costs of the records of an account
-// under one relation add up, component by component.
-type Cost struct {
-	Epsilon, Delta float64
-}
-
-// Validate reports whether c is a cost the ledger may record: both
-// components finite and non-negative, and δ < 1. A zero cost is valid; it
-// makes a durable, idempotent record that spends nothing.
-func (c Cost) Validate() error {
-	switch {
-	case math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0):
-		return fmt.Errorf("ledger: cost epsilon must be finite, got %g", c.Epsilon)
-	case c.Epsilon < 0:
-		return fmt.Errorf("ledger: cost epsilon must be non-negative, got %g", c.Epsilon)
-	case math.IsNaN(c.Delta) || math.IsInf(c.Delta, 0):
-		return fmt.Errorf("ledger: cost delta must be finite, got %g", c.Delta)
-	case c.Delta < 0:
-		return fmt.Errorf("ledger: cost delta must be non-negative, got %g", c.Delta)
-	case c.Delta >= 1:
-		return fmt.Errorf("ledger: cost delta must be below 1, got %g", c.Delta)
-	}
-	return nil
-}
-
-// IsZero reports whether c spends nothing.
-func (c Cost) IsZero() bool { return c.Epsilon == 0 && c.Delta == 0 }
+// Cost is a privacy cost (ε, δ), stated under a neighbour relation
+// (privacy.Cost). Under basic composition the costs of the records of an
+// account under one relation add up, component by component.
+type Cost = privacy.Cost
 
 // normalise turns −0 into +0 so that stored costs compare and print plainly.
-func (c Cost) normalise() Cost { return Cost{Epsilon: c.Epsilon + 0, Delta: c.Delta + 0} }
+func normalise(c Cost) Cost { return Cost{Epsilon: c.Epsilon + 0, Delta: c.Delta + 0} }
 
 // Account is the unit a budget is kept for: one modeler identity on one
 // dataset. Both fields are required; the curator records its own releases

@@ -8,54 +8,28 @@ import (
 	"testing"
 )
 
-func TestCostValidate(t *testing.T) {
-	tests := []struct {
-		c       Cost
-		wantErr string // "" for valid
-	}{
-		{Cost{0, 0}, ""},
-		{Cost{1, 1e-5}, ""},
-		{Cost{math.Copysign(0, -1), 0}, ""},
-		{Cost{1e300, 0.999999}, ""},
-		{Cost{math.NaN(), 0}, "epsilon must be finite"},
-		{Cost{math.Inf(1), 0}, "epsilon must be finite"},
-		{Cost{-1, 0}, "epsilon must be non-negative"},
-		{Cost{-math.SmallestNonzeroFloat64, 0}, "epsilon must be non-negative"},
-		{Cost{1, math.NaN()}, "delta must be finite"},
-		{Cost{1, math.Inf(-1)}, "delta must be finite"},
-		{Cost{1, -1e-9}, "delta must be non-negative"},
-		{Cost{1, 1}, "delta must be below 1"},
-	}
-	for _, tt := range tests {
-		err := tt.c.Validate()
-		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("%+v.Validate() = %v, want error containing %q", tt.c, err, tt.wantErr)
-		}
-	}
-}
-
 func TestLimitsValidate(t *testing.T) {
-	ok := Cost{1, 1e-5}
+	ok := Cost{Epsilon: 1, Delta: 1e-5}
 	tests := []struct {
 		l       Limits
 		wantErr string
 	}{
 		{Limits{PerIdentity: ok, Dataset: ok}, ""},
-		{Limits{PerIdentity: Cost{1, 0}, Dataset: Cost{2, 0}}, ""},
-		{Limits{PerIdentity: Cost{0, 1e-5}, Dataset: ok}, "per-identity limit epsilon"},
-		{Limits{PerIdentity: ok, Dataset: Cost{-1, 0}}, "dataset limit epsilon"},
-		{Limits{PerIdentity: ok, Dataset: Cost{math.Inf(1), 0}}, "dataset limit epsilon"},
-		{Limits{PerIdentity: Cost{math.NaN(), 0}, Dataset: ok}, "per-identity limit epsilon"},
-		{Limits{PerIdentity: Cost{1, 1}, Dataset: ok}, "per-identity limit delta"},
-		{Limits{PerIdentity: ok, Dataset: Cost{1, -0.1}}, "dataset limit delta"},
-		{Limits{PerIdentity: ok, Dataset: Cost{1, math.NaN()}}, "dataset limit delta"},
+		{Limits{PerIdentity: Cost{Epsilon: 1, Delta: 0}, Dataset: Cost{Epsilon: 2, Delta: 0}}, ""},
+		{Limits{PerIdentity: Cost{Epsilon: 0, Delta: 1e-5}, Dataset: ok}, "per-identity limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: Cost{Epsilon: -1, Delta: 0}}, "dataset limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: Cost{Epsilon: math.Inf(1), Delta: 0}}, "dataset limit epsilon"},
+		{Limits{PerIdentity: Cost{Epsilon: math.NaN(), Delta: 0}, Dataset: ok}, "per-identity limit epsilon"},
+		{Limits{PerIdentity: Cost{Epsilon: 1, Delta: 1}, Dataset: ok}, "per-identity limit delta"},
+		{Limits{PerIdentity: ok, Dataset: Cost{Epsilon: 1, Delta: -0.1}}, "dataset limit delta"},
+		{Limits{PerIdentity: ok, Dataset: Cost{Epsilon: 1, Delta: math.NaN()}}, "dataset limit delta"},
 		{Limits{}, "per-identity limit epsilon"},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{10, 1e-5}}}, ""},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{10, 0}}}, ""},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{0, 1e-5}}}, "whole-patient per-identity cap has δ"},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{math.Inf(1), 0}}}, "whole-patient dataset limit epsilon"},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{1, 1}}}, "whole-patient dataset limit delta"},
-		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{-1, 0}}}, "whole-patient per-identity limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{Epsilon: 10, Delta: 1e-5}}}, ""},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{Epsilon: 10, Delta: 0}}}, ""},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{Epsilon: 0, Delta: 1e-5}}}, "whole-patient per-identity cap has δ"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{Epsilon: math.Inf(1), Delta: 0}}}, "whole-patient dataset limit epsilon"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{Dataset: Cost{Epsilon: 1, Delta: 1}}}, "whole-patient dataset limit delta"},
+		{Limits{PerIdentity: ok, Dataset: ok, Patient: PatientLimits{PerIdentity: Cost{Epsilon: -1, Delta: 0}}}, "whole-patient per-identity limit epsilon"},
 	}
 	for _, tt := range tests {
 		err := tt.l.Validate()
@@ -66,7 +40,7 @@ func TestLimitsValidate(t *testing.T) {
 }
 
 func TestChargeValidate(t *testing.T) {
-	good := Charge{Account: Account{"diabetes", "acme"}, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{1, 0}}
+	good := Charge{Account: Account{"diabetes", "acme"}, Key: "k", Kind: "query", Relation: RelationRecord, Cost: Cost{Epsilon: 1, Delta: 0}}
 	tests := []struct {
 		name    string
 		edit    func(c *Charge)
@@ -104,15 +78,15 @@ func TestBudgetErrorText(t *testing.T) {
 		want string
 	}{
 		{
-			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Relation: RelationRecord, Requested: Cost{1, 1e-5}, Remaining: Cost{0.5, 0}},
+			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Relation: RelationRecord, Requested: Cost{Epsilon: 1, Delta: 1e-5}, Remaining: Cost{Epsilon: 0.5, Delta: 0}},
 			`ledger: budget exceeded for identity "acme" on dataset "diabetes" under the record neighbour relation: requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
 		},
 		{
-			&BudgetError{Scope: ScopeDataset, Account: Account{"diabetes", "acme"}, Relation: RelationFeatureUnit, Requested: Cost{0.1, 0}, Remaining: Cost{0.05, 2.5e-6}},
+			&BudgetError{Scope: ScopeDataset, Account: Account{"diabetes", "acme"}, Relation: RelationFeatureUnit, Requested: Cost{Epsilon: 0.1, Delta: 0}, Remaining: Cost{Epsilon: 0.05, Delta: 2.5e-6}},
 			`ledger: budget exceeded for dataset "diabetes" (charge by identity "acme") under the feature-unit neighbour relation: requested ε=0.1, δ=0; remaining ε=0.05, δ=2.5e-06`,
 		},
 		{
-			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Requested: Cost{1, 0}, Remaining: Cost{0.5, 0}},
+			&BudgetError{Scope: ScopeIdentity, Account: Account{"diabetes", "acme"}, Requested: Cost{Epsilon: 1, Delta: 0}, Remaining: Cost{Epsilon: 0.5, Delta: 0}},
 			`ledger: budget exceeded for identity "acme" on dataset "diabetes" under an unnamed neighbour relation: requested ε=1, δ=0; remaining ε=0.5, δ=0`,
 		},
 	}
@@ -140,7 +114,7 @@ func ratSum(xs ...float64) *big.Rat {
 }
 
 func TestTotalFits(t *testing.T) {
-	one := Cost{1, 1e-5}
+	one := Cost{Epsilon: 1, Delta: 1e-5}
 	tests := []struct {
 		name  string
 		spent []Cost
@@ -148,18 +122,18 @@ func TestTotalFits(t *testing.T) {
 		limit Cost
 		want  bool
 	}{
-		{"empty, exact fit", nil, Cost{1, 1e-5}, one, true},
-		{"half plus half", []Cost{{0.5, 0}}, Cost{0.5, 0}, one, true},
-		{"over by 1e-9", []Cost{{0.5, 0}}, Cost{0.5 + 1e-9, 0}, one, false},
-		{"delta over", []Cost{{0, 1e-5}}, Cost{0, 1e-10}, one, false},
-		{"zero cost at full budget", []Cost{{1, 1e-5}}, Cost{0, 0}, one, true},
-		{"zero epsilon, delta room", []Cost{{1, 0}}, Cost{0, 1e-6}, one, true},
-		{"epsilon over, delta room", []Cost{{1, 0}}, Cost{1e-11, 1e-6}, one, false},
-		{"epsilon within slack of a full budget", []Cost{{1, 0}}, Cost{1e-13, 0}, one, true},
+		{"empty, exact fit", nil, Cost{Epsilon: 1, Delta: 1e-5}, one, true},
+		{"half plus half", []Cost{{Epsilon: 0.5, Delta: 0}}, Cost{Epsilon: 0.5, Delta: 0}, one, true},
+		{"over by 1e-9", []Cost{{Epsilon: 0.5, Delta: 0}}, Cost{Epsilon: 0.5 + 1e-9, Delta: 0}, one, false},
+		{"delta over", []Cost{{Epsilon: 0, Delta: 1e-5}}, Cost{Epsilon: 0, Delta: 1e-10}, one, false},
+		{"zero cost at full budget", []Cost{{Epsilon: 1, Delta: 1e-5}}, Cost{Epsilon: 0, Delta: 0}, one, true},
+		{"zero epsilon, delta room", []Cost{{Epsilon: 1, Delta: 0}}, Cost{Epsilon: 0, Delta: 1e-6}, one, true},
+		{"epsilon over, delta room", []Cost{{Epsilon: 1, Delta: 0}}, Cost{Epsilon: 1e-11, Delta: 1e-6}, one, false},
+		{"epsilon within slack of a full budget", []Cost{{Epsilon: 1, Delta: 0}}, Cost{Epsilon: 1e-13, Delta: 0}, one, true},
 		// Slack: accepted within a relative 1e-12 of the limit, refused beyond.
-		{"within slack", nil, Cost{1 + 0.5e-12, 0}, one, true},
-		{"beyond slack", nil, Cost{1 + 2e-12, 0}, one, false},
-		{"zero cost above a lowered limit", []Cost{{2, 0}}, Cost{0, 0}, one, true},
+		{"within slack", nil, Cost{Epsilon: 1 + 0.5e-12, Delta: 0}, one, true},
+		{"beyond slack", nil, Cost{Epsilon: 1 + 2e-12, Delta: 0}, one, false},
+		{"zero cost above a lowered limit", []Cost{{Epsilon: 2, Delta: 0}}, Cost{Epsilon: 0, Delta: 0}, one, true},
 	}
 	for _, tt := range tests {
 		var tot total
@@ -194,15 +168,15 @@ func TestDecimalSchedules(t *testing.T) {
 		}
 		var tot total
 		for i := range tt.n {
-			if !tot.fits(Cost{tt.cost, 0}, Cost{tt.limit, 0}) {
+			if !tot.fits(Cost{Epsilon: tt.cost, Delta: 0}, Cost{Epsilon: tt.limit, Delta: 0}) {
 				t.Fatalf("charge %d of %d×%g refused under limit %g", i+1, tt.n, tt.cost, tt.limit)
 			}
-			tot.add(Cost{tt.cost, 0})
+			tot.add(Cost{Epsilon: tt.cost, Delta: 0})
 		}
-		if tot.fits(Cost{tt.cost, 0}, Cost{tt.limit, 0}) {
+		if tot.fits(Cost{Epsilon: tt.cost, Delta: 0}, Cost{Epsilon: tt.limit, Delta: 0}) {
 			t.Errorf("charge %d of %g accepted under limit %g, want refused", tt.n+1, tt.cost, tt.limit)
 		}
-		if got := tot.remaining(Cost{tt.limit, 0}).Epsilon; got != 0 {
+		if got := tot.remaining(Cost{Epsilon: tt.limit, Delta: 0}).Epsilon; got != 0 {
 			t.Errorf("remaining after %d×%g = %g, want 0", tt.n, tt.cost, got)
 		}
 	}
@@ -225,9 +199,9 @@ func TestRemainingRoundsDown(t *testing.T) {
 	for _, tt := range tests {
 		var tot total
 		for _, x := range tt.spent {
-			tot.add(Cost{x, 0})
+			tot.add(Cost{Epsilon: x, Delta: 0})
 		}
-		rem := tot.remaining(Cost{tt.limit, 0}).Epsilon
+		rem := tot.remaining(Cost{Epsilon: tt.limit, Delta: 0}).Epsilon
 		exactRem := new(big.Rat).Sub(new(big.Rat).SetFloat64(tt.limit), ratSum(tt.spent...))
 		if exactRem.Sign() < 0 {
 			exactRem.SetInt64(0)
@@ -240,7 +214,7 @@ func TestRemainingRoundsDown(t *testing.T) {
 		if up := new(big.Rat).SetFloat64(math.Nextafter(rem, math.Inf(1))); exactRem.Sign() > 0 && up.Cmp(exactRem) <= 0 {
 			t.Errorf("remaining(%v, %g) = %g, more than one ulp below the exact %s", tt.spent, tt.limit, rem, exactRem.FloatString(30))
 		}
-		if rem > 0 && !tot.fits(Cost{rem, 0}, Cost{tt.limit, 0}) {
+		if rem > 0 && !tot.fits(Cost{Epsilon: rem, Delta: 0}, Cost{Epsilon: tt.limit, Delta: 0}) {
 			t.Errorf("a charge of the remaining %g does not fit", rem)
 		}
 	}
@@ -268,13 +242,13 @@ func FuzzRemainingFits(f *testing.F) {
 	f.Add(1e-5, 3e-5, 1e-4)
 	f.Add(0.0, 0.0, 1e-300)
 	f.Fuzz(func(t *testing.T, a, b, limit float64) {
-		if (Cost{a, 0}).Validate() != nil || (Cost{b, 0}).Validate() != nil || (Limits{PerIdentity: Cost{limit, 0}, Dataset: Cost{limit, 0}}).Validate() != nil {
+		if (Cost{Epsilon: a, Delta: 0}).Validate() != nil || (Cost{Epsilon: b, Delta: 0}).Validate() != nil || (Limits{PerIdentity: Cost{Epsilon: limit, Delta: 0}, Dataset: Cost{Epsilon: limit, Delta: 0}}).Validate() != nil {
 			return
 		}
 		var tot total
-		tot.add(Cost{a, 0})
-		tot.add(Cost{b, 0})
-		rem := tot.remaining(Cost{limit, 0}).Epsilon
+		tot.add(Cost{Epsilon: a, Delta: 0})
+		tot.add(Cost{Epsilon: b, Delta: 0})
+		rem := tot.remaining(Cost{Epsilon: limit, Delta: 0}).Epsilon
 		if rem < 0 || math.IsNaN(rem) {
 			t.Fatalf("remaining = %g", rem)
 		}
@@ -282,7 +256,7 @@ func FuzzRemainingFits(f *testing.F) {
 		if rem > 0 && new(big.Rat).SetFloat64(rem).Cmp(exactRem) > 0 {
 			t.Fatalf("remaining %g above exact %s", rem, exactRem.FloatString(40))
 		}
-		if rem > 0 && !tot.fits(Cost{rem, 0}, Cost{limit, 0}) {
+		if rem > 0 && !tot.fits(Cost{Epsilon: rem, Delta: 0}, Cost{Epsilon: limit, Delta: 0}) {
 			t.Fatalf("remaining %g does not fit", rem)
 		}
 	})

@@ -8,93 +8,23 @@ import (
 	"strconv"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 )
 
-// PatientCost is the whole-patient (record-level) cost of a charge: the (ε, δ)
-// for which the release is differentially private when one patient's record is
-// replaced by any other (RelationRecord), converted from the relation its own
-// Cost is stated for. It is what a privacy officer adds up: every charge's
-// figure is a guarantee under the same relation, so they compose (see the
-// package documentation), which the per-relation costs never do.
-type PatientCost struct {
-	Epsilon, Delta float64
-	// Rho > 0 states that the release is also Rho-zCDP for the replacement of one
-	// record (Bun & Steinke 2016), as the Gaussian projection is (ρ at the clip
-	// diameter); Epsilon and Delta are then its conversion at Delta. The ledger
-	// keeps Σρ of such charges beside the (ε, δ) totals (PatientTotal.ZCDP).
-	Rho float64
-	// Unbounded says that no finite figure exists: the release protects one unit,
-	// one training record or one validation record, but replacing a whole patient
-	// can reveal anything (a projection under a data-dependent scaling or the lifted
-	// mechanism, an exact answer, a tuning job that trains on records without any
-	// mechanism). Epsilon, Delta and Rho are then 0.
-	Unbounded bool
-}
-
-// Validate reports whether p is a whole-patient cost the ledger may record:
-// finite, non-negative components with δ < 1, or Unbounded with no others.
-func (p PatientCost) Validate() error {
-	if p.Unbounded {
-		if p.Epsilon != 0 || p.Delta != 0 || p.Rho != 0 {
-			return fmt.Errorf("ledger: an unbounded whole-patient cost has no ε, δ or ρ, got %+v", p)
-		}
-		return nil
-	}
-	if err := (Cost{Epsilon: p.Epsilon, Delta: p.Delta}).Validate(); err != nil {
-		return fmt.Errorf("ledger: whole-patient cost: %w", err)
-	}
-	if math.IsNaN(p.Rho) || math.IsInf(p.Rho, 0) || p.Rho < 0 {
-		return fmt.Errorf("ledger: whole-patient ρ must be finite and ≥ 0, got %g", p.Rho)
-	}
-	return nil
-}
-
-// Cost returns p's (ε, δ); +Inf for ε when p is Unbounded.
-func (p PatientCost) Cost() Cost {
-	if p.Unbounded {
-		return Cost{Epsilon: math.Inf(1)}
-	}
-	return Cost{Epsilon: p.Epsilon, Delta: p.Delta}
-}
-
-// String prints p for people: "ε=134, δ=1e-05" or "not bounded".
-func (p PatientCost) String() string {
-	if p.Unbounded {
-		return "not bounded"
-	}
-	return fmt.Sprintf("ε=%g, δ=%g", p.Epsilon, p.Delta)
-}
+// PatientCost is the whole-patient (record-level) cost of a charge
+// (privacy.PatientCost): the (ε, δ) for which the release is differentially
+// private when one patient's record is replaced by any other, converted from
+// the relation its own Cost is stated for. It is what a privacy officer adds
+// up: every charge's figure is a guarantee under the same relation, so they
+// compose (see the package documentation), which the per-relation costs never do.
+type PatientCost = privacy.PatientCost
 
 // Unbounded is the PatientCost of a release with no finite whole-patient figure.
-var Unbounded = PatientCost{Unbounded: true}
+var Unbounded = privacy.Unbounded
 
 // DefaultPatientCost is the whole-patient cost of a charge of cost c under rel
-// when the charge states none:
-//
-//   - RelationRecord: c itself (the relation is the replacement of a whole record).
-//   - RelationTrainingAddRemove: replacing a record is removing it and adding
-//     another, two steps, so group privacy for two steps, (2ε, (1 + e^ε)δ)
-//     (dp.GroupPrivacy); unbounded when that δ reaches 1. A release with a Rényi
-//     curve states a tighter figure itself (dp.RDPCurve.GroupOfTwo).
-//   - RelationValidationRecord: unbounded. The relation covers the records of a
-//     job's validation part; what the job does with its training part is not
-//     stated by the relation (Kusner et al.'s jobs train on it with no mechanism),
-//     so a release covering it too states so itself.
-//   - RelationFeatureUnit: unbounded. What a patient's replacement moves in
-//     protected units (the clip diameter) is the releaser's to state.
-func DefaultPatientCost(rel Relation, c Cost) PatientCost {
-	switch rel {
-	case RelationRecord:
-		return PatientCost{Epsilon: c.Epsilon, Delta: c.Delta}
-	case RelationTrainingAddRemove:
-		e, d, err := dp.GroupPrivacy(c.Epsilon, c.Delta, 2)
-		if err != nil || d >= 1 || math.IsInf(e, 0) {
-			return Unbounded
-		}
-		return PatientCost{Epsilon: e, Delta: d}
-	}
-	return Unbounded
-}
+// when the charge states none (privacy.DefaultPatientCost).
+func DefaultPatientCost(rel Relation, c Cost) PatientCost { return privacy.DefaultPatientCost(rel, c) }
 
 // wholePatientShort matches the whole-patient clause the curator wrote into a
 // projection's description from 2026-11 on: "whole patient (50 units): ε=134 at

@@ -1,74 +1,26 @@
 package ledger
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/privbo/privbo/pkg/dp/privacy"
 )
 
-// Relation names the neighbour relation a charge's (ε, δ) is stated for. A
-// guarantee holds for pairs of datasets that are neighbours under its own
-// relation only, so the ledger keeps totals and enforces limits per relation
+// Relation names the neighbour relation a charge's (ε, δ) is stated for
+// (privacy.Relation). The ledger keeps totals and enforces limits per relation
 // and never adds costs stated under different relations into one sum.
-type Relation string
+type Relation = privacy.Relation
 
-// The relations privbo's releases are stated for.
+// The relations privbo's releases are stated for (package privacy).
 const (
-	// RelationFeatureUnit: the datasets differ in one record's feature vector by
-	// at most one protected unit of Euclidean norm after the dataset's public (or
-	// privately estimated) scaling and clipping. The projection release.
-	RelationFeatureUnit Relation = "feature-unit"
-	// RelationRecord: one record of the served dataset is replaced by any other
-	// (features and target alike). Query answers, and the private estimates of
-	// the scaling and of the target's range.
-	RelationRecord Relation = "record"
-	// RelationTrainingAddRemove: one record is added to or removed from a job's
-	// training data. DP-HyPO's DP-SGD runs.
-	RelationTrainingAddRemove Relation = "training-add-remove"
-	// RelationValidationRecord: one record of a job's validation data is
-	// replaced by any other. Kusner et al.'s private best hyperparameter and
-	// score.
-	RelationValidationRecord Relation = "validation-record"
+	RelationFeatureUnit       = privacy.RelationFeatureUnit
+	RelationRecord            = privacy.RelationRecord
+	RelationTrainingAddRemove = privacy.RelationTrainingAddRemove
+	RelationValidationRecord  = privacy.RelationValidationRecord
 )
 
 // Relations lists the known relations in a fixed order (for listings).
-var Relations = []Relation{RelationFeatureUnit, RelationRecord, RelationTrainingAddRemove, RelationValidationRecord}
-
-// Validate reports whether r is a known relation.
-func (r Relation) Validate() error {
-	for _, k := range Relations {
-		if r == k {
-			return nil
-		}
-	}
-	return fmt.Errorf("ledger: unknown neighbour relation %q (want one of %v)", string(r), Relations)
-}
-
-// Implies reports whether a guarantee stated under r also holds, with the same
-// (ε, δ), under s: every pair of neighbours under s is a pair of neighbours
-// under r. A record-level guarantee covers a change of one feature vector by
-// one unit (that change replaces one record), so a charge under
-// RelationRecord also counts towards RelationFeatureUnit's totals. No other
-// relation implies another with the same (ε, δ): add/remove and replace-one
-// differ, and a job's training and validation parts are parts of the same
-// patients' records, which a guarantee for one part does not cover for the
-// other. What every release costs a whole patient is converted explicitly,
-// charge by charge, into one relation (PatientCost), and summed there.
-func (r Relation) Implies(s Relation) bool {
-	return r == s || (r == RelationRecord && s == RelationFeatureUnit)
-}
-
-// CountsTowards returns the relations whose totals a charge under r counts
-// towards, and so whose limits it must fit: r itself first, then every other
-// relation r implies, in the order of Relations.
-func (r Relation) CountsTowards() []Relation {
-	out := []Relation{r}
-	for _, s := range Relations {
-		if s != r && r.Implies(s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+var Relations = privacy.Relations
 
 // relationOfV1Kind is the relation a record of schema version 1, which named
 // no relation, is taken to be stated for, from its kind: the projection is
@@ -83,18 +35,20 @@ func relationOfV1Kind(kind string) Relation {
 	case kind == KindQuery, kind == KindQueryFailure, kind == KindEvaluation, kind == KindPending:
 		return RelationRecord
 	case strings.HasPrefix(kind, KindJobPrefix):
-		return JobRelation(strings.TrimPrefix(kind, KindJobPrefix))
+		return v1JobRelation(strings.TrimPrefix(kind, KindJobPrefix))
 	}
 	return RelationRecord
 }
 
-// JobRelation is the neighbour relation a tuning job's cost is stated for, from
-// the job's kind: Kusner et al. (2015)'s private best hyperparameter and score,
-// for one record of the job's validation data replaced; DP-HyPO (Wang et al.
-// 2023)'s DP-SGD runs, for one training record added or removed. Any other kind
-// is taken to be a record-level release of the served dataset, the conservative
-// choice. New charges and migrated version-1 records use this one mapping.
-func JobRelation(jobKind string) Relation {
+// v1JobRelation is the relation of a job record of schema version 1, from the job
+// kind it names: the kinds such curators wrote were Kusner et al. (2015)'s private
+// best hyperparameter and score, for one record of the job's validation data
+// replaced, and DP-HyPO (Wang et al. 2023)'s DP-SGD runs, for one training record
+// added or removed. Any other kind is taken to be a record-level release of the
+// served dataset, the conservative choice. This is a fixed table of history: a
+// new charge states its relation itself (a job kind declares its own, see package
+// jobs).
+func v1JobRelation(jobKind string) Relation {
 	switch {
 	case strings.HasPrefix(jobKind, "kusner"):
 		return RelationValidationRecord

@@ -137,10 +137,10 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 			return nil, fmt.Errorf("ledger: key %q of identity %q is charged twice in one transaction", c.Key, c.Identity)
 		}
 		seen[k] = true
-		c.Cost = c.Cost.normalise()
+		c.Cost = normalise(c.Cost)
 		c.Result = bytes.Clone(c.Result)
 		if c.Patient != nil {
-			patients[i] = c.Patient.normalise()
+			patients[i] = normalisePatient(*c.Patient)
 		} else {
 			patients[i] = DefaultPatientCost(c.Relation, c.Cost)
 		}
@@ -326,7 +326,7 @@ func boolInt(b bool) int64 {
 }
 
 // normalise turns −0 into +0.
-func (p PatientCost) normalise() PatientCost {
+func normalisePatient(p PatientCost) PatientCost {
 	p.Epsilon += 0
 	p.Delta += 0
 	p.Rho += 0

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"time"
 
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -304,7 +305,7 @@ func answersGuarantee(mechanism, stated string, eps, delta float64) string {
 	switch {
 	case stated != "":
 		return stated
-	case mechanism == "" || mechanism == "none":
+	case answer.IsExact(mechanism):
 		return "no guarantee (ε = ∞): exact answers"
 	}
 	return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP (%s mechanism), as the curator's settings state", eps, delta, mechanism)
@@ -313,10 +314,7 @@ func answersGuarantee(mechanism, stated string, eps, delta float64) string {
 // protectionOf is the Protection of a stored release.
 func protectionOf(rel *study.Release) Protection {
 	op := rel.OutputPrivacy
-	mech := op.Mechanism
-	if mech == "" {
-		mech = "none"
-	}
+	mech := cmp.Or(op.Mechanism, answer.MechanismExact)
 	return Protection{DatasetID: rel.DatasetID, ProjectionMechanism: rel.Mechanism, ProjectionRelation: rel.Relation,
 		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: mech, AnswersRelation: op.Relation,
 		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}

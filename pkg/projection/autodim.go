@@ -57,18 +57,31 @@ func NominalNoiseSD(n, d, r int, epsilon, delta float64) (float64, error) {
 // distortion falls below s, a larger r buys nothing against the noise and costs time.
 // AutoDimension returns the smallest r ≤ d with sqrt(8 ln n / r) ≤ s(r), or d if there
 // is none, never above d. The lifted mechanism adds no noise (s = 0): r = d.
+//
+// It takes the mechanism's name, as a modeler reads it from the curator; the curator,
+// holding the parsed Mechanism, calls AutoDimensionFor.
 func AutoDimension(n, d int, mechanism string, epsilon, delta, typicalSquaredDistance float64) (AutoChoice, error) {
+	m, err := ParseMechanism(mechanism)
+	if err != nil {
+		// A name this build does not know, or none (a curator that predates the
+		// choice of mechanism), is taken as a mechanism without noise: r = d.
+		m = Lifted{}
+	}
+	return AutoDimensionFor(n, d, m, epsilon, delta, typicalSquaredDistance)
+}
+
+// AutoDimensionFor is AutoDimension for the mechanism m.
+func AutoDimensionFor(n, d int, m Mechanism, epsilon, delta, typicalSquaredDistance float64) (AutoChoice, error) {
 	if d < 1 {
 		return AutoChoice{}, fmt.Errorf("projection: choosing r needs the number of features d ≥ 1, got %d", d)
 	}
 	if n < 2 {
 		return AutoChoice{}, fmt.Errorf("projection: choosing r needs at least 2 rows, got %d", n)
 	}
-	gaussian := mechanism == MechanismGaussian
 	choice := func(r int) (AutoChoice, error) {
 		c := AutoChoice{R: r, Rule: AutoRule, Distortion: math.Sqrt(8 * math.Log(float64(n)) / float64(r)), TypicalSquaredDistance: typicalSquaredDistance}
-		if gaussian {
-			sd, err := NominalNoiseSD(n, d, r, epsilon, delta)
+		if m.AddsNoise() {
+			sd, err := m.NoiseSD(n, d, r, epsilon, delta)
 			if err != nil {
 				return AutoChoice{}, err
 			}

@@ -15,15 +15,6 @@ import (
 // partition draws from crypto/rand.
 func CryptoNoise(int) *dp.Source { return dp.CryptoSource() }
 
-// Mechanism names of Report.Mechanism.
-const (
-	// MechanismLifted is the paper's Algorithm 1 (Project).
-	MechanismLifted = "lifted"
-	// MechanismGaussian is the JL projection followed by the Gaussian
-	// mechanism on the whole release (ProjectGaussian).
-	MechanismGaussian = "gaussian"
-)
-
 // ProjectGaussian releases a noisy random projection of the row-major n×d
 // matrix x (Kenthapadi, Korolova, Mironov & Mishra, "Privacy via the
 // Johnson–Lindenstrauss transform", 2013, which the PO-GP-UCB paper names as
@@ -128,7 +119,7 @@ func ProjectGaussianStream(ctx context.Context, x []float64, n, d int, p Params,
 	if err != nil {
 		return nil, fmt.Errorf("projection: %w", err)
 	}
-	rep.NoiseSD, rep.Sensitivity = mech.Scale(), sens
+	rep.NoiseSD, rep.Sensitivity, rep.Noise = mech.Scale(), sens, mech
 	mean, err := columnMeans(ctx, x, n, d)
 	if err != nil {
 		return nil, err

@@ -80,6 +80,10 @@ type Report struct {
 	// only, never on the data; the curator states the release's guarantee at
 	// larger distances with it (dp.VectorGaussian.EpsilonAtDistance).
 	Sensitivity float64
+	// Noise is the mechanism ProjectGaussian calibrated and drew its noise from (nil
+	// for Project), so that the release's guarantee is stated with the very
+	// mechanism that made it (Gaussian.WholeRecord).
+	Noise *dp.VectorGaussian
 }
 
 // Project runs Algorithm 1 of Kharkovskii et al. (2020) on the row-major n×d

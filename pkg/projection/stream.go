@@ -228,11 +228,22 @@ func (s *Stream) all() ([]float64, error) {
 //   - 1 MiB for the rest (column means, noise sources, goroutines).
 //
 // TestMemoryNeed checks the bound against the bytes actually allocated.
+//
+// It is Mechanism.MemoryNeed for the mechanism of that name; an unknown name is
+// counted as the lifted mechanism, the larger bound.
 func MemoryNeed(n, d, r int, mechanism string) int64 {
+	if m, err := ParseMechanism(mechanism); err == nil {
+		return m.MemoryNeed(n, d, r)
+	}
+	return memoryNeed(n, d, r, true)
+}
+
+// memoryNeed is MemoryNeed with or without the SVD route's copies of the data.
+func memoryNeed(n, d, r int, svd bool) int64 {
 	n64, d64, r64 := int64(n), int64(d), int64(r)
 	q := max(d64, r64)
 	floats := int64(windowRows(n, r))*r64 + maxParts*blockRows*d64 + 8*d64*r64 + 4*q*q
-	if mechanism != MechanismGaussian {
+	if svd {
 		floats += 6 * n64 * min(n64, d64)
 	}
 	return 8*floats + 1<<20

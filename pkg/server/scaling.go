@@ -17,6 +17,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -80,7 +81,7 @@ func planScaling(cfg Config, raw *dataset.Raw) scalingPlan {
 	sc := cfg.Data.Scaling
 	p := scalingPlan{share: cfg.PrivateScalingShare}
 	p.features = sc.Mode == dataset.ScalePrivate && sc.Schema == nil
-	p.target = cfg.Output.Mechanism != "none" && !outputRangeDeclared(cfg.Output) && schemaTargetRange(sc, raw.Target) == nil
+	p.target = !answer.IsExact(cfg.Output.Mechanism) && !outputRangeDeclared(cfg.Output) && schemaTargetRange(sc, raw.Target) == nil
 	if p.needed() {
 		p.delta = cfg.PrivateScalingShare * min(cfg.Budget.Delta, cfg.DatasetBudget.Delta)
 	}
@@ -324,7 +325,7 @@ func applyEstimate(sc dataset.Scaling, p scalingPlan, est scalingEstimate) datas
 // private estimate. It fails, naming all three ways, when none is available.
 func resolveOutputRange(cfg *Config, ds *dataset.Dataset, est scalingEstimate) error {
 	o := &cfg.Output
-	if o.Mechanism == "none" || outputRangeDeclared(*o) {
+	if answer.IsExact(o.Mechanism) || outputRangeDeclared(*o) {
 		return nil
 	}
 	switch {

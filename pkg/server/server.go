@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -733,12 +736,41 @@ func (s *Server) watchReadiness(dataset string) {
 
 // withDefaults validates what can be checked without touching files and fills in
 // defaults.
+// DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// NewConfig returns a Config holding the default of every setting that has one, as
+// the daemon's flags state them (cmd/curator takes its flag defaults from it, and a
+// test there keeps the two equal). Start applies the same defaults to the zero fields
+// of a Config built otherwise; settings whose default depends on others (the dataset
+// cap, the scaling, the release memory) stay zero here and are resolved by Start.
+func NewConfig() Config {
+	return Config{
+		Listen:              "127.0.0.1:7070",
+		Ledger:              LedgerConfig{Kind: DefaultLedgerKind, Schema: pgledger.DefaultSchema, CallTimeout: DefaultLedgerCallTimeout},
+		Budget:              ledger.Cost{Delta: DefaultBudgetDelta}, // ε has no default: the operator states it
+		PrivateScalingShare: DefaultPrivateScalingShare,
+		Evaluation:          curator.Evaluation{Mode: curator.EvaluateColumn, Timeout: curator.DefaultEvaluationTimeout},
+		Output:              curator.OutputPrivacy{Mechanism: answer.Default, Epsilon: curator.DefaultOutputEpsilon},
+		ExactAnswersMaxRows: DefaultExactAnswersMaxRows,
+		MaxQueryIndices:     curator.DefaultMaxQueryIndices,
+		MaxProjectionDim:    curator.DefaultMaxProjectionDim,
+		ProjectionMechanism: projection.MechanismGaussian,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		AuthFailures: transport.AuthFailureLimits{Rate: transport.DefaultAuthFailureRate, Burst: transport.DefaultAuthFailureBurst,
+			Logged: transport.DefaultAuthFailuresLogged, LogInterval: transport.DefaultAuthFailureLogInterval, MaxPeers: transport.DefaultAuthFailurePeers},
+		MaxHeaderBytes: transport.DefaultMaxHeaderListBytes,
+		Jobs: JobsConfig{ValidationFraction: 0.3, SplitSeed: 1, MaxGrid: 5000, MaxIterations: 500, MaxRunning: 1, Lease: jobs.DefaultLease,
+			Kusner: tuning.KusnerAssumptions{NoiseVariance: 0.01}},
+	}
+}
+
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.Jobs.Lease < 0 {
 		return cfg, fieldError("Jobs.Lease", fmt.Sprintf("Config.Jobs.Lease must not be negative, got %v (0 takes the default, %v)", cfg.Jobs.Lease, jobs.DefaultLease))
@@ -766,11 +798,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.DatasetBudget.Delta == 0 {
 		cfg.DatasetBudget.Delta = cfg.Budget.Delta
 	}
-	switch cfg.ProjectionMechanism {
-	case "", projection.MechanismLifted, projection.MechanismGaussian:
-	default:
-		return cfg, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s or %s)",
-			cfg.ProjectionMechanism, projection.MechanismLifted, projection.MechanismGaussian))
+	if _, err := projection.ParseMechanism(cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)); err != nil {
+		return cfg, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s)",
+			cfg.ProjectionMechanism, strings.Join(projection.MechanismNames(), " or ")))
 	}
 	cfg.PatientBudget, cfg.PatientDatasetBudget = PatientCaps(cfg.Budget, cfg.PatientBudget, cfg.PatientDatasetBudget)
 	if err := cfg.limits().Validate(); err != nil {
@@ -786,15 +816,15 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fieldError("DefaultStudy.Delta", fmt.Sprintf("Config.DefaultStudy.Delta must lie in (0, 1) (0 for the default), got %g", d))
 	}
 	if cfg.Output.Mechanism == "" {
-		cfg.Output.Mechanism = "laplace"
+		cfg.Output.Mechanism = answer.Default
 	}
-	if cfg.Output.Mechanism != "none" && cfg.Output.Epsilon == 0 {
+	if !answer.IsExact(cfg.Output.Mechanism) && cfg.Output.Epsilon == 0 {
 		cfg.Output.Epsilon = curator.DefaultOutputEpsilon
 	}
 	// The target's range may come from the schema or a private estimate (Start, after
 	// loading the data); until then validate with a placeholder range.
 	probe := cfg.Output
-	if probe.Mechanism != "none" && !outputRangeDeclared(probe) {
+	if !answer.IsExact(probe.Mechanism) && !outputRangeDeclared(probe) {
 		probe.Lower, probe.Upper = 0, 1
 	}
 	if err := probe.Validate(); err != nil {
@@ -816,7 +846,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ExactAnswersMaxRows < 0 {
 		return cfg, fieldError("ExactAnswersMaxRows", fmt.Sprintf("Config.ExactAnswersMaxRows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows))
 	}
-	if cfg.Output.Mechanism == "none" && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
+	if answer.IsExact(cfg.Output.Mechanism) && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
 		return cfg, fieldError("AllowExactProgramAnswers", "Config.Evaluation.Mode program with Config.Output.Mechanism none would release exact functions "+
 			"of each queried record's features, which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, "+
 			"or set Config.AllowExactProgramAnswers to accept it explicitly")
@@ -913,6 +943,13 @@ func (cfg Config) limits() ledger.Limits {
 // patientCapConflict refuses a whole-patient cap with settings whose every release of
 // some kind has no finite whole-patient figure, so that the cap would refuse them all:
 // exact answers, the lifted mechanism, a data-dependent scaling.
+// noWholeRecord reports whether the projection mechanism named gives no release a
+// whole-patient figure, whatever the scaling.
+func noWholeRecord(name string) bool {
+	m, err := projection.ParseMechanism(cmp.Or(name, projection.MechanismGaussian))
+	return err == nil && m.NoWholeRecord() != ""
+}
+
 func patientCapConflict(cfg Config) error {
 	if cfg.PatientBudget.Epsilon == 0 && cfg.PatientDatasetBudget.Epsilon == 0 {
 		return nil
@@ -923,10 +960,10 @@ func patientCapConflict(cfg Config) error {
 	}
 	var why string
 	switch {
-	case cfg.Output.Mechanism == "none":
-		why = "Config.Output.Mechanism none releases exact answers, which have no whole-patient bound"
-	case cfg.ProjectionMechanism == projection.MechanismLifted:
-		why = "Config.ProjectionMechanism lifted has no guarantee at any distance"
+	case answer.IsExact(cmp.Or(cfg.Output.Mechanism, answer.Default)):
+		why = fmt.Sprintf("Config.Output.Mechanism %s releases exact answers, which have no whole-patient bound", cfg.Output.Mechanism)
+	case noWholeRecord(cfg.ProjectionMechanism):
+		why = fmt.Sprintf("Config.ProjectionMechanism %s has no guarantee at any distance", cfg.ProjectionMechanism)
 	case !cfg.Data.Scaling.Mode.Private():
 		why = fmt.Sprintf("Config.Data.Scaling.Mode %s scales with the data's own statistics, so no projection has a whole-patient bound", cfg.Data.Scaling.Mode)
 	default:
@@ -975,7 +1012,7 @@ func Warnings(cfg Config) []string {
 			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
 			"Config.Jobs.TrainingConsented declares the training part's patients consented, if they are")
 	}
-	if cfg.Output.Mechanism != "none" {
+	if !answer.IsExact(cfg.Output.Mechanism) {
 		return w
 	}
 	limit := cfg.ExactAnswersMaxRows
@@ -1066,9 +1103,12 @@ func CheckReport(cfg Config) (CheckResult, error) {
 		Warnings: warnings}, nil
 }
 
+// DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
+const DefaultLedgerKind = "sqlite"
+
 func (l LedgerConfig) kind() string {
 	if l.Kind == "" {
-		return "sqlite"
+		return DefaultLedgerKind
 	}
 	return l.Kind
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
@@ -71,7 +72,7 @@ func (l *Local) ReleaseProjection(ctx context.Context, req modeler.ProjectionReq
 // quote is the inputs themselves, at no cost.
 func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Quote, error) {
 	if l.Candidates != nil {
-		return &modeler.Quote{R: l.Dim, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, Fits: true, Mechanism: "none"}, nil
+		return &modeler.Quote{R: l.Dim, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, Fits: true, Mechanism: answer.MechanismExact}, nil
 	}
 	q, err := l.Curator.Quote(ctx, l.Identity, curator.QuoteRequest{R: req.R, Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label,
 		WithAnswers: req.WithAnswers})

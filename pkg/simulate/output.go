@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/privbo/privbo/pkg/dp/answer"
 )
 
 // CSVHeader is the header of the regret CSV.
@@ -269,7 +271,7 @@ func writeOutputs(cfg *Config, res *Result) error {
 // for them (Result.Output). cfg must have its defaults filled in.
 func outputDescription(cfg *Config) string {
 	o := cfg.output
-	if o.Mechanism == "" || o.Mechanism == "none" {
+	if answer.IsExact(o.Mechanism) {
 		return "exact answers"
 	}
 	rule := cfg.GP.NoiseRule
@@ -281,7 +283,7 @@ func outputDescription(cfg *Config) string {
 		out = fmt.Sprintf("raw, offset %.4g", cfg.offset)
 	}
 	d := ""
-	if o.Mechanism == "gaussian" {
+	if !answer.PureEpsilon(o.Mechanism) {
 		d = fmt.Sprintf(", δ_out = %g", o.Delta)
 	}
 	return fmt.Sprintf("%s answers (ε_out = %g%s, range [%g, %g]; GP noise rule %s: σ_y² = %.4g, σ_n² = %.4g, %s)",

@@ -20,6 +20,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
@@ -165,8 +166,10 @@ type Config struct {
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 
-	// Filled by defaults: the output privacy in the units of the objective, and the
-	// GP's standardisation and answer offset.
+	// Filled by defaults: the projection mechanism ProjectionMechanism names, the
+	// output privacy in the units of the objective, and the GP's standardisation and
+	// answer offset.
+	proj        projection.Mechanism
 	output      curator.OutputPrivacy
 	standardise bool
 	offset      float64
@@ -176,7 +179,7 @@ type Config struct {
 // GP treated its noise: "lifted projection", "gaussian projection (noise: model)".
 func (c *Config) ProjectionText() string {
 	mech := cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
-	if mech != projection.MechanismGaussian {
+	if m, err := projection.ParseMechanism(mech); err != nil || !m.AddsNoise() {
 		return mech + " projection"
 	}
 	return fmt.Sprintf("%s projection (noise: %s)", mech, c.GP.ProjectionNoise)
@@ -227,6 +230,11 @@ func (c *Config) defaults() error {
 		c.Draws = 1
 	}
 	c.ProjectionMechanism = cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
+	proj, err := projection.ParseMechanism(c.ProjectionMechanism)
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	c.proj = proj
 	if c.Runs == 0 {
 		c.Runs = 10
 	}
@@ -310,9 +318,9 @@ func (c *Config) defaults() error {
 func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	o := c.Output
 	if o.Mechanism == "" {
-		o.Mechanism = "none"
+		o.Mechanism = answer.MechanismExact
 	}
-	if o.Mechanism == "none" {
+	if answer.IsExact(o.Mechanism) {
 		if o.Lower != 0 || o.Upper != 0 {
 			return errors.New("simulate: an output range applies only with output privacy (laplace or gaussian)")
 		}
@@ -420,7 +428,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Which r lift: depends on X only (the same for every draw). Only the lifted
 	// mechanism has branches.
 	for _, m := range cfg.Methods {
-		if m.Kind != POGPUCB || cfg.ProjectionMechanism != projection.MechanismLifted {
+		if m.Kind != POGPUCB || !cfg.proj.Baseline() {
 			continue
 		}
 		_, rep, err := projection.Project(ctx, p0.X, p0.N, p0.D, projection.Params{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta}, projection.SeededSource(0))

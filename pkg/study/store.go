@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/blob"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
@@ -182,7 +183,7 @@ type OutputPrivacy struct {
 }
 
 // Exact reports whether the answers were released without privacy (mechanism "none").
-func (o OutputPrivacy) Exact() bool { return o.Mechanism == "" || o.Mechanism == "none" }
+func (o OutputPrivacy) Exact() bool { return answer.IsExact(o.Mechanism) }
 
 // Release describes the projection the study runs on.
 type Release struct {

@@ -6,11 +6,11 @@ import (
 
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dphypo"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/learner"
 )
 
-// Calibrating a DP-HyPO job's noise to a target ε (jobs.DPHyPOSpec.TargetEpsilon).
+// Calibrating a DP-HyPO job's noise to a target ε (jobspec.DPHyPOSpec.TargetEpsilon).
 //
 // One run of the built-in base algorithm is DP-SGD with noise multiplier σ followed by
 // a validation accuracy with Gaussian noise of s times its sensitivity 1/m. A target
@@ -78,7 +78,7 @@ func searchEpsilon(base dp.RDPCurve, cfg dphypo.Config, delta float64) (float64,
 // learner.MaxNoiseMultiplier] for which searchEps(σ) + boundsEps ≤ s.TargetEpsilon,
 // found by bisection on log σ to a relative width of 1e-9. searchEps returns the
 // search's ε at σ.
-func calibrate(s jobs.DPHyPOSpec, cfg dphypo.Config, boundsEps float64, searchEps func(sigma float64) (float64, error)) (calibration, error) {
+func calibrate(s jobspec.DPHyPOSpec, cfg dphypo.Config, boundsEps float64, searchEps func(sigma float64) (float64, error)) (calibration, error) {
 	// at is the charged ε at σ, summed as dphypoPlan sums it, so that ≤ holds of the
 	// very figure charged.
 	at := func(sigma float64) (float64, error) {

@@ -10,11 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/dphypo"
 	"github.com/privbo/privbo/pkg/hparam"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/learner"
-	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // The built-in DP-HyPO base algorithm M_λ is DP-SGD logistic regression on the training
@@ -42,19 +42,19 @@ type dphypoJob struct {
 // external evaluator), minimised over the order grid.
 //
 // Neighbouring datasets (the built-in learner): the curator's data with one training
-// record added or removed — ledger.RelationTrainingAddRemove, the relation the job is
+// record added or removed — privacy.RelationTrainingAddRemove, the relation the job is
 // charged under. DP-SGD is accounted for add/remove of a training row (Abadi et al.
 // 2016; Mironov, Talwar & Zhang 2019), on features that depend on no other record
 // (PreprocessBounded); the noisy accuracy is accounted for replacing one validation
 // record, and its curve is composed in, so the same (ε, δ) also covers replacing one
 // validation record. A private bounds estimate adds its ε by basic composition.
-func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
+func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, error) {
 	space, err := r.space(s.Space)
 	if err != nil {
-		return dphypoJob{}, jobs.Plan{}, err
+		return dphypoJob{}, jobspec.Plan{}, err
 	}
 	if !(s.Delta > 0 && s.Delta < 1) {
-		return dphypoJob{}, jobs.Plan{}, invalid("delta must be in (0, 1), got %g", s.Delta)
+		return dphypoJob{}, jobspec.Plan{}, invalid("delta must be in (0, 1), got %g", s.Delta)
 	}
 	cfg := dphypo.Config{Theta: s.Theta, Gamma: s.Gamma, C: s.CMax, Cmin: s.CMin, Tau: s.Tau, Beta: s.Beta,
 		Uniform: s.Uniform, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim()}
@@ -62,13 +62,13 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 		cfg.C, cfg.Cmin = 1, 1
 	}
 	if err := cfg.Validate(); err != nil {
-		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
 	}
 	if mean := dp.NegBinMean(s.Theta, s.Gamma); mean > float64(r.cfg.MaxIterations) {
-		return dphypoJob{}, jobs.Plan{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
+		return dphypoJob{}, jobspec.Plan{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
 	}
 	if t := s.TargetEpsilon; !(t >= 0) || math.IsInf(t, 0) {
-		return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon must be positive and finite (or 0: noise multipliers given), got %g", t)
+		return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon must be positive and finite (or 0: noise multipliers given), got %g", t)
 	}
 	job := dphypoJob{cfg: cfg, space: space}
 	orders := dp.DefaultOrders()
@@ -76,10 +76,10 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	pureEps := 0.0
 	if s.Evaluator != "" {
 		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
-			return dphypoJob{}, jobs.Plan{}, err
+			return dphypoJob{}, jobspec.Plan{}, err
 		}
 		if s.TargetEpsilon != 0 {
-			return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator %q's per-run guarantee is fixed by its operator, so leave target_epsilon unset", s.Evaluator)
+			return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator %q's per-run guarantee is fixed by its operator, so leave target_epsilon unset", s.Evaluator)
 		}
 		pureEps = job.eval.cfg.Epsilon
 		switch {
@@ -87,27 +87,27 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			base = *job.eval.cfg.RDP
 		case pureEps > 0:
 			if base, err = dp.PureDPRDP(orders, pureEps); err != nil {
-				return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+				return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
 			}
 		default:
-			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
+			return dphypoJob{}, jobspec.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
 		}
 	} else {
 		switch r.boundsSource() {
 		case boundsNone:
-			return dphypoJob{}, jobs.Plan{}, invalid("the built-in DP-SGD learner needs public feature bounds or a private bounds estimate, and this curator's operator has configured neither (or must choose the preprocessing %s explicitly)", PreprocessStandardiseNonprivate)
+			return dphypoJob{}, jobspec.Plan{}, invalid("the built-in DP-SGD learner needs public feature bounds or a private bounds estimate, and this curator's operator has configured neither (or must choose the preprocessing %s explicitly)", PreprocessStandardiseNonprivate)
 		case boundsEstimated:
 			job.boundsEps = r.cfg.BoundsEpsilon
 		}
 		for _, name := range space.Names() {
 			if !slices.Contains(dpsgdAxes, name) {
-				return dphypoJob{}, jobs.Plan{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
+				return dphypoJob{}, jobspec.Plan{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
 			}
 		}
 		g := s.DPSGD
 		if s.TargetEpsilon != 0 {
 			if g.NoiseMultiplier != 0 || g.ScoreNoiseMultiplier != 0 {
-				return dphypoJob{}, jobs.Plan{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
+				return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
 			}
 			// A placeholder while the grid points are checked; calibrate sets both.
 			g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, r.scoreRatio()
@@ -116,17 +116,17 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 			Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
 		for i := 0; i < space.Size(); i++ { // every grid point must give a valid configuration
 			if err := r.runConfig(job, i).Validate(); err != nil {
-				return dphypoJob{}, jobs.Plan{}, invalid("grid point %d: %v", i, err)
+				return dphypoJob{}, jobspec.Plan{}, invalid("grid point %d: %v", i, err)
 			}
 		}
 		if job.sgd.NoiseMultiplier <= 0 {
-			return dphypoJob{}, jobs.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier (or target_epsilon, to have the curator choose it)")
+			return dphypoJob{}, jobspec.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier (or target_epsilon, to have the curator choose it)")
 		}
 		if !(g.ScoreNoiseMultiplier > 0) || math.IsInf(g.ScoreNoiseMultiplier, 0) {
-			return dphypoJob{}, jobs.Plan{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
+			return dphypoJob{}, jobspec.Plan{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
 		}
 		if job.sgd.ExpectedBatchSize > r.train.N {
-			return dphypoJob{}, jobs.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
+			return dphypoJob{}, jobspec.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
 		}
 		n, m := r.train.N, float64(r.val.N)
 		// curve is the Rényi-DP curve of one run: DP-SGD with noise multiplier sigma,
@@ -156,21 +156,21 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 				return e, err
 			})
 			if err != nil {
-				return dphypoJob{}, jobs.Plan{}, err
+				return dphypoJob{}, jobspec.Plan{}, err
 			}
 			job.calibrated = &c
 			job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, r.scoreRatio()*c.noise
 		}
 		job.scoreSD = g.ScoreNoiseMultiplier / m
 		if base, err = curve(job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier); err != nil {
-			return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+			return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
 		}
 	}
 	eps, order, err := searchEpsilon(base, cfg, s.Delta)
 	if err != nil {
-		return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
+		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
 	}
-	plan := jobs.Plan{}
+	plan := jobspec.Plan{}
 	plan.Cost.Epsilon, plan.Cost.Delta = eps+job.boundsEps, s.Delta
 	job.guarantee = fmt.Sprintf("(ε=%.4g, δ=%g)-DP for the released best run (DP-HyPO Theorem 1, Rényi DP at order %g, improved conversion; C=%g, c=%g, runs ~ NegBin(θ=%g, γ=%g)",
 		plan.Cost.Epsilon, s.Delta, order, cfg.C, cfg.Cmin, cfg.Theta, cfg.Gamma)
@@ -192,7 +192,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	if job.eval != nil {
 		job.guarantee += fmt.Sprintf(" Neighbour relation %s, as this curator's operator declared for evaluator %q's per-run guarantee.", job.eval.cfg.Relation, job.eval.cfg.Name)
 	} else {
-		job.guarantee += " Neighbour relation " + string(ledger.RelationTrainingAddRemove) + ": one record added to or removed from the " +
+		job.guarantee += " Neighbour relation " + string(privacy.RelationTrainingAddRemove) + ": one record added to or removed from the " +
 			"training data (the DP-SGD runs); the same (ε, δ) holds when one validation record is replaced instead (the noisy " +
 			"validation accuracy is composed in)." + r.classWords() + r.preprocessWords()
 		if r.boundsSource() == boundsStandardise {
@@ -201,13 +201,13 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 	}
 	var err2 error
 	if plan.Patient, err2 = r.dphypoPatient(job, base, pureEps, s.Delta, plan.Cost); err2 != nil {
-		return dphypoJob{}, jobs.Plan{}, invalid("%v", err2)
+		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err2)
 	}
 	job.guarantee += " Whole patient: " + plan.Patient.String()
 	switch {
 	case plan.Patient.Unbounded:
 		job.guarantee += " (the evaluator's declared relation does not cover a whole patient's record)."
-	case job.eval != nil && job.eval.cfg.Relation == ledger.RelationRecord:
+	case job.eval != nil && job.eval.cfg.Relation == privacy.RelationRecord:
 		job.guarantee += " (the evaluator's guarantee is stated for replacing one record already)."
 	default:
 		job.guarantee += " for replacing one patient's record by any other: removing it and adding another are two add/remove steps, " +
@@ -245,19 +245,19 @@ func (r *Runner) sgdFeatures() int { return r.rawTrain.D }
 // estimate's ε (replace-one) is added as it is. An external evaluator's declared
 // relation decides: record, as stated; validation-record, only with the training part
 // declared consented; feature-unit, not bounded.
-func (r *Runner) dphypoPatient(job dphypoJob, base dp.RDPCurve, pureEps, delta float64, cost ledger.Cost) (*ledger.PatientCost, error) {
+func (r *Runner) dphypoPatient(job dphypoJob, base dp.RDPCurve, pureEps, delta float64, cost privacy.Cost) (*privacy.PatientCost, error) {
 	if job.eval != nil {
 		switch job.eval.cfg.Relation {
-		case ledger.RelationRecord:
-			return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
-		case ledger.RelationValidationRecord:
+		case privacy.RelationRecord:
+			return &privacy.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
+		case privacy.RelationValidationRecord:
 			if r.cfg.TrainingConsented {
-				return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
+				return &privacy.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, nil
 			}
-			return &ledger.Unbounded, nil
-		case ledger.RelationTrainingAddRemove:
+			return &privacy.Unbounded, nil
+		case privacy.RelationTrainingAddRemove:
 		default:
-			return &ledger.Unbounded, nil
+			return &privacy.Unbounded, nil
 		}
 	}
 	two, err := base.GroupOfTwo()
@@ -268,14 +268,14 @@ func (r *Runner) dphypoPatient(job dphypoJob, base dp.RDPCurve, pureEps, delta f
 	if err != nil {
 		return nil, err
 	}
-	p := ledger.PatientCost{Epsilon: eps + job.boundsEps, Delta: delta}
+	p := privacy.PatientCost{Epsilon: eps + job.boundsEps, Delta: delta}
 	if pureEps > 0 {
 		if pe, err := dp.DPHyPOPure(2*pureEps, job.cfg.Theta, job.cfg.C, job.cfg.Cmin); err == nil && pe <= p.Epsilon {
-			p = ledger.PatientCost{Epsilon: pe}
+			p = privacy.PatientCost{Epsilon: pe}
 		}
 	}
 	if math.IsInf(p.Epsilon, 0) || math.IsNaN(p.Epsilon) {
-		return &ledger.Unbounded, nil
+		return &privacy.Unbounded, nil
 	}
 	return &p, nil
 }
@@ -332,29 +332,29 @@ func (b dphypoBase) Run(ctx context.Context, i int) (float64, error) {
 	return learner.NoisyAccuracy(b.src, m, b.job.val, b.job.scoreSD)
 }
 
-func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func(jobs.Progress)) (jobs.Result, error) {
+func (r *Runner) runDPHyPO(ctx context.Context, s jobspec.DPHyPOSpec, progress func(jobspec.Progress)) (jobspec.Result, error) {
 	job, plan, err := r.dphypoPlan(s)
 	if err != nil {
-		return jobs.Result{}, err
+		return jobspec.Result{}, err
 	}
 	if job.eval == nil {
 		if job.train, job.val, err = r.sgdData(ctx); err != nil {
-			return jobs.Result{}, err
+			return jobspec.Result{}, err
 		}
 	}
 	src := dp.CryptoSource()
 	// The number of runs is part of what the guarantee hides: progress reports only that
 	// the search runs, and the run count goes to the operator's log alone.
-	progress(jobs.Progress{Message: "searching (the number of runs is private)"})
+	progress(jobspec.Progress{Message: "searching (the number of runs is private)"})
 	// A failed base run is kept with score −∞ and the search goes on (dphypo.Run); its
 	// error goes to the operator's log only.
 	// The path (every run's point, score and sampling distribution) is for the operator
 	// only: it goes to the operator's log and to the result's Trace, which the job manager
 	// keeps apart from the release.
-	trace := &jobs.Trace{Grid: s.Space, Visits: make([]int, job.space.Size())}
+	trace := &jobspec.Trace{Grid: s.Space, Visits: make([]int, job.space.Size())}
 	res, err := dphypo.Run(ctx, src, job.cfg, dphypoBase{r: r, job: job, src: src}, func(p dphypo.Progress) {
 		point := job.space.Point(p.Index)
-		step := jobs.NewTraceStep(p.Run, p.Index, point, p.Score, p.Err != nil, p.Sampling)
+		step := jobspec.NewTraceStep(p.Run, p.Index, point, p.Score, p.Err != nil, p.Sampling)
 		trace.Steps = append(trace.Steps, step)
 		trace.Visits[p.Index]++
 		trace.Final = trace.Final[:0]
@@ -370,9 +370,9 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 			zap.Float64("max_density", step.MaxDensity), zap.Float64("min_density", step.MinDensity), zap.Float64("entropy", step.Entropy))
 	})
 	if errors.Is(err, dphypo.ErrAllRunsFailed) {
-		return jobs.Result{}, jobs.Publicf("every run of the search failed; the curator's operator can find details in its log")
+		return jobspec.Result{}, jobspec.Publicf("every run of the search failed; the curator's operator can find details in its log")
 	} else if err != nil {
-		return jobs.Result{}, fmt.Errorf("tuning: dphypo: %w", err)
+		return jobspec.Result{}, fmt.Errorf("tuning: dphypo: %w", err)
 	}
 	r.log.Info("DP-HyPO search finished (operator only)", zap.Int("runs", res.Runs), zap.Int("failed_runs", res.Failed))
 	constants := map[string]float64{"expected_runs": dp.NegBinMean(job.cfg.Theta, job.cfg.Gamma), "score_noise_sd": job.scoreSD}
@@ -384,7 +384,7 @@ func (r *Runner) runDPHyPO(ctx context.Context, s jobs.DPHyPOSpec, progress func
 	if job.boundsEps > 0 {
 		constants["bounds_epsilon"] = job.boundsEps
 	}
-	return jobs.Result{
+	return jobspec.Result{
 		HasHyperparameters: true, Hyperparameters: job.space.Point(res.BestIndex), Score: res.BestScore,
 		Epsilon: plan.Cost.Epsilon, Delta: plan.Cost.Delta, Guarantee: plan.Guarantee,
 		Constants: constants, Trace: trace,

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/hparam"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/learner"
-	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // lambdaName is the built-in learner's one hyperparameter: the L2 regularisation
@@ -26,13 +26,13 @@ type kusnerJob struct {
 // touching the data (the validation size m is public: it follows from the row count).
 // It does not compute the release constants (γ_T's greedy bound is the expensive part):
 // kusnerPlan does, once per submission, and kusner.Run once per run.
-func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
+func (r *Runner) kusnerConfig(s jobspec.KusnerSpec) (kusnerJob, jobspec.Plan, error) {
 	space, err := r.space(s.Space)
 	if err != nil {
-		return kusnerJob{}, jobs.Plan{}, err
+		return kusnerJob{}, jobspec.Plan{}, err
 	}
 	if s.Iterations > r.cfg.MaxIterations {
-		return kusnerJob{}, jobs.Plan{}, invalid("T = %d iterations; this curator allows at most %d", s.Iterations, r.cfg.MaxIterations)
+		return kusnerJob{}, jobspec.Plan{}, invalid("T = %d iterations; this curator allows at most %d", s.Iterations, r.cfg.MaxIterations)
 	}
 	alg := kusner.Algorithm(s.Algorithm)
 	job := kusnerJob{space: space}
@@ -49,44 +49,44 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 		{"tau", s.Tau, op.Tau, "--kusner-tau"},
 	} {
 		if c.spec != 0 && c.spec != c.curator {
-			return kusnerJob{}, jobs.Plan{}, invalid("%s = %g differs from this curator's %g: it is an assumption about the curator's data that sets the noise, so its operator chooses it (curator %s); leave it unset", c.name, c.spec, c.curator, c.flag)
+			return kusnerJob{}, jobspec.Plan{}, invalid("%s = %g differs from this curator's %g: it is an assumption about the curator's data that sets the noise, so its operator chooses it (curator %s); leave it unset", c.name, c.spec, c.curator, c.flag)
 		}
 	}
 	if alg == kusner.NoiseFree && (op.A <= 0 || op.Tau <= 0) {
-		return kusnerJob{}, jobs.Plan{}, invalid("Algorithm 2 rests on regret constants A and τ that this curator's operator has not set (curator --kusner-a, --kusner-tau)")
+		return kusnerJob{}, jobspec.Plan{}, invalid("Algorithm 2 rests on regret constants A and τ that this curator's operator has not set (curator --kusner-a, --kusner-tau)")
 	}
 	cfg := kusner.Config{Algorithm: alg, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim(),
 		Iterations: s.Iterations, Epsilon: s.Epsilon, Delta: s.Delta, K1: op.K1, NoiseVariance: op.NoiseVariance,
 		GammaT: op.GammaT, A: op.A, Tau: op.Tau, Lengthscale: s.Lengthscale}
 	if s.Evaluator != "" {
 		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
-			return kusnerJob{}, jobs.Plan{}, err
+			return kusnerJob{}, jobspec.Plan{}, err
 		}
 		if alg == kusner.Lipschitz {
-			return kusnerJob{}, jobs.Plan{}, invalid("Algorithm 3 rests on the Lipschitz and convexity properties of the built-in learner; it cannot run an external evaluator")
+			return kusnerJob{}, jobspec.Plan{}, invalid("Algorithm 3 rests on the Lipschitz and convexity properties of the built-in learner; it cannot run an external evaluator")
 		}
 	} else {
 		if names := space.Names(); len(names) != 1 || names[0] != lambdaName {
-			return kusnerJob{}, jobs.Plan{}, invalid("the built-in learner has one hyperparameter, %q (L2 regularisation strength); the grid has %v", lambdaName, names)
+			return kusnerJob{}, jobspec.Plan{}, invalid("the built-in learner has one hyperparameter, %q (L2 regularisation strength); the grid has %v", lambdaName, names)
 		}
 		lambdas := space.Params[0].Values
 		if lambdas[0] <= 0 {
-			return kusnerJob{}, jobs.Plan{}, invalid("regularisation strengths must be positive, got %g", lambdas[0])
+			return kusnerJob{}, jobspec.Plan{}, invalid("regularisation strengths must be positive, got %g", lambdas[0])
 		}
 		if alg == kusner.Lipschitz {
 			if k := r.Classes(); k != 2 {
-				return kusnerJob{}, jobs.Plan{}, invalid("Algorithm 3 rests on the Lipschitz bounds of binary logistic regression; this curator's target has %d classes (use Algorithm 1 or 2, whose objective is the validation accuracy of softmax regression)", k)
+				return kusnerJob{}, jobspec.Plan{}, invalid("Algorithm 3 rests on the Lipschitz bounds of binary logistic regression; this curator's target has %d classes (use Algorithm 1 or 2, whose objective is the validation accuracy of softmax regression)", k)
 			}
 			cfg.LambdaMin, cfg.LambdaMax = lambdas[0], lambdas[len(lambdas)-1]
 			cfg.L, cfg.GStar, cfg.M = learner.SigmoidLipschitz, learner.SigmoidBound, r.valUnit.N
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return kusnerJob{}, jobs.Plan{}, invalid("%v", err)
+		return kusnerJob{}, jobspec.Plan{}, invalid("%v", err)
 	}
 	job.cfg = cfg
 	eps, delta := cfg.Cost()
-	plan := jobs.Plan{Guarantee: cfg.Guarantee(), Steps: cfg.Steps()}
+	plan := jobspec.Plan{Guarantee: cfg.Guarantee(), Steps: cfg.Steps()}
 	plan.Cost.Epsilon, plan.Cost.Delta = eps, delta
 	plan.Patient, plan.Guarantee = r.kusnerPatient(plan.Cost, plan.Guarantee)
 	return job, plan, nil
@@ -96,18 +96,18 @@ func (r *Runner) kusnerConfig(s jobs.KusnerSpec) (kusnerJob, jobs.Plan, error) {
 // (for example that the Laplace scale is within pkg/dp's range), so that such a spec is
 // refused before it is charged, and the job's forecast (kusner.Config.Forecast) from
 // those public constants and the objective's public range.
-func (r *Runner) kusnerPlan(s jobs.KusnerSpec) (jobs.Plan, error) {
+func (r *Runner) kusnerPlan(s jobspec.KusnerSpec) (jobspec.Plan, error) {
 	job, plan, err := r.kusnerConfig(s)
 	if err != nil {
-		return jobs.Plan{}, err
+		return jobspec.Plan{}, err
 	}
 	k, err := job.cfg.Constants()
 	if err != nil {
-		return jobs.Plan{}, invalid("%v", err)
+		return jobspec.Plan{}, invalid("%v", err)
 	}
 	f, err := job.cfg.Forecast(k, objectiveRange(job), s.ForecastGap)
 	if err != nil {
-		return jobs.Plan{}, invalid("%v", err)
+		return jobspec.Plan{}, invalid("%v", err)
 	}
 	plan.Forecast = &f
 	return plan, nil
@@ -127,19 +127,19 @@ func objectiveRange(job kusnerJob) float64 {
 	return 1
 }
 
-func (r *Runner) runKusner(ctx context.Context, s jobs.KusnerSpec, progress func(jobs.Progress)) (jobs.Result, error) {
+func (r *Runner) runKusner(ctx context.Context, s jobspec.KusnerSpec, progress func(jobspec.Progress)) (jobspec.Result, error) {
 	job, _, err := r.kusnerConfig(s) // kusner.Run computes and checks the constants
 	if err != nil {
-		return jobs.Result{}, err
+		return jobspec.Result{}, err
 	}
 	objective := r.kusnerObjective(job)
 	res, err := kusner.Run(ctx, dp.CryptoSource(), job.cfg, objective, func(p kusner.Progress) {
-		progress(jobs.Progress{Step: p.Step, Total: p.Total, Message: p.Message})
+		progress(jobspec.Progress{Step: p.Step, Total: p.Total, Message: p.Message})
 	})
 	if err != nil {
-		return jobs.Result{}, fmt.Errorf("tuning: kusner: %w", err)
+		return jobspec.Result{}, fmt.Errorf("tuning: kusner: %w", err)
 	}
-	out := jobs.Result{Score: res.Value, Epsilon: res.Epsilon, Delta: res.Delta, Guarantee: res.Guarantee,
+	out := jobspec.Result{Score: res.Value, Epsilon: res.Epsilon, Delta: res.Delta, Guarantee: res.Guarantee,
 		Constants: res.Constants.Map(job.cfg.Algorithm)}
 	if res.HasIndex {
 		out.HasHyperparameters, out.Hyperparameters = true, job.space.Point(res.Index)
@@ -185,10 +185,10 @@ func (r *Runner) kusnerObjective(job kusnerJob) kusner.Objective {
 // nothing is bounded — unless the operator declared that part consented
 // (Config.TrainingConsented), when the figure is the validation part's (ε, δ), for the
 // patients the job does protect.
-func (r *Runner) kusnerPatient(cost ledger.Cost, guarantee string) (*ledger.PatientCost, string) {
+func (r *Runner) kusnerPatient(cost privacy.Cost, guarantee string) (*privacy.PatientCost, string) {
 	if !r.cfg.TrainingConsented {
-		return &ledger.Unbounded, guarantee + " Whole patient: NOT BOUNDED — a patient of the training part is used by the learner with no mechanism."
+		return &privacy.Unbounded, guarantee + " Whole patient: NOT BOUNDED — a patient of the training part is used by the learner with no mechanism."
 	}
-	return &ledger.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, guarantee + fmt.Sprintf(" Whole patient: (ε=%g, δ=%g) for a patient of the validation part "+
+	return &privacy.PatientCost{Epsilon: cost.Epsilon, Delta: cost.Delta}, guarantee + fmt.Sprintf(" Whole patient: (ε=%g, δ=%g) for a patient of the validation part "+
 		"(replacing one validation record); the patients of the training part are outside it, as this curator's operator declared them consented.", cost.Epsilon, cost.Delta)
 }

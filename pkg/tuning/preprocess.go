@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/learner"
 )
 
@@ -170,7 +170,7 @@ func (r *Runner) sgdData(ctx context.Context) (train, val learner.Data, err erro
 	}
 	if err != nil {
 		r.log.Error("private estimate of the feature bounds failed (operator only)", zap.Error(err))
-		return learner.Data{}, learner.Data{}, jobs.Publicf("the private estimate of the feature bounds failed; the curator's operator can find details in its log")
+		return learner.Data{}, learner.Data{}, jobspec.Publicf("the private estimate of the feature bounds failed; the curator's operator can find details in its log")
 	}
 	return prepareSGD(PreprocessBounded, est, r.cfg.RowNorm, r.rawTrain, r.rawVal)
 }

@@ -1,5 +1,5 @@
 // Package tuning runs private hyperparameter tuning on the curator's own data: it is the
-// jobs.Runner behind the curator's job RPCs. It turns a job spec into a grid Λ
+// jobspec.Runner behind the curator's job RPCs. It turns a job spec into a grid Λ
 // (package hparam), an objective over the curator's validation split (package learner, or
 // an operator-configured external evaluator), and one of the private search algorithms:
 // Kusner et al. (package kusner) or DP-HyPO (package dphypo).
@@ -13,13 +13,13 @@
 // choose it. What each job protects, and how its features are prepared, differ:
 //
 //   - Kusner jobs (Kusner et al. 2015) protect the validation part only, under replacing
-//     one validation record (ledger.RelationValidationRecord): the learner is trained on
+//     one validation record (privacy.RelationValidationRecord): the learner is trained on
 //     the training part without any privacy mechanism, as in the paper's setting, and
 //     every Kusner guarantee text says so. Features are standardised with statistics of
 //     the training part only, so the validation records do not shape the scaling; for
 //     Algorithm 3 the rows are then put on norm ≤ 1, as its Lipschitz bounds require.
 //   - DP-HyPO jobs (Wang et al. 2023) with the built-in DP-SGD learner protect the
-//     training part under adding or removing one record (ledger.RelationTrainingAddRemove;
+//     training part under adding or removing one record (privacy.RelationTrainingAddRemove;
 //     the noisy validation accuracy is composed in, so replacing one validation record is
 //     covered too). DP-SGD's accounting holds for the rows it is given, so the features
 //     are prepared without any statistic of the data (Preprocessing, default
@@ -47,12 +47,12 @@ import (
 
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/hparam"
-	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/learner"
-	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // Evaluator is an operator-configured external program that scores one hyperparameter
@@ -70,10 +70,10 @@ type Evaluator struct {
 	RDP *dp.RDPCurve
 	// Relation is the neighbour relation the declared per-run guarantee is stated for,
 	// and so that of a DP-HyPO job over this evaluator; empty means
-	// ledger.RelationTrainingAddRemove (DP-HyPO's setting: each run trains with DP-SGD).
-	// Kusner jobs over the evaluator are stated for ledger.RelationValidationRecord
+	// privacy.RelationTrainingAddRemove (DP-HyPO's setting: each run trains with DP-SGD).
+	// Kusner jobs over the evaluator are stated for privacy.RelationValidationRecord
 	// whatever this says.
-	Relation ledger.Relation
+	Relation privacy.Relation
 }
 
 // KusnerAssumptions are the constants Kusner et al.'s guarantees rest on. They are claims
@@ -138,7 +138,7 @@ type Config struct {
 	// TrainingConsented is the operator's declaration that every patient of the
 	// training part consented to their records being used without a privacy
 	// guarantee (or that the part is public). Kusner jobs train on it with no
-	// mechanism, so their whole-patient figure (jobs.Plan.Patient) is not bounded
+	// mechanism, so their whole-patient figure (jobspec.Plan.Patient) is not bounded
 	// without it, and their validation part's (ε, δ) with it.
 	TrainingConsented bool
 	Logger            *zap.Logger
@@ -147,7 +147,7 @@ type Config struct {
 	scoreRatio float64
 }
 
-// Runner implements jobs.Runner.
+// Runner implements jobspec.Runner.
 type Runner struct {
 	cfg        Config
 	log        *zap.Logger
@@ -230,7 +230,7 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("tuning: evaluator names must be unique and non-empty (%q)", e.Name)
 		}
 		if e.Relation == "" {
-			e.Relation = ledger.RelationTrainingAddRemove
+			e.Relation = privacy.RelationTrainingAddRemove
 		}
 		if err := e.Relation.Validate(); err != nil {
 			return nil, fmt.Errorf("tuning: evaluator %q: %w", e.Name, err)
@@ -303,7 +303,7 @@ func (r *Runner) space(axes []hparam.Axis) (hparam.Space, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", jobs.ErrInvalidSpec, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", jobspec.ErrInvalidSpec, fmt.Sprintf(format, args...))
 }
 
 func (r *Runner) evaluator(name string) (*evaluatorEntry, error) {
@@ -327,18 +327,18 @@ func (r *Runner) evaluate(ctx context.Context, e *evaluatorEntry, point map[stri
 	r.log.Error("external evaluator failed", zap.String("evaluator", e.cfg.Name), zap.Error(err))
 	switch {
 	case errors.Is(err, evaluator.ErrTimeout):
-		return 0, jobs.Publicf("evaluator %q timed out after %s", e.cfg.Name, e.cfg.Timeout)
+		return 0, jobspec.Publicf("evaluator %q timed out after %s", e.cfg.Name, e.cfg.Timeout)
 	case errors.Is(err, evaluator.ErrBadOutput):
-		return 0, jobs.Publicf("evaluator %q did not print a valid score", e.cfg.Name)
+		return 0, jobspec.Publicf("evaluator %q did not print a valid score", e.cfg.Name)
 	case errors.Is(err, evaluator.ErrExit):
-		return 0, jobs.Publicf("evaluator %q exited with an error", e.cfg.Name)
+		return 0, jobspec.Publicf("evaluator %q exited with an error", e.cfg.Name)
 	}
-	return 0, jobs.Publicf("evaluator %q failed", e.cfg.Name)
+	return 0, jobspec.Publicf("evaluator %q failed", e.cfg.Name)
 }
 
-// Plan implements jobs.Runner.
-func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
-	var plan jobs.Plan
+// Plan implements jobspec.Runner.
+func (r *Runner) Plan(spec jobspec.Spec) (jobspec.Plan, error) {
+	var plan jobspec.Plan
 	var err error
 	switch {
 	case spec.Kusner != nil:
@@ -346,7 +346,7 @@ func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
 	case spec.DPHyPO != nil:
 		_, plan, err = r.dphypoPlan(*spec.DPHyPO)
 	default:
-		return jobs.Plan{}, invalid("no job kind set")
+		return jobspec.Plan{}, invalid("no job kind set")
 	}
 	if err != nil {
 		return plan, err
@@ -358,16 +358,16 @@ func (r *Runner) Plan(spec jobs.Spec) (jobs.Plan, error) {
 
 // Relation returns the neighbour relation spec's guarantee (and so its charge) is stated
 // for, by the privacy ledger's names: Kusner jobs kusner.Relation (one validation record
-// replaced), DP-HyPO jobs with the built-in learner ledger.RelationTrainingAddRemove,
+// replaced), DP-HyPO jobs with the built-in learner privacy.RelationTrainingAddRemove,
 // DP-HyPO jobs over an external evaluator the relation its operator declared
 // (Evaluator.Relation). It does not validate the rest of spec.
-func (r *Runner) Relation(spec jobs.Spec) (ledger.Relation, error) {
+func (r *Runner) Relation(spec jobspec.Spec) (privacy.Relation, error) {
 	switch {
 	case spec.Kusner != nil && spec.DPHyPO == nil:
 		return kusner.Relation, nil
 	case spec.DPHyPO != nil && spec.Kusner == nil:
 		if spec.DPHyPO.Evaluator == "" {
-			return ledger.RelationTrainingAddRemove, nil
+			return privacy.RelationTrainingAddRemove, nil
 		}
 		e, err := r.evaluator(spec.DPHyPO.Evaluator)
 		if err != nil {
@@ -378,13 +378,13 @@ func (r *Runner) Relation(spec jobs.Spec) (ledger.Relation, error) {
 	return "", invalid("a job spec needs exactly one job kind")
 }
 
-// Run implements jobs.Runner.
-func (r *Runner) Run(ctx context.Context, spec jobs.Spec, progress func(jobs.Progress)) (jobs.Result, error) {
+// Run implements jobspec.Runner.
+func (r *Runner) Run(ctx context.Context, spec jobspec.Spec, progress func(jobspec.Progress)) (jobspec.Result, error) {
 	switch {
 	case spec.Kusner != nil:
 		return r.runKusner(ctx, *spec.Kusner, progress)
 	case spec.DPHyPO != nil:
 		return r.runDPHyPO(ctx, *spec.DPHyPO, progress)
 	}
-	return jobs.Result{}, invalid("no job kind set")
+	return jobspec.Result{}, invalid("no job kind set")
 }
