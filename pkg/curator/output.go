@@ -110,6 +110,15 @@ func (r *outputReleaser) chargeKey() string {
 	return fmt.Sprintf("query-answers/%s/eps=%g/delta=%g/range=%g,%g", o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
 }
 
+// passChargeKey is chargeKey for answering pass p (QueryOptions.Pass): pass 0's is
+// chargeKey itself, as before passes existed.
+func (r *outputReleaser) passChargeKey(p int) string {
+	if p == 0 {
+		return r.chargeKey()
+	}
+	return fmt.Sprintf("%s/pass=%d", r.chargeKey(), p)
+}
+
 // noiseSD is the standard deviation of the noise each answer carries (Laplace: √2 times
 // its scale; Gaussian: σ), 0 for exact answers. It depends on the setting only.
 func (r *outputReleaser) noiseSD() float64 {
@@ -126,12 +135,91 @@ func (r *outputReleaser) cost() ledger.Cost {
 	return ledger.Cost{Epsilon: r.cfg.Epsilon, Delta: r.cfg.Delta}
 }
 
-// release returns the value to send for evaluation y.
-func (r *outputReleaser) release(y float64) (float64, error) {
+// Clip is a range [Lower, Upper] inside the public output range that an identity asks
+// one query's answers to be clipped to (QueryClipped). Each answer is then
+// clip(y, [Lower, Upper]) plus noise calibrated to the sensitivity Upper − Lower at the
+// setting's (ε, δ) — Laplace of scale (Upper − Lower)/ε — so a narrower range carries
+// less noise and costs the same: replacing one record moves its clipped value by at most
+// Upper − Lower, so each answer is still (ε, δ)-DP under the record relation, and a row
+// is still answered once, so the parallel composition of chargeAnswers still holds. The
+// range may only depend on what the identity was released before (its projection and
+// earlier answers), which is all an identity has. The zero Clip is the public range.
+type Clip struct{ Lower, Upper float64 }
+
+// IsZero reports whether c is the zero Clip (the public range).
+func (c Clip) IsZero() bool { return c == Clip{} }
+
+// clipFor returns the range an answer is clipped to when c is asked for: the public
+// range for the zero Clip, c itself when it is a finite range with Lower < Upper inside
+// the public range, and an error wrapping ErrInvalidArgument otherwise (also for a
+// non-zero Clip with exact answers, which are not clipped).
+func (r *outputReleaser) clipFor(c Clip) (Clip, error) {
+	pub := Clip{r.cfg.Lower, r.cfg.Upper}
+	if c.IsZero() {
+		return pub, nil
+	}
+	if r.mech == nil {
+		return Clip{}, fmt.Errorf("%w: a clip range applies only to private answers; this curator releases exact answers (output privacy none)", ErrInvalidArgument)
+	}
+	if math.IsNaN(c.Lower) || math.IsNaN(c.Upper) || !(c.Lower < c.Upper) {
+		return Clip{}, fmt.Errorf("%w: clip range [%g, %g]: want lower < upper", ErrInvalidArgument, c.Lower, c.Upper)
+	}
+	if c.Lower < pub.Lower || c.Upper > pub.Upper {
+		return Clip{}, fmt.Errorf("%w: clip range [%g, %g] is not inside the public output range [%g, %g]", ErrInvalidArgument, c.Lower, c.Upper, pub.Lower, pub.Upper)
+	}
+	return c, nil
+}
+
+// mechanismFor is the noise mechanism of answers clipped to c (from clipFor): the
+// setting's own for the public range, otherwise the same mechanism at the same (ε, δ)
+// calibrated to the sensitivity c.Upper − c.Lower.
+func (r *outputReleaser) mechanismFor(c Clip) (releaser, error) {
+	if c == (Clip{r.cfg.Lower, r.cfg.Upper}) {
+		return r.mech, nil
+	}
+	var (
+		m   releaser
+		err error
+	)
+	switch r.cfg.Mechanism {
+	case "laplace":
+		m, err = dp.NewLaplace(r.cfg.Epsilon, c.Upper-c.Lower)
+	case "gaussian":
+		m, err = dp.NewGaussian(r.cfg.Epsilon, r.cfg.Delta, c.Upper-c.Lower)
+	default:
+		return nil, fmt.Errorf("curator: no clip range for output mechanism %q", r.cfg.Mechanism)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: clip range [%g, %g]: %v", ErrInvalidArgument, c.Lower, c.Upper, err)
+	}
+	return m, nil
+}
+
+// release returns the value to send for evaluation y, clipped to c (from clipFor).
+func (r *outputReleaser) release(y float64, c Clip) (float64, error) {
 	if r.mech == nil {
 		return y, nil
 	}
-	return r.mech.Release(r.src, min(max(y, r.cfg.Lower), r.cfg.Upper))
+	m, err := r.mechanismFor(c)
+	if err != nil {
+		return 0, err
+	}
+	return m.Release(r.src, min(max(y, c.Lower), c.Upper))
+}
+
+// noiseSDFor is the standard deviation of the noise of an answer clipped to c.
+func (r *outputReleaser) noiseSDFor(c Clip) (float64, error) {
+	m, err := r.mechanismFor(c)
+	if err != nil {
+		return 0, err
+	}
+	switch m := m.(type) {
+	case *dp.Laplace:
+		return math.Sqrt2 * m.Scale(), nil
+	case *dp.Gaussian:
+		return m.Scale(), nil
+	}
+	return 0, nil
 }
 
 // newNoiseSource returns standard normal draws for simulated observation noise, from a
