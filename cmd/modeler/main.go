@@ -147,6 +147,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
+	fs.Var(clipFlag{&cfg.Clip}, "answer-clip", "LOWER,UPPER: ask the curator to clip every answer to this range inside its public output range, for noise calibrated to its width at the same ε and charge (rows below LOWER all answer about LOWER), or public (default: the public range)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
@@ -287,6 +288,10 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 		}
 	}
 	fmt.Fprintf(w, "answer noise: %s\n", study.AnswerNoiseText(op, res.AnswerNoiseSD))
+	if c := res.AnswersClip; c != nil {
+		fmt.Fprintf(w, "answers clipped to [%g, %g] (--answer-clip): noise sd %.3g per answer, %.2g of that range's width, at the same ε and charge\n",
+			c[0], c[1], res.AnswerClipNoiseSD, res.AnswerClipNoiseSD/(c[1]-c[0]))
+	}
 	if res.Protection.ExactAnswers {
 		fmt.Fprintf(w, "%s answer: %.6g at row %d (exact)\n", extreme, res.BestValue, res.BestIndex)
 	} else {
@@ -351,6 +356,25 @@ func (f choiceFlag[T]) Set(s string) error {
 		return errors.New("want " + f.want)
 	}
 	*f.v = v
+	return nil
+}
+
+// clipFlag is modeler.Config.Clip as a flag: LOWER,UPPER or public.
+type clipFlag struct{ c *modeler.Clip }
+
+func (f clipFlag) String() string {
+	if f.c == nil || f.c.IsZero() {
+		return "public"
+	}
+	return f.c.String()
+}
+
+func (f clipFlag) Set(s string) error {
+	c, err := modeler.ParseClip(s)
+	if err != nil {
+		return err
+	}
+	*f.c = c
 	return nil
 }
 

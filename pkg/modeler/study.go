@@ -223,7 +223,7 @@ func (s *session) replay(prior []study.Observation) error {
 		for k < len(prior) && prior[k].Round == prior[0].Round {
 			k++
 		}
-		if err := s.observeRound(prior[:k], nil); err != nil {
+		if err := s.observeRound(prior[:k], nil, nil); err != nil {
 			return err
 		}
 		prior = prior[k:]

@@ -109,6 +109,10 @@ type Settings struct {
 	// studies stored before the setting existed, whose releases state no noise), "kernel"
 	// or "ignore".
 	ProjectionNoise string `json:"projection-noise,omitempty"`
+	// AnswerClip is the range "LOWER,UPPER" inside the curator's public output range
+	// the study asks its answers to be clipped to (pkg/modeler's Config.Clip); "", the
+	// value of studies stored before the setting existed, is the public range.
+	AnswerClip string `json:"answer-clip,omitempty"`
 }
 
 // Validate checks the ranges a study needs; the modeler validates the rest.
