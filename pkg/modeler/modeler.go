@@ -100,7 +100,7 @@ type Config struct {
 	// of its own (the curator's ε_out and δ_out again: a declared extra cost), and the
 	// GP conditions on these answers before it recommends. 0: none.
 	ConfirmRows, ConfirmPasses int
-	ConfirmClip               Clip
+	ConfirmClip                Clip
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
