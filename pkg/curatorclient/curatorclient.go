@@ -146,12 +146,12 @@ func (c *Client) Query(ctx context.Context, rows []int) ([]modeler.Answer, study
 
 // QueryWith implements modeler.OptionQuerier: Query with the fresh answers clipped to
 // opt.Clip (QueryRequest.clip; the zero Clip is the public range) in answering pass
-// opt.Pass (QueryRequest.pass).
+// opt.Pass (QueryRequest.confirmation_pass).
 func (c *Client) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOptions) ([]modeler.Answer, study.Budget, error) {
 	if opt.Pass < 0 {
 		return nil, study.Budget{}, fmt.Errorf("curatorclient: pass %d is negative", opt.Pass)
 	}
-	req := &curatorv1.QueryRequest{Indices: make([]uint64, len(rows)), Pass: uint32(min(opt.Pass, math.MaxUint32))}
+	req := &curatorv1.QueryRequest{Indices: make([]uint64, len(rows)), ConfirmationPass: uint32(min(opt.Pass, math.MaxUint32))}
 	if !opt.Clip.IsZero() {
 		req.Clip = &curatorv1.ClipRange{Lower: opt.Clip.Lower, Upper: opt.Clip.Upper}
 	}

@@ -192,10 +192,10 @@ func (h *handlers) Query(ctx context.Context, req *curatorv1.QueryRequest) (*cur
 			return nil, status.Error(codes.InvalidArgument, "clip range [0, 0]: want lower < upper inside the public output range, or no clip for the public range")
 		}
 	}
-	if req.GetPass() > curator.MaxPass {
-		return nil, status.Errorf(codes.InvalidArgument, "answering pass %d: want 0, or 1 to %d", req.GetPass(), curator.MaxPass)
+	if req.GetConfirmationPass() > curator.MaxPass {
+		return nil, status.Errorf(codes.InvalidArgument, "answering pass %d: want 0, or 1 to %d", req.GetConfirmationPass(), curator.MaxPass)
 	}
-	obs, bal, err := h.cur.QueryWith(ctx, identity(ctx), idx, curator.QueryOptions{Clip: clip, Pass: int(req.GetPass())})
+	obs, bal, err := h.cur.QueryWith(ctx, identity(ctx), idx, curator.QueryOptions{Clip: clip, Pass: int(req.GetConfirmationPass())})
 	if err != nil {
 		return nil, h.status(ctx, err)
 	}

@@ -1545,9 +1545,9 @@ type QueryRequest struct {
 	// noise, each at most once in that pass, and is paid by one charge of its own (the
 	// output setting's ε and δ again, record relation, parallel composition over the
 	// rows), made before its first answer.
-	Pass          uint32 `protobuf:"varint,3,opt,name=pass,proto3" json:"pass,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ConfirmationPass uint32 `protobuf:"varint,3,opt,name=confirmation_pass,json=confirmationPass,proto3" json:"confirmation_pass,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *QueryRequest) Reset() {
@@ -1594,9 +1594,9 @@ func (x *QueryRequest) GetClip() *ClipRange {
 	return nil
 }
 
-func (x *QueryRequest) GetPass() uint32 {
+func (x *QueryRequest) GetConfirmationPass() uint32 {
 	if x != nil {
-		return x.Pass
+		return x.ConfirmationPass
 	}
 	return 0
 }
@@ -4167,11 +4167,11 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"+\n" +
 	"\x11ProjectionTrailer\x12\x16\n" +
-	"\x06sha256\x18\x01 \x01(\fR\x06sha256\"n\n" +
+	"\x06sha256\x18\x01 \x01(\fR\x06sha256\"\x87\x01\n" +
 	"\fQueryRequest\x12\x18\n" +
 	"\aindices\x18\x01 \x03(\x04R\aindices\x120\n" +
-	"\x04clip\x18\x02 \x01(\v2\x1c.privbo.curator.v1.ClipRangeR\x04clip\x12\x12\n" +
-	"\x04pass\x18\x03 \x01(\rR\x04pass\"7\n" +
+	"\x04clip\x18\x02 \x01(\v2\x1c.privbo.curator.v1.ClipRangeR\x04clip\x12+\n" +
+	"\x11confirmation_pass\x18\x03 \x01(\rR\x10confirmationPass\"7\n" +
 	"\tClipRange\x12\x14\n" +
 	"\x05lower\x18\x01 \x01(\x01R\x05lower\x12\x14\n" +
 	"\x05upper\x18\x02 \x01(\x01R\x05upper\"\x86\x01\n" +

@@ -496,13 +496,14 @@ class ProjectionTrailer(_message.Message):
     def __init__(self, sha256: _Optional[bytes] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ["clip", "indices"]
+    __slots__ = ["clip", "confirmation_pass", "indices"]
     CLIP_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_PASS_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
-    PASS_FIELD_NUMBER: _ClassVar[int]
     clip: ClipRange
+    confirmation_pass: int
     indices: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, indices: _Optional[_Iterable[int]] = ..., clip: _Optional[_Union[ClipRange, _Mapping]] = ..., **kwargs) -> None: ...
+    def __init__(self, indices: _Optional[_Iterable[int]] = ..., clip: _Optional[_Union[ClipRange, _Mapping]] = ..., confirmation_pass: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ["budget", "observations"]
