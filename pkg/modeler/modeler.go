@@ -393,6 +393,15 @@ func (c *Config) defaults() error {
 	if _, err := ParseProjectionNoise(string(c.ProjectionNoise)); err != nil || c.ProjectionNoise == "model" {
 		return fmt.Errorf("modeler: projection noise %q: want ProjectionNoiseModel (\"\"), %q or %q", string(c.ProjectionNoise), ProjectionNoiseKernel, ProjectionNoiseIgnore)
 	}
+	if c.ConfirmRows < 0 || c.ConfirmPasses < 0 {
+		return fmt.Errorf("modeler: confirmation rows and passes must be ≥ 0 (0 rows: no confirmation; 0 passes: 1), got %d and %d", c.ConfirmRows, c.ConfirmPasses)
+	}
+	if c.ConfirmPasses > 16 {
+		return fmt.Errorf("modeler: %d confirmation passes; the curator answers at most 16", c.ConfirmPasses)
+	}
+	if !c.ConfirmClip.IsZero() && (math.IsNaN(c.ConfirmClip.Lower) || math.IsNaN(c.ConfirmClip.Upper) || math.IsInf(c.ConfirmClip.Lower, 0) || math.IsInf(c.ConfirmClip.Upper, 0) || !(c.ConfirmClip.Lower < c.ConfirmClip.Upper)) {
+		return fmt.Errorf("modeler: confirmation clip range [%g, %g]: want finite lower < upper", c.ConfirmClip.Lower, c.ConfirmClip.Upper)
+	}
 	if !c.Clip.IsZero() && (math.IsNaN(c.Clip.Lower) || math.IsNaN(c.Clip.Upper) || math.IsInf(c.Clip.Lower, 0) || math.IsInf(c.Clip.Upper, 0) || !(c.Clip.Lower < c.Clip.Upper)) {
 		return fmt.Errorf("modeler: clip range [%g, %g]: want finite lower < upper", c.Clip.Lower, c.Clip.Upper)
 	}
@@ -642,11 +651,8 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 		public = Clip{op.Lower, op.Upper}
 	}
 	if !cfg.Clip.IsZero() {
-		if op.Exact() {
-			return nil, fmt.Errorf("modeler: a clip range [%g, %g] applies only to private answers; the curator releases exact answers", cfg.Clip.Lower, cfg.Clip.Upper)
-		}
-		if cfg.Clip.Lower < op.Lower || cfg.Clip.Upper > op.Upper {
-			return nil, fmt.Errorf("modeler: clip range [%g, %g] is not inside the curator's public output range [%g, %g]", cfg.Clip.Lower, cfg.Clip.Upper, op.Lower, op.Upper)
+		if err := checkAnswerOptions(&cfg, op); err != nil {
+			return nil, err
 		}
 		res.AnswersClip = &[2]float64{cfg.Clip.Lower, cfg.Clip.Upper}
 		if sdErr == nil {
@@ -889,6 +895,48 @@ func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
 	return info, nil
 }
 
+// checkAnswerOptions refuses, before anything is charged, a clip range (Config.Clip,
+// Config.ConfirmClip) outside the curator's public output range or asked of exact
+// answers, and confirmation passes of exact answers.
+func checkAnswerOptions(cfg *Config, op study.OutputPrivacy) error {
+	for _, c := range []struct {
+		flag string
+		clip Clip
+	}{{"clip range", cfg.Clip}, {"confirmation clip range", cfg.ConfirmClip}} {
+		if c.clip.IsZero() {
+			continue
+		}
+		if op.Exact() {
+			return fmt.Errorf("modeler: a %s [%g, %g] applies only to private answers; the curator releases exact answers", c.flag, c.clip.Lower, c.clip.Upper)
+		}
+		if c.clip.Lower < op.Lower || c.clip.Upper > op.Upper {
+			return fmt.Errorf("modeler: %s [%g, %g] is not inside the curator's public output range [%g, %g]", c.flag, c.clip.Lower, c.clip.Upper, op.Lower, op.Upper)
+		}
+	}
+	if cfg.ConfirmRows > 0 && op.Exact() {
+		return errors.New("modeler: confirmation passes apply only to private answers; the curator releases exact answers, which a second answer would only repeat")
+	}
+	return nil
+}
+
+// checkConfirmAffordable refuses, before anything is charged, confirmation passes that
+// the caller could not pay after the study's own charge (the quote q): each pass costs
+// the curator's (ε_out, δ_out) again, under every relation the quote charges.
+func checkConfirmAffordable(cfg *Config, op study.OutputPrivacy, q *Quote) error {
+	if cfg.ConfirmRows <= 0 || q == nil {
+		return nil
+	}
+	p := float64(max(cfg.ConfirmPasses, 1))
+	for _, c := range q.Charges {
+		eps, delta := c.Epsilon+p*op.EpsilonPerIndex, c.Delta+p*op.DeltaPerIndex
+		if eps > c.EpsilonAvailable*(1+1e-12) || delta > c.DeltaAvailable*(1+1e-12) {
+			return fmt.Errorf("modeler: the study and its %g confirmation pass(es) would cost (ε=%g, δ=%g) under the %s relation, but (ε=%g, δ=%g) remain; nothing was charged",
+				p, eps, delta, c.Relation, c.EpsilonAvailable, c.DeltaAvailable)
+		}
+	}
+	return nil
+}
+
 // fetchRelease reads the dataset's description, checks the batch size against the
 // curator's limit and the iterations and initial row against its rows, has the study
 // quoted (plan, which fills in cfg what it left to the curator and refuses a study the
@@ -911,10 +959,16 @@ func fetchRelease(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*Dat
 	if cfg.InitialIndex >= n {
 		return nil, nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
 	}
+	if err := checkAnswerOptions(cfg, info.OutputPrivacy); err != nil {
+		return nil, nil, nil, err
+	}
 	if q == nil {
 		if q, err = plan(ctx, cur, cfg, info); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	if err := checkConfirmAffordable(cfg, info.OutputPrivacy, q); err != nil {
+		return nil, nil, nil, err
 	}
 	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})
 	if err != nil {

@@ -208,6 +208,9 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 		if err != nil {
 			return s.finish(), err // what is known so far, for a caller that reports an interruption
 		}
+		if err := s.confirm(ctx); err != nil {
+			return s.finish(), err
+		}
 		if err := store.Finish(ctx, st.Name); err != nil {
 			return s.finish(), fmt.Errorf("modeler: %w", err)
 		}
