@@ -231,4 +231,3 @@ func (c poorCurator) Quote(ctx context.Context, req QuoteRequest) (*Quote, error
 	q.Charges = []RelationCharge{{Relation: "feature-unit", Epsilon: 3, EpsilonAvailable: 3, Delta: 1e-6, DeltaAvailable: 1e-6, Fits: true}}
 	return q, nil
 }
-
