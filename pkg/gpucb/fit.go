@@ -398,6 +398,32 @@ func (g *GP) SetHyper(h Hyper) error {
 	return nil
 }
 
+// SetNoiseFactors sets each observation's noise factor (ObserveNoise), in the order
+// observed, and recomputes the posterior. On error the GP is left as it was.
+func (g *GP) SetNoiseFactors(nf []float64) error {
+	if len(nf) != len(g.idx) {
+		return fmt.Errorf("gpucb: %d noise factors for %d observations", len(nf), len(g.idx))
+	}
+	idx := append([]int(nil), g.idx...)
+	ys := append([]float64(nil), g.ys...)
+	old := append([]float64(nil), g.nf...)
+	if err := g.rebuild(g.cfg, idx, ys, append([]float64(nil), nf...)); err != nil {
+		if err2 := g.rebuild(g.cfg, idx, ys, old); err2 != nil {
+			panic(fmt.Sprintf("gpucb: restoring the previous noise factors failed: %v", err2))
+		}
+		return err
+	}
+	return nil
+}
+
+// NoiseFactors returns each observation's noise factor, in the order observed.
+func (g *GP) NoiseFactors() []float64 { return append([]float64(nil), g.nf...) }
+
+// Observed returns the observed indices and outputs, in the order observed.
+func (g *GP) Observed() ([]int, []float64) {
+	return append([]int(nil), g.idx...), append([]float64(nil), g.ys...)
+}
+
 // rebuild resets the state to no observations under cfg and replays (idx, ys).
 func (g *GP) rebuild(cfg Config, idx []int, ys, nf []float64) error {
 	g.cfg = cfg

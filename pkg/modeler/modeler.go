@@ -101,6 +101,12 @@ type Config struct {
 	// GP conditions on these answers before it recommends. 0: none.
 	ConfirmRows, ConfirmPasses int
 	ConfirmClip                Clip
+	// RobustRecommend, with Laplace answers, recommends from the GP whose likelihood is
+	// the answers' own Laplace noise instead of a Gaussian of the same variance: its
+	// posterior mode, found by iteratively reweighted least squares (the Laplace as a
+	// Gaussian scale mixture, EM; see robustRecommend). A lucky noise draw then moves the
+	// recommendation far less. It changes the recommendation only, not the rows queried.
+	RobustRecommend bool
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
@@ -259,6 +265,9 @@ type Result struct {
 	AnswersRange      *[2]float64 `json:"answers_range,omitempty"`
 	AnswersClip       *[2]float64 `json:"answers_clip,omitempty"`
 	AnswerClipNoiseSD float64     `json:"answer_clip_noise_sd,omitempty"`
+	// GaussianRecommended, with Config.RobustRecommend, is the row the Gaussian
+	// likelihood would have recommended (the rule without RobustRecommend).
+	GaussianRecommended *int `json:"gaussian_recommended_index,omitempty"`
 	// Confirmed are the answers of the confirmation passes (Config.ConfirmRows), in
 	// order.
 	Confirmed []Confirmation `json:"confirmed,omitempty"`
@@ -542,6 +551,48 @@ func (s *session) confirm(ctx context.Context) error {
 	return nil
 }
 
+// robustRecommend conditions the GP on the answers under their Laplace likelihood: the
+// Laplace of scale b is a Gaussian scale mixture (noise N(0, v), v exponential with mean
+// 2b²), so EM for the posterior mode reweights each answer j to the Gaussian variance
+// v_j = b_j·|r_j|, r_j its residual from the current posterior mean (E[1/v | r] =
+// 1/(b|r|)), and refits; a few iterations converge. |r_j| is floored at b_j/2 so that no
+// answer is trusted more than a Gaussian of variance b_j²/2. b_j is the scale of answer
+// j's own range (its noise factor). Iteratively reweighted least squares for a Laplace
+// likelihood: Rasmussen & Williams 2006, §9.3 (non-Gaussian likelihoods); Dempster,
+// Laird & Rubin 1977 (EM).
+func (s *session) robustRecommend() {
+	base := s.gp.NoiseFactors()
+	idx, ys := s.gp.Observed()
+	if len(idx) < 2 {
+		return
+	}
+	bPub := s.res.AnswerNoiseSD / math.Sqrt2
+	nf := make([]float64, len(base))
+	for range 10 {
+		for j, i := range idx {
+			b := bPub * math.Sqrt(base[j])
+			r := max(math.Abs(ys[j]-s.gp.Mean(i)), b/2)
+			nf[j] = b * r / (2 * bPub * bPub)
+		}
+		if err := s.gp.SetNoiseFactors(nf); err != nil {
+			_ = s.gp.SetNoiseFactors(base) // the Gaussian posterior, as before
+			return
+		}
+	}
+}
+
+// bestQueried is the queried row with the highest posterior mean (of the GP's Sign·y),
+// −1 before the first answer.
+func (s *session) bestQueried() int {
+	best, m := -1, math.Inf(-1)
+	for _, i := range s.res.Queried {
+		if v := s.gp.Mean(i); best < 0 || v > m {
+			best, m = i, v
+		}
+	}
+	return best
+}
+
 // topQueried is the k distinct queried rows with the highest posterior mean, best first.
 func (s *session) topQueried(k int) []int {
 	var rows []int
@@ -589,6 +640,8 @@ type session struct {
 	res    *Result
 	budget study.Budget
 	rounds int
+	// laplace is true when the curator's answers carry Laplace noise.
+	laplace bool
 	// public is the curator's public output range (zero for exact answers): an answer
 	// clipped to a narrower range has the noise variance of the prior times
 	// (width / public width)² (noiseFactor).
@@ -662,7 +715,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, public: public}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, public: public, laplace: op.Mechanism == "laplace"}, nil
 }
 
 // noiseFactor is the noise variance of an answer clipped to c relative to one clipped
@@ -848,6 +901,11 @@ func (s *session) queryWith(ctx context.Context, rows []int, opt QueryOptions) (
 }
 
 func (s *session) finish() *Result {
+	if s.cfg.RobustRecommend && s.res.AnswerNoiseSD > 0 && s.laplace {
+		g := s.bestQueried()
+		s.res.GaussianRecommended = &g
+		s.robustRecommend()
+	}
 	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
 	for _, i := range s.res.Queried {
 		if m := s.gp.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {

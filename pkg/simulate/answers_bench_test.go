@@ -42,6 +42,8 @@ import (
 //	PRIVBO_ANSWERS_CONFIRM  K,P[,LO,HI]: P confirmation passes of the K rows with the
 //	                        highest posterior mean (modeler.Config.ConfirmRows), clipped
 //	                        to [LO, HI] [none]
+//	PRIVBO_ANSWERS_ROBUST   1: recommend from the Laplace likelihood
+//	                        (modeler.Config.RobustRecommend) [0]
 //	PRIVBO_ANSWERS_WORKERS  concurrent runs [1]
 //	PRIVBO_ANSWERS_SEED     seed of the first rows [1]
 //
@@ -114,8 +116,8 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 			b.Fatal(err)
 		}
 		type outcome struct {
-			hit, recTop, bestTop bool
-			recPct, bestPct      float64
+			hit, recTop, bestTop, gaussTop bool
+			recPct, bestPct, gaussPct      float64
 		}
 		out := make([]outcome, runs)
 		var (
@@ -141,7 +143,8 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 						first := rand.New(rand.NewPCG(seed, uint64(run))).IntN(ds.N)
 						res, err := modeler.Run(context.Background(), &Local{Curator: cur, Identity: "vendor"}, modeler.Config{
 							R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: first, Clip: clip, Workers: 1,
-							ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip})
+							ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip,
+							RobustRecommend: os.Getenv("PRIVBO_ANSWERS_ROBUST") == "1"})
 						if err != nil {
 							return outcome{}, err
 						}
@@ -151,6 +154,9 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 						}
 						o.recTop, o.recPct = ds.Y[res.Recommended] >= thr, pct(res.Recommended)
 						o.bestTop, o.bestPct = ds.Y[res.BestIndex] >= thr, pct(res.BestIndex)
+						if g := res.GaussianRecommended; g != nil {
+							o.gaussTop, o.gaussPct = ds.Y[*g] >= thr, pct(*g)
+						}
 						return o, nil
 					}()
 					mu.Lock()
@@ -171,19 +177,27 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 		if ferr != nil {
 			b.Fatal(ferr)
 		}
-		var hits, recTop, bestTop int
-		var recPct, bestPct []float64
+		var hits, recTop, bestTop, gaussTop, better, worse int
+		var recPct, bestPct, gaussPct []float64
 		for _, o := range out {
 			hits += b2i(o.hit)
 			recTop += b2i(o.recTop)
 			bestTop += b2i(o.bestTop)
 			recPct = append(recPct, o.recPct)
 			bestPct = append(bestPct, o.bestPct)
+			gaussTop += b2i(o.gaussTop)
+			gaussPct = append(gaussPct, o.gaussPct)
+			better += b2i(o.recPct > o.gaussPct)
+			worse += b2i(o.recPct < o.gaussPct)
 		}
-		b.Logf("diabetes, schema, Laplace ε_out = %g on [0, 400], clip %q, confirmation %q, %d runs:", eps, clip.String(), os.Getenv("PRIVBO_ANSWERS_CONFIRM"), runs)
+		b.Logf("diabetes, schema, Laplace ε_out = %g on [0, 400], clip %q, confirmation %q, robust %q, %d runs:", eps, clip.String(), os.Getenv("PRIVBO_ANSWERS_CONFIRM"), os.Getenv("PRIVBO_ANSWERS_ROBUST"), runs)
 		b.Logf("  a top-1%% patient among the 40 queried: %s", rate(hits, runs))
 		b.Logf("  recommended row in the top 1%%: %s; its percentile: %s", rate(recTop, runs), medianCI(recPct))
 		b.Logf("  row of the highest noisy answer in the top 1%%: %s; its percentile: %s", rate(bestTop, runs), medianCI(bestPct))
+		if os.Getenv("PRIVBO_ANSWERS_ROBUST") == "1" {
+			b.Logf("  the same runs' Gaussian-likelihood recommendation in the top 1%%: %s; its percentile: %s; the robust one higher in %d runs, lower in %d",
+				rate(gaussTop, runs), medianCI(gaussPct), better, worse)
+		}
 	}
 }
 
