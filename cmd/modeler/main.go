@@ -148,6 +148,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
 	fs.Var(clipFlag{&cfg.Clip}, "answer-clip", "LOWER,UPPER: ask the curator to clip every answer to this range inside its public output range, for noise calibrated to its width at the same ε and charge (rows below LOWER all answer about LOWER), or public (default: the public range)")
+	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", 0, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
+	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", 1, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
+	fs.Var(clipFlag{&cfg.ConfirmClip}, "confirm-clip", "with --confirm-rows: LOWER,UPPER, the clip range of the confirmation answers (default: --answer-clip's)")
+	fs.BoolVar(&cfg.RobustRecommend, "robust-recommend", false, "with Laplace answers, recommend under the answers' Laplace likelihood instead of a Gaussian of the same variance (the Gaussian rule's row is printed too)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
@@ -288,6 +292,12 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 		}
 	}
 	fmt.Fprintf(w, "answer noise: %s\n", study.AnswerNoiseText(op, res.AnswerNoiseSD))
+	if g := res.GaussianRecommended; g != nil {
+		fmt.Fprintf(w, "recommended under the answers' Laplace likelihood (--robust-recommend); the Gaussian likelihood would recommend row %d\n", *g)
+	}
+	if len(res.Confirmed) > 0 {
+		fmt.Fprintf(w, "confirmation passes (--confirm-rows): %d answers, each pass charged ε_out again\n", len(res.Confirmed))
+	}
 	if c := res.AnswersClip; c != nil {
 		fmt.Fprintf(w, "answers clipped to [%g, %g] (--answer-clip): noise sd %.3g per answer, %.2g of that range's width, at the same ε and charge\n",
 			c[0], c[1], res.AnswerClipNoiseSD, res.AnswerClipNoiseSD/(c[1]-c[0]))
