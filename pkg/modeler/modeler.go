@@ -107,6 +107,9 @@ type Config struct {
 	// Gaussian scale mixture, EM; see robustRecommend). A lucky noise draw then moves the
 	// recommendation far less. It changes the recommendation only, not the rows queried.
 	RobustRecommend bool
+	// RobustAcquisition (experimental) conditions the GP under the Laplace likelihood
+	// (as RobustRecommend) after every round, so that the rows chosen use it too.
+	RobustAcquisition bool
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
@@ -542,7 +545,7 @@ func (s *session) confirm(ctx context.Context) error {
 			if c.IsZero() {
 				c = clip
 			}
-			if err := s.gp.ObserveNoise(o.Index, s.cfg.Direction.Sign()*o.Value, s.noiseFactor(c)); err != nil {
+			if err := s.observeNoise(o.Index, s.cfg.Direction.Sign()*o.Value, s.noiseFactor(c)); err != nil {
 				return fmt.Errorf("modeler: confirmation pass %d: %w", p, err)
 			}
 			s.res.Confirmed = append(s.res.Confirmed, Confirmation{Pass: p, Index: o.Index, Value: o.Value})
@@ -561,9 +564,9 @@ func (s *session) confirm(ctx context.Context) error {
 // likelihood: Rasmussen & Williams 2006, §9.3 (non-Gaussian likelihoods); Dempster,
 // Laird & Rubin 1977 (EM).
 func (s *session) robustRecommend() {
-	base := s.gp.NoiseFactors()
+	base := s.baseNF
 	idx, ys := s.gp.Observed()
-	if len(idx) < 2 {
+	if len(idx) < 2 || len(base) != len(idx) {
 		return
 	}
 	bPub := s.res.AnswerNoiseSD / math.Sqrt2
@@ -642,6 +645,9 @@ type session struct {
 	rounds int
 	// laplace is true when the curator's answers carry Laplace noise.
 	laplace bool
+	// baseNF is each observation's noise factor from its range (noiseFactor), in the
+	// order observed: what robustReweight starts from.
+	baseNF []float64
 	// public is the curator's public output range (zero for exact answers): an answer
 	// clipped to a narrower range has the noise variance of the prior times
 	// (width / public width)² (noiseFactor).
@@ -733,10 +739,21 @@ func (s *session) noiseFactor(c Clip) float64 {
 	return r * r
 }
 
+// observeNoise conditions the GP on answer y (the GP's sign) at row i with noise factor
+// f, its range's (noiseFactor), and keeps f for robustReweight. Under RobustAcquisition
+// the earlier answers carry their reweighted factors; the new one starts at f.
+func (s *session) observeNoise(i int, y, f float64) error {
+	if err := s.gp.ObserveNoise(i, y, f); err != nil {
+		return err
+	}
+	s.baseNF = append(s.baseNF, f)
+	return nil
+}
+
 // observe conditions the GP on one real answer, clipped to clip, and updates the result.
 func (s *session) observe(iteration, round, i int, y float64, clip Clip) error {
 	sy := s.cfg.Direction.Sign() * y
-	if err := s.gp.ObserveNoise(i, sy, s.noiseFactor(clip)); err != nil {
+	if err := s.observeNoise(i, sy, s.noiseFactor(clip)); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
 	s.ys = append(s.ys, sy)
@@ -852,6 +869,9 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		}
 		if err := s.observeRound(recs, clips, progress); err != nil {
 			return err
+		}
+		if s.cfg.RobustAcquisition && s.laplace && s.res.AnswerNoiseSD > 0 {
+			s.robustRecommend()
 		}
 		t += len(batch)
 	}

@@ -43,7 +43,8 @@ import (
 //	                        highest posterior mean (modeler.Config.ConfirmRows), clipped
 //	                        to [LO, HI] [none]
 //	PRIVBO_ANSWERS_ROBUST   1: recommend from the Laplace likelihood
-//	                        (modeler.Config.RobustRecommend) [0]
+//	                        (modeler.Config.RobustRecommend); 2: choose the rows under
+//	                        it too (RobustAcquisition) [0]
 //	PRIVBO_ANSWERS_WORKERS  concurrent runs [1]
 //	PRIVBO_ANSWERS_SEED     seed of the first rows [1]
 //
@@ -144,7 +145,7 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 						res, err := modeler.Run(context.Background(), &Local{Curator: cur, Identity: "vendor"}, modeler.Config{
 							R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: first, Clip: clip, Workers: 1,
 							ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip,
-							RobustRecommend: os.Getenv("PRIVBO_ANSWERS_ROBUST") == "1"})
+							RobustRecommend: os.Getenv("PRIVBO_ANSWERS_ROBUST") >= "1", RobustAcquisition: os.Getenv("PRIVBO_ANSWERS_ROBUST") == "2"})
 						if err != nil {
 							return outcome{}, err
 						}
@@ -194,7 +195,7 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 		b.Logf("  a top-1%% patient among the 40 queried: %s", rate(hits, runs))
 		b.Logf("  recommended row in the top 1%%: %s; its percentile: %s", rate(recTop, runs), medianCI(recPct))
 		b.Logf("  row of the highest noisy answer in the top 1%%: %s; its percentile: %s", rate(bestTop, runs), medianCI(bestPct))
-		if os.Getenv("PRIVBO_ANSWERS_ROBUST") == "1" {
+		if os.Getenv("PRIVBO_ANSWERS_ROBUST") >= "1" {
 			b.Logf("  the same runs' Gaussian-likelihood recommendation in the top 1%%: %s; its percentile: %s; the robust one higher in %d runs, lower in %d",
 				rate(gaussTop, runs), medianCI(gaussPct), better, worse)
 		}
