@@ -151,7 +151,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", 0, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
 	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", 1, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
 	fs.Var(clipFlag{&cfg.ConfirmClip}, "confirm-clip", "with --confirm-rows: LOWER,UPPER, the clip range of the confirmation answers (default: --answer-clip's)")
-	fs.BoolVar(&cfg.RobustRecommend, "robust-recommend", false, "with Laplace answers, recommend under the answers' Laplace likelihood instead of a Gaussian of the same variance (the Gaussian rule's row is printed too)")
+	fs.Var(likelihoodFlag{&cfg.RecommendLikelihood}, "recommend-likelihood", "laplace (default) or gaussian: with Laplace answers, recommend under their own Laplace likelihood, or under a Gaussian of the same variance (the rule before; both rows are printed)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
@@ -293,7 +293,7 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 	}
 	fmt.Fprintf(w, "answer noise: %s\n", study.AnswerNoiseText(op, res.AnswerNoiseSD))
 	if g := res.GaussianRecommended; g != nil {
-		fmt.Fprintf(w, "recommended under the answers' Laplace likelihood (--robust-recommend); the Gaussian likelihood would recommend row %d\n", *g)
+		fmt.Fprintf(w, "recommended under the answers' Laplace likelihood; under a Gaussian of the same variance (--recommend-likelihood gaussian) row %d\n", *g)
 	}
 	if len(res.Confirmed) > 0 {
 		fmt.Fprintf(w, "confirmation passes (--confirm-rows): %d answers, each pass charged ε_out again\n", len(res.Confirmed))
@@ -366,6 +366,24 @@ func (f choiceFlag[T]) Set(s string) error {
 		return errors.New("want " + f.want)
 	}
 	*f.v = v
+	return nil
+}
+
+// likelihoodFlag is modeler.Config.RecommendLikelihood as a flag: laplace or gaussian.
+type likelihoodFlag struct{ p *string }
+
+func (f likelihoodFlag) String() string {
+	if f.p == nil || *f.p == "" {
+		return modeler.LikelihoodLaplace
+	}
+	return *f.p
+}
+
+func (f likelihoodFlag) Set(s string) error {
+	if s != modeler.LikelihoodLaplace && s != modeler.LikelihoodGaussian {
+		return fmt.Errorf("want laplace or gaussian, got %q", s)
+	}
+	*f.p = s
 	return nil
 }
 

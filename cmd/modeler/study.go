@@ -37,6 +37,7 @@ var settingFlags = map[string]string{
 	"noise-variance": "noise-variance", "fit-every": "fit-every", "delta-ucb": "delta-ucb", "beta": "beta",
 	"allow-repeats": "allow-repeats", "raw-outputs": "raw-outputs", "initial-index": "initial-index",
 	"direction": "direction", "projection-noise": "projection-noise", "answer-clip": "answer-clip",
+	"recommend-likelihood": "recommend-likelihood",
 	// study.Connection
 	"curator": "curator", "identity": "identity", "ca": "ca", "cert": "cert", "key": "key",
 	"token-file": "token-file", "server-name": "server-name",

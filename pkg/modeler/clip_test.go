@@ -231,3 +231,60 @@ func (c poorCurator) Quote(ctx context.Context, req QuoteRequest) (*Quote, error
 	q.Charges = []RelationCharge{{Relation: "feature-unit", Epsilon: 3, EpsilonAvailable: 3, Delta: 1e-6, DeltaAvailable: 1e-6, Fits: true}}
 	return q, nil
 }
+
+// outlierCurator answers f exactly except the k-th row queried, whose answer is raised by
+// jump: one lucky Laplace draw on a mediocre row.
+type outlierCurator struct {
+	fixedCurator
+	k, jump float64
+	count   *int
+	row     *int
+}
+
+func (c outlierCurator) Query(ctx context.Context, rows []int) ([]Answer, study.Budget, error) {
+	out, b, err := c.fixedCurator.Query(ctx, rows)
+	for j := range out {
+		*c.count++
+		if float64(*c.count) == c.k {
+			out[j].Value += c.jump
+			*c.row = out[j].Index
+		}
+	}
+	return out, b, err
+}
+
+// TestRecommendLikelihood: with Laplace answers the study recommends under their Laplace
+// likelihood by default, and one lucky draw of +4b (b = 400, the scale of Laplace answers
+// at ε = 1 on [0, 400]) on a mediocre row then does not make it the recommendation, while
+// under a Gaussian of the same variance (the rule before, --recommend-likelihood
+// gaussian) it does. The result states both rows and the likelihood used; the rows
+// queried are the same under both.
+func TestRecommendLikelihood(t *testing.T) {
+	cur, _ := newOptionCurator(200, 2)
+	run := func(lik string) (*Result, int) {
+		count, row := 0, -1
+		oc := outlierCurator{fixedCurator: cur.fixedCurator, k: 20, jump: 1600, count: &count, row: &row}
+		res, err := Run(context.Background(), oc, Config{R: 2, Iterations: 30, InitialIndex: 3, RecommendLikelihood: lik})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, row
+	}
+	lap, row := run("")
+	gau, row2 := run(LikelihoodGaussian)
+	if !slices.Equal(lap.Queried, gau.Queried) || row != row2 {
+		t.Fatalf("the likelihood of the recommendation changed the rows queried")
+	}
+	if gau.Recommended != row {
+		t.Fatalf("under the Gaussian likelihood the lucky row %d (f = %.0f) is not recommended (%d, f = %.0f): the test shows nothing", row, cur.f(row), gau.Recommended, cur.f(gau.Recommended))
+	}
+	if lap.Recommended == row || !(cur.f(lap.Recommended) > cur.f(row)) {
+		t.Errorf("under the Laplace likelihood row %d (f = %.0f) is recommended, want a better row than the lucky %d (f = %.0f)", lap.Recommended, cur.f(lap.Recommended), row, cur.f(row))
+	}
+	if lap.RecommendLikelihood != LikelihoodLaplace || lap.GaussianRecommended == nil || *lap.GaussianRecommended != row || gau.RecommendLikelihood != LikelihoodGaussian || gau.GaussianRecommended != nil {
+		t.Errorf("likelihood %q (Gaussian's row %v), %q (%v); want laplace stating row %d, and gaussian", lap.RecommendLikelihood, lap.GaussianRecommended, gau.RecommendLikelihood, gau.GaussianRecommended, row)
+	}
+	if err := (&Config{R: 2, Iterations: 3, RecommendLikelihood: "student"}).defaults(); err == nil {
+		t.Error("RecommendLikelihood student accepted")
+	}
+}

@@ -101,15 +101,16 @@ type Config struct {
 	// GP conditions on these answers before it recommends. 0: none.
 	ConfirmRows, ConfirmPasses int
 	ConfirmClip                Clip
-	// RobustRecommend, with Laplace answers, recommends from the GP whose likelihood is
-	// the answers' own Laplace noise instead of a Gaussian of the same variance: its
-	// posterior mode, found by iteratively reweighted least squares (the Laplace as a
-	// Gaussian scale mixture, EM; see robustRecommend). A lucky noise draw then moves the
-	// recommendation far less. It changes the recommendation only, not the rows queried.
-	RobustRecommend bool
-	// RobustAcquisition (experimental) conditions the GP under the Laplace likelihood
-	// (as RobustRecommend) after every round, so that the rows chosen use it too.
-	RobustAcquisition bool
+	// RecommendLikelihood is the likelihood of the answers under which the study
+	// recommends its row. With Laplace answers the default ("" or LikelihoodLaplace) is
+	// their own Laplace noise: the GP's posterior mode under it, found by iteratively
+	// reweighted least squares (the Laplace as a Gaussian scale mixture, EM; see
+	// robustRecommend), so that a lucky noise draw moves the recommendation less.
+	// LikelihoodGaussian recommends under a Gaussian of the same variance, the GP the
+	// rows were chosen with (the rule before; docs/EXPERIMENTS.md, "More informative
+	// answers", measures both). It changes the recommendation only, never the rows
+	// queried; other answers (exact, Gaussian) are always Gaussian. A stored setting.
+	RecommendLikelihood string
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
@@ -217,6 +218,12 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 	return signal, noise, answerNoise, nil
 }
 
+// The likelihoods of Config.RecommendLikelihood.
+const (
+	LikelihoodLaplace  = "laplace"
+	LikelihoodGaussian = "gaussian"
+)
+
 // Confirmation is one answer of a confirmation pass.
 type Confirmation struct {
 	Pass  int     `json:"pass"`
@@ -268,9 +275,12 @@ type Result struct {
 	AnswersRange      *[2]float64 `json:"answers_range,omitempty"`
 	AnswersClip       *[2]float64 `json:"answers_clip,omitempty"`
 	AnswerClipNoiseSD float64     `json:"answer_clip_noise_sd,omitempty"`
-	// GaussianRecommended, with Config.RobustRecommend, is the row the Gaussian
-	// likelihood would have recommended (the rule without RobustRecommend).
-	GaussianRecommended *int `json:"gaussian_recommended_index,omitempty"`
+	// GaussianRecommended, when the recommendation was made under the answers' Laplace
+	// likelihood (Config.RecommendLikelihood), is the row the Gaussian likelihood would
+	// have recommended; RecommendLikelihood names the likelihood used ("gaussian" or
+	// "laplace").
+	GaussianRecommended *int   `json:"gaussian_recommended_index,omitempty"`
+	RecommendLikelihood string `json:"recommend_likelihood"`
 	// Confirmed are the answers of the confirmation passes (Config.ConfirmRows), in
 	// order.
 	Confirmed []Confirmation `json:"confirmed,omitempty"`
@@ -405,6 +415,9 @@ func (c *Config) defaults() error {
 	if _, err := ParseProjectionNoise(string(c.ProjectionNoise)); err != nil || c.ProjectionNoise == "model" {
 		return fmt.Errorf("modeler: projection noise %q: want ProjectionNoiseModel (\"\"), %q or %q", string(c.ProjectionNoise), ProjectionNoiseKernel, ProjectionNoiseIgnore)
 	}
+	if c.RecommendLikelihood != "" && c.RecommendLikelihood != LikelihoodLaplace && c.RecommendLikelihood != LikelihoodGaussian {
+		return fmt.Errorf("modeler: recommendation likelihood %q: want laplace or gaussian", c.RecommendLikelihood)
+	}
 	if c.ConfirmRows < 0 || c.ConfirmPasses < 0 {
 		return fmt.Errorf("modeler: confirmation rows and passes must be ≥ 0 (0 rows: no confirmation; 0 passes: 1), got %d and %d", c.ConfirmRows, c.ConfirmPasses)
 	}
@@ -459,7 +472,7 @@ func (c Config) Settings() (study.Settings, error) {
 		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
 		FitEvery: c.FitEvery, DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
 		InitialIndex: c.InitialIndex, Direction: c.Direction, ProjectionNoise: string(c.ProjectionNoise),
-		AnswerClip: c.Clip.String(),
+		AnswerClip: c.Clip.String(), RecommendLikelihood: c.RecommendLikelihood,
 	}, nil
 }
 
@@ -478,7 +491,7 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
 		FitEvery: s.FitEvery, DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
 		InitialIndex: s.InitialIndex, Direction: s.Direction, ProjectionNoise: ProjectionNoise(s.ProjectionNoise),
-		Clip: clip,
+		Clip: clip, RecommendLikelihood: s.RecommendLikelihood,
 	}, nil
 }
 
@@ -646,8 +659,10 @@ type session struct {
 	// laplace is true when the curator's answers carry Laplace noise.
 	laplace bool
 	// baseNF is each observation's noise factor from its range (noiseFactor), in the
-	// order observed: what robustReweight starts from.
+	// order observed: what robustRecommend starts from. robust is set once
+	// robustRecommend reweighted the GP.
 	baseNF []float64
+	robust bool
 	// public is the curator's public output range (zero for exact answers): an answer
 	// clipped to a narrower range has the noise variance of the prior times
 	// (width / public width)² (noiseFactor).
@@ -740,8 +755,7 @@ func (s *session) noiseFactor(c Clip) float64 {
 }
 
 // observeNoise conditions the GP on answer y (the GP's sign) at row i with noise factor
-// f, its range's (noiseFactor), and keeps f for robustReweight. Under RobustAcquisition
-// the earlier answers carry their reweighted factors; the new one starts at f.
+// f, its range's (noiseFactor), and keeps f for robustRecommend.
 func (s *session) observeNoise(i int, y, f float64) error {
 	if err := s.gp.ObserveNoise(i, y, f); err != nil {
 		return err
@@ -870,9 +884,6 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		if err := s.observeRound(recs, clips, progress); err != nil {
 			return err
 		}
-		if s.cfg.RobustAcquisition && s.laplace && s.res.AnswerNoiseSD > 0 {
-			s.robustRecommend()
-		}
 		t += len(batch)
 	}
 	return nil
@@ -921,10 +932,16 @@ func (s *session) queryWith(ctx context.Context, rows []int, opt QueryOptions) (
 }
 
 func (s *session) finish() *Result {
-	if s.cfg.RobustRecommend && s.res.AnswerNoiseSD > 0 && s.laplace {
-		g := s.bestQueried()
-		s.res.GaussianRecommended = &g
-		s.robustRecommend()
+	if s.cfg.RecommendLikelihood != LikelihoodGaussian && s.res.AnswerNoiseSD > 0 && s.laplace {
+		if !s.robust { // once: finish may run again (an interrupted study's result)
+			g := s.bestQueried()
+			s.res.GaussianRecommended = &g
+			s.robustRecommend()
+			s.robust = true
+		}
+		s.res.RecommendLikelihood = LikelihoodLaplace
+	} else {
+		s.res.RecommendLikelihood = LikelihoodGaussian
 	}
 	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
 	for _, i := range s.res.Queried {

@@ -42,9 +42,9 @@ import (
 //	PRIVBO_ANSWERS_CONFIRM  K,P[,LO,HI]: P confirmation passes of the K rows with the
 //	                        highest posterior mean (modeler.Config.ConfirmRows), clipped
 //	                        to [LO, HI] [none]
-//	PRIVBO_ANSWERS_ROBUST   1: recommend from the Laplace likelihood
-//	                        (modeler.Config.RobustRecommend); 2: choose the rows under
-//	                        it too (RobustAcquisition) [0]
+//	PRIVBO_ANSWERS_LIKELIHOOD  the recommendation's likelihood
+//	                        (modeler.Config.RecommendLikelihood): laplace, whose runs
+//	                        also state the Gaussian rule's row, or gaussian [laplace]
 //	PRIVBO_ANSWERS_WORKERS  concurrent runs [1]
 //	PRIVBO_ANSWERS_SEED     seed of the first rows [1]
 //
@@ -70,6 +70,7 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 		}
 		clip = modeler.Clip{Lower: l, Upper: h}
 	}
+	likelihood := os.Getenv("PRIVBO_ANSWERS_LIKELIHOOD")
 	var confirmRows, confirmPasses int
 	var confirmClip modeler.Clip
 	if v := os.Getenv("PRIVBO_ANSWERS_CONFIRM"); v != "" && v != "none" {
@@ -145,7 +146,7 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 						res, err := modeler.Run(context.Background(), &Local{Curator: cur, Identity: "vendor"}, modeler.Config{
 							R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: first, Clip: clip, Workers: 1,
 							ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip,
-							RobustRecommend: os.Getenv("PRIVBO_ANSWERS_ROBUST") >= "1", RobustAcquisition: os.Getenv("PRIVBO_ANSWERS_ROBUST") == "2"})
+							RecommendLikelihood: likelihood})
 						if err != nil {
 							return outcome{}, err
 						}
@@ -191,11 +192,11 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 			better += b2i(o.recPct > o.gaussPct)
 			worse += b2i(o.recPct < o.gaussPct)
 		}
-		b.Logf("diabetes, schema, Laplace ε_out = %g on [0, 400], clip %q, confirmation %q, robust %q, %d runs:", eps, clip.String(), os.Getenv("PRIVBO_ANSWERS_CONFIRM"), os.Getenv("PRIVBO_ANSWERS_ROBUST"), runs)
+		b.Logf("diabetes, schema, Laplace ε_out = %g on [0, 400], clip %q, confirmation %q, recommendation likelihood %q, %d runs:", eps, clip.String(), os.Getenv("PRIVBO_ANSWERS_CONFIRM"), likelihood, runs)
 		b.Logf("  a top-1%% patient among the 40 queried: %s", rate(hits, runs))
 		b.Logf("  recommended row in the top 1%%: %s; its percentile: %s", rate(recTop, runs), medianCI(recPct))
 		b.Logf("  row of the highest noisy answer in the top 1%%: %s; its percentile: %s", rate(bestTop, runs), medianCI(bestPct))
-		if os.Getenv("PRIVBO_ANSWERS_ROBUST") >= "1" {
+		if likelihood != modeler.LikelihoodGaussian {
 			b.Logf("  the same runs' Gaussian-likelihood recommendation in the top 1%%: %s; its percentile: %s; the robust one higher in %d runs, lower in %d",
 				rate(gaussTop, runs), medianCI(gaussPct), better, worse)
 		}
