@@ -292,6 +292,11 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 		}
 	}
 	fmt.Fprintf(w, "answer noise: %s\n", study.AnswerNoiseText(op, res.AnswerNoiseSD))
+	if res.Protection.ExactAnswers {
+		fmt.Fprintf(w, "%s answer: %.6g at row %d (exact)\n", extreme, res.BestValue, res.BestIndex)
+	} else {
+		fmt.Fprintf(w, "%s noisy answer: %.6g at row %d (a noisy answer, not the row's value)\n", extreme, res.BestValue, res.BestIndex)
+	}
 	if g := res.GaussianRecommended; g != nil {
 		fmt.Fprintf(w, "recommended under the answers' Laplace likelihood; under a Gaussian of the same variance (--recommend-likelihood gaussian) row %d\n", *g)
 	}
@@ -301,11 +306,6 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 	if c := res.AnswersClip; c != nil {
 		fmt.Fprintf(w, "answers clipped to [%g, %g] (--answer-clip): noise sd %.3g per answer, %.2g of that range's width, at the same ε and charge\n",
 			c[0], c[1], res.AnswerClipNoiseSD, res.AnswerClipNoiseSD/(c[1]-c[0]))
-	}
-	if res.Protection.ExactAnswers {
-		fmt.Fprintf(w, "%s answer: %.6g at row %d (exact)\n", extreme, res.BestValue, res.BestIndex)
-	} else {
-		fmt.Fprintf(w, "%s noisy answer: %.6g at row %d (a noisy answer, not the row's value)\n", extreme, res.BestValue, res.BestIndex)
 	}
 }
 
