@@ -380,7 +380,7 @@ func (f likelihoodFlag) String() string {
 }
 
 func (f likelihoodFlag) Set(s string) error {
-	if s != modeler.LikelihoodLaplace && s != modeler.LikelihoodGaussian {
+	if s != "" && s != modeler.LikelihoodLaplace && s != modeler.LikelihoodGaussian { // "": a stored default
 		return fmt.Errorf("want laplace or gaussian, got %q", s)
 	}
 	*f.p = s
