@@ -32,6 +32,7 @@ func TestClipRangeRefused(t *testing.T) {
 		{"empty", c, QueryOptions{Clip: Clip{50, 50}}},
 		{"reversed", c, QueryOptions{Clip: Clip{150, 50}}},
 		{"not a number", c, QueryOptions{Clip: Clip{math.NaN(), 50}}},
+		{"too narrow to calibrate", c, QueryOptions{Clip: Clip{0, 1e-310}}},
 		{"negative pass", c, QueryOptions{Pass: -1}},
 		{"pass above MaxPass", c, QueryOptions{Pass: MaxPass + 1}},
 		{"clip of exact answers", exact, QueryOptions{Clip: Clip{0, 100}}},

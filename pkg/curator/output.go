@@ -136,7 +136,7 @@ func (r *outputReleaser) cost() ledger.Cost {
 }
 
 // Clip is a range [Lower, Upper] inside the public output range that an identity asks
-// one query's answers to be clipped to (QueryClipped). Each answer is then
+// one query's answers to be clipped to (QueryOptions.Clip, QueryWith). Each answer is then
 // clip(y, [Lower, Upper]) plus noise calibrated to the sensitivity Upper − Lower at the
 // setting's (ε, δ) — Laplace of scale (Upper − Lower)/ε — so a narrower range carries
 // less noise and costs the same: replacing one record moves its clipped value by at most
@@ -166,6 +166,11 @@ func (r *outputReleaser) clipFor(c Clip) (Clip, error) {
 	}
 	if c.Lower < pub.Lower || c.Upper > pub.Upper {
 		return Clip{}, fmt.Errorf("%w: clip range [%g, %g] is not inside the public output range [%g, %g]", ErrInvalidArgument, c.Lower, c.Upper, pub.Lower, pub.Upper)
+	}
+	// A width the mechanism cannot be calibrated to (a noise scale outside what pkg/dp
+	// draws) is refused here, before anything is charged or evaluated.
+	if _, err := r.mechanismFor(c); err != nil {
+		return Clip{}, err
 	}
 	return c, nil
 }

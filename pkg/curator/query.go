@@ -22,7 +22,7 @@ type Observation struct {
 	Value float64
 	// Replayed is true when this value had been released to the caller before.
 	Replayed bool
-	// Clip is the range the value was clipped to before its noise (QueryClipped): the
+	// Clip is the range the value was clipped to before its noise (QueryOptions.Clip): the
 	// public range unless the caller asked for a narrower one when the row was first
 	// answered; zero for exact answers.
 	Clip Clip
@@ -204,7 +204,7 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 //     compose sequentially: each identity pays (ε, δ) once, and the dataset cap sums
 //     the identities' charges (Dwork & Roth 2014, Theorem 3.16).
 //
-// A clip range the identity asks for (QueryClipped) changes none of this: the answer
+// A clip range the identity asks for (QueryOptions.Clip) changes none of this: the answer
 // to row i is then clip(y_i, [lo, hi]) + noise calibrated to hi − lo with [lo, hi]
 // inside [lower, upper], so M_i is (ε, δ)-DP by step 1 with hi − lo in place of
 // upper − lower, and a row is still answered once (step 2). The range is chosen by the

@@ -98,7 +98,8 @@ func TestRangeEstimateInAnswersGuarantee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := curatortest.Start(t, curatortest.Options{Scaling: sc})
+	// A schema without the target's line is an error unless the estimate is asked for.
+	c := curatortest.Start(t, curatortest.Options{Scaling: sc, Configure: func(cfg *server.Config) { cfg.EstimateTargetRange = true }})
 	info, err := c.Client(t, "acme").GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
