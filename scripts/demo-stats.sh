@@ -2,8 +2,8 @@
 # demo-stats.sh [RUNS] [FILE]: runs scripts/demo.sh RUNS times (default 400; each run is a
 # new curator, so a new private projection, fresh answer noise and a new random first row)
 # and prints what its study's result is worth, judged by the true progression the
-# hospital's view (curator results) prints: the figures of docs/EXPERIMENTS.md, "Result",
-# which the README quotes. The demos' output is kept in FILE (default: a new temporary
+# hospital's view (curator results) prints: the figures of docs/EXPERIMENTS.md ("Result";
+# "More informative answers" for the shipped recommendation), which the README quotes. The demos' output is kept in FILE (default: a new temporary
 # file). PRIVBO_BIN says where the binaries are, as for the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -259,6 +259,9 @@ type resultRow struct {
 	TopOne     bool      `json:"top_one_percent"`
 	Answer     float64   `json:"answer"`
 	Time       time.Time `json:"time"`
+	// Pass is the answering pass: 0 for the study's answers, p ≥ 1 for a confirmation
+	// pass that answered the row again (not counted again in best or top 1%).
+	Pass int `json:"pass,omitempty"`
 }
 
 func buildResults(datasetID string, t truth, maximize bool, ids []curator.IdentityResults) (*resultsReport, error) {
@@ -294,12 +297,16 @@ func buildResults(datasetID string, t truth, maximize bool, ids []curator.Identi
 			if t.n > 0 && a.Index >= t.n {
 				return nil, fmt.Errorf("curator results: identity %s was answered row %d, beyond the %d rows of %s: is it the curator's data file?", id.Identity, a.Index, t.n, t.source)
 			}
-			r := resultRow{Order: k + 1, Index: a.Index, Answer: a.Answer, Time: a.Time.UTC()}
+			r := resultRow{Order: k + 1, Index: a.Index, Answer: a.Answer, Time: a.Time.UTC(), Pass: a.Pass}
 			if v, ok := t.values[a.Index]; ok {
 				r.TrueValue = &v
 				r.Rank = 1 + better(v)
 				r.Percentile = float64(n-r.Rank+1) / float64(n)
 				r.TopOne = maximize && v >= rep.TopOnePercent || !maximize && v <= rep.TopOnePercent
+				if r.Pass > 0 { // a row answered again: counted with its first answer
+					ir.Rows = append(ir.Rows, r)
+					continue
+				}
 				if r.TopOne {
 					ir.TopOnePercentRows = append(ir.TopOnePercentRows, a.Index)
 				}
@@ -347,7 +354,19 @@ func writeResultsText(out io.Writer, rep *resultsReport) error {
 		if len(rels) > 0 {
 			relText = "projection releases " + strings.Join(rels, ", ")
 		}
-		fmt.Fprintf(out, "\nidentity %s: %d rows answered (%s; the ledger keeps answers per identity, not per study)\n", id.Identity, len(id.Rows), relText)
+		first, again := 0, 0
+		for _, r := range id.Rows {
+			if r.Pass == 0 {
+				first++
+			} else {
+				again++
+			}
+		}
+		confirmText := ""
+		if again > 0 {
+			confirmText = fmt.Sprintf(", and %d answers again in confirmation passes", again)
+		}
+		fmt.Fprintf(out, "\nidentity %s: %d rows answered (%s; the ledger keeps answers per identity, not per study)%s\n", id.Identity, first, relText, confirmText)
 		if b := id.Best; b != nil {
 			fmt.Fprintf(out, "best true outcome among them: row %d = %.6g, rank %d of %d (percentile %.1f%%); rows in the top 1%%: %d%s\n",
 				b.Index, *b.TrueValue, b.Rank, rep.RankedAmong, 100*b.Percentile, len(id.TopOnePercentRows), rowList(id.TopOnePercentRows))
@@ -365,7 +384,11 @@ func writeResultsText(out io.Writer, rep *resultsReport) error {
 					top = "yes"
 				}
 			}
-			fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%.6g\t%s\t\n", r.Order, r.Index, tv, rank, pct, top, r.Answer, r.Time.Format("2006-01-02 15:04:05"))
+			answer := fmt.Sprintf("%.6g", r.Answer)
+			if r.Pass > 0 {
+				answer += fmt.Sprintf(" (pass %d)", r.Pass)
+			}
+			fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Order, r.Index, tv, rank, pct, top, answer, r.Time.Format("2006-01-02 15:04:05"))
 		}
 		if err := w.Flush(); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,6 +179,46 @@ func TestResultsAfterRealStudies(t *testing.T) {
 		if err := run(append([]string{"results"}, tc.args...)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("curator results %v: %v, want an error with %q", tc.args, err, tc.want)
 		}
+	}
+
+	// A study with a confirmation pass over gRPC: its rows answered again are listed
+	// with their pass, after the study's, and counted once; the pass was charged ε_out
+	// again (projection 2 + answers 1 + pass 1).
+	res, err := modeler.Run(ctx, curatorclient.New(c.Client(t, "initech")), modeler.Config{R: 5, Epsilon: 2, Delta: 1e-4, Iterations: 12, InitialIndex: -1, ConfirmRows: 3})
+	if err != nil {
+		t.Fatalf("study with a confirmation pass: %v", err)
+	}
+	if len(res.Confirmed) != 3 || math.Abs(res.EpsilonSpent-4) > 1e-9 {
+		t.Errorf("confirmation: %d answers, ε spent %g; want 3 and 2 + 1 + 1", len(res.Confirmed), res.EpsilonSpent)
+	}
+	rep, _ = decodeResults(t, "--config", cfg, "--identity", "initech")
+	rows := rep.Identities[0].Rows
+	if len(rows) != 15 {
+		t.Fatalf("initech: %d rows listed, want 12 answers and 3 confirmations", len(rows))
+	}
+	for k, r := range rows {
+		if want := map[bool]int{true: 1, false: 0}[k >= 12]; r.Pass != want {
+			t.Errorf("initech row %d: pass %d, want %d", k+1, r.Pass, want)
+		}
+		if k >= 12 && (r.Index != res.Confirmed[k-12].Index || r.Answer != res.Confirmed[k-12].Value) {
+			t.Errorf("initech confirmation %d = row %d answered %g, want row %d answered %g", k-11, r.Index, r.Answer, res.Confirmed[k-12].Index, res.Confirmed[k-12].Value)
+		}
+	}
+	top := 0
+	for _, r := range rows[:12] {
+		if r.TopOne {
+			top++
+		}
+	}
+	if len(rep.Identities[0].TopOnePercentRows) != top {
+		t.Errorf("initech: top-1%% rows %v, want the %d among its 12 answers, confirmations not counted again", rep.Identities[0].TopOnePercentRows, top)
+	}
+	out, err = captureStdout(t, func() error { return run([]string{"results", "--config", cfg, "--identity", "initech"}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "identity initech: 12 rows answered") || !strings.Contains(out, "and 3 answers again in confirmation passes") || !strings.Contains(out, "(pass 1)") {
+		t.Errorf("curator results of a study with a confirmation pass:\n%s", out)
 	}
 }
 

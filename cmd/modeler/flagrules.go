@@ -20,6 +20,8 @@ var runRules = map[string]cli.Rule{
 	"delta-ucb":       cli.Open01,
 	"beta":            cli.NonNegative,
 	"initial-index":   cli.AtLeast(-1),
+	"confirm-rows":    cli.AtLeast(0),
+	"confirm-passes":  cli.AtLeast(1),
 	"timeout":         cli.NonNegativeDuration,
 }
 

@@ -32,6 +32,8 @@ func TestFlagRefusals(t *testing.T) {
 		{"run", "beta", []string{"-1", "NaN"}, []string{"0", "2"}},
 		{"run", "initial-index", []string{"-2"}, []string{"-1", "0"}},
 		{"run", "timeout", []string{"-1s"}, []string{"0s", "1m0s"}},
+		{"run", "confirm-rows", []string{"-1"}, []string{"0", "5"}},
+		{"run", "confirm-passes", []string{"0", "-1"}, []string{"1", "3"}},
 		{"simulate", "grid", []string{"1", "0"}, []string{"10"}},
 		{"simulate", "synthetic-lengthscale", []string{"0"}, []string{"3"}},
 		{"simulate", "epsilon", []string{"0"}, []string{"1"}},

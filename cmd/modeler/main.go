@@ -147,6 +147,11 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
 	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
+	fs.Var(clipFlag{&cfg.Clip}, "answer-clip", "LOWER,UPPER: ask the curator to clip every answer to this range inside its public output range, for noise calibrated to its width at the same ε and charge (rows below LOWER all answer about LOWER), or public (default: the public range)")
+	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", 0, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
+	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", 1, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
+	fs.Var(clipFlag{&cfg.ConfirmClip}, "confirm-clip", "with --confirm-rows: LOWER,UPPER, the clip range of the confirmation answers (default: --answer-clip's)")
+	fs.Var(likelihoodFlag{&cfg.RecommendLikelihood}, "recommend-likelihood", "laplace (default) or gaussian: with Laplace answers, recommend under their own Laplace likelihood, or under a Gaussian of the same variance (the rule before; both rows are printed)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
@@ -292,6 +297,16 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 	} else {
 		fmt.Fprintf(w, "%s noisy answer: %.6g at row %d (a noisy answer, not the row's value)\n", extreme, res.BestValue, res.BestIndex)
 	}
+	if g := res.GaussianRecommended; g != nil {
+		fmt.Fprintf(w, "recommended under the answers' Laplace likelihood; under a Gaussian of the same variance (--recommend-likelihood gaussian) row %d\n", *g)
+	}
+	if len(res.Confirmed) > 0 {
+		fmt.Fprintf(w, "confirmation passes (--confirm-rows): %d answers, each pass charged ε_out again\n", len(res.Confirmed))
+	}
+	if c := res.AnswersClip; c != nil {
+		fmt.Fprintf(w, "answers clipped to [%g, %g] (--answer-clip): noise sd %.3g per answer, %.2g of that range's width, at the same ε and charge\n",
+			c[0], c[1], res.AnswerClipNoiseSD, res.AnswerClipNoiseSD/(c[1]-c[0]))
+	}
 }
 
 // distinct is the number of distinct rows in q.
@@ -351,6 +366,43 @@ func (f choiceFlag[T]) Set(s string) error {
 		return errors.New("want " + f.want)
 	}
 	*f.v = v
+	return nil
+}
+
+// likelihoodFlag is modeler.Config.RecommendLikelihood as a flag: laplace or gaussian.
+type likelihoodFlag struct{ p *string }
+
+func (f likelihoodFlag) String() string {
+	if f.p == nil || *f.p == "" {
+		return modeler.LikelihoodLaplace
+	}
+	return *f.p
+}
+
+func (f likelihoodFlag) Set(s string) error {
+	if s != "" && s != modeler.LikelihoodLaplace && s != modeler.LikelihoodGaussian { // "": a stored default
+		return fmt.Errorf("want laplace or gaussian, got %q", s)
+	}
+	*f.p = s
+	return nil
+}
+
+// clipFlag is modeler.Config.Clip as a flag: LOWER,UPPER or public.
+type clipFlag struct{ c *modeler.Clip }
+
+func (f clipFlag) String() string {
+	if f.c == nil || f.c.IsZero() {
+		return "public"
+	}
+	return f.c.String()
+}
+
+func (f clipFlag) Set(s string) error {
+	c, err := modeler.ParseClip(s)
+	if err != nil {
+		return err
+	}
+	*f.c = c
 	return nil
 }
 

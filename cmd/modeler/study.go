@@ -36,7 +36,8 @@ var settingFlags = map[string]string{
 	"batch": "batch", "kernel": "kernel", "lengthscale": "lengthscale", "signal-variance": "signal-variance",
 	"noise-variance": "noise-variance", "fit-every": "fit-every", "delta-ucb": "delta-ucb", "beta": "beta",
 	"allow-repeats": "allow-repeats", "raw-outputs": "raw-outputs", "initial-index": "initial-index",
-	"direction": "direction", "projection-noise": "projection-noise",
+	"direction": "direction", "projection-noise": "projection-noise", "answer-clip": "answer-clip",
+	"recommend-likelihood": "recommend-likelihood",
 	// study.Connection
 	"curator": "curator", "identity": "identity", "ca": "ca", "cert": "cert", "key": "key",
 	"token-file": "token-file", "server-name": "server-name",

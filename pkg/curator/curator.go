@@ -111,9 +111,9 @@ type Curator struct {
 	locks keyedMutex
 
 	mu      sync.RWMutex
-	evals   map[int]float64       // recorded evaluation per row
-	answers map[answerKey]float64 // released answer per (identity, row)
-	noise   func() float64        // standard normal draws for observation noise
+	evals   map[int]float64              // recorded evaluation per row
+	answers map[answerKey]releasedAnswer // released answer per (identity, row)
+	noise   func() float64               // standard normal draws for observation noise
 	noiseMu sync.Mutex
 
 	// Last balance read per identity and relation, returned by a Query that released
@@ -124,7 +124,7 @@ type Curator struct {
 	// paid holds the identities known to have paid the answers' one charge
 	// (chargeAnswers); exact holds what limits exact answers per identity.
 	paidMu    sync.Mutex
-	paid      map[string]bool
+	paid      map[paidKey]bool
 	exactMu   sync.Mutex
 	exact     map[string]*exactState
 	exactRows exactRows
@@ -155,6 +155,7 @@ type balanceKey struct {
 type answerKey struct {
 	identity string
 	index    int
+	pass     int // QueryOptions.Pass
 }
 
 // CheckSettings validates the settings of a Config that New checks beyond the dataset
@@ -246,11 +247,11 @@ func New(cfg Config) (*Curator, error) {
 		out:      out,
 		program:  prog,
 		evals:    make(map[int]float64),
-		answers:  make(map[answerKey]float64),
+		answers:  make(map[answerKey]releasedAnswer),
 		noise:    newNoiseSource(),
 
 		balances: make(map[balanceKey]ledger.Balance),
-		paid:     make(map[string]bool),
+		paid:     make(map[paidKey]bool),
 		exact:    make(map[string]*exactState),
 		inputs:   guaranteeInputs(proj.Name(), cfg.Dataset),
 		proj:     proj,

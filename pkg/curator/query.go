@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +22,10 @@ type Observation struct {
 	Value float64
 	// Replayed is true when this value had been released to the caller before.
 	Replayed bool
+	// Clip is the range the value was clipped to before its noise (QueryOptions.Clip): the
+	// public range unless the caller asked for a narrower one when the row was first
+	// answered; zero for exact answers.
+	Clip Clip
 }
 
 // Query answers the caller's index queries (docs/MATHS.md §2.3). Each index's evaluation is
@@ -37,6 +42,38 @@ type Observation struct {
 // too, and with the same limits for both relations the feature-unit totals (which also
 // hold the projections) are the ones that bind the next answer.
 func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]Observation, ledger.Balance, error) {
+	return c.QueryWith(ctx, identity, indices, QueryOptions{})
+}
+
+// QueryOptions are what a query may ask beyond its rows; the zero value is Query.
+type QueryOptions struct {
+	// Clip, when not zero, clips the fresh answers to this range inside the public
+	// output range instead of the public range (Clip explains why that costs the same).
+	Clip Clip
+	// Pass ≥ 0 is the answering pass. Pass 0 is the identity's answers. A pass p ≥ 1 (at
+	// most MaxPass) answers rows again with fresh noise, each row at most once in that
+	// pass, and is paid by one charge of its own (chargePass): a confirmation of rows
+	// already answered, at a declared extra cost.
+	Pass int
+}
+
+// MaxPass is the highest answering pass (QueryOptions.Pass) a query may ask for.
+const MaxPass = 16
+
+// QueryWith is Query with opt. A clip range that is not inside the public range, a pass
+// outside [0, MaxPass], or either asked of exact answers, is refused with
+// ErrInvalidArgument before anything is evaluated or charged. Rows answered before in the
+// same pass return their stored answer, with the range it was released with
+// (Observation.Clip).
+func (c *Curator) QueryWith(ctx context.Context, identity string, indices []int, opt QueryOptions) ([]Observation, ledger.Balance, error) {
+	clip, err := c.out.clipFor(opt.Clip)
+	if err != nil {
+		return nil, ledger.Balance{}, fmt.Errorf("curator: %w", err)
+	}
+	pass := opt.Pass
+	if pass < 0 || pass > MaxPass || (pass > 0 && c.out.exact()) {
+		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: answering pass %d: want 0, or 1 to %d with private answers (output privacy laplace or gaussian)", ErrInvalidArgument, pass, MaxPass)
+	}
 	if len(indices) == 0 {
 		return nil, ledger.Balance{}, fmt.Errorf("curator: %w: a query needs at least one index", ErrInvalidArgument)
 	}
@@ -52,15 +89,15 @@ func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]
 	var fresh []int // positions in indices not yet released to this caller
 	c.mu.RLock()
 	for p, i := range indices {
-		if v, ok := c.answers[answerKey{identity, i}]; ok {
-			obs[p] = Observation{Index: i, Value: v, Replayed: true}
+		if a, ok := c.answers[answerKey{identity, i, pass}]; ok {
+			obs[p] = Observation{Index: i, Value: a.value, Replayed: true, Clip: a.clip}
 		} else {
 			fresh = append(fresh, p)
 		}
 	}
 	c.mu.RUnlock()
 	if len(fresh) > 0 {
-		if err := c.answerFresh(ctx, identity, indices, fresh, obs); err != nil {
+		if err := c.answerFresh(ctx, identity, indices, fresh, obs, clip, pass); err != nil {
 			return nil, ledger.Balance{}, err
 		}
 	} else if bal, ok := c.lastBalance(identity, ledger.RelationFeatureUnit); ok {
@@ -75,7 +112,7 @@ func (c *Curator) Query(ctx context.Context, identity string, indices []int) ([]
 	return obs, bal, nil
 }
 
-func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fresh []int, obs []Observation) error {
+func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fresh []int, obs []Observation, clip Clip, pass int) error {
 	acct := c.account(identity)
 	known := make(map[int]Observation, len(fresh))
 	var unseen []int
@@ -85,7 +122,7 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 		if _, dup := known[i]; dup || slices.Contains(unseen, i) {
 			continue
 		}
-		rec, ok, err := c.ledger.Get(ctx, acct, queryKey(i))
+		rec, ok, err := c.ledger.Get(ctx, acct, passQueryKey(i, pass))
 		if err != nil {
 			return fmt.Errorf("curator: %w", err)
 		}
@@ -93,12 +130,12 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 			unseen = append(unseen, i)
 			continue
 		}
-		v, err := decodeValue(rec.Result)
+		a, err := c.decodeAnswer(rec.Result)
 		if err != nil {
-			return fmt.Errorf("curator: ledger record of %s: %w", queryKey(i), err)
+			return fmt.Errorf("curator: ledger record of %s: %w", passQueryKey(i, pass), err)
 		}
-		known[i] = Observation{Index: i, Value: v, Replayed: true}
-		c.cacheAnswer(identity, i, v)
+		known[i] = Observation{Index: i, Value: a.value, Replayed: true, Clip: a.clip}
+		c.cacheAnswer(identity, i, pass, a)
 	}
 	if len(unseen) > 0 {
 		if c.out.exact() {
@@ -109,7 +146,7 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 			var done []int
 			defer func() { giveBack(done) }()
 			for _, i := range unseen {
-				o, err := c.releaseAnswer(ctx, identity, i)
+				o, err := c.releaseAnswer(ctx, identity, i, clip, 0)
 				if err != nil {
 					return err
 				}
@@ -117,11 +154,11 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 				known[i] = o
 			}
 		} else {
-			if err := c.chargeAnswers(ctx, identity); err != nil {
+			if err := c.chargePass(ctx, identity, pass); err != nil {
 				return fmt.Errorf("curator: %d new indices: %w", len(unseen), err)
 			}
 			for _, i := range unseen {
-				o, err := c.releaseAnswer(ctx, identity, i)
+				o, err := c.releaseAnswer(ctx, identity, i, clip, pass)
 				if err != nil {
 					return err
 				}
@@ -167,21 +204,43 @@ func (c *Curator) answerFresh(ctx context.Context, identity string, indices, fre
 //     compose sequentially: each identity pays (ε, δ) once, and the dataset cap sums
 //     the identities' charges (Dwork & Roth 2014, Theorem 3.16).
 //
+// A clip range the identity asks for (QueryOptions.Clip) changes none of this: the answer
+// to row i is then clip(y_i, [lo, hi]) + noise calibrated to hi − lo with [lo, hi]
+// inside [lower, upper], so M_i is (ε, δ)-DP by step 1 with hi − lo in place of
+// upper − lower, and a row is still answered once (step 2). The range is chosen by the
+// identity from what it was released before, like the row itself, so M_j can no longer
+// be drawn up front as in step 3; adaptive composition gives the same bound: for D and
+// D' differing in record j, each answer other than row j's has the same distribution
+// under both given everything released before it (it is 0-DP for this pair), and row
+// j's answer is (ε, δ)-DP given everything released before it, whichever range was
+// asked; by basic composition in the k-fold adaptive composition experiment (Dwork &
+// Roth 2014, §3.5.2) the transcript is (0 + … + ε + … + 0, δ)-DP. The guarantee, and
+// so the charge and its key, are the same.
+//
 // Not covered: a failed evaluation reports something exact about one row; each failure
 // is charged on its own (chargeFailure). A changed output setting (mechanism, ε, δ or
 // range) is a new charge key, so the identity pays again (conservative: answers under
 // both settings cost at most the sum).
 func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
+	return c.chargePass(ctx, identity, 0)
+}
+
+// chargePass is chargeAnswers for answering pass p (QueryOptions.Pass): pass 0 is the
+// identity's answers, each pass p ≥ 1 answers rows again with fresh noise and is paid by
+// a charge of its own, with the same argument as above within the pass (each row at
+// most once per pass); the passes compose sequentially (Dwork & Roth 2014, Theorem
+// 3.16), so an identity that used P confirmation passes has paid (1 + P)·(ε, δ).
+func (c *Curator) chargePass(ctx context.Context, identity string, p int) error {
 	c.paidMu.Lock()
-	paid := c.paid[identity]
+	paid := c.paid[paidKey{identity, p}]
 	c.paidMu.Unlock()
 	if paid {
 		return nil
 	}
-	key := c.out.chargeKey()
+	key := c.out.passChargeKey(p)
 	unlock := c.locks.lock(identity + "\x00" + key)
 	defer unlock()
-	ch, err := c.unpaidAnswers(ctx, identity)
+	ch, err := c.unpaidPass(ctx, identity, p)
 	if err != nil || ch == nil {
 		return err
 	}
@@ -192,44 +251,64 @@ func (c *Curator) chargeAnswers(ctx context.Context, identity string) error {
 	if err != nil {
 		return fmt.Errorf("curator: %w", err)
 	}
-	c.notePaid(identity, rec)
+	c.notePassPaid(identity, p, rec)
 	return nil
+}
+
+// paidKey is an identity's answering pass (QueryOptions.Pass).
+type paidKey struct {
+	identity string
+	pass     int
 }
 
 // unpaidAnswers returns the charge that pays identity's answers (see chargeAnswers), or
 // nil when there is none to make: the answers are exact (they cost nothing), or the
 // ledger already records the charge.
 func (c *Curator) unpaidAnswers(ctx context.Context, identity string) (*ledger.Charge, error) {
+	return c.unpaidPass(ctx, identity, 0)
+}
+
+// unpaidPass is unpaidAnswers for answering pass p.
+func (c *Curator) unpaidPass(ctx context.Context, identity string, p int) (*ledger.Charge, error) {
 	if c.out.exact() {
 		return nil, nil
 	}
-	if paid, err := c.answersPaid(ctx, identity); err != nil || paid {
+	if paid, err := c.passPaid(ctx, identity, p); err != nil || paid {
 		return nil, err
 	}
 	cost := c.out.cost()
+	what := "all query answers of this identity"
+	if p > 0 {
+		what = fmt.Sprintf("confirmation pass %d of this identity (rows answered again with fresh noise, each at most once in this pass)", p)
+	}
 	return &ledger.Charge{
-		Account: c.account(identity), Key: c.out.chargeKey(), Kind: ledger.KindQueryAnswers, Relation: AnswerRelation, Cost: cost,
-		Description: fmt.Sprintf("all query answers of this identity (%s, ε=%g δ=%g per answer, range [%g, %g]): parallel composition over records",
-			c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
+		Account: c.account(identity), Key: c.out.passChargeKey(p), Kind: ledger.KindQueryAnswers, Relation: AnswerRelation, Cost: cost,
+		Description: fmt.Sprintf("%s (%s, ε=%g δ=%g per answer, range [%g, %g] or a narrower clip range inside it that the identity asks for, noise calibrated to the range's width): parallel composition over records",
+			what, c.out.name(), cost.Epsilon, cost.Delta, c.out.cfg.Lower, c.out.cfg.Upper),
 	}, nil
 }
 
 // answersPaid reports whether the ledger records identity's charge for its answers
 // under the current output setting (and remembers it when it does).
 func (c *Curator) answersPaid(ctx context.Context, identity string) (bool, error) {
+	return c.passPaid(ctx, identity, 0)
+}
+
+// passPaid is answersPaid for answering pass p.
+func (c *Curator) passPaid(ctx context.Context, identity string, p int) (bool, error) {
 	c.paidMu.Lock()
-	paid := c.paid[identity]
+	paid := c.paid[paidKey{identity, p}]
 	c.paidMu.Unlock()
 	if paid {
 		return true, nil
 	}
-	_, ok, err := c.ledger.Get(ctx, c.account(identity), c.out.chargeKey())
+	_, ok, err := c.ledger.Get(ctx, c.account(identity), c.out.passChargeKey(p))
 	if err != nil {
 		return false, fmt.Errorf("curator: %w", err)
 	}
 	if ok {
 		c.paidMu.Lock()
-		c.paid[identity] = true
+		c.paid[paidKey{identity, p}] = true
 		c.paidMu.Unlock()
 	}
 	return ok, nil
@@ -237,24 +316,28 @@ func (c *Curator) answersPaid(ctx context.Context, identity string) (bool, error
 
 // notePaid remembers that identity's answers are paid, by the charge rec.
 func (c *Curator) notePaid(identity string, rec ledger.Receipt) {
+	c.notePassPaid(identity, 0, rec)
+}
+
+func (c *Curator) notePassPaid(identity string, p int, rec ledger.Receipt) {
 	if !rec.Replayed {
-		c.log.Info("query answers charged", zap.String("identity", identity),
+		c.log.Info("query answers charged", zap.String("identity", identity), zap.Int("pass", p),
 			zap.Float64("epsilon", rec.Cost.Epsilon), zap.Float64("delta", rec.Cost.Delta))
 	}
 	c.paidMu.Lock()
-	c.paid[identity] = true
+	c.paid[paidKey{identity, p}] = true
 	c.paidMu.Unlock()
 }
 
 // releaseAnswer evaluates row i and records its answer to identity, at no cost: a
 // private answer is paid for by the identity's one charge (chargeAnswers), an exact one
 // costs nothing because it protects nothing.
-func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Observation, error) {
-	key := queryKey(i)
+func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int, clip Clip, pass int) (Observation, error) {
+	key := passQueryKey(i, pass)
 	unlock := c.locks.lock(identity + "\x00" + key)
 	defer unlock()
-	if v, ok := c.cachedAnswer(identity, i); ok {
-		return Observation{Index: i, Value: v, Replayed: true}, nil
+	if a, ok := c.cachedAnswer(identity, i, pass); ok {
+		return Observation{Index: i, Value: a.value, Replayed: true, Clip: a.clip}, nil
 	}
 	y, err := c.evaluate(ctx, i)
 	if err != nil {
@@ -265,11 +348,20 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 		}
 		return Observation{}, err
 	}
-	v, err := c.out.release(y)
+	v, err := c.out.release(y, clip)
 	if err != nil {
 		return Observation{}, fmt.Errorf("curator: %w", err)
 	}
+	a := releasedAnswer{value: v, clip: clip}
 	desc := fmt.Sprintf("answer for row %d (%s; covered by the identity's query-answers charge)", i, c.out.name())
+	if !c.out.exact() && clip != (Clip{c.out.cfg.Lower, c.out.cfg.Upper}) {
+		desc = fmt.Sprintf("answer for row %d (%s, clipped to [%g, %g] inside the public range, noise calibrated to its width; covered by the identity's query-answers charge)",
+			i, c.out.name(), clip.Lower, clip.Upper)
+	}
+	if pass > 0 {
+		desc = strings.Replace(desc, "answer for row", fmt.Sprintf("confirmation pass %d: answer for row", pass), 1)
+		desc = strings.Replace(desc, "query-answers charge", fmt.Sprintf("query-answers charge of pass %d", pass), 1)
+	}
 	var patient *ledger.PatientCost
 	if c.out.exact() {
 		// An exact answer has no whole-patient bound: the record says so.
@@ -277,18 +369,18 @@ func (c *Curator) releaseAnswer(ctx context.Context, identity string, i int) (Ob
 	}
 	rec, err := c.ledger.Charge(ctx, ledger.Charge{
 		Account: c.account(identity), Key: key, Kind: ledger.KindQuery, Relation: ledger.RelationRecord,
-		Result: encodeValue(v), Description: desc, Patient: patient,
+		Result: c.encodeAnswer(a), Description: desc, Patient: patient,
 	})
 	if err != nil {
 		return Observation{}, fmt.Errorf("curator: %w", err)
 	}
 	if rec.Replayed {
-		if v, err = decodeValue(rec.Result); err != nil {
+		if a, err = c.decodeAnswer(rec.Result); err != nil {
 			return Observation{}, fmt.Errorf("curator: ledger record of %s: %w", key, err)
 		}
 	}
-	c.cacheAnswer(identity, i, v)
-	return Observation{Index: i, Value: v, Replayed: rec.Replayed}, nil
+	c.cacheAnswer(identity, i, pass, a)
+	return Observation{Index: i, Value: a.value, Replayed: rec.Replayed, Clip: a.clip}, nil
 }
 
 // chargeFailure charges a failed evaluation of row i like an answer when outputs are
@@ -379,20 +471,65 @@ func (c *Curator) normal() float64 {
 	return c.noise()
 }
 
-func (c *Curator) cacheAnswer(identity string, i int, v float64) {
+// releasedAnswer is a released answer and the range it was clipped to (zero for exact answers).
+type releasedAnswer struct {
+	value float64
+	clip  Clip
+}
+
+func (c *Curator) cacheAnswer(identity string, i, pass int, a releasedAnswer) {
 	c.mu.Lock()
-	c.answers[answerKey{identity, i}] = v
+	c.answers[answerKey{identity, i, pass}] = a
 	c.mu.Unlock()
 }
 
-func (c *Curator) cachedAnswer(identity string, i int) (float64, bool) {
+func (c *Curator) cachedAnswer(identity string, i, pass int) (releasedAnswer, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	v, ok := c.answers[answerKey{identity, i}]
-	return v, ok
+	a, ok := c.answers[answerKey{identity, i, pass}]
+	return a, ok
+}
+
+// encodeAnswer is the ledger record of an answer: its value alone (8 bytes) when it was
+// clipped to the public range or is exact, as before clip ranges existed, or the value
+// and its clip range (24 bytes) otherwise.
+func (c *Curator) encodeAnswer(a releasedAnswer) []byte {
+	b := encodeValue(a.value)
+	if c.out.exact() || a.clip == (Clip{c.out.cfg.Lower, c.out.cfg.Upper}) {
+		return b
+	}
+	return append(append(b, encodeValue(a.clip.Lower)...), encodeValue(a.clip.Upper)...)
+}
+
+// decodeAnswer reads a record written by encodeAnswer.
+func (c *Curator) decodeAnswer(b []byte) (releasedAnswer, error) {
+	if len(b) == 24 {
+		v, _ := decodeValue(b[:8])
+		lo, _ := decodeValue(b[8:16])
+		hi, _ := decodeValue(b[16:])
+		return releasedAnswer{value: v, clip: Clip{lo, hi}}, nil
+	}
+	v, err := decodeValue(b)
+	if err != nil {
+		return releasedAnswer{}, err
+	}
+	a := releasedAnswer{value: v}
+	if !c.out.exact() {
+		a.clip = Clip{c.out.cfg.Lower, c.out.cfg.Upper}
+	}
+	return a, nil
 }
 
 func queryKey(i int) string { return "query/" + strconv.Itoa(i) }
+
+// passQueryKey is the ledger key of row i's answer in answering pass p: queryKey for
+// pass 0, "query-pass/P/I" for a confirmation pass.
+func passQueryKey(i, p int) string {
+	if p == 0 {
+		return queryKey(i)
+	}
+	return "query-pass/" + strconv.Itoa(p) + "/" + strconv.Itoa(i)
+}
 
 func encodeValue(v float64) []byte {
 	return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v))

@@ -37,6 +37,9 @@ type AnsweredRow struct {
 	Answer float64
 	// Time is when the answer was committed to the ledger.
 	Time time.Time
+	// Pass is the answering pass (QueryOptions.Pass): 0 for the study's answers, p ≥ 1
+	// for a confirmation pass that answered the row again.
+	Pass int
 }
 
 // Results reads, from the ledger alone, what every modeler identity of dataset was
@@ -71,6 +74,14 @@ func Results(ctx context.Context, store ledger.Store, dataset string) ([]Identit
 			r.Projections = append(r.Projections, ProjectionRecord{ReleaseID: strings.TrimPrefix(e.Key, "projection/"), Time: e.Created.UTC(), Description: e.Description})
 		case ledger.KindQuery:
 			i, ok := rowOfKey(e.Key, "query/")
+			pass := 0
+			if rest, isPass := strings.CutPrefix(e.Key, "query-pass/"); isPass {
+				p, row, _ := strings.Cut(rest, "/")
+				var err error
+				if pass, err = strconv.Atoi(p); err == nil && pass > 0 {
+					i, ok = rowOfKey(row, "")
+				}
+			}
 			if !ok {
 				return nil, fmt.Errorf("curator: ledger record %q of %s is not a row's answer", e.Key, e.Identity)
 			}
@@ -81,12 +92,16 @@ func Results(ctx context.Context, store ledger.Store, dataset string) ([]Identit
 			if !found {
 				return nil, fmt.Errorf("curator: ledger record %q of %s vanished while it was read", e.Key, e.Identity)
 			}
-			v, err := decodeValue(rec.Result)
+			b := rec.Result
+			if len(b) == 24 { // an answer with its clip range (encodeAnswer): the value first
+				b = b[:8]
+			}
+			v, err := decodeValue(b)
 			if err != nil {
 				return nil, fmt.Errorf("curator: ledger record %q of %s: %w", e.Key, e.Identity, err)
 			}
 			r := of(e.Identity)
-			r.Rows = append(r.Rows, AnsweredRow{Index: i, Answer: v, Time: e.Created.UTC()})
+			r.Rows = append(r.Rows, AnsweredRow{Index: i, Answer: v, Time: e.Created.UTC(), Pass: pass})
 		}
 	}
 	return out, nil

@@ -141,7 +141,20 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 // Query implements modeler.Curator, waiting for the curator and asking again as the
 // package documentation says.
 func (c *Client) Query(ctx context.Context, rows []int) ([]modeler.Answer, study.Budget, error) {
-	req := &curatorv1.QueryRequest{Indices: make([]uint64, len(rows))}
+	return c.QueryWith(ctx, rows, modeler.QueryOptions{})
+}
+
+// QueryWith implements modeler.OptionQuerier: Query with the fresh answers clipped to
+// opt.Clip (QueryRequest.clip; the zero Clip is the public range) in answering pass
+// opt.Pass (QueryRequest.confirmation_pass).
+func (c *Client) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOptions) ([]modeler.Answer, study.Budget, error) {
+	if opt.Pass < 0 {
+		return nil, study.Budget{}, fmt.Errorf("curatorclient: pass %d is negative", opt.Pass)
+	}
+	req := &curatorv1.QueryRequest{Indices: make([]uint64, len(rows)), ConfirmationPass: uint32(min(opt.Pass, math.MaxUint32))}
+	if !opt.Clip.IsZero() {
+		req.Clip = &curatorv1.ClipRange{Lower: opt.Clip.Lower, Upper: opt.Clip.Upper}
+	}
 	for k, i := range rows {
 		if i < 0 {
 			return nil, study.Budget{}, fmt.Errorf("curatorclient: row %d is negative", i)
@@ -155,7 +168,8 @@ func (c *Client) Query(ctx context.Context, rows []int) ([]modeler.Answer, study
 			obs := resp.GetObservations()
 			out := make([]modeler.Answer, len(obs))
 			for k, o := range obs {
-				out[k] = modeler.Answer{Index: int(min(o.GetIndex(), uint64(maxInt))), Value: o.GetValue(), Replayed: o.GetReplayed()}
+				out[k] = modeler.Answer{Index: int(min(o.GetIndex(), uint64(maxInt))), Value: o.GetValue(), Replayed: o.GetReplayed(),
+					Clip: modeler.Clip{Lower: o.GetClip().GetLower(), Upper: o.GetClip().GetUpper()}}
 			}
 			return out, Budget(resp.GetBudget()), nil
 		}

@@ -387,8 +387,9 @@ func (g *GP) SetHyper(h Hyper) error {
 	old := g.cfg
 	idx := append([]int(nil), g.idx...)
 	ys := append([]float64(nil), g.ys...)
-	if err := g.rebuild(cfg, idx, ys); err != nil {
-		if err2 := g.rebuild(old, idx, ys); err2 != nil {
+	nf := append([]float64(nil), g.nf...)
+	if err := g.rebuild(cfg, idx, ys, nf); err != nil {
+		if err2 := g.rebuild(old, idx, ys, nf); err2 != nil {
 			// Cannot happen: the same observations were accepted under old before.
 			panic(fmt.Sprintf("gpucb: restoring the previous hyperparameters failed: %v", err2))
 		}
@@ -397,14 +398,40 @@ func (g *GP) SetHyper(h Hyper) error {
 	return nil
 }
 
+// SetNoiseFactors sets each observation's noise factor (ObserveNoise), in the order
+// observed, and recomputes the posterior. On error the GP is left as it was.
+func (g *GP) SetNoiseFactors(nf []float64) error {
+	if len(nf) != len(g.idx) {
+		return fmt.Errorf("gpucb: %d noise factors for %d observations", len(nf), len(g.idx))
+	}
+	idx := append([]int(nil), g.idx...)
+	ys := append([]float64(nil), g.ys...)
+	old := append([]float64(nil), g.nf...)
+	if err := g.rebuild(g.cfg, idx, ys, append([]float64(nil), nf...)); err != nil {
+		if err2 := g.rebuild(g.cfg, idx, ys, old); err2 != nil {
+			panic(fmt.Sprintf("gpucb: restoring the previous noise factors failed: %v", err2))
+		}
+		return err
+	}
+	return nil
+}
+
+// NoiseFactors returns each observation's noise factor, in the order observed.
+func (g *GP) NoiseFactors() []float64 { return append([]float64(nil), g.nf...) }
+
+// Observed returns the observed indices and outputs, in the order observed.
+func (g *GP) Observed() ([]int, []float64) {
+	return append([]int(nil), g.idx...), append([]float64(nil), g.ys...)
+}
+
 // rebuild resets the state to no observations under cfg and replays (idx, ys).
-func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
+func (g *GP) rebuild(cfg Config, idx []int, ys, nf []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
 	g.prepareKernel()
 	g.spare = append(g.spare[:0], g.rows...)
 	g.rows = g.rows[:0]
-	g.lpk, g.u, g.e, g.col, g.idx, g.ys = g.lpk[:0], g.u[:0], g.e[:0], g.col[:0], g.idx[:0], g.ys[:0]
+	g.lpk, g.u, g.e, g.col, g.idx, g.ys, g.nf = g.lpk[:0], g.u[:0], g.e[:0], g.col[:0], g.idx[:0], g.ys[:0], g.nf[:0]
 	clear(g.a)
 	clear(g.b)
 	clear(g.queried)
@@ -413,7 +440,7 @@ func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 	}
 	g.shift, g.dmean, g.m2 = 0, 0, 0
 	for j, i := range idx {
-		if err := g.Observe(i, ys[j]); err != nil {
+		if err := g.ObserveNoise(i, ys[j], nf[j]); err != nil {
 			return err
 		}
 	}
@@ -432,6 +459,11 @@ func (g *GP) Refit(opt FitOptions) (Hyper, error) {
 	cur := g.Hyper()
 	if t < 2 {
 		return cur, fmt.Errorf("gpucb: refit needs at least 2 observations, have %d", t)
+	}
+	for _, f := range g.nf {
+		if f != 1 {
+			return cur, errors.New("gpucb: refit assumes one noise variance for every observation; some were observed with their own (ObserveNoise)")
+		}
 	}
 	x := make([]float64, t*g.dim)
 	for j, i := range g.idx {

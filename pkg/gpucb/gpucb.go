@@ -82,6 +82,7 @@ type GP struct {
 	queried []bool
 	idx     []int     // observed indices, in order
 	ys      []float64 // observed outputs, in order
+	nf      []float64 // each observation's noise variance as a multiple of NoiseVariance (ObserveNoise)
 
 	// Standardisation: shift = first output; Welford mean/M2 of y − shift.
 	shift, dmean, m2 float64
@@ -342,6 +343,18 @@ func (g *GP) argmax(lo, hi int, base, mp, sb float64) (int, float64) {
 // range, y is not finite, or the conditional variance plus noise at i is
 // numerically zero (see the package documentation).
 func (g *GP) Observe(i int, y float64) error {
+	return g.ObserveNoise(i, y, 1)
+}
+
+// ObserveNoise is Observe for an observation whose noise variance is factor times
+// Config.NoiseVariance (factor > 0 and finite): the heteroscedastic GP, in which the
+// covariance of the observations is K + diag(σ_n²·factor_j) (Rasmussen & Williams 2006,
+// §2.2, with a known noise variance per observation). The modeler uses it for answers
+// released with a narrower clip range, whose noise is smaller (docs/MATHS.md §2.3).
+func (g *GP) ObserveNoise(i int, y, factor float64) error {
+	if !(factor > 0) || math.IsInf(factor, 0) {
+		return fmt.Errorf("gpucb: observation at candidate %d: noise factor must be positive and finite, got %g", i, factor)
+	}
 	if i < 0 || i >= g.n {
 		return fmt.Errorf("gpucb: observation index %d out of range [0, %d)", i, g.n)
 	}
@@ -360,8 +373,9 @@ func (g *GP) Observe(i int, y float64) error {
 		ss += v * v
 	}
 	g.col = col
-	l2 := g.kdiag + g.cfg.NoiseVariance - ss
-	if tol := 1e-10 * (g.kdiag + g.cfg.NoiseVariance); !(l2 > tol) {
+	nv := g.cfg.NoiseVariance * factor
+	l2 := g.kdiag + nv - ss
+	if tol := 1e-10 * (g.kdiag + nv); !(l2 > tol) {
 		return fmt.Errorf("gpucb: candidate %d: conditional variance plus noise %.3g is numerically zero (≤ %.3g); "+
 			"it duplicates earlier observations: increase NoiseVariance or set SkipQueried", i, l2, tol)
 	}
@@ -404,6 +418,7 @@ func (g *GP) Observe(i int, y float64) error {
 	g.queried[i] = true
 	g.idx = append(g.idx, i)
 	g.ys = append(g.ys, y)
+	g.nf = append(g.nf, factor)
 	return nil
 }
 

@@ -28,7 +28,7 @@ func syntheticSession(t *testing.T, raw bool, obs int) (*session, func(i int) fl
 		t.Fatal(err)
 	}
 	for k, i := range rng.Perm(n)[:obs] {
-		if err := s.observe(k+1, k+1, i, f(i)); err != nil {
+		if err := s.observe(k+1, k+1, i, f(i), Clip{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,10 @@ package modeler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -102,4 +106,60 @@ type Answer struct {
 	Value float64
 	// Replayed is true when this value had been released to the caller before.
 	Replayed bool
+	// Clip is the range the curator clipped the value to before its noise: the range
+	// asked for (ClipQuerier) when the row was first answered to the caller, the public
+	// range otherwise; zero when the curator does not say (exact answers, older curators).
+	Clip Clip
+}
+
+// Clip is a range [Lower, Upper] inside the curator's public output range to which the
+// caller asks its answers to be clipped (Config.Clip): the curator then adds noise
+// calibrated to Upper − Lower instead of the public range's width, at the same ε and
+// the same one charge (pkg/curator's Clip explains why). The zero Clip is the public
+// range.
+type Clip struct{ Lower, Upper float64 }
+
+// IsZero reports whether c is the zero Clip (the public range).
+func (c Clip) IsZero() bool { return c == Clip{} }
+
+// String is "LOWER,UPPER" (ParseClip's form), "" for the zero Clip.
+func (c Clip) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return strconv.FormatFloat(c.Lower, 'g', -1, 64) + "," + strconv.FormatFloat(c.Upper, 'g', -1, 64)
+}
+
+// ParseClip reads "LOWER,UPPER" (finite, lower < upper); "" and "public" are the zero
+// Clip, the public range.
+func ParseClip(s string) (Clip, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "public" {
+		return Clip{}, nil
+	}
+	lo, hi, ok := strings.Cut(s, ",")
+	l, err1 := strconv.ParseFloat(strings.TrimSpace(lo), 64)
+	h, err2 := strconv.ParseFloat(strings.TrimSpace(hi), 64)
+	if !ok || err1 != nil || err2 != nil || math.IsInf(l, 0) || math.IsInf(h, 0) || !(l < h) {
+		return Clip{}, fmt.Errorf("modeler: clip range %q: want LOWER,UPPER with finite lower < upper, or public", s)
+	}
+	return Clip{l, h}, nil
+}
+
+// QueryOptions are what a query may ask beyond its rows.
+type QueryOptions struct {
+	// Clip is the range the fresh answers are clipped to (the zero Clip: the public
+	// range).
+	Clip Clip
+	// Pass ≥ 0 is the answering pass: pass 0 is the study's answers, pass p ≥ 1 a
+	// confirmation pass that answers rows again with fresh noise, paid by a charge of
+	// its own (Config.ConfirmRows). Within a pass each row is answered once.
+	Pass int
+}
+
+// OptionQuerier is a Curator that takes QueryOptions (pkg/curatorclient and
+// pkg/simulate's Local are). QueryWith is Query with opt; rows released before in the
+// same pass come back as they were.
+type OptionQuerier interface {
+	QueryWith(ctx context.Context, rows []int, opt QueryOptions) ([]Answer, study.Budget, error)
 }

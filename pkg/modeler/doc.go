@@ -93,9 +93,23 @@
 // answers' units (the GP's standardisation and the direction undone). With private
 // answers each answer carries noise of public sd (AnswerNoiseSD; 226 for the demo's
 // Laplace ε = 2.5 on [0, 400]), so the best single answer (Result.BestIndex) is mostly
-// the luckiest noise draw; the posterior mean pools every answer. A run stopped before
-// its end (a cancelled context) still returns what it knew, with its error. Replay
-// rebuilds a stored study's result without the curator, for its report.
+// the luckiest noise draw; the posterior mean pools every answer. With Laplace answers
+// the posterior is the one under their own Laplace likelihood (Config.RecommendLikelihood,
+// robustRecommend), so that one lucky draw moves the recommendation less; the rows were
+// chosen under a Gaussian of the same variance, and Result.GaussianRecommended is that
+// GP's choice. A run stopped before its end (a cancelled context) still returns what it
+// knew, with its error. Replay rebuilds a stored study's result without the curator, for
+// its report.
+//
+// # Answer options
+//
+// Config.Clip asks the curator to clip every answer to a range inside its public output
+// range (noise calibrated to that width at the same ε and charge, pkg/curator's Clip);
+// the GP gives each answer the noise variance of its own range (gpucb.GP.ObserveNoise).
+// Config.ConfirmRows ends the study with confirmation passes on its best rows, each pass
+// charged ε_out again; what a study could not pay is refused before anything is charged.
+// Both are off by default: docs/EXPERIMENTS.md ("More informative answers") measured
+// neither beating the default at equal ε on diabetes.
 //
 // # Studies
 //

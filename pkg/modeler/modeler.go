@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/privbo/privbo/pkg/dp/answer"
@@ -85,6 +86,32 @@ type Config struct {
 	// mechanism) are exact under every value. A stored setting: a resumed study rebuilds
 	// the same GP.
 	ProjectionNoise ProjectionNoise
+	// Clip, when not zero, asks the curator to clip every answer to [Clip.Lower,
+	// Clip.Upper], a range inside its public output range, instead of the public range:
+	// the noise is then calibrated to the narrower width at the same ε and the same
+	// charge (Clip). Rows whose value lies below Clip.Lower all answer about Clip.Lower:
+	// the study learns less about them and more, per answer, about the rows inside the
+	// range. The GP models each answer's own noise variance (gpucb.GP.ObserveNoise: the
+	// prior's noise variance times (width / public width)²). It is chosen before the
+	// study from public knowledge, so it depends on no data. A stored setting.
+	Clip Clip
+	// ConfirmRows k > 0 ends the study with ConfirmPasses (default 1) confirmation
+	// passes: the k queried rows with the highest posterior mean are answered again,
+	// with fresh noise, clipped to ConfirmClip (zero: Clip), each pass paid by a charge
+	// of its own (the curator's ε_out and δ_out again: a declared extra cost), and the
+	// GP conditions on these answers before it recommends. 0: none.
+	ConfirmRows, ConfirmPasses int
+	ConfirmClip                Clip
+	// RecommendLikelihood is the likelihood of the answers under which the study
+	// recommends its row. With Laplace answers the default ("" or LikelihoodLaplace) is
+	// their own Laplace noise: the GP's posterior mode under it, found by iteratively
+	// reweighted least squares (the Laplace as a Gaussian scale mixture, EM; see
+	// robustRecommend), so that a lucky noise draw moves the recommendation less.
+	// LikelihoodGaussian recommends under a Gaussian of the same variance, the GP the
+	// rows were chosen with (the rule before; docs/EXPERIMENTS.md, "More informative
+	// answers", measures both). It changes the recommendation only, never the rows
+	// queried; other answers (exact, Gaussian) are always Gaussian. A stored setting.
+	RecommendLikelihood string
 	// Direction is study.Maximize (the zero value, the paper's setting) or
 	// study.Minimize. A minimisation runs GP-UCB on −y (the answers' public range
 	// [L, U] becomes [−U, −L] for the prior); every value the study reports, its best
@@ -192,6 +219,20 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 	return signal, noise, answerNoise, nil
 }
 
+// The likelihoods of Config.RecommendLikelihood, named as the answer mechanisms whose
+// noise they model.
+const (
+	LikelihoodLaplace  = answer.MechanismLaplace
+	LikelihoodGaussian = answer.MechanismGaussian
+)
+
+// Confirmation is one answer of a confirmation pass.
+type Confirmation struct {
+	Pass  int     `json:"pass"`
+	Index int     `json:"index"`
+	Value float64 `json:"value"`
+}
+
 // Step reports one observation.
 type Step struct {
 	// Iteration t ≥ 1 and Round (one Query request) ≥ 1.
@@ -229,9 +270,22 @@ type Result struct {
 	// AnswerNoiseSD is the standard deviation of the noise the curator's output
 	// mechanism adds to each answer (AnswerNoiseSD of its output privacy; 0 for exact
 	// answers), and AnswersRange the target's public range [L, U] the answers are
-	// clipped to (nil for exact answers): what one answer can say about its row.
-	AnswerNoiseSD float64     `json:"answer_noise_sd"`
-	AnswersRange  *[2]float64 `json:"answers_range,omitempty"`
+	// clipped to (nil for exact answers): what one answer can say about its row. With
+	// Config.Clip, AnswersClip is the narrower range the study asked for and
+	// AnswerClipNoiseSD the noise sd of answers clipped to it.
+	AnswerNoiseSD     float64     `json:"answer_noise_sd"`
+	AnswersRange      *[2]float64 `json:"answers_range,omitempty"`
+	AnswersClip       *[2]float64 `json:"answers_clip,omitempty"`
+	AnswerClipNoiseSD float64     `json:"answer_clip_noise_sd,omitempty"`
+	// GaussianRecommended, when the recommendation was made under the answers' Laplace
+	// likelihood (Config.RecommendLikelihood), is the row the Gaussian likelihood would
+	// have recommended; RecommendLikelihood names the likelihood used ("gaussian" or
+	// "laplace").
+	GaussianRecommended *int   `json:"gaussian_recommended_index,omitempty"`
+	RecommendLikelihood string `json:"recommend_likelihood"`
+	// Confirmed are the answers of the confirmation passes (Config.ConfirmRows), in
+	// order.
+	Confirmed []Confirmation `json:"confirmed,omitempty"`
 	// BestIndex and BestValue are the row with the best single answer and that
 	// answer: with private answers a noisy answer, not the row's value (see
 	// Recommended). The names are kept for compatibility; −1 and 0 before the first
@@ -360,6 +414,21 @@ func (c *Config) defaults() error {
 	if _, err := ParseProjectionNoise(string(c.ProjectionNoise)); err != nil || c.ProjectionNoise == "model" {
 		return fmt.Errorf("modeler: projection noise %q: want ProjectionNoiseModel (\"\"), %q or %q", string(c.ProjectionNoise), ProjectionNoiseKernel, ProjectionNoiseIgnore)
 	}
+	if c.RecommendLikelihood != "" && c.RecommendLikelihood != LikelihoodLaplace && c.RecommendLikelihood != LikelihoodGaussian {
+		return fmt.Errorf("modeler: recommendation likelihood %q: want laplace or gaussian", c.RecommendLikelihood)
+	}
+	if c.ConfirmRows < 0 || c.ConfirmPasses < 0 {
+		return fmt.Errorf("modeler: confirmation rows and passes must be ≥ 0 (0 rows: no confirmation; 0 passes: 1), got %d and %d", c.ConfirmRows, c.ConfirmPasses)
+	}
+	if c.ConfirmPasses > 16 {
+		return fmt.Errorf("modeler: %d confirmation passes; the curator answers at most 16", c.ConfirmPasses)
+	}
+	if !c.ConfirmClip.IsZero() && (math.IsNaN(c.ConfirmClip.Lower) || math.IsNaN(c.ConfirmClip.Upper) || math.IsInf(c.ConfirmClip.Lower, 0) || math.IsInf(c.ConfirmClip.Upper, 0) || !(c.ConfirmClip.Lower < c.ConfirmClip.Upper)) {
+		return fmt.Errorf("modeler: confirmation clip range [%g, %g]: want finite lower < upper", c.ConfirmClip.Lower, c.ConfirmClip.Upper)
+	}
+	if !c.Clip.IsZero() && (math.IsNaN(c.Clip.Lower) || math.IsNaN(c.Clip.Upper) || math.IsInf(c.Clip.Lower, 0) || math.IsInf(c.Clip.Upper, 0) || !(c.Clip.Lower < c.Clip.Upper)) {
+		return fmt.Errorf("modeler: clip range [%g, %g]: want finite lower < upper", c.Clip.Lower, c.Clip.Upper)
+	}
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
 	if c.DeltaUCB == 0 {
@@ -402,6 +471,7 @@ func (c Config) Settings() (study.Settings, error) {
 		Kernel: c.Kernel.String(), Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance, NoiseVariance: c.NoiseVariance,
 		FitEvery: c.FitEvery, DeltaUCB: c.DeltaUCB, ConstantBeta: c.ConstantBeta, AllowRepeats: c.AllowRepeats, RawOutputs: c.RawOutputs,
 		InitialIndex: c.InitialIndex, Direction: c.Direction, ProjectionNoise: string(c.ProjectionNoise),
+		AnswerClip: c.Clip.String(), RecommendLikelihood: c.RecommendLikelihood,
 	}, nil
 }
 
@@ -411,11 +481,16 @@ func ConfigFromSettings(s study.Settings) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("modeler: %w", err)
 	}
+	clip, err := ParseClip(s.AnswerClip)
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{
 		R: s.R, Epsilon: s.Epsilon, Delta: s.Delta, Label: s.Label, Iterations: s.Iterations, Batch: s.Batch,
 		Kernel: k, Lengthscale: s.Lengthscale, SignalVariance: s.SignalVariance, NoiseVariance: s.NoiseVariance,
 		FitEvery: s.FitEvery, DeltaUCB: s.DeltaUCB, ConstantBeta: s.ConstantBeta, AllowRepeats: s.AllowRepeats, RawOutputs: s.RawOutputs,
 		InitialIndex: s.InitialIndex, Direction: s.Direction, ProjectionNoise: ProjectionNoise(s.ProjectionNoise),
+		Clip: clip, RecommendLikelihood: s.RecommendLikelihood,
 	}, nil
 }
 
@@ -445,7 +520,106 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 	if err := s.loop(ctx, initial, nil); err != nil {
 		return s.finish(), err // what is known so far, for a caller that reports an interruption
 	}
+	if err := s.confirm(ctx); err != nil {
+		return s.finish(), err
+	}
 	return s.finish(), nil
+}
+
+// confirm runs the confirmation passes (Config.ConfirmRows): the k queried rows with the
+// highest posterior mean are answered again in pass p = 1, 2, …, and the GP conditions
+// on each answer with its own noise variance.
+func (s *session) confirm(ctx context.Context) error {
+	k := s.cfg.ConfirmRows
+	if k <= 0 {
+		return nil
+	}
+	passes := max(s.cfg.ConfirmPasses, 1)
+	clip := s.cfg.ConfirmClip
+	if clip.IsZero() {
+		clip = s.cfg.Clip
+	}
+	for p := 1; p <= passes; p++ {
+		rows := s.topQueried(k)
+		obs, budget, err := s.queryWith(ctx, rows, QueryOptions{Clip: clip, Pass: p})
+		if err != nil {
+			return fmt.Errorf("modeler: confirmation pass %d of rows %v: %w", p, rows, err)
+		}
+		if len(obs) != len(rows) {
+			return fmt.Errorf("modeler: curator answered %d observations for %d indices", len(obs), len(rows))
+		}
+		s.budget = budget
+		for j, o := range obs {
+			if o.Index != rows[j] {
+				return fmt.Errorf("modeler: curator answered row %d in place of row %d", o.Index, rows[j])
+			}
+			c := o.Clip
+			if c.IsZero() {
+				c = clip
+			}
+			if err := s.observeNoise(o.Index, s.cfg.Direction.Sign()*o.Value, s.noiseFactor(c)); err != nil {
+				return fmt.Errorf("modeler: confirmation pass %d: %w", p, err)
+			}
+			s.res.Confirmed = append(s.res.Confirmed, Confirmation{Pass: p, Index: o.Index, Value: o.Value})
+		}
+	}
+	return nil
+}
+
+// robustRecommend conditions the GP on the answers under their Laplace likelihood: the
+// Laplace of scale b is a Gaussian scale mixture (noise N(0, v), v exponential with mean
+// 2b²), so EM for the posterior mode reweights each answer j to the Gaussian variance
+// v_j = b_j·|r_j|, r_j its residual from the current posterior mean (E[1/v | r] =
+// 1/(b|r|)), and refits; a few iterations converge. |r_j| is floored at b_j/2 so that no
+// answer is trusted more than a Gaussian of variance b_j²/2. b_j is the scale of answer
+// j's own range (its noise factor). Iteratively reweighted least squares for a Laplace
+// likelihood: Rasmussen & Williams 2006, §9.3 (non-Gaussian likelihoods); Dempster,
+// Laird & Rubin 1977 (EM).
+func (s *session) robustRecommend() {
+	base := s.baseNF
+	idx, ys := s.gp.Observed()
+	if len(idx) < 2 || len(base) != len(idx) {
+		return
+	}
+	bPub := s.res.AnswerNoiseSD / math.Sqrt2
+	nf := make([]float64, len(base))
+	for range 10 {
+		for j, i := range idx {
+			b := bPub * math.Sqrt(base[j])
+			r := max(math.Abs(ys[j]-s.gp.Mean(i)), b/2)
+			nf[j] = b * r / (2 * bPub * bPub)
+		}
+		if err := s.gp.SetNoiseFactors(nf); err != nil {
+			_ = s.gp.SetNoiseFactors(base) // the Gaussian posterior, as before
+			return
+		}
+	}
+}
+
+// bestQueried is the queried row with the highest posterior mean (of the GP's Sign·y),
+// −1 before the first answer.
+func (s *session) bestQueried() int {
+	best, m := -1, math.Inf(-1)
+	for _, i := range s.res.Queried {
+		if v := s.gp.Mean(i); best < 0 || v > m {
+			best, m = i, v
+		}
+	}
+	return best
+}
+
+// topQueried is the k distinct queried rows with the highest posterior mean, best first.
+func (s *session) topQueried(k int) []int {
+	var rows []int
+	seen := map[int]bool{}
+	for _, i := range s.res.Queried {
+		if !seen[i] {
+			seen[i] = true
+			rows = append(rows, i)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b int) int { return cmp.Compare(s.gp.Mean(b), s.gp.Mean(a)) })
+	return rows[:min(k, len(rows))]
 }
 
 // AnswerNoiseSD is the standard deviation of the noise the curator's output mechanism op
@@ -481,6 +655,17 @@ type session struct {
 	res    *Result
 	budget study.Budget
 	rounds int
+	// laplace is true when the curator's answers carry Laplace noise.
+	laplace bool
+	// baseNF is each observation's noise factor from its range (noiseFactor), in the
+	// order observed: what robustRecommend starts from. robust is set once
+	// robustRecommend reweighted the GP.
+	baseNF []float64
+	robust bool
+	// public is the curator's public output range (zero for exact answers): an answer
+	// clipped to a narrower range has the noise variance of the prior times
+	// (width / public width)² (noiseFactor).
+	public Clip
 }
 
 // checkRows refuses more iterations than rows when a row may be queried only once.
@@ -534,16 +719,54 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if noiseSD > 0 {
 		res.ProjectionNoise = cfg.ProjectionNoise.String()
 	}
+	var public Clip
+	if !op.Exact() {
+		public = Clip{op.Lower, op.Upper}
+	}
+	if !cfg.Clip.IsZero() {
+		if err := checkAnswerOptions(&cfg, op); err != nil {
+			return nil, err
+		}
+		res.AnswersClip = &[2]float64{cfg.Clip.Lower, cfg.Clip.Upper}
+		if sdErr == nil {
+			res.AnswerClipNoiseSD = answerSD * (cfg.Clip.Upper - cfg.Clip.Lower) / (op.Upper - op.Lower)
+		}
+	}
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, public: public, laplace: op.Mechanism == answer.MechanismLaplace}, nil
 }
 
-// observe conditions the GP on one real answer and updates the result.
-func (s *session) observe(iteration, round, i int, y float64) error {
+// noiseFactor is the noise variance of an answer clipped to c relative to one clipped
+// to the public range: (width / public width)², since every mechanism's noise scale is
+// proportional to the sensitivity, the range's width. The zero Clip (unknown: a stored
+// observation) takes the study's Config.Clip.
+func (s *session) noiseFactor(c Clip) float64 {
+	if c.IsZero() {
+		c = s.cfg.Clip
+	}
+	if c.IsZero() || s.public.IsZero() {
+		return 1
+	}
+	r := (c.Upper - c.Lower) / (s.public.Upper - s.public.Lower)
+	return r * r
+}
+
+// observeNoise conditions the GP on answer y (the GP's sign) at row i with noise factor
+// f, its range's (noiseFactor), and keeps f for robustRecommend.
+func (s *session) observeNoise(i int, y, f float64) error {
+	if err := s.gp.ObserveNoise(i, y, f); err != nil {
+		return err
+	}
+	s.baseNF = append(s.baseNF, f)
+	return nil
+}
+
+// observe conditions the GP on one real answer, clipped to clip, and updates the result.
+func (s *session) observe(iteration, round, i int, y float64, clip Clip) error {
 	sy := s.cfg.Direction.Sign() * y
-	if err := s.gp.Observe(i, sy); err != nil {
+	if err := s.observeNoise(i, sy, s.noiseFactor(clip)); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
 	s.ys = append(s.ys, sy)
@@ -562,10 +785,14 @@ func (s *session) observe(iteration, round, i int, y float64) error {
 // after each of them, and then refits the hyperparameters if the round took the number
 // of answers to or past a multiple of Config.FitEvery. The live loop and the replay of a
 // stored study both go through it, so that both refit at the same points.
-func (s *session) observeRound(recs []study.Observation, each func(study.Observation)) error {
+func (s *session) observeRound(recs []study.Observation, clips []Clip, each func(study.Observation)) error {
 	before := s.gp.T()
-	for _, r := range recs {
-		if err := s.observe(r.Iteration, r.Round, r.Index, r.Value); err != nil {
+	for k, r := range recs {
+		var c Clip
+		if clips != nil {
+			c = clips[k]
+		}
+		if err := s.observe(r.Iteration, r.Round, r.Index, r.Value, c); err != nil {
 			return err
 		}
 		if each != nil {
@@ -629,8 +856,10 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 		}
 		round := s.rounds + 1
 		recs := make([]study.Observation, len(batch))
+		clips := make([]Clip, len(batch))
 		now := time.Now()
 		for k, o := range obs {
+			clips[k] = o.Clip
 			if o.Index != batch[k] {
 				return fmt.Errorf("modeler: curator answered row %d in place of row %d", o.Index, batch[k])
 			}
@@ -651,7 +880,7 @@ func (s *session) loop(ctx context.Context, initial int, record func([]study.Obs
 					EpsilonRemaining: s.budget.EpsilonRemaining, DeltaRemaining: s.budget.DeltaRemaining})
 			}
 		}
-		if err := s.observeRound(recs, progress); err != nil {
+		if err := s.observeRound(recs, clips, progress); err != nil {
 			return err
 		}
 		t += len(batch)
@@ -685,10 +914,34 @@ func (s *session) query(ctx context.Context, rows []int) ([]Answer, study.Budget
 			}
 		}()
 	}
-	return s.cur.Query(ctx, rows)
+	return s.queryWith(ctx, rows, QueryOptions{Clip: s.cfg.Clip})
+}
+
+// queryWith is Curator.Query with opt, refused when the curator connection cannot take
+// options other than the zero ones.
+func (s *session) queryWith(ctx context.Context, rows []int, opt QueryOptions) ([]Answer, study.Budget, error) {
+	if opt == (QueryOptions{}) {
+		return s.cur.Query(ctx, rows)
+	}
+	cq, ok := s.cur.(OptionQuerier)
+	if !ok {
+		return nil, study.Budget{}, errors.New("modeler: this curator connection cannot ask for a clip range or a confirmation pass")
+	}
+	return cq.QueryWith(ctx, rows, opt)
 }
 
 func (s *session) finish() *Result {
+	if s.cfg.RecommendLikelihood != LikelihoodGaussian && s.res.AnswerNoiseSD > 0 && s.laplace {
+		if !s.robust { // once: finish may run again (an interrupted study's result)
+			g := s.bestQueried()
+			s.res.GaussianRecommended = &g
+			s.robustRecommend()
+			s.robust = true
+		}
+		s.res.RecommendLikelihood = LikelihoodLaplace
+	} else {
+		s.res.RecommendLikelihood = LikelihoodGaussian
+	}
 	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
 	for _, i := range s.res.Queried {
 		if m := s.gp.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
@@ -736,6 +989,48 @@ func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
 	return info, nil
 }
 
+// checkAnswerOptions refuses, before anything is charged, a clip range (Config.Clip,
+// Config.ConfirmClip) outside the curator's public output range or asked of exact
+// answers, and confirmation passes of exact answers.
+func checkAnswerOptions(cfg *Config, op study.OutputPrivacy) error {
+	for _, c := range []struct {
+		flag string
+		clip Clip
+	}{{"clip range", cfg.Clip}, {"confirmation clip range", cfg.ConfirmClip}} {
+		if c.clip.IsZero() {
+			continue
+		}
+		if op.Exact() {
+			return fmt.Errorf("modeler: a %s [%g, %g] applies only to private answers; the curator releases exact answers", c.flag, c.clip.Lower, c.clip.Upper)
+		}
+		if c.clip.Lower < op.Lower || c.clip.Upper > op.Upper {
+			return fmt.Errorf("modeler: %s [%g, %g] is not inside the curator's public output range [%g, %g]", c.flag, c.clip.Lower, c.clip.Upper, op.Lower, op.Upper)
+		}
+	}
+	if cfg.ConfirmRows > 0 && op.Exact() {
+		return errors.New("modeler: confirmation passes apply only to private answers; the curator releases exact answers, which a second answer would only repeat")
+	}
+	return nil
+}
+
+// checkConfirmAffordable refuses, before anything is charged, confirmation passes that
+// the caller could not pay after the study's own charge (the quote q): each pass costs
+// the curator's (ε_out, δ_out) again, under every relation the quote charges.
+func checkConfirmAffordable(cfg *Config, op study.OutputPrivacy, q *Quote) error {
+	if cfg.ConfirmRows <= 0 || q == nil {
+		return nil
+	}
+	p := float64(max(cfg.ConfirmPasses, 1))
+	for _, c := range q.Charges {
+		eps, delta := c.Epsilon+p*op.EpsilonPerIndex, c.Delta+p*op.DeltaPerIndex
+		if eps > c.EpsilonAvailable*(1+1e-12) || delta > c.DeltaAvailable*(1+1e-12) {
+			return fmt.Errorf("modeler: the study and its %g confirmation pass(es) would cost (ε=%g, δ=%g) under the %s relation, but (ε=%g, δ=%g) remain; nothing was charged",
+				p, eps, delta, c.Relation, c.EpsilonAvailable, c.DeltaAvailable)
+		}
+	}
+	return nil
+}
+
 // fetchRelease reads the dataset's description, checks the batch size against the
 // curator's limit and the iterations and initial row against its rows, has the study
 // quoted (plan, which fills in cfg what it left to the curator and refuses a study the
@@ -758,10 +1053,16 @@ func fetchRelease(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*Dat
 	if cfg.InitialIndex >= n {
 		return nil, nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
 	}
+	if err := checkAnswerOptions(cfg, info.OutputPrivacy); err != nil {
+		return nil, nil, nil, err
+	}
 	if q == nil {
 		if q, err = plan(ctx, cur, cfg, info); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	if err := checkConfirmAffordable(cfg, info.OutputPrivacy, q); err != nil {
+		return nil, nil, nil, err
 	}
 	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})
 	if err != nil {

@@ -208,6 +208,9 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 		if err != nil {
 			return s.finish(), err // what is known so far, for a caller that reports an interruption
 		}
+		if err := s.confirm(ctx); err != nil {
+			return s.finish(), err
+		}
 		if err := store.Finish(ctx, st.Name); err != nil {
 			return s.finish(), fmt.Errorf("modeler: %w", err)
 		}
@@ -223,7 +226,7 @@ func (s *session) replay(prior []study.Observation) error {
 		for k < len(prior) && prior[k].Round == prior[0].Round {
 			k++
 		}
-		if err := s.observeRound(prior[:k], nil); err != nil {
+		if err := s.observeRound(prior[:k], nil, nil); err != nil {
 			return err
 		}
 		prior = prior[k:]

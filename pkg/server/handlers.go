@@ -185,13 +185,26 @@ func (h *handlers) Query(ctx context.Context, req *curatorv1.QueryRequest) (*cur
 		}
 		idx[k] = int(i)
 	}
-	obs, bal, err := h.cur.Query(ctx, identity(ctx), idx)
+	var clip curator.Clip
+	if c := req.GetClip(); c != nil {
+		clip = curator.Clip{Lower: c.GetLower(), Upper: c.GetUpper()}
+		if clip.IsZero() {
+			return nil, status.Error(codes.InvalidArgument, "clip range [0, 0]: want lower < upper inside the public output range, or no clip for the public range")
+		}
+	}
+	if req.GetConfirmationPass() > curator.MaxPass {
+		return nil, status.Errorf(codes.InvalidArgument, "answering pass %d: want 0, or 1 to %d", req.GetConfirmationPass(), curator.MaxPass)
+	}
+	obs, bal, err := h.cur.QueryWith(ctx, identity(ctx), idx, curator.QueryOptions{Clip: clip, Pass: int(req.GetConfirmationPass())})
 	if err != nil {
 		return nil, h.status(ctx, err)
 	}
 	resp := &curatorv1.QueryResponse{Observations: make([]*curatorv1.Observation, len(obs)), Budget: budgetProto(bal)}
 	for k, o := range obs {
 		resp.Observations[k] = &curatorv1.Observation{Index: uint64(o.Index), Value: o.Value, Replayed: o.Replayed}
+		if !o.Clip.IsZero() {
+			resp.Observations[k].Clip = &curatorv1.ClipRange{Lower: o.Clip.Lower, Upper: o.Clip.Upper}
+		}
 	}
 	return resp, nil
 }

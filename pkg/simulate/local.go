@@ -101,13 +101,18 @@ func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Q
 
 // Query implements modeler.Curator.
 func (l *Local) Query(ctx context.Context, rows []int) ([]modeler.Answer, study.Budget, error) {
-	obs, bal, err := l.Curator.Query(ctx, l.Identity, rows)
+	return l.QueryWith(ctx, rows, modeler.QueryOptions{})
+}
+
+// QueryWith implements modeler.OptionQuerier.
+func (l *Local) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOptions) ([]modeler.Answer, study.Budget, error) {
+	obs, bal, err := l.Curator.QueryWith(ctx, l.Identity, rows, curator.QueryOptions{Clip: curator.Clip{Lower: opt.Clip.Lower, Upper: opt.Clip.Upper}, Pass: opt.Pass})
 	if err != nil {
 		return nil, study.Budget{}, fmt.Errorf("simulate: %w", err)
 	}
 	out := make([]modeler.Answer, len(obs))
 	for k, o := range obs {
-		out[k] = modeler.Answer{Index: o.Index, Value: o.Value - l.Offset, Replayed: o.Replayed}
+		out[k] = modeler.Answer{Index: o.Index, Value: o.Value - l.Offset, Replayed: o.Replayed, Clip: modeler.Clip{Lower: o.Clip.Lower, Upper: o.Clip.Upper}}
 	}
 	return out, budgetOf(bal), nil
 }

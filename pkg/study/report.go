@@ -187,6 +187,10 @@ func settingRows(s Settings) [][2]string {
 			v = "model (default: the GP models the projection's stated noise)"
 		case k == "initial-index" && s.InitialIndex < 0:
 			v = "−1 (uniformly random)"
+		case k == "answer-clip" && s.AnswerClip == "":
+			v = "public (the curator's public output range)"
+		case k == "recommend-likelihood" && s.RecommendLikelihood == "":
+			v = "laplace (default: the answers' own, with Laplace answers)"
 		}
 		rows = append(rows, [2]string{k, v})
 	}

@@ -110,6 +110,15 @@ type Settings struct {
 	// studies stored before the setting existed, whose releases state no noise), "kernel"
 	// or "ignore".
 	ProjectionNoise string `json:"projection-noise,omitempty"`
+	// AnswerClip is the range "LOWER,UPPER" inside the curator's public output range
+	// the study asks its answers to be clipped to (pkg/modeler's Config.Clip); "", the
+	// value of studies stored before the setting existed, is the public range.
+	AnswerClip string `json:"answer-clip,omitempty"`
+	// RecommendLikelihood is the likelihood the recommendation is made under
+	// (pkg/modeler's Config.RecommendLikelihood): "" (studies stored before the setting
+	// existed, and the default) or "laplace" the answers' own with Laplace answers,
+	// "gaussian" a Gaussian of the same variance.
+	RecommendLikelihood string `json:"recommend-likelihood,omitempty"`
 }
 
 // Validate checks the ranges a study needs; the modeler validates the rest.

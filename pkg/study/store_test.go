@@ -279,8 +279,8 @@ func TestSettingsDiff(t *testing.T) {
 // TestNamed checks that every setting has a named value that parses back exactly.
 func TestNamed(t *testing.T) {
 	fv := testSettings.Named()
-	if len(fv) != 18 {
-		t.Errorf("Named has %d entries, want 18 (one per field of Settings)", len(fv))
+	if len(fv) != 20 {
+		t.Errorf("Named has %d entries, want 20 (one per field of Settings)", len(fv))
 	}
 	if v, ok := fv["projection-noise"]; !ok || v != "" {
 		t.Errorf(`Named()["projection-noise"] = %q, %v; want "" (the default, modelled)`, v, ok)

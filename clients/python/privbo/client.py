@@ -47,6 +47,7 @@ import array
 import enum
 import hashlib
 import logging
+import math
 import sys
 import time
 import uuid
@@ -585,6 +586,10 @@ class Observation:
     index: int
     value: float
     replayed: bool
+    # The range (lower, upper) the value was clipped to before its noise: the public
+    # output range unless a narrower ``clip`` was asked when the row was first answered;
+    # None for exact answers.
+    clip: Optional[Tuple[float, float]] = None
 
 
 @dataclass(frozen=True)
@@ -919,17 +924,35 @@ class Client:
 
         return self._call("ReleaseProjection", attempt)
 
-    def query(self, rows: Iterable[int]) -> QueryResult:
+    def query(self, rows: Iterable[int], clip: Optional[Tuple[float, float]] = None, confirmation_pass: int = 0) -> QueryResult:
         """Asks the objective at the given 0-based row indices. Under output privacy
         "laplace"/"gaussian" the answers are noised and the caller's first answers are
-        charged once; rows answered before are replayed at no cost."""
+        charged once; rows answered before are replayed at no cost.
+
+        ``clip=(lower, upper)``, a range inside the curator's public output range, asks
+        the fresh answers to be clipped to it: their noise is then calibrated to
+        ``upper - lower`` at the same ε and under the same charge (the curator refuses a
+        range outside the public one with INVALID_ARGUMENT). ``confirmation_pass=p ≥ 1``
+        answers rows again with fresh noise, each at most once in pass p, paid by a charge
+        of its own (the curator's ε_out again)."""
         indices = [int(i) for i in rows]
         for i in indices:
             if i < 0:
                 raise ValueError(f"row {i} is negative")
-        m = self._unary("Query", self._stub.Query, pb.QueryRequest(indices=indices))
+        req = pb.QueryRequest(indices=indices)
+        if clip is not None:
+            lower, upper = float(clip[0]), float(clip[1])
+            if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+                raise ValueError(f"clip range {clip!r}: want finite lower < upper")
+            req.clip.lower, req.clip.upper = lower, upper
+        if int(confirmation_pass) < 0:
+            raise ValueError(f"confirmation_pass {confirmation_pass} is negative")
+        req.confirmation_pass = int(confirmation_pass)
+        m = self._unary("Query", self._stub.Query, req)
         return QueryResult(
-            observations=tuple(Observation(o.index, o.value, o.replayed) for o in m.observations),
+            observations=tuple(
+                Observation(o.index, o.value, o.replayed, (o.clip.lower, o.clip.upper) if o.HasField("clip") else None)
+                for o in m.observations),
             budget=Budget.from_pb(m.budget),
         )
 

@@ -80,6 +80,7 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
         self.corrupt = None  # "checksum", "order", "no-trailer", "short"
         self.job_polls = 0
         self.submitted = []
+        self.queries = []
         self.watch_from = []  # after_seq of each WatchJob
         self.watch_break_after = None  # seq after which the next watch breaks
         self.quote_fits = True
@@ -161,8 +162,11 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
 
     def Query(self, request, context):
         self._enter("Query", context)
+        with self.lock:
+            self.queries.append(request)
+        clip = request.clip if request.HasField("clip") else pb.ClipRange(lower=0, upper=400)
         return pb.QueryResponse(
-            observations=[pb.Observation(index=i, value=100.0 + i, replayed=False) for i in request.indices],
+            observations=[pb.Observation(index=i, value=100.0 + i, replayed=False, clip=clip) for i in request.indices],
             budget=self._budget(1.5))
 
     def SubmitJob(self, request, context):
@@ -524,6 +528,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r.budget.epsilon_spent, 1.5)
         with self.assertRaises(ValueError):
             self.client.query([-1])
+        self.assertEqual(r.observations[0].clip, (0, 400))
+        r = self.client.query([4], clip=(100, 250.5), confirmation_pass=2)
+        sent = self.fake.queries[-1]
+        self.assertEqual((sent.clip.lower, sent.clip.upper, sent.confirmation_pass), (100, 250.5, 2))
+        self.assertEqual(r.observations[0].clip, (100, 250.5))
+        self.assertFalse(self.fake.queries[0].HasField("clip"))
+        for bad in [(300, 100), (float("nan"), 1), (0, float("inf"))]:
+            with self.assertRaises(ValueError):
+                self.client.query([1], clip=bad)
+        with self.assertRaises(ValueError):
+            self.client.query([1], confirmation_pass=-1)
 
     def test_jobs(self):
         spec = pb.KusnerSpec(algorithm=pb.KusnerSpec.ALGORITHM_NOISY_GP, iterations=5, epsilon=1, delta=1e-3)

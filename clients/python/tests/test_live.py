@@ -104,6 +104,20 @@ class DevCuratorTest(unittest.TestCase):
         self.assertAlmostEqual(b.epsilon_remaining, self.budget_eps - 1.0 - self.output_eps)
         self.assertAlmostEqual(b.relation("record").epsilon_spent, self.output_eps)
 
+        # A clip range inside the public range [0, 400]: the same charge; each answer
+        # states the range it was clipped to (a replay, its first one).
+        clipped = c.query([1, 0], clip=(200, 300))
+        self.assertEqual([o.clip for o in clipped.observations], [(200, 300), (0, 400)])
+        self.assertEqual([o.replayed for o in clipped.observations], [False, True])
+        self.assertAlmostEqual(clipped.budget.epsilon_spent, 1.0 + self.output_eps)
+        with self.assertRaises(privbo.InvalidArgument):
+            c.query([2], clip=(-10, 300))  # outside the public range
+        # A confirmation pass answers a row again with fresh noise, at a charge of its own.
+        again = c.query([0], confirmation_pass=1)
+        self.assertFalse(again.observations[0].replayed)
+        self.assertNotEqual(again.observations[0].value, r.values()[0])
+        self.assertAlmostEqual(again.budget.epsilon_spent, 1.0 + 2 * self.output_eps)
+
     def test_over_budget_release_refused_with_typed_error(self):
         c = self.connect(fresh_identity("greedy"))
         first = self.budget_eps * 0.6

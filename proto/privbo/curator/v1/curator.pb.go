@@ -195,7 +195,7 @@ func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HyperparameterRange_Scale.Descriptor instead.
 func (HyperparameterRange_Scale) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18, 0}
 }
 
 type KusnerSpec_Algorithm int32
@@ -250,7 +250,7 @@ func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KusnerSpec_Algorithm.Descriptor instead.
 func (KusnerSpec_Algorithm) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18, 0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19, 0}
 }
 
 type GetDatasetInfoRequest struct {
@@ -1532,9 +1532,22 @@ func (x *ProjectionTrailer) GetSha256() []byte {
 type QueryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Row indices, 0-based, each < rows. Duplicates are answered once each.
-	Indices       []uint64 `protobuf:"varint,1,rep,packed,name=indices,proto3" json:"indices,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Indices []uint64 `protobuf:"varint,1,rep,packed,name=indices,proto3" json:"indices,omitempty"`
+	// Optional, private answers only: clip the fresh answers to this range instead of the
+	// public output range. It must lie inside the public range with lower < upper
+	// (INVALID_ARGUMENT otherwise). The noise is then calibrated to upper − lower at the
+	// same ε and under the same one charge: each answer is still (ε, δ)-DP under the record
+	// relation and each row is still answered once. Rows answered before come back as they
+	// were released, with their own range (Observation.clip).
+	Clip *ClipRange `protobuf:"bytes,2,opt,name=clip,proto3" json:"clip,omitempty"`
+	// Optional, private answers only: the answering pass. 0 (the default) is the study's
+	// answers. A pass p ≥ 1 is a confirmation pass: it answers rows again, with fresh
+	// noise, each at most once in that pass, and is paid by one charge of its own (the
+	// output setting's ε and δ again, record relation, parallel composition over the
+	// rows), made before its first answer.
+	ConfirmationPass uint32 `protobuf:"varint,3,opt,name=confirmation_pass,json=confirmationPass,proto3" json:"confirmation_pass,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *QueryRequest) Reset() {
@@ -1574,6 +1587,73 @@ func (x *QueryRequest) GetIndices() []uint64 {
 	return nil
 }
 
+func (x *QueryRequest) GetClip() *ClipRange {
+	if x != nil {
+		return x.Clip
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetConfirmationPass() uint32 {
+	if x != nil {
+		return x.ConfirmationPass
+	}
+	return 0
+}
+
+// A range [lower, upper] an answer is clipped to before its noise.
+type ClipRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lower         float64                `protobuf:"fixed64,1,opt,name=lower,proto3" json:"lower,omitempty"`
+	Upper         float64                `protobuf:"fixed64,2,opt,name=upper,proto3" json:"upper,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClipRange) Reset() {
+	*x = ClipRange{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClipRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClipRange) ProtoMessage() {}
+
+func (x *ClipRange) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClipRange.ProtoReflect.Descriptor instead.
+func (*ClipRange) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ClipRange) GetLower() float64 {
+	if x != nil {
+		return x.Lower
+	}
+	return 0
+}
+
+func (x *ClipRange) GetUpper() float64 {
+	if x != nil {
+		return x.Upper
+	}
+	return 0
+}
+
 type QueryResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Observations []*Observation         `protobuf:"bytes,1,rep,name=observations,proto3" json:"observations,omitempty"`
@@ -1586,7 +1666,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1678,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[15]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1691,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{15}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QueryResponse) GetObservations() []*Observation {
@@ -1634,14 +1714,17 @@ type Observation struct {
 	// The answer: noised under output privacy "laplace" or "gaussian", exact under "none".
 	Value float64 `protobuf:"fixed64,2,opt,name=value,proto3" json:"value,omitempty"`
 	// True when the value had been released to this caller before (no new cost).
-	Replayed      bool `protobuf:"varint,3,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	Replayed bool `protobuf:"varint,3,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// The range the value was clipped to before its noise (the public output range unless
+	// the caller asked for a narrower one, QueryRequest.clip); unset for exact answers.
+	Clip          *ClipRange `protobuf:"bytes,4,opt,name=clip,proto3" json:"clip,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1736,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[16]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1749,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{16}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Observation) GetIndex() uint64 {
@@ -1690,6 +1773,13 @@ func (x *Observation) GetReplayed() bool {
 	return false
 }
 
+func (x *Observation) GetClip() *ClipRange {
+	if x != nil {
+		return x.Clip
+	}
+	return nil
+}
+
 // HyperparameterRange is one axis of a finite hyperparameter grid Λ, in the form the
 // modeler gave it (the curator's hparam.Axis; the modeler's --grid NAME=KIND:...). A
 // list axis sets values only; a linear or log axis sets low, high and count only.
@@ -1707,7 +1797,7 @@ type HyperparameterRange struct {
 
 func (x *HyperparameterRange) Reset() {
 	*x = HyperparameterRange{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1809,7 @@ func (x *HyperparameterRange) String() string {
 func (*HyperparameterRange) ProtoMessage() {}
 
 func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[17]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1822,7 @@ func (x *HyperparameterRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HyperparameterRange.ProtoReflect.Descriptor instead.
 func (*HyperparameterRange) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{17}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HyperparameterRange) GetName() string {
@@ -1811,7 +1901,7 @@ type KusnerSpec struct {
 
 func (x *KusnerSpec) Reset() {
 	*x = KusnerSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1913,7 @@ func (x *KusnerSpec) String() string {
 func (*KusnerSpec) ProtoMessage() {}
 
 func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[18]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1926,7 @@ func (x *KusnerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerSpec.ProtoReflect.Descriptor instead.
 func (*KusnerSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{18}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KusnerSpec) GetAlgorithm() KusnerSpec_Algorithm {
@@ -1959,7 +2049,7 @@ type DPSGDSettings struct {
 
 func (x *DPSGDSettings) Reset() {
 	*x = DPSGDSettings{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2061,7 @@ func (x *DPSGDSettings) String() string {
 func (*DPSGDSettings) ProtoMessage() {}
 
 func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[19]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2074,7 @@ func (x *DPSGDSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPSGDSettings.ProtoReflect.Descriptor instead.
 func (*DPSGDSettings) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{19}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DPSGDSettings) GetLearningRate() float64 {
@@ -2073,7 +2163,7 @@ type DPHyPOSpec struct {
 
 func (x *DPHyPOSpec) Reset() {
 	*x = DPHyPOSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2175,7 @@ func (x *DPHyPOSpec) String() string {
 func (*DPHyPOSpec) ProtoMessage() {}
 
 func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[20]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2188,7 @@ func (x *DPHyPOSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPHyPOSpec.ProtoReflect.Descriptor instead.
 func (*DPHyPOSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{20}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DPHyPOSpec) GetSpace() []*HyperparameterRange {
@@ -2198,7 +2288,7 @@ type JobSpec struct {
 
 func (x *JobSpec) Reset() {
 	*x = JobSpec{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2300,7 @@ func (x *JobSpec) String() string {
 func (*JobSpec) ProtoMessage() {}
 
 func (x *JobSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[21]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2313,7 @@ func (x *JobSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSpec.ProtoReflect.Descriptor instead.
 func (*JobSpec) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{21}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *JobSpec) GetKind() isJobSpec_Kind {
@@ -2293,7 +2383,7 @@ type JobResult struct {
 
 func (x *JobResult) Reset() {
 	*x = JobResult{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2395,7 @@ func (x *JobResult) String() string {
 func (*JobResult) ProtoMessage() {}
 
 func (x *JobResult) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[22]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2408,7 @@ func (x *JobResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobResult.ProtoReflect.Descriptor instead.
 func (*JobResult) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{22}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JobResult) GetHyperparameters() map[string]float64 {
@@ -2396,7 +2486,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +2498,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[23]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +2511,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{23}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Job) GetId() string {
@@ -2518,7 +2608,7 @@ type JobEvent struct {
 
 func (x *JobEvent) Reset() {
 	*x = JobEvent{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +2620,7 @@ func (x *JobEvent) String() string {
 func (*JobEvent) ProtoMessage() {}
 
 func (x *JobEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[24]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +2633,7 @@ func (x *JobEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobEvent.ProtoReflect.Descriptor instead.
 func (*JobEvent) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{24}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JobEvent) GetJobId() string {
@@ -2606,7 +2696,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2618,7 +2708,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[25]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2721,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{25}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubmitJobRequest) GetIdempotencyKey() string {
@@ -2657,7 +2747,7 @@ type GetJobRequest struct {
 
 func (x *GetJobRequest) Reset() {
 	*x = GetJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +2759,7 @@ func (x *GetJobRequest) String() string {
 func (*GetJobRequest) ProtoMessage() {}
 
 func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[26]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +2772,7 @@ func (x *GetJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetJobRequest.ProtoReflect.Descriptor instead.
 func (*GetJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{26}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetJobRequest) GetId() string {
@@ -2703,7 +2793,7 @@ type WatchJobRequest struct {
 
 func (x *WatchJobRequest) Reset() {
 	*x = WatchJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2805,7 @@ func (x *WatchJobRequest) String() string {
 func (*WatchJobRequest) ProtoMessage() {}
 
 func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[27]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2818,7 @@ func (x *WatchJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchJobRequest.ProtoReflect.Descriptor instead.
 func (*WatchJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{27}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WatchJobRequest) GetId() string {
@@ -2754,7 +2844,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2856,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[28]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2869,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{28}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelJobRequest) GetId() string {
@@ -2797,7 +2887,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2899,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[29]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2912,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{29}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
 }
 
 type ListJobsResponse struct {
@@ -2834,7 +2924,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2936,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[30]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +2949,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{30}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListJobsResponse) GetJobs() []*Job {
@@ -2887,7 +2977,7 @@ type QuoteStudyRequest struct {
 
 func (x *QuoteStudyRequest) Reset() {
 	*x = QuoteStudyRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +2989,7 @@ func (x *QuoteStudyRequest) String() string {
 func (*QuoteStudyRequest) ProtoMessage() {}
 
 func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[31]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3002,7 @@ func (x *QuoteStudyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyRequest.ProtoReflect.Descriptor instead.
 func (*QuoteStudyRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{31}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QuoteStudyRequest) GetDimension() uint32 {
@@ -2972,7 +3062,7 @@ type QuoteStudyResponse struct {
 
 func (x *QuoteStudyResponse) Reset() {
 	*x = QuoteStudyResponse{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3074,7 @@ func (x *QuoteStudyResponse) String() string {
 func (*QuoteStudyResponse) ProtoMessage() {}
 
 func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[32]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3087,7 @@ func (x *QuoteStudyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteStudyResponse.ProtoReflect.Descriptor instead.
 func (*QuoteStudyResponse) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{32}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *QuoteStudyResponse) GetProjection() *ProjectionQuote {
@@ -3070,7 +3160,7 @@ type WholePatientCharge struct {
 
 func (x *WholePatientCharge) Reset() {
 	*x = WholePatientCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3172,7 @@ func (x *WholePatientCharge) String() string {
 func (*WholePatientCharge) ProtoMessage() {}
 
 func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[33]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3185,7 @@ func (x *WholePatientCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WholePatientCharge.ProtoReflect.Descriptor instead.
 func (*WholePatientCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{33}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WholePatientCharge) GetBounded() bool {
@@ -3202,7 +3292,7 @@ type ProjectionQuote struct {
 
 func (x *ProjectionQuote) Reset() {
 	*x = ProjectionQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3214,7 +3304,7 @@ func (x *ProjectionQuote) String() string {
 func (*ProjectionQuote) ProtoMessage() {}
 
 func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[34]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3227,7 +3317,7 @@ func (x *ProjectionQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectionQuote.ProtoReflect.Descriptor instead.
 func (*ProjectionQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{34}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ProjectionQuote) GetDimension() uint32 {
@@ -3352,7 +3442,7 @@ type AnswersQuote struct {
 
 func (x *AnswersQuote) Reset() {
 	*x = AnswersQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3454,7 @@ func (x *AnswersQuote) String() string {
 func (*AnswersQuote) ProtoMessage() {}
 
 func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[35]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3467,7 @@ func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
 func (*AnswersQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{35}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AnswersQuote) GetIncluded() bool {
@@ -3459,7 +3549,7 @@ type RelationCharge struct {
 
 func (x *RelationCharge) Reset() {
 	*x = RelationCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3471,7 +3561,7 @@ func (x *RelationCharge) String() string {
 func (*RelationCharge) ProtoMessage() {}
 
 func (x *RelationCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3484,7 +3574,7 @@ func (x *RelationCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
 func (*RelationCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RelationCharge) GetRelation() string {
@@ -3548,7 +3638,7 @@ type DefaultStudy struct {
 
 func (x *DefaultStudy) Reset() {
 	*x = DefaultStudy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +3650,7 @@ func (x *DefaultStudy) String() string {
 func (*DefaultStudy) ProtoMessage() {}
 
 func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +3663,7 @@ func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
 func (*DefaultStudy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DefaultStudy) GetProjectionEpsilon() float64 {
@@ -3634,7 +3724,7 @@ type QuoteJobRequest struct {
 
 func (x *QuoteJobRequest) Reset() {
 	*x = QuoteJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3646,7 +3736,7 @@ func (x *QuoteJobRequest) String() string {
 func (*QuoteJobRequest) ProtoMessage() {}
 
 func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3659,7 +3749,7 @@ func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteJobRequest.ProtoReflect.Descriptor instead.
 func (*QuoteJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{38}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *QuoteJobRequest) GetSpec() *JobSpec {
@@ -3689,7 +3779,7 @@ type JobQuote struct {
 
 func (x *JobQuote) Reset() {
 	*x = JobQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3791,7 @@ func (x *JobQuote) String() string {
 func (*JobQuote) ProtoMessage() {}
 
 func (x *JobQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3804,7 @@ func (x *JobQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQuote.ProtoReflect.Descriptor instead.
 func (*JobQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{39}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JobQuote) GetEpsilon() float64 {
@@ -3808,7 +3898,7 @@ type KusnerForecast struct {
 
 func (x *KusnerForecast) Reset() {
 	*x = KusnerForecast{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +3910,7 @@ func (x *KusnerForecast) String() string {
 func (*KusnerForecast) ProtoMessage() {}
 
 func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +3923,7 @@ func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerForecast.ProtoReflect.Descriptor instead.
 func (*KusnerForecast) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{40}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *KusnerForecast) GetCandidates() uint32 {
@@ -4077,16 +4167,22 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\trow_count\x18\x02 \x01(\rR\browCount\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\"+\n" +
 	"\x11ProjectionTrailer\x12\x16\n" +
-	"\x06sha256\x18\x01 \x01(\fR\x06sha256\"(\n" +
+	"\x06sha256\x18\x01 \x01(\fR\x06sha256\"\x87\x01\n" +
 	"\fQueryRequest\x12\x18\n" +
-	"\aindices\x18\x01 \x03(\x04R\aindices\"\x86\x01\n" +
+	"\aindices\x18\x01 \x03(\x04R\aindices\x120\n" +
+	"\x04clip\x18\x02 \x01(\v2\x1c.privbo.curator.v1.ClipRangeR\x04clip\x12+\n" +
+	"\x11confirmation_pass\x18\x03 \x01(\rR\x10confirmationPass\"7\n" +
+	"\tClipRange\x12\x14\n" +
+	"\x05lower\x18\x01 \x01(\x01R\x05lower\x12\x14\n" +
+	"\x05upper\x18\x02 \x01(\x01R\x05upper\"\x86\x01\n" +
 	"\rQueryResponse\x12B\n" +
 	"\fobservations\x18\x01 \x03(\v2\x1e.privbo.curator.v1.ObservationR\fobservations\x121\n" +
-	"\x06budget\x18\x02 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"U\n" +
+	"\x06budget\x18\x02 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\x87\x01\n" +
 	"\vObservation\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xa6\x02\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\x120\n" +
+	"\x04clip\x18\x04 \x01(\v2\x1c.privbo.curator.v1.ClipRangeR\x04clip\"\xa6\x02\n" +
 	"\x13HyperparameterRange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12B\n" +
 	"\x05scale\x18\x02 \x01(\x0e2,.privbo.curator.v1.HyperparameterRange.ScaleR\x05scale\x12\x16\n" +
@@ -4340,7 +4436,7 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 }
 
 var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(JobState)(0),                     // 0: privbo.curator.v1.JobState
 	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
@@ -4360,34 +4456,35 @@ var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(*MatrixChunk)(nil),               // 15: privbo.curator.v1.MatrixChunk
 	(*ProjectionTrailer)(nil),         // 16: privbo.curator.v1.ProjectionTrailer
 	(*QueryRequest)(nil),              // 17: privbo.curator.v1.QueryRequest
-	(*QueryResponse)(nil),             // 18: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 19: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 20: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 21: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 22: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 23: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 24: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 25: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 26: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 27: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 28: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 29: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 30: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 31: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 32: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 33: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 34: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 35: privbo.curator.v1.QuoteStudyResponse
-	(*WholePatientCharge)(nil),        // 36: privbo.curator.v1.WholePatientCharge
-	(*ProjectionQuote)(nil),           // 37: privbo.curator.v1.ProjectionQuote
-	(*AnswersQuote)(nil),              // 38: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 39: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 40: privbo.curator.v1.DefaultStudy
-	(*QuoteJobRequest)(nil),           // 41: privbo.curator.v1.QuoteJobRequest
-	(*JobQuote)(nil),                  // 42: privbo.curator.v1.JobQuote
-	(*KusnerForecast)(nil),            // 43: privbo.curator.v1.KusnerForecast
-	nil,                               // 44: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 45: privbo.curator.v1.JobResult.ConstantsEntry
+	(*ClipRange)(nil),                 // 18: privbo.curator.v1.ClipRange
+	(*QueryResponse)(nil),             // 19: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 20: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 21: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 22: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 23: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 24: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 25: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 26: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 27: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 28: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 29: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 30: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 31: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 32: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 33: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 34: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 35: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 36: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 37: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 38: privbo.curator.v1.ProjectionQuote
+	(*AnswersQuote)(nil),              // 39: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 40: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 41: privbo.curator.v1.DefaultStudy
+	(*QuoteJobRequest)(nil),           // 42: privbo.curator.v1.QuoteJobRequest
+	(*JobQuote)(nil),                  // 43: privbo.curator.v1.JobQuote
+	(*KusnerForecast)(nil),            // 44: privbo.curator.v1.KusnerForecast
+	nil,                               // 45: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 46: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
@@ -4400,57 +4497,59 @@ var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
 	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
 	7,  // 8: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
 	14, // 9: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
-	19, // 10: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	7,  // 11: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	1,  // 12: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	2,  // 13: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	20, // 14: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	20, // 15: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	22, // 16: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	21, // 17: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	23, // 18: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	44, // 19: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	45, // 20: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	24, // 21: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
-	0,  // 22: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	25, // 23: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
-	0,  // 24: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	24, // 25: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	26, // 26: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	37, // 27: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	38, // 28: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	39, // 29: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	40, // 30: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	36, // 31: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
-	24, // 32: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	43, // 33: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
-	3,  // 34: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 35: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	11, // 36: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	17, // 37: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	34, // 38: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	28, // 39: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	29, // 40: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	30, // 41: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	31, // 42: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	32, // 43: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	41, // 44: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
-	4,  // 45: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 46: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	12, // 47: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	18, // 48: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	35, // 49: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	26, // 50: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	26, // 51: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	27, // 52: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	26, // 53: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	33, // 54: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	42, // 55: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
-	45, // [45:56] is the sub-list for method output_type
-	34, // [34:45] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	18, // 10: privbo.curator.v1.QueryRequest.clip:type_name -> privbo.curator.v1.ClipRange
+	20, // 11: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	7,  // 12: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	18, // 13: privbo.curator.v1.Observation.clip:type_name -> privbo.curator.v1.ClipRange
+	1,  // 14: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	2,  // 15: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	21, // 16: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	21, // 17: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	23, // 18: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	22, // 19: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	24, // 20: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	45, // 21: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	46, // 22: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	25, // 23: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	0,  // 24: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	26, // 25: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	0,  // 26: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	25, // 27: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	27, // 28: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	38, // 29: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	39, // 30: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	40, // 31: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	41, // 32: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	37, // 33: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	25, // 34: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	44, // 35: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
+	3,  // 36: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	5,  // 37: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	11, // 38: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	17, // 39: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	35, // 40: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	29, // 41: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	30, // 42: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	31, // 43: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	32, // 44: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	33, // 45: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	42, // 46: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
+	4,  // 47: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	6,  // 48: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	12, // 49: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	19, // 50: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	36, // 51: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	27, // 52: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	27, // 53: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	28, // 54: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	27, // 55: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	34, // 56: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	43, // 57: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
+	47, // [47:58] is the sub-list for method output_type
+	36, // [36:47] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -4463,7 +4562,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 		(*ReleaseProjectionResponse_Chunk)(nil),
 		(*ReleaseProjectionResponse_Trailer)(nil),
 	}
-	file_privbo_curator_v1_curator_proto_msgTypes[21].OneofWrappers = []any{
+	file_privbo_curator_v1_curator_proto_msgTypes[22].OneofWrappers = []any{
 		(*JobSpec_Kusner)(nil),
 		(*JobSpec_Dphypo)(nil),
 	}
@@ -4473,7 +4572,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

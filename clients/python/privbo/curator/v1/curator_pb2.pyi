@@ -62,6 +62,14 @@ class CancelJobRequest(_message.Message):
     id: str
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
+class ClipRange(_message.Message):
+    __slots__ = ["lower", "upper"]
+    LOWER_FIELD_NUMBER: _ClassVar[int]
+    UPPER_FIELD_NUMBER: _ClassVar[int]
+    lower: float
+    upper: float
+    def __init__(self, lower: _Optional[float] = ..., upper: _Optional[float] = ...) -> None: ...
+
 class DPHyPOSpec(_message.Message):
     __slots__ = ["beta", "c_max", "c_min", "delta", "dpsgd", "evaluator", "gamma", "space", "target_epsilon", "tau", "theta", "uniform"]
     BETA_FIELD_NUMBER: _ClassVar[int]
@@ -398,14 +406,16 @@ class MatrixChunk(_message.Message):
     def __init__(self, first_row: _Optional[int] = ..., row_count: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class Observation(_message.Message):
-    __slots__ = ["index", "replayed", "value"]
+    __slots__ = ["clip", "index", "replayed", "value"]
+    CLIP_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     VALUE_FIELD_NUMBER: _ClassVar[int]
+    clip: ClipRange
     index: int
     replayed: bool
     value: float
-    def __init__(self, index: _Optional[int] = ..., value: _Optional[float] = ..., replayed: bool = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., value: _Optional[float] = ..., replayed: bool = ..., clip: _Optional[_Union[ClipRange, _Mapping]] = ...) -> None: ...
 
 class OutputPrivacy(_message.Message):
     __slots__ = ["delta_per_index", "epsilon_per_index", "exact_answers_max_rows", "guarantee", "lower", "mechanism", "relation", "upper"]
@@ -486,10 +496,14 @@ class ProjectionTrailer(_message.Message):
     def __init__(self, sha256: _Optional[bytes] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ["indices"]
+    __slots__ = ["clip", "confirmation_pass", "indices"]
+    CLIP_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_PASS_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
+    clip: ClipRange
+    confirmation_pass: int
     indices: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, indices: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, indices: _Optional[_Iterable[int]] = ..., clip: _Optional[_Union[ClipRange, _Mapping]] = ..., confirmation_pass: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ["budget", "observations"]
