@@ -220,7 +220,10 @@ func testReserveIdempotent(t *testing.T, loc Location) {
 	for _, bad := range []func() error{
 		func() error { _, err := s.Reserve(ctx, nil, ledger.Hold{}); return err },
 		func() error { _, err := s.Reserve(ctx, []ledger.Charge{c}, ledger.Hold{TTL: -time.Second}); return err },
-		func() error { _, err := s.Reserve(ctx, []ledger.Charge{projCharge(acme, "p9", -1)}, ledger.Hold{}); return err },
+		func() error {
+			_, err := s.Reserve(ctx, []ledger.Charge{projCharge(acme, "p9", -1)}, ledger.Hold{})
+			return err
+		},
 		func() error { _, err := s.Commit(ctx, nil, []ledger.Charge{c}); return err },
 		func() error { _, err := s.DropReservations(ctx, acme.Dataset, ""); return err },
 	} {
