@@ -422,6 +422,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeStores()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	// Budget left reserved by releases this curator was computing when it stopped.
+	if _, err := cur.RecoverReservations(ctx); err != nil {
+		closeStores()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	study, err := cur.StudyCapacity(ctx)
 	if err != nil {
 		closeStores()
@@ -430,7 +435,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
-		if jm, err = startJobs(cfg, ds, store, log); err != nil {
+		if jm, err = startJobs(cfg, ds, store, cur.ReservationHold(), log); err != nil {
 			closeStores()
 			return nil, err
 		}
@@ -1105,13 +1110,14 @@ func OpenReleases(ctx context.Context, lc LedgerConfig, stateDir string) (Releas
 	return Releases{Store: blob.Fallback(blobs, files), Moved: blobs, Files: files, close: blobs.Close}, nil
 }
 
-func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
+func startJobs(cfg Config, ds *dataset.Dataset, store ledger.Store, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
 	if err != nil {
 		return nil, err
 	}
-	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning})
+	m, err := jobs.NewManager(jobs.Config{StateDir: cfg.StateDir, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: j.MaxRunning,
+		Reservation: hold})
 	if err != nil {
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
