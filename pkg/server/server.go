@@ -8,7 +8,9 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -17,8 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -904,7 +908,23 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
 		ExactAnswers:             curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
 		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
+		ReservationOwner:         reservationOwner(cfg.StateDir),
 	}
+}
+
+// reservationOwner names a curator process in the ledger's reservations: its host and
+// its state directory, which a restart keeps and replicas sharing a host do not share,
+// so that a start frees only what this curator left reserved (RecoverReservations).
+func reservationOwner(stateDir string) string {
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	owner := curator.DefaultReservationOwner() + ":" + stateDir
+	if len(owner) > 256 || !utf8.ValidString(owner) || strings.ContainsRune(owner, 0) {
+		sum := sha256.Sum256([]byte(owner))
+		owner = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return owner
 }
 
 // Warnings are what an operator must be told before serving cfg: a data-dependent
