@@ -131,10 +131,11 @@
 //  4. Cancel(r), on any failure, deletes r's rows: the budget is available again
 //     at once.
 //
-// Every check-and-charge transaction — Charge, ChargeAll, Reserve, Commit — first
-// deletes the dataset's expired reservations and counts the live ones (a handful:
-// one per release in progress, so the cost stays independent of the number of
-// identities and records). A reservation left by a crash stops counting when it
+// Every check-and-charge transaction — Charge, ChargeAll, Reserve, Commit — reads
+// the dataset's reservations, counts the live ones (a handful: one per release in
+// progress, so the cost stays independent of the number of identities and
+// records) and deletes the expired ones it finds: one more read per charge when
+// nothing is reserved. A reservation left by a crash stops counting when it
 // expires, or at once when its owner starts again and calls
 // DropReservations(dataset, owner), which also removes expired ones. Expiry is
 // judged by the clock of the process that checks, against the expiry written by

@@ -83,35 +83,39 @@ func (s *store) reservationQueries() {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUnreserve = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND token = ?`)
 	s.qExpire = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND expires_ns <= ?`)
-	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + ` FROM {t}reservations WHERE dataset = ?`)
+	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns FROM {t}reservations WHERE dataset = ?`)
 	s.qExtend = s.d.SQL(`UPDATE {t}reservations SET expires_ns = ? WHERE dataset = ? AND token = ? AND expires_ns > ?`)
 	s.qDropOwner = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND (owner = ? OR expires_ns <= ?)`)
 }
 
-// reserved removes the dataset's expired reservations and returns the sums of
-// the live ones, per identity and relation, per relation for the dataset, and
-// whole-patient, as datasetTotals. count decides, for each reserved key, whether
-// it is counted (false: it is the release being charged, which is counted as a
-// charge), or fails the transaction.
+// reserved returns the sums of the dataset's live reservations (those expiring
+// after now), per identity and relation, per relation for the dataset, and
+// whole-patient, as datasetTotals, and removes the expired ones if there are any
+// (a statement only then: a charge with no reservation about costs one read).
+// count decides, for each live reserved key, whether it is counted (false: it is
+// the release being charged, which is counted as a charge), or fails the
+// transaction.
 func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int64,
 	count func(identity, key string) (bool, error)) (*datasetTotals, error) {
-	if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
-		return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
-	}
 	rows, err := q.Query(ctx, s.qLive, dataset)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read reservations: %w", err)
 	}
 	defer rows.Close()
 	d := newDatasetTotals()
+	expired := false
 	for rows.Next() {
 		var identity, key string
 		var rel Relation
 		var c Cost
 		var p PatientCost
-		var unbounded int64
-		if err := rows.Scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded); err != nil {
+		var unbounded, expiresNS int64
+		if err := rows.Scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
 			return nil, fmt.Errorf("ledger: read reservations: %w", err)
+		}
+		if expiresNS <= now {
+			expired = true
+			continue
 		}
 		p.Unbounded = unbounded != 0
 		if err := checkStored(Receipt{Cost: c, Relation: rel, Patient: p}); err != nil {
@@ -133,6 +137,12 @@ func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: read reservations: %w", err)
+	}
+	rows.Close()
+	if expired {
+		if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
+			return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
+		}
 	}
 	return d, nil
 }
