@@ -72,7 +72,7 @@ func (c *Curator) reserve(ctx context.Context, charges []ledger.Charge) (*reserv
 func (res *reservation) keepAlive(ctx context.Context) {
 	defer close(res.stopped)
 	ttl := res.c.cfg.ReservationTTL
-	t := time.NewTicker(ttl / 3)
+	t := time.NewTicker(max(ttl/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
