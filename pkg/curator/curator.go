@@ -91,6 +91,16 @@ type Config struct {
 	// streamed to its client only once its stream's memory is admitted. Waiting honours
 	// the request's context. At least MinMemory; nil admits everything.
 	Memory *memory.Budget
+	// ReservationOwner names this curator process in the ledger's reservations
+	// (ledger.Hold.Owner): a new release holds its cost there while it is computed, and
+	// RecoverReservations, at the next start under the same name, frees what a crash
+	// left held. Default: the host's name (a StatefulSet pod keeps its name; other
+	// restarts leave the reservations to expire).
+	ReservationOwner string
+	// ReservationTTL is how long a reservation holds its budget without being extended;
+	// the curator extends it every third of that while the release is computed. 0 means
+	// ledger.DefaultReservationTTL.
+	ReservationTTL time.Duration
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
 	// For simulations and tests only: a known seed reveals M, which the lifted
 	// mechanism relies on keeping secret.
@@ -218,6 +228,15 @@ func New(cfg Config) (*Curator, error) {
 	}
 	if cfg.DatasetID == "" {
 		cfg.DatasetID = cfg.Dataset.Name
+	}
+	if cfg.ReservationOwner == "" {
+		cfg.ReservationOwner = DefaultReservationOwner()
+	}
+	if cfg.ReservationTTL < 0 {
+		return nil, fmt.Errorf("curator: the reservation time to live must not be negative, got %v", cfg.ReservationTTL)
+	}
+	if cfg.ReservationTTL == 0 {
+		cfg.ReservationTTL = ledger.DefaultReservationTTL
 	}
 	if err := checkExact(cfg); err != nil {
 		return nil, err

@@ -9,28 +9,33 @@
 //  1. A request names an account (dataset, caller identity) and a release key derived
 //     from its parameters. A key already in the ledger is a replay: the stored result is
 //     returned and nothing is charged.
-//  2. A new release is refused before the data is touched when the caller's remaining
-//     budget (and the dataset's) cannot cover it. A new projection then waits for the
-//     memory it will need (Config.Memory; known from n, d, r, the mechanism and the
-//     store before anything is computed), or is refused at once with a *MemoryError when
-//     it needs more than the whole budget; one that waited checks the budget again.
+//  2. A new release's cost is reserved in the ledger (ledger.Store.Reserve) before the
+//     data is touched: it is refused there when the caller's remaining budget (and the
+//     dataset's), less what the releases being computed hold, cannot cover it, so
+//     concurrent requests beyond the budget never compute. A new projection then waits,
+//     holding its reservation, for the memory it will need (Config.Memory; known from
+//     n, d, r, the mechanism and the store before anything is computed), or is refused
+//     at once with a *MemoryError when it needs more than the whole budget.
 //  3. The release is computed and written durably (for a projection: a blob of
 //     Config.Releases — a file in the state directory, fsynced, or, with a PostgreSQL
 //     ledger, committed rows of its database, which every replica reads; computed a
 //     window of rows at a time while it is written, projection.Stream), then charged in
-//     one atomic ledger transaction that also records where the result is and its
-//     SHA-256. Only after that commit does anything leave the curator. A matrix stored
-//     and never charged (its curator killed in between) is removed at a later start
-//     once older than OrphanGrace (RemoveOrphans).
+//     the reservation's atomic ledger transaction (ledger.Store.Commit), which also
+//     records where the result is and its SHA-256. Only after that commit does anything
+//     leave the curator. A release that fails cancels its reservation; one a crash left
+//     expires (Config.ReservationTTL, extended while the release computes) or is freed
+//     by RecoverReservations when the curator starts again under the same
+//     Config.ReservationOwner.
+//     A matrix stored and never charged (its curator killed in between) is removed at
+//     a later start once older than OrphanGrace (RemoveOrphans).
 //  4. Two concurrent identical requests compute at most one release for the caller: a
 //     charge that loses the race finds the winner's receipt and returns its result.
 //
 // A study — a projection and the answers to its queries — is paid for whole: Quote
 // states its cost before anything is charged (resolving what the request leaves to the
 // curator: r, and the default study's ε and δ, DefaultStudy), and a projection asked
-// WithAnswers is charged together with the identity's answers in one ledger
-// transaction (ledger.Store.ChargeAll), both or neither, steps 2 and 3 checking their
-// summed cost.
+// WithAnswers is reserved and charged together with the identity's answers, both or
+// neither, steps 2 and 3 checking their summed cost.
 //
 // Neighbouring relations. For the projection (ProjectionRelation, ledger's
 // feature-unit), datasets differ in one record's features by at most one unit of

@@ -185,12 +185,10 @@ func TestMemoryConcurrentReleases(t *testing.T) {
 }
 
 // TestMemoryWaitersRecheckBudget: 100 concurrent distinct releases with budget for 2
-// and memory for one at a time. The 99 that wait for memory check the budget again once
-// admitted; the first finds room and is computed, the 98 after it find the budget spent
-// and are refused without being computed: 2 computations, 2 charges. (With memory for
-// several at once, a release admitted while another is computing still sees the budget
-// that one has not charged yet: reserving the cost in the ledger before computing is
-// what bounds the computations then, not memory.)
+// and memory for one at a time. The budget is reserved before memory is asked for: 98
+// are refused at once, without being computed or waiting; of the 2 that hold a
+// reservation one computes while the other waits for its memory: 2 computations, 2
+// charges. (TestConcurrentReleasesReserve has memory for all.)
 func TestMemoryWaitersRecheckBudget(t *testing.T) {
 	ctx := context.Background()
 	const n, d, r, k = 20000, 4, 100, 100
@@ -220,7 +218,9 @@ func TestMemoryWaitersRecheckBudget(t *testing.T) {
 			}
 		})
 	}
-	eventually(func() bool { return entered.Load() > 1 || entered.Load() == 1 && c.cfg.Memory.Waiting() == k-1 })
+	eventually(func() bool {
+		return entered.Load() > 1 || entered.Load() == 1 && c.cfg.Memory.Waiting() == 1 && refused.Load() == k-2
+	})
 	if entered.Load() != 1 {
 		t.Errorf("%d computations at once with memory for one", entered.Load())
 	}

@@ -265,10 +265,14 @@ func (c *Curator) legacyMatches(rec ledger.Receipt, req ProjectionRequest) bool 
 }
 
 // ReleaseProjection returns the caller's projection with these parameters, computing,
-// storing and charging it first if it is new. With req.WithAnswers the identity's
-// answers are paid in the same ledger transaction (ledger.Store.ChargeAll), checked
-// first, with the projection, against the budget; a replayed projection whose answers
-// are not paid yet has them charged before it is returned.
+// storing and charging it first if it is new: reserve, compute, commit. Its cost is
+// reserved in the ledger (ledger.Store.Reserve) before the data is touched, so that
+// concurrent releases beyond the budget are refused before any work; it is computed
+// and stored; and it is charged in the reservation's transaction (ledger.Store.Commit)
+// before it is returned, or the reservation is cancelled if anything failed. With
+// req.WithAnswers the identity's answers are reserved and paid in the same ledger
+// transactions, both or neither; a replayed projection whose answers are not paid yet
+// has them charged before it is returned.
 func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req ProjectionRequest) (*Projection, error) {
 	if err := c.validate(req); err != nil {
 		return nil, err
@@ -291,41 +295,44 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 		return c.storedProjection(ctx, identity, id, rec, req)
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
-	// What the release charges, checked against the budget before any data is touched.
+	// What the release charges, reserved in the ledger before any data is touched: a
+	// release that does not fit beside the charges made and the releases being computed
+	// is refused here. The whole-patient cost reserved is the nominal figure's lower
+	// bound (the release's own figure, known once it is computed, is within a factor
+	// (1 + nominalMargin)² of it and is what the commit checks).
 	var answers *ledger.Charge
-	affordable := func() error {
-		parts := []releasePart{{rel: ProjectionRelation, cost: cost, patient: c.nominalPatientLowerBound(req.Epsilon, req.Delta)}}
-		answers = nil
-		if req.WithAnswers {
-			var err error
-			if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
-				return err
-			}
-			if answers != nil {
-				parts = append(parts, chargePart(*answers))
-			}
+	if req.WithAnswers {
+		var err error
+		if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
+			return nil, err
 		}
-		if err := c.ensureAffordable(ctx, identity, parts...); err != nil {
-			return fmt.Errorf("curator: %w", err)
-		}
-		return nil
 	}
-	if err := affordable(); err != nil {
+	lower := c.nominalPatientLowerBound(req.Epsilon, req.Delta)
+	held := []ledger.Charge{{Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Patient: &lower,
+		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q, being computed", req.R, req.Epsilon, req.Delta, req.Label)}}
+	if answers != nil {
+		held = append(held, *answers)
+	}
+	res, err := c.reserve(ctx, held)
+	if err != nil {
 		return nil, err
 	}
-	// The memory of the computation, admitted beside the releases being made; a release
-	// that had to wait checks the budget again, which the releases it waited for may
-	// have spent.
-	release, waited, err := c.admit(ctx, req)
+	defer res.done(ctx)
+	if rec := res.r.Receipts[0]; rec.Replayed { // another replica or process released it first
+		if answers != nil {
+			if _, err := res.commit(ctx, []ledger.Charge{*answers}); err != nil {
+				return nil, fmt.Errorf("curator: the answers of release %s: %w", id, err)
+			}
+		}
+		return c.storedProjection(ctx, identity, id, rec, req)
+	}
+	// The memory of the computation, admitted beside the releases being made, while the
+	// reservation holds the budget.
+	release, _, err := c.admit(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if waited {
-		if err := affordable(); err != nil {
-			return nil, err
-		}
-	}
 	if c.computeHook != nil {
 		c.computeHook()
 	}
@@ -388,7 +395,8 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	if answers != nil {
 		charges = append(charges, *answers)
 	}
-	recs, err := c.ledger.ChargeAll(ctx, charges)
+	// Charged durably, in the reservation's transaction, before anything is sent.
+	recs, err := res.commit(ctx, charges)
 	if err != nil {
 		// The commit may have happened even though Charge reports an error (a lost
 		// acknowledgement): keep the file if the ledger names it.

@@ -78,6 +78,14 @@ func (l *recordingLedger) Charge(ctx context.Context, c ledger.Charge) (ledger.R
 	return l.Store.Charge(ctx, c)
 }
 
+func (l *recordingLedger) Commit(ctx context.Context, r *ledger.Reservation, cs []ledger.Charge) ([]ledger.Receipt, error) {
+	*l.log = append(*l.log, "charge")
+	if l.failCharge != nil {
+		return nil, l.failCharge
+	}
+	return l.Store.Commit(ctx, r, cs)
+}
+
 // TestReleaseStoredBeforeCharged checks the release protocol through the blob store:
 // the matrix is stored durably before the charge that names it, a replay reads it back
 // without a charge, a matrix that cannot be stored is never charged, and one whose

@@ -5,8 +5,13 @@
 //
 // Life of a job:
 //
-//	Submit → Plan (validate, cost, guarantee; no data) → ledger charge (idempotent on the
-//	job id) → QUEUED → RUNNING → SUCCEEDED | FAILED | CANCELLED
+//	Submit → Plan (validate, cost, guarantee; no data) → ledger reservation → job
+//	recorded → ledger charge (the reservation committed, idempotent on the job id) →
+//	QUEUED → RUNNING → SUCCEEDED | FAILED | CANCELLED
+//
+// The reservation (ledger.Store.Reserve) holds the cost against concurrent releases
+// while the job is recorded; a submission that fails before the charge cancels it, so
+// nothing is spent for a job that never runs, and no job runs uncharged.
 //
 // A job id is derived from the caller's identity and idempotency key, so submitting the
 // same spec with the same key returns the existing job and charges nothing more.

@@ -36,6 +36,10 @@ type Config struct {
 	// renewed; it renews every Lease/3 and looks for jobs to take over as often. 0
 	// means DefaultLease. Unused with a store of one curator.
 	Lease time.Duration
+	// Reservation is how a submission holds the job's cost in the ledger between the
+	// budget check and the charge (ledger.Store.Reserve): the curator's owner name, so
+	// that its restart frees what a crash left held, and the time to live.
+	Reservation ledger.Hold
 }
 
 // DefaultLease is the lease of Config.Lease 0. A replica renews its jobs' leases every
@@ -251,24 +255,37 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	if closed {
 		return Job{}, ErrClosed
 	}
-	// Charge before the job exists: a job that cannot be paid for never touches the data.
+	// Reserve, record, commit: the cost is held in the ledger before the job exists, and
+	// charged once its record is durable, before it starts, so a job that cannot be paid
+	// for never touches the data and a failed submission leaves neither a charge without
+	// a job nor a job that runs uncharged.
 	specJSON, _ := json.Marshal(spec)
-	rec, err := m.cfg.Ledger.Charge(ctx, ledger.Charge{
+	charge := ledger.Charge{
 		Account: ledger.Account{Dataset: m.cfg.Dataset, Identity: identity}, Key: "job/" + id, Kind: ledger.KindJobPrefix + spec.Kind(),
 		Relation: chargeRelation(spec, plan), Cost: plan.Cost, Patient: plan.Patient, Description: truncate(string(specJSON), 4000),
-	})
+	}
+	res, err := m.cfg.Ledger.Reserve(ctx, []ledger.Charge{charge}, m.cfg.Reservation)
 	if errors.Is(err, ledger.ErrKeyConflict) {
 		// The key was charged before for a spec of another cost.
 		return Job{}, fmt.Errorf("jobs: %w (job %s)", ErrKeyReused, id)
 	} else if err != nil {
 		return Job{}, fmt.Errorf("jobs: %w", err)
 	}
+	committed := false
+	defer func() {
+		if !committed {
+			if err := m.cfg.Ledger.Cancel(context.WithoutCancel(ctx), res); err != nil {
+				m.log.Warn("cancelling a job's reservation; it holds its budget until it expires", zap.String("job", id), zap.Error(err))
+			}
+		}
+	}()
+	rec := res.Receipts[0]
 	if rec.Replayed && !m.store.shared {
 		// The ledger already holds this job's charge but this manager's jobs.db has no
 		// record of it: another replica sharing the ledger accepted it, or this
-		// replica's jobs.db was lost, or it crashed between charge and record. The job
-		// may have run (or be running) elsewhere, so running it here would release a
-		// second, independent result for one charge (docs/MATHS.md §7). Refuse; nothing is spent.
+		// replica's jobs.db was lost. The job may have run (or be running) elsewhere, so
+		// running it here would release a second, independent result for one charge
+		// (docs/MATHS.md §7). Refuse; nothing is spent.
 		m.log.Warn("job charge replayed without a local job record; not running it",
 			zap.String("job", id), zap.String("identity", identity), zap.Bool("has_result", len(rec.Result) > 0))
 		return Job{}, &acceptedElsewhereError{id: id}
@@ -285,6 +302,30 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	if !created {
 		return m.sameSpec(j, spec)
 	}
+	var recs []ledger.Receipt
+	if rec.Replayed {
+		// Shared store: the charge was made by a replica that stopped before recording
+		// its job; this record stands, and the job runs once, charged once.
+		recs = res.Receipts
+	} else {
+		recs, err = m.cfg.Ledger.Commit(ctx, res, []ledger.Charge{charge})
+	}
+	if err == nil && !rec.Replayed && recs[0].Replayed {
+		err = &acceptedElsewhereError{id: id} // the reservation lapsed and another replica charged it
+	}
+	if err != nil {
+		// Recorded but neither charged nor started: it never runs.
+		if _, rerr := m.record(context.WithoutCancel(ctx), Event{JobID: id, State: Failed, Message: "not started: its privacy charge could not be made; nothing was spent"},
+			nil, "charge failed"); rerr != nil {
+			m.log.Error("recording a job whose charge failed", zap.String("job", id), zap.Error(rerr))
+		}
+		var ae *acceptedElsewhereError
+		if errors.As(err, &ae) {
+			return Job{}, err
+		}
+		return Job{}, fmt.Errorf("jobs: %w", err)
+	}
+	committed = true
 	m.log.Info("job accepted", zap.String("job", id), zap.String("identity", identity), zap.String("kind", spec.Kind()),
 		zap.Float64("epsilon", plan.Cost.Epsilon), zap.Float64("delta", plan.Cost.Delta))
 	m.start(j)

@@ -105,6 +105,47 @@
 // not each charge. Reported remainders are max(0, L − total) rounded toward
 // zero, so that a charge of exactly the reported remainder always fits.
 //
+// # Reservations: reserve, compute, commit
+//
+// A release that takes work to compute (a projection, a tuning job) holds its cost
+// before the work starts, so that concurrent requests beyond the budget are refused
+// before any of them touches the data:
+//
+//  1. Reserve(cs, Hold{Owner, TTL}) runs the check of ChargeAll — replays of
+//     recorded keys (which reserve nothing), both limits in every relation the
+//     charges count towards, the whole-patient caps — against the committed
+//     totals plus the sums of every live reservation of the dataset, and records
+//     the charges' costs as one reservation (a random token) expiring at
+//     now + TTL. A refusal is the same *BudgetError as a charge's, with Reserved
+//     set to what live reservations hold of the refusing budget. A key held by
+//     another live reservation is refused with ErrReserved: the same release is
+//     being made by another request.
+//  2. The caller computes. Extend(r, ttl) keeps a long computation's reservation
+//     alive.
+//  3. Commit(r, cs) is ChargeAll(cs) in a transaction that first deletes r's
+//     rows: the charges are checked against the committed totals and the other
+//     live reservations, and recorded, all or none. What was reserved therefore
+//     fits unless r lapsed and others spent the budget meanwhile, or the limits
+//     were lowered; replays are ChargeAll's, so repeating a release costs nothing.
+//     A failed commit leaves r in place.
+//  4. Cancel(r), on any failure, deletes r's rows: the budget is available again
+//     at once.
+//
+// Every check-and-charge transaction — Charge, ChargeAll, Reserve, Commit — reads
+// the dataset's reservations, counts the live ones (a handful: one per release in
+// progress, so the cost stays independent of the number of identities and
+// records) and deletes the expired ones it finds: one more read per charge when
+// nothing is reserved. A reservation left by a crash stops counting when it
+// expires, or at once when its owner starts again and calls
+// DropReservations(dataset, owner), which also removes expired ones. Expiry is
+// judged by the clock of the process that checks, against the expiry written by
+// the process that reserved: clocks of replicas that differ by s make a
+// reservation last s longer or shorter. Safety never depends on a reservation: a
+// lapsed, dropped or cancelled reservation only means that its commit is checked
+// like a new charge, which may refuse it; nothing is ever charged beyond the
+// limits. The Balance and Report figures are the committed totals; reservations
+// are not charges and appear in no total, listing or Verify.
+//
 // # Idempotency
 //
 // A charge names a Key, unique within its account. Charging a key that is
@@ -166,6 +207,11 @@
 // DefaultPatientCost; an exact answer unbounded), version 3's limits become the
 // first entry of the history, and every total is recomputed exactly from the
 // records.
+//
+// Schema version 5 adds the reservations table (dataset, identity, key, token,
+// owner, kind, relation, the cost and the whole-patient cost, created and expiry
+// times); a version 4 database is upgraded by creating it, and a version 4
+// program, which would not count reservations, refuses a version 5 database.
 //
 // # Reports and display
 //

@@ -15,8 +15,11 @@ import (
 // each charge's whole-patient cost and keeps the whole-patient totals, keeps
 // each dataset's totals in rows of their own (so that a charge reads a
 // constant number of rows), and replaces the limits table by the history of
-// limits; opening a version 1, 2 or 3 database upgrades it in place.
-const SchemaVersion = 4
+// limits; opening a version 1, 2 or 3 database upgrades it in place. Version 5
+// adds the reservations table (Store.Reserve): a version 4 program, which would
+// not count reservations, refuses it; opening a version 4 database adds the
+// table.
+const SchemaVersion = 5
 
 // The engine interface below is for packages that implement a Store over a
 // database (OpenSQLite here; package pgledger for PostgreSQL, kept apart so

@@ -215,6 +215,33 @@ type Store interface {
 	// all and writes nothing. Receipts come in the order of cs. Charge is
 	// ChargeAll of one charge.
 	ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error)
+	// Reserve holds the costs of cs under the limits, for releases about to be
+	// computed: in one transaction, like ChargeAll, it replays each charge whose
+	// key its account already holds (and reserves nothing for it), checks the
+	// others together against both limits of every relation they count towards
+	// and the whole-patient caps — counting the committed charges and every live
+	// reservation of the dataset — and records them as a reservation that
+	// expires after h.TTL, or returns a *BudgetError and records nothing. A key
+	// that a live reservation already holds is refused with ErrReserved. No
+	// Result is kept.
+	Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation, error)
+	// Commit is ChargeAll of cs that consumes r in the same transaction: r's
+	// reservation is released and cs are checked (against the committed charges
+	// and the other live reservations) and recorded, all or none. A charge of
+	// what was reserved therefore fits unless r lapsed (expired, dropped) and
+	// others spent the budget meanwhile, or the limits were lowered. If Commit
+	// fails nothing is recorded and r still holds its budget: Cancel it. Replays
+	// and idempotence are ChargeAll's: committing a recorded key spends nothing.
+	Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Receipt, error)
+	// Cancel releases r's budget (nothing if it was committed, or has lapsed).
+	Cancel(ctx context.Context, r *Reservation) error
+	// Extend keeps r for ttl more from now (0: DefaultReservationTTL), or returns
+	// an error wrapping ErrReservationLapsed if it is no longer held.
+	Extend(ctx context.Context, r *Reservation, ttl time.Duration) error
+	// DropReservations releases the reservations of dataset held by owner —
+	// at the start of the process that owns them, they are left by a crash — and
+	// any expired ones; it returns how many it removed.
+	DropReservations(ctx context.Context, dataset, owner string) (int, error)
 	// SetResult attaches or replaces the result of an existing record. It
 	// never changes a cost. It returns an error wrapping ErrNotFound if the
 	// record does not exist.
@@ -320,6 +347,19 @@ type BudgetError struct {
 	// Unbounded is set, with WholePatient, when the charge has no finite
 	// whole-patient figure (PatientCost.Unbounded), so no cap can admit it.
 	Unbounded bool
+	// Reserved is the part of the scope's budget, under Relation (or
+	// whole-patient), held by live reservations of releases being computed
+	// (Store.Reserve): Remaining is what is left after them. It comes back if
+	// they are cancelled or expire.
+	Reserved Cost
+}
+
+// reservedClause says, for a refusal, what releases in progress hold.
+func (e *BudgetError) reservedClause() string {
+	if e.Reserved.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" (after ε=%g, δ=%g reserved by releases being computed)", e.Reserved.Epsilon, e.Reserved.Delta)
 }
 
 // ZeroDeltaLimit reports whether the charge was refused because it needs δ > 0
@@ -346,7 +386,8 @@ func (e *BudgetError) Error() string {
 				"(pure ε-DP releases only); this is not a spent budget", who, e.Requested.Delta)
 		}
 		return fmt.Sprintf("ledger: whole-patient budget exceeded for %s (every relation's releases converted to the record relation): "+
-			"requested ε=%g, δ=%g; remaining ε=%g, δ=%g", who, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
+			"requested ε=%g, δ=%g; remaining ε=%g, δ=%g%s", who, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta,
+			e.reservedClause())
 	}
 	rel := "an unnamed neighbour relation"
 	if e.Relation != "" {
@@ -363,8 +404,8 @@ func (e *BudgetError) Error() string {
 			"so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; this is not a spent budget: "+
 			"the curator's operator must configure a δ budget above 0", who, rel, e.Requested.Delta, limit)
 	}
-	return fmt.Sprintf("ledger: budget exceeded for %s under %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g",
-		who, rel, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta)
+	return fmt.Sprintf("ledger: budget exceeded for %s under %s: requested ε=%g, δ=%g; remaining ε=%g, δ=%g%s",
+		who, rel, e.Requested.Epsilon, e.Requested.Delta, e.Remaining.Epsilon, e.Remaining.Delta, e.reservedClause())
 }
 
 // Is makes errors.Is(err, ErrBudgetExceeded) true.

@@ -74,6 +74,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 // upgrade turns a database of version v < SchemaVersion into the current one
 // within the migrating transaction:
 //
+//   - from version 4, the reservations table is created (empty);
 //   - from version 1, each record is given the relation its kind is stated for
 //     (relationOfV1Kind);
 //   - from versions 1–3, each record is given its whole-patient cost from what it
@@ -84,6 +85,10 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 //
 // The records themselves (keys, costs, results, order) are kept as they are.
 func (s *store) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error, v int64) error {
+	if v >= 4 {
+		// Version 5 only adds the reservations table, which starts empty.
+		return run(q, ddl.Tables)
+	}
 	if v == 1 {
 		if err := run(q, ddl.FromV1); err != nil {
 			return err

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -290,4 +291,32 @@ func rawSQLiteQuery(t *testing.T, path, q string, dest ...any) {
 	if err := db.QueryRow(q).Scan(dest...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// TestSQLiteUpgradeV4: a version 4 ledger (no reservations table) is upgraded to
+// the current version in place, its records and totals kept, and reserves.
+func TestSQLiteUpgradeV4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := ledger.Account{Dataset: "d", Identity: "acme"}
+	ledgertest.MustCharge(t, s, ledger.Charge{Account: acct, Key: "k1", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	s.Close()
+	rawSQLite(t, path, `DROP TABLE reservations`)
+	rawSQLite(t, path, `UPDATE schema_version SET version = 4`)
+	s, err = ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatalf("OpenSQLite(version 4): %v", err)
+	}
+	defer s.Close()
+	if b := ledgertest.MustBalance(t, s, acct, ledger.RelationRecord); b.Charges != 1 || b.Spent.Epsilon != 0.5 {
+		t.Errorf("after the upgrade: %d charges, spent %+v; want the record kept", b.Charges, b.Spent)
+	}
+	if _, err := s.Reserve(context.Background(), []ledger.Charge{{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord,
+		Cost: ledger.Cost{Epsilon: 0.75}}}, ledger.Hold{}); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Errorf("Reserve beyond the limit after the upgrade: %v, want refused", err)
+	}
+	ledgertest.MustReserve(t, s, ledger.Hold{}, ledger.Charge{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
 }

@@ -42,6 +42,7 @@ type store struct {
 	qGet, qInsert, qUpsert, qPatientUpsert, qSetResult, qEntries string
 	qTotalsAll, qPatientAll                                      string
 	qInForce, qHistory, qConfirm, qNewLimits                     string
+	qReserve, qUnreserve, qExpire, qLive, qExtend, qDropOwner    string
 }
 
 // entryColumns are the columns of a record read by get.
@@ -81,6 +82,7 @@ func newStore(e Engine, limits Limits, d Dialect) *store {
 	s.qNewLimits = s.d.SQL(`INSERT INTO {t}limits_history (dataset, identity_epsilon, identity_delta, dataset_epsilon, dataset_delta,
 		patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
 		recorded_ns, confirmed_ns, starts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`)
+	s.reservationQueries()
 	return s
 }
 
@@ -94,7 +96,7 @@ func (s *store) Close() error {
 }
 
 func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
-	rs, err := s.chargeAll(ctx, []Charge{c})
+	rs, err := s.chargeAll(ctx, []Charge{c}, txMode{})
 	if err != nil {
 		return Receipt{}, wrap("charge", err)
 	}
@@ -102,7 +104,7 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 }
 
 func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
-	rs, err := s.chargeAll(ctx, cs)
+	rs, err := s.chargeAll(ctx, cs, txMode{})
 	if err != nil {
 		return nil, wrap("charge all", err)
 	}
@@ -115,8 +117,11 @@ func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 // charge costs the same whatever their number), checks the others' costs
 // together against both limits of every relation they count towards and
 // against the whole-patient caps, and records them all or none, updating the
-// totals it read.
-func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
+// totals it read. The limits are checked against the committed totals plus the
+// live reservations of the dataset (reserve.go); m says whether the transaction
+// records the charges, consumes a reservation while it does (Commit), or only
+// reserves them (Reserve).
+func (s *store) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
@@ -148,6 +153,14 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 	dataset := cs[0].Dataset
 	out := make([]Receipt, len(cs))
 	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
+		now := time.Now().UnixNano()
+		// A commit consumes its reservation first: what it reserved is checked
+		// again below as the charges themselves.
+		if m.commit != "" {
+			if _, err := q.Exec(ctx, s.qUnreserve, dataset, m.commit); err != nil {
+				return fmt.Errorf("ledger: commit: release the reservation: %w", err)
+			}
+		}
 		// Replays, each on its own.
 		var fresh []int
 		for i, c := range cs {
@@ -186,6 +199,50 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 		dt, err := s.totalsOf(ctx, q, dataset, identities)
 		if err != nil {
 			return err
+		}
+		// What releases being computed hold (reserve.go): counted in every check
+		// below, so that what is reserved is never spent twice.
+		freshKeys := make(map[idKey]bool, len(fresh))
+		for _, i := range fresh {
+			freshKeys[idKey{cs[i].Identity, cs[i].Key}] = true
+		}
+		rt, err := s.reserved(ctx, q, dataset, now, func(identity, key string) (bool, error) {
+			if !freshKeys[idKey{identity, key}] {
+				return true, nil
+			}
+			if m.reserve != nil {
+				return false, fmt.Errorf("ledger: key %q of identity %q on dataset %q: %w", key, identity, dataset, ErrReserved)
+			}
+			return false, nil // this release's own reservation, by another holder
+		})
+		if err != nil {
+			return err
+		}
+		// held returns the committed total plus the reserved one.
+		held := func(identity string, r Relation) *total {
+			var t, u *total
+			if identity == datasetRow {
+				t, _ = dt.datasetEffective(r)
+				u, _ = rt.datasetEffective(r)
+			} else {
+				t, _ = dt.effective(identity, r)
+				u, _ = rt.effective(identity, r)
+			}
+			t.addTotal(u)
+			return t
+		}
+		heldPatient := func(who string) PatientTotal {
+			p := dt.patientRef(who).clone()
+			p.addTotal(*rt.patientRef(who))
+			return p
+		}
+		reservedCost := func(identity string, r Relation) Cost {
+			if identity == datasetRow {
+				u, _ := rt.datasetEffective(r)
+				return u.cost()
+			}
+			u, _ := rt.effective(identity, r)
+			return u.cost()
 		}
 
 		// Check both limits, in every relation a new charge counts towards,
@@ -230,30 +287,48 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 				if add == nil {
 					continue
 				}
-				if t, _ := dt.effective(id, r); !t.fitsTotal(add, limits.PerIdentity) {
+				if t := held(id, r); !t.fitsTotal(add, limits.PerIdentity) {
 					return &BudgetError{Scope: ScopeIdentity, Account: Account{Dataset: dataset, Identity: id}, Relation: r,
-						Requested: add.cost(), Remaining: t.remaining(limits.PerIdentity), Limit: limits.PerIdentity}
+						Requested: add.cost(), Remaining: t.remaining(limits.PerIdentity), Limit: limits.PerIdentity,
+						Reserved: reservedCost(id, r)}
 				}
 			}
 		}
 		for _, r := range rels {
-			if t, _ := dt.datasetEffective(r); !t.fitsTotal(dsSum[r], limits.Dataset) {
+			if t := held(datasetRow, r); !t.fitsTotal(dsSum[r], limits.Dataset) {
 				return &BudgetError{Scope: ScopeDataset, Account: account, Relation: r,
-					Requested: dsSum[r].cost(), Remaining: t.remaining(limits.Dataset), Limit: limits.Dataset}
+					Requested: dsSum[r].cost(), Remaining: t.remaining(limits.Dataset), Limit: limits.Dataset,
+					Reserved: reservedCost(datasetRow, r)}
 			}
 		}
-		patientError := func(scope string, a Account, have, add PatientTotal, cap Cost) error {
+		patientError := func(scope, who string, a Account, have, add PatientTotal, cap Cost) error {
+			var reserved Cost
+			if r := rt.patientRef(who); r.Bounded() {
+				reserved = r.Cost()
+			}
 			return &BudgetError{Scope: scope, Account: a, Relation: RelationRecord, WholePatient: true, Unbounded: add.Unbounded > 0,
-				Requested: add.Cost(), Remaining: patientRemaining(have, cap), Limit: cap}
+				Requested: add.Cost(), Remaining: patientRemaining(have, cap), Limit: cap, Reserved: reserved}
 		}
 		for _, id := range identities {
-			have := dt.patientOf(id)
+			have := heldPatient(id)
 			if !fitsPatient(have, idPat[id], limits.Patient.PerIdentity) {
-				return patientError(ScopeIdentity, Account{Dataset: dataset, Identity: id}, have, idPat[id], limits.Patient.PerIdentity)
+				return patientError(ScopeIdentity, id, Account{Dataset: dataset, Identity: id}, have, idPat[id], limits.Patient.PerIdentity)
 			}
 		}
-		if !fitsPatient(dt.dsPatient, dsPat, limits.Patient.Dataset) {
-			return patientError(ScopeDataset, account, dt.dsPatient, dsPat, limits.Patient.Dataset)
+		if have := heldPatient(datasetRow); !fitsPatient(have, dsPat, limits.Patient.Dataset) {
+			return patientError(ScopeDataset, datasetRow, account, have, dsPat, limits.Patient.Dataset)
+		}
+		if m.reserve != nil {
+			for _, i := range fresh {
+				c, p := cs[i], patients[i]
+				if _, err := q.Exec(ctx, s.qReserve, c.Dataset, c.Identity, c.Key, m.reserve.token, m.reserve.owner, c.Kind, string(c.Relation),
+					c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, m.reserve.expiresNS); err != nil {
+					return fmt.Errorf("ledger: reserve: record: %w", err)
+				}
+				out[i] = Receipt{Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
+					Cost: c.Cost, Patient: p}
+			}
+			return nil
 		}
 
 		// Record each, and add its cost to the totals of its own relation only,
@@ -269,7 +344,7 @@ func (s *store) chargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 		var whos []string
 		added := make(map[relKey]int64)
 		addedPatient := make(map[string]int64)
-		createdNS := time.Now().UnixNano()
+		createdNS := now
 		for _, i := range fresh {
 			c, p := cs[i], patients[i]
 			if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,

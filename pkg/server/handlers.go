@@ -297,6 +297,10 @@ func (h *handlers) status(ctx context.Context, err error) error {
 			// The whole-patient cap refused: its figures are whole-patient ones.
 			meta["budget"] = "whole-patient"
 		}
+		if !be.Reserved.IsZero() {
+			// Held by releases being computed: back if they fail.
+			meta["reserved_epsilon"], meta["reserved_delta"] = fmt.Sprint(be.Reserved.Epsilon), fmt.Sprint(be.Reserved.Delta)
+		}
 		if be.ZeroDeltaLimit() {
 			// Not a spent budget: nothing needing δ can ever be released.
 			return withReason(codes.FailedPrecondition, be.Error(), ReasonDeltaBudgetZero, meta)
@@ -325,6 +329,9 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		return status.Error(codes.Canceled, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
+	case errors.Is(err, ledger.ErrReserved):
+		return withReason(codes.Aborted, "the same release is being computed for another request right now; retry shortly and it is replayed at no cost",
+			ReasonReleaseInProgress, nil)
 	case errors.Is(err, ledger.ErrUnavailable):
 		return status.Error(codes.Unavailable, "the curator cannot reach its privacy ledger right now; retry the same request shortly")
 	}
@@ -338,10 +345,16 @@ const (
 	ErrorDomain = "privbo.curator.v1"
 	// ReasonBudgetExceeded: RESOURCE_EXHAUSTED, the privacy budget cannot pay the
 	// request (metadata: scope, relation, requested_epsilon, requested_delta,
-	// remaining_epsilon, remaining_delta, and budget "whole-patient" when the refusing
+	// remaining_epsilon, remaining_delta, reserved_epsilon and reserved_delta when
+	// part of the budget is held by releases being computed (back if they fail), and
+	// budget "whole-patient" when the refusing
 	// budget is the whole-patient cap, whose figures are whole-patient ones; a release
 	// with no finite whole-patient figure requests ε "+Inf"); nothing was charged.
 	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
+	// ReasonReleaseInProgress: ABORTED, the same release (or job) is being computed for
+	// another request, through this curator or a replica sharing its ledger; retrying
+	// once it is charged replays it at no cost. Nothing was charged.
+	ReasonReleaseInProgress = "RELEASE_IN_PROGRESS"
 	// ReasonDeltaBudgetZero: FAILED_PRECONDITION, the request needs δ > 0 and the
 	// curator's δ budget is 0: no such release can ever be made.
 	ReasonDeltaBudgetZero = "DELTA_BUDGET_ZERO"

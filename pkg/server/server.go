@@ -9,7 +9,9 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -21,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
@@ -448,6 +451,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		closeStores()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	// Budget left reserved by releases this curator was computing when it stopped.
+	if _, err := cur.RecoverReservations(ctx); err != nil {
+		closeStores()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	study, err := cur.StudyCapacity(ctx)
 	if err != nil {
 		closeStores()
@@ -456,7 +464,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
-		if jm, err = startJobs(ctx, cfg, ds, store, log); err != nil {
+		if jm, err = startJobs(ctx, cfg, ds, store, cur.ReservationHold(), log); err != nil {
 			closeStores()
 			return nil, err
 		}
@@ -982,7 +990,23 @@ func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator
 		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
 		ExactAnswers:             curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
 		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
+		ReservationOwner:         reservationOwner(cfg.StateDir),
 	}
+}
+
+// reservationOwner names a curator process in the ledger's reservations: its host and
+// its state directory, which a restart keeps and replicas sharing a host do not share,
+// so that a start frees only what this curator left reserved (RecoverReservations).
+func reservationOwner(stateDir string) string {
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	owner := curator.DefaultReservationOwner() + ":" + stateDir
+	if len(owner) > 256 || !utf8.ValidString(owner) || strings.ContainsRune(owner, 0) {
+		sum := sha256.Sum256([]byte(owner))
+		owner = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return owner
 }
 
 // Warnings are what an operator must be told before serving cfg: a data-dependent
@@ -1277,7 +1301,7 @@ func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led ledger.
 	}
 }
 
-func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledger.Store, log *zap.Logger) (*jobs.Manager, error) {
+func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledger.Store, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
 	if err != nil {
@@ -1291,7 +1315,7 @@ func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledge
 		adoptJobs(ctx, log, st, store, cfg.StateDir)
 	}
 	m, err := jobs.NewManager(jobs.Config{Store: st, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log,
-		MaxRunning: j.MaxRunning, Lease: j.Lease})
+		MaxRunning: j.MaxRunning, Lease: j.Lease, Reservation: hold})
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("server: jobs: %w", err)

@@ -28,8 +28,9 @@ type Location func(t *testing.T) Opener
 // Run runs, as subtests of t, the behaviour every Store must have: replays and
 // key conflicts, both limits under every neighbour relation, exact totals,
 // validation, results, listings and reports, persistence across reopening,
-// cancellation and closing, and concurrent charges from one and from two
-// Stores on one location. Each subtest asks loc for a fresh location.
+// cancellation and closing, concurrent charges from one and from two
+// Stores on one location, the whole-patient account (RunPatient) and
+// reservations (RunReserve). Each subtest asks loc for a fresh location.
 func Run(t *testing.T, loc Location) {
 	tests := []struct {
 		name string
@@ -60,6 +61,7 @@ func Run(t *testing.T, loc Location) {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, loc) })
 	}
 	t.Run("Patient", func(t *testing.T) { RunPatient(t, loc) })
+	t.Run("Reserve", func(t *testing.T) { RunReserve(t, loc) })
 }
 
 // StdLimits are the limits most of the suite runs under: per identity

@@ -38,7 +38,9 @@
 //     privacy budget (the message names the scope, identity or dataset, the neighbour
 //     relation whose budget is spent, and the ε, δ requested and remaining; nothing was
 //     charged; a google.rpc.ErrorInfo of domain "privbo.curator.v1" and reason
-//     "BUDGET_EXCEEDED" carries the same figures as metadata), the limit on distinct
+//     "BUDGET_EXCEEDED" carries the same figures as metadata, with reserved_epsilon and
+//     reserved_delta when releases being computed hold part of the budget, which
+//     comes back if they fail), the limit on distinct
 //     exact answers per caller (reason "EXACT_ROW_LIMIT", metadata "limit", "answered"
 //     and "requested"), or (reason "MEMORY_LIMIT") a projection that needs more memory
 //     while it is computed than the curator admits for all its releases at once:
@@ -53,7 +55,9 @@
 //     client unless the curator runs the lifted mechanism.
 //   * INVALID_ARGUMENT (a bad parameter), FAILED_PRECONDITION (a query before any
 //     projection release when answers are exact), NOT_FOUND and ALREADY_EXISTS (jobs),
-//     ABORTED (an evaluation failed; asking again evaluates again), UNAVAILABLE (the
+//     ABORTED (an evaluation failed; asking again evaluates again; or, with ErrorInfo
+//     reason "RELEASE_IN_PROGRESS", the same release or job is being made for another
+//     request: retry and it is replayed at no cost), UNAVAILABLE (the
 //     curator cannot reach its privacy ledger, or is shutting down; retry the same
 //     request), UNIMPLEMENTED (jobs on a curator that runs none), UNAUTHENTICATED,
 //     INTERNAL (with a request id the operator can look up).

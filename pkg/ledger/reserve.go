@@ -1,0 +1,256 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultReservationTTL is how long a reservation holds its budget when Hold.TTL
+// is zero, unless extended (Store.Extend).
+const DefaultReservationTTL = 2 * time.Minute
+
+// ErrReserved is returned by Reserve for a key that a live reservation already
+// holds: the same release is being computed by another request (another replica
+// sharing the database). Retrying once that one is committed replays its receipt.
+var ErrReserved = errors.New("ledger: the release is already reserved by a request in progress")
+
+// ErrReservationLapsed is returned by Extend when the reservation is no longer
+// held: it expired and was cleaned up, was cancelled, or was dropped at a restart.
+// Its commit is then checked like a new charge.
+var ErrReservationLapsed = errors.New("ledger: the reservation has lapsed")
+
+// Hold says whose a reservation is and how long it holds its budget.
+type Hold struct {
+	// Owner names the process that holds the reservation (a curator instance);
+	// DropReservations(dataset, Owner) at its next start frees what a crash left.
+	// Empty is allowed: such reservations are freed by expiry only.
+	Owner string
+	// TTL is how long the reservation holds its budget unless extended; 0 means
+	// DefaultReservationTTL.
+	TTL time.Duration
+}
+
+// Reservation is budget held, under the limits, for releases being computed
+// (Store.Reserve). It is consumed by Commit, or released by Cancel, expiry or
+// DropReservations.
+type Reservation struct {
+	Dataset string
+	// Token identifies the reservation: Commit, Cancel and Extend act on its rows
+	// only, never on another request's reservation of the same key.
+	Token string
+	Owner string
+	// Expires is when the reservation stops counting, by the clock of the process
+	// that made it, unless extended.
+	Expires time.Time
+	// Receipts are in the order of the reserved charges: a charge whose key was
+	// already recorded has its stored receipt, with Replayed set, and reserves
+	// nothing; the others hold their cost (no Created, no Result).
+	Receipts []Receipt
+}
+
+// Reserved reports whether r holds any budget (false when every charge replayed).
+func (r *Reservation) Reserved() bool {
+	for _, rec := range r.Receipts {
+		if !rec.Replayed {
+			return true
+		}
+	}
+	return false
+}
+
+// txMode is what a check-and-charge transaction does beyond the check: record the
+// charges (the zero value), record them consuming the reservation commit, or
+// record a reservation instead (reserve).
+type txMode struct {
+	commit  string
+	reserve *reserveRows
+}
+
+type reserveRows struct {
+	token, owner string
+	expiresNS    int64
+}
+
+const reservationColumns = `identity, entry_key, relation, epsilon, delta, patient_epsilon, patient_delta, patient_rho, patient_unbounded`
+
+func (s *store) reservationQueries() {
+	s.qReserve = s.d.SQL(`INSERT INTO {t}reservations (dataset, identity, entry_key, token, owner, kind, relation, epsilon, delta,
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded, created_ns, expires_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.qUnreserve = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND token = ?`)
+	s.qExpire = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND expires_ns <= ?`)
+	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns FROM {t}reservations WHERE dataset = ?`)
+	s.qExtend = s.d.SQL(`UPDATE {t}reservations SET expires_ns = ? WHERE dataset = ? AND token = ? AND expires_ns > ?`)
+	s.qDropOwner = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND (owner = ? OR expires_ns <= ?)`)
+}
+
+// reserved returns the sums of the dataset's live reservations (those expiring
+// after now), per identity and relation, per relation for the dataset, and
+// whole-patient, as datasetTotals, and removes the expired ones if there are any
+// (a statement only then: a charge with no reservation about costs one read).
+// count decides, for each live reserved key, whether it is counted (false: it is
+// the release being charged, which is counted as a charge), or fails the
+// transaction.
+func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int64,
+	count func(identity, key string) (bool, error)) (*datasetTotals, error) {
+	rows, err := q.Query(ctx, s.qLive, dataset)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read reservations: %w", err)
+	}
+	defer rows.Close()
+	d := newDatasetTotals()
+	expired := false
+	for rows.Next() {
+		var identity, key string
+		var rel Relation
+		var c Cost
+		var p PatientCost
+		var unbounded, expiresNS int64
+		if err := rows.Scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
+			return nil, fmt.Errorf("ledger: read reservations: %w", err)
+		}
+		if expiresNS <= now {
+			expired = true
+			continue
+		}
+		p.Unbounded = unbounded != 0
+		if err := checkStored(Receipt{Cost: c, Relation: rel, Patient: p}); err != nil {
+			return nil, fmt.Errorf("ledger: reservation %q of identity %q: %w", key, identity, err)
+		}
+		ok, err := count(identity, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for _, who := range []string{identity, datasetRow} {
+			t := d.own(who, rel)
+			t.t.add(c)
+			t.n++
+			d.patientRef(who).add(p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: read reservations: %w", err)
+	}
+	rows.Close()
+	if expired {
+		if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
+			return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
+		}
+	}
+	return d, nil
+}
+
+func newToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("ledger: reservation token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func (s *store) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation, error) {
+	if len(cs) == 0 {
+		return nil, errors.New("ledger: reserve: no charge")
+	}
+	if h.TTL < 0 {
+		return nil, fmt.Errorf("ledger: reserve: a reservation's time to live must not be negative, got %v", h.TTL)
+	}
+	if h.TTL == 0 {
+		h.TTL = DefaultReservationTTL
+	}
+	if h.Owner != "" {
+		if err := checkName("owner", h.Owner); err != nil {
+			return nil, err
+		}
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	expires := time.Now().Add(h.TTL)
+	rs, err := s.chargeAll(ctx, cs, txMode{reserve: &reserveRows{token: token, owner: h.Owner, expiresNS: expires.UnixNano()}})
+	if err != nil {
+		return nil, wrap("reserve", err)
+	}
+	return &Reservation{Dataset: cs[0].Dataset, Token: token, Owner: h.Owner, Expires: expires.UTC(), Receipts: rs}, nil
+}
+
+func (s *store) Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Receipt, error) {
+	if r == nil || r.Token == "" {
+		return nil, errors.New("ledger: commit: no reservation")
+	}
+	if len(cs) > 0 && cs[0].Dataset != r.Dataset {
+		return nil, fmt.Errorf("ledger: commit: the reservation is on dataset %q, the charges on %q", r.Dataset, cs[0].Dataset)
+	}
+	rs, err := s.chargeAll(ctx, cs, txMode{commit: r.Token})
+	if err != nil {
+		return nil, wrap("commit", err)
+	}
+	return rs, nil
+}
+
+func (s *store) Cancel(ctx context.Context, r *Reservation) error {
+	if r == nil || r.Token == "" {
+		return nil
+	}
+	err := s.e.Write(ctx, Lock{Dataset: r.Dataset}, func(q Querier) error {
+		_, err := q.Exec(ctx, s.qUnreserve, r.Dataset, r.Token)
+		return err
+	})
+	if err != nil {
+		return wrap("cancel reservation", err)
+	}
+	return nil
+}
+
+func (s *store) Extend(ctx context.Context, r *Reservation, ttl time.Duration) error {
+	if r == nil || r.Token == "" {
+		return errors.New("ledger: extend: no reservation")
+	}
+	if ttl <= 0 {
+		ttl = DefaultReservationTTL
+	}
+	now := time.Now()
+	expires := now.Add(ttl)
+	err := s.e.Write(ctx, Lock{Dataset: r.Dataset}, func(q Querier) error {
+		n, err := q.Exec(ctx, s.qExtend, expires.UnixNano(), r.Dataset, r.Token, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		if n == 0 && r.Reserved() {
+			return ErrReservationLapsed
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap("extend reservation", err)
+	}
+	r.Expires = expires.UTC()
+	return nil
+}
+
+func (s *store) DropReservations(ctx context.Context, dataset, owner string) (int, error) {
+	if err := checkName("dataset", dataset); err != nil {
+		return 0, err
+	}
+	if err := checkName("owner", owner); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
+		var err error
+		n, err = q.Exec(ctx, s.qDropOwner, dataset, owner, time.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return 0, wrap("drop reservations", err)
+	}
+	return int(n), nil
+}
