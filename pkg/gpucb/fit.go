@@ -369,7 +369,7 @@ func sampleVariance(y []float64) float64 {
 }
 
 // Hyper returns the current kernel hyperparameters.
-func (g *GP) Hyper() Hyper {
+func (g *Posterior) Hyper() Hyper {
 	return Hyper{g.cfg.Lengthscale, g.cfg.SignalVariance, g.cfg.NoiseVariance}
 }
 
@@ -378,7 +378,10 @@ func (g *GP) Hyper() Hyper {
 // buffers already allocated). If the replay fails (a conditional variance numerically
 // zero under h) the previous hyperparameters and state are restored and the error is
 // returned.
-func (g *GP) SetHyper(h Hyper) error {
+func (g *Posterior) SetHyper(h Hyper) error {
+	if len(g.fant) > 0 {
+		return fmt.Errorf("gpucb: new hyperparameters with %d fantasies pending; drop them first", len(g.fant))
+	}
 	cfg := g.cfg
 	cfg.Lengthscale, cfg.SignalVariance, cfg.NoiseVariance = h.Lengthscale, h.SignalVariance, h.NoiseVariance
 	if err := cfg.validate(); err != nil {
@@ -398,7 +401,7 @@ func (g *GP) SetHyper(h Hyper) error {
 }
 
 // rebuild resets the state to no observations under cfg and replays (idx, ys).
-func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
+func (g *Posterior) rebuild(cfg PosteriorConfig, idx []int, ys []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
 	g.prepareKernel()
@@ -427,11 +430,14 @@ func (g *GP) rebuild(cfg Config, idx []int, ys []float64) error {
 // likelihood of the expected kernel the GP uses, its σ² held fixed) and rebuilds the incremental state with
 // SetHyper. On any failure the GP keeps its previous hyperparameters and state and the
 // error is returned. It needs at least two observations.
-func (g *GP) Refit(opt FitOptions) (Hyper, error) {
+func (g *Posterior) Refit(opt FitOptions) (Hyper, error) {
 	t := g.T()
 	cur := g.Hyper()
 	if t < 2 {
 		return cur, fmt.Errorf("gpucb: refit needs at least 2 observations, have %d", t)
+	}
+	if len(g.fant) > 0 {
+		return cur, fmt.Errorf("gpucb: refit with %d fantasies pending; drop them first", len(g.fant))
 	}
 	x := make([]float64, t*g.dim)
 	for j, i := range g.idx {

@@ -44,7 +44,7 @@ type Config struct {
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
 	// FitEvery k > 0 refits the three hyperparameters above by maximum likelihood
-	// (gpucb.GP.Refit, from the current values) at the end of every round that takes the
+	// (gpucb.Posterior.Refit, from the current values) at the end of every round that takes the
 	// number of answers t to or past a multiple of k, once t ≥ 3: for q = 1 after every
 	// k-th answer, as pkg/simulate does (package documentation). 0 keeps them fixed.
 	FitEvery int
@@ -477,9 +477,8 @@ type session struct {
 	cur    Curator
 	z      []float64
 	n, dim int
-	gcfg   gpucb.Config
-	gp     *gpucb.GP
-	ys     []float64 // answers in order, as observed by gp: cfg.Direction.Sign()·y (the GP maximises)
+	post   *gpucb.Posterior
+	acq    gpucb.Acquisition // the rule that chooses rows from post: GP-UCB's
 	res    *Result
 	budget study.Budget
 	rounds int
@@ -520,7 +519,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	}
 	gcfg := cfg.gpConfig(ls, signal, noise)
 	gcfg.InputNoiseVariance = inVar
-	gp, err := gpucb.New(z, n, dim, gcfg)
+	post, err := gpucb.NewPosterior(z, n, dim, gcfg.Posterior())
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
@@ -539,16 +538,15 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res}, nil
 }
 
 // observe conditions the GP on one real answer and updates the result.
 func (s *session) observe(iteration, round, i int, y float64) error {
 	sy := s.cfg.Direction.Sign() * y
-	if err := s.gp.Observe(i, sy); err != nil {
+	if err := s.post.Observe(i, sy); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
-	s.ys = append(s.ys, sy)
 	s.res.Queried = append(s.res.Queried, i)
 	s.res.Values = append(s.res.Values, y)
 	if s.cfg.Direction.Better(y, s.res.BestValue) {
@@ -565,7 +563,7 @@ func (s *session) observe(iteration, round, i int, y float64) error {
 // of answers to or past a multiple of Config.FitEvery. The live loop and the replay of a
 // stored study both go through it, so that both refit at the same points.
 func (s *session) observeRound(recs []study.Observation, each func(study.Observation)) error {
-	before := s.gp.T()
+	before := s.post.T()
 	for _, r := range recs {
 		if err := s.observe(r.Iteration, r.Round, r.Index, r.Value); err != nil {
 			return err
@@ -580,15 +578,15 @@ func (s *session) observeRound(recs []study.Observation, each func(study.Observa
 
 // refit fits the hyperparameters by maximum likelihood when the answers went from before
 // to t ≥ 3 across a multiple of k = Config.FitEvery (for one answer per round: when
-// t % k = 0, pkg/simulate's rule). A failed fit leaves the GP as it was (gpucb.GP.Refit
+// t % k = 0, pkg/simulate's rule). A failed fit leaves the GP as it was (gpucb.Posterior.Refit
 // guarantees it) and the study goes on with the previous hyperparameters: which
 // happens is as deterministic as the fit itself.
 func (s *session) refit(before int) {
-	k, t := s.cfg.FitEvery, s.gp.T()
+	k, t := s.cfg.FitEvery, s.post.T()
 	if k <= 0 || t < 3 || t/k == before/k {
 		return
 	}
-	h, err := s.gp.Refit(gpucb.FitOptions{Seed: fitSeed(t)})
+	h, err := s.post.Refit(gpucb.FitOptions{Seed: fitSeed(t)})
 	if err != nil {
 		return
 	}
@@ -612,13 +610,13 @@ func fitSeed(t int) uint64 {
 // round (t = 0) is the initial row alone. record, if set, is called with every round's
 // answers before they enter the GP.
 func (s *session) loop(ctx context.Context, initial int, record func([]study.Observation, study.Budget) error) error {
-	for t := s.gp.T(); t < s.cfg.Iterations; {
+	for t := s.post.T(); t < s.cfg.Iterations; {
 		var batch []int
 		if t == 0 {
 			batch = []int{initial}
 		} else {
 			var err error
-			if batch, _, err = s.chooseBatch(min(s.cfg.Batch, s.cfg.Iterations-t)); err != nil {
+			if batch, err = s.chooseBatch(min(s.cfg.Batch, s.cfg.Iterations-t)); err != nil {
 				return fmt.Errorf("modeler: iteration %d: %w", t+1, err)
 			}
 		}
@@ -693,13 +691,13 @@ func (s *session) query(ctx context.Context, rows []int) ([]Answer, study.Budget
 func (s *session) finish() *Result {
 	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
 	for _, i := range s.res.Queried {
-		if m := s.gp.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
+		if m := s.post.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
 			s.res.Recommended, s.res.RecommendedMean = i, m
 		}
 	}
 	s.res.RecommendedMean *= s.cfg.Direction.Sign() // the GP's mean is of Sign·y
 	if s.res.Recommended >= 0 {
-		s.res.RecommendedSD = math.Sqrt(s.gp.Variance(s.res.Recommended)) // of Sign·y too: the same sd
+		s.res.RecommendedSD = math.Sqrt(s.post.Variance(s.res.Recommended)) // of Sign·y too: the same sd
 	} else { // nothing answered yet (an interrupted study): no ±Inf, which JSON cannot hold
 		s.res.RecommendedMean, s.res.BestValue = 0, 0
 	}
