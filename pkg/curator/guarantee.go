@@ -50,7 +50,7 @@ func (c *Curator) projectionGuaranteeWith(eps, delta float64, w wholePatientStat
 	} else {
 		s = fmt.Sprintf("mechanism lifted (Kharkovskii et al. 2020, Algorithm 1): (ε=%g, δ=%g) under the %s neighbour relation as claimed by its Theorem 1, which does not hold: "+
 			"the release is the data times a fixed matrix, so an adversary who knows d+1 rows recovers linear measurements of every other row; "+
-			"curators who need the guarantee use --projection-mechanism gaussian", eps, delta, ProjectionRelation)
+			"curators who need the guarantee use the gaussian projection mechanism", eps, delta, ProjectionRelation)
 	}
 	if n := c.exactAnswersNote(); n != "" {
 		s += "; " + n

@@ -90,7 +90,7 @@ func (r *Runner) dphypoPlan(s jobs.DPHyPOSpec) (dphypoJob, jobs.Plan, error) {
 				return dphypoJob{}, jobs.Plan{}, invalid("%v", err)
 			}
 		default:
-			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
+			return dphypoJob{}, jobs.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so the curator's operator must declare one (a per-run ε or an RDP curve) before it can be used", s.Evaluator)
 		}
 	} else {
 		switch r.boundsSource() {
