@@ -45,17 +45,10 @@ type Config struct {
 	Kernel                        Kernel
 	Lengthscale                   float64
 	SignalVariance, NoiseVariance float64
-	// Delta is δ' ∈ (0, 1) of β_t = 2 log(n t² π² / (6 δ')). Ignored when
-	// ConstantBeta > 0.
-	Delta float64
-	// ConstantBeta > 0 replaces the schedule by a constant β.
-	ConstantBeta float64
-	// SkipQueried makes Next never suggest an index already observed.
-	SkipQueried        bool
-	Standardise        bool
-	Workers            int
-	Capacity           int
-	InputNoiseVariance float64
+	Delta, ConstantBeta           float64
+	SkipQueried, Standardise      bool
+	Workers, Capacity             int
+	InputNoiseVariance            float64
 }
 
 // Posterior returns the posterior's part of c.
