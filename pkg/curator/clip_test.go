@@ -81,7 +81,7 @@ func TestClipNoiseCalibrated(t *testing.T) {
 	if s := (m.NoiseSD() / math.Sqrt2); s < want || s > want*1.01 {
 		t.Errorf("scale of answers clipped to [%g, %g] at ε = %g: %g, want (hi − lo)/ε = %g (≤ 1%% above for the lattice)", lo, hi, eps, s, want)
 	}
-	if sd, err := r.noiseSDFor(clip); err != nil || math.Abs(sd-math.Sqrt2*(m.NoiseSD() / math.Sqrt2)) > 1e-9 {
+	if sd, err := r.noiseSDFor(clip); err != nil || math.Abs(sd-math.Sqrt2*(m.NoiseSD()/math.Sqrt2)) > 1e-9 {
 		t.Errorf("noiseSDFor = %g, %v; want √2 × the scale", sd, err)
 	}
 	pub, _ := r.clipFor(Clip{})

@@ -9,7 +9,7 @@ import (
 // TestErrorIs checks that an Error matches the value of its own reason and no other,
 // through wrapping, and that an unknown reason matches none.
 func TestErrorIs(t *testing.T) {
-	all := []error{ErrBudgetExceeded, ErrDeltaBudgetZero, ErrDimensionAboveFeatures, ErrExactRowLimit, ErrMemoryLimit, ErrUninformative}
+	all := []error{ErrBudgetExceeded, ErrDeltaBudgetZero, ErrDimensionAboveFeatures, ErrExactRowLimit, ErrMemoryLimit, ErrUninformative, ErrLedgerUnavailable}
 	if len(Reasons()) != len(all) || len(sentinels) != len(all) {
 		t.Fatalf("%d reasons, %d values, want %d of each", len(Reasons()), len(sentinels), len(all))
 	}
