@@ -13,14 +13,13 @@ import (
 	"strings"
 	"syscall"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -190,7 +189,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		if dryRun {
 			q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: spec})
 			if err != nil {
-				return fmt.Errorf("job: quote: %w", err)
+				return fmt.Errorf("job: quote: %w", curatorclient.Refused(err))
 			}
 			printJobQuote(stdout, q)
 			if asJSON {
@@ -203,6 +202,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {
+			err = fmt.Errorf("job: submit: %w", curatorclient.Refused(err))
 			if f := refusedForecast(err); f != nil {
 				fmt.Fprintln(stderr, "job refused before any charge: the forecast finds its releases no better than a uniform pick")
 				printForecast(stderr, f)
@@ -211,8 +211,9 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 				} else {
 					fmt.Fprintln(stderr, "  no ε makes it beat a uniform pick by the margin; add --force to run and pay for it anyway")
 				}
+				return &refusedError{hint: "see the forecast above", err: err}
 			}
-			return fmt.Errorf("job: submit: %w", err)
+			return err
 		}
 		fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
 		if !detach {
@@ -286,26 +287,22 @@ func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPS
 }
 
 // refusedForecast returns the forecast a SubmitJob refusal for an uninformative Kusner
-// job carries (its status details), or nil for any other error.
+// job carries (its status details), or nil for any other error: it tells the refusal by
+// its reason (refusal.Uninformative), the forecast is the typed detail beside it.
 func refusedForecast(err error) *curatorv1.KusnerForecast {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.FailedPrecondition {
+	if !errors.Is(err, refusal.ErrUninformative) {
 		return nil
 	}
-	var f *curatorv1.KusnerForecast
-	uninformative := false
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
 	for _, d := range st.Details() {
-		switch d := d.(type) {
-		case *errdetails.ErrorInfo:
-			uninformative = d.GetReason() == "KUSNER_RELEASE_UNINFORMATIVE"
-		case *curatorv1.KusnerForecast:
-			f = d
+		if f, isForecast := d.(*curatorv1.KusnerForecast); isForecast {
+			return f
 		}
 	}
-	if !uninformative {
-		return nil
-	}
-	return f
+	return nil
 }
 
 // printJobQuote prints a job's quote: its price, relation, guarantee and forecast.

@@ -80,13 +80,14 @@ func (e *textError) Error() string { return e.text }
 func (e *textError) Unwrap() error { return e.err }
 
 // run runs a command. A curator that cannot be reached is reported with the flags that
-// say where it is and how to talk to it.
+// say where it is and how to talk to it; a refusal with what to do (explainRefusal,
+// exit status 3).
 func run(args []string, stdout, stderr io.Writer) error {
 	err := runCommand(args, stdout, stderr)
 	if errors.Is(err, modeler.ErrUnreachable) {
 		return &textError{text: err.Error() + " (--curator, --ca, --cert, --key, --server-name)", err: err}
 	}
-	return err
+	return explainRefusal(err)
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) error {

@@ -258,7 +258,7 @@ func TestGuaranteeTexts(t *testing.T) {
 		"mechanism gaussian, the JL projection plus Gaussian noise calibrated to its sensitivity (Kenthapadi et al. 2013)"
 	liftedProj := "mechanism lifted (Kharkovskii et al. 2020, Algorithm 1): (ε=2, δ=1e-05) under the feature-unit neighbour relation as claimed by its Theorem 1, which does not hold: " +
 		"the release is the data times a fixed matrix, so an adversary who knows d+1 rows recovers linear measurements of every other row; " +
-		"curators who need the guarantee use --projection-mechanism gaussian"
+		"curators who need the guarantee use the gaussian projection mechanism"
 	// rowsCurator's dataset is scaled with standardise-nonprivate: no whole-patient guarantee.
 	nonprivateWhole := "Whole patient: no guarantee (the scaling standardise-nonprivate uses the data's own statistics, " +
 		"so one patient's change moves every scaled row and no distance covers it)."

@@ -15,7 +15,9 @@
 //
 // The projection arrives as a header, chunks of rows and a trailer with the SHA-256 of
 // the chunks' bytes (FetchProjection); order, sizes and the checksum are checked before
-// the matrix is used. Errors wrap the gRPC status, so status.Code still reads it.
+// the matrix is used. Errors wrap the gRPC status, so status.Code still reads it; a
+// refusal carrying the curator's google.rpc.ErrorInfo comes back as a *refusal.Error
+// (Refused), so that callers branch on its reason, never on the message.
 package curatorclient
 
 import (
@@ -34,6 +36,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/study"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -62,7 +65,7 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 		if code := status.Code(err); ctx.Err() == nil && (code == codes.Unavailable || code == codes.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %w", modeler.ErrUnreachable, err)
 		}
-		return nil, err
+		return nil, Refused(err)
 	}
 	op := info.GetOutputPrivacy()
 	return &modeler.DatasetInfo{
@@ -89,7 +92,7 @@ func (c *Client) ReleaseProjection(ctx context.Context, req modeler.ProjectionRe
 		Dimension: uint32(req.R), Epsilon: req.Epsilon, Delta: req.Delta, Label: req.Label, WithAnswers: req.WithAnswers,
 	})
 	if err != nil {
-		return nil, err
+		return nil, Refused(err)
 	}
 	out := &modeler.Projection{ReleaseID: p.ReleaseID, Rows: p.Rows, Cols: p.Cols, Replayed: p.Replayed,
 		Guarantee: p.Guarantee, NoiseSD: p.NoiseSD, Budget: Budget(p.Budget), Z: p.Z}
@@ -110,7 +113,7 @@ func (c *Client) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.
 			Label: req.Label, WithAnswers: req.WithAnswers})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("curatorclient: quote: %w", err)
+		return nil, fmt.Errorf("curatorclient: quote: %w", Refused(err))
 	}
 	return QuoteOf(m), nil
 }
@@ -179,7 +182,7 @@ func (c *Client) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOpt
 		wait, ok := retryDelay(err)
 		if !ok {
 			if status.Code(err) != codes.Unavailable {
-				return nil, study.Budget{}, err
+				return nil, study.Budget{}, Refused(err)
 			}
 			wait, backoff = backoff, min(2*backoff, 5*time.Second)
 		}
@@ -187,6 +190,25 @@ func (c *Client) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOpt
 			return nil, study.Budget{}, err
 		}
 	}
+}
+
+// Refused returns err as a *refusal.Error, wrapping err, when its gRPC status carries
+// the curator's google.rpc.ErrorInfo (domain refusal.Domain): its reason and metadata.
+// Any other error, and nil, is returned as it is.
+func Refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	for _, d := range st.Details() {
+		if info, isInfo := d.(*errdetails.ErrorInfo); isInfo && info.GetDomain() == refusal.Domain {
+			return &refusal.Error{Reason: refusal.Reason(info.GetReason()), Metadata: info.GetMetadata(), Err: err}
+		}
+	}
+	return err
 }
 
 // Budget is the modeler's form of a budget message (its feature-unit fields).

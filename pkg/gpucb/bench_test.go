@@ -27,7 +27,7 @@ func (g *GP) snapshot() snapshot {
 
 func (g *GP) restore(s snapshot) {
 	t := s.nrows
-	g.rows, g.lpk, g.u, g.idx, g.ys = g.rows[:t], g.lpk[:s.nlpk], g.u[:t], g.idx[:t], g.ys[:t]
+	g.rows, g.lpk, g.u, g.idx, g.ys, g.nf = g.rows[:t], g.lpk[:s.nlpk], g.u[:t], g.idx[:t], g.ys[:t], g.nf[:t]
 	if g.cfg.Standardise {
 		g.e = g.e[:t]
 	}

@@ -23,6 +23,39 @@
 // (Srinivas et al. 2010, Theorem 1, finite decision set), or a constant β.
 // Ties go to the lowest candidate index.
 //
+// # Posterior and acquisition
+//
+// The model and the rule that chooses from it are separate values (as gonum's
+// optimize.Method is separate from the problem): a Posterior (NewPosterior) holds the
+// GP conditioned on the observations (Observe, Mean, Variance, SetHyper, Refit,
+// Fantasize), and an Acquisition chooses the next candidate from a Posterior. UCB, with
+// the β_t schedule above, is the first Acquisition; another rule is one more type with a
+// Next method, which scans the candidates with Posterior.ArgmaxUpper (rules of the form
+// µ + w σ, on the posterior's workers) or Posterior.Argmax (any score of µ and σ). GP
+// (New) is the two together for the sequential loop: a Posterior driven by the UCB of
+// its Config.
+//
+// # Fantasies (GP-BUCB)
+//
+// GP-BUCB (Desautels, Krause and Burdick 2014) chooses a batch by conditioning on the
+// pending candidates as if their outputs were their posterior means. Fantasize(i) does
+// that: conditioning on y = µ(z_i) leaves the mean unchanged everywhere, so it appends a
+// row to L and to V and updates the variance only (O(n·(dim + t)), as an observation),
+// while the standardisation stays that of the real observations. UCB counts pending
+// fantasies in the t of β_t. DropFantasies restores the variance (saved before the first
+// fantasy) and the queried flags exactly and returns the rows to be reused; a real
+// Observe, SetHyper, SetNoiseFactors or Refit needs the fantasies dropped first.
+//
+// # Per-observation noise
+//
+// ObserveNoise(i, y, f) observes with noise variance f·σ_n² instead of σ_n² (the
+// heteroscedastic GP, K + diag(σ_n² f_j); Rasmussen & Williams 2006, §2.2): the factors
+// are kept beside the observations (NoiseFactors, Observed), replayed by SetHyper, and
+// replaced all at once by SetNoiseFactors. Refit refuses once some factor is not 1 (its
+// likelihood has one noise variance). A fantasy has factor 1 (Fantasize) or the factor
+// the pending answer will have (FantasizeNoise), so that it shrinks the variance as that
+// answer will.
+//
 // # Incremental algorithm
 //
 // The candidate set is fixed, so the package keeps, for every candidate z,

@@ -369,7 +369,7 @@ func sampleVariance(y []float64) float64 {
 }
 
 // Hyper returns the current kernel hyperparameters.
-func (g *GP) Hyper() Hyper {
+func (g *Posterior) Hyper() Hyper {
 	return Hyper{g.cfg.Lengthscale, g.cfg.SignalVariance, g.cfg.NoiseVariance}
 }
 
@@ -378,7 +378,10 @@ func (g *GP) Hyper() Hyper {
 // buffers already allocated). If the replay fails (a conditional variance numerically
 // zero under h) the previous hyperparameters and state are restored and the error is
 // returned.
-func (g *GP) SetHyper(h Hyper) error {
+func (g *Posterior) SetHyper(h Hyper) error {
+	if len(g.fant) > 0 {
+		return fmt.Errorf("gpucb: new hyperparameters with %d fantasies pending; drop them first", len(g.fant))
+	}
 	cfg := g.cfg
 	cfg.Lengthscale, cfg.SignalVariance, cfg.NoiseVariance = h.Lengthscale, h.SignalVariance, h.NoiseVariance
 	if err := cfg.validate(); err != nil {
@@ -399,8 +402,12 @@ func (g *GP) SetHyper(h Hyper) error {
 }
 
 // SetNoiseFactors sets each observation's noise factor (ObserveNoise), in the order
-// observed, and recomputes the posterior. On error the GP is left as it was.
-func (g *GP) SetNoiseFactors(nf []float64) error {
+// observed, and recomputes the posterior. On error, or with fantasies pending
+// (DropFantasies first), the posterior is left as it was.
+func (g *Posterior) SetNoiseFactors(nf []float64) error {
+	if len(g.fant) > 0 {
+		return fmt.Errorf("gpucb: new noise factors with %d fantasies pending; drop them first", len(g.fant))
+	}
 	if len(nf) != len(g.idx) {
 		return fmt.Errorf("gpucb: %d noise factors for %d observations", len(nf), len(g.idx))
 	}
@@ -417,15 +424,16 @@ func (g *GP) SetNoiseFactors(nf []float64) error {
 }
 
 // NoiseFactors returns each observation's noise factor, in the order observed.
-func (g *GP) NoiseFactors() []float64 { return append([]float64(nil), g.nf...) }
+func (g *Posterior) NoiseFactors() []float64 { return append([]float64(nil), g.nf...) }
 
 // Observed returns the observed indices and outputs, in the order observed.
-func (g *GP) Observed() ([]int, []float64) {
+func (g *Posterior) Observed() ([]int, []float64) {
 	return append([]int(nil), g.idx...), append([]float64(nil), g.ys...)
 }
 
-// rebuild resets the state to no observations under cfg and replays (idx, ys).
-func (g *GP) rebuild(cfg Config, idx []int, ys, nf []float64) error {
+// rebuild resets the state to no observations under cfg and replays (idx, ys) with
+// noise factors nf.
+func (g *Posterior) rebuild(cfg PosteriorConfig, idx []int, ys, nf []float64) error {
 	g.cfg = cfg
 	g.kdiag = cfg.SignalVariance
 	g.prepareKernel()
@@ -454,11 +462,14 @@ func (g *GP) rebuild(cfg Config, idx []int, ys, nf []float64) error {
 // likelihood of the expected kernel the GP uses, its σ² held fixed) and rebuilds the incremental state with
 // SetHyper. On any failure the GP keeps its previous hyperparameters and state and the
 // error is returned. It needs at least two observations.
-func (g *GP) Refit(opt FitOptions) (Hyper, error) {
+func (g *Posterior) Refit(opt FitOptions) (Hyper, error) {
 	t := g.T()
 	cur := g.Hyper()
 	if t < 2 {
 		return cur, fmt.Errorf("gpucb: refit needs at least 2 observations, have %d", t)
+	}
+	if len(g.fant) > 0 {
+		return cur, fmt.Errorf("gpucb: refit with %d fantasies pending; drop them first", len(g.fant))
 	}
 	for _, f := range g.nf {
 		if f != 1 {

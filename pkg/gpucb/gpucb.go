@@ -9,8 +9,8 @@ import (
 	"sync"
 )
 
-// Config holds the GP prior, the UCB schedule and execution settings.
-type Config struct {
+// PosteriorConfig holds the GP prior and the execution settings of a Posterior.
+type PosteriorConfig struct {
 	Kernel Kernel
 	// Lengthscale l > 0 of the kernel, in the units of the candidates
 	// (see DefaultLengthscale).
@@ -18,21 +18,14 @@ type Config struct {
 	// SignalVariance σ_y² > 0 and NoiseVariance σ_n² ≥ 0. With Standardise
 	// they are in standardised output units.
 	SignalVariance, NoiseVariance float64
-	// Delta is δ' ∈ (0, 1) of β_t = 2 log(n t² π² / (6 δ')). Ignored when
-	// ConstantBeta > 0.
-	Delta float64
-	// ConstantBeta > 0 replaces the schedule by a constant β.
-	ConstantBeta float64
-	// SkipQueried makes Next never suggest an index already observed.
-	SkipQueried bool
 	// Standardise models (y − mean)/sd of the outputs seen so far; Mean,
 	// Variance and the acquisition stay in the original units.
 	Standardise bool
 	// Workers is the number of goroutines for the O(n) loops; 0 means
 	// GOMAXPROCS.
 	Workers int
-	// Capacity is the expected number of observations, used to size buffers
-	// up front; more observations are still accepted.
+	// Capacity is the expected number of observations (fantasies included),
+	// used to size buffers up front; more observations are still accepted.
 	Capacity int
 	// InputNoiseVariance σ² ≥ 0 is the variance of independent Gaussian noise
 	// in every coordinate of every candidate: the candidates are z = x + e,
@@ -45,14 +38,40 @@ type Config struct {
 	InputNoiseVariance float64
 }
 
-// GP is an exact GP-UCB posterior over a fixed candidate set. Create one with
-// New; it is not safe for concurrent use. Memory: about 8·n bytes per
-// observation (one row of V) plus four length-n buffers, beside the
-// caller's candidates.
-type GP struct {
+// Config holds the settings of a GP: those of its Posterior (the fields of
+// PosteriorConfig, documented there) and of its UCB rule (Delta, ConstantBeta,
+// SkipQueried, documented on UCB), in one flat struct.
+type Config struct {
+	Kernel                        Kernel
+	Lengthscale                   float64
+	SignalVariance, NoiseVariance float64
+	Delta, ConstantBeta           float64
+	SkipQueried, Standardise      bool
+	Workers, Capacity             int
+	InputNoiseVariance            float64
+}
+
+// Posterior returns the posterior's part of c.
+func (c Config) Posterior() PosteriorConfig {
+	return PosteriorConfig{Kernel: c.Kernel, Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance,
+		NoiseVariance: c.NoiseVariance, Standardise: c.Standardise, Workers: c.Workers, Capacity: c.Capacity,
+		InputNoiseVariance: c.InputNoiseVariance}
+}
+
+// UCB returns the acquisition rule's part of c.
+func (c Config) UCB() UCB {
+	return UCB{Delta: c.Delta, ConstantBeta: c.ConstantBeta, SkipQueried: c.SkipQueried}
+}
+
+// Posterior is an exact GP posterior over a fixed candidate set, updated
+// incrementally (package documentation). Create one with NewPosterior; it is
+// not safe for concurrent use. Memory: about 8·n bytes per observation (one
+// row of V) plus four length-n buffers (five while fantasies are pending),
+// beside the caller's candidates.
+type Posterior struct {
 	cands  []float64
 	n, dim int
-	cfg    Config
+	cfg    PosteriorConfig
 	kdiag  float64 // k(z, z) = σ_y²
 	kern   kernelParams
 	prior  *rowPrior // nil without input noise
@@ -86,6 +105,13 @@ type GP struct {
 
 	// Standardisation: shift = first output; Welford mean/M2 of y − shift.
 	shift, dmean, m2 float64
+
+	// Fantasies (Fantasize): rows of V past T() are theirs; fant holds their
+	// candidates, fantWas whether each was queried before, vrReal σ̃² under the
+	// real observations alone, restored by DropFantasies.
+	fant    []int
+	fantWas []bool
+	vrReal  []float64
 }
 
 // Tile width (candidates) of the inner loops: the 16 KiB of the new row being
@@ -95,10 +121,10 @@ const tile = 2048
 // minBlock is the smallest number of candidates worth a goroutine.
 const minBlock = 2048
 
-// New returns a GP-UCB posterior with no observations over the n candidates
-// cands (row-major n×dim). cands is not copied: the caller must not modify
-// it while the GP is in use.
-func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
+// NewPosterior returns the prior (a posterior with no observations) over the
+// n candidates cands (row-major n×dim). cands is not copied: the caller must
+// not modify it while the posterior is in use.
+func NewPosterior(cands []float64, n, dim int, cfg PosteriorConfig) (*Posterior, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("gpucb: need at least one candidate, got n = %d", n)
 	}
@@ -121,7 +147,7 @@ func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
 		w = runtime.GOMAXPROCS(0)
 	}
 	w = max(1, min(w, (n+minBlock-1)/minBlock))
-	g := &GP{
+	g := &Posterior{
 		cands:     cands,
 		n:         n,
 		dim:       dim,
@@ -159,10 +185,11 @@ func New(cands []float64, n, dim int, cfg Config) (*GP, error) {
 	g.col = make([]float64, 0, c)
 	g.idx = make([]int, 0, c)
 	g.ys = make([]float64, 0, c)
+	g.nf = make([]float64, 0, c)
 	return g, nil
 }
 
-func (c *Config) validate() error {
+func (c *PosteriorConfig) validate() error {
 	if !c.Kernel.valid() {
 		return fmt.Errorf("gpucb: invalid kernel %v", c.Kernel)
 	}
@@ -174,12 +201,6 @@ func (c *Config) validate() error {
 	}
 	if !(c.NoiseVariance >= 0) || math.IsInf(c.NoiseVariance, 0) {
 		return fmt.Errorf("gpucb: noise variance must be non-negative and finite, got %g", c.NoiseVariance)
-	}
-	if !(c.ConstantBeta >= 0) || math.IsInf(c.ConstantBeta, 0) {
-		return fmt.Errorf("gpucb: constant beta must be non-negative and finite (0 = use the schedule), got %g", c.ConstantBeta)
-	}
-	if c.ConstantBeta == 0 && !(c.Delta > 0 && c.Delta < 1) {
-		return fmt.Errorf("gpucb: delta' of the beta schedule must be in (0, 1), got %g", c.Delta)
 	}
 	if c.Workers < 0 {
 		return fmt.Errorf("gpucb: workers must be non-negative (0 = GOMAXPROCS), got %d", c.Workers)
@@ -240,21 +261,23 @@ func DefaultLengthscale(cands []float64, n, dim int) float64 {
 	return 1
 }
 
-// T returns the number of observations so far.
-func (g *GP) T() int { return len(g.idx) }
+// T returns the number of real observations so far (fantasies not counted).
+func (g *Posterior) T() int { return len(g.idx) }
 
-// Beta returns the β that the next call of Next uses: ConstantBeta if set,
-// otherwise β_{t+1} of the schedule with t = T().
-func (g *GP) Beta() float64 {
-	if g.cfg.ConstantBeta > 0 {
-		return g.cfg.ConstantBeta
-	}
-	return Beta(g.n, g.T()+1, g.cfg.Delta)
-}
+// Config returns the posterior's settings, with the hyperparameters in use
+// (those of SetHyper or Refit, if called).
+func (g *Posterior) Config() PosteriorConfig { return g.cfg }
+
+// N returns the number of candidates.
+func (g *Posterior) N() int { return g.n }
+
+// Queried reports whether candidate i has been observed or fantasised. It
+// panics if i is out of range.
+func (g *Posterior) Queried(i int) bool { return g.queried[i] }
 
 // scale returns the output mean offset terms and sd of the standardisation:
 // µ(z) = base + a(z) − mp·b(z), σ²(z) = s²·σ̃²(z).
-func (g *GP) scale() (base, mp, s float64) {
+func (g *Posterior) scale() (base, mp, s float64) {
 	if !g.cfg.Standardise {
 		return 0, 0, 1
 	}
@@ -268,9 +291,22 @@ func (g *GP) scale() (base, mp, s float64) {
 	return g.shift + g.dmean, g.dmean, s
 }
 
+// Standardisation returns the mean m and the sd s by which the outputs are
+// standardised (package documentation): the sample mean and standard deviation
+// (divisor t − 1) of the real observations, s = 1 while t < 2 or when they are
+// all equal; (0, 1) without Standardise or before the first observation.
+// Fantasies do not change them.
+func (g *Posterior) Standardisation() (m, s float64) {
+	base, _, s := g.scale()
+	if !g.cfg.Standardise || len(g.idx) == 0 {
+		return 0, 1
+	}
+	return base, s
+}
+
 // Mean returns the posterior mean µ_t at candidate i, in original output
 // units. It panics if i is out of range.
-func (g *GP) Mean(i int) float64 {
+func (g *Posterior) Mean(i int) float64 {
 	if !g.cfg.Standardise {
 		return g.a[i]
 	}
@@ -281,20 +317,53 @@ func (g *GP) Mean(i int) float64 {
 // Variance returns the posterior variance σ²_t at candidate i, in original
 // output units (rounding below 0 is reported as 0). It panics if i is out of
 // range.
-func (g *GP) Variance(i int) float64 {
+func (g *Posterior) Variance(i int) float64 {
 	_, _, s := g.scale()
 	return s * s * max(g.vr[i], 0)
 }
 
-// Next returns the candidate maximising µ_t(z) + sqrt(β_{t+1}) σ_t(z), with
-// t = T() and β from Beta; ties go to the lowest index. With SkipQueried,
-// observed candidates are never returned and it is an error if all are.
-func (g *GP) Next() (int, error) {
+// ArgmaxUpper returns the candidate maximising µ(z) + w σ(z) (an upper
+// confidence bound for w > 0, the mean for w = 0), in original output units;
+// ties go to the lowest index. With skipQueried, candidates observed or
+// fantasised are never returned, and it is an error if all are. It runs on
+// the posterior's workers and is the scan UCB uses.
+func (g *Posterior) ArgmaxUpper(w float64, skipQueried bool) (int, error) {
 	base, mp, s := g.scale()
-	sb := math.Sqrt(g.Beta()) * s
-	g.parallel(func(w, lo, hi int) {
-		g.bestIdx[w], g.bestScore[w] = g.argmax(lo, hi, base, mp, sb)
+	sb := w * s
+	g.parallel(func(wk, lo, hi int) {
+		g.bestIdx[wk], g.bestScore[wk] = g.argmaxUpper(lo, hi, base, mp, sb, skipQueried)
 	})
+	return g.best(skipQueried)
+}
+
+// Argmax returns the candidate maximising score(i, µ(z_i), σ(z_i)), in
+// original output units; ties go to the lowest index and NaN scores are
+// never chosen. With skipQueried, candidates observed or fantasised are never
+// returned. score is called concurrently from the posterior's workers, once
+// per candidate. It is the scan for an acquisition rule that is not of the
+// form µ + w σ (ArgmaxUpper is faster for those).
+func (g *Posterior) Argmax(score func(i int, mean, sd float64) float64, skipQueried bool) (int, error) {
+	g.parallel(func(wk, lo, hi int) {
+		best, bestScore := -1, math.Inf(-1)
+		for i := lo; i < hi; i++ {
+			if skipQueried && g.queried[i] {
+				continue
+			}
+			sc := score(i, g.Mean(i), math.Sqrt(g.Variance(i)))
+			if math.IsNaN(sc) {
+				continue
+			}
+			if best < 0 || sc > bestScore {
+				best, bestScore = i, sc
+			}
+		}
+		g.bestIdx[wk], g.bestScore[wk] = best, bestScore
+	})
+	return g.best(skipQueried)
+}
+
+// best combines the workers' results of a scan.
+func (g *Posterior) best(skipQueried bool) (int, error) {
 	best, bestScore := -1, math.Inf(-1)
 	for w, i := range g.bestIdx {
 		if i >= 0 && (best < 0 || g.bestScore[w] > bestScore) {
@@ -302,7 +371,7 @@ func (g *GP) Next() (int, error) {
 		}
 	}
 	if best < 0 {
-		if g.cfg.SkipQueried && !slices.Contains(g.queried, false) {
+		if skipQueried && !slices.Contains(g.queried, false) {
 			return -1, fmt.Errorf("gpucb: all %d candidates have been queried", g.n)
 		}
 		return -1, errors.New("gpucb: no candidate has a defined acquisition value (NaN everywhere: outputs or hyperparameters beyond float64's range)")
@@ -310,14 +379,13 @@ func (g *GP) Next() (int, error) {
 	return best, nil
 }
 
-func (g *GP) argmax(lo, hi int, base, mp, sb float64) (int, float64) {
+func (g *Posterior) argmaxUpper(lo, hi int, base, mp, sb float64, skip bool) (int, float64) {
 	best, bestScore := -1, math.Inf(-1)
 	a, vr, q := g.a[lo:hi], g.vr[lo:hi], g.queried[lo:hi]
 	var b []float64
 	if g.cfg.Standardise {
 		b = g.b[lo:hi]
 	}
-	skip := g.cfg.SkipQueried
 	for k := range a {
 		if skip && q[k] {
 			continue
@@ -337,21 +405,23 @@ func (g *GP) argmax(lo, hi int, base, mp, sb float64) (int, float64) {
 	return best, bestScore
 }
 
-// Observe conditions the GP on output y at candidate i. Observing the same
-// index again is allowed and counts as a second, independent noisy
-// observation. It returns an error, leaving the GP unchanged, if i is out of
-// range, y is not finite, or the conditional variance plus noise at i is
-// numerically zero (see the package documentation).
-func (g *GP) Observe(i int, y float64) error {
+// Observe conditions the posterior on output y at candidate i. Observing the
+// same index again is allowed and counts as a second, independent noisy
+// observation. It returns an error, leaving the posterior unchanged, if i is
+// out of range, y is not finite, fantasies are pending (DropFantasies first),
+// or the conditional variance plus noise at i is numerically zero (see the
+// package documentation).
+func (g *Posterior) Observe(i int, y float64) error {
 	return g.ObserveNoise(i, y, 1)
 }
 
 // ObserveNoise is Observe for an observation whose noise variance is factor times
-// Config.NoiseVariance (factor > 0 and finite): the heteroscedastic GP, in which the
-// covariance of the observations is K + diag(σ_n²·factor_j) (Rasmussen & Williams 2006,
-// §2.2, with a known noise variance per observation). The modeler uses it for answers
-// released with a narrower clip range, whose noise is smaller (docs/MATHS.md §2.3).
-func (g *GP) ObserveNoise(i int, y, factor float64) error {
+// PosteriorConfig.NoiseVariance (factor > 0 and finite): the heteroscedastic GP, in
+// which the covariance of the observations is K + diag(σ_n²·factor_j) (Rasmussen &
+// Williams 2006, §2.2, with a known noise variance per observation). The modeler uses
+// it for answers released with a narrower clip range, whose noise is smaller
+// (docs/MATHS.md §2.3).
+func (g *Posterior) ObserveNoise(i int, y, factor float64) error {
 	if !(factor > 0) || math.IsInf(factor, 0) {
 		return fmt.Errorf("gpucb: observation at candidate %d: noise factor must be positive and finite, got %g", i, factor)
 	}
@@ -361,25 +431,18 @@ func (g *GP) ObserveNoise(i int, y, factor float64) error {
 	if math.IsNaN(y) || math.IsInf(y, 0) {
 		return fmt.Errorf("gpucb: observation at candidate %d is not finite (%g)", i, y)
 	}
+	if len(g.fant) > 0 {
+		return fmt.Errorf("gpucb: observation at candidate %d with %d fantasies pending; drop them first", i, len(g.fant))
+	}
 	t := len(g.idx)
 	if g.cfg.Standardise && t > 0 && math.IsInf(y-g.shift, 0) {
 		return fmt.Errorf("gpucb: observation at candidate %d is %g, and its difference from the first observation %g overflows float64; rescale the outputs", i, y, g.shift)
 	}
-	col := g.col[:0]
-	var ss float64
-	for _, r := range g.rows {
-		v := r[i]
-		col = append(col, v)
-		ss += v * v
+	ltt, err := g.column(i, factor)
+	if err != nil {
+		return err
 	}
-	g.col = col
-	nv := g.cfg.NoiseVariance * factor
-	l2 := g.kdiag + nv - ss
-	if tol := 1e-10 * (g.kdiag + nv); !(l2 > tol) {
-		return fmt.Errorf("gpucb: candidate %d: conditional variance plus noise %.3g is numerically zero (≤ %.3g); "+
-			"it duplicates earlier observations: increase NoiseVariance or set SkipQueried", i, l2, tol)
-	}
-	ltt := math.Sqrt(l2)
+	col := g.col
 
 	// Standardisation shift and Welford statistics.
 	if g.cfg.Standardise && t == 0 {
@@ -402,29 +465,118 @@ func (g *GP) ObserveNoise(i int, y, factor float64) error {
 	}
 	ut /= ltt
 	et /= ltt
-	g.lpk = append(append(g.lpk, col...), ltt)
 	g.u = append(g.u, ut)
 	if g.cfg.Standardise {
 		g.e = append(g.e, et)
 	}
-
-	nr := g.newRow()
-	zi := g.kc[i*g.dim : (i+1)*g.dim]
-	inv := 1 / ltt
-	g.parallel(func(_, lo, hi int) {
-		g.extend(nr, i, zi, lo, hi, inv, ut, et)
-	})
-	g.rows = append(g.rows, nr)
-	g.queried[i] = true
+	g.appendRow(i, ltt, ut, et, true)
 	g.idx = append(g.idx, i)
 	g.ys = append(g.ys, y)
 	g.nf = append(g.nf, factor)
 	return nil
 }
 
-// extend computes the new row of V on [lo, hi) and updates the variance and
-// the means there. g.col holds V_j(i) for the rows already in g.rows.
-func (g *GP) extend(nr []float64, i int, zi []float64, lo, hi int, inv, ut, et float64) {
+// Fantasize conditions the posterior on a pending observation at candidate i
+// whose value is the posterior mean there: GP-BUCB's hallucinated observation
+// (Desautels, Krause and Burdick 2014, JMLR 15). The mean stays as it is
+// everywhere (conditioning on y = µ(z_i) does not move it) and is not
+// recomputed; the variance shrinks as if z_i had been observed, and i counts
+// as queried. The standardisation stays that of the real observations. Undo
+// all fantasies with DropFantasies before the next Observe, SetHyper,
+// SetNoiseFactors or Refit. It returns an error, leaving the posterior
+// unchanged, if i is out of range or its conditional variance plus noise is
+// numerically zero (a fantasy at a candidate already observed, with tiny
+// NoiseVariance). The fantasy's noise variance is NoiseVariance
+// (FantasizeNoise for another).
+func (g *Posterior) Fantasize(i int) error {
+	return g.FantasizeNoise(i, 1)
+}
+
+// FantasizeNoise is Fantasize for a pending observation whose noise variance will
+// be factor times NoiseVariance (ObserveNoise): the variance then shrinks as the
+// real answer, with its own noise, will shrink it. factor must be positive and
+// finite.
+func (g *Posterior) FantasizeNoise(i int, factor float64) error {
+	if i < 0 || i >= g.n {
+		return fmt.Errorf("gpucb: fantasy index %d out of range [0, %d)", i, g.n)
+	}
+	if !(factor > 0) || math.IsInf(factor, 0) {
+		return fmt.Errorf("gpucb: fantasy at candidate %d: noise factor must be positive and finite, got %g", i, factor)
+	}
+	ltt, err := g.column(i, factor)
+	if err != nil {
+		return err
+	}
+	if len(g.fant) == 0 {
+		g.vrReal = append(g.vrReal[:0], g.vr...)
+	}
+	g.fant = append(g.fant, i)
+	g.fantWas = append(g.fantWas, g.queried[i])
+	g.appendRow(i, ltt, 0, 0, false)
+	return nil
+}
+
+// Pending returns the number of fantasies (Fantasize) not yet dropped.
+func (g *Posterior) Pending() int { return len(g.fant) }
+
+// DropFantasies undoes every Fantasize since the last real observation,
+// exactly: the variance and the queried candidates are restored, not
+// recomputed.
+func (g *Posterior) DropFantasies() {
+	if len(g.fant) == 0 {
+		return
+	}
+	for k := len(g.fant) - 1; k >= 0; k-- {
+		g.queried[g.fant[k]] = g.fantWas[k]
+	}
+	t := len(g.idx)
+	g.spare = append(g.spare, g.rows[t:]...)
+	clear(g.rows[t:])
+	g.rows = g.rows[:t]
+	g.lpk = g.lpk[:t*(t+1)/2]
+	copy(g.vr, g.vrReal)
+	g.fant, g.fantWas = g.fant[:0], g.fantWas[:0]
+}
+
+// column fills g.col with V_j(i) for every row of V and returns the new
+// diagonal entry l_tt of L for an observation at i with noise variance factor ×
+// NoiseVariance, or an error if l_tt² is numerically zero.
+func (g *Posterior) column(i int, factor float64) (float64, error) {
+	col := g.col[:0]
+	var ss float64
+	for _, r := range g.rows {
+		v := r[i]
+		col = append(col, v)
+		ss += v * v
+	}
+	g.col = col
+	nv := g.cfg.NoiseVariance * factor
+	l2 := g.kdiag + nv - ss
+	if tol := 1e-10 * (g.kdiag + nv); !(l2 > tol) {
+		return 0, fmt.Errorf("gpucb: candidate %d: conditional variance plus noise %.3g is numerically zero (≤ %.3g); "+
+			"it duplicates earlier observations: increase NoiseVariance or set SkipQueried", i, l2, tol)
+	}
+	return math.Sqrt(l2), nil
+}
+
+// appendRow appends row (g.col, ltt) to L and the new row of V for candidate
+// i, updating the variance and, with means, the means by u_t = ut, e_t = et.
+func (g *Posterior) appendRow(i int, ltt, ut, et float64, means bool) {
+	g.lpk = append(append(g.lpk, g.col...), ltt)
+	nr := g.newRow()
+	zi := g.kc[i*g.dim : (i+1)*g.dim]
+	inv := 1 / ltt
+	g.parallel(func(_, lo, hi int) {
+		g.extend(nr, i, zi, lo, hi, inv, ut, et, means)
+	})
+	g.rows = append(g.rows, nr)
+	g.queried[i] = true
+}
+
+// extend computes the new row of V on [lo, hi) and updates the variance and,
+// with means, the means there. g.col holds V_j(i) for the rows already in
+// g.rows.
+func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, ut, et float64, means bool) {
 	col := g.col
 	rows := g.rows
 	for t0 := lo; t0 < hi; t0 += tile {
@@ -452,8 +604,17 @@ func (g *GP) extend(nr []float64, i int, zi []float64, lo, hi int, inv, ut, et f
 			}
 		}
 		vr := g.vr[t0:t1]
+		vr = vr[:len(seg)]
+		if !means {
+			for k := range seg {
+				v := seg[k] * inv
+				seg[k] = v
+				vr[k] -= v * v
+			}
+			continue
+		}
 		a := g.a[t0:t1]
-		vr, a = vr[:len(seg)], a[:len(seg)]
+		a = a[:len(seg)]
 		for k := range seg {
 			v := seg[k] * inv
 			seg[k] = v
@@ -473,7 +634,7 @@ func (g *GP) extend(nr []float64, i int, zi []float64, lo, hi int, inv, ut, et f
 // newRow returns storage for one more row of V. Chunks grow geometrically
 // (the first holds Capacity rows, later ones half the rows so far) and are
 // never copied, so peak memory stays close to what the rows need.
-func (g *GP) newRow() []float64 {
+func (g *Posterior) newRow() []float64 {
 	if k := len(g.spare); k > 0 {
 		r := g.spare[k-1]
 		g.spare = g.spare[:k-1]
@@ -489,7 +650,7 @@ func (g *GP) newRow() []float64 {
 }
 
 // parallel runs f on the candidate blocks, block 0 on the calling goroutine.
-func (g *GP) parallel(f func(w, lo, hi int)) {
+func (g *Posterior) parallel(f func(w, lo, hi int)) {
 	nw := len(g.bounds) - 1
 	if nw == 1 {
 		f(0, 0, g.n)

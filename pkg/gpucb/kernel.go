@@ -55,7 +55,7 @@ type kernelParams struct {
 
 // prepareKernel sets g.kern and, under input noise, the kernel coordinates g.kc for the
 // current configuration.
-func (g *GP) prepareKernel() {
+func (g *Posterior) prepareKernel() {
 	l := g.cfg.Lengthscale
 	if g.prior == nil {
 		g.kc = g.cands
@@ -90,7 +90,7 @@ func DebiasLengthscale(m float64, dim int, inputNoiseVariance float64) float64 {
 // kernelRow sets out[z−lo] = k(zi, cands[z]) for z in [lo, hi), zi being the kernel
 // coordinates of candidate i (g.kc): the expected kernel under input noise for z ≠ i,
 // and k(z_i, z_i) = σ_y² for z = i.
-func (g *GP) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
+func (g *Posterior) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	dim := g.dim
 	kp := g.kern
 	sv := kp.sv

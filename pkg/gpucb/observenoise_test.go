@@ -96,3 +96,69 @@ func TestObserveNoiseMatchesDense(t *testing.T) {
 		}
 	}
 }
+
+// TestFantasizeNoise: a fantasy with noise factor f (FantasizeNoise) shrinks the variance
+// exactly as a real observation of the posterior mean with factor f would (a twin
+// posterior that observes it), on a posterior whose real observations have mixed
+// factors; the mean is unchanged, the fantasy's factor is not one of the observations'
+// (NoiseFactors), SetNoiseFactors waits for the fantasies to be dropped, and a fantasy
+// of factor 1 gives another variance, so the test would see the factor ignored.
+func TestFantasizeNoise(t *testing.T) {
+	const n, dim = 80, 2
+	rng := rand.New(rand.NewPCG(4, 21))
+	cands := randomCands(rng, n, dim)
+	cfg := PosteriorConfig{Kernel: SquaredExponential, Lengthscale: 0.4, SignalVariance: 1.1, NoiseVariance: 0.3}
+	build := func() *Posterior {
+		p, err := NewPosterior(cands, n, dim, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(5, 5))
+		for step, i := range r.Perm(n)[:10] {
+			if err := p.ObserveNoise(i, smooth(cands[i*dim:(i+1)*dim]), []float64{1, 0.25, 0.04}[step%3]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	p, twin := build(), build()
+	const f = 0.04
+	i := 3
+	mean := make([]float64, n)
+	for z := range n {
+		mean[z] = p.Mean(z)
+	}
+	if err := p.FantasizeNoise(i, f); err != nil {
+		t.Fatal(err)
+	}
+	if err := twin.ObserveNoise(i, twin.Mean(i), f); err != nil {
+		t.Fatal(err)
+	}
+	for z := range n {
+		if !near(p.Variance(z), twin.Variance(z), 1e-9) || p.Mean(z) != mean[z] {
+			t.Fatalf("candidate %d: fantasy variance %.12g mean %.12g, want %.12g and %.12g", z, p.Variance(z), p.Mean(z), twin.Variance(z), mean[z])
+		}
+	}
+	if got := p.NoiseFactors(); len(got) != p.T() {
+		t.Errorf("NoiseFactors has %d entries with a fantasy pending, want the %d real observations'", len(got), p.T())
+	}
+	if err := p.SetNoiseFactors(p.NoiseFactors()); err == nil {
+		t.Error("SetNoiseFactors with a fantasy pending succeeded")
+	}
+	one := build()
+	if err := one.Fantasize(i); err != nil {
+		t.Fatal(err)
+	}
+	if d := math.Abs(one.Variance(i) - p.Variance(i)); d < 1e-3 {
+		t.Errorf("fantasies of factor 1 and %g differ by %g in variance at the row; the test would not see the factor ignored", f, d)
+	}
+	p.DropFantasies()
+	if err := p.SetNoiseFactors(p.NoiseFactors()); err != nil {
+		t.Errorf("SetNoiseFactors after DropFantasies: %v", err)
+	}
+	for _, bad := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if err := p.FantasizeNoise(0, bad); err == nil || p.Pending() != 0 {
+			t.Errorf("FantasizeNoise with factor %g accepted", bad)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package modeler
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/study"
@@ -36,8 +37,10 @@ func syntheticSession(t *testing.T, raw bool, obs int) (*session, func(i int) fl
 }
 
 // TestChooseBatch checks GP-BUCB's batches: q distinct unqueried rows, the first the
-// sequential GP-UCB choice; after the stand-ins the posterior mean is unchanged (exact
-// property of conditioning on y = µ(x)) and the variance at every pending row has shrunk.
+// sequential GP-UCB choice; with the fantasies pending the posterior mean is unchanged
+// (exact property of conditioning on y = µ(x)), the variance at every pending row has
+// shrunk, and the next choice is the batch's next row; chooseBatch leaves the posterior
+// with the real answers alone.
 func TestChooseBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -52,18 +55,22 @@ func TestChooseBatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := syntheticSession(t, tc.raw, tc.obs)
-			seq, err := s.gp.Next()
+			seq, err := s.acq.Next(s.post)
 			if err != nil {
 				t.Fatal(err)
 			}
-			one, scratch, err := s.chooseBatch(1)
+			one, err := s.chooseBatch(1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(one) != 1 || one[0] != seq || scratch != nil {
-				t.Errorf("chooseBatch(1) = %v (scratch %v), want [%d] (the sequential choice) and no scratch GP", one, scratch != nil, seq)
+			if len(one) != 1 || one[0] != seq || s.post.Pending() != 0 {
+				t.Errorf("chooseBatch(1) = %v (%d fantasies left), want [%d] (the sequential choice) and none", one, s.post.Pending(), seq)
 			}
-			batch, scratch, err := s.chooseBatch(tc.q)
+			mean0, var0 := make([]float64, s.n), make([]float64, s.n)
+			for i := range s.n {
+				mean0[i], var0[i] = s.post.Mean(i), s.post.Variance(i)
+			}
+			batch, err := s.fantasizeBatch(tc.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,29 +87,31 @@ func TestChooseBatch(t *testing.T) {
 				}
 				seen[i] = true
 			}
-			if s.gp.T() != tc.obs {
-				t.Errorf("real GP has %d observations after chooseBatch, want %d (stand-ins must not reach it)", s.gp.T(), tc.obs)
+			if s.post.T() != tc.obs || s.post.Pending() != tc.q-1 {
+				t.Errorf("posterior has %d observations and %d fantasies, want %d real + %d fantasies", s.post.T(), s.post.Pending(), tc.obs, tc.q-1)
 			}
-			if scratch.T() != tc.obs+tc.q-1 {
-				t.Errorf("scratch GP has %d observations, want %d real + %d stand-ins", scratch.T(), tc.obs, tc.q-1)
-			}
-			m, sd := s.standardisation()
-			// Mean unchanged: µ̃_{t,k}(z) = (µ_t(z) − m)/s for every z. The tolerance covers the
-			// two GPs' different (but exact) arithmetic: 1e-8 in standardised units.
-			var maxDiff float64
 			for i := range s.n {
-				maxDiff = max(maxDiff, math.Abs(scratch.Mean(i)-(s.gp.Mean(i)-m)/sd))
+				if s.post.Mean(i) != mean0[i] {
+					t.Fatalf("fantasies moved the posterior mean at %d from %g to %g", i, mean0[i], s.post.Mean(i))
+				}
 			}
-			if maxDiff > 1e-8 {
-				t.Errorf("stand-ins moved the posterior mean by up to %.3g (standardised units), want ≤ 1e-8", maxDiff)
-			}
-			// Variance shrunk at every pending row that entered as a stand-in (all but the last):
-			// from σ²_t (at least σ_n² + something) to at most about σ_n².
+			// Variance shrunk at every pending row that entered as a fantasy (all but the
+			// last): from σ²_t (at least σ_n² + something) to at most about σ_n², in
+			// standardised units.
+			_, sd := s.post.Standardisation()
 			for _, i := range batch[:tc.q-1] {
-				before := s.gp.Variance(i) / (sd * sd)
-				after := scratch.Variance(i)
+				before, after := var0[i]/(sd*sd), s.post.Variance(i)/(sd*sd)
 				if !(after < before) || after > 2e-3 {
-					t.Errorf("variance at pending row %d: %.4g before the stand-in, %.4g after; want a decrease to ≤ 2e-3 (≈ σ_n² = 1e-3)", i, before, after)
+					t.Errorf("variance at pending row %d: %.4g before the fantasy, %.4g after; want a decrease to ≤ 2e-3 (≈ σ_n² = 1e-3)", i, before, after)
+				}
+			}
+			s.post.DropFantasies()
+			if again, err := s.chooseBatch(tc.q); err != nil || !slices.Equal(again, batch) || s.post.Pending() != 0 {
+				t.Errorf("chooseBatch(%d) = %v, %v (%d fantasies left); want %v as fantasizeBatch chose, and none left", tc.q, again, err, s.post.Pending(), batch)
+			}
+			for i := range s.n {
+				if s.post.Variance(i) != var0[i] {
+					t.Fatalf("variance at %d is %g after chooseBatch, want %g as before it", i, s.post.Variance(i), var0[i])
 				}
 			}
 		})
@@ -114,39 +123,15 @@ func TestChooseBatch(t *testing.T) {
 func TestChooseBatchDeterministic(t *testing.T) {
 	s1, _ := syntheticSession(t, false, 10)
 	s2, _ := syntheticSession(t, false, 10)
-	b1, _, err := s1.chooseBatch(6)
+	b1, err := s1.chooseBatch(6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, _, err := s2.chooseBatch(6)
+	b2, err := s2.chooseBatch(6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := range b1 {
-		if b1[k] != b2[k] {
-			t.Fatalf("chooseBatch(6) = %v and %v from identical observations, want equal", b1, b2)
-		}
-	}
-}
-
-func TestStandardisation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		ys    []float64
-		raw   bool
-		m, sd float64
-	}{
-		{"none", nil, false, 0, 1},
-		{"one", []float64{5}, false, 5, 1},
-		{"equal", []float64{5, 5, 5}, false, 5, 1},
-		// mean 2, Σ(y−m)² = 2, divisor 2: sd 1.
-		{"three", []float64{1, 2, 3}, false, 2, 1},
-		{"raw", []float64{1, 2, 3}, true, 0, 1},
-	} {
-		s := &session{ys: tc.ys}
-		s.gcfg.Standardise = !tc.raw
-		if m, sd := s.standardisation(); m != tc.m || sd != tc.sd {
-			t.Errorf("standardisation(%s) = (%g, %g), want (%g, %g)", tc.name, m, sd, tc.m, tc.sd)
-		}
+	if !slices.Equal(b1, b2) {
+		t.Fatalf("chooseBatch(6) = %v and %v from identical observations, want equal", b1, b2)
 	}
 }

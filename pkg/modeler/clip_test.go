@@ -103,8 +103,30 @@ func TestClipAskedAndModelled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a, b := s.gp.Variance(res.Queried[0]), s2.gp.Variance(res.Queried[0]); !(a < b) {
+	if a, b := s.post.Variance(res.Queried[0]), s2.post.Variance(res.Queried[0]); !(a < b) {
 		t.Errorf("posterior variance at a queried row: %g with the clip range's noise, %g with the public range's; want less", a, b)
+	}
+	// A batch's stand-in has the noise of the answer it stands in for: the clip range's
+	// factor 0.25 (a fantasy of the prior's noise variance would shrink the variance
+	// less).
+	batch, err := s.fantasizeBatch(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.post.Variance(batch[0])
+	s.post.DropFantasies()
+	for _, c := range []struct {
+		f    float64
+		same bool
+	}{{0.25, true}, {1, false}} {
+		if err := s.post.FantasizeNoise(batch[0], c.f); err != nil {
+			t.Fatal(err)
+		}
+		want := s.post.Variance(batch[0])
+		s.post.DropFantasies()
+		if (math.Abs(got-want) <= 1e-12*want) != c.same {
+			t.Errorf("variance at the batch's pending row %d: %.12g; with a stand-in of noise factor %g: %.12g (want equal: %v)", batch[0], got, c.f, want, c.same)
+		}
 	}
 }
 

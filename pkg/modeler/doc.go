@@ -33,10 +33,12 @@
 // do not change. When the answers come back they replace the stand-ins: the real
 // posterior is only ever conditioned on real answers.
 //
-// pkg/gpucb has no rollback, so each round replays the t real answers into a scratch GP
-// and adds the q − 1 stand-ins there: O(n·t·(r + t)) per round, O(n·T²·(r + T)/q) for a
-// study, while the real posterior stays incremental. For the sizes of a study (n in the
-// thousands, T in the hundreds) a round costs milliseconds.
+// The stand-ins are the posterior's own fantasies (gpucb.Posterior.Fantasize), chosen by
+// the session's acquisition rule (gpucb.UCB, whose β counts them) and dropped, exactly,
+// before the answers are observed (DropFantasies): O(n·(r + t)) per stand-in, as an
+// answer, and nothing replayed. A stand-in has the noise variance of the answer it
+// stands in for (gpucb.Posterior.FantasizeNoise with the factor of Config.Clip's range;
+// 1 for the public range), as the real answers have theirs.
 //
 // # The projection's noise
 //
@@ -54,7 +56,7 @@
 // The kernel's lengthscale l, signal variance σ_y² and noise variance σ_n² (θ) are fixed
 // (Config; l defaults to gpucb.DefaultLengthscale of Z) unless Config.FitEvery = k > 0.
 // Then θ is refitted by maximum likelihood on the t answers so far (type-II maximum
-// likelihood, Rasmussen & Williams 2006 §5.4; gpucb.GP.Refit: L-BFGS on log p(y | θ) from
+// likelihood, Rasmussen & Williams 2006 §5.4; gpucb.Posterior.Refit: L-BFGS on log p(y | θ) from
 // the current θ and from three random starts, within bounds scaled to Z and the outputs)
 // at the end of every round that takes t to or past a multiple of k, once t ≥ 3:
 //
@@ -62,9 +64,9 @@
 //
 // For q = 1 that is after every k-th answer, the rule of pkg/simulate. Refits happen
 // only between rounds, never while stand-ins are pending: the q rows of a round are all
-// chosen under one θ, and the scratch GP that holds their stand-ins is built with the θ in
-// use. A fit costs O(t³) per likelihood evaluation (some hundreds of evaluations) and an
-// exact rebuild of the posterior, O(n·t·(r + t)).
+// chosen under one θ, the θ of the posterior that holds their stand-ins. A fit costs
+// O(t³) per likelihood evaluation (some hundreds of evaluations) and an exact rebuild of
+// the posterior, O(n·t·(r + t)).
 //
 // The fit is deterministic. Its random starts after t answers are seeded by a fixed
 // function of t, not by crypto/rand: they search the likelihood of data the modeler
@@ -105,7 +107,7 @@
 //
 // Config.Clip asks the curator to clip every answer to a range inside its public output
 // range (noise calibrated to that width at the same ε and charge, pkg/curator's Clip);
-// the GP gives each answer the noise variance of its own range (gpucb.GP.ObserveNoise).
+// the GP gives each answer the noise variance of its own range (gpucb.Posterior.ObserveNoise).
 // Config.ConfirmRows ends the study with confirmation passes on its best rows, each pass
 // charged ε_out again; what a study could not pay is refused before anything is charged.
 // Both are off by default: docs/EXPERIMENTS.md ("More informative answers") measured

@@ -46,7 +46,7 @@ type Config struct {
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
 	// FitEvery k > 0 refits the three hyperparameters above by maximum likelihood
-	// (gpucb.GP.Refit, from the current values) at the end of every round that takes the
+	// (gpucb.Posterior.Refit, from the current values) at the end of every round that takes the
 	// number of answers t to or past a multiple of k, once t ≥ 3: for q = 1 after every
 	// k-th answer, as pkg/simulate does (package documentation). 0 keeps them fixed.
 	FitEvery int
@@ -91,7 +91,7 @@ type Config struct {
 	// the noise is then calibrated to the narrower width at the same ε and the same
 	// charge (Clip). Rows whose value lies below Clip.Lower all answer about Clip.Lower:
 	// the study learns less about them and more, per answer, about the rows inside the
-	// range. The GP models each answer's own noise variance (gpucb.GP.ObserveNoise: the
+	// range. The GP models each answer's own noise variance (gpucb.Posterior.ObserveNoise: the
 	// prior's noise variance times (width / public width)²). It is chosen before the
 	// study from public knowledge, so it depends on no data. A stored setting.
 	Clip Clip
@@ -577,7 +577,7 @@ func (s *session) confirm(ctx context.Context) error {
 // Laird & Rubin 1977 (EM).
 func (s *session) robustRecommend() {
 	base := s.baseNF
-	idx, ys := s.gp.Observed()
+	idx, ys := s.post.Observed()
 	if len(idx) < 2 || len(base) != len(idx) {
 		return
 	}
@@ -586,11 +586,11 @@ func (s *session) robustRecommend() {
 	for range 10 {
 		for j, i := range idx {
 			b := bPub * math.Sqrt(base[j])
-			r := max(math.Abs(ys[j]-s.gp.Mean(i)), b/2)
+			r := max(math.Abs(ys[j]-s.post.Mean(i)), b/2)
 			nf[j] = b * r / (2 * bPub * bPub)
 		}
-		if err := s.gp.SetNoiseFactors(nf); err != nil {
-			_ = s.gp.SetNoiseFactors(base) // the Gaussian posterior, as before
+		if err := s.post.SetNoiseFactors(nf); err != nil {
+			_ = s.post.SetNoiseFactors(base) // the Gaussian posterior, as before
 			return
 		}
 	}
@@ -601,7 +601,7 @@ func (s *session) robustRecommend() {
 func (s *session) bestQueried() int {
 	best, m := -1, math.Inf(-1)
 	for _, i := range s.res.Queried {
-		if v := s.gp.Mean(i); best < 0 || v > m {
+		if v := s.post.Mean(i); best < 0 || v > m {
 			best, m = i, v
 		}
 	}
@@ -618,7 +618,7 @@ func (s *session) topQueried(k int) []int {
 			rows = append(rows, i)
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b int) int { return cmp.Compare(s.gp.Mean(b), s.gp.Mean(a)) })
+	slices.SortStableFunc(rows, func(a, b int) int { return cmp.Compare(s.post.Mean(b), s.post.Mean(a)) })
 	return rows[:min(k, len(rows))]
 }
 
@@ -649,9 +649,8 @@ type session struct {
 	cur    Curator
 	z      []float64
 	n, dim int
-	gcfg   gpucb.Config
-	gp     *gpucb.GP
-	ys     []float64 // answers in order, as observed by gp: cfg.Direction.Sign()·y (the GP maximises)
+	post   *gpucb.Posterior
+	acq    gpucb.Acquisition // the rule that chooses rows from post: GP-UCB's
 	res    *Result
 	budget study.Budget
 	rounds int
@@ -703,7 +702,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	}
 	gcfg := cfg.gpConfig(ls, signal, noise)
 	gcfg.InputNoiseVariance = inVar
-	gp, err := gpucb.New(z, n, dim, gcfg)
+	post, err := gpucb.NewPosterior(z, n, dim, gcfg.Posterior())
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
@@ -735,7 +734,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, gcfg: gcfg, gp: gp, res: res, public: public, laplace: op.Mechanism == answer.MechanismLaplace}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, laplace: op.Mechanism == answer.MechanismLaplace}, nil
 }
 
 // noiseFactor is the noise variance of an answer clipped to c relative to one clipped
@@ -756,7 +755,7 @@ func (s *session) noiseFactor(c Clip) float64 {
 // observeNoise conditions the GP on answer y (the GP's sign) at row i with noise factor
 // f, its range's (noiseFactor), and keeps f for robustRecommend.
 func (s *session) observeNoise(i int, y, f float64) error {
-	if err := s.gp.ObserveNoise(i, y, f); err != nil {
+	if err := s.post.ObserveNoise(i, y, f); err != nil {
 		return err
 	}
 	s.baseNF = append(s.baseNF, f)
@@ -769,7 +768,6 @@ func (s *session) observe(iteration, round, i int, y float64, clip Clip) error {
 	if err := s.observeNoise(i, sy, s.noiseFactor(clip)); err != nil {
 		return fmt.Errorf("modeler: iteration %d: %w", iteration, err)
 	}
-	s.ys = append(s.ys, sy)
 	s.res.Queried = append(s.res.Queried, i)
 	s.res.Values = append(s.res.Values, y)
 	if s.cfg.Direction.Better(y, s.res.BestValue) {
@@ -786,7 +784,7 @@ func (s *session) observe(iteration, round, i int, y float64, clip Clip) error {
 // of answers to or past a multiple of Config.FitEvery. The live loop and the replay of a
 // stored study both go through it, so that both refit at the same points.
 func (s *session) observeRound(recs []study.Observation, clips []Clip, each func(study.Observation)) error {
-	before := s.gp.T()
+	before := s.post.T()
 	for k, r := range recs {
 		var c Clip
 		if clips != nil {
@@ -805,15 +803,15 @@ func (s *session) observeRound(recs []study.Observation, clips []Clip, each func
 
 // refit fits the hyperparameters by maximum likelihood when the answers went from before
 // to t ≥ 3 across a multiple of k = Config.FitEvery (for one answer per round: when
-// t % k = 0, pkg/simulate's rule). A failed fit leaves the GP as it was (gpucb.GP.Refit
+// t % k = 0, pkg/simulate's rule). A failed fit leaves the GP as it was (gpucb.Posterior.Refit
 // guarantees it) and the study goes on with the previous hyperparameters: which
 // happens is as deterministic as the fit itself.
 func (s *session) refit(before int) {
-	k, t := s.cfg.FitEvery, s.gp.T()
+	k, t := s.cfg.FitEvery, s.post.T()
 	if k <= 0 || t < 3 || t/k == before/k {
 		return
 	}
-	h, err := s.gp.Refit(gpucb.FitOptions{Seed: fitSeed(t)})
+	h, err := s.post.Refit(gpucb.FitOptions{Seed: fitSeed(t)})
 	if err != nil {
 		return
 	}
@@ -837,13 +835,13 @@ func fitSeed(t int) uint64 {
 // round (t = 0) is the initial row alone. record, if set, is called with every round's
 // answers before they enter the GP.
 func (s *session) loop(ctx context.Context, initial int, record func([]study.Observation, study.Budget) error) error {
-	for t := s.gp.T(); t < s.cfg.Iterations; {
+	for t := s.post.T(); t < s.cfg.Iterations; {
 		var batch []int
 		if t == 0 {
 			batch = []int{initial}
 		} else {
 			var err error
-			if batch, _, err = s.chooseBatch(min(s.cfg.Batch, s.cfg.Iterations-t)); err != nil {
+			if batch, err = s.chooseBatch(min(s.cfg.Batch, s.cfg.Iterations-t)); err != nil {
 				return fmt.Errorf("modeler: iteration %d: %w", t+1, err)
 			}
 		}
@@ -944,13 +942,13 @@ func (s *session) finish() *Result {
 	}
 	s.res.Recommended, s.res.RecommendedMean = -1, math.Inf(-1)
 	for _, i := range s.res.Queried {
-		if m := s.gp.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
+		if m := s.post.Mean(i); s.res.Recommended < 0 || m > s.res.RecommendedMean {
 			s.res.Recommended, s.res.RecommendedMean = i, m
 		}
 	}
 	s.res.RecommendedMean *= s.cfg.Direction.Sign() // the GP's mean is of Sign·y
 	if s.res.Recommended >= 0 {
-		s.res.RecommendedSD = math.Sqrt(s.gp.Variance(s.res.Recommended)) // of Sign·y too: the same sd
+		s.res.RecommendedSD = math.Sqrt(s.post.Variance(s.res.Recommended)) // of Sign·y too: the same sd
 	} else { // nothing answered yet (an interrupted study): no ±Inf, which JSON cannot hold
 		s.res.RecommendedMean, s.res.BestValue = 0, 0
 	}

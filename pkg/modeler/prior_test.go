@@ -60,11 +60,12 @@ func TestNoiseAwarePrior(t *testing.T) {
 				t.Fatal(err)
 			}
 			near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Abs(b) }
-			if !near(s.gcfg.SignalVariance, tc.wantSignal) || !near(s.gcfg.NoiseVariance, tc.wantNoise) || !s.gcfg.Standardise {
+			gcfg := s.post.Config()
+			if !near(gcfg.SignalVariance, tc.wantSignal) || !near(gcfg.NoiseVariance, tc.wantNoise) || !gcfg.Standardise {
 				t.Errorf("GP config: signal %g, noise %g, standardise %v; want %g, %g, true",
-					s.gcfg.SignalVariance, s.gcfg.NoiseVariance, s.gcfg.Standardise, tc.wantSignal, tc.wantNoise)
+					gcfg.SignalVariance, gcfg.NoiseVariance, gcfg.Standardise, tc.wantSignal, tc.wantNoise)
 			}
-			if h := s.gp.Hyper(); !near(h.SignalVariance, tc.wantSignal) || !near(h.NoiseVariance, tc.wantNoise) {
+			if h := s.post.Hyper(); !near(h.SignalVariance, tc.wantSignal) || !near(h.NoiseVariance, tc.wantNoise) {
 				t.Errorf("GP hyperparameters %+v, want signal %g, noise %g", h, tc.wantSignal, tc.wantNoise)
 			}
 			r := s.res

@@ -3,7 +3,6 @@ package modeler
 import (
 	"fmt"
 
-	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -30,7 +29,7 @@ func GaussianNoiseSD(n, d, r int, epsilon, delta float64) (float64, error) {
 // rows n and features d, the projection mechanism and the release's (ε, δ) — by the
 // rule the curator applies when a study leaves r to it (projection.AutoDimension,
 // docs/MATHS.md §2.6), with D² the squared default clip radius
-// (dataset.DefaultClipNorm, the public scale of the curator's rows). Never above d.
+// (projection.AutoSquaredDistance, the public scale of the curator's rows). Never above d.
 func AutoR(info *DatasetInfo, epsilon, delta float64) (AutoRChoice, error) {
 	if info.Dimension < 1 {
 		return AutoRChoice{}, fmt.Errorf("modeler: choosing r needs the dataset's number of features, which curator %q does not state; give r", info.Name)
@@ -44,4 +43,4 @@ func AutoR(info *DatasetInfo, epsilon, delta float64) (AutoRChoice, error) {
 
 // AutoRSquaredDistance is the typical squared distance D² of AutoR's rule: the squared
 // default clip radius, the public scale of a curator's rows.
-const AutoRSquaredDistance = dataset.DefaultClipNorm * dataset.DefaultClipNorm
+const AutoRSquaredDistance = projection.AutoSquaredDistance

@@ -22,6 +22,13 @@ type AutoChoice struct {
 	TypicalSquaredDistance float64 `json:"typical_squared_distance"`
 }
 
+// AutoSquaredDistance is the typical squared distance D² that the curator and the
+// modeler give AutoDimension: the squared default clip radius of package dataset
+// (DefaultClipNorm = 25), the public scale of a curator's rows. It is written here, with
+// the rule, so that the modeler needs no dataset package to choose as the curator does;
+// pkg/curator's tests pin it to dataset.DefaultClipNorm².
+const AutoSquaredDistance = 25 * 25
+
 // AutoRule names the rule of AutoDimension.
 const AutoRule = "smallest r ≤ d whose JL distortion sqrt(8 ln n / r) is at most the noise's share 2rσ(r)²/D² of a typical squared distance D² = (clip norm)²; else d"
 

@@ -119,7 +119,7 @@ func (m Lifted) Guarantee(epsilon, delta float64) privacy.Guarantee {
 	return privacy.Guarantee{Mechanism: m.Name(), Epsilon: epsilon, Delta: delta, Relation: m.Relation(), Neighbours: featureUnitNeighbours,
 		Method: "the data times a fixed matrix", Reference: "Kharkovskii et al. 2020, Algorithm 1", Claim: "as claimed by its Theorem 1",
 		Broken: "the release is the data times a fixed matrix, so an adversary who knows d+1 rows recovers linear measurements of every other row; " +
-			"curators who need the guarantee use --projection-mechanism " + MechanismGaussian}
+			"curators who need the guarantee use the " + MechanismGaussian + " projection mechanism"}
 }
 
 func (Gaussian) AddsNoise() bool { return true }

@@ -17,6 +17,7 @@ import (
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -279,8 +280,8 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	switch {
 	case errors.As(err, &me):
 		return withReason(codes.ResourceExhausted, me.Error(), ReasonMemoryLimit, map[string]string{
-			"needed_bytes": fmt.Sprint(me.Need), "available_bytes": fmt.Sprint(me.Limit),
-			"dimension": fmt.Sprint(me.R), "max_dimension": fmt.Sprint(me.MaxR)})
+			refusal.KeyNeededBytes: fmt.Sprint(me.Need), refusal.KeyAvailableBytes: fmt.Sprint(me.Limit),
+			refusal.KeyDimension: fmt.Sprint(me.R), refusal.KeyMaxDimension: fmt.Sprint(me.MaxR)})
 	case errors.As(err, &be):
 		if be.Limit == (ledger.Cost{}) {
 			e := *be
@@ -290,12 +291,12 @@ func (h *handlers) status(ctx context.Context, err error) error {
 			}
 			be = &e
 		}
-		meta := map[string]string{"scope": be.Scope, "relation": string(be.Relation),
-			"requested_epsilon": fmt.Sprint(be.Requested.Epsilon), "requested_delta": fmt.Sprint(be.Requested.Delta),
-			"remaining_epsilon": fmt.Sprint(be.Remaining.Epsilon), "remaining_delta": fmt.Sprint(be.Remaining.Delta)}
+		meta := map[string]string{refusal.KeyScope: be.Scope, refusal.KeyRelation: string(be.Relation),
+			refusal.KeyRequestedEpsilon: fmt.Sprint(be.Requested.Epsilon), refusal.KeyRequestedDelta: fmt.Sprint(be.Requested.Delta),
+			refusal.KeyRemainingEpsilon: fmt.Sprint(be.Remaining.Epsilon), refusal.KeyRemainingDelta: fmt.Sprint(be.Remaining.Delta)}
 		if be.WholePatient {
 			// The whole-patient cap refused: its figures are whole-patient ones.
-			meta["budget"] = "whole-patient"
+			meta[refusal.KeyBudget] = refusal.WholePatient
 		}
 		if !be.Reserved.IsZero() {
 			// Held by releases being computed: back if they fail.
@@ -316,7 +317,7 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &rl):
 		return withReason(codes.ResourceExhausted, err.Error(), ReasonExactRowLimit, map[string]string{
-			"limit": fmt.Sprint(rl.Limit), "answered": fmt.Sprint(rl.Answered), "requested": fmt.Sprint(rl.Requested)})
+			refusal.KeyLimit: fmt.Sprint(rl.Limit), refusal.KeyAnswered: fmt.Sprint(rl.Answered), refusal.KeyRequested: fmt.Sprint(rl.Requested)})
 	case errors.Is(err, curator.ErrEvaluation):
 		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
 	case errors.Is(err, ledger.ErrUnavailable) && ctx.Err() == nil:
@@ -340,41 +341,18 @@ func (h *handlers) status(ctx context.Context, err error) error {
 }
 
 // The reasons of the google.rpc.ErrorInfo the curator attaches to its refusals (domain
-// ErrorDomain), so that a client tells them apart without reading the message.
+// ErrorDomain), so that a client tells them apart without reading the message. They are
+// package refusal's, which documents each with its code and metadata and which clients
+// share.
 const (
-	ErrorDomain = "privbo.curator.v1"
-	// ReasonBudgetExceeded: RESOURCE_EXHAUSTED, the privacy budget cannot pay the
-	// request (metadata: scope, relation, requested_epsilon, requested_delta,
-	// remaining_epsilon, remaining_delta, reserved_epsilon and reserved_delta when
-	// part of the budget is held by releases being computed (back if they fail), and
-	// budget "whole-patient" when the refusing
-	// budget is the whole-patient cap, whose figures are whole-patient ones; a release
-	// with no finite whole-patient figure requests ε "+Inf"); nothing was charged.
-	ReasonBudgetExceeded = "BUDGET_EXCEEDED"
-	// ReasonReleaseInProgress: ABORTED, the same release (or job) is being computed for
-	// another request, through this curator or a replica sharing its ledger; retrying
-	// once it is charged replays it at no cost. Nothing was charged.
-	ReasonReleaseInProgress = "RELEASE_IN_PROGRESS"
-	// ReasonDeltaBudgetZero: FAILED_PRECONDITION, the request needs δ > 0 and the
-	// curator's δ budget is 0: no such release can ever be made.
-	ReasonDeltaBudgetZero = "DELTA_BUDGET_ZERO"
-	// ReasonDimensionAboveFeatures: INVALID_ARGUMENT, a projection dimension above the
-	// dataset's number of features.
-	ReasonDimensionAboveFeatures = "DIMENSION_ABOVE_FEATURES"
-	// ReasonExactRowLimit: RESOURCE_EXHAUSTED, the identity reached the cap on distinct
-	// rows answered exactly (output privacy "none"; metadata: limit, answered,
-	// requested); rows already answered are still replayed.
-	ReasonExactRowLimit = "EXACT_ROW_LIMIT"
-	// ReasonMemoryLimit: RESOURCE_EXHAUSTED, the release needs more memory while it is
-	// computed than the curator admits for all its releases at once, so it can never be
-	// made as asked (metadata: needed_bytes, available_bytes, dimension, and
-	// max_dimension, the largest r that fits, 0 if none); nothing was computed or
-	// charged. A smaller r fits.
-	ReasonMemoryLimit = "MEMORY_LIMIT"
-	// ReasonLedgerUnavailable: UNAVAILABLE, the curator's privacy ledger did not answer
-	// within its call timeout or dropped the connection; nothing is known to be wrong
-	// with the request, and retrying it is safe (a charged release is replayed).
-	ReasonLedgerUnavailable = "LEDGER_UNAVAILABLE"
+	ErrorDomain                  = refusal.Domain
+	ReasonBudgetExceeded         = string(refusal.BudgetExceeded)
+	ReasonDeltaBudgetZero        = string(refusal.DeltaBudgetZero)
+	ReasonDimensionAboveFeatures = string(refusal.DimensionAboveFeatures)
+	ReasonExactRowLimit          = string(refusal.ExactRowLimit)
+	ReasonMemoryLimit            = string(refusal.MemoryLimit)
+	ReasonLedgerUnavailable      = string(refusal.LedgerUnavailable)
+	ReasonReleaseInProgress      = string(refusal.ReleaseInProgress)
 )
 
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.

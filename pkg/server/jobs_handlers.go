@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -112,21 +113,18 @@ func (h *handlers) WatchJob(req *curatorv1.WatchJobRequest, stream curatorv1.Cur
 
 // ReasonUninformative is the google.rpc.ErrorInfo reason of a SubmitJob refused because
 // the job's forecast says its releases would be no better than a uniform pick.
-const ReasonUninformative = "KUSNER_RELEASE_UNINFORMATIVE"
-
-// errorDomain is the google.rpc.ErrorInfo domain of the curator's refusals.
-const errorDomain = "privbo.curator.v1"
+const ReasonUninformative = string(refusal.Uninformative)
 
 func (h *handlers) jobStatus(ctx context.Context, err error) error {
 	var ue *jobs.UninformativeError
 	if errors.As(err, &ue) {
 		f := ue.Forecast
 		st := status.New(codes.FailedPrecondition, err.Error())
-		info := &errdetails.ErrorInfo{Reason: ReasonUninformative, Domain: errorDomain, Metadata: map[string]string{
-			"epsilon_needed": strconv.FormatFloat(f.EpsilonNeeded, 'g', -1, 64),
-			"selection_lift": strconv.FormatFloat(f.SelectionLift, 'g', -1, 64),
-			"value_lift":     strconv.FormatFloat(f.ValueLift, 'g', -1, 64),
-			"margin":         strconv.FormatFloat(f.Margin, 'g', -1, 64),
+		info := &errdetails.ErrorInfo{Reason: ReasonUninformative, Domain: ErrorDomain, Metadata: map[string]string{
+			refusal.KeyEpsilonNeeded: strconv.FormatFloat(f.EpsilonNeeded, 'g', -1, 64),
+			"selection_lift":         strconv.FormatFloat(f.SelectionLift, 'g', -1, 64),
+			"value_lift":             strconv.FormatFloat(f.ValueLift, 'g', -1, 64),
+			"margin":                 strconv.FormatFloat(f.Margin, 'g', -1, 64),
 		}}
 		if d, derr := st.WithDetails(info, forecastProto(&f)); derr == nil {
 			st = d

@@ -90,7 +90,7 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 				return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
 			}
 		default:
-			return dphypoJob{}, jobspec.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so its operator must declare one (--evaluator-epsilons or --evaluator-rdp)", s.Evaluator)
+			return dphypoJob{}, jobspec.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so the curator's operator must declare one (a per-run ε or an RDP curve) before it can be used", s.Evaluator)
 		}
 	} else {
 		switch r.boundsSource() {

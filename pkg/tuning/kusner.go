@@ -37,23 +37,24 @@ func (r *Runner) kusnerConfig(s jobspec.KusnerSpec) (kusnerJob, jobspec.Plan, er
 	alg := kusner.Algorithm(s.Algorithm)
 	job := kusnerJob{space: space}
 	op := r.cfg.Kusner
+	// The messages reach remote modelers: they name the spec's fields, never the
+	// curator's flags, which its operator knows by their names.
 	for _, c := range []struct {
 		name          string
 		spec, curator float64
-		flag          string
 	}{
-		{"k1", s.K1, op.K1, "--kusner-k1"},
-		{"noise_variance", s.NoiseVariance, op.NoiseVariance, "--kusner-noise-variance"},
-		{"gamma_t", s.GammaT, op.GammaT, "--kusner-gamma-t"},
-		{"a", s.A, op.A, "--kusner-a"},
-		{"tau", s.Tau, op.Tau, "--kusner-tau"},
+		{"k1", s.K1, op.K1},
+		{"noise_variance", s.NoiseVariance, op.NoiseVariance},
+		{"gamma_t", s.GammaT, op.GammaT},
+		{"a", s.A, op.A},
+		{"tau", s.Tau, op.Tau},
 	} {
 		if c.spec != 0 && c.spec != c.curator {
-			return kusnerJob{}, jobspec.Plan{}, invalid("%s = %g differs from this curator's %g: it is an assumption about the curator's data that sets the noise, so its operator chooses it (curator %s); leave it unset", c.name, c.spec, c.curator, c.flag)
+			return kusnerJob{}, jobspec.Plan{}, invalid("%s = %g differs from this curator's %g: it is an assumption about the curator's data that sets the noise, so the curator's operator chooses it; leave it unset", c.name, c.spec, c.curator)
 		}
 	}
 	if alg == kusner.NoiseFree && (op.A <= 0 || op.Tau <= 0) {
-		return kusnerJob{}, jobspec.Plan{}, invalid("Algorithm 2 rests on regret constants A and τ that this curator's operator has not set (curator --kusner-a, --kusner-tau)")
+		return kusnerJob{}, jobspec.Plan{}, invalid("Algorithm 2 rests on regret constants A and τ that this curator's operator has not set; ask the operator, or use another algorithm")
 	}
 	cfg := kusner.Config{Algorithm: alg, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim(),
 		Iterations: s.Iterations, Epsilon: s.Epsilon, Delta: s.Delta, K1: op.K1, NoiseVariance: op.NoiseVariance,
