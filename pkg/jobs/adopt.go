@@ -69,26 +69,7 @@ func Adopt(ctx context.Context, to, from *Store, led ledger.Store) (Adopted, err
 }
 
 func (s *Store) allIDs(ctx context.Context) ([]string, error) {
-	var ids []string
-	err := s.e.Read(ctx, func(q ledger.Querier) error {
-		rows, err := q.Query(ctx, s.d.SQL(`SELECT id FROM {t}jobs WHERE dataset = ? ORDER BY created_ns, id`), s.dataset)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("jobs: %w", err)
-	}
-	return ids, nil
+	return s.ids(ctx, s.d.SQL(`SELECT id FROM {t}jobs WHERE dataset = ? ORDER BY created_ns, id`), s.dataset)
 }
 
 // copyJob writes j, finished, with its events and trace, unless it is there already.

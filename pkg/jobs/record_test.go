@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // Job specs as curators wrote them to jobs.db before the grid's axes were hparam.Axis
@@ -33,8 +34,11 @@ func TestRecordsOfEarlierCuratorsLoad(t *testing.T) {
 	}
 	ctx := context.Background()
 	for key, spec := range map[string]string{"dphypo-key": recordDPHyPO, "kusner-key": recordKusner} {
-		if _, err := st.e.(*sqliteEngine).db.ExecContext(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, 'alice', ?, ?, 'succeeded', 1, 0, 'g', NULL, '', 1, 1)`,
-			jobID("alice", key), key, spec); err != nil {
+		if err := st.e.Write(ctx, ledger.Lock{}, func(q ledger.Querier) error {
+			_, err := q.Exec(ctx, `INSERT INTO jobs (`+jobColumns+`) VALUES (?, 'alice', ?, ?, 'succeeded', 1, 0, 'g', NULL, '', 1, 1)`,
+				jobID("alice", key), key, spec)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}

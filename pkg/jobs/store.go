@@ -105,7 +105,7 @@ func OpenSQLite(path string) (*Store, error) {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	db.SetMaxOpenConns(1) // one writer; SQLite serialises anyway
-	s := newStore(&sqliteEngine{db: db}, ledger.Dialect{}, "", false,
+	s := newStore(ledger.SQLEngine(db), ledger.Dialect{}, "", false,
 		`(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) * 1000000)`)
 	ctx := context.Background()
 	err = s.e.Write(ctx, ledger.Lock{}, func(q ledger.Querier) error {
@@ -336,9 +336,15 @@ func (s *Store) list(ctx context.Context, identity string) ([]Job, error) {
 
 // unfinished returns the ids of jobs not in a terminal state.
 func (s *Store) unfinished(ctx context.Context) ([]string, error) {
+	return s.ids(ctx, s.q.unfinished, s.dataset)
+}
+
+// ids returns the first column of query's rows, job ids.
+func (s *Store) ids(ctx context.Context, query string, args ...any) ([]string, error) {
 	var ids []string
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
-		rows, err := q.Query(ctx, s.q.unfinished, s.dataset)
+		ids = ids[:0] // an engine may run fn again
+		rows, err := q.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -641,53 +647,3 @@ func (r *Reader) Events(ctx context.Context, id string) ([]Event, error) {
 
 // Trace returns job id's operator-only trace (ErrNotFound if it left none).
 func (r *Reader) Trace(ctx context.Context, id string) (*Trace, error) { return r.s.trace(ctx, id) }
-
-// sqliteEngine runs the store's transactions on a database/sql SQLite handle with one
-// connection (which serialises them).
-type sqliteEngine struct{ db *sql.DB }
-
-func (e *sqliteEngine) Write(ctx context.Context, _ ledger.Lock, fn func(q ledger.Querier) error) error {
-	tx, err := e.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (sqlitedb)
-	if err != nil {
-		return err
-	}
-	if err := fn(sqlQuerier{tx}); err != nil {
-		tx.Rollback() //nolint:errcheck // fn's error is the one to report
-		return err
-	}
-	return tx.Commit()
-}
-
-func (e *sqliteEngine) Read(_ context.Context, fn func(q ledger.Querier) error) error {
-	return fn(sqlQuerier{e.db})
-}
-
-func (e *sqliteEngine) Close() error { return e.db.Close() }
-
-// sqlQuerier adapts *sql.DB and *sql.Tx.
-type sqlQuerier struct {
-	q interface {
-		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	}
-}
-
-func (s sqlQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := s.q.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (s sqlQuerier) Query(ctx context.Context, query string, args ...any) (ledger.Rows, error) {
-	rows, err := s.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rows}, nil
-}
-
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { r.Rows.Close() }

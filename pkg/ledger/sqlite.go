@@ -140,6 +140,12 @@ func OpenSQLite(path string, limits Limits) (Store, error) {
 	return s, nil
 }
 
+// SQLEngine returns an Engine running transactions on db, a database/sql SQLite handle
+// opened by package sqlitedb (every write transaction BEGIN IMMEDIATE), for stores that
+// keep tables of their own in SQLite with the ledger's Querier (the jobs of package
+// jobs). Its writers queue in the process, as the ledger's own do.
+func SQLEngine(db *sql.DB) Engine { return &sqliteEngine{db: db, sem: make(chan struct{}, 1)} }
+
 // sqliteEngine runs transactions through database/sql. Writers of one
 // Store queue on sem in the process, so that the database's busy handler
 // (a sleep-and-retry loop) only arbitrates between processes or Stores.
