@@ -15,10 +15,10 @@ import (
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dp/answer"
-	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
