@@ -216,7 +216,7 @@ var ErrNoDeltaBudget = errors.New("the curator's δ budget is 0")
 // QuoteRequest asks what a study would cost, before anything is charged.
 type QuoteRequest struct {
 	// R is the projection dimension; 0 lets the curator choose it
-	// (projection.AutoDimension, the rule modeler.AutoR applies).
+	// (projection.AutoDimension; the quote states the rule's figures, DimensionChoice).
 	R int
 	// Epsilon and Delta are the projection's; 0 takes the default study's (DefaultStudy),
 	// δ at most what the identity can still spend.
@@ -295,7 +295,7 @@ type RelationQuote struct {
 }
 
 // autoSquaredDistance is the typical squared distance D² of the rule choosing r: the
-// squared default clip radius, as modeler.AutoR has it, so that both sides choose alike.
+// squared default clip radius (projection.AutoSquaredDistance).
 const autoSquaredDistance = dataset.DefaultClipNorm * dataset.DefaultClipNorm
 
 // Quote states what identity's study req would cost and receive — the projection's

@@ -16,8 +16,7 @@ import (
 var remainingDeps = map[string]map[string]string{
 	"pkg/gpucb": {},
 	"pkg/modeler": {
-		"pkg/dp":         "through pkg/study (OutputPrivacy.Exact by the mechanism's name, and AnswerNoise's calibration of records that predate the curator's stated noise) and pkg/projection",
-		"pkg/projection": "rauto.go: AutoR and GaussianNoiseSD recompute the curator's choice of r and its noise σ, until the quote carries the rule's figures",
+		"pkg/dp": "through pkg/study: OutputPrivacy.Exact by the mechanism's name, and AnswerNoise's calibration of records (study files, curators) that predate the curator's stated noise",
 	},
 }
 

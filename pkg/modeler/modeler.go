@@ -20,7 +20,7 @@ type Config struct {
 	// R, Epsilon, Delta are the projection's parameters (docs/MATHS.md §2.1); Label optionally
 	// asks for an independent release with the same parameters. Zero leaves a parameter to
 	// the curator, which states in its quote of the study (Quote) what it chose: R by the
-	// rule AutoR applies, Epsilon and Delta those of its default study (Delta at most what
+	// rule Quote.RChoice names, Epsilon and Delta those of its default study (Delta at most what
 	// the identity can still spend). RunStudy stores the resolved values; on resume a zero
 	// takes the stored one.
 	R              int
@@ -39,8 +39,8 @@ type Config struct {
 	// NoiseVariance 0 take the prior that fits the answers the curator releases
 	// (GetDatasetInfo's output privacy, see NoiseRule): with private answers ("laplace"
 	// or "gaussian") the noise-aware prior gpucb.NoisyOutputPrior(NoiseRule, L, U, σ_n²)
-	// with σ_n² = gpucb.AnswerNoiseVariance of the curator's mechanism, (ε, δ) and range
-	// [L, U]; with exact answers SignalVariance 1 and NoiseVariance 1e-3. Both are in
+	// with σ_n² the square of the answers' noise sd the curator states
+	// (study.OutputPrivacy.AnswerNoise) and [L, U] the public range; with exact answers SignalVariance 1 and NoiseVariance 1e-3. Both are in
 	// standardised output units. A value given explicitly is kept.
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
@@ -324,7 +324,7 @@ type Result struct {
 	ProjectionNoiseSD  float64 `json:"projection_noise_sd,omitempty"`
 	ProjectionNoise    string  `json:"projection_noise,omitempty"`
 	InputNoiseVariance float64 `json:"input_noise_variance,omitempty"`
-	// RAuto, when the curator chose r (Config.R 0, by the rule of AutoR), says how.
+	// RAuto, when the curator chose r (Config.R 0), says how, as the curator's quote states it.
 	RAuto *AutoRChoice `json:"r_auto,omitempty"`
 	// Quote is the curator's quote of the study, made before anything was charged (nil
 	// for a resumed study that held its release).
@@ -514,7 +514,7 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s.res.Dataset, s.res.ReleaseID = info.Name, proj.ReleaseID
-	s.res.Quote, s.res.RAuto = q, rAuto(info, q)
+	s.res.Quote, s.res.RAuto = q, rAuto(q)
 	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
