@@ -319,7 +319,7 @@ func distinct(q []int) int {
 	return len(seen)
 }
 
-// rFlag is the --r flag: a projection dimension, or auto (modeler.AutoR).
+// rFlag is the --r flag: a projection dimension, or auto (the curator chooses it: modeler.Quote.RChoice).
 type rFlag struct {
 	r    int
 	auto bool

@@ -14,6 +14,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
@@ -297,6 +298,10 @@ type Info struct {
 	// OutputGuarantee states that guarantee, or that there is none.
 	OutputRelation  ledger.Relation
 	OutputGuarantee string
+	// OutputNoiseSD is the standard deviation of each answer's noise at the public
+	// range (0 for exact answers) and OutputNoise its family.
+	OutputNoiseSD float64
+	OutputNoise   answer.Noise
 	// ExactAnswersMaxRows is the most distinct rows of the dataset answered exactly, to
 	// all identities together
 	// (0: no limit, or outputs are private).
@@ -324,6 +329,8 @@ func (c *Curator) Info(ctx context.Context, identity string) (Info, error) {
 		ProjectionRelation:  ProjectionRelation,
 		OutputRelation:      AnswerRelation,
 		OutputGuarantee:     c.OutputGuarantee(),
+		OutputNoiseSD:       c.out.noiseSD(),
+		OutputNoise:         c.out.noise(),
 		Guarantee:           c.GuaranteeStatement(),
 	}
 	if c.out.exact() {

@@ -93,6 +93,9 @@ func (r *outputReleaser) passChargeKey(p int) string {
 // its scale; Gaussian: σ), 0 for exact answers. It depends on the setting only.
 func (r *outputReleaser) noiseSD() float64 { return r.mech.NoiseSD() }
 
+// noise is the family of the answers' noise.
+func (r *outputReleaser) noise() answer.Noise { return r.mech.Noise() }
+
 func (r *outputReleaser) cost() ledger.Cost { return r.mech.Cost() }
 
 // Clip is a range [Lower, Upper] inside the public output range that an identity asks

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 )
@@ -215,7 +216,7 @@ var ErrNoDeltaBudget = errors.New("the curator's δ budget is 0")
 // QuoteRequest asks what a study would cost, before anything is charged.
 type QuoteRequest struct {
 	// R is the projection dimension; 0 lets the curator choose it
-	// (projection.AutoDimension, the rule modeler.AutoR applies).
+	// (projection.AutoDimension; the quote states the rule's figures, DimensionChoice).
 	R int
 	// Epsilon and Delta are the projection's; 0 takes the default study's (DefaultStudy),
 	// δ at most what the identity can still spend.
@@ -242,8 +243,10 @@ type Quote struct {
 	WholePatientUnits            float64
 	WholePatient                 string
 	ProjectionPaid               bool
-	Answers                      AnswersQuote
-	Costs                        []RelationQuote
+	// DimensionChoice is how the curator chose R (nil unless RChosen).
+	DimensionChoice *projection.AutoChoice
+	Answers         AnswersQuote
+	Costs           []RelationQuote
 	// Patient is the study's whole-patient cost: what it newly charges, summed over
 	// its parts (the projection's at the clip diameter, nominal for every dimension
 	// and sensitivity; the answers' as they are), and how it fits the caps in force.
@@ -275,6 +278,8 @@ type AnswersQuote struct {
 	Epsilon, Delta float64
 	Lower, Upper   float64
 	NoiseSD        float64
+	// Noise is the family of that noise.
+	Noise answer.Noise
 	// Paid: the identity has paid them already (a new charge costs nothing more).
 	Paid bool
 }
@@ -290,7 +295,7 @@ type RelationQuote struct {
 }
 
 // autoSquaredDistance is the typical squared distance D² of the rule choosing r: the
-// squared default clip radius, as modeler.AutoR has it, so that both sides choose alike.
+// squared default clip radius (projection.AutoSquaredDistance).
 const autoSquaredDistance = dataset.DefaultClipNorm * dataset.DefaultClipNorm
 
 // Quote states what identity's study req would cost and receive — the projection's
@@ -339,7 +344,7 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 		if err != nil {
 			return nil, fmt.Errorf("curator: %w: %w", ErrInvalidArgument, err)
 		}
-		q.R, q.RChosen = a.R, true
+		q.R, q.RChosen, q.DimensionChoice = a.R, true, &a
 	}
 	preq := ProjectionRequest{R: q.R, Epsilon: q.Epsilon, Delta: q.Delta, Label: q.Label, WithAnswers: req.WithAnswers}
 	if err := c.validate(preq); err != nil {
@@ -357,7 +362,7 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 		return nil, fmt.Errorf("curator: %w", err)
 	}
 	o := c.out.cfg
-	q.Answers = AnswersQuote{Mechanism: c.out.name(), Relation: AnswerRelation, Lower: o.Lower, Upper: o.Upper, NoiseSD: c.out.noiseSD()}
+	q.Answers = AnswersQuote{Mechanism: c.out.name(), Relation: AnswerRelation, Lower: o.Lower, Upper: o.Upper, NoiseSD: c.out.noiseSD(), Noise: c.out.noise()}
 	if !c.out.exact() {
 		q.Answers.Epsilon, q.Answers.Delta, q.Answers.Included = o.Epsilon, o.Delta, req.WithAnswers
 		if q.Answers.Paid, err = c.answersPaid(ctx, identity); err != nil {

@@ -76,7 +76,10 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 		ProtectedUnit: info.GetProtectedUnit(), Guarantee: info.GetGuarantee(),
 		OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
 			DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper(),
-			Relation: op.GetRelation(), Guarantee: op.GetGuarantee()},
+			Relation: op.GetRelation(), Guarantee: op.GetGuarantee(),
+			// A curator that predates the stated noise leaves both zero; the study's
+			// AnswerNoise then calibrates the noise from the mechanism's settings.
+			NoiseSD: op.GetNoiseSd(), Laplace: op.GetNoise() == curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE},
 		Budget: Budget(info.GetBudget()),
 	}, nil
 }
@@ -128,11 +131,16 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 		WholePatientEpsilon: p.GetWholePatientEpsilon(), WholePatientUnits: p.GetWholePatientUnits(), WholePatient: p.GetWholePatient(),
 		ProjectionPaid: p.GetPaid(),
 		Answers: modeler.AnswersQuote{Included: a.GetIncluded(), Mechanism: a.GetMechanism(), Relation: a.GetRelation(),
-			Epsilon: a.GetEpsilon(), Delta: a.GetDelta(), Lower: a.GetLower(), Upper: a.GetUpper(), NoiseSD: a.GetNoiseSd(), Paid: a.GetPaid()},
+			Epsilon: a.GetEpsilon(), Delta: a.GetDelta(), Lower: a.GetLower(), Upper: a.GetUpper(), NoiseSD: a.GetNoiseSd(), Paid: a.GetPaid(),
+			Laplace: a.GetNoise() == curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE},
 		Fits: m.GetFits(), Refusal: m.GetRefusal(),
 		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: d.GetProjectionEpsilon(), ProjectionDelta: d.GetProjectionDelta(),
 			AnswersEpsilon: d.GetAnswersEpsilon(), AnswersDelta: d.GetAnswersDelta(),
 			PerIdentity: int(d.GetPerIdentity()), Dataset: int(d.GetDataset()), DatasetLeft: int(d.GetDatasetLeft())},
+	}
+	if c := p.GetDimensionChoice(); c != nil {
+		q.RChoice = &modeler.AutoRChoice{R: q.R, Rule: c.GetRule(), NoiseSD: c.GetNoiseSd(), NoiseShare: c.GetNoiseShare(),
+			Distortion: c.GetDistortion(), TypicalSquaredDistance: c.GetTypicalSquaredDistance()}
 	}
 	for _, c := range m.GetCharges() {
 		q.Charges = append(q.Charges, modeler.RelationCharge{Relation: c.GetRelation(), Epsilon: c.GetEpsilon(), Delta: c.GetDelta(),

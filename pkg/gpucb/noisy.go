@@ -3,8 +3,6 @@ package gpucb
 import (
 	"fmt"
 	"math"
-
-	"github.com/privbo/privbo/pkg/dp/answer"
 )
 
 // Answers released with output privacy (the curator clips each evaluation y to a
@@ -15,31 +13,8 @@ import (
 // the near-zero NoiseVariance suited to exact answers. Laplace noise is not Gaussian; a
 // GP with σ_n² equal to its variance is the best Gaussian approximation in the sense of
 // matching the second moment, which is what GP-UCB's posterior mean (a linear smoother)
-// depends on.
-
-// AnswerNoiseVariance returns the variance of the noise that the output mechanism
-// ("laplace" or "gaussian") adds to each answer for privacy parameters (ε, δ) and the
-// public range [lower, upper]: 2b² for the Laplace mechanism of scale b ≈ (U − L)/ε
-// (Dwork and Roth 2014, Definition 3.3) and σ² for the Gaussian mechanism (the
-// analytic Gaussian, Balle and Wang 2018, as package dp calibrates it). "none" (or "")
-// gives 0. The values are those of package dp's mechanisms, so they match the noise
-// the curator adds.
-func AnswerNoiseVariance(mechanism string, epsilon, delta, lower, upper float64) (float64, error) {
-	if answer.IsExact(mechanism) {
-		return 0, nil
-	}
-	if math.IsNaN(lower) || math.IsNaN(upper) || math.IsInf(lower, 0) || math.IsInf(upper, 0) || !(lower < upper) {
-		return 0, fmt.Errorf("gpucb: the output range must be finite with lower < upper, got [%g, %g]", lower, upper)
-	}
-	if answer.PureEpsilon(mechanism) {
-		delta = 0 // the variance of a pure mechanism does not depend on δ
-	}
-	m, err := answer.New(mechanism, answer.Params{Epsilon: epsilon, Delta: delta, Lower: lower, Upper: upper})
-	if err != nil {
-		return 0, fmt.Errorf("gpucb: %w", err)
-	}
-	return m.NoiseVariance(), nil
-}
+// depends on. The variance is the curator's to state (the modeler reads it from the
+// wire); this package takes it as a number and knows no mechanism.
 
 // NoiseRule names a rule that sets the GP prior for noisy answers from public
 // quantities only (the output range and the noise variance).
@@ -47,7 +22,7 @@ type NoiseRule string
 
 // Noise rules. All take the prior signal standard deviation from the public range,
 // s_f = (U − L)/4 (a function whose values stay in [L, U] treated as the midpoint ± 2
-// standard deviations), and σ_n² the answer noise variance (AnswerNoiseVariance).
+// standard deviations), and σ_n² the answer noise variance (the curator states it: study.OutputPrivacy.AnswerNoise).
 const (
 	// NoiseRulePublicRange models the raw answers: no standardisation, answers centred
 	// on the range midpoint (U + L)/2 (Prior.Offset), SignalVariance s_f² and
@@ -88,7 +63,7 @@ type NoisyPrior struct {
 const minNoiseRatio = 1e-6
 
 // NoisyOutputPrior returns the prior of rule for answers clipped to the public range
-// [lower, upper] with noise variance noiseVariance ≥ 0 (AnswerNoiseVariance).
+// [lower, upper] with noise variance noiseVariance ≥ 0 (the curator states it: study.OutputPrivacy.AnswerNoise).
 func NoisyOutputPrior(rule NoiseRule, lower, upper, noiseVariance float64) (NoisyPrior, error) {
 	if math.IsNaN(lower) || math.IsNaN(upper) || math.IsInf(lower, 0) || math.IsInf(upper, 0) || !(lower < upper) {
 		return NoisyPrior{}, fmt.Errorf("gpucb: the output range must be finite with lower < upper, got [%g, %g]", lower, upper)
@@ -107,17 +82,4 @@ func NoisyOutputPrior(rule NoiseRule, lower, upper, noiseVariance float64) (Nois
 		return NoisyPrior{Standardise: true, SignalVariance: 1, NoiseVariance: max(noiseVariance/sf2, minNoiseRatio)}, nil
 	}
 	return NoisyPrior{}, fmt.Errorf("gpucb: unknown noise rule %q", rule)
-}
-
-// OutputPrior is NoisyOutputPrior for answers released by the named output-privacy
-// mechanism at (epsilon, delta) on [lower, upper]: the prior, and the answers' noise
-// variance (AnswerNoiseVariance) it was built from. The modeler and the simulations
-// both build their prior with it.
-func OutputPrior(rule NoiseRule, mechanism string, epsilon, delta, lower, upper float64) (NoisyPrior, float64, error) {
-	nv, err := AnswerNoiseVariance(mechanism, epsilon, delta, lower, upper)
-	if err != nil {
-		return NoisyPrior{}, 0, err
-	}
-	p, err := NoisyOutputPrior(rule, lower, upper, nv)
-	return p, nv, err
 }

@@ -3,50 +3,7 @@ package gpucb
 import (
 	"math"
 	"testing"
-
-	"github.com/privbo/privbo/pkg/dp"
 )
-
-// TestAnswerNoiseVariance checks the public noise variance of the output mechanisms:
-// Laplace of scale (U − L)/ε has variance 2((U − L)/ε)² (range [0, 400], ε = 2: 80,000,
-// up to package dp's lattice rounding, a relative 1e-5), the Gaussian the analytic
-// Gaussian σ² (Balle and Wang 2018), and none 0.
-func TestAnswerNoiseVariance(t *testing.T) {
-	v, err := AnswerNoiseVariance("laplace", 2, 0, 0, 400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(v-80000)/80000 > 1e-5 {
-		t.Errorf("Laplace variance = %g, want 80000", v)
-	}
-	v, err = AnswerNoiseVariance("gaussian", 1, 1e-5, -1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sigma, err := dp.AnalyticGaussianSigma(1, 1e-5, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(v-sigma*sigma)/(sigma*sigma) > 1e-3 {
-		t.Errorf("Gaussian variance = %g, want σ² = %g", v, sigma*sigma)
-	}
-	for _, m := range []string{"", "none"} {
-		if v, err := AnswerNoiseVariance(m, 0, 0, 0, 0); err != nil || v != 0 {
-			t.Errorf("AnswerNoiseVariance(%q) = %g, %v; want 0, nil", m, v, err)
-		}
-	}
-	for _, c := range []struct {
-		mech           string
-		eps, del, l, u float64
-	}{
-		{"laplace", 1, 0, 1, 1}, {"laplace", 1, 0, 0, math.Inf(1)}, {"laplace", 0, 0, 0, 1},
-		{"gaussian", 1, 0, 0, 1}, {"uniform", 1, 0, 0, 1}, {"laplace", 1, 0, math.NaN(), 1},
-	} {
-		if _, err := AnswerNoiseVariance(c.mech, c.eps, c.del, c.l, c.u); err == nil {
-			t.Errorf("AnswerNoiseVariance(%+v) error = nil, want an error", c)
-		}
-	}
-}
 
 // TestNoisyOutputPrior checks each rule against its formula on the range [0, 400]
 // (s_f² = 100² = 10⁴) with σ_n² = 3·10⁴.

@@ -14,12 +14,9 @@ import (
 // why; the test fails when a new one appears and when one listed is gone (then delete
 // its line).
 var remainingDeps = map[string]map[string]string{
-	"pkg/gpucb": {
-		"pkg/dp": "noisy.go: AnswerNoiseVariance calibrates the curator's answer mechanisms itself, until the answers' noise σ travels on the wire",
-	},
+	"pkg/gpucb": {},
 	"pkg/modeler": {
-		"pkg/dp":         "through pkg/gpucb (AnswerNoiseVariance) and pkg/projection",
-		"pkg/projection": "rauto.go: AutoR and GaussianNoiseSD recompute the curator's choice of r and its noise σ, until the quote carries the rule's figures",
+		"pkg/dp": "through pkg/study: OutputPrivacy.Exact by the mechanism's name, and AnswerNoise's calibration of records (study files, curators) that predate the curator's stated noise",
 	},
 }
 

@@ -48,8 +48,10 @@
 // (gpucb.Config.InputNoiseVariance = σ²) and, for the default lengthscale, the median
 // distance to the mean de-biased for the noise (gpucb.DebiasLengthscale); docs/MATHS.md
 // §2.6. The setting is stored with a study and σ is read from the stored release, so a
-// resumed study rebuilds the same GP. AutoR chooses r from public quantities for
-// `modeler run --r auto` (docs/MATHS.md §2.6).
+// resumed study rebuilds the same GP. For `modeler run --r auto` the curator chooses r
+// and states its rule's figures in the quote (Quote.RChoice, docs/MATHS.md §2.6); the
+// modeler recomputes none of the curator's calibrations: the projection's σ, the
+// answers' noise sd and family come from the curator's statements on the wire.
 //
 // # Hyperparameters
 //
@@ -78,7 +80,7 @@
 //
 // A curator that releases answers with output privacy (GetDatasetInfo's OutputPrivacy:
 // y clipped to a public [L, U] plus Laplace or Gaussian noise) adds noise whose variance
-// σ_n² is public (gpucb.AnswerNoiseVariance). Unless Config gives SignalVariance and
+// σ_n² is public and stated by the curator (OutputPrivacy.noise_sd, study.OutputPrivacy.AnswerNoise). Unless Config gives SignalVariance and
 // NoiseVariance explicitly, the GP then models it (Rasmussen and Williams 2006, §2.2)
 // with the prior pkg/simulate uses by default, NoiseRule (gpucb.NoisyOutputPrior): the
 // answers standardised, σ_y² = 1 and σ_n² ← σ_n²/s_f² with s_f = (U − L)/4, instead of

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -21,7 +20,7 @@ type Config struct {
 	// R, Epsilon, Delta are the projection's parameters (docs/MATHS.md §2.1); Label optionally
 	// asks for an independent release with the same parameters. Zero leaves a parameter to
 	// the curator, which states in its quote of the study (Quote) what it chose: R by the
-	// rule AutoR applies, Epsilon and Delta those of its default study (Delta at most what
+	// rule Quote.RChoice names, Epsilon and Delta those of its default study (Delta at most what
 	// the identity can still spend). RunStudy stores the resolved values; on resume a zero
 	// takes the stored one.
 	R              int
@@ -40,8 +39,8 @@ type Config struct {
 	// NoiseVariance 0 take the prior that fits the answers the curator releases
 	// (GetDatasetInfo's output privacy, see NoiseRule): with private answers ("laplace"
 	// or "gaussian") the noise-aware prior gpucb.NoisyOutputPrior(NoiseRule, L, U, σ_n²)
-	// with σ_n² = gpucb.AnswerNoiseVariance of the curator's mechanism, (ε, δ) and range
-	// [L, U]; with exact answers SignalVariance 1 and NoiseVariance 1e-3. Both are in
+	// with σ_n² the square of the answers' noise sd the curator states
+	// (study.OutputPrivacy.AnswerNoise) and [L, U] the public range; with exact answers SignalVariance 1 and NoiseVariance 1e-3. Both are in
 	// standardised output units. A value given explicitly is kept.
 	Kernel                                     gpucb.Kernel
 	Lengthscale, SignalVariance, NoiseVariance float64
@@ -199,8 +198,12 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 		if c.Direction == study.Minimize {
 			lo, hi = -hi, -lo
 		}
-		p, answerNoise, err = gpucb.OutputPrior(NoiseRule, op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, lo, hi)
+		an, err := op.AnswerNoise()
 		if err != nil {
+			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
+		}
+		answerNoise = an.Variance
+		if p, err = gpucb.NoisyOutputPrior(NoiseRule, lo, hi, answerNoise); err != nil {
 			return 0, 0, 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
 		}
 		if signal == 0 {
@@ -219,11 +222,12 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 	return signal, noise, answerNoise, nil
 }
 
-// The likelihoods of Config.RecommendLikelihood, named as the answer mechanisms whose
-// noise they model.
+// The likelihoods of Config.RecommendLikelihood (the noise model a recommendation
+// assumes; which one fits the answers comes from the curator's stated noise family,
+// study.OutputPrivacy.Laplace, never from these spellings).
 const (
-	LikelihoodLaplace  = answer.MechanismLaplace
-	LikelihoodGaussian = answer.MechanismGaussian
+	LikelihoodLaplace  = "laplace"
+	LikelihoodGaussian = "gaussian"
 )
 
 // Confirmation is one answer of a confirmation pass.
@@ -320,7 +324,7 @@ type Result struct {
 	ProjectionNoiseSD  float64 `json:"projection_noise_sd,omitempty"`
 	ProjectionNoise    string  `json:"projection_noise,omitempty"`
 	InputNoiseVariance float64 `json:"input_noise_variance,omitempty"`
-	// RAuto, when the curator chose r (Config.R 0, by the rule of AutoR), says how.
+	// RAuto, when the curator chose r (Config.R 0), says how, as the curator's quote states it.
 	RAuto *AutoRChoice `json:"r_auto,omitempty"`
 	// Quote is the curator's quote of the study, made before anything was charged (nil
 	// for a resumed study that held its release).
@@ -355,11 +359,11 @@ type Protection struct {
 
 // answersGuarantee is the answers' guarantee of op, stated by the curator or, from a
 // curator that states none, derived from its mechanism.
-func answersGuarantee(mechanism, stated string, eps, delta float64) string {
+func answersGuarantee(mechanism, stated string, exact bool, eps, delta float64) string {
 	switch {
 	case stated != "":
 		return stated
-	case answer.IsExact(mechanism):
+	case exact:
 		return "no guarantee (ε = ∞): exact answers"
 	}
 	return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP (%s mechanism), as the curator's settings state", eps, delta, mechanism)
@@ -368,10 +372,10 @@ func answersGuarantee(mechanism, stated string, eps, delta float64) string {
 // protectionOf is the Protection of a stored release.
 func protectionOf(rel *study.Release) Protection {
 	op := rel.OutputPrivacy
-	mech := cmp.Or(op.Mechanism, answer.MechanismExact)
+	mech := op.MechanismName()
 	return Protection{DatasetID: rel.DatasetID, ProjectionMechanism: rel.Mechanism, ProjectionRelation: rel.Relation,
 		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: mech, AnswersRelation: op.Relation,
-		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}
+		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.Exact(), op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}
 }
 
 // releaseOf is the stored form of a projection received with the dataset's info.
@@ -510,7 +514,7 @@ func Run(ctx context.Context, cur Curator, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	s.res.Dataset, s.res.ReleaseID = info.Name, proj.ReleaseID
-	s.res.Quote, s.res.RAuto = q, rAuto(info, q)
+	s.res.Quote, s.res.RAuto = q, rAuto(q)
 	s.res.Protection = protectionOf(&rel)
 	s.budget = proj.Budget
 	initial, err := initialIndex(cfg.InitialIndex, proj.Rows)
@@ -623,17 +627,14 @@ func (s *session) topQueried(k int) []int {
 }
 
 // AnswerNoiseSD is the standard deviation of the noise the curator's output mechanism op
-// adds to each answer (gpucb.AnswerNoiseVariance: √2·(U − L)/ε for Laplace, the
+// adds to each answer, as the curator states it (study.OutputPrivacy.AnswerNoise: √2·(U − L)/ε for Laplace, the
 // calibrated σ for Gaussian), 0 for exact answers. It depends only on public settings.
 func AnswerNoiseSD(op study.OutputPrivacy) (float64, error) {
-	if op.Exact() {
-		return 0, nil
-	}
-	v, err := gpucb.AnswerNoiseVariance(op.Mechanism, op.EpsilonPerIndex, op.DeltaPerIndex, op.Lower, op.Upper)
+	an, err := op.AnswerNoise()
 	if err != nil {
 		return 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
 	}
-	return math.Sqrt(v), nil
+	return an.SD, nil
 }
 
 func checkBatch(q, maxIndices int) error {
@@ -708,7 +709,8 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	}
 	// A range the noise cannot be computed for has already been refused by prior when
 	// the GP needs it; with both variances given it is only not reported (sd 0, no range).
-	answerSD, sdErr := AnswerNoiseSD(op)
+	an, sdErr := op.AnswerNoise()
+	answerSD := an.SD
 	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * cfg.Direction.Sign(), Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
 		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar, AnswerNoiseSD: answerSD}
@@ -734,7 +736,7 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, laplace: op.Mechanism == answer.MechanismLaplace}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, laplace: an.Laplace}, nil
 }
 
 // noiseFactor is the noise variance of an answer clipped to c relative to one clipped

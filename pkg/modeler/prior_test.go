@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -25,11 +24,13 @@ func TestNoiseAwarePrior(t *testing.T) {
 	// Laplace at ε = 2 on [0, 400]: b ≈ 200 (package dp rounds the scale up slightly),
 	// σ_n² = 2b² ≈ 80000; s_f² = (400/4)² = 10⁴, so the ratio rule gives SignalVariance 1
 	// and NoiseVariance σ_n²/s_f² ≈ 8 (standardised units).
-	lapNoise, err := gpucb.AnswerNoiseVariance("laplace", 2, 0, 0, 400)
+	lapAN, err := laplace.AnswerNoise()
+	lapNoise := lapAN.Variance
 	if err != nil || math.Abs(lapNoise-80000) > 1 {
 		t.Fatalf("Laplace noise variance %g, %v; want ≈ 80000", lapNoise, err)
 	}
-	gaussNoise, err := gpucb.AnswerNoiseVariance("gaussian", 1, 1e-5, -1, 1)
+	gaussAN, err := gaussian.AnswerNoise()
+	gaussNoise := gaussAN.Variance
 	if err != nil {
 		t.Fatal(err)
 	}

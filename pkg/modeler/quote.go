@@ -52,6 +52,9 @@ type Quote struct {
 	WholePatientEpsilon float64 `json:"whole_patient_epsilon"`
 	WholePatientUnits   float64 `json:"whole_patient_units"`
 	WholePatient        string  `json:"whole_patient"`
+	// RChoice, when RChosen, is how the curator chose R: its rule and the rule's figures
+	// (nil from curators that predate it).
+	RChoice *AutoRChoice `json:"r_choice,omitempty"`
 	// ProjectionPaid: the caller holds this release already (a replay, no cost).
 	ProjectionPaid bool         `json:"projection_paid"`
 	Answers        AnswersQuote `json:"answers"`
@@ -77,6 +80,22 @@ type AnswersQuote struct {
 	Upper     float64 `json:"upper"`
 	NoiseSD   float64 `json:"noise_sd"`
 	Paid      bool    `json:"paid"`
+	// Laplace: the noise is Laplace (else Gaussian, or none for exact answers).
+	Laplace bool `json:"laplace,omitempty"`
+}
+
+// AutoRChoice is the projection dimension the curator chose for a study that left r
+// to it, and the public figures its rule chose it from (docs/MATHS.md §2.6): the σ
+// per entry the Gaussian mechanism adds at R (0 for the lifted mechanism), the noise's
+// share 2·R·σ²/D² of a typical squared distance D², and the Johnson–Lindenstrauss
+// distortion sqrt(8 ln n / R).
+type AutoRChoice struct {
+	R                      int     `json:"r"`
+	Rule                   string  `json:"rule"`
+	NoiseSD                float64 `json:"noise_sd"`
+	NoiseShare             float64 `json:"noise_share"`
+	Distortion             float64 `json:"distortion"`
+	TypicalSquaredDistance float64 `json:"typical_squared_distance"`
 }
 
 // RelationCharge is a study's new charge under one neighbour relation and what the
@@ -165,13 +184,15 @@ func plan(ctx context.Context, cur Curator, cfg *Config, info *DatasetInfo) (*Qu
 	return q, nil
 }
 
-// rAuto is how r was chosen when the curator chose it: the rule's figures as AutoR
-// computes them from the same public quantities, or the curator's own when they differ.
-func rAuto(info *DatasetInfo, q *Quote) *AutoRChoice {
+// rAuto is how r was chosen when the curator chose it: the rule and its figures as the
+// curator states them in the quote (Quote.RChoice), or, from a curator that states
+// only the dimension, that it chose it and the projection's σ.
+func rAuto(q *Quote) *AutoRChoice {
 	if !q.RChosen {
 		return nil
 	}
-	if c, err := AutoR(info, q.Epsilon, q.Delta); err == nil && c.R == q.R {
+	if c := q.RChoice; c != nil && c.R == q.R {
+		c := *c
 		return &c
 	}
 	return &AutoRChoice{R: q.R, Rule: "chosen by the curator", NoiseSD: q.NoiseSD}

@@ -156,7 +156,7 @@ func runStudy(ctx context.Context, cur Curator, store *study.Store, st *study.St
 		if err != nil {
 			return nil, err
 		}
-		q, rauto = fq, rAuto(info, fq)
+		q, rauto = fq, rAuto(fq)
 		rel := releaseOf(info, proj, cfg)
 		if err := store.SaveRelease(ctx, st.Name, rel, proj.Z); err != nil {
 			return nil, fmt.Errorf("modeler: %w", err)

@@ -14,9 +14,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -59,6 +61,7 @@ func (h *handlers) GetDatasetInfo(ctx context.Context, _ *curatorv1.GetDatasetIn
 			Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta, Lower: o.Lower, Upper: o.Upper,
 			Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
 			ExactAnswersMaxRows: uint32(min(info.ExactAnswersMaxRows, math.MaxUint32)),
+			NoiseSd:             info.OutputNoiseSD, Noise: noiseFamilyProto(info.OutputNoise),
 		},
 		ProtectedUnit:       info.ProtectedUnit,
 		MaxQueryIndices:     uint32(info.MaxQueryIndices),
@@ -237,10 +240,10 @@ func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudy
 			DefaultEpsilon: q.DefaultEpsilon, DefaultDelta: q.DefaultDelta, Label: q.Label,
 			Mechanism: q.Mechanism, Relation: string(q.Relation), NoiseSd: q.NoiseSD,
 			WholePatientEpsilon: q.WholePatientEpsilon, WholePatientUnits: q.WholePatientUnits, WholePatient: q.WholePatient,
-			Paid: q.ProjectionPaid,
+			Paid: q.ProjectionPaid, DimensionChoice: dimensionChoiceProto(q.DimensionChoice),
 		},
 		Answers: &curatorv1.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation),
-			Epsilon: a.Epsilon, Delta: a.Delta, Lower: a.Lower, Upper: a.Upper, NoiseSd: a.NoiseSD, Paid: a.Paid},
+			Epsilon: a.Epsilon, Delta: a.Delta, Lower: a.Lower, Upper: a.Upper, NoiseSd: a.NoiseSD, Paid: a.Paid, Noise: noiseFamilyProto(a.Noise)},
 		Fits: q.Fits, Refusal: q.Refusal,
 		WholePatient: &curatorv1.WholePatientCharge{Bounded: !q.Patient.Charge.Unbounded, Epsilon: q.Patient.Charge.Epsilon, Delta: q.Patient.Charge.Delta,
 			EpsilonLimit: q.Patient.Limits.PerIdentity.Epsilon, DeltaLimit: q.Patient.Limits.PerIdentity.Delta,
@@ -258,6 +261,28 @@ func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudy
 			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})
 	}
 	return resp
+}
+
+// noiseFamilyProto states an answer mechanism's noise family on the wire.
+func noiseFamilyProto(n answer.Noise) curatorv1.NoiseFamily {
+	switch n {
+	case answer.NoiseNone:
+		return curatorv1.NoiseFamily_NOISE_FAMILY_NONE
+	case answer.NoiseLaplace:
+		return curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE
+	case answer.NoiseGaussian:
+		return curatorv1.NoiseFamily_NOISE_FAMILY_GAUSSIAN
+	}
+	return curatorv1.NoiseFamily_NOISE_FAMILY_UNSPECIFIED
+}
+
+// dimensionChoiceProto is how the curator chose a dimension (nil when it did not).
+func dimensionChoiceProto(c *projection.AutoChoice) *curatorv1.DimensionChoice {
+	if c == nil {
+		return nil
+	}
+	return &curatorv1.DimensionChoice{Rule: c.Rule, NoiseSd: c.NoiseSD, NoiseShare: c.NoiseShare,
+		Distortion: c.Distortion, TypicalSquaredDistance: c.TypicalSquaredDistance}
 }
 
 // budgetProto is the Budget of a feature-unit balance, without its relations.

@@ -53,7 +53,7 @@
 // paper's setting. [L, U] is the public range of the target in its own units and is
 // transformed as the target is (log for LogOutputs, [−U, −L] for Minimize). Regret is
 // still measured on the noise-free f. The GP then models the public noise
-// (GPSettings.NoiseRule, gpucb.NoisyOutputPrior with gpucb.AnswerNoiseVariance; default
+// (GPSettings.NoiseRule, gpucb.NoisyOutputPrior with the answer mechanism's NoiseVariance; default
 // DefaultNoiseRule, chosen by the measurements in docs/EXPERIMENTS.md, "Honest
 // defaults"). The curator draws this noise from crypto/rand, so such runs are not
 // reproducible from Seed.

@@ -42,7 +42,8 @@ func (l *Local) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) {
 		ProjectionMechanism: info.ProjectionMechanism, ProjectionRelation: string(info.ProjectionRelation),
 		ProtectedUnit: info.ProtectedUnit, Guarantee: info.Guarantee,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta,
-			Lower: o.Lower, Upper: o.Upper, Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee},
+			Lower: o.Lower, Upper: o.Upper, Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
+			NoiseSD: info.OutputNoiseSD, Laplace: info.OutputNoise == answer.NoiseLaplace},
 		Budget: budgetOf(info.Budget),
 	}, nil
 }
@@ -88,10 +89,14 @@ func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Q
 		Label: q.Label, Mechanism: q.Mechanism, Relation: string(q.Relation), NoiseSD: q.NoiseSD,
 		WholePatientEpsilon: q.WholePatientEpsilon, WholePatientUnits: q.WholePatientUnits, WholePatient: q.WholePatient, ProjectionPaid: q.ProjectionPaid,
 		Answers: modeler.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation), Epsilon: a.Epsilon, Delta: a.Delta,
-			Lower: a.Lower, Upper: a.Upper, NoiseSD: a.NoiseSD, Paid: a.Paid},
+			Lower: a.Lower, Upper: a.Upper, NoiseSD: a.NoiseSD, Paid: a.Paid, Laplace: a.Noise == answer.NoiseLaplace},
 		Fits: q.Fits, Refusal: q.Refusal,
 		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: s.Projection.Epsilon, ProjectionDelta: s.Projection.Delta,
 			AnswersEpsilon: s.Answers.Epsilon, AnswersDelta: s.Answers.Delta, PerIdentity: s.PerIdentity, Dataset: s.Dataset, DatasetLeft: s.DatasetLeft}}
+	if c := q.DimensionChoice; c != nil {
+		out.RChoice = &modeler.AutoRChoice{R: c.R, Rule: c.Rule, NoiseSD: c.NoiseSD, NoiseShare: c.NoiseShare,
+			Distortion: c.Distortion, TypicalSquaredDistance: c.TypicalSquaredDistance}
+	}
 	for _, c := range q.Costs {
 		out.Charges = append(out.Charges, modeler.RelationCharge{Relation: string(c.Relation), Epsilon: c.Charge.Epsilon, Delta: c.Charge.Delta,
 			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})

@@ -110,7 +110,7 @@ type GPSettings struct {
 	FitEvery int
 	// NoiseRule sets the prior for answers released with output privacy (Config.Output)
 	// from public quantities: gpucb.NoisyOutputPrior with the answer noise variance
-	// gpucb.AnswerNoiseVariance. Empty means DefaultNoiseRule; NoiseRuleOff keeps the
+	// answerNoiseVariance. Empty means DefaultNoiseRule; NoiseRuleOff keeps the
 	// exact-answer defaults above (the GP then interpolates the noise). A SignalVariance
 	// or NoiseVariance given explicitly overrides the rule's, and Raw its
 	// standardisation. Ignored without output privacy.
@@ -361,7 +361,11 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	if _, err := gpucb.ParseNoiseRule(string(rule)); err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
-	prior, _, err := gpucb.OutputPrior(rule, o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
+	nv, err := answerNoiseVariance(o.Mechanism, o.Epsilon, o.Delta, o.Lower, o.Upper)
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	prior, err := gpucb.NoisyOutputPrior(rule, o.Lower, o.Upper, nv)
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
@@ -655,4 +659,21 @@ func readRelease(ctx context.Context, pr *curator.Projection) ([]float64, error)
 		return nil, fmt.Errorf("simulate: release %s: %w", pr.ID, err)
 	}
 	return z, nil
+}
+
+// answerNoiseVariance is the variance of the noise the named answer mechanism adds to
+// each answer at (ε, δ) on [lower, upper] (0 for exact answers): the simulation plays
+// the curator, so it calibrates the mechanism itself, as the curator does.
+func answerNoiseVariance(mechanism string, epsilon, delta, lower, upper float64) (float64, error) {
+	if answer.IsExact(mechanism) {
+		return 0, nil
+	}
+	if answer.PureEpsilon(mechanism) {
+		delta = 0 // the variance of a pure mechanism does not depend on δ
+	}
+	m, err := answer.New(mechanism, answer.Params{Epsilon: epsilon, Delta: delta, Lower: lower, Upper: upper})
+	if err != nil {
+		return 0, err
+	}
+	return m.NoiseVariance(), nil
 }

@@ -189,10 +189,54 @@ type OutputPrivacy struct {
 	// curator stated them ("" from curators that did not state them).
 	Relation  string `json:"relation,omitempty"`
 	Guarantee string `json:"guarantee,omitempty"`
+	// NoiseSD is the standard deviation of each answer's noise at the public range and
+	// Laplace whether that noise is Laplace (else Gaussian), as the curator stated them
+	// (GetDatasetInfo's output privacy); NoiseSD is 0 for exact answers and in records
+	// of curators and modelers that predate the statement (AnswerNoise).
+	NoiseSD float64 `json:"noise_sd,omitempty"`
+	Laplace bool    `json:"laplace,omitempty"`
 }
 
 // Exact reports whether the answers were released without privacy (mechanism "none").
 func (o OutputPrivacy) Exact() bool { return answer.IsExact(o.Mechanism) }
+
+// MechanismName is the answers' mechanism as stated, the exact mechanism's name when
+// none is.
+func (o OutputPrivacy) MechanismName() string {
+	if o.Mechanism == "" {
+		return answer.MechanismExact
+	}
+	return o.Mechanism
+}
+
+// AnswerNoise is the noise of each answer: its standard deviation and variance at the
+// public range, and whether it is Laplace (else Gaussian; none for exact answers).
+type AnswerNoise struct {
+	SD, Variance float64
+	Laplace      bool
+}
+
+// AnswerNoise is the noise the curator stated for the answers (NoiseSD, Laplace). A
+// record without the statement (a curator or a study file that predates it) is
+// calibrated here from its mechanism's settings, by the answer registry, as the
+// curator calibrates it.
+func (o OutputPrivacy) AnswerNoise() (AnswerNoise, error) {
+	if o.Exact() {
+		return AnswerNoise{}, nil
+	}
+	if o.NoiseSD > 0 {
+		return AnswerNoise{SD: o.NoiseSD, Variance: o.NoiseSD * o.NoiseSD, Laplace: o.Laplace}, nil
+	}
+	p := answer.Params{Epsilon: o.EpsilonPerIndex, Delta: o.DeltaPerIndex, Lower: o.Lower, Upper: o.Upper}
+	if answer.PureEpsilon(o.Mechanism) {
+		p.Delta = 0 // the noise of a pure mechanism does not depend on δ
+	}
+	m, err := answer.New(o.Mechanism, p)
+	if err != nil {
+		return AnswerNoise{}, fmt.Errorf("study: the answers' noise: %w", err)
+	}
+	return AnswerNoise{SD: math.Sqrt(m.NoiseVariance()), Variance: m.NoiseVariance(), Laplace: m.Noise() == answer.NoiseLaplace}, nil
+}
 
 // Release describes the projection the study runs on.
 type Release struct {

@@ -43,6 +43,7 @@ from privbo.client import (
     RateLimited,
     RelationBudget,
     RelationCharge,
+    ReleaseInProgress,
     ReleaseUninformative,
     ResourceExhausted,
     StudyQuote,

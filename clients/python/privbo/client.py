@@ -28,6 +28,10 @@ only; this client retries it for every request, and instead fails fast in connec
   idempotent: a release already charged is replayed at no cost, rows already answered
   come back as replays, and a job submission carries an idempotency key (one is drawn
   when the caller gives none), so a retry never charges twice.
+* ABORTED with the ErrorInfo reason RELEASE_IN_PROGRESS (the same release is being
+  computed for another request of the caller) is retried the same way, at most
+  ``RELEASE_IN_PROGRESS_RETRIES`` times in a call: once the other request ends, asking
+  again replays its release at no cost. Then it is raised (ReleaseInProgress).
 
 A call gives up when the next wait would end more than ``retry_timeout`` seconds after it
 started, raising the last error. Every error a curator returns is raised as a
@@ -70,8 +74,10 @@ log = logging.getLogger("privbo.client")
 IDENTITY_HEADER = "privbo-identity"
 # The least wait before a retry the curator asked for (as pkg/curatorclient).
 MIN_RETRY_DELAY = 0.01
-# Backoff after UNAVAILABLE: first wait and cap, in seconds.
+# Backoff after UNAVAILABLE (and RELEASE_IN_PROGRESS): first wait and cap, in seconds.
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+# How many times one call waits for a release in progress elsewhere.
+RELEASE_IN_PROGRESS_RETRIES = 5
 # Largest matrix accepted from a header (elements), as pkg/curatorclient.
 MAX_ELEMENTS = 1 << 31
 # A response message may be this large; a projection chunk is at most ~2 MiB.
@@ -144,6 +150,12 @@ class AlreadyExists(CuratorError):
 
 class Aborted(CuratorError):
     """ABORTED: an evaluation failed; asking again evaluates again."""
+
+
+class ReleaseInProgress(Aborted):
+    """ABORTED, RELEASE_IN_PROGRESS: the same release (or job) is being computed for
+    another request, still so after the client's retries; run again once it ends (the
+    release is then replayed at no cost)."""
 
 
 class Unavailable(CuratorError):
@@ -308,6 +320,7 @@ REASON_DIMENSION_ABOVE_FEATURES = "DIMENSION_ABOVE_FEATURES"
 REASON_EXACT_ROW_LIMIT = "EXACT_ROW_LIMIT"
 REASON_MEMORY_LIMIT = "MEMORY_LIMIT"
 REASON_KUSNER_RELEASE_UNINFORMATIVE = "KUSNER_RELEASE_UNINFORMATIVE"
+REASON_RELEASE_IN_PROGRESS = "RELEASE_IN_PROGRESS"
 
 _BY_REASON = {
     (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_BUDGET_EXCEEDED): BudgetExhausted,
@@ -316,6 +329,7 @@ _BY_REASON = {
     (grpc.StatusCode.FAILED_PRECONDITION, REASON_KUSNER_RELEASE_UNINFORMATIVE): ReleaseUninformative,
     (grpc.StatusCode.FAILED_PRECONDITION, REASON_DELTA_BUDGET_ZERO): DeltaBudgetZero,
     (grpc.StatusCode.INVALID_ARGUMENT, REASON_DIMENSION_ABOVE_FEATURES): DimensionAboveFeatures,
+    (grpc.StatusCode.ABORTED, REASON_RELEASE_IN_PROGRESS): ReleaseInProgress,
 }
 
 
@@ -331,6 +345,11 @@ def _int(s: Optional[str]) -> Optional[int]:
         return int(s) if s is not None else None
     except ValueError:
         return None
+
+
+def _release_in_progress(err: grpc.RpcError) -> bool:
+    """Whether err is ABORTED with the reason RELEASE_IN_PROGRESS."""
+    return err.code() == grpc.StatusCode.ABORTED and _status.details(err).reason == REASON_RELEASE_IN_PROGRESS
 
 
 def _retry_delay(err: grpc.RpcError) -> Optional[float]:
@@ -786,6 +805,7 @@ class Client:
         # How many times calls waited for the curator's rate limit / after UNAVAILABLE.
         self.rate_limit_waits = 0
         self.unavailable_waits = 0
+        self.in_progress_waits = 0
 
     def close(self) -> None:
         self._channel.close()
@@ -799,22 +819,26 @@ class Client:
     # -- the retry policy (module documentation)
 
     def _call(self, what: str, attempt: Callable[[], T]) -> T:
-        start, backoff = self._clock(), BACKOFF_FIRST
+        start, backoff, in_progress = self._clock(), BACKOFF_FIRST, 0
         while True:
             try:
                 return attempt()
             except grpc.RpcError as err:
-                wait, backoff = self._retry_wait(what, err, start, backoff)
+                wait, backoff = self._retry_wait(what, err, start, backoff, in_progress)
+                in_progress += _release_in_progress(err)
                 self._sleep(wait)
 
-    def _retry_wait(self, what: str, err: grpc.RpcError, start: float, backoff: float) -> Tuple[float, float]:
+    def _retry_wait(self, what: str, err: grpc.RpcError, start: float, backoff: float,
+                    in_progress: int = 0) -> Tuple[float, float]:
         """Returns how long to wait before asking again after err (and the next backoff),
-        or raises err's typed error when it is not retried or the wait would end beyond
-        retry_timeout after start."""
+        or raises err's typed error when it is not retried, when it is a release in
+        progress the call has waited for in_progress ≥ RELEASE_IN_PROGRESS_RETRIES times
+        already, or when the wait would end beyond retry_timeout after start."""
         delay = _retry_delay(err)
         if delay is not None:
             wait = max(delay, MIN_RETRY_DELAY)
-        elif err.code() == grpc.StatusCode.UNAVAILABLE:
+        elif err.code() == grpc.StatusCode.UNAVAILABLE or (
+                _release_in_progress(err) and in_progress < RELEASE_IN_PROGRESS_RETRIES):
             wait, backoff = backoff, min(2 * backoff, BACKOFF_MAX)
         else:
             raise error_from_rpc(err) from err
@@ -823,6 +847,9 @@ class Client:
         if delay is not None:
             self.rate_limit_waits += 1
             log.debug("%s: rate limited by the curator; retrying in %.3f s", what, wait)
+        elif _release_in_progress(err):
+            self.in_progress_waits += 1
+            log.debug("%s: the same release is in progress for another request; retrying in %.3f s", what, wait)
         else:
             self.unavailable_waits += 1
             log.debug("%s: curator unavailable (%s); retrying in %.3f s", what, err.details(), wait)

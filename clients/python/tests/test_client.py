@@ -338,7 +338,7 @@ class ClientTest(unittest.TestCase):
     def test_study_that_cannot_pay_its_answers_is_refused_before_the_release(self):
         self.fake.quote_fits = False
         with self.assertRaises(privbo.StudyUnaffordable) as cm:
-            self.client.release_projection(3, 1.0, 1e-6)
+            self.client.release_projection(COLS, 1.0, 1e-6)
         e = cm.exception
         self.assertIsInstance(e, privbo.BudgetExhausted)
         self.assertEqual(e.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -481,6 +481,26 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(r.values(), {2: 102.0, 4: 104.0})
         self.assertEqual(self.clock.sleeps, [0.1, 0.2, 0.4])
         self.assertEqual(self.client.unavailable_waits, 3)
+
+    def test_release_in_progress_retried_with_backoff(self):
+        busy = refused(grpc.StatusCode.ABORTED, "the same release is being computed for another request; run again",
+                       pc.REASON_RELEASE_IN_PROGRESS)
+        self.fake.refusals["ReleaseProjection"] = [busy, busy]
+        self.client.release_projection(COLS, 1.0, 1e-6)
+        self.assertEqual(self.fake.calls["ReleaseProjection"], 3)
+        self.assertEqual(self.clock.sleeps, [0.1, 0.2])
+        self.assertEqual(self.client.in_progress_waits, 2)
+
+    def test_release_in_progress_gives_up_after_a_few_tries(self):
+        busy = refused(grpc.StatusCode.ABORTED, "the same release is being computed for another request; run again",
+                       pc.REASON_RELEASE_IN_PROGRESS)
+        self.fake.refusals["ReleaseProjection"] = [busy] * (pc.RELEASE_IN_PROGRESS_RETRIES + 3)
+        with self.assertRaises(privbo.ReleaseInProgress) as cm:
+            self.client.release_projection(COLS, 1.0, 1e-6)
+        self.assertIsInstance(cm.exception, privbo.Aborted)
+        self.assertEqual(cm.exception.reason, pc.REASON_RELEASE_IN_PROGRESS)
+        self.assertEqual(self.fake.calls["ReleaseProjection"], pc.RELEASE_IN_PROGRESS_RETRIES + 1)
+        self.assertEqual(self.clock.sleeps, [0.1, 0.2, 0.4, 0.8, 1.6][:pc.RELEASE_IN_PROGRESS_RETRIES])
 
     def test_unavailable_gives_up(self):
         self.client.retry_timeout = 1.0

@@ -31,6 +31,16 @@ type Params struct {
 	Lower, Upper   float64
 }
 
+// Noise is the family of the noise a Mechanism adds to each answer.
+type Noise int
+
+// The noise families.
+const (
+	NoiseNone Noise = iota + 1
+	NoiseLaplace
+	NoiseGaussian
+)
+
 // Mechanism releases query answers.
 type Mechanism interface {
 	// Name is the mechanism's configured name.
@@ -47,6 +57,10 @@ type Mechanism interface {
 	// and NoiseVariance its variance; both depend on the settings only.
 	NoiseSD() float64
 	NoiseVariance() float64
+	// Noise is the family of the noise (NoiseNone for exact answers): what a client
+	// needs beyond NoiseSD to model the answers (a Laplace likelihood, say), stated on
+	// the wire as a number so that no client branches on a mechanism's name.
+	Noise() Noise
 	// Guarantee states each answer's guarantee (privacy.Guarantee renders it).
 	Guarantee() privacy.Guarantee
 	// Release returns the answer to send for the evaluation y, with noise from src.
@@ -84,6 +98,7 @@ func (Exact) Params() Params                                   { return Params{}
 func (Exact) Cost() privacy.Cost                               { return privacy.Cost{} }
 func (Exact) NoiseSD() float64                                 { return 0 }
 func (Exact) NoiseVariance() float64                           { return 0 }
+func (Exact) Noise() Noise                                     { return NoiseNone }
 func (Exact) Release(_ *dp.Source, y float64) (float64, error) { return y, nil }
 func (m Exact) Guarantee() privacy.Guarantee {
 	return privacy.Guarantee{Mechanism: m.Name(), Epsilon: math.Inf(1), Relation: m.Relation(), None: true,
@@ -112,6 +127,7 @@ func newLaplace(p Params) (Mechanism, error) {
 
 func (*Laplace) Name() string               { return MechanismLaplace }
 func (*Laplace) Exact() bool                { return false }
+func (*Laplace) Noise() Noise               { return NoiseLaplace }
 func (*Laplace) Relation() privacy.Relation { return privacy.RelationRecord }
 func (m *Laplace) Params() Params           { return m.p }
 func (m *Laplace) Cost() privacy.Cost       { return privacy.Cost{Epsilon: m.p.Epsilon, Delta: m.p.Delta} }
@@ -149,6 +165,7 @@ func newGaussian(p Params) (Mechanism, error) {
 
 func (*Gaussian) Name() string               { return MechanismGaussian }
 func (*Gaussian) Exact() bool                { return false }
+func (*Gaussian) Noise() Noise               { return NoiseGaussian }
 func (*Gaussian) Relation() privacy.Relation { return privacy.RelationRecord }
 func (m *Gaussian) Params() Params           { return m.p }
 func (m *Gaussian) Cost() privacy.Cost       { return privacy.Cost{Epsilon: m.p.Epsilon, Delta: m.p.Delta} }

@@ -20,8 +20,12 @@ import (
 var registries = []string{"pkg/dp/answer/registry.go", "pkg/projection/mechanism.go"}
 
 // otherMeanings are files where a name's spelling means something else: the scaling
-// mode "none" of package dataset.
-var otherMeanings = map[string][]string{"pkg/dataset/scaling.go": {answer.MechanismExact}}
+// mode "none" of package dataset, and the modeler's likelihoods of a recommendation
+// (a noise model, chosen by the curator's stated noise family, not by these names).
+var otherMeanings = map[string][]string{
+	"pkg/dataset/scaling.go": {answer.MechanismExact},
+	"pkg/modeler/modeler.go": {answer.MechanismLaplace, answer.MechanismGaussian},
+}
 
 // TestNamesOnlyInRegistries: no non-test Go file of the module spells a mechanism's
 // name as a string literal outside the registries, so a new mechanism is one type and

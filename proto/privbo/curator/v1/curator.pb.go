@@ -85,6 +85,60 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// NoiseFamily is the distribution of the noise of an answer mechanism.
+type NoiseFamily int32
+
+const (
+	NoiseFamily_NOISE_FAMILY_UNSPECIFIED NoiseFamily = 0
+	// Exact answers: no noise.
+	NoiseFamily_NOISE_FAMILY_NONE     NoiseFamily = 1
+	NoiseFamily_NOISE_FAMILY_LAPLACE  NoiseFamily = 2
+	NoiseFamily_NOISE_FAMILY_GAUSSIAN NoiseFamily = 3
+)
+
+// Enum value maps for NoiseFamily.
+var (
+	NoiseFamily_name = map[int32]string{
+		0: "NOISE_FAMILY_UNSPECIFIED",
+		1: "NOISE_FAMILY_NONE",
+		2: "NOISE_FAMILY_LAPLACE",
+		3: "NOISE_FAMILY_GAUSSIAN",
+	}
+	NoiseFamily_value = map[string]int32{
+		"NOISE_FAMILY_UNSPECIFIED": 0,
+		"NOISE_FAMILY_NONE":        1,
+		"NOISE_FAMILY_LAPLACE":     2,
+		"NOISE_FAMILY_GAUSSIAN":    3,
+	}
+)
+
+func (x NoiseFamily) Enum() *NoiseFamily {
+	p := new(NoiseFamily)
+	*p = x
+	return p
+}
+
+func (x NoiseFamily) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NoiseFamily) Descriptor() protoreflect.EnumDescriptor {
+	return file_privbo_curator_v1_curator_proto_enumTypes[0].Descriptor()
+}
+
+func (NoiseFamily) Type() protoreflect.EnumType {
+	return &file_privbo_curator_v1_curator_proto_enumTypes[0]
+}
+
+func (x NoiseFamily) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NoiseFamily.Descriptor instead.
+func (NoiseFamily) EnumDescriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{0}
+}
+
 type JobState int32
 
 const (
@@ -127,11 +181,11 @@ func (x JobState) String() string {
 }
 
 func (JobState) Descriptor() protoreflect.EnumDescriptor {
-	return file_privbo_curator_v1_curator_proto_enumTypes[0].Descriptor()
+	return file_privbo_curator_v1_curator_proto_enumTypes[1].Descriptor()
 }
 
 func (JobState) Type() protoreflect.EnumType {
-	return &file_privbo_curator_v1_curator_proto_enumTypes[0]
+	return &file_privbo_curator_v1_curator_proto_enumTypes[1]
 }
 
 func (x JobState) Number() protoreflect.EnumNumber {
@@ -140,7 +194,7 @@ func (x JobState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobState.Descriptor instead.
 func (JobState) EnumDescriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{0}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{1}
 }
 
 type HyperparameterRange_Scale int32
@@ -186,11 +240,11 @@ func (x HyperparameterRange_Scale) String() string {
 }
 
 func (HyperparameterRange_Scale) Descriptor() protoreflect.EnumDescriptor {
-	return file_privbo_curator_v1_curator_proto_enumTypes[1].Descriptor()
+	return file_privbo_curator_v1_curator_proto_enumTypes[2].Descriptor()
 }
 
 func (HyperparameterRange_Scale) Type() protoreflect.EnumType {
-	return &file_privbo_curator_v1_curator_proto_enumTypes[1]
+	return &file_privbo_curator_v1_curator_proto_enumTypes[2]
 }
 
 func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
@@ -241,11 +295,11 @@ func (x KusnerSpec_Algorithm) String() string {
 }
 
 func (KusnerSpec_Algorithm) Descriptor() protoreflect.EnumDescriptor {
-	return file_privbo_curator_v1_curator_proto_enumTypes[2].Descriptor()
+	return file_privbo_curator_v1_curator_proto_enumTypes[3].Descriptor()
 }
 
 func (KusnerSpec_Algorithm) Type() protoreflect.EnumType {
-	return &file_privbo_curator_v1_curator_proto_enumTypes[2]
+	return &file_privbo_curator_v1_curator_proto_enumTypes[3]
 }
 
 func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
@@ -976,8 +1030,13 @@ type OutputPrivacy struct {
 	// For "none": the most distinct rows of the dataset answered exactly, to all callers
 	// together (0 otherwise).
 	ExactAnswersMaxRows uint32 `protobuf:"varint,8,opt,name=exact_answers_max_rows,json=exactAnswersMaxRows,proto3" json:"exact_answers_max_rows,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Standard deviation of each answer's noise at the public range (0 for "none"), and
+	// its family: what a client models the answers with, so that it needs no knowledge
+	// of the mechanisms. NOISE_FAMILY_UNSPECIFIED from curators that predate them.
+	NoiseSd       float64     `protobuf:"fixed64,9,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	Noise         NoiseFamily `protobuf:"varint,10,opt,name=noise,proto3,enum=privbo.curator.v1.NoiseFamily" json:"noise,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *OutputPrivacy) Reset() {
@@ -1064,6 +1123,20 @@ func (x *OutputPrivacy) GetExactAnswersMaxRows() uint32 {
 		return x.ExactAnswersMaxRows
 	}
 	return 0
+}
+
+func (x *OutputPrivacy) GetNoiseSd() float64 {
+	if x != nil {
+		return x.NoiseSd
+	}
+	return 0
+}
+
+func (x *OutputPrivacy) GetNoise() NoiseFamily {
+	if x != nil {
+		return x.Noise
+	}
+	return NoiseFamily_NOISE_FAMILY_UNSPECIFIED
 }
 
 type ReleaseProjectionRequest struct {
@@ -3289,9 +3362,11 @@ type ProjectionQuote struct {
 	WholePatientUnits   float64 `protobuf:"fixed64,12,opt,name=whole_patient_units,json=wholePatientUnits,proto3" json:"whole_patient_units,omitempty"`
 	WholePatient        string  `protobuf:"bytes,13,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
 	// The caller holds this release: asking for it replays it at no cost.
-	Paid          bool `protobuf:"varint,14,opt,name=paid,proto3" json:"paid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Paid bool `protobuf:"varint,14,opt,name=paid,proto3" json:"paid,omitempty"`
+	// When dimension_chosen: the rule that chose it and its figures (docs/MATHS.md §2.6).
+	DimensionChoice *DimensionChoice `protobuf:"bytes,15,opt,name=dimension_choice,json=dimensionChoice,proto3" json:"dimension_choice,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProjectionQuote) Reset() {
@@ -3422,6 +3497,92 @@ func (x *ProjectionQuote) GetPaid() bool {
 	return false
 }
 
+func (x *ProjectionQuote) GetDimensionChoice() *DimensionChoice {
+	if x != nil {
+		return x.DimensionChoice
+	}
+	return nil
+}
+
+// DimensionChoice is how the curator chose a projection's dimension: the rule's name,
+// the σ per entry at the chosen dimension, the noise's share 2·r·σ²/D² of a typical
+// squared distance D², and the Johnson–Lindenstrauss distortion sqrt(8 ln n / r).
+type DimensionChoice struct {
+	state                  protoimpl.MessageState `protogen:"open.v1"`
+	Rule                   string                 `protobuf:"bytes,1,opt,name=rule,proto3" json:"rule,omitempty"`
+	NoiseSd                float64                `protobuf:"fixed64,2,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
+	NoiseShare             float64                `protobuf:"fixed64,3,opt,name=noise_share,json=noiseShare,proto3" json:"noise_share,omitempty"`
+	Distortion             float64                `protobuf:"fixed64,4,opt,name=distortion,proto3" json:"distortion,omitempty"`
+	TypicalSquaredDistance float64                `protobuf:"fixed64,5,opt,name=typical_squared_distance,json=typicalSquaredDistance,proto3" json:"typical_squared_distance,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *DimensionChoice) Reset() {
+	*x = DimensionChoice{}
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DimensionChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DimensionChoice) ProtoMessage() {}
+
+func (x *DimensionChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DimensionChoice.ProtoReflect.Descriptor instead.
+func (*DimensionChoice) Descriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DimensionChoice) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *DimensionChoice) GetNoiseSd() float64 {
+	if x != nil {
+		return x.NoiseSd
+	}
+	return 0
+}
+
+func (x *DimensionChoice) GetNoiseShare() float64 {
+	if x != nil {
+		return x.NoiseShare
+	}
+	return 0
+}
+
+func (x *DimensionChoice) GetDistortion() float64 {
+	if x != nil {
+		return x.Distortion
+	}
+	return 0
+}
+
+func (x *DimensionChoice) GetTypicalSquaredDistance() float64 {
+	if x != nil {
+		return x.TypicalSquaredDistance
+	}
+	return 0
+}
+
 // AnswersQuote is the answers' part of a study.
 type AnswersQuote struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3439,14 +3600,16 @@ type AnswersQuote struct {
 	// against the range.
 	NoiseSd float64 `protobuf:"fixed64,8,opt,name=noise_sd,json=noiseSd,proto3" json:"noise_sd,omitempty"`
 	// The caller has paid them already.
-	Paid          bool `protobuf:"varint,9,opt,name=paid,proto3" json:"paid,omitempty"`
+	Paid bool `protobuf:"varint,9,opt,name=paid,proto3" json:"paid,omitempty"`
+	// The family of that noise (OutputPrivacy.noise).
+	Noise         NoiseFamily `protobuf:"varint,10,opt,name=noise,proto3,enum=privbo.curator.v1.NoiseFamily" json:"noise,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AnswersQuote) Reset() {
 	*x = AnswersQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3621,7 @@ func (x *AnswersQuote) String() string {
 func (*AnswersQuote) ProtoMessage() {}
 
 func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[36]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3634,7 @@ func (x *AnswersQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswersQuote.ProtoReflect.Descriptor instead.
 func (*AnswersQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{36}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AnswersQuote) GetIncluded() bool {
@@ -3537,6 +3700,13 @@ func (x *AnswersQuote) GetPaid() bool {
 	return false
 }
 
+func (x *AnswersQuote) GetNoise() NoiseFamily {
+	if x != nil {
+		return x.Noise
+	}
+	return NoiseFamily_NOISE_FAMILY_UNSPECIFIED
+}
+
 // RelationCharge is a study's new charge under one neighbour relation and what the
 // caller can still spend under it (its own remainder capped by the dataset's).
 type RelationCharge struct {
@@ -3553,7 +3723,7 @@ type RelationCharge struct {
 
 func (x *RelationCharge) Reset() {
 	*x = RelationCharge{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3565,7 +3735,7 @@ func (x *RelationCharge) String() string {
 func (*RelationCharge) ProtoMessage() {}
 
 func (x *RelationCharge) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[37]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3578,7 +3748,7 @@ func (x *RelationCharge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelationCharge.ProtoReflect.Descriptor instead.
 func (*RelationCharge) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{37}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RelationCharge) GetRelation() string {
@@ -3642,7 +3812,7 @@ type DefaultStudy struct {
 
 func (x *DefaultStudy) Reset() {
 	*x = DefaultStudy{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3824,7 @@ func (x *DefaultStudy) String() string {
 func (*DefaultStudy) ProtoMessage() {}
 
 func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[38]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3837,7 @@ func (x *DefaultStudy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DefaultStudy.ProtoReflect.Descriptor instead.
 func (*DefaultStudy) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{38}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DefaultStudy) GetProjectionEpsilon() float64 {
@@ -3728,7 +3898,7 @@ type QuoteJobRequest struct {
 
 func (x *QuoteJobRequest) Reset() {
 	*x = QuoteJobRequest{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3910,7 @@ func (x *QuoteJobRequest) String() string {
 func (*QuoteJobRequest) ProtoMessage() {}
 
 func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[39]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3923,7 @@ func (x *QuoteJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteJobRequest.ProtoReflect.Descriptor instead.
 func (*QuoteJobRequest) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{39}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *QuoteJobRequest) GetSpec() *JobSpec {
@@ -3783,7 +3953,7 @@ type JobQuote struct {
 
 func (x *JobQuote) Reset() {
 	*x = JobQuote{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3795,7 +3965,7 @@ func (x *JobQuote) String() string {
 func (*JobQuote) ProtoMessage() {}
 
 func (x *JobQuote) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[40]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3808,7 +3978,7 @@ func (x *JobQuote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobQuote.ProtoReflect.Descriptor instead.
 func (*JobQuote) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{40}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JobQuote) GetEpsilon() float64 {
@@ -3902,7 +4072,7 @@ type KusnerForecast struct {
 
 func (x *KusnerForecast) Reset() {
 	*x = KusnerForecast{}
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4084,7 @@ func (x *KusnerForecast) String() string {
 func (*KusnerForecast) ProtoMessage() {}
 
 func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
-	mi := &file_privbo_curator_v1_curator_proto_msgTypes[41]
+	mi := &file_privbo_curator_v1_curator_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4097,7 @@ func (x *KusnerForecast) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KusnerForecast.ProtoReflect.Descriptor instead.
 func (*KusnerForecast) Descriptor() ([]byte, []int) {
-	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{41}
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *KusnerForecast) GetCandidates() uint32 {
@@ -4131,7 +4301,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	" \x01(\x01R\x13datasetEpsilonSpent\x12.\n" +
 	"\x13dataset_delta_spent\x18\v \x01(\x01R\x11datasetDeltaSpent\x12:\n" +
 	"\x19dataset_epsilon_remaining\x18\f \x01(\x01R\x17datasetEpsilonRemaining\x126\n" +
-	"\x17dataset_delta_remaining\x18\r \x01(\x01R\x15datasetDeltaRemaining\"\x9c\x02\n" +
+	"\x17dataset_delta_remaining\x18\r \x01(\x01R\x15datasetDeltaRemaining\"\xed\x02\n" +
 	"\rOutputPrivacy\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12*\n" +
 	"\x11epsilon_per_index\x18\x02 \x01(\x01R\x0fepsilonPerIndex\x12&\n" +
@@ -4140,7 +4310,10 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x05upper\x18\x05 \x01(\x01R\x05upper\x12\x1a\n" +
 	"\brelation\x18\x06 \x01(\tR\brelation\x12\x1c\n" +
 	"\tguarantee\x18\a \x01(\tR\tguarantee\x123\n" +
-	"\x16exact_answers_max_rows\x18\b \x01(\rR\x13exactAnswersMaxRows\"\xa1\x01\n" +
+	"\x16exact_answers_max_rows\x18\b \x01(\rR\x13exactAnswersMaxRows\x12\x19\n" +
+	"\bnoise_sd\x18\t \x01(\x01R\anoiseSd\x124\n" +
+	"\x05noise\x18\n" +
+	" \x01(\x0e2\x1e.privbo.curator.v1.NoiseFamilyR\x05noise\"\xa1\x01\n" +
 	"\x18ReleaseProjectionRequest\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\rR\tdimension\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
@@ -4331,7 +4504,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x11epsilon_available\x18\b \x01(\x01R\x10epsilonAvailable\x12'\n" +
 	"\x0fdelta_available\x18\t \x01(\x01R\x0edeltaAvailable\x12\x12\n" +
 	"\x04fits\x18\n" +
-	" \x01(\bR\x04fits\"\xe0\x03\n" +
+	" \x01(\bR\x04fits\"\xaf\x04\n" +
 	"\x0fProjectionQuote\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\rR\tdimension\x12)\n" +
 	"\x10dimension_chosen\x18\x02 \x01(\bR\x0fdimensionChosen\x12\x18\n" +
@@ -4347,7 +4520,17 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x15whole_patient_epsilon\x18\v \x01(\x01R\x13wholePatientEpsilon\x12.\n" +
 	"\x13whole_patient_units\x18\f \x01(\x01R\x11wholePatientUnits\x12#\n" +
 	"\rwhole_patient\x18\r \x01(\tR\fwholePatient\x12\x12\n" +
-	"\x04paid\x18\x0e \x01(\bR\x04paid\"\xef\x01\n" +
+	"\x04paid\x18\x0e \x01(\bR\x04paid\x12M\n" +
+	"\x10dimension_choice\x18\x0f \x01(\v2\".privbo.curator.v1.DimensionChoiceR\x0fdimensionChoice\"\xbb\x01\n" +
+	"\x0fDimensionChoice\x12\x12\n" +
+	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x19\n" +
+	"\bnoise_sd\x18\x02 \x01(\x01R\anoiseSd\x12\x1f\n" +
+	"\vnoise_share\x18\x03 \x01(\x01R\n" +
+	"noiseShare\x12\x1e\n" +
+	"\n" +
+	"distortion\x18\x04 \x01(\x01R\n" +
+	"distortion\x128\n" +
+	"\x18typical_squared_distance\x18\x05 \x01(\x01R\x16typicalSquaredDistance\"\xa5\x02\n" +
 	"\fAnswersQuote\x12\x1a\n" +
 	"\bincluded\x18\x01 \x01(\bR\bincluded\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\x12\x1a\n" +
@@ -4357,7 +4540,9 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x05lower\x18\x06 \x01(\x01R\x05lower\x12\x14\n" +
 	"\x05upper\x18\a \x01(\x01R\x05upper\x12\x19\n" +
 	"\bnoise_sd\x18\b \x01(\x01R\anoiseSd\x12\x12\n" +
-	"\x04paid\x18\t \x01(\bR\x04paid\"\xc6\x01\n" +
+	"\x04paid\x18\t \x01(\bR\x04paid\x124\n" +
+	"\x05noise\x18\n" +
+	" \x01(\x0e2\x1e.privbo.curator.v1.NoiseFamilyR\x05noise\"\xc6\x01\n" +
 	"\x0eRelationCharge\x12\x1a\n" +
 	"\brelation\x18\x01 \x01(\tR\brelation\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
@@ -4405,7 +4590,12 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"value_lift\x18\x10 \x01(\x01R\tvalueLift\x12#\n" +
 	"\rvalue_epsilon\x18\x11 \x01(\x01R\fvalueEpsilon\x12 \n" +
 	"\vinformative\x18\x12 \x01(\bR\vinformative\x12%\n" +
-	"\x0eepsilon_needed\x18\x13 \x01(\x01R\repsilonNeeded*\x9a\x01\n" +
+	"\x0eepsilon_needed\x18\x13 \x01(\x01R\repsilonNeeded*w\n" +
+	"\vNoiseFamily\x12\x1c\n" +
+	"\x18NOISE_FAMILY_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11NOISE_FAMILY_NONE\x10\x01\x12\x18\n" +
+	"\x14NOISE_FAMILY_LAPLACE\x10\x02\x12\x19\n" +
+	"\x15NOISE_FAMILY_GAUSSIAN\x10\x03*\x9a\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10JOB_STATE_QUEUED\x10\x01\x12\x15\n" +
@@ -4439,121 +4629,126 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 	return file_privbo_curator_v1_curator_proto_rawDescData
 }
 
-var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
-	(JobState)(0),                     // 0: privbo.curator.v1.JobState
-	(HyperparameterRange_Scale)(0),    // 1: privbo.curator.v1.HyperparameterRange.Scale
-	(KusnerSpec_Algorithm)(0),         // 2: privbo.curator.v1.KusnerSpec.Algorithm
-	(*GetDatasetInfoRequest)(nil),     // 3: privbo.curator.v1.GetDatasetInfoRequest
-	(*GetDatasetInfoResponse)(nil),    // 4: privbo.curator.v1.GetDatasetInfoResponse
-	(*GetBudgetRequest)(nil),          // 5: privbo.curator.v1.GetBudgetRequest
-	(*GetBudgetResponse)(nil),         // 6: privbo.curator.v1.GetBudgetResponse
-	(*Budget)(nil),                    // 7: privbo.curator.v1.Budget
-	(*WholePatientBudget)(nil),        // 8: privbo.curator.v1.WholePatientBudget
-	(*RelationBudget)(nil),            // 9: privbo.curator.v1.RelationBudget
-	(*OutputPrivacy)(nil),             // 10: privbo.curator.v1.OutputPrivacy
-	(*ReleaseProjectionRequest)(nil),  // 11: privbo.curator.v1.ReleaseProjectionRequest
-	(*ReleaseProjectionResponse)(nil), // 12: privbo.curator.v1.ReleaseProjectionResponse
-	(*ProjectionHeader)(nil),          // 13: privbo.curator.v1.ProjectionHeader
-	(*WholePatientCost)(nil),          // 14: privbo.curator.v1.WholePatientCost
-	(*MatrixChunk)(nil),               // 15: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 16: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 17: privbo.curator.v1.QueryRequest
-	(*ClipRange)(nil),                 // 18: privbo.curator.v1.ClipRange
-	(*QueryResponse)(nil),             // 19: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 20: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 21: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 22: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 23: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 24: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 25: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 26: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 27: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 28: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 29: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 30: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 31: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 32: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 33: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 34: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 35: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 36: privbo.curator.v1.QuoteStudyResponse
-	(*WholePatientCharge)(nil),        // 37: privbo.curator.v1.WholePatientCharge
-	(*ProjectionQuote)(nil),           // 38: privbo.curator.v1.ProjectionQuote
-	(*AnswersQuote)(nil),              // 39: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 40: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 41: privbo.curator.v1.DefaultStudy
-	(*QuoteJobRequest)(nil),           // 42: privbo.curator.v1.QuoteJobRequest
-	(*JobQuote)(nil),                  // 43: privbo.curator.v1.JobQuote
-	(*KusnerForecast)(nil),            // 44: privbo.curator.v1.KusnerForecast
-	nil,                               // 45: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 46: privbo.curator.v1.JobResult.ConstantsEntry
+	(NoiseFamily)(0),                  // 0: privbo.curator.v1.NoiseFamily
+	(JobState)(0),                     // 1: privbo.curator.v1.JobState
+	(HyperparameterRange_Scale)(0),    // 2: privbo.curator.v1.HyperparameterRange.Scale
+	(KusnerSpec_Algorithm)(0),         // 3: privbo.curator.v1.KusnerSpec.Algorithm
+	(*GetDatasetInfoRequest)(nil),     // 4: privbo.curator.v1.GetDatasetInfoRequest
+	(*GetDatasetInfoResponse)(nil),    // 5: privbo.curator.v1.GetDatasetInfoResponse
+	(*GetBudgetRequest)(nil),          // 6: privbo.curator.v1.GetBudgetRequest
+	(*GetBudgetResponse)(nil),         // 7: privbo.curator.v1.GetBudgetResponse
+	(*Budget)(nil),                    // 8: privbo.curator.v1.Budget
+	(*WholePatientBudget)(nil),        // 9: privbo.curator.v1.WholePatientBudget
+	(*RelationBudget)(nil),            // 10: privbo.curator.v1.RelationBudget
+	(*OutputPrivacy)(nil),             // 11: privbo.curator.v1.OutputPrivacy
+	(*ReleaseProjectionRequest)(nil),  // 12: privbo.curator.v1.ReleaseProjectionRequest
+	(*ReleaseProjectionResponse)(nil), // 13: privbo.curator.v1.ReleaseProjectionResponse
+	(*ProjectionHeader)(nil),          // 14: privbo.curator.v1.ProjectionHeader
+	(*WholePatientCost)(nil),          // 15: privbo.curator.v1.WholePatientCost
+	(*MatrixChunk)(nil),               // 16: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 17: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 18: privbo.curator.v1.QueryRequest
+	(*ClipRange)(nil),                 // 19: privbo.curator.v1.ClipRange
+	(*QueryResponse)(nil),             // 20: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 21: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 22: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 23: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 24: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 25: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 26: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 27: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 28: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 29: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 30: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 31: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 32: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 33: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 34: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 35: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 36: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 37: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 38: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 39: privbo.curator.v1.ProjectionQuote
+	(*DimensionChoice)(nil),           // 40: privbo.curator.v1.DimensionChoice
+	(*AnswersQuote)(nil),              // 41: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 42: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 43: privbo.curator.v1.DefaultStudy
+	(*QuoteJobRequest)(nil),           // 44: privbo.curator.v1.QuoteJobRequest
+	(*JobQuote)(nil),                  // 45: privbo.curator.v1.JobQuote
+	(*KusnerForecast)(nil),            // 46: privbo.curator.v1.KusnerForecast
+	nil,                               // 47: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 48: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
-	7,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
-	10, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
-	7,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
-	9,  // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
-	8,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
-	13, // 5: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	15, // 6: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
-	7,  // 8: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	14, // 9: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
-	18, // 10: privbo.curator.v1.QueryRequest.clip:type_name -> privbo.curator.v1.ClipRange
-	20, // 11: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	7,  // 12: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	18, // 13: privbo.curator.v1.Observation.clip:type_name -> privbo.curator.v1.ClipRange
-	1,  // 14: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	2,  // 15: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	21, // 16: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	21, // 17: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	23, // 18: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	22, // 19: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	24, // 20: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	45, // 21: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	46, // 22: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	25, // 23: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
-	0,  // 24: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	26, // 25: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
-	0,  // 26: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	25, // 27: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	27, // 28: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	38, // 29: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	39, // 30: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	40, // 31: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	41, // 32: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	37, // 33: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
-	25, // 34: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	44, // 35: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
-	3,  // 36: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	5,  // 37: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	11, // 38: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	17, // 39: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	35, // 40: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	29, // 41: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	30, // 42: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	31, // 43: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	32, // 44: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	33, // 45: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	42, // 46: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
-	4,  // 47: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	6,  // 48: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	12, // 49: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	19, // 50: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	36, // 51: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	27, // 52: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	27, // 53: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	28, // 54: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	27, // 55: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	34, // 56: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	43, // 57: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
-	47, // [47:58] is the sub-list for method output_type
-	36, // [36:47] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	8,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
+	11, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
+	8,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
+	10, // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
+	9,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
+	0,  // 5: privbo.curator.v1.OutputPrivacy.noise:type_name -> privbo.curator.v1.NoiseFamily
+	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
+	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	17, // 8: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	8,  // 9: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
+	15, // 10: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
+	19, // 11: privbo.curator.v1.QueryRequest.clip:type_name -> privbo.curator.v1.ClipRange
+	21, // 12: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	8,  // 13: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	19, // 14: privbo.curator.v1.Observation.clip:type_name -> privbo.curator.v1.ClipRange
+	2,  // 15: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	3,  // 16: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	22, // 17: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	22, // 18: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	24, // 19: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	23, // 20: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	25, // 21: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	47, // 22: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	48, // 23: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	26, // 24: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	1,  // 25: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
+	27, // 26: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	1,  // 27: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
+	26, // 28: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	28, // 29: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	39, // 30: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	41, // 31: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	42, // 32: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	43, // 33: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	38, // 34: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	40, // 35: privbo.curator.v1.ProjectionQuote.dimension_choice:type_name -> privbo.curator.v1.DimensionChoice
+	0,  // 36: privbo.curator.v1.AnswersQuote.noise:type_name -> privbo.curator.v1.NoiseFamily
+	26, // 37: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	46, // 38: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
+	4,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	6,  // 40: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	12, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	18, // 42: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	36, // 43: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	30, // 44: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	31, // 45: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	32, // 46: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	33, // 47: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	34, // 48: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	44, // 49: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
+	5,  // 50: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	7,  // 51: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	13, // 52: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	20, // 53: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	37, // 54: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	28, // 55: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	28, // 56: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	29, // 57: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	28, // 58: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	35, // 59: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	45, // 60: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
+	50, // [50:61] is the sub-list for method output_type
+	39, // [39:50] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_privbo_curator_v1_curator_proto_init() }
@@ -4575,8 +4770,8 @@ func file_privbo_curator_v1_curator_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   44,
+			NumEnums:      4,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -11,14 +11,19 @@ JOB_STATE_QUEUED: JobState
 JOB_STATE_RUNNING: JobState
 JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_UNSPECIFIED: JobState
+NOISE_FAMILY_GAUSSIAN: NoiseFamily
+NOISE_FAMILY_LAPLACE: NoiseFamily
+NOISE_FAMILY_NONE: NoiseFamily
+NOISE_FAMILY_UNSPECIFIED: NoiseFamily
 
 class AnswersQuote(_message.Message):
-    __slots__ = ["delta", "epsilon", "included", "lower", "mechanism", "noise_sd", "paid", "relation", "upper"]
+    __slots__ = ["delta", "epsilon", "included", "lower", "mechanism", "noise", "noise_sd", "paid", "relation", "upper"]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     INCLUDED_FIELD_NUMBER: _ClassVar[int]
     LOWER_FIELD_NUMBER: _ClassVar[int]
     MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    NOISE_FIELD_NUMBER: _ClassVar[int]
     NOISE_SD_FIELD_NUMBER: _ClassVar[int]
     PAID_FIELD_NUMBER: _ClassVar[int]
     RELATION_FIELD_NUMBER: _ClassVar[int]
@@ -28,11 +33,12 @@ class AnswersQuote(_message.Message):
     included: bool
     lower: float
     mechanism: str
+    noise: NoiseFamily
     noise_sd: float
     paid: bool
     relation: str
     upper: float
-    def __init__(self, included: bool = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., noise_sd: _Optional[float] = ..., paid: bool = ...) -> None: ...
+    def __init__(self, included: bool = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., noise_sd: _Optional[float] = ..., paid: bool = ..., noise: _Optional[_Union[NoiseFamily, str]] = ...) -> None: ...
 
 class Budget(_message.Message):
     __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations", "whole_patient"]
@@ -133,6 +139,20 @@ class DefaultStudy(_message.Message):
     projection_delta: float
     projection_epsilon: float
     def __init__(self, projection_epsilon: _Optional[float] = ..., projection_delta: _Optional[float] = ..., answers_epsilon: _Optional[float] = ..., answers_delta: _Optional[float] = ..., per_identity: _Optional[int] = ..., dataset: _Optional[int] = ..., dataset_left: _Optional[int] = ...) -> None: ...
+
+class DimensionChoice(_message.Message):
+    __slots__ = ["distortion", "noise_sd", "noise_share", "rule", "typical_squared_distance"]
+    DISTORTION_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    TYPICAL_SQUARED_DISTANCE_FIELD_NUMBER: _ClassVar[int]
+    distortion: float
+    noise_sd: float
+    noise_share: float
+    rule: str
+    typical_squared_distance: float
+    def __init__(self, rule: _Optional[str] = ..., noise_sd: _Optional[float] = ..., noise_share: _Optional[float] = ..., distortion: _Optional[float] = ..., typical_squared_distance: _Optional[float] = ...) -> None: ...
 
 class GetBudgetRequest(_message.Message):
     __slots__ = []
@@ -418,13 +438,15 @@ class Observation(_message.Message):
     def __init__(self, index: _Optional[int] = ..., value: _Optional[float] = ..., replayed: bool = ..., clip: _Optional[_Union[ClipRange, _Mapping]] = ...) -> None: ...
 
 class OutputPrivacy(_message.Message):
-    __slots__ = ["delta_per_index", "epsilon_per_index", "exact_answers_max_rows", "guarantee", "lower", "mechanism", "relation", "upper"]
+    __slots__ = ["delta_per_index", "epsilon_per_index", "exact_answers_max_rows", "guarantee", "lower", "mechanism", "noise", "noise_sd", "relation", "upper"]
     DELTA_PER_INDEX_FIELD_NUMBER: _ClassVar[int]
     EPSILON_PER_INDEX_FIELD_NUMBER: _ClassVar[int]
     EXACT_ANSWERS_MAX_ROWS_FIELD_NUMBER: _ClassVar[int]
     GUARANTEE_FIELD_NUMBER: _ClassVar[int]
     LOWER_FIELD_NUMBER: _ClassVar[int]
     MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    NOISE_FIELD_NUMBER: _ClassVar[int]
+    NOISE_SD_FIELD_NUMBER: _ClassVar[int]
     RELATION_FIELD_NUMBER: _ClassVar[int]
     UPPER_FIELD_NUMBER: _ClassVar[int]
     delta_per_index: float
@@ -433,9 +455,11 @@ class OutputPrivacy(_message.Message):
     guarantee: str
     lower: float
     mechanism: str
+    noise: NoiseFamily
+    noise_sd: float
     relation: str
     upper: float
-    def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ...) -> None: ...
+    def __init__(self, mechanism: _Optional[str] = ..., epsilon_per_index: _Optional[float] = ..., delta_per_index: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., relation: _Optional[str] = ..., guarantee: _Optional[str] = ..., exact_answers_max_rows: _Optional[int] = ..., noise_sd: _Optional[float] = ..., noise: _Optional[_Union[NoiseFamily, str]] = ...) -> None: ...
 
 class ProjectionHeader(_message.Message):
     __slots__ = ["budget", "cols", "guarantee", "noise_sd", "release_id", "replayed", "rows", "whole_patient"]
@@ -458,10 +482,11 @@ class ProjectionHeader(_message.Message):
     def __init__(self, release_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., replayed: bool = ..., budget: _Optional[_Union[Budget, _Mapping]] = ..., guarantee: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient: _Optional[_Union[WholePatientCost, _Mapping]] = ...) -> None: ...
 
 class ProjectionQuote(_message.Message):
-    __slots__ = ["default_delta", "default_epsilon", "delta", "dimension", "dimension_chosen", "epsilon", "label", "mechanism", "noise_sd", "paid", "relation", "whole_patient", "whole_patient_epsilon", "whole_patient_units"]
+    __slots__ = ["default_delta", "default_epsilon", "delta", "dimension", "dimension_choice", "dimension_chosen", "epsilon", "label", "mechanism", "noise_sd", "paid", "relation", "whole_patient", "whole_patient_epsilon", "whole_patient_units"]
     DEFAULT_DELTA_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_EPSILON_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_CHOICE_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_CHOSEN_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
@@ -477,6 +502,7 @@ class ProjectionQuote(_message.Message):
     default_epsilon: bool
     delta: float
     dimension: int
+    dimension_choice: DimensionChoice
     dimension_chosen: bool
     epsilon: float
     label: str
@@ -487,7 +513,7 @@ class ProjectionQuote(_message.Message):
     whole_patient: str
     whole_patient_epsilon: float
     whole_patient_units: float
-    def __init__(self, dimension: _Optional[int] = ..., dimension_chosen: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., default_epsilon: bool = ..., default_delta: bool = ..., label: _Optional[str] = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient_epsilon: _Optional[float] = ..., whole_patient_units: _Optional[float] = ..., whole_patient: _Optional[str] = ..., paid: bool = ...) -> None: ...
+    def __init__(self, dimension: _Optional[int] = ..., dimension_chosen: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., default_epsilon: bool = ..., default_delta: bool = ..., label: _Optional[str] = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., noise_sd: _Optional[float] = ..., whole_patient_epsilon: _Optional[float] = ..., whole_patient_units: _Optional[float] = ..., whole_patient: _Optional[str] = ..., paid: bool = ..., dimension_choice: _Optional[_Union[DimensionChoice, _Mapping]] = ...) -> None: ...
 
 class ProjectionTrailer(_message.Message):
     __slots__ = ["sha256"]
@@ -700,6 +726,9 @@ class WholePatientCost(_message.Message):
     delta: float
     epsilon: float
     def __init__(self, bounded: bool = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ...) -> None: ...
+
+class NoiseFamily(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
