@@ -42,9 +42,8 @@ func patientCell(p ledger.PatientCost) string {
 // figureText prints a charge's float64 figure as the budget tables do (ledger.FormatSpent:
 // DisplayDigits significant digits), so 4.000000000000001e-06 reads 4e-06.
 func figureText(v float64) string {
-	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
-	if !ok {
-		return strconv.FormatFloat(v, 'g', -1, 64)
+	if r := new(big.Rat).SetFloat64(v); r != nil {
+		return ledger.FormatSpent(r)
 	}
-	return ledger.FormatSpent(r)
+	return strconv.FormatFloat(v, 'g', -1, 64) // ±Inf, NaN
 }
