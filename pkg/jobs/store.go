@@ -314,6 +314,7 @@ func (s *Store) get(ctx context.Context, id string) (Job, error) {
 func (s *Store) list(ctx context.Context, identity string) ([]Job, error) {
 	var out []Job
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
+		out = out[:0] // an engine may run fn again (ledger.Engine)
 		rows, err := q.Query(ctx, s.q.list, identity, s.dataset)
 		if err != nil {
 			return err
@@ -457,6 +458,7 @@ func (s *Store) trace(ctx context.Context, id string) (*Trace, error) {
 func (s *Store) events(ctx context.Context, id string, after uint64) ([]Event, error) {
 	var out []Event
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
+		out = out[:0] // an engine may run fn again (ledger.Engine)
 		rows, err := q.Query(ctx, s.q.events, id, int64(after))
 		if err != nil {
 			return err
@@ -521,6 +523,7 @@ func (s *Store) claim(ctx context.Context, runner string, lease time.Duration, l
 	}
 	var cands []seen
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
+		cands = cands[:0] // an engine may run fn again (ledger.Engine)
 		rows, err := q.Query(ctx, s.q.candidates, s.dataset, limit)
 		if err != nil {
 			return err

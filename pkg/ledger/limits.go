@@ -129,6 +129,7 @@ func (s *store) LimitsHistory(ctx context.Context, dataset string) ([]RecordedLi
 	}
 	var out []RecordedLimits
 	err := s.e.Read(ctx, func(q Querier) error {
+		out = out[:0] // an engine may run fn again (Engine)
 		rows, err := q.Query(ctx, s.qHistory, dataset)
 		if err != nil {
 			return err

@@ -844,6 +844,7 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 	}
 	var out []Receipt
 	err := s.e.Read(ctx, func(q Querier) error {
+		out = out[:0] // an engine may run fn again (Engine)
 		rows, err := q.Query(ctx, s.qEntries, dataset)
 		if err != nil {
 			return err
