@@ -14,9 +14,12 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/study/calibrate"
 )
 
 // openStudies opens the studies directory dir, or study.DefaultDir when dir is empty.
+// A study stored before the curator stated its answers' noise has it stated by
+// calibrate.Noise, the one calibration on the modeler's side.
 func openStudies(dir string) (*study.Store, error) {
 	if dir == "" {
 		var err error
@@ -24,7 +27,7 @@ func openStudies(dir string) (*study.Store, error) {
 			return nil, err
 		}
 	}
-	return study.Open(dir)
+	return study.Open(dir, study.WithNoiseStatement(calibrate.Noise))
 }
 
 // settingFlags maps each stored study setting (study.Settings.Named) and connection

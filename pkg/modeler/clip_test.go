@@ -79,7 +79,7 @@ func TestClipAskedAndModelled(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSession(cfg, cur, cur.z, cur.n, cur.dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}, 0)
+	s, err := newSession(cfg, cur, cur.z, cur.n, cur.dim, stated(t, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestClipAskedAndModelled(t *testing.T) {
 	}
 	pub := cfg
 	pub.Clip = Clip{}
-	s2, err := newSession(pub, cur, cur.z, cur.n, cur.dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}, 0)
+	s2, err := newSession(pub, cur, cur.z, cur.n, cur.dim, stated(t, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (c exactOptionCurator) DatasetInfo(ctx context.Context) (*DatasetInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none"}
+	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none", Exact: true}
 	return info, nil
 }
 
