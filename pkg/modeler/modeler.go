@@ -118,6 +118,22 @@ type Config struct {
 	Direction study.Direction
 }
 
+// NewConfig returns a study's defaults, the one place they are written: `modeler run`'s
+// flags take theirs from it (cmd/modeler, TestRunFlagsAreNewConfig), and Config's
+// zero-means-default fields (Batch, DeltaUCB, ConfirmPasses) take the same values.
+// R, Epsilon and Delta are 0: the curator quotes them (Quote). InitialIndex is −1, a
+// random first row as in the paper's runs; a Config built by hand has 0, row 0.
+func NewConfig() Config {
+	return Config{
+		Iterations: 50, Batch: 1, Kernel: gpucb.SquaredExponential, DeltaUCB: 0.05,
+		InitialIndex: -1, ConfirmPasses: 1,
+		// Direction, ProjectionNoise and RecommendLikelihood default to their zero
+		// values (maximise, model the noise, the answers' own likelihood), so that
+		// studies stored before these settings existed compare equal.
+		Direction: study.Maximize, ProjectionNoise: ProjectionNoiseModel, RecommendLikelihood: "",
+	}
+}
+
 // ProjectionNoise is how the GP treats the Gaussian noise of a projection release
 // (Config.ProjectionNoise).
 type ProjectionNoise string
@@ -399,7 +415,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("modeler: delta must lie in (0, 1), or 0 for the curator's default study, got %g", c.Delta)
 	}
 	if c.Batch == 0 {
-		c.Batch = 1
+		c.Batch = NewConfig().Batch
 	}
 	if c.Batch < 1 {
 		return fmt.Errorf("modeler: batch must be ≥ 1, got %d", c.Batch)
@@ -434,7 +450,7 @@ func (c *Config) defaults() error {
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
 	if c.DeltaUCB == 0 {
-		c.DeltaUCB = 0.05
+		c.DeltaUCB = NewConfig().DeltaUCB
 	}
 	// The GP's settings are checked by gpucb itself, on one stand-in candidate, so that a
 	// bad one is refused before the curator charges the projection. A lengthscale of 0
