@@ -310,3 +310,17 @@ func TestRecommendLikelihood(t *testing.T) {
 		t.Error("RecommendLikelihood student accepted")
 	}
 }
+
+// TestClipWithFitEveryRefits: a clipped study (every answer with its own noise factor)
+// refits its hyperparameters every k answers as an unclipped one does (Config.FitEvery):
+// gpucb.Posterior.Refit fits under the answers' own noise factors.
+func TestClipWithFitEveryRefits(t *testing.T) {
+	cur, _ := newOptionCurator(200, 2)
+	res, err := Run(context.Background(), cur, Config{R: 2, Iterations: 12, InitialIndex: 3, Clip: Clip{100, 300}, FitEvery: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Refits != 3 { // after answers 4, 8 and 12
+		t.Errorf("a clipped study with fit-every 4 over 12 answers refit %d times, want 3", res.Refits)
+	}
+}
