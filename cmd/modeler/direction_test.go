@@ -15,33 +15,6 @@ import (
 	"github.com/privbo/privbo/pkg/study"
 )
 
-// TestSettingFlags checks that every stored setting and connection field has a flag of
-// `modeler run` in settingFlags, and that every flag named there exists.
-func TestSettingFlags(t *testing.T) {
-	vals, err := storedValues(&study.Study{Settings: study.Settings{R: 1},
-		Connection: study.Connection{Curator: "a", Identity: "b", CA: "c", Cert: "d", Key: "e", TokenFile: "f", ServerName: "g"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range vals {
-		if _, ok := settingFlags[k]; !ok {
-			t.Errorf("stored setting %q has no flag in settingFlags", k)
-		}
-	}
-	if len(vals) != len(settingFlags) {
-		t.Errorf("%d stored names, %d in settingFlags: the table names settings that are not stored", len(vals), len(settingFlags))
-	}
-	var help bytes.Buffer
-	if err := run([]string{"run", "-h"}, &help, &help); err == nil || !strings.Contains(help.String(), "Usage of modeler run") {
-		t.Fatalf("run -h: %v\n%s", err, help.String())
-	}
-	for k, fl := range settingFlags {
-		if !strings.Contains(help.String(), "  -"+fl+" ") && !strings.Contains(help.String(), "  -"+fl+"\n") {
-			t.Errorf("setting %s maps to --%s, which modeler run does not have", k, fl)
-		}
-	}
-}
-
 // TestRunDirectionAndCLIErrors runs a minimising study through the command line and
 // resumes it by name (the direction is a stored setting), and checks the command-line
 // behaviour a person meets first: -h succeeds, an unknown flag is reported in one line,

@@ -114,50 +114,62 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func runStudy(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("modeler run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		cfg           modeler.Config
-		conn          connFlags
-		kernel        string
-		asJSON, quiet bool
-		timeout       time.Duration
-	)
-	conn.register(fs)
-	rf := rFlag{auto: true}
-	fs.Var(&rf, "r", "projection dimension r, or auto: chosen by the curator from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", 0, "ε of the projection release (default: the curator's default study's, stated in its quote before anything is charged)")
-	fs.Float64Var(&cfg.Delta, "delta", 0, "δ of the projection release (default: the curator's default study's, at most what this identity can still spend)")
-	fs.StringVar(&cfg.Label, "label", "", "ask for an independent release with the same parameters (costs again)")
-	fs.IntVar(&cfg.Iterations, "iterations", 50, "number of queries T (with --study on a stored study: a new T, at least the number recorded, extends or shortens it)")
-	fs.IntVar(&cfg.Batch, "batch", 1, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
-	var studyName, studiesDir string
-	var known knownBestFlag
-	fs.StringVar(&studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
-	fs.StringVar(&studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
-	fs.Var(&known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
-	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se (squared exponential) or matern52")
-	fs.Float64Var(&cfg.Lengthscale, "lengthscale", 0, "kernel lengthscale (default: the median distance of the released rows to their mean)")
-	fs.Float64Var(&cfg.SignalVariance, "signal-variance", 0, "kernel signal variance σ_y² (standardised outputs; default: 1, or with private answers the noise-aware prior's)")
-	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", 0, "observation noise variance σ_n² (standardised outputs; default: 1e-3, or with private answers the noise-aware prior's σ_n²/s_f²)")
-	fs.IntVar(&cfg.FitEvery, "fit-every", 0, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
-	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
-	fs.Float64Var(&cfg.ConstantBeta, "beta", 0, "constant β instead of the schedule (0: use the schedule)")
-	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", false, "let GP-UCB choose rows it has already queried")
-	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", false, "do not standardise outputs")
-	fs.IntVar(&cfg.InitialIndex, "initial-index", -1, "first row to query (default: uniformly random)")
+// runFlags are the options of `modeler run`: the study's settings (cfg, whose defaults
+// are modeler.NewConfig's) and what only the command line has.
+type runFlags struct {
+	cfg                   modeler.Config
+	conn                  connFlags
+	studyName, studiesDir string
+	known                 knownBestFlag
+	asJSON, quiet         bool
+	timeout               time.Duration
+}
+
+// register defines the flags of `modeler run` on fs. Every study setting takes its
+// default from modeler.NewConfig (TestRunFlagsAreNewConfig), and every stored one is the
+// flag of its stored name (study.Settings' JSON names; TestStoredNamesAreFlags), so a
+// stored study fills the flags by name (fillFromStudy).
+func (o *runFlags) register(fs *flag.FlagSet) {
+	o.cfg = modeler.NewConfig()
+	cfg := &o.cfg
+	o.conn.register(fs)
+	fs.Var(rFlag{&cfg.R}, "r", "projection dimension r, or auto: chosen by the curator from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
+	fs.Float64Var(&cfg.Epsilon, "epsilon", cfg.Epsilon, "ε of the projection release (default: the curator's default study's, stated in its quote before anything is charged)")
+	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ of the projection release (default: the curator's default study's, at most what this identity can still spend)")
+	fs.StringVar(&cfg.Label, "label", cfg.Label, "ask for an independent release with the same parameters (costs again)")
+	fs.IntVar(&cfg.Iterations, "iterations", cfg.Iterations, "number of queries T (with --study on a stored study: a new T, at least the number recorded, extends or shortens it)")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
+	fs.StringVar(&o.studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
+	fs.StringVar(&o.studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	fs.Var(&o.known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
+	fs.Var(kernelFlag(&cfg.Kernel), "kernel", "GP kernel: se (squared exponential) or matern52")
+	fs.Float64Var(&cfg.Lengthscale, "lengthscale", cfg.Lengthscale, "kernel lengthscale (default: the median distance of the released rows to their mean)")
+	fs.Float64Var(&cfg.SignalVariance, "signal-variance", cfg.SignalVariance, "kernel signal variance σ_y² (standardised outputs; default: 1, or with private answers the noise-aware prior's)")
+	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", cfg.NoiseVariance, "observation noise variance σ_n² (standardised outputs; default: 1e-3, or with private answers the noise-aware prior's σ_n²/s_f²)")
+	fs.IntVar(&cfg.FitEvery, "fit-every", cfg.FitEvery, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
+	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", cfg.DeltaUCB, "δ' of the β_t schedule")
+	fs.Float64Var(&cfg.ConstantBeta, "beta", cfg.ConstantBeta, "constant β instead of the schedule (0: use the schedule)")
+	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", cfg.AllowRepeats, "let GP-UCB choose rows it has already queried")
+	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", cfg.RawOutputs, "do not standardise outputs")
+	fs.IntVar(&cfg.InitialIndex, "initial-index", cfg.InitialIndex, "first row to query (default: uniformly random)")
 	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
 	fs.Var(clipFlag{&cfg.Clip}, "answer-clip", "LOWER,UPPER: ask the curator to clip every answer to this range inside its public output range, for noise calibrated to its width at the same ε and charge (rows below LOWER all answer about LOWER), or public (default: the public range)")
-	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", 0, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
-	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", 1, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
+	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", cfg.ConfirmRows, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
+	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", cfg.ConfirmPasses, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
 	fs.Var(clipFlag{&cfg.ConfirmClip}, "confirm-clip", "with --confirm-rows: LOWER,UPPER, the clip range of the confirmation answers (default: --answer-clip's)")
 	fs.Var(likelihoodFlag{&cfg.RecommendLikelihood}, "recommend-likelihood", "laplace (default) or gaussian: with Laplace answers, recommend under their own Laplace likelihood, or under a Gaussian of the same variance (the rule before; both rows are printed)")
 	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
-	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", false, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
-	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
-	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
-	fs.DurationVar(&timeout, "timeout", 0, "give up after this long (0: no limit)")
+	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", cfg.WideProjection, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+}
+
+func runStudy(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("modeler run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o runFlags
+	o.register(fs)
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -165,9 +177,10 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var store *study.Store
+	studyName, known := o.studyName, o.known
 	if studyName != "" {
 		var err error
-		if store, err = openStudies(studiesDir); err != nil {
+		if store, err = openStudies(o.studiesDir); err != nil {
 			return err
 		}
 		defer store.Close()
@@ -177,12 +190,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	} else if known.set {
 		return errors.New("--known-best needs --study")
 	}
-	k, err := gpucb.ParseKernel(kernel)
-	if err != nil {
-		return err
-	}
-	cfg.Kernel = k
-	if !quiet {
+	cfg, conn, asJSON := o.cfg, o.conn, o.asJSON // as given, or filled from the stored study
+	if !o.quiet {
 		extreme := cfg.Direction.Extreme()
 		cfg.Progress = func(s modeler.Step) {
 			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  answer %10.4g  %s answer %10.4g (row %d)  ε left %.4g\n",
@@ -199,9 +208,9 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	stopped := func(res *modeler.Result, err error) error {
 		return interrupted(ctx, err, res, store, studyName, cfg, asJSON, stdout)
 	}
-	if timeout > 0 {
+	if o.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
 	client, closeConn, err := conn.client()
@@ -209,7 +218,6 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeConn()
-	cfg.R = rf.r // 0 for auto: the curator chooses, and says so in its quote
 	cfg.Quoted = func(q *modeler.Quote) { printQuote(stderr, q) }
 	start := time.Now()
 	var res *modeler.Result
@@ -285,8 +293,8 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 	fmt.Fprintf(w, "dataset %s: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the %s posterior mean among the %d queried rows (%s; %d queries, %s, release %s, r=%d)\n",
 		res.Dataset, res.Recommended, res.RecommendedMean, res.RecommendedSD, extreme, distinct(res.Queried), res.Direction, res.Iterations,
 		took.Round(time.Millisecond), res.ReleaseID, res.R)
-	var op study.OutputPrivacy
-	if !res.Protection.ExactAnswers {
+	op := study.OutputPrivacy{Exact: res.Protection.ExactAnswers}
+	if !op.Exact {
 		op.Mechanism = res.Protection.AnswersMechanism
 		if r := res.AnswersRange; r != nil {
 			op.Lower, op.Upper = r[0], r[1]
@@ -319,30 +327,33 @@ func distinct(q []int) int {
 	return len(seen)
 }
 
-// rFlag is the --r flag: a projection dimension, or auto (the curator chooses it: modeler.Quote.RChoice).
-type rFlag struct {
-	r    int
-	auto bool
-}
+// rFlag is the --r flag over modeler.Config.R: a projection dimension, or auto (0: the
+// curator chooses it, modeler.Quote.RChoice).
+type rFlag struct{ r *int }
 
-func (f *rFlag) String() string {
-	if f.auto {
+func (f rFlag) String() string {
+	if f.r == nil || *f.r == 0 {
 		return "auto"
 	}
-	return strconv.Itoa(f.r)
+	return strconv.Itoa(*f.r)
 }
 
-func (f *rFlag) Set(s string) error {
+func (f rFlag) Set(s string) error {
 	if s == "auto" {
-		f.r, f.auto = 0, true
+		*f.r = 0
 		return nil
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v < 1 {
 		return errors.New("want a positive integer or auto")
 	}
-	f.r, f.auto = v, false
+	*f.r = v
 	return nil
+}
+
+// kernelFlag is a gpucb.Kernel flag: se or matern52.
+func kernelFlag(k *gpucb.Kernel) flag.Value {
+	return choiceFlag[gpucb.Kernel]{k, gpucb.ParseKernel, "se or matern52"}
 }
 
 // choiceFlag is a flag.Value over a named setting: parse reads it into *v and a

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/modeler"
 )
 
@@ -37,7 +36,7 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprint(w, "; already released to this identity (replayed at no cost)")
 	}
 	fmt.Fprintln(w)
-	if a := q.Answers; answer.IsExact(a.Mechanism) {
+	if a := q.Answers; a.Exact {
 		fmt.Fprintln(w, "  answers: exact, unprotected (no charge)")
 	} else {
 		paid := "paid with the projection"

@@ -17,6 +17,7 @@ import (
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/simulate"
 	"github.com/privbo/privbo/pkg/study"
@@ -30,13 +31,16 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		cfg                     simulate.Config
 		data, target, scaling   string
 		minimize, logOut, synth bool
-		methods, rs, kernel     string
+		methods, rs             string
 		grid                    int
 		sampler                 string
 		synthLS                 float64
 		quiet                   bool
 		outMech, noiseRule      string
 	)
+	// The settings a simulated study shares with modeler run take run's defaults.
+	def := modeler.NewConfig()
+	cfg.GP.Kernel = def.Kernel
 	fs.StringVar(&data, "data", "", "CSV data set (the curator's file)")
 	fs.StringVar(&target, "target", "", "target column (default: the last column)")
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
@@ -59,20 +63,20 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs and --direction as the target)")
 	fs.Float64Var(&cfg.Output.Upper, "output-upper", math.NaN(), "public upper bound of the target (required with output privacy)")
 	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
-	fs.IntVar(&cfg.Iterations, "iterations", 50, "iterations T per run (the first is the random initial row)")
+	fs.IntVar(&cfg.Iterations, "iterations", def.Iterations, "iterations T per run (the first is the random initial row)")
 	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
-	fs.IntVar(&cfg.Batch, "batch", 1, "rows the GP methods choose per round (GP-BUCB; 1: sequential GP-UCB)")
+	fs.IntVar(&cfg.Batch, "batch", def.Batch, "rows the GP methods choose per round (GP-BUCB; 1: sequential GP-UCB)")
 	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")
 	fs.StringVar(&cfg.OutDir, "out", "simulation", "output directory (regret.csv, regret.png, summary.md)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of draws, initial rows, projections and random search (simulations are not private)")
 	fs.IntVar(&cfg.Workers, "workers", 2, "runs in parallel")
-	fs.StringVar(&kernel, "kernel", "se", "GP kernel: se or matern52")
+	fs.Var(kernelFlag(&cfg.GP.Kernel), "kernel", "GP kernel: se or matern52")
 	fs.Float64Var(&cfg.GP.Lengthscale, "lengthscale", 0, "GP lengthscale (default: the synthetic one, or the median distance to the mean of the candidates)")
 	fs.Float64Var(&cfg.GP.SignalVariance, "signal-variance", 0, "GP signal variance (default 1, or the noise rule's with output privacy)")
 	fs.Float64Var(&cfg.GP.NoiseVariance, "noise-variance", 0, "GP noise variance (default: synthetic σ_n², or 1e-3 for standardised data, or the noise rule's with output privacy)")
-	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", 0.05, "δ' of the β_t schedule")
-	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", false, "do not standardise outputs (data sets)")
-	fs.IntVar(&cfg.GP.FitEvery, "fit-every", 0, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
+	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", def.DeltaUCB, "δ' of the β_t schedule")
+	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", def.RawOutputs, "do not standardise outputs (data sets)")
+	fs.IntVar(&cfg.GP.FitEvery, "fit-every", def.FitEvery, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
 	fs.Var(projectionNoiseFlag(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := cli.Parse(fs, args, stdout); err != nil {
@@ -81,11 +85,6 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if err := cli.CheckFlags(fs, simulateRules); err != nil {
 		return err
 	}
-	k, err := gpucb.ParseKernel(kernel)
-	if err != nil {
-		return err
-	}
-	cfg.GP.Kernel = k
 	if err := parseOutputPrivacy(&cfg, outMech, noiseRule); err != nil {
 		return err
 	}

@@ -14,9 +14,12 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/study/calibrate"
 )
 
 // openStudies opens the studies directory dir, or study.DefaultDir when dir is empty.
+// A study stored before the curator stated its answers' noise has it stated by
+// calibrate.Noise, the one calibration on the modeler's side.
 func openStudies(dir string) (*study.Store, error) {
 	if dir == "" {
 		var err error
@@ -24,23 +27,7 @@ func openStudies(dir string) (*study.Store, error) {
 			return nil, err
 		}
 	}
-	return study.Open(dir)
-}
-
-// settingFlags maps each stored study setting (study.Settings.Named) and connection
-// field (study.Connection's JSON names) to the `modeler run` flag that sets it. The
-// names coincide today; this table is the one place where the CLI's names meet the
-// stored ones (TestSettingFlags checks that it covers both and that every flag exists).
-var settingFlags = map[string]string{
-	"r": "r", "epsilon": "epsilon", "delta": "delta", "label": "label", "iterations": "iterations",
-	"batch": "batch", "kernel": "kernel", "lengthscale": "lengthscale", "signal-variance": "signal-variance",
-	"noise-variance": "noise-variance", "fit-every": "fit-every", "delta-ucb": "delta-ucb", "beta": "beta",
-	"allow-repeats": "allow-repeats", "raw-outputs": "raw-outputs", "initial-index": "initial-index",
-	"direction": "direction", "projection-noise": "projection-noise", "answer-clip": "answer-clip",
-	"recommend-likelihood": "recommend-likelihood",
-	// study.Connection
-	"curator": "curator", "identity": "identity", "ca": "ca", "cert": "cert", "key": "key",
-	"token-file": "token-file", "server-name": "server-name",
+	return study.Open(dir, study.WithNoiseStatement(calibrate.Noise))
 }
 
 // storedValues is a stored study's settings and connection by stored name.
@@ -61,8 +48,8 @@ func storedValues(st *study.Study) (map[string]string, error) {
 }
 
 // fillFromStudy sets every flag that the command line did not set from the stored study
-// name (its settings and connection, through settingFlags), so that `modeler run --study
-// NAME` alone resumes it. Flags that were set are left for modeler.RunStudy to compare
+// name (its settings and connection: each is stored under its flag's name), so that
+// `modeler run --study NAME` alone resumes it. Flags that were set are left for modeler.RunStudy to compare
 // with the stored ones. A study that does not exist yet is left alone.
 func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) error {
 	st, err := store.Get(ctx, name)
@@ -79,15 +66,14 @@ func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, na
 		return err
 	}
 	for k, v := range vals {
-		fl, ok := settingFlags[k]
-		if !ok {
+		if fs.Lookup(k) == nil {
 			return fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
 		}
-		if set[fl] || fs.Lookup(fl) == nil {
+		if set[k] {
 			continue
 		}
-		if err := fs.Set(fl, v); err != nil {
-			return fmt.Errorf("study %s: stored %s = %q: --%s: %w", name, k, v, fl, err)
+		if err := fs.Set(k, v); err != nil {
+			return fmt.Errorf("study %s: stored --%s = %q: %w", name, k, v, err)
 		}
 	}
 	return nil

@@ -38,6 +38,7 @@ import (
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/study/calibrate"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -68,7 +69,7 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 		return nil, Refused(err)
 	}
 	op := info.GetOutputPrivacy()
-	return &modeler.DatasetInfo{
+	out := &modeler.DatasetInfo{
 		Name: info.GetName(), DatasetID: info.GetDatasetId(), Rows: int(min(info.GetRows(), uint64(maxInt))),
 		Dimension:           int(info.GetDimension()),
 		MaxQueryIndices:     int(info.GetMaxQueryIndices()),
@@ -76,12 +77,26 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 		ProtectedUnit: info.GetProtectedUnit(), Guarantee: info.GetGuarantee(),
 		OutputPrivacy: study.OutputPrivacy{Mechanism: op.GetMechanism(), EpsilonPerIndex: op.GetEpsilonPerIndex(),
 			DeltaPerIndex: op.GetDeltaPerIndex(), Lower: op.GetLower(), Upper: op.GetUpper(),
-			Relation: op.GetRelation(), Guarantee: op.GetGuarantee(),
-			// A curator that predates the stated noise leaves both zero; the study's
-			// AnswerNoise then calibrates the noise from the mechanism's settings.
-			NoiseSD: op.GetNoiseSd(), Laplace: op.GetNoise() == curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE},
+			Relation: op.GetRelation(), Guarantee: op.GetGuarantee()},
 		Budget: Budget(info.GetBudget()),
-	}, nil
+	}
+	exact, laplace, stated := statedNoise(op.GetNoise())
+	if stated {
+		o := &out.OutputPrivacy
+		o.Exact, o.Laplace = exact, laplace
+		if !exact {
+			o.NoiseSD = op.GetNoiseSd()
+		}
+		if !exact && !(o.NoiseSD > 0) {
+			return nil, fmt.Errorf("curatorclient: the curator states noisy answers (%s) with noise sd %g", o.Mechanism, o.NoiseSD)
+		}
+		return out, nil
+	}
+	// A curator that predates the statement: its noise is calibrated here.
+	if err := calibrate.Noise(&out.OutputPrivacy); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 const maxInt = int(^uint(0) >> 1)
@@ -131,12 +146,22 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 		WholePatientEpsilon: p.GetWholePatientEpsilon(), WholePatientUnits: p.GetWholePatientUnits(), WholePatient: p.GetWholePatient(),
 		ProjectionPaid: p.GetPaid(),
 		Answers: modeler.AnswersQuote{Included: a.GetIncluded(), Mechanism: a.GetMechanism(), Relation: a.GetRelation(),
-			Epsilon: a.GetEpsilon(), Delta: a.GetDelta(), Lower: a.GetLower(), Upper: a.GetUpper(), NoiseSD: a.GetNoiseSd(), Paid: a.GetPaid(),
-			Laplace: a.GetNoise() == curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE},
+			Epsilon: a.GetEpsilon(), Delta: a.GetDelta(), Lower: a.GetLower(), Upper: a.GetUpper(), NoiseSD: a.GetNoiseSd(), Paid: a.GetPaid()},
 		Fits: m.GetFits(), Refusal: m.GetRefusal(),
 		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: d.GetProjectionEpsilon(), ProjectionDelta: d.GetProjectionDelta(),
 			AnswersEpsilon: d.GetAnswersEpsilon(), AnswersDelta: d.GetAnswersDelta(),
 			PerIdentity: int(d.GetPerIdentity()), Dataset: int(d.GetDataset()), DatasetLeft: int(d.GetDatasetLeft())},
+	}
+	if exact, laplace, stated := statedNoise(a.GetNoise()); stated {
+		q.Answers.Exact, q.Answers.Laplace = exact, laplace
+	} else {
+		// A curator that predates the statement: calibrated here. A quote is for
+		// reading, so one whose noise cannot be calibrated stays unstated.
+		op := study.OutputPrivacy{Mechanism: a.GetMechanism(), EpsilonPerIndex: a.GetEpsilon(), DeltaPerIndex: a.GetDelta(),
+			Lower: a.GetLower(), Upper: a.GetUpper()}
+		if calibrate.Noise(&op) == nil {
+			q.Answers.Exact, q.Answers.NoiseSD, q.Answers.Laplace = op.Exact, op.NoiseSD, op.Laplace
+		}
 	}
 	if c := p.GetDimensionChoice(); c != nil {
 		q.RChoice = &modeler.AutoRChoice{R: q.R, Rule: c.GetRule(), NoiseSD: c.GetNoiseSd(), NoiseShare: c.GetNoiseShare(),

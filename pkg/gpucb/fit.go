@@ -56,7 +56,7 @@ type FitOptions struct {
 // and the gradient is that of the jittered A with respect to the same parameters. It
 // returns an error if even the largest jitter fails or an argument is invalid.
 func LogMarginalLikelihood(k Kernel, x []float64, t, dim int, y []float64, h Hyper) (lml float64, grad [3]float64, jitter float64, err error) {
-	return logMarginal(k, x, t, dim, y, h, inputNoise{})
+	return logMarginal(k, x, t, dim, y, h, inputNoise{}, nil)
 }
 
 // inputNoise describes noisy inputs for the likelihood: the GP's row prior (nil: exact
@@ -103,7 +103,10 @@ func (in inputNoise) corr(k Kernel, l float64) []float64 {
 // the prior's coordinates of the candidates noise.ids). Its derivative with respect to
 // log l is a central difference (step 1e-5 in log l; the lengthscale enters through the
 // per-direction effective lengthscales and the factor c), the other two are exact.
-func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise inputNoise) (lml float64, grad [3]float64, jitter float64, err error) {
+// Observation j's noise variance is σ_n²·nf[j] (nil nf: σ_n² for all), as
+// Posterior.ObserveNoise models answers clipped to their own ranges: the covariance is
+// σ_y²ρ + σ_n² diag(nf), and ∂/∂log σ_n² = ½ σ_n² Σ_j nf_j (α_j² − (K⁻¹)_jj).
+func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise inputNoise, nf []float64) (lml float64, grad [3]float64, jitter float64, err error) {
 	if !k.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: invalid kernel %v", k)
 	}
@@ -112,6 +115,18 @@ func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise 
 	}
 	if !h.valid() {
 		return 0, grad, 0, fmt.Errorf("gpucb: hyperparameters must be positive and finite, got %+v", h)
+	}
+	factor := func(int) float64 { return 1 }
+	if nf != nil {
+		if len(nf) != t {
+			return 0, grad, 0, fmt.Errorf("gpucb: likelihood needs %d noise factors, got %d", t, len(nf))
+		}
+		for _, f := range nf {
+			if !(f > 0) || math.IsInf(f, 0) {
+				return 0, grad, 0, fmt.Errorf("gpucb: noise factors must be positive and finite, got %g", f)
+			}
+		}
+		factor = func(j int) float64 { return nf[j] }
 	}
 	var rho, drho []float64 // correlation ρ(d_ij) and ∂ρ/∂log l, t × t
 	l := h.Lengthscale
@@ -161,7 +176,7 @@ func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise 
 			for j := 0; j <= i; j++ {
 				v := sf * rho[i*t+j]
 				if i == j {
-					v += sn + jitter
+					v += sn*factor(i) + jitter
 				}
 				a.SetSym(i, j, v)
 			}
@@ -188,7 +203,7 @@ func logMarginal(k Kernel, x []float64, t, dim int, y []float64, h Hyper, noise 
 			gl += w * drho[i*t+j]
 			gs += w * rho[i*t+j]
 			if i == j {
-				gn += w
+				gn += w * factor(i)
 			}
 		}
 	}
@@ -263,10 +278,12 @@ func FitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	if !(vy > 0) || math.IsInf(vy, 0) {
 		vy = 1
 	}
-	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy, inputNoise{})
+	return fitHyper(k, x, t, dim, y, init, opt, DefaultLengthscale(x, t, dim), vy, inputNoise{}, nil)
 }
 
-func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64, noise inputNoise) (Hyper, float64, error) {
+// fitHyper maximises logMarginal over (l, σ_y², σ_n²) within opt's bounds, with the
+// observations' noise factors nf (nil: all 1).
+func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt FitOptions, refLS, vy float64, noise inputNoise, nf []float64) (Hyper, float64, error) {
 	b, err := opt.bounds(refLS, vy)
 	if err != nil {
 		return init, 0, err
@@ -292,7 +309,7 @@ func fitHyper(k Kernel, x []float64, t, dim int, y []float64, init Hyper, opt Fi
 	eval := func(u []float64) (float64, [3]float64, error) {
 		if !lastOK || [3]float64(u) != lastU {
 			h, _ := b.hyper(u)
-			lml, gr, _, err := logMarginal(k, x, t, dim, y, h, noise)
+			lml, gr, _, err := logMarginal(k, x, t, dim, y, h, noise, nf)
 			lastU, lastOK, lastLML, lastGr, lastErr = [3]float64(u), true, lml, gr, err
 		}
 		return lastLML, lastGr, lastErr
@@ -471,11 +488,6 @@ func (g *Posterior) Refit(opt FitOptions) (Hyper, error) {
 	if len(g.fant) > 0 {
 		return cur, fmt.Errorf("gpucb: refit with %d fantasies pending; drop them first", len(g.fant))
 	}
-	for _, f := range g.nf {
-		if f != 1 {
-			return cur, errors.New("gpucb: refit assumes one noise variance for every observation; some were observed with their own (ObserveNoise)")
-		}
-	}
 	x := make([]float64, t*g.dim)
 	for j, i := range g.idx {
 		copy(x[j*g.dim:(j+1)*g.dim], g.cands[i*g.dim:(i+1)*g.dim])
@@ -497,7 +509,7 @@ func (g *Posterior) Refit(opt FitOptions) (Hyper, error) {
 	if g.prior != nil {
 		noise = inputNoise{prior: g.prior, cands: g.cands, ids: g.idx}
 	}
-	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise)
+	h, _, err := fitHyper(g.cfg.Kernel, x, t, g.dim, y, cur, opt, g.refLS, vy, noise, g.nf)
 	if err != nil {
 		return cur, err
 	}

@@ -412,7 +412,7 @@ func TestInputNoiseLikelihoodGradient(t *testing.T) {
 		}
 		noise := inputNoise{prior: pr, cands: x, ids: ids}
 		h := Hyper{0.6, 1.2, 0.05}
-		_, g, jit, err := logMarginal(k, x, m, dim, y, h, noise)
+		_, g, jit, err := logMarginal(k, x, m, dim, y, h, noise, nil)
 		if err != nil || jit != 0 {
 			t.Fatalf("%v: err %v, jitter %g", k, err, jit)
 		}
@@ -421,7 +421,7 @@ func TestInputNoiseLikelihoodGradient(t *testing.T) {
 			at := func(d float64) float64 {
 				th := [3]float64{math.Log(h.Lengthscale), math.Log(h.SignalVariance), math.Log(h.NoiseVariance)}
 				th[j] += d
-				v, _, _, err := logMarginal(k, x, m, dim, y, Hyper{math.Exp(th[0]), math.Exp(th[1]), math.Exp(th[2])}, noise)
+				v, _, _, err := logMarginal(k, x, m, dim, y, Hyper{math.Exp(th[0]), math.Exp(th[1]), math.Exp(th[2])}, noise, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

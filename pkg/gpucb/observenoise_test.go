@@ -77,8 +77,47 @@ func TestObserveNoiseMatchesDense(t *testing.T) {
 	cfg2 := cfg
 	cfg2.Lengthscale, cfg2.SignalVariance, cfg2.NoiseVariance = h.Lengthscale, h.SignalVariance, h.NoiseVariance
 	check("after SetHyper", g, cfg2)
-	if _, err := g.Refit(FitOptions{}); err == nil {
-		t.Error("Refit with observations of different noise factors succeeded; it assumes one noise variance")
+	// Refit fits under the same heteroscedastic likelihood: the fitted hyperparameters
+	// are a stationary point of the dense log marginal likelihood with covariance
+	// σ_y²ρ + σ_n² diag(f_j) (its gradient in log space vanishes, or the fit stopped at
+	// a bound), and better than the same fit that ignored the factors.
+	got, err := g.Refit(FitOptions{Seed: 1})
+	if err != nil {
+		t.Fatalf("Refit with per-observation noise factors: %v", err)
+	}
+	x := make([]float64, len(idx)*dim)
+	for j, i := range idx {
+		copy(x[j*dim:], cands[i*dim:(i+1)*dim])
+	}
+	if cfg.Standardise {
+		t.Fatal("the dense likelihood below takes the raw answers; the test's GP must not standardise")
+	}
+	refLS, vy := DefaultLengthscale(cands, n, dim), sampleVariance(ys)
+	lml, grad, _, err := logMarginal(cfg.Kernel, x, len(idx), dim, ys, got, inputNoise{}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FitOptions{}.bounds(refLS, vy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := [3]float64{math.Log(got.Lengthscale), math.Log(got.SignalVariance), math.Log(got.NoiseVariance)}
+	for j := range 3 {
+		atBound := math.Abs(th[j]-b.lo[j]) < 1e-3 || math.Abs(th[j]-b.hi[j]) < 1e-3
+		if !atBound && math.Abs(grad[j]) > 1e-3*max(1, math.Abs(lml)) {
+			t.Errorf("refit hyperparameters %+v: gradient[%d] = %g of the heteroscedastic likelihood, want ≈ 0", got, j, grad[j])
+		}
+	}
+	ignored, _, err := fitHyper(cfg.Kernel, x, len(idx), dim, ys, got, FitOptions{Seed: 1}, refLS, vy, inputNoise{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withIgnored, _, _, err := logMarginal(cfg.Kernel, x, len(idx), dim, ys, ignored, inputNoise{}, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(lml >= withIgnored-1e-9) {
+		t.Errorf("heteroscedastic likelihood at the refit %g < at the fit that ignored the factors %g", lml, withIgnored)
 	}
 	// Ignoring the factors gives another posterior.
 	flat, _ := New(cands, n, dim, cfg2)
@@ -159,6 +198,50 @@ func TestFantasizeNoise(t *testing.T) {
 	for _, bad := range []float64{0, -1, math.Inf(1), math.NaN()} {
 		if err := p.FantasizeNoise(0, bad); err == nil || p.Pending() != 0 {
 			t.Errorf("FantasizeNoise with factor %g accepted", bad)
+		}
+	}
+}
+
+// TestLogMarginalNoiseFactorsGradient: with per-observation noise factors the analytic
+// gradient of the log marginal likelihood equals central finite differences in every
+// log hyperparameter, and factors of 1 give exactly the likelihood without factors.
+func TestLogMarginalNoiseFactorsGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []Kernel{SquaredExponential, Matern52} {
+		h := Hyper{0.5, 1.2, 0.1}
+		x, y := gpSample(t, rng, k, 20, 2, h)
+		nf := make([]float64, 20)
+		ones := make([]float64, 20)
+		for j := range nf {
+			nf[j], ones[j] = []float64{1, 0.25, 4, 0.01}[j%4], 1
+		}
+		_, g, _, err := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const step = 1e-5
+		for j := range 3 {
+			at := func(d float64) float64 {
+				th := [3]float64{math.Log(h.Lengthscale), math.Log(h.SignalVariance), math.Log(h.NoiseVariance)}
+				th[j] += d
+				v, _, _, err := logMarginal(k, x, 20, 2, y, Hyper{math.Exp(th[0]), math.Exp(th[1]), math.Exp(th[2])}, inputNoise{}, nf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			fd := (at(step) - at(-step)) / (2 * step)
+			if math.Abs(g[j]-fd) > 1e-5*max(1, math.Abs(fd)) {
+				t.Errorf("%v: gradient[%d] = %.10g, finite difference %.10g", k, j, g[j], fd)
+			}
+		}
+		a, ga, _, err1 := logMarginal(k, x, 20, 2, y, h, inputNoise{}, ones)
+		b, gb, _, err2 := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nil)
+		if err1 != nil || err2 != nil || a != b || ga != gb {
+			t.Errorf("%v: factors of 1 give %g %v, none %g %v", k, a, ga, b, gb)
+		}
+		if _, _, _, err := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nf[:3]); err == nil {
+			t.Errorf("%v: 3 noise factors for 20 observations accepted", k)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func TestClipAskedAndModelled(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSession(cfg, cur, cur.z, cur.n, cur.dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}, 0)
+	s, err := newSession(cfg, cur, cur.z, cur.n, cur.dim, stated(t, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestClipAskedAndModelled(t *testing.T) {
 	}
 	pub := cfg
 	pub.Clip = Clip{}
-	s2, err := newSession(pub, cur, cur.z, cur.n, cur.dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}, 0)
+	s2, err := newSession(pub, cur, cur.z, cur.n, cur.dim, stated(t, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func (c exactOptionCurator) DatasetInfo(ctx context.Context) (*DatasetInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none"}
+	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none", Exact: true}
 	return info, nil
 }
 
@@ -308,5 +308,19 @@ func TestRecommendLikelihood(t *testing.T) {
 	}
 	if err := (&Config{R: 2, Iterations: 3, RecommendLikelihood: "student"}).defaults(); err == nil {
 		t.Error("RecommendLikelihood student accepted")
+	}
+}
+
+// TestClipWithFitEveryRefits: a clipped study (every answer with its own noise factor)
+// refits its hyperparameters every k answers as an unclipped one does (Config.FitEvery):
+// gpucb.Posterior.Refit fits under the answers' own noise factors.
+func TestClipWithFitEveryRefits(t *testing.T) {
+	cur, _ := newOptionCurator(200, 2)
+	res, err := Run(context.Background(), cur, Config{R: 2, Iterations: 12, InitialIndex: 3, Clip: Clip{100, 300}, FitEvery: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Refits != 3 { // after answers 4, 8 and 12
+		t.Errorf("a clipped study with fit-every 4 over 12 answers refit %d times, want 3", res.Refits)
 	}
 }

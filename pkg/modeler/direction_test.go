@@ -20,9 +20,14 @@ type fixedCurator struct {
 	lo, hi float64
 }
 
+// DatasetInfo states the Laplace noise of [lo, hi] at ε = 1 as a curator does; an empty
+// range states none (the tests that use one declare exact answers over it).
 func (c fixedCurator) DatasetInfo(context.Context) (*DatasetInfo, error) {
-	return &DatasetInfo{Name: "fixed", Rows: c.n, Dimension: c.dim, MaxQueryIndices: 100,
-		OutputPrivacy: study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: c.lo, Upper: c.hi}}, nil
+	op := study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: c.lo, Upper: c.hi}
+	if c.lo < c.hi {
+		op = mustStated(op)
+	}
+	return &DatasetInfo{Name: "fixed", Rows: c.n, Dimension: c.dim, MaxQueryIndices: 100, OutputPrivacy: op}, nil
 }
 
 func (c fixedCurator) ReleaseProjection(_ context.Context, req ProjectionRequest) (*Projection, error) {

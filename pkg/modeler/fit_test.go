@@ -72,7 +72,7 @@ func TestFitEveryRecoversLengthscale(t *testing.T) {
 			if err := cfg.defaults(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{}, 0)
+			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{Exact: true}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

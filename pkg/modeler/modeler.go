@@ -118,6 +118,22 @@ type Config struct {
 	Direction study.Direction
 }
 
+// NewConfig returns a study's defaults, the one place they are written: `modeler run`'s
+// flags take theirs from it (cmd/modeler, TestRunFlagsAreNewConfig), and Config's
+// zero-means-default fields (Batch, DeltaUCB, ConfirmPasses) take the same values.
+// R, Epsilon and Delta are 0: the curator quotes them (Quote). InitialIndex is −1, a
+// random first row as in the paper's runs; a Config built by hand has 0, row 0.
+func NewConfig() Config {
+	return Config{
+		Iterations: 50, Batch: 1, Kernel: gpucb.SquaredExponential, DeltaUCB: 0.05,
+		InitialIndex: -1, ConfirmPasses: 1,
+		// Direction, ProjectionNoise and RecommendLikelihood default to their zero
+		// values (maximise, model the noise, the answers' own likelihood), so that
+		// studies stored before these settings existed compare equal.
+		Direction: study.Maximize, ProjectionNoise: ProjectionNoiseModel, RecommendLikelihood: "",
+	}
+}
+
 // ProjectionNoise is how the GP treats the Gaussian noise of a projection release
 // (Config.ProjectionNoise).
 type ProjectionNoise string
@@ -192,7 +208,7 @@ const (
 // exact-answer default. pkg/simulate applies the same rule (GPSettings.NoiseRule).
 func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float64, err error) {
 	signal, noise = c.SignalVariance, c.NoiseVariance
-	if !op.Exact() && (signal == 0 || noise == 0) {
+	if !op.Exact && (signal == 0 || noise == 0) {
 		var p gpucb.NoisyPrior
 		lo, hi := op.Lower, op.Upper
 		if c.Direction == study.Minimize {
@@ -347,9 +363,8 @@ type Protection struct {
 	ProjectionMechanism string `json:"projection_mechanism,omitempty"`
 	ProjectionRelation  string `json:"projection_relation,omitempty"`
 	ProjectionGuarantee string `json:"projection_guarantee"`
-	// AnswersMechanism ("laplace", "gaussian" or "none"), AnswersRelation and
-	// AnswersGuarantee describe the query answers; exact answers ("none") have no
-	// guarantee.
+	// AnswersMechanism (the curator's name of it), AnswersRelation and
+	// AnswersGuarantee describe the query answers; exact answers have no guarantee.
 	AnswersMechanism string `json:"answers_mechanism"`
 	AnswersRelation  string `json:"answers_relation,omitempty"`
 	AnswersGuarantee string `json:"answers_guarantee"`
@@ -372,10 +387,9 @@ func answersGuarantee(mechanism, stated string, exact bool, eps, delta float64) 
 // protectionOf is the Protection of a stored release.
 func protectionOf(rel *study.Release) Protection {
 	op := rel.OutputPrivacy
-	mech := op.MechanismName()
 	return Protection{DatasetID: rel.DatasetID, ProjectionMechanism: rel.Mechanism, ProjectionRelation: rel.Relation,
-		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: mech, AnswersRelation: op.Relation,
-		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.Exact(), op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}
+		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: op.Mechanism, AnswersRelation: op.Relation,
+		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.Exact, op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact}
 }
 
 // releaseOf is the stored form of a projection received with the dataset's info.
@@ -401,7 +415,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("modeler: delta must lie in (0, 1), or 0 for the curator's default study, got %g", c.Delta)
 	}
 	if c.Batch == 0 {
-		c.Batch = 1
+		c.Batch = NewConfig().Batch
 	}
 	if c.Batch < 1 {
 		return fmt.Errorf("modeler: batch must be ≥ 1, got %d", c.Batch)
@@ -436,7 +450,7 @@ func (c *Config) defaults() error {
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
 	if c.DeltaUCB == 0 {
-		c.DeltaUCB = 0.05
+		c.DeltaUCB = NewConfig().DeltaUCB
 	}
 	// The GP's settings are checked by gpucb itself, on one stand-in candidate, so that a
 	// bad one is refused before the curator charges the projection. A lengthscale of 0
@@ -686,6 +700,11 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if !(noiseSD >= 0) || math.IsInf(noiseSD, 0) {
 		return nil, fmt.Errorf("modeler: the projection's noise sd must be ≥ 0 and finite, got %g", noiseSD)
 	}
+	// The answers' noise is the curator's statement; the modeler calibrates nothing.
+	an, err := op.AnswerNoise()
+	if err != nil {
+		return nil, fmt.Errorf("modeler: the curator's output privacy: %w", err)
+	}
 	inVar := 0.0
 	if cfg.ProjectionNoise != ProjectionNoiseIgnore {
 		inVar = noiseSD * noiseSD
@@ -707,21 +726,18 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
 	}
-	// A range the noise cannot be computed for has already been refused by prior when
-	// the GP needs it; with both variances given it is only not reported (sd 0, no range).
-	an, sdErr := op.AnswerNoise()
 	answerSD := an.SD
 	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * cfg.Direction.Sign(), Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
 		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar, AnswerNoiseSD: answerSD}
-	if !op.Exact() && sdErr == nil {
+	if !op.Exact {
 		res.AnswersRange = &[2]float64{op.Lower, op.Upper}
 	}
 	if noiseSD > 0 {
 		res.ProjectionNoise = cfg.ProjectionNoise.String()
 	}
 	var public Clip
-	if !op.Exact() {
+	if !op.Exact {
 		public = Clip{op.Lower, op.Upper}
 	}
 	if !cfg.Clip.IsZero() {
@@ -729,11 +745,9 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 			return nil, err
 		}
 		res.AnswersClip = &[2]float64{cfg.Clip.Lower, cfg.Clip.Upper}
-		if sdErr == nil {
-			res.AnswerClipNoiseSD = answerSD * (cfg.Clip.Upper - cfg.Clip.Lower) / (op.Upper - op.Lower)
-		}
+		res.AnswerClipNoiseSD = answerSD * (cfg.Clip.Upper - cfg.Clip.Lower) / (op.Upper - op.Lower)
 	}
-	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
+	if !op.Exact && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
 	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, laplace: an.Laplace}, nil
@@ -1000,14 +1014,14 @@ func checkAnswerOptions(cfg *Config, op study.OutputPrivacy) error {
 		if c.clip.IsZero() {
 			continue
 		}
-		if op.Exact() {
+		if op.Exact {
 			return fmt.Errorf("modeler: a %s [%g, %g] applies only to private answers; the curator releases exact answers", c.flag, c.clip.Lower, c.clip.Upper)
 		}
 		if c.clip.Lower < op.Lower || c.clip.Upper > op.Upper {
 			return fmt.Errorf("modeler: %s [%g, %g] is not inside the curator's public output range [%g, %g]", c.flag, c.clip.Lower, c.clip.Upper, op.Lower, op.Upper)
 		}
 	}
-	if cfg.ConfirmRows > 0 && op.Exact() {
+	if cfg.ConfirmRows > 0 && op.Exact {
 		return errors.New("modeler: confirmation passes apply only to private answers; the curator releases exact answers, which a second answer would only repeat")
 	}
 	return nil

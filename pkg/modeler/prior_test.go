@@ -1,6 +1,7 @@
 package modeler
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -19,8 +20,8 @@ func TestNoiseAwarePrior(t *testing.T) {
 	for k := range z {
 		z[k] = rng.NormFloat64()
 	}
-	laplace := study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 2, Lower: 0, Upper: 400}
-	gaussian := study.OutputPrivacy{Mechanism: "gaussian", EpsilonPerIndex: 1, DeltaPerIndex: 1e-5, Lower: -1, Upper: 1}
+	laplace := stated(t, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 2, Lower: 0, Upper: 400})
+	gaussian := stated(t, study.OutputPrivacy{Mechanism: "gaussian", EpsilonPerIndex: 1, DeltaPerIndex: 1e-5, Lower: -1, Upper: 1})
 	// Laplace at ε = 2 on [0, 400]: b ≈ 200 (package dp rounds the scale up slightly),
 	// σ_n² = 2b² ≈ 80000; s_f² = (400/4)² = 10⁴, so the ratio rule gives SignalVariance 1
 	// and NoiseVariance σ_n²/s_f² ≈ 8 (standardised units).
@@ -44,12 +45,12 @@ func TestNoiseAwarePrior(t *testing.T) {
 	}{
 		{"laplace answers", laplace, 0, 0, 1, lapNoise / 1e4, lapNoise, "ratio"},
 		{"gaussian answers", gaussian, 0, 0, 1, gaussNoise / 0.25, gaussNoise, "ratio"},
-		{"exact answers", study.OutputPrivacy{Mechanism: "none"}, 0, 0, 1, 1e-3, 0, ""},
-		{"answers of a curator that names no mechanism", study.OutputPrivacy{}, 0, 0, 1, 1e-3, 0, ""},
+		{"exact answers", study.OutputPrivacy{Mechanism: "none", Exact: true}, 0, 0, 1, 1e-3, 0, ""},
+		{"answers of a curator that names no mechanism", stated(t, study.OutputPrivacy{}), 0, 0, 1, 1e-3, 0, ""},
 		{"laplace, noise variance given", laplace, 0, 0.5, 1, 0.5, lapNoise, "ratio"},
 		{"laplace, signal variance given", laplace, 2, 0, 2, lapNoise / 1e4, lapNoise, "ratio"},
 		{"laplace, both given", laplace, 2, 0.5, 2, 0.5, 0, ""},
-		{"exact, both given", study.OutputPrivacy{Mechanism: "none"}, 3, 0.25, 3, 0.25, 0, ""},
+		{"exact, both given", study.OutputPrivacy{Mechanism: "none", Exact: true}, 3, 0.25, 3, 0.25, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{R: dim, Iterations: 10, SignalVariance: tc.signal, NoiseVariance: tc.noise}
@@ -91,7 +92,12 @@ func TestNoiseAwarePrior(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1}, 0); err == nil {
+	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1, NoiseSD: 1, Laplace: true}, 0); err == nil {
 		t.Error("an empty output range: no error, want one")
+	}
+	// Noisy answers whose noise the curator did not state are refused: the modeler
+	// calibrates no mechanism itself.
+	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 1}, 0); !errors.Is(err, study.ErrNoiseUnstated) {
+		t.Errorf("unstated noise: %v; want study.ErrNoiseUnstated", err)
 	}
 }

@@ -80,7 +80,9 @@ type AnswersQuote struct {
 	Upper     float64 `json:"upper"`
 	NoiseSD   float64 `json:"noise_sd"`
 	Paid      bool    `json:"paid"`
-	// Laplace: the noise is Laplace (else Gaussian, or none for exact answers).
+	// Exact: the answers carry no noise; otherwise Laplace says whether the noise is
+	// Laplace (else Gaussian). Both as the curator stated its noise family.
+	Exact   bool `json:"exact,omitempty"`
 	Laplace bool `json:"laplace,omitempty"`
 }
 

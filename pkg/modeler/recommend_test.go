@@ -28,7 +28,8 @@ type noiseCurator struct {
 
 func (c noiseCurator) DatasetInfo(ctx context.Context) (*DatasetInfo, error) {
 	info, _ := c.fixedCurator.DatasetInfo(ctx)
-	info.OutputPrivacy.Mechanism = c.mechanism
+	op := info.OutputPrivacy
+	info.OutputPrivacy = mustStated(study.OutputPrivacy{Mechanism: c.mechanism, EpsilonPerIndex: op.EpsilonPerIndex, Lower: op.Lower, Upper: op.Upper})
 	return info, nil
 }
 

@@ -43,7 +43,7 @@ func (l *Local) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) {
 		ProtectedUnit: info.ProtectedUnit, Guarantee: info.Guarantee,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta,
 			Lower: o.Lower, Upper: o.Upper, Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
-			NoiseSD: info.OutputNoiseSD, Laplace: info.OutputNoise == answer.NoiseLaplace},
+			Exact: info.OutputNoise == answer.NoiseNone, NoiseSD: info.OutputNoiseSD, Laplace: info.OutputNoise == answer.NoiseLaplace},
 		Budget: budgetOf(info.Budget),
 	}, nil
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/blob"
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
@@ -178,7 +177,9 @@ func (s Settings) Named() map[string]string {
 	return out
 }
 
-// OutputPrivacy is how the curator releases answers (its GetDatasetInfo).
+// OutputPrivacy is how the curator releases answers (its GetDatasetInfo), as the curator
+// states it: the modeler reads the figures below and never calibrates a mechanism
+// itself (the mechanism's name is for people).
 type OutputPrivacy struct {
 	Mechanism       string  `json:"mechanism"`
 	EpsilonPerIndex float64 `json:"epsilon_per_index"`
@@ -189,25 +190,29 @@ type OutputPrivacy struct {
 	// curator stated them ("" from curators that did not state them).
 	Relation  string `json:"relation,omitempty"`
 	Guarantee string `json:"guarantee,omitempty"`
-	// NoiseSD is the standard deviation of each answer's noise at the public range and
-	// Laplace whether that noise is Laplace (else Gaussian), as the curator stated them
-	// (GetDatasetInfo's output privacy); NoiseSD is 0 for exact answers and in records
-	// of curators and modelers that predate the statement (AnswerNoise).
+	// Exact is true when the answers carry no noise (the curator's noise family "none").
+	// Otherwise NoiseSD is the standard deviation of each answer's noise at the public
+	// range and Laplace whether that noise is Laplace (else Gaussian). A record with
+	// neither (a curator or a study file that predates the statement) is Unstated until a
+	// NoiseStatement states it (WithNoiseStatement).
+	Exact   bool    `json:"exact,omitempty"`
 	NoiseSD float64 `json:"noise_sd,omitempty"`
 	Laplace bool    `json:"laplace,omitempty"`
 }
 
-// Exact reports whether the answers were released without privacy (mechanism "none").
-func (o OutputPrivacy) Exact() bool { return answer.IsExact(o.Mechanism) }
+// Unstated reports whether o says neither that the answers are exact nor how noisy they
+// are: a record from before the curator stated its noise.
+func (o OutputPrivacy) Unstated() bool { return !o.Exact && !(o.NoiseSD > 0) }
 
-// MechanismName is the answers' mechanism as stated, the exact mechanism's name when
-// none is.
-func (o OutputPrivacy) MechanismName() string {
-	if o.Mechanism == "" {
-		return answer.MechanismExact
-	}
-	return o.Mechanism
-}
+// ErrNoiseUnstated is returned for answers whose noise the curator did not state (see
+// OutputPrivacy.Unstated and WithNoiseStatement).
+var ErrNoiseUnstated = errors.New("the curator did not state the answers' noise")
+
+// NoiseStatement fills the statement of an Unstated OutputPrivacy from its mechanism's
+// name and settings, as the curator would have stated it. It is for records older than
+// the statement only; the modeler's CLI passes the answer registry's calibration
+// (curatorclient.StateNoise), so that this package needs no mechanism.
+type NoiseStatement func(*OutputPrivacy) error
 
 // AnswerNoise is the noise of each answer: its standard deviation and variance at the
 // public range, and whether it is Laplace (else Gaussian; none for exact answers).
@@ -216,26 +221,18 @@ type AnswerNoise struct {
 	Laplace      bool
 }
 
-// AnswerNoise is the noise the curator stated for the answers (NoiseSD, Laplace). A
-// record without the statement (a curator or a study file that predates it) is
-// calibrated here from its mechanism's settings, by the answer registry, as the
-// curator calibrates it.
+// AnswerNoise is the noise the curator stated for the answers (Exact, NoiseSD, Laplace);
+// ErrNoiseUnstated when it stated none.
 func (o OutputPrivacy) AnswerNoise() (AnswerNoise, error) {
-	if o.Exact() {
+	switch {
+	case o.Exact:
 		return AnswerNoise{}, nil
-	}
-	if o.NoiseSD > 0 {
+	case math.IsInf(o.NoiseSD, 0):
+		return AnswerNoise{}, fmt.Errorf("study: the answers' noise sd %g is not finite", o.NoiseSD)
+	case o.NoiseSD > 0:
 		return AnswerNoise{SD: o.NoiseSD, Variance: o.NoiseSD * o.NoiseSD, Laplace: o.Laplace}, nil
 	}
-	p := answer.Params{Epsilon: o.EpsilonPerIndex, Delta: o.DeltaPerIndex, Lower: o.Lower, Upper: o.Upper}
-	if answer.PureEpsilon(o.Mechanism) {
-		p.Delta = 0 // the noise of a pure mechanism does not depend on δ
-	}
-	m, err := answer.New(o.Mechanism, p)
-	if err != nil {
-		return AnswerNoise{}, fmt.Errorf("study: the answers' noise: %w", err)
-	}
-	return AnswerNoise{SD: math.Sqrt(m.NoiseVariance()), Variance: m.NoiseVariance(), Laplace: m.Noise() == answer.NoiseLaplace}, nil
+	return AnswerNoise{}, fmt.Errorf("study: %w (mechanism %q)", ErrNoiseUnstated, o.Mechanism)
 }
 
 // Release describes the projection the study runs on.
@@ -349,7 +346,17 @@ type Store struct {
 	dir string
 	db  *sql.DB
 	zs  *blob.Dir // the released matrices, name+".z" in dir
+	// noise states the answers' noise of releases stored without it (WithNoiseStatement).
+	noise NoiseStatement
 }
+
+// Option is an option of Open.
+type Option func(*Store)
+
+// WithNoiseStatement has Get state, through f, the answers' noise of a release stored
+// before the curator stated it (OutputPrivacy.Unstated), so that such a study resumes
+// and reports as it did. Without it such a release's AnswerNoise is ErrNoiseUnstated.
+func WithNoiseStatement(f NoiseStatement) Option { return func(s *Store) { s.noise = f } }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
@@ -376,7 +383,7 @@ func DefaultDir() (string, error) {
 }
 
 // Open opens (creating if needed, mode 0700) the studies directory dir and its database.
-func Open(dir string) (*Store, error) {
+func Open(dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("study: studies directory must not be empty")
 	}
@@ -391,6 +398,9 @@ func Open(dir string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(2)
 	s := &Store{dir: dir, db: db, zs: zs}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("study: %s: %w", path, err)
@@ -489,6 +499,11 @@ func (s *Store) Get(ctx context.Context, name string) (*Study, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("study: get %s: %w", name, err)
+	}
+	if st.Release != nil && st.Release.OutputPrivacy.Unstated() && s.noise != nil {
+		if err := s.noise(&st.Release.OutputPrivacy); err != nil {
+			return nil, fmt.Errorf("study: %s: the answers' noise: %w", name, err)
+		}
 	}
 	return st, nil
 }

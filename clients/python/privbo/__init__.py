@@ -31,6 +31,7 @@ from privbo.client import (
     JobResult,
     JobState,
     MemoryLimited,
+    NoiseFamily,
     NotFound,
     Observation,
     OutputPrivacy,

@@ -438,9 +438,29 @@ class Budget:
         return None
 
 
+class NoiseFamily(enum.Enum):
+    """The distribution of an answer's noise as the curator states it (curator.proto
+    NoiseFamily). UNSPECIFIED comes from curators that predate the statement."""
+
+    UNSPECIFIED = pb.NOISE_FAMILY_UNSPECIFIED
+    NONE = pb.NOISE_FAMILY_NONE
+    LAPLACE = pb.NOISE_FAMILY_LAPLACE
+    GAUSSIAN = pb.NOISE_FAMILY_GAUSSIAN
+
+    @classmethod
+    def from_pb(cls, v: int) -> "NoiseFamily":
+        try:
+            return cls(v)
+        except ValueError:  # a family added after this client
+            return cls.UNSPECIFIED
+
+
 @dataclass(frozen=True)
 class OutputPrivacy:
-    """How the curator releases query answers (curator.proto OutputPrivacy)."""
+    """How the curator releases query answers (curator.proto OutputPrivacy): the noise of
+    each answer is ``noise`` with standard deviation ``noise_sd`` at the public range
+    [``lower``, ``upper``], as the curator states them; a client reads them rather than
+    calibrating the mechanism from its name."""
 
     mechanism: str
     epsilon_per_index: float
@@ -450,10 +470,17 @@ class OutputPrivacy:
     relation: str
     guarantee: str
     exact_answers_max_rows: int
+    noise_sd: float = 0.0
+    noise: NoiseFamily = NoiseFamily.UNSPECIFIED
+
+    @property
+    def exact(self) -> bool:
+        """True when the curator states that the answers carry no noise."""
+        return self.noise is NoiseFamily.NONE
 
     @classmethod
     def from_pb(cls, m: pb.OutputPrivacy) -> "OutputPrivacy":
-        return cls(**{f: getattr(m, f) for f in cls.__dataclass_fields__})
+        return _fields(cls, m)
 
 
 @dataclass(frozen=True)
@@ -472,7 +499,14 @@ class DatasetInfo:
 
 
 def _fields(cls, m):
-    return cls(**{f: getattr(m, f) for f in cls.__dataclass_fields__})
+    """cls from the message m's fields of the same names (a NoiseFamily from its enum)."""
+    values = {}
+    for f, spec in cls.__dataclass_fields__.items():
+        v = getattr(m, f)
+        if spec.type in (NoiseFamily, "NoiseFamily"):
+            v = NoiseFamily.from_pb(v)
+        values[f] = v
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -502,7 +536,7 @@ class ProjectionQuote:
 class AnswersQuote:
     """The answers of a study (curator.proto AnswersQuote): paid with the projection
     (``included``), their one charge, the target's public range and each answer's noise
-    sd."""
+    sd and family (``noise``), as the curator states them."""
 
     included: bool
     mechanism: str
@@ -513,6 +547,12 @@ class AnswersQuote:
     upper: float
     noise_sd: float
     paid: bool
+    noise: NoiseFamily = NoiseFamily.UNSPECIFIED
+
+    @property
+    def exact(self) -> bool:
+        """True when the curator states that the answers carry no noise."""
+        return self.noise is NoiseFamily.NONE
 
 
 @dataclass(frozen=True)

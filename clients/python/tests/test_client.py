@@ -114,7 +114,7 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
         return pb.GetDatasetInfoResponse(
             name="fake", dataset_id="d", rows=ROWS, dimension=4, budget=self._budget(),
             output_privacy=pb.OutputPrivacy(mechanism="laplace", epsilon_per_index=0.5, lower=0, upper=400,
-                                            relation="record"),
+                                            relation="record", noise_sd=1131.4, noise=pb.NOISE_FAMILY_LAPLACE),
             max_query_indices=100, projection_mechanism="gaussian", projection_relation="feature-unit",
         )
 
@@ -128,7 +128,7 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
                                           default_epsilon=request.epsilon == 0, default_delta=request.delta == 0,
                                           mechanism="gaussian", relation="feature-unit", noise_sd=0.625),
             answers=pb.AnswersQuote(included=request.with_answers, mechanism="laplace", relation="record", epsilon=0.5,
-                                    lower=0, upper=400, noise_sd=1131.4),
+                                    lower=0, upper=400, noise_sd=1131.4, noise=pb.NOISE_FAMILY_LAPLACE),
             charges=[pb.RelationCharge(relation="feature-unit", epsilon=1.5, delta=2e-7, epsilon_available=1 if not fits else 3,
                                        delta_available=0.5, fits=fits)],
             fits=fits, refusal="" if fits else "ledger: budget exceeded",
@@ -331,6 +331,8 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(q.projection.dimension_chosen and q.projection.default_delta and not q.projection.default_epsilon)
         self.assertEqual((q.projection.epsilon, q.projection.noise_sd), (2.0, 0.625))
         self.assertEqual((q.answers.mechanism, q.answers.lower, q.answers.upper, q.answers.noise_sd), ("laplace", 0, 400, 1131.4))
+        self.assertIs(q.answers.noise, pc.NoiseFamily.LAPLACE)
+        self.assertFalse(q.answers.exact)
         self.assertEqual(q.charges[0].relation, "feature-unit")
         self.assertEqual((q.default_study.per_identity, q.default_study.dataset_left), (2, 1))
         self.assertNotIn("ReleaseProjection", self.fake.calls)
@@ -539,6 +541,9 @@ class ClientTest(unittest.TestCase):
         info = self.client.get_dataset_info()
         self.assertEqual((info.name, info.rows, info.dimension), ("fake", ROWS, 4))
         self.assertEqual(info.output_privacy.mechanism, "laplace")
+        op = info.output_privacy
+        self.assertEqual((op.noise, op.noise_sd, op.exact), (pc.NoiseFamily.LAPLACE, 1131.4, False))
+        self.assertIs(pc.NoiseFamily.from_pb(99), pc.NoiseFamily.UNSPECIFIED, "a family newer than the client")
         self.assertEqual(info.budget.relation("record").epsilon_limit, 3)
         self.assertIsNone(info.budget.relation("no-such-relation"))
 

@@ -185,6 +185,9 @@ class DevCuratorTest(unittest.TestCase):
         a = q.answers
         self.assertEqual((a.mechanism, a.epsilon, a.lower, a.upper), ("laplace", self.output_eps, 0, 400))
         self.assertAlmostEqual(a.noise_sd, math.sqrt(2) * 400 / self.output_eps, delta=1e-6 * a.noise_sd)
+        self.assertIs(a.noise, privbo.NoiseFamily.LAPLACE)
+        info = c.get_dataset_info().output_privacy
+        self.assertEqual((info.noise, info.noise_sd, info.exact), (a.noise, a.noise_sd, False))
         self.assertTrue(q.fits)
         self.assertEqual(q.default_study.projection_epsilon, p.epsilon)
         self.assertEqual(c.get_budget().epsilon_spent, 0, "a quote costs nothing")
