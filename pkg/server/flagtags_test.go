@@ -1,7 +1,14 @@
 package server
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -90,5 +97,67 @@ func TestFlagTagsRefuseMistakes(t *testing.T) {
 	want := map[string]string{"X.A": "x-a", "X.B": "x-b", "Y": "y"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("walkFlagTags = %v, want %v", got, want)
+	}
+}
+
+// configRef is a setting named in a message, Config.<path>; "curator.Config.X" names
+// another package's Config.
+var configRef = regexp.MustCompile(`(?:^|[^.\w])Config((?:\.[A-Z][A-Za-z0-9]*)+)`)
+
+// TestMessagesNameTaggedSettings: every setting this package's messages name as
+// Config.<path>, and every FieldError's Field, is a field of Config with a flag tag,
+// so that a front end can tell the operator the flag to set (FlagName) and a renamed
+// field cannot leave a message naming the old one.
+func TestMessagesNameTaggedSettings(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(pos token.Position, path string) {
+		if _, ok := FlagName(path); !ok {
+			t.Errorf("%s: names Config.%s, which no flag tag of Config names", pos, path)
+		}
+	}
+	refs := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || name == "flagtags.go" {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BasicLit:
+				if s, err := strconv.Unquote(n.Value); err == nil && n.Kind == token.STRING {
+					for _, m := range configRef.FindAllStringSubmatch(s, -1) {
+						refs++
+						check(fset.Position(n.Pos()), m[1][1:])
+					}
+				}
+			case *ast.CallExpr: // fieldError("Path", ...)
+				if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "fieldError" && len(n.Args) > 0 {
+					if lit, ok := n.Args[0].(*ast.BasicLit); ok {
+						s, _ := strconv.Unquote(lit.Value)
+						refs++
+						check(fset.Position(lit.Pos()), s)
+					}
+				}
+			case *ast.KeyValueExpr: // FieldError{Field: "Path"}
+				if id, ok := n.Key.(*ast.Ident); ok && id.Name == "Field" {
+					if lit, ok := n.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						s, _ := strconv.Unquote(lit.Value)
+						refs++
+						check(fset.Position(lit.Pos()), s)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if refs < 100 {
+		t.Fatalf("found %d settings named in messages: too few for the check to mean anything", refs)
 	}
 }
