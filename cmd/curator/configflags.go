@@ -2,22 +2,23 @@ package main
 
 import (
 	"regexp"
-	"strings"
 
 	"github.com/privbo/privbo/pkg/server"
 )
 
 // configRef matches a setting named the server's way: Config followed by exported
-// field names.
-var configRef = regexp.MustCompile(`\bConfig(\.[A-Z][A-Za-z0-9]*)+`)
+// field names, after what is not part of a name ("curator.Config.X" is another
+// package's Config). The first group is that character, the second the path.
+var configRef = regexp.MustCompile(`(^|[^.\w])Config\.([A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)*)`)
 
 // flagText rewrites the Config.<path> names in s as the serve flags that set them,
 // named by server.Config's flag tags (server.FlagName); a path without a flag stays
 // as it is.
 func flagText(s string) string {
 	return configRef.ReplaceAllStringFunc(s, func(ref string) string {
-		if f, ok := server.FlagName(strings.TrimPrefix(ref, "Config.")); ok {
-			return "--" + f
+		m := configRef.FindStringSubmatch(ref)
+		if f, ok := server.FlagName(m[2]); ok {
+			return m[1] + "--" + f
 		}
 		return ref
 	})

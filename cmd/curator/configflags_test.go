@@ -157,8 +157,16 @@ func TestFlagNamesInMessages(t *testing.T) {
 	if !errors.Is(withFlagNames(flag.ErrHelp), flag.ErrHelp) {
 		t.Error("flag.ErrHelp lost")
 	}
-	if s := flagText("Config.Output.Lower/Config.Output.Upper and Config.Unknown.Field, Config.Logger"); s != "--output-lower/--output-upper and Config.Unknown.Field, Config.Logger" {
-		t.Errorf("flagText = %q", s)
+	for in, want := range map[string]string{
+		"Config.Output.Lower/Config.Output.Upper and Config.Unknown.Field, Config.Logger": "--output-lower/--output-upper and Config.Unknown.Field, Config.Logger",
+		"(Config.Jobs.Kusner.A, «Config.TLS.KeyFile»)":                                    "(--kusner-a, «--tls-key»)",
+		"Config.Budget.Epsilon.": "--budget-epsilon.",
+		// Another package's Config, and names that only end in Config, stay.
+		"curator.Config.MaxQueryIndices, MyConfig.Listen": "curator.Config.MaxQueryIndices, MyConfig.Listen",
+	} {
+		if got := flagText(in); got != want {
+			t.Errorf("flagText(%q) = %q, want %q", in, got, want)
+		}
 	}
 	cfg := server.Config{Budget: ledger.Cost{Epsilon: 1}, Output: curator.OutputPrivacy{Mechanism: "none"},
 		Evaluation: curator.Evaluation{Mode: curator.EvaluateProgram}, AllowExactProgramAnswers: true}
