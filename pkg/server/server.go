@@ -55,10 +55,13 @@ import (
 // The flag tag of a field is the name of the setting on cmd/curator's command line
 // (--listen), in its configuration file (listen = ...) and in its environment
 // (PRIVBO_CURATOR_LISTEN): `flag:"listen"`. A field of another package's struct type
-// names the flags of the fields below it instead, `flag:"Epsilon=budget-epsilon,
-// Delta=budget-delta"` (without the space), since one type (ledger.Cost) serves
-// several settings; a field of this package's struct types (TLSConfig, LedgerConfig,
-// JobsConfig) tags its own fields. A field no flag sets has no tag. The server itself
+// names the flags of the fields below it instead, since one such type serves several
+// settings (ledger.Cost is Budget, DatasetBudget, ...):
+//
+//	Budget ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
+//
+// The fields of this package's struct types (TLSConfig, LedgerConfig, JobsConfig)
+// carry their own tags. A field no flag sets has no tag. The server itself
 // never writes the flags: its errors and warnings name a setting Config.<path>
 // ("Config.Output.Epsilon", and FieldError.Field the path), which a front end turns
 // into its own name with FlagName.
