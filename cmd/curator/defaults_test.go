@@ -33,25 +33,25 @@ func defaultText(v reflect.Value) (string, bool) {
 }
 
 // TestFlagDefaultsAreNewConfig: every setting has one default, server.NewConfig's; the
-// serve flag that sets it (configFlags) states the same one.
+// serve flag that sets it (named by its tag, server.FlagNames) states the same one.
 func TestFlagDefaultsAreNewConfig(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	(&serveFlags{}).register(fs)
 	d := reflect.ValueOf(server.NewConfig())
 	compared := 0
-	for path, fl := range configFlags {
+	for path, fl := range server.FlagNames() {
 		v := d
 		for _, name := range strings.Split(path, ".") {
 			v = v.FieldByName(name)
 		}
 		want, ok := defaultText(v)
-		f := fs.Lookup(strings.TrimPrefix(fl, "--"))
+		f := fs.Lookup(fl)
 		if !ok || f == nil {
 			continue // a value of its own type (bytes, a schema), or no flag: TestConfigFlags
 		}
 		compared++
 		if f.DefValue != want {
-			t.Errorf("%s: flag default %q, server.NewConfig().%s = %s", fl, f.DefValue, path, want)
+			t.Errorf("-%s: flag default %q, server.NewConfig().%s = %s", fl, f.DefValue, path, want)
 		}
 	}
 	if compared < 40 {

@@ -244,7 +244,8 @@ func privateScaling(ctx context.Context, store ledger.Store, cfg Config, raw *da
 	if err != nil {
 		if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
 			return est, fmt.Errorf("server: the private scaling estimate needs ε = %g, δ = %g (record replacement) from the dataset's budget, which is shared by all identities, "+
-				"but the ledger refused it (%s cap: ε %g, δ %g left): raise Config.DatasetBudget (or Config.Budget), lower Config.PrivateScalingShare, "+
+				"but the ledger refused it (%s cap: ε %g, δ %g left): raise Config.DatasetBudget.Epsilon and Config.DatasetBudget.Delta (or Config.Budget.Epsilon and Config.Budget.Delta, "+
+				"their defaults), lower Config.PrivateScalingShare, "+
 				"or give public bounds and the target's range in a schema, Config.Data.Scaling.Schema (and Config.Output.Lower/Config.Output.Upper): %w",
 				p.total(), p.delta, be.Scope, be.Remaining.Epsilon, be.Remaining.Delta, err)
 		}
