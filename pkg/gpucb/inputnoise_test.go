@@ -412,26 +412,14 @@ func TestInputNoiseLikelihoodGradient(t *testing.T) {
 		}
 		noise := inputNoise{prior: pr, cands: x, ids: ids}
 		h := Hyper{0.6, 1.2, 0.05}
-		_, g, jit, err := logMarginal(k, x, m, dim, y, h, noise, nil)
+		_, _, jit, err := logMarginal(k, x, m, dim, y, h, noise, nil)
 		if err != nil || jit != 0 {
 			t.Fatalf("%v: err %v, jitter %g", k, err, jit)
 		}
-		const step = 1e-5
-		for j := range 3 {
-			at := func(d float64) float64 {
-				th := [3]float64{math.Log(h.Lengthscale), math.Log(h.SignalVariance), math.Log(h.NoiseVariance)}
-				th[j] += d
-				v, _, _, err := logMarginal(k, x, m, dim, y, Hyper{math.Exp(th[0]), math.Exp(th[1]), math.Exp(th[2])}, noise, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-			fd := (at(step) - at(-step)) / (2 * step)
-			if math.Abs(g[j]-fd) > 1e-5*max(1, math.Abs(fd)) {
-				t.Errorf("%v: gradient[%d] = %.10g, finite difference %.10g", k, j, g[j], fd)
-			}
-		}
+		checkGradient(t, k.String(), h, func(h Hyper) (float64, [3]float64, error) {
+			v, g, _, err := logMarginal(k, x, m, dim, y, h, noise, nil)
+			return v, g, err
+		})
 	}
 }
 

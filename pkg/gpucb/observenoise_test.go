@@ -215,26 +215,10 @@ func TestLogMarginalNoiseFactorsGradient(t *testing.T) {
 		for j := range nf {
 			nf[j], ones[j] = []float64{1, 0.25, 4, 0.01}[j%4], 1
 		}
-		_, g, _, err := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const step = 1e-5
-		for j := range 3 {
-			at := func(d float64) float64 {
-				th := [3]float64{math.Log(h.Lengthscale), math.Log(h.SignalVariance), math.Log(h.NoiseVariance)}
-				th[j] += d
-				v, _, _, err := logMarginal(k, x, 20, 2, y, Hyper{math.Exp(th[0]), math.Exp(th[1]), math.Exp(th[2])}, inputNoise{}, nf)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v
-			}
-			fd := (at(step) - at(-step)) / (2 * step)
-			if math.Abs(g[j]-fd) > 1e-5*max(1, math.Abs(fd)) {
-				t.Errorf("%v: gradient[%d] = %.10g, finite difference %.10g", k, j, g[j], fd)
-			}
-		}
+		checkGradient(t, k.String(), h, func(h Hyper) (float64, [3]float64, error) {
+			v, g, _, err := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nf)
+			return v, g, err
+		})
 		a, ga, _, err1 := logMarginal(k, x, 20, 2, y, h, inputNoise{}, ones)
 		b, gb, _, err2 := logMarginal(k, x, 20, 2, y, h, inputNoise{}, nil)
 		if err1 != nil || err2 != nil || a != b || ga != gb {
