@@ -181,8 +181,9 @@
 // sent and not acknowledged, which may have committed: a charge is then made
 // safe to retry by its key (the retry replays it). Ping (Pinger) is the
 // trivial read the curator's health check makes; Datasets (DatasetLister)
-// lists the datasets with records, for the curator's removal of orphaned
-// release matrices.
+// lists the datasets with records, and KindResults (ResultLister) reads the
+// results of one kind of record in one query, for the curator's removal of
+// orphaned release matrices.
 //
 // Schema version 2 records each charge's relation and keeps the totals per
 // (dataset, identity, relation). A version 1 database, whose totals summed

@@ -962,3 +962,46 @@ func (s *store) Datasets(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ResultLister is implemented by the Stores of this package: KindResults calls fn
+// with the account, key and result of every record of kind that has a non-empty
+// result, in every dataset, in the order they were committed, from one query —
+// for readers that need one field of many results (the curator's removal of
+// orphaned release matrices) without a Get per record, nor the records of other
+// kinds. An engine that runs the read again after losing its connection (Engine)
+// calls fn again from the first record: fn must tolerate seeing a record twice.
+// result is valid only during the call.
+type ResultLister interface {
+	KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error
+}
+
+func (s *store) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
+	if err := checkName("kind", kind); err != nil {
+		return err
+	}
+	q := s.d.SQL(`SELECT dataset, identity, entry_key, result FROM {t}entries
+		WHERE kind = ? AND result IS NOT NULL AND length(result) > 0 ORDER BY seq`)
+	err := s.e.Read(ctx, func(qr Querier) error {
+		rows, err := qr.Query(ctx, q, kind)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a Account
+			var key string
+			var result []byte
+			if err := rows.Scan(&a.Dataset, &a.Identity, &key, &result); err != nil {
+				return err
+			}
+			if err := fn(a, key, result); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return wrap("results", err)
+	}
+	return nil
+}
