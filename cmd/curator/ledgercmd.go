@@ -312,8 +312,14 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		return err
 	}
 	if r := p.Dataset.Reserved; r.Charges > 0 {
-		fmt.Fprintf(out, "Releases being computed hold ε=%s, δ=%s more for a whole patient (reserved, not yet charged); the LEFT figures count them.\n",
-			ledger.FormatBound(ratOrZero(r.Epsilon)), ledger.FormatBound(ratOrZero(r.Delta)))
+		eps, del := ledger.FormatBound(ratOrZero(r.Epsilon)), ledger.FormatBound(ratOrZero(r.Delta))
+		if r.Bounded() {
+			fmt.Fprintf(out, "Releases being computed (%d reserved, not yet charged) add ε=%s, δ=%s for a whole patient; the LEFT figures count them.\n",
+				r.Charges, eps, del)
+		} else {
+			fmt.Fprintf(out, "Releases being computed (%d reserved, not yet charged) include %d with no finite whole-patient figure; the others add ε=%s, δ=%s.\n",
+				r.Charges, r.Unbounded, eps, del)
+		}
 	}
 	if e, d, ok := p.Dataset.Total.ZCDP(); ok {
 		fmt.Fprintf(out, "The Gaussian projections alone are %s-zCDP together for a whole patient, ε = %s at δ = %g by zCDP composition (Bun & Steinke 2016, Lemma 2.3): "+
@@ -500,6 +506,8 @@ type jsonPatientRow struct {
 	// parts; Reservations of them): not spent, but out of Left.
 	Reserved     jsonCost `json:"reserved"`
 	Reservations int64    `json:"reservations"`
+	// ReservedNotBounded counts the reservations with no finite figure.
+	ReservedNotBounded int64 `json:"reserved_not_bounded"`
 	// Cap is the whole-patient cap of the row (absent: none); Left what it leaves.
 	Cap       *ledger.Cost `json:"cap,omitempty"`
 	Left      *jsonCost    `json:"left,omitempty"`
@@ -521,7 +529,7 @@ func patientRowJSON(r ledger.PatientRow) jsonPatientRow {
 	j := jsonPatientRow{Identity: r.Identity, Bounded: t.Bounded(), Releases: t.Charges, NotBounded: t.Unbounded,
 		Spent:    spentCost(ledger.ExactCost{Epsilon: t.Epsilon, Delta: t.Delta}),
 		Reserved: spentCost(ledger.ExactCost{Epsilon: r.Reserved.Epsilon, Delta: r.Reserved.Delta}), Reservations: r.Reserved.Charges,
-		OverLimit: r.OverLimit}
+		ReservedNotBounded: r.Reserved.Unbounded, OverLimit: r.OverLimit}
 	if r.Cap.Epsilon > 0 {
 		c := r.Cap
 		j.Cap = &c

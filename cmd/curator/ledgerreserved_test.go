@@ -48,8 +48,9 @@ func TestLedgerShowsReservations(t *testing.T) {
 		"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON RESERVED  DELTA RESERVED  EPSILON LEFT  DELTA LEFT\n" +
 		"acme       1              0.0001       2                 0.0001          7             0.0008\n" +
 		"(dataset)  1              0.0001       2                 0.0001          27            0.0008\n"
-	if !strings.Contains(out, want) || !strings.Contains(out, "RESERVED is what releases being computed hold") {
-		t.Errorf("curator ledger output lacks %q and the RESERVED note:\n%s", want, out)
+	if !strings.Contains(out, want) || !strings.Contains(out, "RESERVED is what releases being computed hold") ||
+		!strings.Contains(out, "Releases being computed (1 reserved, not yet charged) include 1 with no finite whole-patient figure") {
+		t.Errorf("curator ledger output lacks %q, the RESERVED note or the whole-patient line:\n%s", want, out)
 	}
 
 	out, err = captureStdout(t, func() error { return run(append(args, "--json")) })
