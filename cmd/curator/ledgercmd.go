@@ -138,6 +138,15 @@ func verifyLedger(ctx context.Context, out io.Writer, store ledger.Store, datase
 	if len(inc) == 0 {
 		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, and the whole-patient ones) "+
 			"equals the exact sum of its records\n", dataset)
+		// Reservations are no totals, but an operator checking the ledger while the
+		// curator computes releases should see that budget is held beyond them.
+		rep, err := store.Report(ctx, dataset, store.Limits())
+		if err != nil {
+			return err
+		}
+		if held := reservedText(rep); held != "" {
+			fmt.Fprintf(out, "live reservations, of releases being computed (not yet charged, in no total): %s\n", held)
+		}
 		return nil
 	}
 	for _, i := range inc {
@@ -201,11 +210,42 @@ func limitsText(l ledger.Limits) string { return ledger.LimitsText(l) }
 func shownRows(rr ledger.RelationReport) []ledger.ReportRow {
 	var rows []ledger.ReportRow
 	for _, r := range rr.Identities {
-		if !ledger.IsReserved(r.Identity) || r.Spent.Epsilon.Sign() != 0 || r.Spent.Delta.Sign() != 0 {
+		if !ledger.IsReserved(r.Identity) || r.Spent.Epsilon.Sign() != 0 || r.Spent.Delta.Sign() != 0 || r.Reservations > 0 {
 			rows = append(rows, r)
 		}
 	}
 	return rows
+}
+
+// reservedText says what live reservations hold in rep, per relation, for people
+// ("" when none).
+func reservedText(rep ledger.Report) string {
+	var parts []string
+	for _, rr := range rep.Relations {
+		if d := rr.Dataset; d.Reservations > 0 {
+			parts = append(parts, fmt.Sprintf("%d under %s, ε=%s δ=%s", d.Reservations, rr.Relation,
+				ledger.FormatSpent(d.Reserved.Epsilon), ledger.FormatSpent(d.Reserved.Delta)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// anyReserved reports whether a live reservation counts towards any relation of rep.
+func anyReserved(rep ledger.Report) bool {
+	for _, rr := range rep.Relations {
+		if rr.Dataset.Reservations > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ratOrZero is r, or 0 when r is nil (a report row built without reservations).
+func ratOrZero(r *big.Rat) *big.Rat {
+	if r == nil {
+		return new(big.Rat)
+	}
+	return r
 }
 
 // leftLimit is the limit a row's remainder is taken against, for FormatRemaining: an
@@ -271,6 +311,16 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	if r := p.Dataset.Reserved; r.Charges > 0 {
+		eps, del := ledger.FormatBound(ratOrZero(r.Epsilon)), ledger.FormatBound(ratOrZero(r.Delta))
+		if r.Bounded() {
+			fmt.Fprintf(out, "Releases being computed (%d reserved, not yet charged) add ε=%s, δ=%s for a whole patient; the LEFT figures count them.\n",
+				r.Charges, eps, del)
+		} else {
+			fmt.Fprintf(out, "Releases being computed (%d reserved, not yet charged) include %d with no finite whole-patient figure; the others add ε=%s, δ=%s.\n",
+				r.Charges, r.Unbounded, eps, del)
+		}
+	}
 	if e, d, ok := p.Dataset.Total.ZCDP(); ok {
 		fmt.Fprintf(out, "The Gaussian projections alone are %s-zCDP together for a whole patient, ε = %s at δ = %g by zCDP composition (Bun & Steinke 2016, Lemma 2.3): "+
 			"a tighter figure for them when their (ε, δ) were not chosen after seeing earlier releases; the total above holds however they were chosen.\n",
@@ -313,18 +363,32 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		fmt.Fprintf(out, "(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
 	}
 	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
+	reserved := anyReserved(rep)
+	if reserved {
+		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
+	}
 	// One table per neighbour relation: guarantees stated under different relations
 	// are never summed (see package ledger).
 	for _, rr := range rep.Relations {
 		rows := shownRows(rr)
-		if len(rows) == 0 && rr.Dataset.Spent.Epsilon.Sign() == 0 && rr.Dataset.Spent.Delta.Sign() == 0 {
+		if len(rows) == 0 && rr.Dataset.Spent.Epsilon.Sign() == 0 && rr.Dataset.Spent.Delta.Sign() == 0 && rr.Dataset.Reservations == 0 {
 			continue // only the curator's own records
 		}
 		fmt.Fprintf(out, "\nBudget under the %s neighbour relation%s:\n", rr.Relation, relationNote(rr.Relation))
-		fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
+		// The RESERVED columns only while releases are being computed: the usual
+		// reading, of a stopped curator's ledger, holds none.
+		if reserved {
+			fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON RESERVED\tDELTA RESERVED\tEPSILON LEFT\tDELTA LEFT")
+		} else {
+			fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
+		}
 		line := func(who string, r ledger.ReportRow, identity bool) {
 			l := leftLimit(identity, lim.Limits)
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta),
+			res := ""
+			if reserved {
+				res = "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Epsilon)) + "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Delta))
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s%s\t%s\t%s%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta), res,
 				ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta), overMark(r.OverLimit))
 		}
 		for _, r := range rows {
@@ -367,6 +431,7 @@ type jsonCost struct {
 }
 
 func spentCost(c ledger.ExactCost) jsonCost {
+	c = ledger.ExactCost{Epsilon: ratOrZero(c.Epsilon), Delta: ratOrZero(c.Delta)}
 	f := c.Cost()
 	return jsonCost{Epsilon: f.Epsilon, Delta: f.Delta, EpsilonExact: c.Epsilon.RatString(), DeltaExact: c.Delta.RatString()}
 }
@@ -379,6 +444,10 @@ type jsonRow struct {
 	Identity string   `json:"identity,omitempty"`
 	Charges  int      `json:"charges"`
 	Spent    jsonCost `json:"spent"`
+	// Reserved is what releases being computed hold (Reservations of them): not
+	// spent, but out of Left.
+	Reserved     jsonCost `json:"reserved"`
+	Reservations int      `json:"reservations"`
 	// Left is what a charge may still spend (capped by the dataset for an identity);
 	// OwnLeft the identity's remainder before the cap.
 	Left    jsonCost  `json:"left"`
@@ -388,7 +457,8 @@ type jsonRow struct {
 }
 
 func rowJSON(r ledger.ReportRow, identity bool) jsonRow {
-	j := jsonRow{Identity: r.Identity, Charges: r.Charges, Spent: spentCost(r.Spent), Left: leftCost(r.Left), OverLimit: r.OverLimit}
+	j := jsonRow{Identity: r.Identity, Charges: r.Charges, Spent: spentCost(r.Spent), Reserved: spentCost(r.Reserved), Reservations: r.Reservations,
+		Left: leftCost(r.Left), OverLimit: r.OverLimit}
 	if identity {
 		own := leftCost(r.OwnLeft)
 		j.OwnLeft = &own
@@ -432,6 +502,12 @@ type jsonPatientRow struct {
 	Releases   int64    `json:"releases"`
 	NotBounded int64    `json:"not_bounded"`
 	Spent      jsonCost `json:"spent"`
+	// Reserved is what releases being computed hold for a whole patient (the finite
+	// parts; Reservations of them): not spent, but out of Left.
+	Reserved     jsonCost `json:"reserved"`
+	Reservations int64    `json:"reservations"`
+	// ReservedNotBounded counts the reservations with no finite figure.
+	ReservedNotBounded int64 `json:"reserved_not_bounded"`
 	// Cap is the whole-patient cap of the row (absent: none); Left what it leaves.
 	Cap       *ledger.Cost `json:"cap,omitempty"`
 	Left      *jsonCost    `json:"left,omitempty"`
@@ -451,7 +527,9 @@ type jsonZCDP struct {
 func patientRowJSON(r ledger.PatientRow) jsonPatientRow {
 	t := r.Total
 	j := jsonPatientRow{Identity: r.Identity, Bounded: t.Bounded(), Releases: t.Charges, NotBounded: t.Unbounded,
-		Spent: spentCost(ledger.ExactCost{Epsilon: t.Epsilon, Delta: t.Delta}), OverLimit: r.OverLimit}
+		Spent:    spentCost(ledger.ExactCost{Epsilon: t.Epsilon, Delta: t.Delta}),
+		Reserved: spentCost(ledger.ExactCost{Epsilon: r.Reserved.Epsilon, Delta: r.Reserved.Delta}), Reservations: r.Reserved.Charges,
+		ReservedNotBounded: r.Reserved.Unbounded, OverLimit: r.OverLimit}
 	if r.Cap.Epsilon > 0 {
 		c := r.Cap
 		j.Cap = &c
@@ -553,10 +631,13 @@ func writeLedgerJSON(out io.Writer, lim reportLimits, history []ledger.RecordedL
 // ledgerCSVHeader heads 'curator ledger --csv': first the whole-patient rows (relation
 // "whole-patient": what one patient can lose, over every relation; epsilon "+Inf" when
 // not bounded, left empty without a cap), then one row per relation and identity, and
-// one for the dataset (scope "dataset", empty identity).
+// one for the dataset (scope "dataset", empty identity). The last columns, after those
+// of earlier versions, are what releases being computed hold (reserved, not spent but
+// out of left) and how many reservations hold it.
 var ledgerCSVHeader = []string{"relation", "scope", "identity", "charges",
 	"epsilon_spent", "delta_spent", "epsilon_left", "delta_left",
-	"epsilon_spent_exact", "delta_spent_exact", "epsilon_left_exact", "delta_left_exact", "over_limit", "not_bounded"}
+	"epsilon_spent_exact", "delta_spent_exact", "epsilon_left_exact", "delta_left_exact", "over_limit", "not_bounded",
+	"epsilon_reserved", "delta_reserved", "epsilon_reserved_exact", "delta_reserved_exact", "reservations"}
 
 // csvWholePatient labels the whole-patient rows of the CSV.
 const csvWholePatient = "whole-patient"
@@ -579,8 +660,10 @@ func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
 		} else if j.Cap != nil {
 			le, ld, lee, lde = "0", "0", "0", "0"
 		}
+		res := j.Reserved
 		return w.Write([]string{csvWholePatient, scope, r.Identity, strconv.FormatInt(j.Releases, 10),
-			se, sd, le, ld, see, sde, lee, lde, strconv.FormatBool(j.OverLimit), strconv.FormatInt(j.NotBounded, 10)})
+			se, sd, le, ld, see, sde, lee, lde, strconv.FormatBool(j.OverLimit), strconv.FormatInt(j.NotBounded, 10),
+			g(res.Epsilon), g(res.Delta), res.EpsilonExact, res.DeltaExact, strconv.FormatInt(j.Reservations, 10)})
 	}
 	for _, r := range rep.Patient.Identities {
 		if err := prow(ledger.ScopeIdentity, r); err != nil {
@@ -591,10 +674,10 @@ func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
 		return err
 	}
 	row := func(rel ledger.Relation, scope string, r ledger.ReportRow) error {
-		s, l := spentCost(r.Spent), leftCost(r.Left)
+		s, l, res := spentCost(r.Spent), leftCost(r.Left), spentCost(r.Reserved)
 		return w.Write([]string{string(rel), scope, r.Identity, strconv.Itoa(r.Charges),
 			g(s.Epsilon), g(s.Delta), g(l.Epsilon), g(l.Delta), s.EpsilonExact, s.DeltaExact, l.EpsilonExact, l.DeltaExact,
-			strconv.FormatBool(r.OverLimit), "0"})
+			strconv.FormatBool(r.OverLimit), "0", g(res.Epsilon), g(res.Delta), res.EpsilonExact, res.DeltaExact, strconv.Itoa(r.Reservations)})
 	}
 	for _, rr := range rep.Relations {
 		for _, r := range rr.Identities {

@@ -80,7 +80,7 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 		t.Errorf("JSON: acme's feature-unit row is not over_limit:\n%s", out)
 	}
 	csvOut, _, err := captureOutput(t, func() error { return run([]string{"ledger", "--state", state, "--dataset-id", "diabetes", "--csv"}) })
-	if err != nil || !strings.Contains(csvOut, "feature-unit,identity,acme,1,1.5,1e-05,0,") || !strings.Contains(csvOut, ",true,0\n") {
+	if err != nil || !strings.Contains(csvOut, "feature-unit,identity,acme,1,1.5,1e-05,0,") || !strings.Contains(csvOut, ",true,0,0,0,0,0,0\n") {
 		t.Errorf("CSV after the lowered limit: %v\n%s", err, csvOut)
 	}
 }

@@ -72,6 +72,11 @@ type Config struct {
 	// projection.MechanismLifted (Kharkovskii et al. 2020, Algorithm 1, docs/MATHS.md
 	// §2.1, whose claimed guarantee does not hold: see the projection package documentation).
 	ProjectionMechanism string
+	// Projection is the mechanism ProjectionMechanism names, for a caller that has
+	// parsed the name already (the server does, validating its configuration): New
+	// takes it as it is, and ProjectionMechanism, if given, must be its name. Nil: New
+	// parses ProjectionMechanism.
+	Projection projection.Mechanism
 	// Logger receives operator logs. It never receives a data row, M or a seed.
 	Logger *zap.Logger
 	// AllowWideProjection releases projections of more dimensions than features under
@@ -219,10 +224,18 @@ func New(cfg Config) (*Curator, error) {
 	if c := cfg.Memory.Capacity(); cfg.Memory != nil && c < MinMemory {
 		return nil, fmt.Errorf("curator: a memory budget of %s cannot stream releases; give at least %s", memory.MiB(c), memory.MiB(MinMemory))
 	}
-	cfg.ProjectionMechanism = cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)
-	proj, err := projection.ParseMechanism(cfg.ProjectionMechanism)
-	if err != nil {
-		return nil, fmt.Errorf("curator: %w", err)
+	proj := cfg.Projection
+	switch {
+	case proj == nil:
+		cfg.ProjectionMechanism = cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)
+		var err error
+		if proj, err = projection.ParseMechanism(cfg.ProjectionMechanism); err != nil {
+			return nil, fmt.Errorf("curator: %w", err)
+		}
+	case cfg.ProjectionMechanism != "" && cfg.ProjectionMechanism != proj.Name():
+		return nil, fmt.Errorf("curator: Config.ProjectionMechanism %q and Config.Projection %q name different mechanisms", cfg.ProjectionMechanism, proj.Name())
+	default:
+		cfg.ProjectionMechanism = proj.Name()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

@@ -107,37 +107,25 @@ func RemoveOrphans(ctx context.Context, led ledger.Store, grace time.Duration, l
 }
 
 // recordedMatrices is the set of the matrix names the projection records of every
-// dataset of the ledger name.
+// dataset of the ledger name, read in one query of the projection records' results
+// (ledger.ResultLister): not the records of other kinds, nor a Get per record.
 func recordedMatrices(ctx context.Context, led ledger.Store) (map[string]bool, error) {
-	dl, ok := led.(ledger.DatasetLister)
+	rl, ok := led.(ledger.ResultLister)
 	if !ok {
-		return nil, errors.New("the ledger cannot list its datasets")
-	}
-	datasets, err := dl.Datasets(ctx)
-	if err != nil {
-		return nil, err
+		return nil, errors.New("the ledger cannot list its records' results")
 	}
 	named := map[string]bool{}
-	for _, d := range datasets {
-		entries, err := led.Entries(ctx, d)
-		if err != nil {
-			return nil, err
+	err := rl.KindResults(ctx, ledger.KindProjection, func(a ledger.Account, key string, result []byte) error {
+		var pr projectionRecord
+		if json.Unmarshal(result, &pr) != nil || pr.File == "" {
+			// A record that cannot be read may name any matrix: remove none.
+			return fmt.Errorf("ledger record %s of %s on %s is unreadable; no matrix removed", key, a.Identity, a.Dataset)
 		}
-		for _, e := range entries {
-			if e.Kind != ledger.KindProjection || e.ResultSize == 0 {
-				continue
-			}
-			rec, ok, err := led.Get(ctx, e.Account, e.Key)
-			if err != nil {
-				return nil, err
-			}
-			var pr projectionRecord
-			if !ok || json.Unmarshal(rec.Result, &pr) != nil || pr.File == "" {
-				// A record that cannot be read may name any matrix: remove none.
-				return nil, fmt.Errorf("ledger record %s of %s on %s is unreadable; no matrix removed", e.Key, e.Identity, d)
-			}
-			named[pr.File] = true
-		}
+		named[pr.File] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return named, nil
 }

@@ -143,8 +143,11 @@
 // reservation last s longer or shorter. Safety never depends on a reservation: a
 // lapsed, dropped or cancelled reservation only means that its commit is checked
 // like a new charge, which may refuse it; nothing is ever charged beyond the
-// limits. The Balance and Report figures are the committed totals; reservations
-// are not charges and appear in no total, listing or Verify.
+// limits. Reservations are not charges: they appear in no total and no entry,
+// and Verify compares the totals with the records only. The views — Balance,
+// PatientBalance, Accounts, DatasetTotals, Report — show them as a figure of
+// their own, Reserved beside Spent, and their remainders are what the limit
+// check leaves: the limit less the committed total and the live reservations.
 //
 // # Idempotency
 //
@@ -178,8 +181,9 @@
 // sent and not acknowledged, which may have committed: a charge is then made
 // safe to retry by its key (the retry replays it). Ping (Pinger) is the
 // trivial read the curator's health check makes; Datasets (DatasetLister)
-// lists the datasets with records, for the curator's removal of orphaned
-// release matrices.
+// lists the datasets with records, and KindResults (ResultLister) reads the
+// results of one kind of record in one query, for the curator's removal of
+// orphaned release matrices.
 //
 // Schema version 2 records each charge's relation and keeps the totals per
 // (dataset, identity, relation). A version 1 database, whose totals summed

@@ -150,21 +150,25 @@ type Receipt struct {
 }
 
 // Balance is the state of an account and of its dataset under one neighbour
-// relation. The totals are effective: they include every record whose
-// relation implies Relation (for RelationFeatureUnit, the RelationRecord
-// records too), exactly what a charge under Relation is checked against.
-// Spent values are the totals rounded to the nearest float64; Remaining
-// values are max(0, limit − total) rounded toward zero, so that a charge of
-// exactly the reported remainder always fits.
+// relation, as a charge under Relation is checked against it. The totals are
+// effective: they include every record whose relation implies Relation (for
+// RelationFeatureUnit, the RelationRecord records too). Spent values are the
+// committed totals and Reserved values what the live reservations hold
+// (releases being computed, Store.Reserve), both rounded to the nearest
+// float64; Remaining values are max(0, limit − spent − reserved), exact, then
+// rounded toward zero, so that a charge of exactly the reported remainder fits
+// unless others spend or reserve meanwhile. A reservation moves to Spent when
+// committed, and back into Remaining when cancelled, dropped or expired.
 type Balance struct {
 	Account
-	Relation                       Relation
-	Spent, Remaining               Cost
-	DatasetSpent, DatasetRemaining Cost
+	Relation                                        Relation
+	Spent, Reserved, Remaining                      Cost
+	DatasetSpent, DatasetReserved, DatasetRemaining Cost
 	// Charges is the number of records of the account that count towards
-	// Relation's totals (replays excluded).
-	Charges int
-	Limits  Limits
+	// Relation's totals (replays excluded); Reservations the number of its
+	// reserved charges that do.
+	Charges, Reservations int
+	Limits                Limits
 }
 
 // Available is what a charge under b.Relation can still spend: the smaller of
@@ -180,13 +184,14 @@ func (b Balance) Available() Cost {
 type DatasetBalance struct {
 	Dataset  string
 	Relation Relation
-	// Spent is the effective total, rounded to the nearest float64;
-	// Remaining is max(0, Limits.Dataset − total) rounded toward zero.
-	Spent, Remaining Cost
+	// Spent is the effective committed total and Reserved what the live
+	// reservations hold, each rounded to the nearest float64; Remaining is
+	// max(0, Limits.Dataset − spent − reserved) rounded toward zero.
+	Spent, Reserved, Remaining Cost
 	// Charges is the number of records of the dataset that count towards
-	// Relation's totals.
-	Charges int
-	Limits  Limits
+	// Relation's totals, Reservations the number of reserved charges.
+	Charges, Reservations int
+	Limits                Limits
 }
 
 // Store is a durable privacy ledger. Implementations are safe for
@@ -249,22 +254,24 @@ type Store interface {
 	// Get returns the record of key in a, and false if there is none.
 	Get(ctx context.Context, a Account, key string) (Receipt, bool, error)
 	// Balance returns the effective totals of a and of its dataset under
-	// rel: what a charge under rel is checked against (for RelationRecord, a
-	// charge must also fit the RelationFeatureUnit balance).
+	// rel, committed and reserved: what a charge under rel is checked against
+	// (for RelationRecord, a charge must also fit the RelationFeatureUnit
+	// balance).
 	Balance(ctx context.Context, a Account, rel Relation) (Balance, error)
 	// Entries returns the records of a dataset in the order they were
 	// committed, without their Result payloads.
 	Entries(ctx context.Context, dataset string) ([]Receipt, error)
 	// Accounts returns one balance per (identity, relation) of the dataset
-	// that has at least one record counting towards it (a zero-cost record
-	// counts), sorted by identity and then in the order of Relations.
+	// that has at least one record or live reservation counting towards it (a
+	// zero-cost one counts), sorted by identity and then in the order of
+	// Relations.
 	Accounts(ctx context.Context, dataset string) ([]Balance, error)
 	// DatasetTotals returns the dataset's effective totals, one per relation
-	// that has at least one record counting towards it, in the order of
-	// Relations. A dataset without records has none.
+	// that has at least one record or live reservation counting towards it, in
+	// the order of Relations. A dataset without either has none.
 	DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error)
 	// PatientBalance returns the whole-patient totals of a and of its dataset, across
-	// every relation, with the caps in force.
+	// every relation, committed and reserved, with the caps in force.
 	PatientBalance(ctx context.Context, a Account) (PatientBalance, error)
 	// Limits returns the limits the store was opened with: those it records at a
 	// start (RecordLimits), and enforces on a dataset for which none are recorded.
@@ -288,12 +295,14 @@ type Store interface {
 	// Verify recomputes every total of dataset kept by the charges (per identity
 	// and relation, per relation for the dataset, and the whole-patient ones) from
 	// the records, exactly, and reports each that differs from the stored one. It
-	// writes nothing.
+	// also reads the live reservations, which are no totals (Report shows them),
+	// and fails if one is corrupt. It writes nothing.
 	Verify(ctx context.Context, dataset string) ([]Inconsistency, error)
-	// Report returns the dataset's exact totals and remainders under limits
-	// (which need not be Limits(): a reader passes the recorded ones), one
-	// RelationReport per relation with a record counting towards it, in the
-	// order of Relations, each identity's remainder capped by the dataset's.
+	// Report returns the dataset's exact totals, committed and reserved, and
+	// remainders under limits (which need not be Limits(): a reader passes the
+	// recorded ones), one RelationReport per relation with a record or a live
+	// reservation counting towards it, in the order of Relations, each
+	// identity's remainder capped by the dataset's.
 	Report(ctx context.Context, dataset string, limits Limits) (Report, error)
 	// Close releases the database handle.
 	Close() error

@@ -170,10 +170,15 @@ type ReportRow struct {
 	Identity string
 	// Charges counts the records counting towards the relation's totals.
 	Charges int
-	// Spent is the effective total (as in Balance), exact.
+	// Spent is the effective committed total (as in Balance), exact.
 	Spent ExactCost
-	// OwnLeft is max(0, limit − Spent) for the row's own limit: PerIdentity for
-	// an identity, Dataset for the dataset.
+	// Reserved is what the live reservations counting towards the relation hold
+	// (releases being computed, Store.Reserve), exact, and Reservations their
+	// number: a charge counts them as spent until they are cancelled or expire.
+	Reserved     ExactCost
+	Reservations int
+	// OwnLeft is max(0, limit − Spent − Reserved) for the row's own limit:
+	// PerIdentity for an identity, Dataset for the dataset.
 	OwnLeft ExactCost
 	// Left is what a charge under the relation may still spend: for the dataset,
 	// OwnLeft; for an identity, min(OwnLeft, the dataset's OwnLeft) component by
@@ -191,8 +196,10 @@ type PatientRow struct {
 	// Identity is empty for the dataset's row.
 	Identity string
 	Total    PatientTotal
+	// Reserved is what the live reservations hold, which the cap counts.
+	Reserved PatientTotal
 	// Cap is the row's whole-patient cap (zero ε: none); Left is max(0, cap −
-	// total) when there is a cap and the total is bounded.
+	// total − reserved) when there is a cap and both are bounded.
 	Cap  Cost
 	Left ExactCost
 	// OverLimit is set when the total exceeds the cap (beyond the slack), or is not
@@ -232,45 +239,49 @@ func (s *store) Report(ctx context.Context, dataset string, limits Limits) (Repo
 	if err := limits.Validate(); err != nil {
 		return Report{}, err
 	}
-	d, _, err := s.readAll(ctx, dataset)
+	d, rt, _, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return Report{}, wrap("report", err)
 	}
 	out := Report{Dataset: dataset, Limits: limits}
-	prow := func(identity string, t PatientTotal, cap Cost) PatientRow {
-		r := PatientRow{Identity: identity, Total: t.clone(), Cap: cap}
+	prow := func(identity string, t, res PatientTotal, cap Cost) PatientRow {
+		r := PatientRow{Identity: identity, Total: t.clone(), Reserved: res.clone(), Cap: cap}
 		if cap.Epsilon > 0 {
 			r.OverLimit = !fitsPatient(newPatientTotal(), t, cap) && t.Charges > 0
-			if t.Bounded() {
+			if h := heldPatient(t, res); h.Bounded() {
 				var tt total
-				tt.eps.Set(t.Epsilon)
-				tt.delta.Set(t.Delta)
+				tt.eps.Set(h.Epsilon)
+				tt.delta.Set(h.Delta)
 				r.Left = exactRemaining(&tt, cap)
 			}
 		}
 		return r
 	}
-	out.Patient.Dataset = prow("", d.dsPatient, limits.Patient.Dataset)
-	for _, id := range d.identities {
-		out.Patient.Identities = append(out.Patient.Identities, prow(id, d.patientOf(id), limits.Patient.PerIdentity))
+	ids := identitiesOf(d, rt)
+	out.Patient.Dataset = prow("", d.dsPatient, rt.dsPatient, limits.Patient.Dataset)
+	for _, id := range ids {
+		out.Patient.Identities = append(out.Patient.Identities, prow(id, d.patientOf(id), rt.patientOf(id), limits.Patient.PerIdentity))
 	}
 	for _, rel := range Relations {
 		dt, n := d.datasetEffective(rel)
-		if n == 0 {
+		dr, nr := rt.datasetEffective(rel)
+		if n+nr == 0 {
 			continue
 		}
-		dsLeft := exactRemaining(dt, limits.Dataset)
+		dsLeft := exactRemaining(held(dt, dr), limits.Dataset)
 		rr := RelationReport{Relation: rel, Dataset: ReportRow{
-			Charges: int(n), Spent: exactOf(dt), OwnLeft: dsLeft, Left: dsLeft, OverLimit: over(dt, limits.Dataset),
+			Charges: int(n), Spent: exactOf(dt), Reserved: exactOf(dr), Reservations: int(nr),
+			OwnLeft: dsLeft, Left: dsLeft, OverLimit: over(dt, limits.Dataset),
 		}}
-		for _, id := range d.identities {
+		for _, id := range ids {
 			t, m := d.effective(id, rel)
-			if m == 0 {
+			r, mr := rt.effective(id, rel)
+			if m+mr == 0 {
 				continue
 			}
-			own := exactRemaining(t, limits.PerIdentity)
+			own := exactRemaining(held(t, r), limits.PerIdentity)
 			rr.Identities = append(rr.Identities, ReportRow{
-				Identity: id, Charges: int(m), Spent: exactOf(t), OwnLeft: own,
+				Identity: id, Charges: int(m), Spent: exactOf(t), Reserved: exactOf(r), Reservations: int(mr), OwnLeft: own,
 				Left:      ExactCost{Epsilon: minRat(own.Epsilon, dsLeft.Epsilon), Delta: minRat(own.Delta, dsLeft.Delta)},
 				OverLimit: over(t, limits.PerIdentity),
 			})

@@ -169,8 +169,12 @@ type PatientBalance struct {
 	// together, the curator's own estimates included: what one patient can lose from
 	// everything released on the dataset.
 	IdentityTotal, DatasetTotal PatientTotal
+	// IdentityReserved and DatasetReserved are what the live reservations hold
+	// (releases being computed, Store.Reserve); the caps count them, as a charge does.
+	IdentityReserved, DatasetReserved PatientTotal
 	// Limits are the caps in force (zero: none); Remaining and DatasetRemaining
-	// what the caps leave (zero without a cap, or when a total is not bounded).
+	// what the caps leave after the totals and the reservations (zero without a
+	// cap, or when a total or a reservation is not bounded).
 	Limits                      PatientLimits
 	Remaining, DatasetRemaining Cost
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -97,12 +98,32 @@ func (s *store) reservationQueries() {
 // transaction.
 func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int64,
 	count func(identity, key string) (bool, error)) (*datasetTotals, error) {
+	d, expired, err := s.liveReservations(ctx, q, dataset, now, count)
+	if err != nil {
+		return nil, err
+	}
+	if expired {
+		if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
+			return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// liveReservations sums the dataset's reservations that expire after now, as
+// reserved does, and reports whether it passed expired ones; it writes nothing,
+// so the readers (Balance, Report, ...) show what a charge would count. A nil
+// count counts every reservation. The sums' identities are those holding a live
+// reservation, sorted.
+func (s *store) liveReservations(ctx context.Context, q Querier, dataset string, now int64,
+	count func(identity, key string) (bool, error)) (*datasetTotals, bool, error) {
 	rows, err := q.Query(ctx, s.qLive, dataset)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: read reservations: %w", err)
+		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
 	}
 	defer rows.Close()
 	d := newDatasetTotals()
+	seen := make(map[string]bool)
 	expired := false
 	for rows.Next() {
 		var identity, key string
@@ -111,7 +132,7 @@ func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int
 		var p PatientCost
 		var unbounded, expiresNS int64
 		if err := rows.Scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
-			return nil, fmt.Errorf("ledger: read reservations: %w", err)
+			return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
 		}
 		if expiresNS <= now {
 			expired = true
@@ -119,14 +140,16 @@ func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int
 		}
 		p.Unbounded = unbounded != 0
 		if err := checkStored(Receipt{Cost: c, Relation: rel, Patient: p}); err != nil {
-			return nil, fmt.Errorf("ledger: reservation %q of identity %q: %w", key, identity, err)
+			return nil, false, fmt.Errorf("ledger: reservation %q of identity %q: %w", key, identity, err)
 		}
-		ok, err := count(identity, key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
+		if count != nil {
+			ok, err := count(identity, key)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				continue
+			}
 		}
 		for _, who := range []string{identity, datasetRow} {
 			t := d.own(who, rel)
@@ -134,17 +157,16 @@ func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int
 			t.n++
 			d.patientRef(who).add(p)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: read reservations: %w", err)
-	}
-	rows.Close()
-	if expired {
-		if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
-			return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
+		if !seen[identity] {
+			seen[identity] = true
+			d.identities = append(d.identities, identity)
 		}
 	}
-	return d, nil
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
+	}
+	sort.Strings(d.identities)
+	return d, expired, nil
 }
 
 func newToken() (string, error) {

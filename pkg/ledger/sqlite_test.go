@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/ledgertest"
@@ -278,6 +279,13 @@ func TestSQLiteVerify(t *testing.T) {
 	inc, err := s.Verify(ctx, "diabetes")
 	if err != nil || len(inc) != 2 || inc[0].What != "dataset, relation record" || inc[1].What != "whole patient, identity acme" {
 		t.Errorf("Verify after changing two totals = %v, %v; want the dataset's record total and acme's whole-patient total", inc, err)
+	}
+	// A corrupt live reservation would refuse every charge: Verify says so.
+	ledgertest.MustReserve(t, s, ledger.Hold{TTL: time.Hour}, ledger.Charge{Account: acme, Key: "r", Kind: "query", Relation: ledger.RelationRecord,
+		Cost: ledger.Cost{Epsilon: 0.25}})
+	rawSQLite(t, path, `UPDATE reservations SET epsilon = -1`)
+	if _, err := s.Verify(ctx, "diabetes"); err == nil || !strings.Contains(err.Error(), `reservation "r"`) {
+		t.Errorf("Verify with a corrupt reservation: %v, want it named", err)
 	}
 }
 

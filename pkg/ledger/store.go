@@ -712,36 +712,58 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 	return r, found, nil
 }
 
-// readAccount reads the limits in force and the totals of one identity and of
-// its dataset, outside a transaction.
-func (s *store) readAccount(ctx context.Context, a Account) (*datasetTotals, Limits, error) {
-	var d *datasetTotals
-	var l Limits
-	err := s.e.Read(ctx, func(q Querier) error {
+// readAccount reads the limits in force, the totals of one identity and of its
+// dataset, and the dataset's live reservations, outside a transaction.
+func (s *store) readAccount(ctx context.Context, a Account) (d, rt *datasetTotals, l Limits, err error) {
+	err = s.e.Read(ctx, func(q Querier) error {
 		var err error
 		if l, _, err = s.inForce(ctx, q, a.Dataset); err != nil {
 			return err
 		}
-		d, err = s.totalsOf(ctx, q, a.Dataset, []string{a.Identity})
+		if d, err = s.totalsOf(ctx, q, a.Dataset, []string{a.Identity}); err != nil {
+			return err
+		}
+		rt, _, err = s.liveReservations(ctx, q, a.Dataset, time.Now().UnixNano(), nil)
 		return err
 	})
-	return d, l, err
+	return d, rt, l, err
 }
 
-// readAll reads the limits in force and every total of a dataset, outside a
-// transaction (listings).
-func (s *store) readAll(ctx context.Context, dataset string) (*datasetTotals, Limits, error) {
-	var d *datasetTotals
-	var l Limits
-	err := s.e.Read(ctx, func(q Querier) error {
+// readAll reads the limits in force, every total of a dataset and its live
+// reservations, outside a transaction (listings).
+func (s *store) readAll(ctx context.Context, dataset string) (d, rt *datasetTotals, l Limits, err error) {
+	err = s.e.Read(ctx, func(q Querier) error {
 		var err error
 		if l, _, err = s.inForce(ctx, q, dataset); err != nil {
 			return err
 		}
-		d, err = s.totals(ctx, q, dataset)
+		if d, err = s.totals(ctx, q, dataset); err != nil {
+			return err
+		}
+		rt, _, err = s.liveReservations(ctx, q, dataset, time.Now().UnixNano(), nil)
 		return err
 	})
-	return d, l, err
+	return d, rt, l, err
+}
+
+// held is t plus u, a new total.
+func held(t, u *total) *total {
+	h := new(total)
+	h.addTotal(t)
+	h.addTotal(u)
+	return h
+}
+
+// identitiesOf is the sorted union of the identities of d and of rt.
+func identitiesOf(d, rt *datasetTotals) []string {
+	ids := slices.Clone(d.identities)
+	for _, id := range rt.identities {
+		if !slices.Contains(d.identities, id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
@@ -751,65 +773,79 @@ func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, 
 	if err := rel.Validate(); err != nil {
 		return Balance{}, err
 	}
-	d, limits, err := s.readAccount(ctx, a)
+	d, rt, limits, err := s.readAccount(ctx, a)
 	if err != nil {
 		return Balance{}, wrap("balance", err)
 	}
-	b, _ := balanceOf(d, limits, a, rel)
+	b, _ := balanceOf(d, rt, limits, a, rel)
 	return b, nil
 }
 
-// balanceOf returns a's effective balance under rel against limits, and the
-// number of records counting towards it.
-func balanceOf(d *datasetTotals, limits Limits, a Account, rel Relation) (Balance, int64) {
+// balanceOf returns a's effective balance under rel against limits, the
+// committed totals d and the live reservations rt counted as a charge counts
+// them, and the number of records and reservations counting towards it.
+func balanceOf(d, rt *datasetTotals, limits Limits, a Account, rel Relation) (Balance, int64) {
 	ds, _ := d.datasetEffective(rel)
+	dsr, _ := rt.datasetEffective(rel)
 	id, n := d.effective(a.Identity, rel)
+	idr, m := rt.effective(a.Identity, rel)
 	return Balance{
 		Account:          a,
 		Relation:         rel,
 		Spent:            id.cost(),
-		Remaining:        id.remaining(limits.PerIdentity),
+		Reserved:         idr.cost(),
+		Remaining:        held(id, idr).remaining(limits.PerIdentity),
 		DatasetSpent:     ds.cost(),
-		DatasetRemaining: ds.remaining(limits.Dataset),
+		DatasetReserved:  dsr.cost(),
+		DatasetRemaining: held(ds, dsr).remaining(limits.Dataset),
 		Charges:          int(n),
+		Reservations:     int(m),
 		Limits:           limits,
-	}, n
+	}, n + m
 }
 
 func (s *store) PatientBalance(ctx context.Context, a Account) (PatientBalance, error) {
 	if err := a.Validate(); err != nil {
 		return PatientBalance{}, err
 	}
-	d, limits, err := s.readAccount(ctx, a)
+	d, rt, limits, err := s.readAccount(ctx, a)
 	if err != nil {
 		return PatientBalance{}, wrap("whole-patient balance", err)
 	}
-	return patientBalanceOf(d, limits, a), nil
+	return patientBalanceOf(d, rt, limits, a), nil
 }
 
-func patientBalanceOf(d *datasetTotals, limits Limits, a Account) PatientBalance {
-	b := PatientBalance{Account: a, IdentityTotal: d.patientOf(a.Identity).clone(), DatasetTotal: d.dsPatient.clone(), Limits: limits.Patient}
+func patientBalanceOf(d, rt *datasetTotals, limits Limits, a Account) PatientBalance {
+	b := PatientBalance{Account: a, IdentityTotal: d.patientOf(a.Identity).clone(), DatasetTotal: d.dsPatient.clone(),
+		IdentityReserved: rt.patientOf(a.Identity).clone(), DatasetReserved: rt.dsPatient.clone(), Limits: limits.Patient}
 	if c := limits.Patient.PerIdentity; c.Epsilon > 0 {
-		b.Remaining = patientRemaining(b.IdentityTotal, c)
+		b.Remaining = patientRemaining(heldPatient(b.IdentityTotal, b.IdentityReserved), c)
 	}
 	if c := limits.Patient.Dataset; c.Epsilon > 0 {
-		b.DatasetRemaining = patientRemaining(b.DatasetTotal, c)
+		b.DatasetRemaining = patientRemaining(heldPatient(b.DatasetTotal, b.DatasetReserved), c)
 	}
 	return b
+}
+
+// heldPatient is the whole-patient total t plus the reserved r, a new total.
+func heldPatient(t, r PatientTotal) PatientTotal {
+	h := t.clone()
+	h.addTotal(r)
+	return h
 }
 
 func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, limits, err := s.readAll(ctx, dataset)
+	d, rt, limits, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return nil, wrap("accounts", err)
 	}
 	var out []Balance
-	for _, id := range d.identities {
+	for _, id := range identitiesOf(d, rt) {
 		for _, rel := range Relations {
-			if b, n := balanceOf(d, limits, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
+			if b, n := balanceOf(d, rt, limits, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
 				out = append(out, b)
 			}
 		}
@@ -821,17 +857,19 @@ func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBal
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, limits, err := s.readAll(ctx, dataset)
+	d, rt, limits, err := s.readAll(ctx, dataset)
 	if err != nil {
 		return nil, wrap("dataset totals", err)
 	}
 	var out []DatasetBalance
 	for _, rel := range Relations {
-		if t, n := d.datasetEffective(rel); n > 0 {
+		t, n := d.datasetEffective(rel)
+		r, m := rt.datasetEffective(rel)
+		if n+m > 0 {
 			out = append(out, DatasetBalance{
 				Dataset: dataset, Relation: rel,
-				Spent: t.cost(), Remaining: t.remaining(limits.Dataset),
-				Charges: int(n), Limits: limits,
+				Spent: t.cost(), Reserved: r.cost(), Remaining: held(t, r).remaining(limits.Dataset),
+				Charges: int(n), Reservations: int(m), Limits: limits,
 			})
 		}
 	}
@@ -923,4 +961,47 @@ func (s *store) Datasets(ctx context.Context) ([]string, error) {
 		return nil, wrap("datasets", err)
 	}
 	return out, nil
+}
+
+// ResultLister is implemented by the Stores of this package: KindResults calls fn
+// with the account, key and result of every record of kind that has a non-empty
+// result, in every dataset, in the order they were committed, from one query —
+// for readers that need one field of many results (the curator's removal of
+// orphaned release matrices) without a Get per record, nor the records of other
+// kinds. An engine that runs the read again after losing its connection (Engine)
+// calls fn again from the first record: fn must tolerate seeing a record twice.
+// result is valid only during the call.
+type ResultLister interface {
+	KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error
+}
+
+func (s *store) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
+	if err := checkName("kind", kind); err != nil {
+		return err
+	}
+	q := s.d.SQL(`SELECT dataset, identity, entry_key, result FROM {t}entries
+		WHERE kind = ? AND result IS NOT NULL AND length(result) > 0 ORDER BY seq`)
+	err := s.e.Read(ctx, func(qr Querier) error {
+		rows, err := qr.Query(ctx, q, kind)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var a Account
+			var key string
+			var result []byte
+			if err := rows.Scan(&a.Dataset, &a.Identity, &key, &result); err != nil {
+				return err
+			}
+			if err := fn(a, key, result); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return wrap("results", err)
+	}
+	return nil
 }

@@ -126,6 +126,8 @@ func relationBudgetProto(b ledger.Balance) *curatorv1.RelationBudget {
 		DatasetEpsilonLimit: b.Limits.Dataset.Epsilon, DatasetDeltaLimit: b.Limits.Dataset.Delta,
 		DatasetEpsilonSpent: b.DatasetSpent.Epsilon, DatasetDeltaSpent: b.DatasetSpent.Delta,
 		DatasetEpsilonRemaining: b.DatasetRemaining.Epsilon, DatasetDeltaRemaining: b.DatasetRemaining.Delta,
+		EpsilonReserved: b.Reserved.Epsilon, DeltaReserved: b.Reserved.Delta,
+		DatasetEpsilonReserved: b.DatasetReserved.Epsilon, DatasetDeltaReserved: b.DatasetReserved.Delta,
 	}
 }
 
@@ -293,6 +295,8 @@ func budgetProto(b ledger.Balance) *curatorv1.Budget {
 		EpsilonSpent: b.Spent.Epsilon, DeltaSpent: b.Spent.Delta,
 		EpsilonRemaining: b.Available().Epsilon,
 		DeltaRemaining:   b.Available().Delta,
+		EpsilonReserved:  b.Reserved.Epsilon,
+		DeltaReserved:    b.Reserved.Delta,
 	}
 }
 

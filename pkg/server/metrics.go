@@ -50,7 +50,7 @@ func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.Ser
 }
 
 // budgetCollector reports privbo's gauges, read at every scrape: the budget of each
-// identity and neighbour relation (one ledger read for the four series) and the jobs
+// identity and neighbour relation (one ledger read for the six series) and the jobs
 // by state. Label values are identities, relations and states — never data.
 type budgetCollector struct {
 	s                                    *Server
@@ -58,6 +58,7 @@ type budgetCollector struct {
 	patientEps, patientDelta             *prometheus.Desc
 	patientCapEps, patientCapDelta       *prometheus.Desc
 	spentEps, spentDelta, remEps, remDel *prometheus.Desc
+	resEps, resDelta                     *prometheus.Desc
 	jobs                                 *prometheus.Desc
 }
 
@@ -79,14 +80,18 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 		patientCapDelta: patientCap("privbo_whole_patient_cap_delta", "The whole-patient cap in force, δ, by scope (identity or dataset); absent without a cap."),
 		spentEps:        budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
 		spentDelta:      budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
-		remEps:          budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation."),
-		remDel:          budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation."),
-		jobs:            prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
+		remEps: budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation: "+
+			"the limit less what is spent and what is reserved, as a charge finds it."),
+		remDel: budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation (see privbo_budget_remaining_epsilon)."),
+		resEps: budget("privbo_budget_reserved_epsilon", "Privacy budget ε reserved by releases being computed, by identity and neighbour relation: "+
+			"spent when they are committed, given back if they fail or expire."),
+		resDelta: budget("privbo_budget_reserved_delta", "Privacy budget δ reserved by releases being computed, by identity and neighbour relation."),
+		jobs:     prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
 	}
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta, c.remEps, c.remDel, c.jobs} {
+	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta, c.remEps, c.remDel, c.resEps, c.resDelta, c.jobs} {
 		ch <- d
 	}
 }
@@ -111,6 +116,8 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.spentDelta, prometheus.GaugeValue, b.Spent.Delta, labels...)
 		ch <- prometheus.MustNewConstMetric(c.remEps, prometheus.GaugeValue, b.Remaining.Epsilon, labels...)
 		ch <- prometheus.MustNewConstMetric(c.remDel, prometheus.GaugeValue, b.Remaining.Delta, labels...)
+		ch <- prometheus.MustNewConstMetric(c.resEps, prometheus.GaugeValue, b.Reserved.Epsilon, labels...)
+		ch <- prometheus.MustNewConstMetric(c.resDelta, prometheus.GaugeValue, b.Reserved.Delta, labels...)
 	}
 	if c.s.jobs == nil {
 		return

@@ -107,6 +107,8 @@ func wholePatientProto(b ledger.PatientBalance) *curatorv1.WholePatientBudget {
 	} else {
 		w.DatasetEpsilonSpent, w.DatasetDeltaSpent = finiteSum(b.DatasetTotal)
 	}
+	w.EpsilonReserved, w.DeltaReserved = finiteSum(b.IdentityReserved)
+	w.DatasetEpsilonReserved, w.DatasetDeltaReserved = finiteSum(b.DatasetReserved)
 	rem := ledger.Cost{Epsilon: math.Inf(1), Delta: math.Inf(1)}
 	capped := false
 	for _, c := range []struct{ cap, left ledger.Cost }{{b.Limits.PerIdentity, b.Remaining}, {b.Limits.Dataset, b.DatasetRemaining}} {
@@ -121,8 +123,12 @@ func wholePatientProto(b ledger.PatientBalance) *curatorv1.WholePatientBudget {
 	return w
 }
 
-// finiteSum is the sum of a total's finite figures (its Epsilon and Delta).
+// finiteSum is the sum of a total's finite figures (its Epsilon and Delta); 0 for
+// the zero PatientTotal.
 func finiteSum(t ledger.PatientTotal) (float64, float64) {
+	if t.Epsilon == nil || t.Delta == nil {
+		return 0, 0
+	}
 	e, _ := t.Epsilon.Float64()
 	d, _ := t.Delta.Float64()
 	return e, d

@@ -391,7 +391,7 @@ type Server struct {
 // with an error a person can act on (bad file, bad column, unreachable ledger, port in
 // use).
 func Start(ctx context.Context, cfg Config) (*Server, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, mech, err := cfg.resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -460,6 +460,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	removeOrphans(ctx, log, store, cfg.Ledger, cfg.StateDir, releases)
 	ccfg := cfg.curatorConfig(ds, store)
+	ccfg.Projection = mech
 	ccfg.Releases = releases.Store
 	ccfg.Memory = releaseMemory(log, cfg, ds)
 	if cfg.SimulationHooks != nil {
@@ -792,7 +793,16 @@ func NewConfig() Config {
 	}
 }
 
+// withDefaults fills in cfg's defaults and validates it.
 func (cfg Config) withDefaults() (Config, error) {
+	cfg, _, err := cfg.resolve()
+	return cfg, err
+}
+
+// resolve is withDefaults that also returns the projection mechanism
+// cfg.ProjectionMechanism names, parsed once, here: Start passes the value on to the
+// curator (curator.Config.Projection) instead of having the name parsed again.
+func (cfg Config) resolve() (Config, projection.Mechanism, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
@@ -800,21 +810,21 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if cfg.Jobs.Lease < 0 {
-		return cfg, fieldError("Jobs.Lease", fmt.Sprintf("Config.Jobs.Lease must not be negative, got %v (0 takes the default, %v)", cfg.Jobs.Lease, jobs.DefaultLease))
+		return cfg, nil, fieldError("Jobs.Lease", fmt.Sprintf("Config.Jobs.Lease must not be negative, got %v (0 takes the default, %v)", cfg.Jobs.Lease, jobs.DefaultLease))
 	}
 	if cfg.StateDir == "" {
-		return cfg, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
+		return cfg, nil, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
 	}
 	if cfg.DatasetID == "" {
-		return cfg, fieldError("DatasetID", "Config.DatasetID is required: budgets are kept per dataset id, "+
+		return cfg, nil, fieldError("DatasetID", "Config.DatasetID is required: budgets are kept per dataset id, "+
 			"so that renaming or moving the data file never gives the same records a fresh budget; declare a stable id "+
 			"(an existing deployment: the dataset name its ledger already uses, see 'curator ledger')")
 	}
 	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
-		return cfg, &FieldError{Field: "DatasetID", Msg: "Config.DatasetID", Err: err}
+		return cfg, nil, &FieldError{Field: "DatasetID", Msg: "Config.DatasetID", Err: err}
 	}
 	if cfg.Budget.Epsilon == 0 {
-		return cfg, fieldError("Budget.Epsilon", fmt.Sprintf("a privacy budget is required: Config.Budget.Epsilon, the ε each modeler identity may spend "+
+		return cfg, nil, fieldError("Budget.Epsilon", fmt.Sprintf("a privacy budget is required: Config.Budget.Epsilon, the ε each modeler identity may spend "+
 			"(and Config.Budget.Delta, for instance %g)", DefaultBudgetDelta))
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
@@ -825,22 +835,23 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.DatasetBudget.Delta == 0 {
 		cfg.DatasetBudget.Delta = cfg.Budget.Delta
 	}
-	if _, err := projection.ParseMechanism(cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian)); err != nil {
-		return cfg, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s)",
+	mech, err := projection.ParseMechanism(cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian))
+	if err != nil {
+		return cfg, nil, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s)",
 			cfg.ProjectionMechanism, strings.Join(projection.MechanismNames(), " or ")))
 	}
 	cfg.PatientBudget, cfg.PatientDatasetBudget = PatientCaps(cfg.Budget, cfg.PatientBudget, cfg.PatientDatasetBudget)
 	if err := cfg.limits().Validate(); err != nil {
-		return cfg, fmt.Errorf("server: budget: %w", err)
+		return cfg, nil, fmt.Errorf("server: budget: %w", err)
 	}
-	if err := patientCapConflict(cfg); err != nil {
-		return cfg, err
+	if err := patientCapConflict(cfg, mech); err != nil {
+		return cfg, nil, err
 	}
 	if e := cfg.DefaultStudy.Epsilon; math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
-		return cfg, fieldError("DefaultStudy.Epsilon", fmt.Sprintf("Config.DefaultStudy.Epsilon must be positive and finite (0 for the default), got %g", e))
+		return cfg, nil, fieldError("DefaultStudy.Epsilon", fmt.Sprintf("Config.DefaultStudy.Epsilon must be positive and finite (0 for the default), got %g", e))
 	}
 	if d := cfg.DefaultStudy.Delta; math.IsNaN(d) || d < 0 || d >= 1 {
-		return cfg, fieldError("DefaultStudy.Delta", fmt.Sprintf("Config.DefaultStudy.Delta must lie in (0, 1) (0 for the default), got %g", d))
+		return cfg, nil, fieldError("DefaultStudy.Delta", fmt.Sprintf("Config.DefaultStudy.Delta must lie in (0, 1) (0 for the default), got %g", d))
 	}
 	if cfg.Output.Mechanism == "" {
 		cfg.Output.Mechanism = answer.Default
@@ -855,7 +866,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		probe.Lower, probe.Upper = 0, 1
 	}
 	if err := probe.Validate(); err != nil {
-		return cfg, fmt.Errorf("server: %w", err)
+		return cfg, nil, fmt.Errorf("server: %w", err)
 	}
 	if cfg.Data.Scaling.Mode == "" {
 		cfg.Data.Scaling.Mode = dataset.ScalePrivate
@@ -864,17 +875,17 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.PrivateScalingShare = DefaultPrivateScalingShare
 	}
 	if s := cfg.PrivateScalingShare; !(s > 0 && s < 1) {
-		return cfg, fieldError("PrivateScalingShare", fmt.Sprintf("Config.PrivateScalingShare must lie in (0, 1) (the fraction of the per-identity budget ε "+
+		return cfg, nil, fieldError("PrivateScalingShare", fmt.Sprintf("Config.PrivateScalingShare must lie in (0, 1) (the fraction of the per-identity budget ε "+
 			"spent once on the private scaling estimate), got %g", s))
 	}
 	if cfg.ExactAnswersMaxRows == 0 {
 		cfg.ExactAnswersMaxRows = DefaultExactAnswersMaxRows
 	}
 	if cfg.ExactAnswersMaxRows < 0 {
-		return cfg, fieldError("ExactAnswersMaxRows", fmt.Sprintf("Config.ExactAnswersMaxRows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows))
+		return cfg, nil, fieldError("ExactAnswersMaxRows", fmt.Sprintf("Config.ExactAnswersMaxRows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows))
 	}
 	if answer.IsExact(cfg.Output.Mechanism) && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
-		return cfg, fieldError("AllowExactProgramAnswers", "Config.Evaluation.Mode program with Config.Output.Mechanism none would release exact functions "+
+		return cfg, nil, fieldError("AllowExactProgramAnswers", "Config.Evaluation.Mode program with Config.Output.Mechanism none would release exact functions "+
 			"of each queried record's features, which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, "+
 			"or set Config.AllowExactProgramAnswers to accept it explicitly")
 	}
@@ -883,11 +894,11 @@ func (cfg Config) withDefaults() (Config, error) {
 		value float64
 	}{{"Limits.Rate", cfg.Limits.Rate}, {"Limits.Burst", float64(cfg.Limits.Burst)}, {"Limits.Concurrent", float64(cfg.Limits.Concurrent)}} {
 		if l.value < 0 {
-			return cfg, fieldError(l.field, fmt.Sprintf("Config.%s: rate and concurrency limits must be ≥ 0, got %g", l.field, l.value))
+			return cfg, nil, fieldError(l.field, fmt.Sprintf("Config.%s: rate and concurrency limits must be ≥ 0, got %g", l.field, l.value))
 		}
 	}
 	if r := cfg.AuthFailures.Rate; math.IsNaN(r) || math.IsInf(r, 0) {
-		return cfg, fieldError("AuthFailures.Rate", fmt.Sprintf("Config.AuthFailures.Rate must be a finite number of failed authentications per second and peer "+
+		return cfg, nil, fieldError("AuthFailures.Rate", fmt.Sprintf("Config.AuthFailures.Rate must be a finite number of failed authentications per second and peer "+
 			"(negative turns the throttle off), got %g", r))
 	}
 	af := cfg.AuthFailures
@@ -898,7 +909,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}{{"AuthFailures.Burst", af.Burst < 0, af.Burst}, {"AuthFailures.Logged", af.Logged < 0, af.Logged},
 		{"AuthFailures.LogInterval", af.LogInterval < 0, af.LogInterval}, {"AuthFailures.MaxPeers", af.MaxPeers < 0, af.MaxPeers}} {
 		if l.negative {
-			return cfg, fieldError(l.field, fmt.Sprintf("Config.%s must not be negative (0: the default), got %v", l.field, l.value))
+			return cfg, nil, fieldError(l.field, fmt.Sprintf("Config.%s must not be negative (0: the default), got %v", l.field, l.value))
 		}
 	}
 	cfg.AuthFailures = cfg.AuthFailures.WithDefaults()
@@ -906,29 +917,29 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.MaxHeaderBytes = transport.DefaultMaxHeaderListBytes
 	}
 	if cfg.MaxHeaderBytes < 1024 {
-		return cfg, fieldError("MaxHeaderBytes", fmt.Sprintf("Config.MaxHeaderBytes must be at least 1024 (gRPC's own headers take a few hundred bytes), got %d", cfg.MaxHeaderBytes))
+		return cfg, nil, fieldError("MaxHeaderBytes", fmt.Sprintf("Config.MaxHeaderBytes must be at least 1024 (gRPC's own headers take a few hundred bytes), got %d", cfg.MaxHeaderBytes))
 	}
 	if cfg.MemoryLimit < 0 {
-		return cfg, fieldError("MemoryLimit", fmt.Sprintf("Config.MemoryLimit must be a number of bytes (0: the container's or the machine's), got %d", cfg.MemoryLimit))
+		return cfg, nil, fieldError("MemoryLimit", fmt.Sprintf("Config.MemoryLimit must be a number of bytes (0: the container's or the machine's), got %d", cfg.MemoryLimit))
 	}
 	if r := cfg.ReleaseMemory; r != 0 && r < curator.MinMemory {
-		return cfg, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory must be at least %s (room to stream any release; 0: derived from the memory limit), got %d bytes",
+		return cfg, nil, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory must be at least %s (room to stream any release; 0: derived from the memory limit), got %d bytes",
 			memory.MiB(curator.MinMemory), r))
 	}
 	if cfg.MemoryLimit > 0 && cfg.ReleaseMemory > cfg.MemoryLimit {
-		return cfg, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory (%s) exceeds Config.MemoryLimit (%s), the memory the whole curator may use",
+		return cfg, nil, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory (%s) exceeds Config.MemoryLimit (%s), the memory the whole curator may use",
 			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))
 	}
 	switch cfg.Ledger.kind() {
 	case "sqlite":
 	case "postgres":
 		if cfg.Ledger.DSN == "" {
-			return cfg, fieldError("Ledger.DSN", "Config.Ledger.Kind postgres needs Config.Ledger.DSN")
+			return cfg, nil, fieldError("Ledger.DSN", "Config.Ledger.Kind postgres needs Config.Ledger.DSN")
 		}
 	default:
-		return cfg, fieldError("Ledger.Kind", fmt.Sprintf("Config.Ledger.Kind: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
+		return cfg, nil, fieldError("Ledger.Kind", fmt.Sprintf("Config.Ledger.Kind: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
 	}
-	return cfg, nil
+	return cfg, mech, nil
 }
 
 // PatientCaps fills in the whole-patient caps' defaults as Start does: a per-identity
@@ -969,15 +980,9 @@ func (cfg Config) limits() ledger.Limits {
 
 // patientCapConflict refuses a whole-patient cap with settings whose every release of
 // some kind has no finite whole-patient figure, so that the cap would refuse them all:
-// exact answers, the lifted mechanism, a data-dependent scaling.
-// noWholeRecord reports whether the projection mechanism named gives no release a
-// whole-patient figure, whatever the scaling.
-func noWholeRecord(name string) bool {
-	m, err := projection.ParseMechanism(cmp.Or(name, projection.MechanismGaussian))
-	return err == nil && m.NoWholeRecord() != ""
-}
-
-func patientCapConflict(cfg Config) error {
+// exact answers, the lifted mechanism, a data-dependent scaling. mech is the projection
+// mechanism cfg names, as resolve parsed it.
+func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 	if cfg.PatientBudget.Epsilon == 0 && cfg.PatientDatasetBudget.Epsilon == 0 {
 		return nil
 	}
@@ -989,7 +994,7 @@ func patientCapConflict(cfg Config) error {
 	switch {
 	case answer.IsExact(cmp.Or(cfg.Output.Mechanism, answer.Default)):
 		why = fmt.Sprintf("Config.Output.Mechanism %s releases exact answers, which have no whole-patient bound", cfg.Output.Mechanism)
-	case noWholeRecord(cfg.ProjectionMechanism):
+	case mech.NoWholeRecord() != "":
 		why = fmt.Sprintf("Config.ProjectionMechanism %s has no guarantee at any distance", cfg.ProjectionMechanism)
 	case !cfg.Data.Scaling.Mode.Private():
 		why = fmt.Sprintf("Config.Data.Scaling.Mode %s scales with the data's own statistics, so no projection has a whole-patient bound", cfg.Data.Scaling.Mode)

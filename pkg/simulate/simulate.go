@@ -569,7 +569,7 @@ func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, s
 	defer os.RemoveAll(dir)
 	cur, err := curator.New(curator.Config{
 		Dataset: ds, Ledger: store, StateDir: dir, Logger: zap.NewNop(),
-		ProjectionMechanism:        cfg.ProjectionMechanism,
+		Projection:                 cfg.proj, // parsed once, in defaults
 		Output:                     cfg.output,
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(projSeed) },
 		// The measurements of r above d (docs/EXPERIMENTS.md) stay reproducible.

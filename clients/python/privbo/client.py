@@ -395,6 +395,12 @@ class RelationBudget:
     dataset_delta_spent: float
     dataset_epsilon_remaining: float
     dataset_delta_remaining: float
+    # What releases being computed hold (reserved, not yet spent; out of remaining);
+    # 0 from curators that predate reservations.
+    epsilon_reserved: float = 0.0
+    delta_reserved: float = 0.0
+    dataset_epsilon_reserved: float = 0.0
+    dataset_delta_reserved: float = 0.0
 
     @classmethod
     def from_pb(cls, m: pb.RelationBudget) -> "RelationBudget":
@@ -415,6 +421,10 @@ class Budget:
     epsilon_remaining: float
     delta_remaining: float
     relations: Tuple[RelationBudget, ...] = ()
+    # The feature-unit budget this identity's releases being computed hold (reserved,
+    # not yet spent; out of remaining).
+    epsilon_reserved: float = 0.0
+    delta_reserved: float = 0.0
 
     @classmethod
     def from_pb(cls, m: pb.Budget) -> "Budget":
@@ -427,6 +437,8 @@ class Budget:
             epsilon_remaining=m.epsilon_remaining,
             delta_remaining=m.delta_remaining,
             relations=tuple(RelationBudget.from_pb(r) for r in m.relations),
+            epsilon_reserved=m.epsilon_reserved,
+            delta_reserved=m.delta_reserved,
         )
 
     def relation(self, name: str) -> Optional[RelationBudget]:

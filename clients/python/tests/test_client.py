@@ -100,8 +100,9 @@ class FakeCurator(pb_grpc.CuratorServiceServicer):
     def _budget(self, spent=1.0):
         return pb.Budget(
             identity="alice", epsilon_limit=3, delta_limit=0.5, epsilon_spent=spent, epsilon_remaining=3 - spent,
-            delta_remaining=0.5,
-            relations=[pb.RelationBudget(relation="feature-unit", epsilon_limit=3, epsilon_spent=spent),
+            delta_remaining=0.5, epsilon_reserved=0.25,
+            relations=[pb.RelationBudget(relation="feature-unit", epsilon_limit=3, epsilon_spent=spent,
+                                         epsilon_reserved=0.25, dataset_epsilon_reserved=0.75),
                        pb.RelationBudget(relation="record", epsilon_limit=3)],
         )
 
@@ -360,6 +361,10 @@ class ClientTest(unittest.TestCase):
         self.fake.refusals["GetBudget"] = [rate_limited(0.25), rate_limited(1.5)]
         b = self.client.get_budget()
         self.assertEqual(b.identity, "alice")
+        # What releases being computed hold comes with the budget.
+        self.assertEqual((b.epsilon_reserved, b.relation("feature-unit").epsilon_reserved,
+                          b.relation("feature-unit").dataset_epsilon_reserved, b.relation("record").epsilon_reserved),
+                         (0.25, 0.25, 0.75, 0))
         self.assertEqual(self.fake.calls["GetBudget"], 3)
         self.assertEqual(self.clock.sleeps, [0.25, 1.5])
         self.assertEqual(self.client.rate_limit_waits, 2)

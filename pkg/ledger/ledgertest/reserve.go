@@ -26,6 +26,7 @@ func RunReserve(t *testing.T, loc Location) {
 		{"Restart", testReserveRestart},
 		{"Idempotent", testReserveIdempotent},
 		{"WholePatient", testReservePatient},
+		{"Views", testReserveViews},
 		{"RaceOneStore", func(t *testing.T, loc Location) { testReserveRace(t, loc, 1) }},
 		{"RaceTwoStores", func(t *testing.T, loc Location) { testReserveRace(t, loc, 2) }},
 	}
@@ -256,6 +257,113 @@ func testReservePatient(t *testing.T, loc Location) {
 	}
 	if b := mustPatient(t, s, acme); b.IdentityTotal.Charges != 1 {
 		t.Errorf("whole-patient charges %d, want 1", b.IdentityTotal.Charges)
+	}
+	mustVerify(t, s, acme.Dataset)
+}
+
+// testReserveViews: what a live reservation holds shows in the views an operator
+// reads — Balance, PatientBalance, Accounts, DatasetTotals, Report — as
+// "reserved", its own figure, and the remainders drop by it as the limit check
+// counts it; a commit moves it to "spent", a cancel or expiry frees it.
+func testReserveViews(t *testing.T, loc Location) {
+	s := loc(t)(t, PatientLimits)
+	bob := ledger.Account{Dataset: acme.Dataset, Identity: "bob"}
+	withPatient := func(a ledger.Account, key string, eps, patientEps float64) ledger.Charge {
+		c := projCharge(a, key, eps)
+		c.Patient = &ledger.PatientCost{Epsilon: patientEps, Delta: 1e-6}
+		return c
+	}
+	MustCharge(t, s, withPatient(acme, "c1", 1, 2))
+	r := MustReserve(t, s, ledger.Hold{Owner: "a"}, withPatient(acme, "p1", 3, 4))
+	rb := MustReserve(t, s, ledger.Hold{Owner: "a"}, withPatient(bob, "b1", 0.5, 1))
+	// Expired at once: counted by nothing.
+	MustReserve(t, s, ledger.Hold{Owner: "a", TTL: time.Nanosecond}, withPatient(acme, "gone", 2, 2))
+
+	type fig struct{ spent, reserved, remaining, dsSpent, dsReserved, dsRemaining float64 }
+	balance := func(what string, a ledger.Account, rel ledger.Relation, charges, reservations int, want fig) {
+		t.Helper()
+		b := MustBalance(t, s, a, rel)
+		got := fig{b.Spent.Epsilon, b.Reserved.Epsilon, b.Remaining.Epsilon, b.DatasetSpent.Epsilon, b.DatasetReserved.Epsilon, b.DatasetRemaining.Epsilon}
+		if got != want || b.Charges != charges || b.Reservations != reservations {
+			t.Errorf("%s: Balance(%s, %s) ε spent/reserved/remaining, dataset's = %+v, %d charges, %d reservations; want %+v, %d, %d",
+				what, a.Identity, rel, got, b.Charges, b.Reservations, want, charges, reservations)
+		}
+	}
+	// Per identity ε 10, dataset 100.
+	balance("reserved", acme, ledger.RelationFeatureUnit, 1, 1, fig{1, 3, 6, 1, 3.5, 95.5})
+	balance("reserved", bob, ledger.RelationFeatureUnit, 0, 1, fig{0, 0.5, 9.5, 1, 3.5, 95.5})
+	// Feature-unit releases do not count towards the record relation.
+	balance("reserved", acme, ledger.RelationRecord, 0, 0, fig{0, 0, 10, 0, 0, 100})
+	// The remainder shown is what the limit check leaves: ε 6 fits, more does not.
+	if _, err := s.Charge(ctx, projCharge(acme, "over", 6.25)); !errors.Is(err, ledger.ErrBudgetExceeded) {
+		t.Errorf("a charge beyond the remainder shown: %v, want refused", err)
+	}
+
+	// Whole patient: caps ε 10 per identity, 15 for the dataset.
+	pb := mustPatient(t, s, acme)
+	if e := floatOf(pb.IdentityTotal.Epsilon); e != 2 {
+		t.Errorf("whole-patient total ε %g, want 2", e)
+	}
+	if e, de := floatOf(pb.IdentityReserved.Epsilon), floatOf(pb.DatasetReserved.Epsilon); e != 4 || de != 5 {
+		t.Errorf("whole-patient reserved ε %g, dataset's %g; want 4, 5", e, de)
+	}
+	if pb.Remaining.Epsilon != 4 || pb.DatasetRemaining.Epsilon != 8 {
+		t.Errorf("whole-patient remaining ε %g, dataset's %g; want 4 (10 − 2 − 4), 8 (15 − 2 − 5)", pb.Remaining.Epsilon, pb.DatasetRemaining.Epsilon)
+	}
+
+	// Listings: bob holds a reservation only, and is listed.
+	accts, err := s.Accounts(ctx, acme.Dataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, b := range accts {
+		listed = append(listed, fmt.Sprintf("%s/%s spent %g reserved %g remaining %g", b.Identity, b.Relation, b.Spent.Epsilon, b.Reserved.Epsilon, b.Remaining.Epsilon))
+	}
+	if want := []string{"acme/feature-unit spent 1 reserved 3 remaining 6", "bob/feature-unit spent 0 reserved 0.5 remaining 9.5"}; fmt.Sprint(listed) != fmt.Sprint(want) {
+		t.Errorf("Accounts = %q, want %q", listed, want)
+	}
+	dts, err := s.DatasetTotals(ctx, acme.Dataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dts) != 1 || dts[0].Spent.Epsilon != 1 || dts[0].Reserved.Epsilon != 3.5 || dts[0].Remaining.Epsilon != 95.5 || dts[0].Reservations != 2 {
+		t.Errorf("DatasetTotals = %+v, want feature-unit spent ε 1, reserved 3.5 by 2, remaining 95.5", dts)
+	}
+	rep, err := s.Report(ctx, acme.Dataset, PatientLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Relations) != 1 || len(rep.Relations[0].Identities) != 2 {
+		t.Fatalf("Report relations = %+v, want feature-unit with acme and bob", rep.Relations)
+	}
+	rr := rep.Relations[0]
+	a, ds := rr.Identities[0], rr.Dataset
+	if floatOf(a.Spent.Epsilon) != 1 || floatOf(a.Reserved.Epsilon) != 3 || a.Reservations != 1 || floatOf(a.OwnLeft.Epsilon) != 6 || floatOf(a.Left.Epsilon) != 6 {
+		t.Errorf("Report row of acme: spent %s, reserved %s by %d, own left %s, left %s; want 1, 3 by 1, 6, 6",
+			a.Spent.Epsilon, a.Reserved.Epsilon, a.Reservations, a.OwnLeft.Epsilon, a.Left.Epsilon)
+	}
+	if floatOf(ds.Reserved.Epsilon) != 3.5 || ds.Reservations != 2 || floatOf(ds.Left.Epsilon) != 95.5 {
+		t.Errorf("Report row of the dataset: reserved %s by %d, left %s; want 3.5 by 2, 95.5", ds.Reserved.Epsilon, ds.Reservations, ds.Left.Epsilon)
+	}
+	if p := rep.Patient.Dataset; floatOf(p.Reserved.Epsilon) != 5 || floatOf(p.Left.Epsilon) != 8 {
+		t.Errorf("Report whole-patient dataset row: reserved %s, left %s; want 5, 8", p.Reserved.Epsilon, p.Left.Epsilon)
+	}
+
+	// Commit moves acme's reservation to spent; cancel frees bob's.
+	if _, err := s.Commit(ctx, r, []ledger.Charge{withPatient(acme, "p1", 3, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	balance("committed", acme, ledger.RelationFeatureUnit, 2, 0, fig{4, 0, 6, 4, 0.5, 95.5})
+	if err := s.Cancel(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	balance("cancelled", acme, ledger.RelationFeatureUnit, 2, 0, fig{4, 0, 6, 4, 0, 96})
+	if accts, err := s.Accounts(ctx, acme.Dataset); err != nil || len(accts) != 1 || accts[0].Identity != "acme" {
+		t.Errorf("Accounts after the cancel = %+v, %v; want acme's only", accts, err)
+	}
+	if pb := mustPatient(t, s, acme); floatOf(pb.DatasetReserved.Epsilon) != 0 || pb.DatasetRemaining.Epsilon != 9 {
+		t.Errorf("whole-patient dataset reserved %s, remaining %g after commit and cancel; want 0, 9", pb.DatasetReserved.Epsilon, pb.DatasetRemaining.Epsilon)
 	}
 	mustVerify(t, s, acme.Dataset)
 }

@@ -583,7 +583,8 @@ type Budget struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Identity string                 `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
 	// The feature-unit limit, total spent and remaining of this identity (remaining is
-	// min(identity remainder, dataset remainder), as in RelationBudget).
+	// min(identity remainder, dataset remainder), as in RelationBudget, and counts the
+	// reserved budget: see epsilon_reserved).
 	EpsilonLimit     float64 `protobuf:"fixed64,2,opt,name=epsilon_limit,json=epsilonLimit,proto3" json:"epsilon_limit,omitempty"`
 	DeltaLimit       float64 `protobuf:"fixed64,3,opt,name=delta_limit,json=deltaLimit,proto3" json:"delta_limit,omitempty"`
 	EpsilonSpent     float64 `protobuf:"fixed64,4,opt,name=epsilon_spent,json=epsilonSpent,proto3" json:"epsilon_spent,omitempty"`
@@ -597,9 +598,14 @@ type Budget struct {
 	Relations []*RelationBudget `protobuf:"bytes,8,rep,name=relations,proto3" json:"relations,omitempty"`
 	// The whole-patient account, over every relation: what one patient can lose. Filled
 	// in GetBudget and GetDatasetInfo responses, like relations.
-	WholePatient  *WholePatientBudget `protobuf:"bytes,9,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WholePatient *WholePatientBudget `protobuf:"bytes,9,opt,name=whole_patient,json=wholePatient,proto3" json:"whole_patient,omitempty"`
+	// The feature-unit budget this identity's releases being computed hold (reserved
+	// before the computation, charged when it ends, given back if it fails): not spent,
+	// but no longer in epsilon_remaining. 0 from curators that predate reservations.
+	EpsilonReserved float64 `protobuf:"fixed64,10,opt,name=epsilon_reserved,json=epsilonReserved,proto3" json:"epsilon_reserved,omitempty"`
+	DeltaReserved   float64 `protobuf:"fixed64,11,opt,name=delta_reserved,json=deltaReserved,proto3" json:"delta_reserved,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Budget) Reset() {
@@ -695,6 +701,20 @@ func (x *Budget) GetWholePatient() *WholePatientBudget {
 	return nil
 }
 
+func (x *Budget) GetEpsilonReserved() float64 {
+	if x != nil {
+		return x.EpsilonReserved
+	}
+	return 0
+}
+
+func (x *Budget) GetDeltaReserved() float64 {
+	if x != nil {
+		return x.DeltaReserved
+	}
+	return 0
+}
+
 // WholePatientBudget is the whole-patient (record-level) account: every charge's (ε, δ)
 // converted to the replacement of one patient's record by any other — a projection's by
 // group privacy at the clip diameter, a release stated for adding or removing one
@@ -727,9 +747,15 @@ type WholePatientBudget struct {
 	EpsilonRemaining    float64 `protobuf:"fixed64,11,opt,name=epsilon_remaining,json=epsilonRemaining,proto3" json:"epsilon_remaining,omitempty"`
 	DeltaRemaining      float64 `protobuf:"fixed64,12,opt,name=delta_remaining,json=deltaRemaining,proto3" json:"delta_remaining,omitempty"`
 	// The account in one line, for people.
-	Statement     string `protobuf:"bytes,13,opt,name=statement,proto3" json:"statement,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Statement string `protobuf:"bytes,13,opt,name=statement,proto3" json:"statement,omitempty"`
+	// What releases being computed hold, the caller's and the dataset's (the finite
+	// parts, as for spent): not spent, but no longer in the remainders above.
+	EpsilonReserved        float64 `protobuf:"fixed64,14,opt,name=epsilon_reserved,json=epsilonReserved,proto3" json:"epsilon_reserved,omitempty"`
+	DeltaReserved          float64 `protobuf:"fixed64,15,opt,name=delta_reserved,json=deltaReserved,proto3" json:"delta_reserved,omitempty"`
+	DatasetEpsilonReserved float64 `protobuf:"fixed64,16,opt,name=dataset_epsilon_reserved,json=datasetEpsilonReserved,proto3" json:"dataset_epsilon_reserved,omitempty"`
+	DatasetDeltaReserved   float64 `protobuf:"fixed64,17,opt,name=dataset_delta_reserved,json=datasetDeltaReserved,proto3" json:"dataset_delta_reserved,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *WholePatientBudget) Reset() {
@@ -853,6 +879,34 @@ func (x *WholePatientBudget) GetStatement() string {
 	return ""
 }
 
+func (x *WholePatientBudget) GetEpsilonReserved() float64 {
+	if x != nil {
+		return x.EpsilonReserved
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDeltaReserved() float64 {
+	if x != nil {
+		return x.DeltaReserved
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetEpsilonReserved() float64 {
+	if x != nil {
+		return x.DatasetEpsilonReserved
+	}
+	return 0
+}
+
+func (x *WholePatientBudget) GetDatasetDeltaReserved() float64 {
+	if x != nil {
+		return x.DatasetDeltaReserved
+	}
+	return 0
+}
+
 // RelationBudget is the budget under one neighbour relation. Its totals are effective:
 // they include every charge whose guarantee holds under this relation (for
 // "feature-unit", the "record" charges as well), which is what a new charge under the
@@ -871,19 +925,28 @@ type RelationBudget struct {
 	EpsilonSpent float64 `protobuf:"fixed64,4,opt,name=epsilon_spent,json=epsilonSpent,proto3" json:"epsilon_spent,omitempty"`
 	DeltaSpent   float64 `protobuf:"fixed64,5,opt,name=delta_spent,json=deltaSpent,proto3" json:"delta_spent,omitempty"`
 	// What the identity can still spend under this relation: min(identity limit − identity
-	// spent, dataset cap − dataset spent), never below 0. A charge must fit both.
+	// spent − identity reserved, dataset cap − dataset spent − dataset reserved), never
+	// below 0. A charge must fit both.
 	EpsilonRemaining float64 `protobuf:"fixed64,6,opt,name=epsilon_remaining,json=epsilonRemaining,proto3" json:"epsilon_remaining,omitempty"`
 	DeltaRemaining   float64 `protobuf:"fixed64,7,opt,name=delta_remaining,json=deltaRemaining,proto3" json:"delta_remaining,omitempty"`
 	// The dataset's cap under this relation (all identities together), the total spent by
-	// all identities, and the cap's remainder.
+	// all identities, and the cap's remainder (after the reserved budget).
 	DatasetEpsilonLimit     float64 `protobuf:"fixed64,8,opt,name=dataset_epsilon_limit,json=datasetEpsilonLimit,proto3" json:"dataset_epsilon_limit,omitempty"`
 	DatasetDeltaLimit       float64 `protobuf:"fixed64,9,opt,name=dataset_delta_limit,json=datasetDeltaLimit,proto3" json:"dataset_delta_limit,omitempty"`
 	DatasetEpsilonSpent     float64 `protobuf:"fixed64,10,opt,name=dataset_epsilon_spent,json=datasetEpsilonSpent,proto3" json:"dataset_epsilon_spent,omitempty"`
 	DatasetDeltaSpent       float64 `protobuf:"fixed64,11,opt,name=dataset_delta_spent,json=datasetDeltaSpent,proto3" json:"dataset_delta_spent,omitempty"`
 	DatasetEpsilonRemaining float64 `protobuf:"fixed64,12,opt,name=dataset_epsilon_remaining,json=datasetEpsilonRemaining,proto3" json:"dataset_epsilon_remaining,omitempty"`
 	DatasetDeltaRemaining   float64 `protobuf:"fixed64,13,opt,name=dataset_delta_remaining,json=datasetDeltaRemaining,proto3" json:"dataset_delta_remaining,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// What releases being computed hold under this relation, the identity's and the
+	// dataset's: reserved before the computation, charged when it ends (then in spent),
+	// given back if it fails or its reservation expires. 0 from curators that predate
+	// reservations.
+	EpsilonReserved        float64 `protobuf:"fixed64,14,opt,name=epsilon_reserved,json=epsilonReserved,proto3" json:"epsilon_reserved,omitempty"`
+	DeltaReserved          float64 `protobuf:"fixed64,15,opt,name=delta_reserved,json=deltaReserved,proto3" json:"delta_reserved,omitempty"`
+	DatasetEpsilonReserved float64 `protobuf:"fixed64,16,opt,name=dataset_epsilon_reserved,json=datasetEpsilonReserved,proto3" json:"dataset_epsilon_reserved,omitempty"`
+	DatasetDeltaReserved   float64 `protobuf:"fixed64,17,opt,name=dataset_delta_reserved,json=datasetDeltaReserved,proto3" json:"dataset_delta_reserved,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *RelationBudget) Reset() {
@@ -1003,6 +1066,34 @@ func (x *RelationBudget) GetDatasetEpsilonRemaining() float64 {
 func (x *RelationBudget) GetDatasetDeltaRemaining() float64 {
 	if x != nil {
 		return x.DatasetDeltaRemaining
+	}
+	return 0
+}
+
+func (x *RelationBudget) GetEpsilonReserved() float64 {
+	if x != nil {
+		return x.EpsilonReserved
+	}
+	return 0
+}
+
+func (x *RelationBudget) GetDeltaReserved() float64 {
+	if x != nil {
+		return x.DeltaReserved
+	}
+	return 0
+}
+
+func (x *RelationBudget) GetDatasetEpsilonReserved() float64 {
+	if x != nil {
+		return x.DatasetEpsilonReserved
+	}
+	return 0
+}
+
+func (x *RelationBudget) GetDatasetDeltaReserved() float64 {
+	if x != nil {
+		return x.DatasetDeltaReserved
 	}
 	return 0
 }
@@ -4255,7 +4346,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\tguarantee\x18\v \x01(\tR\tguarantee\"\x12\n" +
 	"\x10GetBudgetRequest\"F\n" +
 	"\x11GetBudgetResponse\x121\n" +
-	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\x93\x03\n" +
+	"\x06budget\x18\x01 \x01(\v2\x19.privbo.curator.v1.BudgetR\x06budget\"\xe5\x03\n" +
 	"\x06Budget\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -4267,7 +4358,10 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x11epsilon_remaining\x18\x06 \x01(\x01R\x10epsilonRemaining\x12'\n" +
 	"\x0fdelta_remaining\x18\a \x01(\x01R\x0edeltaRemaining\x12?\n" +
 	"\trelations\x18\b \x03(\v2!.privbo.curator.v1.RelationBudgetR\trelations\x12J\n" +
-	"\rwhole_patient\x18\t \x01(\v2%.privbo.curator.v1.WholePatientBudgetR\fwholePatient\"\x9f\x04\n" +
+	"\rwhole_patient\x18\t \x01(\v2%.privbo.curator.v1.WholePatientBudgetR\fwholePatient\x12)\n" +
+	"\x10epsilon_reserved\x18\n" +
+	" \x01(\x01R\x0fepsilonReserved\x12%\n" +
+	"\x0edelta_reserved\x18\v \x01(\x01R\rdeltaReserved\"\xe1\x05\n" +
 	"\x12WholePatientBudget\x12\x18\n" +
 	"\abounded\x18\x01 \x01(\bR\abounded\x12#\n" +
 	"\repsilon_spent\x18\x02 \x01(\x01R\fepsilonSpent\x12\x1f\n" +
@@ -4284,7 +4378,11 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	" \x01(\x01R\x11datasetDeltaLimit\x12+\n" +
 	"\x11epsilon_remaining\x18\v \x01(\x01R\x10epsilonRemaining\x12'\n" +
 	"\x0fdelta_remaining\x18\f \x01(\x01R\x0edeltaRemaining\x12\x1c\n" +
-	"\tstatement\x18\r \x01(\tR\tstatement\"\xca\x04\n" +
+	"\tstatement\x18\r \x01(\tR\tstatement\x12)\n" +
+	"\x10epsilon_reserved\x18\x0e \x01(\x01R\x0fepsilonReserved\x12%\n" +
+	"\x0edelta_reserved\x18\x0f \x01(\x01R\rdeltaReserved\x128\n" +
+	"\x18dataset_epsilon_reserved\x18\x10 \x01(\x01R\x16datasetEpsilonReserved\x124\n" +
+	"\x16dataset_delta_reserved\x18\x11 \x01(\x01R\x14datasetDeltaReserved\"\x8c\x06\n" +
 	"\x0eRelationBudget\x12\x1a\n" +
 	"\brelation\x18\x01 \x01(\tR\brelation\x12#\n" +
 	"\repsilon_limit\x18\x02 \x01(\x01R\fepsilonLimit\x12\x1f\n" +
@@ -4301,7 +4399,11 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	" \x01(\x01R\x13datasetEpsilonSpent\x12.\n" +
 	"\x13dataset_delta_spent\x18\v \x01(\x01R\x11datasetDeltaSpent\x12:\n" +
 	"\x19dataset_epsilon_remaining\x18\f \x01(\x01R\x17datasetEpsilonRemaining\x126\n" +
-	"\x17dataset_delta_remaining\x18\r \x01(\x01R\x15datasetDeltaRemaining\"\xed\x02\n" +
+	"\x17dataset_delta_remaining\x18\r \x01(\x01R\x15datasetDeltaRemaining\x12)\n" +
+	"\x10epsilon_reserved\x18\x0e \x01(\x01R\x0fepsilonReserved\x12%\n" +
+	"\x0edelta_reserved\x18\x0f \x01(\x01R\rdeltaReserved\x128\n" +
+	"\x18dataset_epsilon_reserved\x18\x10 \x01(\x01R\x16datasetEpsilonReserved\x124\n" +
+	"\x16dataset_delta_reserved\x18\x11 \x01(\x01R\x14datasetDeltaReserved\"\xed\x02\n" +
 	"\rOutputPrivacy\x12\x1c\n" +
 	"\tmechanism\x18\x01 \x01(\tR\tmechanism\x12*\n" +
 	"\x11epsilon_per_index\x18\x02 \x01(\x01R\x0fepsilonPerIndex\x12&\n" +

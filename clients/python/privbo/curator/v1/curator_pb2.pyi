@@ -41,26 +41,30 @@ class AnswersQuote(_message.Message):
     def __init__(self, included: bool = ..., mechanism: _Optional[str] = ..., relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., noise_sd: _Optional[float] = ..., paid: bool = ..., noise: _Optional[_Union[NoiseFamily, str]] = ...) -> None: ...
 
 class Budget(_message.Message):
-    __slots__ = ["delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "identity", "relations", "whole_patient"]
+    __slots__ = ["delta_limit", "delta_remaining", "delta_reserved", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_reserved", "epsilon_spent", "identity", "relations", "whole_patient"]
     DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_RESERVED_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     RELATIONS_FIELD_NUMBER: _ClassVar[int]
     WHOLE_PATIENT_FIELD_NUMBER: _ClassVar[int]
     delta_limit: float
     delta_remaining: float
+    delta_reserved: float
     delta_spent: float
     epsilon_limit: float
     epsilon_remaining: float
+    epsilon_reserved: float
     epsilon_spent: float
     identity: str
     relations: _containers.RepeatedCompositeFieldContainer[RelationBudget]
     whole_patient: WholePatientBudget
-    def __init__(self, identity: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., relations: _Optional[_Iterable[_Union[RelationBudget, _Mapping]]] = ..., whole_patient: _Optional[_Union[WholePatientBudget, _Mapping]] = ...) -> None: ...
+    def __init__(self, identity: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., relations: _Optional[_Iterable[_Union[RelationBudget, _Mapping]]] = ..., whole_patient: _Optional[_Union[WholePatientBudget, _Mapping]] = ..., epsilon_reserved: _Optional[float] = ..., delta_reserved: _Optional[float] = ...) -> None: ...
 
 class CancelJobRequest(_message.Message):
     __slots__ = ["id"]
@@ -578,34 +582,42 @@ class QuoteStudyResponse(_message.Message):
     def __init__(self, projection: _Optional[_Union[ProjectionQuote, _Mapping]] = ..., answers: _Optional[_Union[AnswersQuote, _Mapping]] = ..., charges: _Optional[_Iterable[_Union[RelationCharge, _Mapping]]] = ..., fits: bool = ..., refusal: _Optional[str] = ..., default_study: _Optional[_Union[DefaultStudy, _Mapping]] = ..., whole_patient: _Optional[_Union[WholePatientCharge, _Mapping]] = ...) -> None: ...
 
 class RelationBudget(_message.Message):
-    __slots__ = ["dataset_delta_limit", "dataset_delta_remaining", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_remaining", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "relation"]
+    __slots__ = ["dataset_delta_limit", "dataset_delta_remaining", "dataset_delta_reserved", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_remaining", "dataset_epsilon_reserved", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_reserved", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_reserved", "epsilon_spent", "relation"]
     DATASET_DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DATASET_DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DATASET_DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     DATASET_EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DATASET_EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DATASET_EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_RESERVED_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     RELATION_FIELD_NUMBER: _ClassVar[int]
     dataset_delta_limit: float
     dataset_delta_remaining: float
+    dataset_delta_reserved: float
     dataset_delta_spent: float
     dataset_epsilon_limit: float
     dataset_epsilon_remaining: float
+    dataset_epsilon_reserved: float
     dataset_epsilon_spent: float
     delta_limit: float
     delta_remaining: float
+    delta_reserved: float
     delta_spent: float
     epsilon_limit: float
     epsilon_remaining: float
+    epsilon_reserved: float
     epsilon_spent: float
     relation: str
-    def __init__(self, relation: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., dataset_epsilon_remaining: _Optional[float] = ..., dataset_delta_remaining: _Optional[float] = ...) -> None: ...
+    def __init__(self, relation: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., dataset_epsilon_remaining: _Optional[float] = ..., dataset_delta_remaining: _Optional[float] = ..., epsilon_reserved: _Optional[float] = ..., delta_reserved: _Optional[float] = ..., dataset_epsilon_reserved: _Optional[float] = ..., dataset_delta_reserved: _Optional[float] = ...) -> None: ...
 
 class RelationCharge(_message.Message):
     __slots__ = ["delta", "delta_available", "epsilon", "epsilon_available", "fits", "relation"]
@@ -664,34 +676,42 @@ class WatchJobRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
 
 class WholePatientBudget(_message.Message):
-    __slots__ = ["bounded", "dataset_bounded", "dataset_delta_limit", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_spent", "statement"]
+    __slots__ = ["bounded", "dataset_bounded", "dataset_delta_limit", "dataset_delta_reserved", "dataset_delta_spent", "dataset_epsilon_limit", "dataset_epsilon_reserved", "dataset_epsilon_spent", "delta_limit", "delta_remaining", "delta_reserved", "delta_spent", "epsilon_limit", "epsilon_remaining", "epsilon_reserved", "epsilon_spent", "statement"]
     BOUNDED_FIELD_NUMBER: _ClassVar[int]
     DATASET_BOUNDED_FIELD_NUMBER: _ClassVar[int]
     DATASET_DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_DELTA_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DATASET_DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     DATASET_EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    DATASET_EPSILON_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DATASET_EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     DELTA_LIMIT_FIELD_NUMBER: _ClassVar[int]
     DELTA_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    DELTA_RESERVED_FIELD_NUMBER: _ClassVar[int]
     DELTA_SPENT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_LIMIT_FIELD_NUMBER: _ClassVar[int]
     EPSILON_REMAINING_FIELD_NUMBER: _ClassVar[int]
+    EPSILON_RESERVED_FIELD_NUMBER: _ClassVar[int]
     EPSILON_SPENT_FIELD_NUMBER: _ClassVar[int]
     STATEMENT_FIELD_NUMBER: _ClassVar[int]
     bounded: bool
     dataset_bounded: bool
     dataset_delta_limit: float
+    dataset_delta_reserved: float
     dataset_delta_spent: float
     dataset_epsilon_limit: float
+    dataset_epsilon_reserved: float
     dataset_epsilon_spent: float
     delta_limit: float
     delta_remaining: float
+    delta_reserved: float
     delta_spent: float
     epsilon_limit: float
     epsilon_remaining: float
+    epsilon_reserved: float
     epsilon_spent: float
     statement: str
-    def __init__(self, bounded: bool = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., dataset_bounded: bool = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., statement: _Optional[str] = ...) -> None: ...
+    def __init__(self, bounded: bool = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., dataset_bounded: bool = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., statement: _Optional[str] = ..., epsilon_reserved: _Optional[float] = ..., delta_reserved: _Optional[float] = ..., dataset_epsilon_reserved: _Optional[float] = ..., dataset_delta_reserved: _Optional[float] = ...) -> None: ...
 
 class WholePatientCharge(_message.Message):
     __slots__ = ["bounded", "dataset_delta_limit", "dataset_epsilon_limit", "delta", "delta_available", "delta_limit", "epsilon", "epsilon_available", "epsilon_limit", "fits"]
