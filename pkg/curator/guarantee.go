@@ -261,7 +261,9 @@ func (c *Curator) exactAnswersNote() string {
 func (c *Curator) OutputGuarantee() string {
 	o := c.out.cfg
 	once := "answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
-		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once"
+		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again"
 	if o.RangeEpsilon > 0 {
 		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%s under the %s neighbour relation, once for the dataset "+
 			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, shareEpsilon(o.RangeEpsilon), AnswerRelation)

@@ -197,6 +197,8 @@ func answersText() string {
 		"the recorded value clipped to %s plus Laplace noise calibrated to the sensitivity %g; "+
 		"answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), "+
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; "+
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; "+
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again; "+
 		"whole patient: the same (ε=%g, δ=0), the relation being record-level already (every answer lies in %s whatever the patient, "+
 		"so replacing a whole patient moves it by at most the sensitivity)", pathAnswerEps, rng, pathUpper-pathLower, pathAnswerEps, rng)
 }

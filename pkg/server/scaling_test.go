@@ -514,6 +514,8 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 		"the recorded value clipped to " + rng + " plus Laplace noise calibrated to the sensitivity " + fmt.Sprint(out.Upper-out.Lower) + "; " +
 		"answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again; " +
 		"the range " + rng + " was estimated from the data with ε=" + epsTText + " under the record neighbour relation, once for the dataset " +
 		"(charged to the curator's own account), which adds to the whole-patient ε of everything released; " +
 		"whole patient: the same (ε=1, δ=0), the relation being record-level already (every answer lies in " + rng + " whatever the patient, " +
