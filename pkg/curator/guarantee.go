@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dataset"
@@ -213,11 +214,25 @@ func (c *Curator) scalingNote() string {
 	if sc.Mode != dataset.ScalePrivate {
 		return ""
 	}
-	s := fmt.Sprintf("the scaling's feature bounds were estimated from the data with ε_s=%g", sc.Epsilon)
+	s := "the scaling's feature bounds were estimated from the data with ε_s=" + shareEpsilon(sc.Epsilon)
 	if sc.TargetEpsilon > 0 {
-		s += fmt.Sprintf(" (and the target's range with ε=%g)", sc.TargetEpsilon)
+		s += " (and the target's range with ε=" + shareEpsilon(sc.TargetEpsilon) + ")"
 	}
 	return s + " under the " + string(AnswerRelation) + " neighbour relation, once for the dataset, which adds to any whole-patient ε"
+}
+
+// shareEpsilon states the ε of a part of the private scaling estimate: as it is when
+// its shortest decimal has at most four significant digits (an ε the operator set, such
+// as 0.1), otherwise rounded up to three (dp.RoundUpEpsilon): the parts are shares such
+// as 2·10/11 = 1.8181818181818181, which the text states as 1.82, never below the ε
+// charged. The ledger keeps them exact.
+func shareEpsilon(eps float64) string {
+	s := strconv.FormatFloat(eps, 'g', -1, 64)
+	digits := strings.TrimLeft(strings.ReplaceAll(s, ".", ""), "0")
+	if !strings.ContainsAny(s, "e") && len(digits) <= 4 {
+		return s
+	}
+	return dp.RoundUpEpsilon(eps)
 }
 
 // unitText is Dataset.Unit ending in a full stop ("" if there is none).
@@ -246,10 +261,12 @@ func (c *Curator) exactAnswersNote() string {
 func (c *Curator) OutputGuarantee() string {
 	o := c.out.cfg
 	once := "answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
-		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once"
+		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again"
 	if o.RangeEpsilon > 0 {
-		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%g under the %s neighbour relation, once for the dataset "+
-			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, o.RangeEpsilon, AnswerRelation)
+		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%s under the %s neighbour relation, once for the dataset "+
+			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, shareEpsilon(o.RangeEpsilon), AnswerRelation)
 	}
 	g := c.out.mech.Guarantee()
 	if g.Holds() {

@@ -265,7 +265,9 @@ func TestGuaranteeTexts(t *testing.T) {
 	nonprivate := ". One protected unit: UNIT. " + nonprivateWhole
 	liftedWhole := "Whole patient: no guarantee (the lifted mechanism's claimed guarantee does not hold even for one unit, so it holds for no larger distance)."
 	once := "answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
-		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once"
+		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again"
 	laplace := "each answer (ε=0.5, δ=0)-DP under the record neighbour relation (one record replaced by any other): mechanism laplace, " +
 		"the recorded value clipped to [0, 400] plus Laplace noise calibrated to the sensitivity 400; " + once +
 		"; whole patient: the same (ε=0.5, δ=0), the relation being record-level already (every answer lies in [0, 400] whatever the patient, " +

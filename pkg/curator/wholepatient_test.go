@@ -225,3 +225,20 @@ func TestNominalFiguresBoundEveryRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestShareEpsilon: the ε of a part of the private scaling estimate is stated as set
+// when it is a short decimal, and rounded up to three digits when it is a share such as
+// 2·10/11 — never below the ε charged, never as float noise.
+func TestShareEpsilon(t *testing.T) {
+	for _, tc := range []struct {
+		eps  float64
+		want string
+	}{
+		{0.1, "0.1"}, {0.05, "0.05"}, {2, "2"}, {1.25, "1.25"},
+		{2 * 10.0 / 11, "1.82"}, {2.0 / 11, "0.182"}, {5.0 / 11, "0.455"}, {1e-7 / 3, "3.34e-08"},
+	} {
+		if got := shareEpsilon(tc.eps); got != tc.want {
+			t.Errorf("shareEpsilon(%v) = %s, want %s", tc.eps, got, tc.want)
+		}
+	}
+}

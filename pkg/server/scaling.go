@@ -237,19 +237,20 @@ func privateScaling(ctx context.Context, store ledger.Store, cfg Config, raw *da
 	}
 	result, err := json.Marshal(est)
 	if err != nil {
-		return est, fmt.Errorf("server: %w", err)
+		return scalingEstimate{}, fmt.Errorf("server: %w", err)
 	}
 	rec, err := store.Charge(ctx, ledger.Charge{Account: acct, Key: key, Kind: ScalingEstimateKind, Relation: ledger.RelationRecord,
 		Cost: ledger.Cost{Epsilon: p.total(), Delta: p.delta}, Result: result, Description: p.describe(raw)})
 	if err != nil {
+		// Uncharged, so never returned: the caller gets no bounds to use by mistake.
 		if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
-			return est, fmt.Errorf("server: the private scaling estimate needs ε = %g, δ = %g (record replacement) from the dataset's budget, which is shared by all identities, "+
+			return scalingEstimate{}, fmt.Errorf("server: the private scaling estimate needs ε = %g, δ = %g (record replacement) from the dataset's budget, which is shared by all identities, "+
 				"but the ledger refused it (%s cap: ε %g, δ %g left): raise Config.DatasetBudget.Epsilon and Config.DatasetBudget.Delta (or Config.Budget.Epsilon and Config.Budget.Delta, "+
 				"their defaults), lower Config.PrivateScalingShare, "+
 				"or give public bounds and the target's range in a schema, Config.Data.Scaling.Schema (and Config.Output.Lower/Config.Output.Upper): %w",
 				p.total(), p.delta, be.Scope, be.Remaining.Epsilon, be.Remaining.Delta, err)
 		}
-		return est, fmt.Errorf("server: charging the private scaling estimate: %w", err)
+		return scalingEstimate{}, fmt.Errorf("server: charging the private scaling estimate: %w", err)
 	}
 	if rec.Replayed { // another process charged the same release first: use its bounds
 		est, err = decode(rec)
@@ -259,6 +260,45 @@ func privateScaling(ctx context.Context, store ledger.Store, cfg Config, raw *da
 	}
 	logEst(est, rec.Replayed)
 	return est, nil
+}
+
+// answerRange is the range [lo, hi] the answers use when it was estimated privately:
+// rounded outward to four significant digits of its width, lo down and hi up to a
+// multiple of s = 10^(⌊log₁₀(hi − lo)⌋ − 3), except that a bound within s/2 of zero is
+// zero. The estimator's bounds are edges of its bins, which print as float noise — its
+// zero bin ends at ±2⁻²⁰ ≈ 9.5e-7 (dataset.EstimateBoundsWith), so a non-negative
+// target's estimate starts at −9.5367431640625e-07 — and the range is stated in every
+// answer's guarantee, where a reader should see the bound the mechanism clips to, not
+// float noise. Rounding is post-processing of the private estimate (it costs nothing),
+// and the answers are clipped to the rounded range itself, so the range stated is the
+// range used. It moves a bound by less than s ≤ (hi − lo)/1000; a range it cannot
+// improve (not finite, empty) is returned as it is.
+func answerRange(lo, hi float64) (float64, float64) {
+	w := hi - lo
+	if !(w > 0) || math.IsInf(w, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return lo, hi
+	}
+	e := int(math.Floor(math.Log10(w))) - 3 // s = 10^e
+	s := math.Pow(10, float64(e))
+	at := func(k float64) float64 {
+		// k·10^e parsed from its decimal, so that 3767 × 0.1 is 376.7, not 376.70000000000005.
+		v, err := strconv.ParseFloat(strconv.FormatFloat(k, 'f', 0, 64)+"e"+strconv.Itoa(e), 64)
+		if err != nil {
+			return k * s
+		}
+		return v
+	}
+	rlo, rhi := at(math.Floor(lo/s)), at(math.Ceil(hi/s))
+	if math.Abs(lo) < s/2 {
+		rlo = 0
+	}
+	if math.Abs(hi) < s/2 {
+		rhi = 0
+	}
+	if !(rlo < rhi) || math.IsInf(rlo, 0) || math.IsInf(rhi, 0) {
+		return lo, hi
+	}
+	return rlo, rhi
 }
 
 // describe is the ledger record's description: what was estimated, with which ε and δ.
@@ -481,6 +521,11 @@ func scaleDataset(ctx context.Context, store ledger.Store, cfg *Config, raw *dat
 		}
 		if est, err = privateScaling(ctx, store, *cfg, raw, p, cfg.Logger); err != nil {
 			return nil, err
+		}
+		if est.Target != nil {
+			t := *est.Target
+			t.Lower, t.Upper = answerRange(t.Lower, t.Upper)
+			est.Target = &t
 		}
 		sc = applyEstimate(sc, p, est)
 	}

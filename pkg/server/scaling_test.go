@@ -2,13 +2,18 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/internal/testlog"
 	"github.com/privbo/privbo/pkg/curator"
@@ -415,5 +420,159 @@ func TestScalingKeyNamesEstimator(t *testing.T) {
 	}
 	if scalingKey(p, sc, raw) != k || !strings.HasPrefix(k, ScalingEstimateKind+"/") {
 		t.Errorf("scalingKey is not a stable %s/... key: %q", ScalingEstimateKind, k)
+	}
+}
+
+// TestAnswerRange pins the rounding of a privately estimated answers' range: outward to
+// four significant digits of its width, a bound within half a step of zero being zero.
+// The first case is the estimator's zero-bin edge −2⁻²⁰, which the answers' guarantee
+// printed as "-9.5367431640625e-07" before.
+func TestAnswerRange(t *testing.T) {
+	for _, tc := range []struct{ lo, hi, wantLo, wantHi float64 }{
+		// width 376.67…: step 0.1; −2⁻²⁰ is within 0.05 of zero.
+		{-math.Ldexp(1, -20), 376.67288266236324, 0, 376.7},
+		// width 333.66…: step 0.1, both bounds outward.
+		{12.345678, 346.01, 12.3, 346.1},
+		// width 0.0056786: step 1e-6; 3e-7 is within 5e-7 of zero.
+		{3e-7, 0.0056789, 0, 0.005679},
+		// width 0.0044444: step 1e-6.
+		{0.0012345, 0.0056789, 0.001234, 0.005679},
+		// a non-positive target: step 0.01, the upper bound −2⁻²⁰ is zero.
+		{-50.0456, -math.Ldexp(1, -20), -50.05, 0},
+		// width 12345.6: step 10.
+		{-1234.5, 11111.1, -1240, 11120},
+		// not a range: as it is.
+		{3, 3, 3, 3},
+		{math.Inf(-1), 1, math.Inf(-1), 1},
+	} {
+		lo, hi := answerRange(tc.lo, tc.hi)
+		if lo != tc.wantLo || hi != tc.wantHi {
+			t.Errorf("answerRange(%v, %v) = [%v, %v], want [%v, %v]", tc.lo, tc.hi, lo, hi, tc.wantLo, tc.wantHi)
+		}
+	}
+}
+
+// TestEstimatedRangeStatedAsUsed: with the answers' range estimated privately, the
+// answers are clipped to the rounded range (answerRange) and the guarantee states that
+// range, its width and the estimate's ε rounded up — never float noise such as
+// −9.5e-07. The expected text is built here from the parameters: Laplace at ε = 1, the
+// range from the estimate the ledger recorded, and ε_T = share·ε/(d + 1) = 0.1·20/11.
+func TestEstimatedRangeStatedAsUsed(t *testing.T) {
+	state := t.TempDir()
+	cfg := diabetesServe(state)
+	srv, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := srv.OutputPrivacy()
+	ds := srv.Dataset()
+	g := srv.Curator().OutputGuarantee()
+	stmt := srv.Curator().GuaranteeStatement()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	es := scalingEntries(t, state, cfg)
+	if len(es) != 1 {
+		t.Fatalf("%d scaling-estimate records, want 1", len(es))
+	}
+	store, err := OpenLedger(context.Background(), LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := store.Get(context.Background(), ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}, es[0].Key)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var est scalingEstimate
+	if err := json.Unmarshal(rec.Result, &est); err != nil || est.Target == nil {
+		t.Fatalf("the recorded estimate %s: %v", rec.Result, err)
+	}
+	// The range used: the recorded one moved outward by less than a step of 10^(⌊log₁₀ w⌋−3),
+	// or to zero from within half a step, and printed without float noise.
+	raw := *est.Target
+	step := math.Pow(10, math.Floor(math.Log10(raw.Upper-raw.Lower))-3)
+	if !(out.Upper >= raw.Upper && out.Upper-raw.Upper < step) {
+		t.Errorf("upper bound used %v, recorded %v: want it rounded up by less than %g", out.Upper, raw.Upper, step)
+	}
+	if !(out.Lower <= raw.Lower && raw.Lower-out.Lower < step) && !(out.Lower == 0 && math.Abs(raw.Lower) < step/2) {
+		t.Errorf("lower bound used %v, recorded %v: want it rounded down by less than %g, or zero", out.Lower, raw.Lower, step)
+	}
+	if ds.TargetRange == nil || *ds.TargetRange != (dataset.Bounds{Lower: out.Lower, Upper: out.Upper}) {
+		t.Errorf("dataset target range %v, answers' range [%v, %v]: want the same", ds.TargetRange, out.Lower, out.Upper)
+	}
+	lo, hi := fmt.Sprint(out.Lower), fmt.Sprint(out.Upper)
+	for _, b := range []string{lo, hi, fmt.Sprint(out.Upper - out.Lower)} {
+		if strings.Contains(b, "e") || len(strings.TrimLeft(strings.ReplaceAll(b, ".", ""), "-0")) > 4 {
+			t.Errorf("a bound or the width prints as %s: want at most four significant digits and no exponent", b)
+		}
+	}
+	epsT := 0.1 * cfg.Budget.Epsilon / float64(ds.D+1)
+	epsTText := strconv.FormatFloat(math.Ceil(epsT*1000)/1000, 'f', -1, 64) // 0.182: rounded up, three digits
+	rng := "[" + lo + ", " + hi + "]"
+	want := "each answer (ε=1, δ=0)-DP under the record neighbour relation (one record replaced by any other): mechanism laplace, " +
+		"the recorded value clipped to " + rng + " plus Laplace noise calibrated to the sensitivity " + fmt.Sprint(out.Upper-out.Lower) + "; " +
+		"answers to one identity compose in parallel (each record influences one answer; a repeated row replays its answer), " +
+		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
+		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
+		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again; " +
+		"the range " + rng + " was estimated from the data with ε=" + epsTText + " under the record neighbour relation, once for the dataset " +
+		"(charged to the curator's own account), which adds to the whole-patient ε of everything released; " +
+		"whole patient: the same (ε=1, δ=0), the relation being record-level already (every answer lies in " + rng + " whatever the patient, " +
+		"so replacing a whole patient moves it by at most the sensitivity)"
+	if g != want {
+		t.Errorf("answers' guarantee\n got: %s\nwant: %s", g, want)
+	}
+	epsF := 0.1 * cfg.Budget.Epsilon * float64(ds.D) / float64(ds.D+1) // 1.8181…, stated 1.82
+	note := "; the scaling's feature bounds were estimated from the data with ε_s=" + strconv.FormatFloat(math.Ceil(epsF*100)/100, 'f', -1, 64) +
+		" (and the target's range with ε=" + epsTText + ") under the record neighbour relation, once for the dataset, which adds to any whole-patient ε. Query answers: "
+	if !strings.Contains(stmt, note) || strings.Contains(stmt, "e-07") {
+		t.Errorf("guarantee statement lacks %q, or shows float noise:\n%s", note, stmt)
+	}
+}
+
+// TestScalingChargeFails: row (c) of the path table, charge before use. The estimate is
+// charged, in one transaction with the bounds as its result, before anything uses
+// them: a charge the ledger fails returns no bounds and records nothing, so Start stops
+// before it serves; and the estimate's record states the record relation, its (ε, δ) and
+// that same whole-patient figure.
+func TestScalingChargeFails(t *testing.T) {
+	ctx := context.Background()
+	state := t.TempDir()
+	cfg := diabetesServe(state)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenLedger(ctx, LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	p := planScaling(cfg, raw)
+	gate := &gatedLedger{Store: store}
+	gate.set(ledger.ErrUnavailable)
+	est, err := privateScaling(ctx, gate, cfg, raw, p, zap.NewNop())
+	if !errors.Is(err, ledger.ErrUnavailable) || est.Target != nil || len(est.Features) != 0 {
+		t.Errorf("estimate whose charge fails: %+v, %v; want no bounds and the ledger's error", est, err)
+	}
+	if es := scalingEntries(t, state, cfg); len(es) != 0 {
+		t.Errorf("%d scaling records after a failed charge, want none", len(es))
+	}
+	gate.set(nil)
+	if _, err := privateScaling(ctx, gate, cfg, raw, p, zap.NewNop()); err != nil {
+		t.Fatal(err)
+	}
+	// ε_s = 0.1 · 20 = 2 and δ_s = 0.1 · 1e-5, under record: the whole-patient figure is
+	// the same (ε, δ).
+	es := scalingEntries(t, state, cfg)
+	want := ledger.Cost{Epsilon: 0.1 * cfg.Budget.Epsilon, Delta: 0.1 * cfg.Budget.Delta}
+	if len(es) != 1 || es[0].Relation != ledger.RelationRecord || math.Abs(es[0].Cost.Epsilon-want.Epsilon) > 1e-12 || math.Abs(es[0].Cost.Delta-want.Delta) > 1e-20 ||
+		es[0].Patient != (ledger.PatientCost{Epsilon: es[0].Cost.Epsilon, Delta: es[0].Cost.Delta}) {
+		t.Errorf("scaling records %+v; want one under record at %+v, its whole-patient figure the same", es, want)
 	}
 }
