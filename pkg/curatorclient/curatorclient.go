@@ -38,7 +38,6 @@ import (
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/study"
-	"github.com/privbo/privbo/pkg/study/calibrate"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -80,20 +79,7 @@ func (c *Client) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) 
 			Relation: op.GetRelation(), Guarantee: op.GetGuarantee()},
 		Budget: Budget(info.GetBudget()),
 	}
-	exact, laplace, stated := statedNoise(op.GetNoise())
-	if stated {
-		o := &out.OutputPrivacy
-		o.Exact, o.Laplace = exact, laplace
-		if !exact {
-			o.NoiseSD = op.GetNoiseSd()
-		}
-		if !exact && !(o.NoiseSD > 0) {
-			return nil, fmt.Errorf("curatorclient: the curator states noisy answers (%s) with noise sd %g", o.Mechanism, o.NoiseSD)
-		}
-		return out, nil
-	}
-	// A curator that predates the statement: its noise is calibrated here.
-	if err := calibrate.Noise(&out.OutputPrivacy); err != nil {
+	if err := stateNoise(&out.OutputPrivacy, op.GetNoise(), op.GetNoiseSd()); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -152,16 +138,13 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 			AnswersEpsilon: d.GetAnswersEpsilon(), AnswersDelta: d.GetAnswersDelta(),
 			PerIdentity: int(d.GetPerIdentity()), Dataset: int(d.GetDataset()), DatasetLeft: int(d.GetDatasetLeft())},
 	}
-	if exact, laplace, stated := statedNoise(a.GetNoise()); stated {
-		q.Answers.Exact, q.Answers.Laplace = exact, laplace
-	} else {
-		// A curator that predates the statement: calibrated here. A quote is for
-		// reading, so one whose noise cannot be calibrated stays unstated.
-		op := study.OutputPrivacy{Mechanism: a.GetMechanism(), EpsilonPerIndex: a.GetEpsilon(), DeltaPerIndex: a.GetDelta(),
-			Lower: a.GetLower(), Upper: a.GetUpper()}
-		if calibrate.Noise(&op) == nil {
-			q.Answers.Exact, q.Answers.NoiseSD, q.Answers.Laplace = op.Exact, op.NoiseSD, op.Laplace
-		}
+	// A quote is for reading: one whose noise cannot be stated keeps the wire's figures.
+	op := study.OutputPrivacy{Mechanism: a.GetMechanism(), EpsilonPerIndex: a.GetEpsilon(), DeltaPerIndex: a.GetDelta(),
+		Lower: a.GetLower(), Upper: a.GetUpper()}
+	_ = stateNoise(&op, a.GetNoise(), a.GetNoiseSd()) // see above
+	q.Answers.Exact, q.Answers.Laplace = op.Exact, op.Laplace
+	if op.NoiseSD > 0 {
+		q.Answers.NoiseSD = op.NoiseSD
 	}
 	if c := p.GetDimensionChoice(); c != nil {
 		q.RChoice = &modeler.AutoRChoice{R: q.R, Rule: c.GetRule(), NoiseSD: c.GetNoiseSd(), NoiseShare: c.GetNoiseShare(),
