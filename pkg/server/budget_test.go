@@ -24,25 +24,9 @@ import (
 // that remaining is the smaller of the identity's and the dataset's remainders, and that
 // the Budget's own fields stay the feature-unit budget.
 func TestGetBudgetPerRelation(t *testing.T) {
-	dir := t.TempDir()
-	ds, err := dataset.LoadCSV(smallData(t), dataset.Options{Target: "y"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The dataset cap (6, 0.02) is below twice the identity limit (5, 0.01), so another
 	// identity's spending can make the dataset's remainder the binding one.
-	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.01}, Dataset: ledger.Cost{Epsilon: 6, Delta: 0.02}}
-	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	cur, err := curator.New(curator.Config{Dataset: ds, DatasetID: "small", Ledger: led, StateDir: dir,
-		Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &handlers{cur: cur, log: zap.NewNop()}
+	h, led := budgetHandlers(t, ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.01}, Dataset: ledger.Cost{Epsilon: 6, Delta: 0.02}})
 	ctx := transport.WithIdentity(context.Background(), "tuner")
 	charge := func(id, key string, rel ledger.Relation, eps, delta float64) {
 		t.Helper()
@@ -133,6 +117,29 @@ func TestGetBudgetPerRelation(t *testing.T) {
 
 // near compares budget amounts: remainders are exact differences rounded toward zero,
 // the expected values decimal expressions rounded to nearest.
+// budgetHandlers are the handlers of a curator over the small data set (dataset id
+// "small", Laplace answers at ε = 1 on [0, 5]) with a SQLite ledger of the given limits,
+// closed when the test ends.
+func budgetHandlers(t *testing.T, limits ledger.Limits) (*handlers, ledger.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	ds, err := dataset.LoadCSV(smallData(t), dataset.Options{Target: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	cur, err := curator.New(curator.Config{Dataset: ds, DatasetID: "small", Ledger: led, StateDir: dir,
+		Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &handlers{cur: cur, log: zap.NewNop()}, led
+}
+
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*max(1, math.Abs(b)) }
 
 // TestBudgetShowsReservations: what releases being computed hold shows in GetBudget
@@ -140,24 +147,8 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*max(1, math.Abs(b))
 // reserved, out of remaining, as the ledger's limit check counts it; its cancel gives
 // it back.
 func TestBudgetShowsReservations(t *testing.T) {
-	dir := t.TempDir()
-	ds, err := dataset.LoadCSV(smallData(t), dataset.Options{Target: "y"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.01}, Dataset: ledger.Cost{Epsilon: 6, Delta: 0.02},
-		Patient: ledger.PatientLimits{PerIdentity: ledger.Cost{Epsilon: 20, Delta: 0.01}}}
-	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer led.Close()
-	cur, err := curator.New(curator.Config{Dataset: ds, DatasetID: "small", Ledger: led, StateDir: dir,
-		Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &handlers{cur: cur, log: zap.NewNop()}
+	h, led := budgetHandlers(t, ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.01}, Dataset: ledger.Cost{Epsilon: 6, Delta: 0.02},
+		Patient: ledger.PatientLimits{PerIdentity: ledger.Cost{Epsilon: 20, Delta: 0.01}}})
 	ctx := transport.WithIdentity(context.Background(), "tuner")
 	tuner := ledger.Account{Dataset: "small", Identity: "tuner"}
 	if _, err := led.Charge(ctx, ledger.Charge{Account: tuner, Key: "answers", Kind: "test", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 1}}); err != nil {
