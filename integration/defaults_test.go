@@ -210,8 +210,37 @@ func TestStudyWithoutAnswersRefused(t *testing.T) {
 		t.Errorf("start-up does not state, with a warning naming the flags, that the cap holds one default study:\n%s", cur.stderr.String())
 	}
 
+	// Laplace answers at the default ε_out = 1 carry noise √2 times the range's width:
+	// the start warns, naming the flag, and check-config says the same unless ε_out is
+	// raised.
+	const noisy = "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation close to a random row; ε_out = 5.7 would make it 0.25× (--output-epsilon"
+	if !strings.Contains(cur.stderr.String(), noisy) {
+		t.Errorf("start-up does not warn that the answers' noise exceeds the range's width:\n%s", cur.stderr.String())
+	}
+	for eps, warned := range map[string]bool{"1": true, "10": false} {
+		out, _ := exec.Command(curBin, "check-config", "--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes",
+			"--schema", diabetesSchema, "--state", t.TempDir(), "--budget-epsilon", "30", "--output-epsilon", eps).CombinedOutput()
+		if strings.Contains(string(out), noisy) != warned {
+			t.Errorf("check-config --output-epsilon %s: warned %v, want %v:\n%s", eps, !warned, warned, out)
+		}
+	}
+
+	// A dry run prints the quote, with what the study is worth, and charges nothing.
+	out, errOut, err := runModeler(modBin, "--curator", cur.addr, "--identity", "careful", "--dry-run", "--json")
+	if err != nil || !strings.Contains(errOut, "worth: answer noise sd 565.7 is 1.414× the range's width") ||
+		!strings.Contains(errOut, "dry run: nothing was charged") || !strings.Contains(out, `"fits":true`) {
+		t.Errorf("modeler run --dry-run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	_, errOut, err = runModeler(modBin, "--curator", cur.addr, "--identity", "greedy", "--epsilon", "2.5", "--dry-run")
+	if err == nil || !strings.Contains(errOut, "nothing was charged") {
+		t.Errorf("a dry run of a study the budget cannot pay: %v\n%s", err, errOut)
+	}
+	if e := ledgerEntries(t, curBin, state, "diabetes"); len(e) != 0 {
+		t.Errorf("dry runs left charges %v", e)
+	}
+
 	// ε 2.5 for the projection fits the budget of 3; with the answers' 1 it does not.
-	_, errOut, err := runModeler(modBin, "--curator", cur.addr, "--identity", "greedy", "--epsilon", "2.5", "--iterations", "5")
+	_, errOut, err = runModeler(modBin, "--curator", cur.addr, "--identity", "greedy", "--epsilon", "2.5", "--iterations", "5")
 	if err == nil || !strings.Contains(errOut, "the budget cannot pay the study's projection and its answers") || !strings.Contains(errOut, "nothing was charged") {
 		t.Errorf("a study that cannot pay its answers: %v\n%s", err, errOut)
 	}

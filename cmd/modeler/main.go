@@ -121,7 +121,7 @@ type runFlags struct {
 	conn                  connFlags
 	studyName, studiesDir string
 	known                 knownBestFlag
-	asJSON, quiet         bool
+	asJSON, quiet, dryRun bool
 	timeout               time.Duration
 }
 
@@ -162,6 +162,7 @@ func (o *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", cfg.WideProjection, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the curator's quote of the study (its cost, noise and what its recommendation is likely worth), pay nothing and run nothing")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 }
 
@@ -219,6 +220,9 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeConn()
 	cfg.Quoted = func(q *modeler.Quote) { printQuote(stderr, q) }
+	if o.dryRun {
+		return dryRun(ctx, curatorclient.New(client), cfg, asJSON, stdout, stderr)
+	}
 	start := time.Now()
 	var res *modeler.Result
 	if store != nil {

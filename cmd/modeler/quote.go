@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -46,6 +48,9 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprintf(w, "  answers: %s, ε=%g, δ=%g once for all of them (%s): answer noise sd %.4g against the target's public range [%g, %g]\n",
 			a.Mechanism, a.Epsilon, a.Delta, paid, a.NoiseSD, a.Lower, a.Upper)
 	}
+	if !q.Answers.Exact {
+		fmt.Fprintf(w, "  worth: %s\n", q.Worth())
+	}
 	for _, c := range q.Charges {
 		verdict := "fits"
 		if !c.Fits {
@@ -61,4 +66,22 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprintf(w, "  the curator's default study (projection ε=%g, δ=%g; answers ε=%g): %d fit one identity's budget, %d the dataset cap, %d of them still\n",
 			d.ProjectionEpsilon, d.ProjectionDelta, d.AnswersEpsilon, d.PerIdentity, d.Dataset, d.DatasetLeft)
 	}
+}
+
+// dryRun has the study cfg asks for quoted (printed by cfg.Quoted) and stops: nothing is
+// charged and no study is stored. A study the budget cannot pay returns its refusal.
+func dryRun(ctx context.Context, cur modeler.Curator, cfg modeler.Config, asJSON bool, stdout, stderr io.Writer) error {
+	q, err := modeler.QuoteStudy(ctx, cur, cfg)
+	if q != nil && asJSON {
+		b, jerr := json.Marshal(q)
+		if jerr != nil {
+			return jerr
+		}
+		fmt.Fprintln(stdout, string(b))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "dry run: nothing was charged")
+	return nil
 }

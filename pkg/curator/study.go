@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/privbo/privbo/pkg/worth"
 	"math"
 	"strconv"
 	"strings"
@@ -185,6 +186,12 @@ func (s StudyCapacity) Statement() string {
 	}
 	fmt.Fprintf(&b, ", of which %s still fit", studies(s.DatasetLeft))
 	return b.String()
+}
+
+// Worth is what the default study's recommendation is likely to be worth, from its
+// answers' noise against the target's range (worth.Study).
+func (s StudyCapacity) Worth() worth.Forecast {
+	return worth.Study(s.AnswersNoiseSD, s.Lower, s.Upper, s.Answers.Epsilon)
 }
 
 func studies(n int) string {

@@ -1045,37 +1045,59 @@ func checkConfirmAffordable(cfg *Config, op study.OutputPrivacy, q *Quote) error
 	return nil
 }
 
+// QuoteStudy checks cfg against the dataset and has the study quoted, as Run does before
+// it pays (Config.Quoted is called with the quote): nothing is charged. A study the
+// budget cannot pay returns its quote with ErrStudyUnaffordable.
+func QuoteStudy(ctx context.Context, cur Curator, cfg Config) (*Quote, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	_, q, err := quoteStudy(ctx, cur, &cfg, nil)
+	return q, err
+}
+
+// quoteStudy reads the dataset's description, checks the batch size against the
+// curator's limit and the iterations and initial row against its rows, and has the
+// study quoted (plan) unless q is its quote already.
+func quoteStudy(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*DatasetInfo, *Quote, error) {
+	info, err := datasetInfo(ctx, cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkBatch(cfg.Batch, info.MaxQueryIndices); err != nil {
+		return nil, nil, err
+	}
+	// What can be checked against the dataset's size is checked before the projection
+	// is charged.
+	n := min(info.Rows, math.MaxInt32)
+	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
+		return nil, nil, err
+	}
+	if cfg.InitialIndex >= n {
+		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
+	}
+	if err := checkAnswerOptions(cfg, info.OutputPrivacy); err != nil {
+		return nil, nil, err
+	}
+	if q == nil {
+		if q, err = plan(ctx, cur, cfg, info); err != nil {
+			return nil, q, err
+		}
+	}
+	if err := checkConfirmAffordable(cfg, info.OutputPrivacy, q); err != nil {
+		return nil, q, err
+	}
+	return info, q, nil
+}
+
 // fetchRelease reads the dataset's description, checks the batch size against the
 // curator's limit and the iterations and initial row against its rows, has the study
 // quoted (plan, which fills in cfg what it left to the curator and refuses a study the
 // budget cannot pay) unless q is its quote already, and only then receives the
 // projection, with the answers paid in the same charge.
 func fetchRelease(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*DatasetInfo, *Projection, *Quote, error) {
-	info, err := datasetInfo(ctx, cur)
+	info, q, err := quoteStudy(ctx, cur, cfg, q)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := checkBatch(cfg.Batch, info.MaxQueryIndices); err != nil {
-		return nil, nil, nil, err
-	}
-	// What can be checked against the dataset's size is checked before the projection
-	// is charged.
-	n := min(info.Rows, math.MaxInt32)
-	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
-		return nil, nil, nil, err
-	}
-	if cfg.InitialIndex >= n {
-		return nil, nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
-	}
-	if err := checkAnswerOptions(cfg, info.OutputPrivacy); err != nil {
-		return nil, nil, nil, err
-	}
-	if q == nil {
-		if q, err = plan(ctx, cur, cfg, info); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	if err := checkConfirmAffordable(cfg, info.OutputPrivacy, q); err != nil {
 		return nil, nil, nil, err
 	}
 	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})

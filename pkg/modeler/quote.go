@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/privbo/privbo/pkg/worth"
 )
 
 // A study is one projection release and the answers to its queries. Before anything is
@@ -121,6 +123,16 @@ type DefaultStudy struct {
 	PerIdentity       int     `json:"per_identity"`
 	Dataset           int     `json:"dataset"`
 	DatasetLeft       int     `json:"dataset_left"`
+}
+
+// Worth is what the study's recommendation is likely to be worth, from its answers'
+// noise against the target's range (worth.Study).
+func (q *Quote) Worth() worth.Forecast {
+	a := q.Answers
+	if a.Exact {
+		return worth.Study(0, a.Lower, a.Upper, 0)
+	}
+	return worth.Study(a.NoiseSD, a.Lower, a.Upper, a.Epsilon)
 }
 
 // Total is what the study would newly charge under the relation every charge counts

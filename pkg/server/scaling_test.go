@@ -44,8 +44,8 @@ func TestScalingDefaultsAndShare(t *testing.T) {
 	if cfg.Data.Scaling.Mode != dataset.ScalePrivate || cfg.PrivateScalingShare != DefaultPrivateScalingShare {
 		t.Errorf("defaults: scaling %q, share %g; want private and %g", cfg.Data.Scaling.Mode, cfg.PrivateScalingShare, DefaultPrivateScalingShare)
 	}
-	if w := Warnings(cfg); len(w) != 0 {
-		t.Errorf("private scaling warned about: %q", w)
+	if w := Warnings(cfg); len(w) != 1 || !strings.HasPrefix(w[0], "WARNING: answer noise sd is 1.414× the range's width") {
+		t.Errorf("private scaling warned about: %q (want only the default answers' noise)", w)
 	}
 	for _, s := range []float64{-0.1, 1, 1.5, math.NaN(), math.Inf(1)} {
 		c := diabetesServe(t.TempDir())

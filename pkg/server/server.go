@@ -46,6 +46,7 @@ import (
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
+	"github.com/privbo/privbo/pkg/worth"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -631,6 +632,9 @@ func logStudy(log *zap.Logger, s curator.StudyCapacity) {
 	if w := StudyWarning(s); w != "" {
 		log.Warn(w)
 	}
+	if f := s.Worth(); f.Class != worth.NearRandom { // near-random is Warnings' warning
+		log.Info(f.String())
+	}
 }
 
 // StudyWarning is the warning due when the budgets hold fewer than two default studies
@@ -1061,6 +1065,9 @@ func Warnings(cfg Config) []string {
 			"Config.Jobs.TrainingConsented declares the training part's patients consented, if they are")
 	}
 	if !answer.IsExact(cfg.Output.Mechanism) {
+		if f, ok := answersForecast(cfg.Output); ok && f.Class == worth.NearRandom {
+			w = append(w, "WARNING: "+f.String()+" (Config.Output.Epsilon; or a public range nearer the target's values, Config.Output.Lower and Config.Output.Upper)")
+		}
 		return w
 	}
 	limit := cfg.ExactAnswersMaxRows
@@ -1075,6 +1082,21 @@ func Warnings(cfg Config) []string {
 			"so the features of queried records are not protected by the projection's (ε, δ)")
 	}
 	return w
+}
+
+// answersForecast is what the answers o releases are worth (worth.Study) before their
+// range is known: the noise sd of a range of width one, which is the ratio of sd to
+// width whatever the range, since the noise is calibrated to the width.
+func answersForecast(o curator.OutputPrivacy) (worth.Forecast, bool) {
+	eps := o.Epsilon
+	if eps == 0 {
+		eps = curator.DefaultOutputEpsilon
+	}
+	m, err := answer.New(o.Mechanism, answer.Params{Epsilon: eps, Delta: o.Delta, Lower: 0, Upper: 1})
+	if err != nil {
+		return worth.Forecast{}, false
+	}
+	return worth.Ratio(m.NoiseSD(), eps), true
 }
 
 // Check validates cfg as Start would — settings, TLS material, tokens, the dataset —

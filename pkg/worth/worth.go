@@ -1,0 +1,131 @@
+// Package worth says, before anything is paid, what a study's recommendation is likely
+// to be worth, from public facts only: the noise sd of each private answer against the
+// width of the target's range the answers are clipped to.
+//
+// The ratio ρ = sd / (U − L) is what the answers' privacy fixes: for Laplace answers
+// sd = √2·(U − L)/ε_out, so ρ = √2/ε_out whatever the range, and the Gaussian
+// mechanism's σ is likewise proportional to the width. How much signal an answer
+// carries depends also on how much of the range the target's values fill, which is not
+// public; the classes below are what the recommended row's true percentile was on the
+// shipped and held-out tables at each ρ (docs/EXPERIMENTS.md, "A recommendation worth
+// acting on"). The curator states the forecast at start and in its quote's data, and the
+// modeler prints it with the quote (modeler run --dry-run pays nothing).
+package worth
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Class is a forecast's verdict.
+type Class int
+
+// The classes, from the worst.
+const (
+	// NearRandom: the recommended row is often no better than a random row.
+	NearRandom Class = iota + 1
+	// BetterThanMost: above most rows in most runs, rarely the best.
+	BetterThanMost
+	// Good: among the better rows in most runs.
+	Good
+	// Exact: exact answers, no noise.
+	Exact
+)
+
+// Thresholds on ρ = sd/width (docs/EXPERIMENTS.md): at or above NearRandomRatio the
+// recommended row fell below the median row in up to half of the runs on a small table;
+// below GoodRatio its median percentile was at least 0.9 on every table measured.
+const (
+	NearRandomRatio = 1.0
+	GoodRatio       = 0.25
+)
+
+// MaxSuggestedEpsilon is the largest ε_out a forecast suggests: a budget a hospital
+// would set.
+const MaxSuggestedEpsilon = 10
+
+// Forecast is what a study at given settings is worth.
+type Forecast struct {
+	NoiseSD, Width float64
+	// Ratio is NoiseSD/Width.
+	Ratio float64
+	Class Class
+	// Epsilon is the answers' ε_out, and SuggestedEpsilon the ε_out that would bring
+	// Ratio down to GoodRatio (0 when Class is Good or Exact, or when it would exceed
+	// MaxSuggestedEpsilon).
+	Epsilon, SuggestedEpsilon float64
+}
+
+// Study forecasts answers of noise sd on a range [lower, upper] released at ε_out
+// epsilon (0 sd: exact answers). The noise sd is proportional to 1/ε for Laplace
+// answers and nearly so for Gaussian ones, so the suggested ε_out is epsilon·ρ/GoodRatio.
+func Study(noiseSD, lower, upper, epsilon float64) Forecast {
+	f := Forecast{NoiseSD: noiseSD, Width: upper - lower, Epsilon: epsilon}
+	switch {
+	case noiseSD == 0:
+		f.Class = Exact
+		return f
+	case !(f.Width > 0):
+		f.Ratio, f.Class = math.Inf(1), NearRandom
+		return f
+	}
+	f.Ratio = noiseSD / f.Width
+	switch {
+	case f.Ratio >= NearRandomRatio:
+		f.Class = NearRandom
+	case f.Ratio >= GoodRatio:
+		f.Class = BetterThanMost
+	default:
+		f.Class = Good
+		return f
+	}
+	if e := roundUp2(epsilon * f.Ratio / GoodRatio); epsilon > 0 && e <= MaxSuggestedEpsilon {
+		f.SuggestedEpsilon = e
+	}
+	return f
+}
+
+// Ratio is Study for answers whose range is not known yet (it is estimated at the
+// curator's first start): ratio is sd/width, which the mechanism fixes whatever the
+// width. Its String gives the ratio without the sd.
+func Ratio(ratio, epsilon float64) Forecast {
+	return Study(ratio, 0, 1, epsilon).unsized()
+}
+
+func (f Forecast) unsized() Forecast { f.NoiseSD, f.Width = 0, 0; return f }
+
+// String is the forecast in one sentence, e.g. "answer noise sd 70.71 is 1.414× the
+// range's width: expect a recommendation close to a random row; ε_out = 5.7 would make
+// it 0.25×".
+func (f Forecast) String() string {
+	if f.Class == Exact {
+		return "answers are exact: the recommendation is the best row queried"
+	}
+	s := fmt.Sprintf("answer noise sd %.4g is %.4g× the range's width: expect ", f.NoiseSD, f.Ratio)
+	if f.Width == 0 {
+		s = fmt.Sprintf("answer noise sd is %.4g× the range's width: expect ", f.Ratio)
+	}
+	switch f.Class {
+	case NearRandom:
+		s += "a recommendation close to a random row"
+	case BetterThanMost:
+		s += "a recommendation better than most rows, rarely the best"
+	default:
+		return s + "a recommendation among the better rows"
+	}
+	if f.SuggestedEpsilon > 0 {
+		return s + fmt.Sprintf("; ε_out = %s would make it %g×", strconv.FormatFloat(f.SuggestedEpsilon, 'g', -1, 64), GoodRatio)
+	}
+	return s + fmt.Sprintf("; no ε_out ≤ %d brings it below %g×: a public range nearer the target's values helps", MaxSuggestedEpsilon, GoodRatio)
+}
+
+// roundUp2 rounds v > 0 up to two significant digits.
+func roundUp2(v float64) float64 {
+	if !(v > 0) || math.IsInf(v, 0) {
+		return v
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v))-1)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Ceil(v/p-1e-9)*p, 'g', 2, 64), 64)
+	return r
+}
