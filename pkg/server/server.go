@@ -74,7 +74,7 @@ type Config struct {
 	// package's standardise-nonprivate: the data-dependent modes give no guarantee and
 	// must be named explicitly (Warnings).
 	DataPath string          `flag:"data"`
-	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,Scaling.Mode=scaling,Scaling.Schema=schema"`
+	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,MissingMarkers=missing-markers,Scaling.Mode=scaling,Scaling.Schema=schema"`
 	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
 	// on estimating privately what no public source gives: the feature bounds of
 	// scaling mode private (Data.Scaling), and the target's range of private outputs
@@ -406,6 +406,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if raw.MissingTarget > 0 {
+		log.Info("rows with a missing target dropped: they are no candidates", zap.Int("rows", raw.MissingTarget))
 	}
 	for _, w := range Warnings(cfg) {
 		log.Warn(w)
