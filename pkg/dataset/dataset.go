@@ -490,21 +490,19 @@ func undeclaredMissing(columns []string, counts []int, target string, markers []
 	if what == nil {
 		return nil
 	}
-	var fix string
-	if sch != nil {
-		fix = "add the field missing to schema " + sch.File + " and give on each such column's line the public value of a missing cell"
-	} else {
-		fix = "declare the public value of a missing cell in a schema (scaling schema) with the field missing, e.g.\n  column,lower,upper,missing"
+	fix, template := "give in schema "+sch.fileName()+", with the field missing on each such column's line,", ""
+	if sch == nil {
+		fix, template = "give in a schema (scaling schema), with the field missing,", ". A schema to fill in:\n  column,lower,upper,missing"
 		for j, c := range append(slices.Clone(columns), target) {
-			fix += "\n  " + c + ",LOWER,UPPER,"
+			template += "\n  " + c + ",LOWER,UPPER,"
 			if j < len(counts) && counts[j] > 0 {
-				fix += "VALUE"
+				template += "VALUE"
 			}
 		}
-		fix += "\n"
 	}
-	return fmt.Errorf("missing cells (empty or one of %q) in feature columns with no declared value: %s. Either %s (missing_indicator yes adds the 0/1 feature column=missing), or exclude the columns",
-		markers, strings.Join(what, ", "), fix)
+	return fmt.Errorf("missing cells (empty or one of %q) in feature columns with no declared value, counted in the rows with a present target: %s. "+
+		"Either %s the public value of a missing cell (missing_indicator yes adds the 0/1 feature column=missing), or exclude the columns%s",
+		markers, strings.Join(what, ", "), fix, template)
 }
 
 // errNotANumber is parseCell's error for text.

@@ -460,6 +460,14 @@ func (s *Schema) Column(name string) (SchemaColumn, bool) {
 	return SchemaColumn{}, false
 }
 
+// fileName is File for a possibly nil schema.
+func (s *Schema) fileName() string {
+	if s == nil {
+		return ""
+	}
+	return s.File
+}
+
 // columnOf is Column for a possibly nil schema.
 func (s *Schema) columnOf(name string) (SchemaColumn, bool) {
 	if s == nil {
