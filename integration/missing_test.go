@@ -55,6 +55,12 @@ func TestMissingValuesAirquality(t *testing.T) {
 	}
 	wg.Wait()
 
+	out, err := exec.Command(curBin, "check-config", "--data", airqualityPath, "--target", "Ozone", "--schema", airqualitySchema,
+		"--dataset-id", "airquality", "--state", t.TempDir(), "--budget-epsilon", "10").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "116 rows (37 more with a missing target: dropped) × 11 features") {
+		t.Errorf("check-config with the declaring schema: %v\n%s", err, out)
+	}
+
 	// The same table without the declaration: the schema's missing fields emptied.
 	b, err := os.ReadFile(airqualitySchema)
 	if err != nil {

@@ -1148,8 +1148,12 @@ func CheckReport(cfg Config) (CheckResult, error) {
 		}
 		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.what(), p.privacy(), f.Quality)
 	}
-	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
+	rows := fmt.Sprintf("%d rows", ds.N)
+	if raw.MissingTarget > 0 {
+		rows += fmt.Sprintf(" (%d more with a missing target: dropped)", raw.MissingTarget)
+	}
+	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %s × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
 		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }
