@@ -387,14 +387,14 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		for j, s := range srcs {
 			cell := rec[s.k]
 			missing := isMissing(cell, s.cats)
+			if missing {
+				cell = s.miss
+			}
 			switch {
-			case missing && s.miss == "":
+			case missing && cell == "":
 				undeclared[j]++ // the file is refused below, once every row is counted
 				x = append(x, make([]float64, max(len(s.cats), 1))...)
 			case s.cats != nil:
-				if missing {
-					cell = s.miss
-				}
 				hit := slices.Index(s.cats, strings.TrimSpace(cell))
 				if hit < 0 {
 					// The cell is data: the message names where it is, not what it holds.
@@ -404,9 +404,6 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 				x = append(x, make([]float64, len(s.cats))...)
 				x[len(x)-len(s.cats)+hit] = 1
 			default:
-				if missing {
-					cell = s.miss
-				}
 				v, err := parseCell(cell)
 				if err != nil {
 					l, _ := cr.FieldPos(s.k)
@@ -520,14 +517,10 @@ func categorical(s *Schema, name string) *SchemaColumn {
 	return nil
 }
 
-// parseCell parses one selected cell. Its errors describe the cell without
-// repeating its content.
+// parseCell parses one selected cell that is not missing. Its errors describe
+// the cell without repeating its content.
 func parseCell(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty cell, want a number")
-	}
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) && !math.IsInf(v, 0) {
 			// Underflow to zero or a subnormal: the nearest float is fine.
