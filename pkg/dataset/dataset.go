@@ -203,8 +203,10 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 // ParseRaw reads CSV data from r without scaling it: a header row of column
 // names, then one record per row. name identifies the input in errors and
 // becomes Raw.Name. opt selects the target and feature columns; its Scaling
-// is not used. The target and feature cells must be finite numbers; other
-// columns are not parsed. At least two records are needed. Errors are
+// is used for its schema's categorical columns and missing values only. The
+// target and feature cells must be finite numbers or missing (see the package
+// documentation, "Input format"); other columns are not parsed. At least two
+// records with a present target are needed. Errors are
 // *ParseError values.
 func ParseRaw(r io.Reader, name string, opt Options) (*Raw, error) {
 	raw, err := parseRaw(r, name, opt)
@@ -332,6 +334,9 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 			expanded = append(expanded, f+MissingFeature)
 		}
 	}
+	if c, ok := sch.columnOf(target); ok && c.Missing != "" {
+		return nil, &SchemaError{File: sch.File, Line: c.Line, Column: target, Err: errors.New("the target's line gives a missing value: a row with a missing target is no candidate and is dropped, so delete the value")}
+	}
 	markers := opt.MissingMarkers
 	if markers == nil {
 		markers = DefaultMissingMarkers
@@ -339,16 +344,12 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	// isMissing reports whether a cell is missing; a declared category wins.
 	isMissing := func(cell string, cats []string) bool {
 		cell = strings.TrimSpace(cell)
-		return cell == "" && !slices.Contains(cats, "") ||
-			slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
+		return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
 	}
 	undeclared := make([]int, len(srcs)) // rows with a missing cell and no schema value, per source
 	missingTarget := 0
 	// A categorical target is a class label: its cells are the schema's categories,
 	// read as their index 0 … K−1 in the schema's order.
-	if c, ok := sch.columnOf(target); ok && c.Missing != "" {
-		return nil, &SchemaError{File: sch.File, Line: c.Line, Column: target, Err: errors.New("the target's line gives a missing value: a row with a missing target is no candidate and is dropped, so delete the value")}
-	}
 	var targetCats []string
 	targetLine := 0
 	if c := categorical(sch, target); c != nil {
