@@ -44,7 +44,8 @@ type SchemaColumn struct {
 	MissingIndicator bool
 	// Transform, for a column with bounds, is a public monotone map applied
 	// after the clamp to [Lower, Upper]: "log", "log1p" or "sqrt"; the affine
-	// map then uses the transformed bounds.
+	// map then uses the transformed bounds. (Tuning jobs' built-in learner
+	// reads the raw values with the bounds alone.)
 	Transform string
 }
 
