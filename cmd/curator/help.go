@@ -15,7 +15,7 @@ var serveSections = []struct {
 	flags []string
 }{
 	{"Required", []string{"data", "target", "dataset-id", "state", "budget-epsilon"}},
-	{"Data and scaling", []string{"features", "exclude", "scaling", "schema", "private-scaling-share", "estimate-target-range", "name",
+	{"Data and scaling", []string{"features", "exclude", "missing-markers", "scaling", "schema", "private-scaling-share", "estimate-target-range", "name",
 		"evaluate", "evaluate-program", "evaluate-timeout", "noise-sd"}},
 	{"Privacy and budget", []string{"projection-mechanism", "output-privacy", "output-epsilon", "output-delta", "output-lower", "output-upper",
 		"budget-delta", "dataset-budget-epsilon", "dataset-budget-delta", "patient-budget-epsilon", "patient-budget-delta",

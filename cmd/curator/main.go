@@ -157,7 +157,7 @@ type serveFlags struct {
 	cfg                                  server.Config
 	configFile                           string
 	features, scaling, addrFile          string
-	exclude                              string
+	exclude, missingMarkers              string
 	schema                               schemaValue
 	logLevel, logFormat                  string
 	outMech                              string
@@ -183,8 +183,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.Data.Target, "target", "", "column holding the objective f(x) (required)")
 	fs.StringVar(&f.features, "features", "", "comma-separated feature columns (default: all but the target and --exclude)")
 	fs.StringVar(&f.exclude, "exclude", "", "comma-separated columns to leave out (a text label, an identifier); a text column can instead be a categorical feature, one-hot encoded from the public categories its --schema line lists")
+	fs.StringVar(&f.missingMarkers, "missing-markers", strings.Join(dataset.DefaultMissingMarkers, ","), "comma-separated cell texts read as a missing value (without case; an empty cell always is): "+
+		"a feature's missing cell takes the public value of its --schema line's missing field (missing_indicator yes adds a 0/1 feature column=missing), and is refused without one; "+
+		"a row whose target is missing is no candidate and is dropped")
 	fs.StringVar(&f.scaling, "scaling", "", "how rows are put on the protected unit (default: schema with --schema, else private): schema:FILE (public bounds or scales per column), private[:EPS] (bounds estimated with DP at the first start, charged to the dataset cap, see --private-scaling-share), fixed:col=scale[@offset],..., none (these clip rows to norm 25; options ;clip=R;unit=U), or standardise-nonprivate[:MAXNORM] / maxnorm-nonprivate[:MAXNORM], which scale with the data's own statistics so the (ε, δ) claim does NOT hold (warned about)")
-	fs.Var(&f.schema, "schema", "public schema CSV (column,lower,upper or column,scale,offset lines; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE. In the configuration file, also the schema itself as [[schema.column]] tables (name, lower, upper or scale, offset)")
+	fs.Var(&f.schema, "schema", "public schema CSV (column,lower,upper or column,scale,offset lines, optionally categories, missing, missing_indicator, transform; e.g. examples/data/diabetes.schema.csv): scales the features with public bounds, and its target line gives the range of private answers; the same as --scaling schema:FILE. In the configuration file, also the schema itself as [[schema.column]] tables (name, lower, upper or scale, offset; missing, missing_indicator, transform)")
 	fs.Float64Var(&cfg.PrivateScalingShare, "private-scaling-share", d.PrivateScalingShare, "fraction in (0, 1) of --budget-epsilon (and of the δ budget) spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private, the default without --schema) and, with them, the target's range of private answers; charged to the dataset cap under the identity _curator. The start forecasts the estimate's quality from the number of rows and columns: coarse is warned about, poor is refused (also by check-config)")
 	fs.BoolVar(&cfg.EstimateTargetRange, "estimate-target-range", false, "with a public scaling (--schema, fixed, none) whose schema has no line for the target, and private answers without --output-lower/--output-upper: estimate the target's range privately (--private-scaling-share of the budget) instead of refusing to start")
 	fs.StringVar(&cfg.DatasetID, "dataset-id", "", "stable identity of the dataset, declared by the operator (required): budgets are kept per dataset id, so renaming or moving the file never resets them; keep it for as long as these records are served")
@@ -294,6 +297,7 @@ func (f *serveFlags) build() (server.Config, error) {
 	if f.exclude != "" {
 		cfg.Data.Exclude = strings.Split(f.exclude, ",")
 	}
+	cfg.Data.MissingMarkers = strings.Split(f.missingMarkers, ",")
 	sc, err := scalingOf(f.scaling, &f.schema)
 	if err != nil {
 		return cfg, err

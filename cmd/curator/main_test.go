@@ -260,3 +260,19 @@ func TestCheckConfigScalingForecast(t *testing.T) {
 		t.Errorf("check-config with --estimate-target-range: %v", err)
 	}
 }
+
+// TestMissingMarkers: airquality's NA cells are missing by default (the rows without an
+// Ozone reading dropped, Solar.R's taking the schema's value); --missing-markers "" leaves
+// only empty cells missing, so the first NA (Solar.R on line 6) is refused as not a number.
+func TestMissingMarkers(t *testing.T) {
+	args := []string{"--data", filepath.Join("..", "..", "examples", "data", "airquality.csv"), "--target", "Ozone",
+		"--schema", filepath.Join("..", "..", "examples", "data", "airquality.schema.csv"), "--dataset-id", "aq",
+		"--state", t.TempDir(), "--budget-epsilon", "10"}
+	if sum, err := server.Check(mustBuild(t, args)); err != nil || !strings.Contains(sum, "116 rows (37 more with a missing target: dropped) × 11 features") {
+		t.Errorf("default markers: %q, %v", sum, err)
+	}
+	_, err := server.Check(mustBuild(t, append(args, "--missing-markers", "")))
+	if err == nil || !strings.Contains(err.Error(), `airquality.csv:6: column "Solar.R": not a number`) {
+		t.Errorf(`--missing-markers "": %v, want the NA of Solar.R on line 6 refused as not a number`, err)
+	}
+}

@@ -36,6 +36,7 @@ var resultsServeFlags = []struct{ name, usage string }{
 	{"target", "the target column of --data"},
 	{"features", "the curator's --features (the file is read as serve reads it)"},
 	{"exclude", "the curator's --exclude"},
+	{"missing-markers", "the curator's --missing-markers"},
 	{"schema", "the curator's --schema (its categorical columns are needed to read the file)"},
 	{"scaling", "the curator's --scaling"},
 	{"evaluate", "how the curator evaluates rows: column (the data's target), program or manual (the recorded evaluations)"},
@@ -200,6 +201,7 @@ func outcomes(sf *serveFlags) (truth, error) {
 	if sf.exclude != "" {
 		opt.Exclude = strings.Split(sf.exclude, ",")
 	}
+	opt.MissingMarkers = strings.Split(sf.missingMarkers, ",")
 	sc, err := scalingOf(sf.scaling, &sf.schema)
 	if err != nil {
 		return truth{}, err

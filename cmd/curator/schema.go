@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dataset"
@@ -12,8 +13,9 @@ import (
 
 // schemaValue is --schema: the path of a public schema CSV file or, in the configuration
 // file, the schema itself as [[schema.column]] tables, each with a name and either lower
-// and upper (public bounds) or scale and an optional offset, as the lines of a schema
-// file (dataset.ParseSchema):
+// and upper (public bounds) or scale and an optional offset, and optionally missing (a
+// number), missing_indicator (a boolean) and transform (a string), as the lines of a
+// schema file (dataset.ParseSchema):
 //
 //	[[schema.column]]
 //	name = "age"
@@ -47,7 +49,7 @@ func (v *schemaValue) SetTable(t map[string]any) error {
 }
 
 // schemaFields are the keys of one [[schema.column]] table.
-var schemaFields = []string{"name", "lower", "upper", "scale", "offset"}
+var schemaFields = []string{"name", "lower", "upper", "scale", "offset", "missing", "missing_indicator", "transform"}
 
 func schemaFromTable(t map[string]any) (*dataset.Schema, error) {
 	for k := range t {
@@ -89,6 +91,18 @@ func schemaColumn(t map[string]any) (dataset.SchemaColumn, error) {
 				return c, errors.New("name must be a non-empty string")
 			}
 			c.Name = strings.TrimSpace(s)
+		case k == "missing_indicator":
+			b, ok := v.(bool)
+			if !ok {
+				return c, errors.New("missing_indicator must be true or false")
+			}
+			c.MissingIndicator = b
+		case k == "transform":
+			s, ok := v.(string)
+			if !ok {
+				return c, errors.New("transform must be a string: log, log1p or sqrt")
+			}
+			c.Transform = strings.ToLower(strings.TrimSpace(s))
 		case slices.Contains(schemaFields, k):
 			switch n := v.(type) {
 			case int64:
@@ -107,6 +121,9 @@ func schemaColumn(t map[string]any) (dataset.SchemaColumn, error) {
 	}
 	if c.Name == "" {
 		return c, errors.New("no name")
+	}
+	if m, ok := vals["missing"]; ok {
+		c.Missing = strconv.FormatFloat(m, 'g', -1, 64)
 	}
 	_, lo := vals["lower"]
 	_, up := vals["upper"]

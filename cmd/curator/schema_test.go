@@ -77,11 +77,21 @@ func TestSchemaTables(t *testing.T) {
 		{"[[schema.column]]\nname = 'age'\nlower = '18'\nupper = 90\n", "lower must be a number"},
 		{"[[schema.column]]\nname = 'age'\nlower = 1\nupper = 2\n[[schema.column]]\nname = 'age'\nscale = 1\n", "column named twice"},
 		{"[schema]\ncolumns = 1\n", `unknown key "columns"`},
+		{"[[schema.column]]\nname = 'age'\nlower = 0\nupper = 90\ntransform = 'log'\n", "log needs lower > 0"},
+		{"[[schema.column]]\nname = 'age'\nlower = 1\nupper = 90\nmissing = 100\n", "within the column's bounds"},
+		{"[[schema.column]]\nname = 'age'\nlower = 1\nupper = 90\nmissing = 50\nmissing_indicator = 'yes'\n", "missing_indicator must be true or false"},
 	} {
 		_, err := build("--config", writeConfig(t, tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("tables %q: %v, want an error containing %q", tc.text, err, tc.want)
 		}
+	}
+	sc, err := build("--config", writeConfig(t, "[[schema.column]]\nname = 'age'\nlower = 18\nupper = 90\nmissing = 50\nmissing_indicator = true\ntransform = 'log'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sc.Schema.Columns[0]; c.Missing != "50" || !c.MissingIndicator || c.Transform != "log" {
+		t.Errorf("missing, missing_indicator and transform in a table: %+v", c)
 	}
 	if _, err := build("--config", tables, "--scaling", "none"); err == nil || !strings.Contains(err.Error(), "conflict with --scaling none") {
 		t.Errorf("tables with --scaling none: %v, want a conflict", err)

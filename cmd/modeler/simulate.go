@@ -30,6 +30,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	var (
 		cfg                     simulate.Config
 		data, target, scaling   string
+		markers                 string
 		minimize, logOut, synth bool
 		methods, rs             string
 		grid                    int
@@ -44,6 +45,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&data, "data", "", "CSV data set (the curator's file)")
 	fs.StringVar(&target, "target", "", "target column (default: the last column)")
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
+	fs.StringVar(&markers, "missing-markers", strings.Join(dataset.DefaultMissingMarkers, ","), "comma-separated cell texts read as missing, as curator serve --missing-markers")
 	var direction study.Direction
 	fs.Var(directionFlag(&direction), "direction", "maximize or minimize the target (as modeler run --direction)")
 	fs.BoolVar(&minimize, "minimize", false, "the same as --direction minimize")
@@ -105,7 +107,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		cfg.Data = &simulate.DataConfig{Path: data, Options: dataset.Options{Target: target, Scaling: sc}, Minimize: minimize || direction == study.Minimize, LogOutputs: logOut}
+		cfg.Data = &simulate.DataConfig{Path: data, Options: dataset.Options{Target: target, MissingMarkers: strings.Split(markers, ","), Scaling: sc}, Minimize: minimize || direction == study.Minimize, LogOutputs: logOut}
 	default:
 		return errors.New("give --data FILE or --synthetic")
 	}

@@ -27,11 +27,21 @@ type Options struct {
 	// Exclude lists columns to leave out (a text column, an identifier) when
 	// Features is empty; every name must be a column of the file.
 	Exclude []string
+	// MissingMarkers are the cell texts read as a missing value (compared
+	// without case, after trimming spaces; an empty cell is always missing);
+	// nil means DefaultMissingMarkers. A feature's missing cell takes its
+	// schema line's public Missing value, and is refused without one; a row
+	// whose target is missing is dropped (Raw.MissingTarget).
+	MissingMarkers []string
 	// Scaling says how features are scaled; the zero value is
 	// standardise-nonprivate (no privacy guarantee). LoadRaw and ParseRaw
 	// ignore it.
 	Scaling Scaling
 }
+
+// DefaultMissingMarkers are the usual texts of a missing value, besides the
+// empty cell.
+var DefaultMissingMarkers = []string{"NA", "NaN", "N/A", ".", "?"}
 
 // Dataset is a loaded data set: features scaled to the protected unit and the
 // target in raw units.
@@ -70,8 +80,9 @@ type Dataset struct {
 	Scaling Scaling
 
 	// Offset and Scale give the affine part of the scaling per feature:
-	// X[i,j] = c_i · (clamp_j(raw[i,j]) − Offset[j]) / Scale[j], where clamp_j
-	// clamps to the column's bounds (schema and private mode only) and
+	// X[i,j] = c_i · (t_j(clamp_j(raw[i,j])) − Offset[j]) / Scale[j], where clamp_j
+	// clamps to the column's bounds (schema and private mode only), t_j is
+	// the schema's transform of the column (the identity if none) and
 	// c_i ∈ (0, 1] is row i's clipping factor (1 unless the row was clipped;
 	// the nonprivate modes do not clip). Scale includes the division by
 	// Unit. Under the *-nonprivate modes they are statistics of the data
@@ -192,8 +203,10 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 // ParseRaw reads CSV data from r without scaling it: a header row of column
 // names, then one record per row. name identifies the input in errors and
 // becomes Raw.Name. opt selects the target and feature columns; its Scaling
-// is not used. The target and feature cells must be finite numbers; other
-// columns are not parsed. At least two records are needed. Errors are
+// is used for its schema's categorical columns and missing values only. The
+// target and feature cells must be finite numbers or missing (see the package
+// documentation, "Input format"); other columns are not parsed. At least two
+// records with a present target are needed. Errors are
 // *ParseError values.
 func ParseRaw(r io.Reader, name string, opt Options) (*Raw, error) {
 	raw, err := parseRaw(r, name, opt)
@@ -301,19 +314,40 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		k    int      // index in the header
 		cats []string // the schema's categories, nil for a numeric column
 		line int      // the categorical column's schema line
+		miss string   // the schema's value for a missing cell; "" for none
+		ind  bool     // add the indicator feature "column=missing"
 	}
 	sch := opt.Scaling.Schema
 	srcs := make([]source, len(features))
 	var expanded []string
 	for j, f := range features {
 		srcs[j].k = index[f]
+		c, _ := sch.columnOf(f)
+		srcs[j].miss, srcs[j].ind = c.Missing, c.MissingIndicator
 		if c := categorical(sch, f); c != nil {
 			srcs[j].cats, srcs[j].line = c.Categories, c.Line
 			expanded = append(expanded, sch.OneHot(f)...)
-			continue
+		} else {
+			expanded = append(expanded, f)
 		}
-		expanded = append(expanded, f)
+		if srcs[j].ind {
+			expanded = append(expanded, f+MissingFeature)
+		}
 	}
+	if c, ok := sch.columnOf(target); ok && c.Missing != "" {
+		return nil, &SchemaError{File: sch.File, Line: c.Line, Column: target, Err: errors.New("the target's line gives a missing value: a row with a missing target is no candidate and is dropped, so delete the value")}
+	}
+	markers := opt.MissingMarkers
+	if markers == nil {
+		markers = DefaultMissingMarkers
+	}
+	// isMissing reports whether a cell is missing; a declared category wins.
+	isMissing := func(cell string, cats []string) bool {
+		cell = strings.TrimSpace(cell)
+		return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
+	}
+	undeclared := make([]int, len(srcs)) // rows with a missing cell and no schema value, per source
+	missingTarget := 0
 	// A categorical target is a class label: its cells are the schema's categories,
 	// read as their index 0 … K−1 in the schema's order.
 	var targetCats []string
@@ -321,6 +355,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	if c := categorical(sch, target); c != nil {
 		targetCats, targetLine = c.Categories, c.Line
 	}
+	columns := features // the source columns, before one-hot and indicators
 	features = expanded
 	d := len(features)
 
@@ -340,16 +375,28 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		if len(rec) != len(header) {
 			return fail(line, "", fmt.Errorf("row has %d fields, the header has %d", len(rec), len(header)))
 		}
+		if isMissing(rec[ti], targetCats) {
+			missingTarget++ // not a candidate
+			continue
+		}
 		if len(x)+d > cap(x) {
 			// Double, rather than append's 1.25×, to copy less on large files.
 			x = slices.Grow(x, max(cap(x), 1024*d))
 			y = slices.Grow(y, max(cap(y), 1024))
 		}
 		lines = append(lines, line)
-		for _, s := range srcs {
-			if s.cats != nil {
-				cell := strings.TrimSpace(rec[s.k])
-				hit := slices.Index(s.cats, cell)
+		for j, s := range srcs {
+			cell := rec[s.k]
+			missing := isMissing(cell, s.cats)
+			if missing {
+				cell = s.miss
+			}
+			switch {
+			case missing && cell == "":
+				undeclared[j]++ // the file is refused below, once every row is counted
+				x = append(x, make([]float64, max(len(s.cats), 1))...)
+			case s.cats != nil:
+				hit := slices.Index(s.cats, strings.TrimSpace(cell))
 				if hit < 0 {
 					// The cell is data: the message names where it is, not what it holds.
 					l, _ := cr.FieldPos(s.k)
@@ -357,17 +404,23 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 				}
 				x = append(x, make([]float64, len(s.cats))...)
 				x[len(x)-len(s.cats)+hit] = 1
-				continue
-			}
-			v, err := parseCell(rec[s.k])
-			if err != nil {
-				l, _ := cr.FieldPos(s.k)
-				if err == errNotANumber {
-					err = fmt.Errorf("%w (a text column? exclude it, or list its public categories in the schema)", err)
+			default:
+				v, err := parseCell(cell)
+				if err != nil {
+					l, _ := cr.FieldPos(s.k)
+					if err == errNotANumber {
+						err = fmt.Errorf("%w (a text column? exclude it, or list its public categories in the schema)", err)
+					}
+					return fail(l, header[s.k], err)
 				}
-				return fail(l, header[s.k], err)
+				x = append(x, v)
 			}
-			x = append(x, v)
+			if s.ind {
+				x = append(x, 0)
+				if missing {
+					x[len(x)-1] = 1
+				}
+			}
 		}
 		if targetCats != nil {
 			hit := slices.Index(targetCats, strings.TrimSpace(rec[ti]))
@@ -386,11 +439,16 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		}
 		n++
 	}
-	switch n {
-	case 0:
+	if err := undeclaredMissing(columns, undeclared, target, markers, sch); err != nil {
+		return fail(0, "", err)
+	}
+	switch {
+	case n == 0 && missingTarget == 0:
 		return fail(0, "", errors.New("header only, no data rows"))
-	case 1:
-		return fail(0, "", errors.New("only 1 data row; need at least 2"))
+	case n == 0:
+		return fail(0, "", fmt.Errorf("no data rows with a present target (%d rows have a missing target)", missingTarget))
+	case n == 1:
+		return fail(0, "", errors.New("only 1 data row with a present target; need at least 2"))
 	}
 	// A target whose values are further apart than float64 can hold cannot be
 	// modelled (the modeler's GP works with differences of answers): refuse it
@@ -407,11 +465,42 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		D:                d,
 		X:                x[: n*d : n*d],
 		Y:                y[:n:n],
+		MissingTarget:    missingTarget,
 		file:             file,
 		headerLine:       headerLine,
 		lines:            lines,
 		columns:          header,
 	}, nil
+}
+
+// undeclaredMissing refuses missing cells in the feature columns without a
+// schema value: every such column with its count of rows (for the operator,
+// who owns the data; no cell's content), and the two fixes.
+func undeclaredMissing(columns []string, counts []int, target string, markers []string, sch *Schema) error {
+	var what []string
+	for j, c := range columns {
+		if counts[j] == 1 {
+			what = append(what, quoteName(c)+" (1 row)")
+		} else if counts[j] > 0 {
+			what = append(what, fmt.Sprintf("%s (%d rows)", quoteName(c), counts[j]))
+		}
+	}
+	if what == nil {
+		return nil
+	}
+	fix, template := "give in schema "+sch.fileName()+", with the field missing on each such column's line,", ""
+	if sch == nil {
+		fix, template = "give in a schema (scaling schema), with the field missing,", ". A schema to fill in:\n  column,lower,upper,missing"
+		for j, c := range append(slices.Clone(columns), target) {
+			template += "\n  " + c + ",LOWER,UPPER,"
+			if j < len(counts) && counts[j] > 0 {
+				template += "VALUE"
+			}
+		}
+	}
+	return fmt.Errorf("missing cells (empty or one of %q) in feature columns with no declared value, counted in the rows with a present target: %s. "+
+		"Either %s the public value of a missing cell (missing_indicator yes adds the 0/1 feature column=missing), or exclude the columns%s",
+		markers, strings.Join(what, ", "), fix, template)
 }
 
 // errNotANumber is parseCell's error for text.
@@ -429,14 +518,10 @@ func categorical(s *Schema, name string) *SchemaColumn {
 	return nil
 }
 
-// parseCell parses one selected cell. Its errors describe the cell without
-// repeating its content.
+// parseCell parses one selected cell that is not missing. Its errors describe
+// the cell without repeating its content.
 func parseCell(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, errors.New("empty cell, want a number")
-	}
-	v, err := strconv.ParseFloat(s, 64)
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) && !math.IsInf(v, 0) {
 			// Underflow to zero or a subnormal: the nearest float is fine.

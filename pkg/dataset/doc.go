@@ -161,15 +161,26 @@
 // lines, CRLF line ends and spaces around fields are allowed. Only the target
 // and the selected feature columns are parsed as numbers; other columns may
 // hold anything but every row must have the header's number of fields.
-// Selected cells must be finite numbers as strconv.ParseFloat reads them:
-// empty cells, text, NaN and infinities are errors.
+// Selected cells must be finite numbers as strconv.ParseFloat reads them, or
+// missing: empty, or one of Options.MissingMarkers (DefaultMissingMarkers:
+// NA, NaN, N/A, ".", "?", compared without case). Text and infinities are
+// errors. A feature's missing cell takes the public value of its schema
+// line's missing field (missing_indicator yes adds the 0/1 feature
+// "column=missing"); without one the file is refused, naming every such
+// column with its count of rows. A row whose target is missing is dropped:
+// no candidate. A schema line with bounds may give a public transform (log,
+// log1p, sqrt), applied after the clamp and before the affine map, which
+// then maps the transformed bounds onto [−c, c]. Both are functions of one
+// record alone, so the Lipschitz argument above holds unchanged; the
+// guarantee is for the replacement of one record among those with a present
+// target (a target turning missing is a removal, which it does not cover).
 //
 // # Errors never echo data
 //
 // Bad input gives a *ParseError naming the file, the line (the header is
 // line 1 in a file without leading blank lines) and the column by its header
 // name. Messages quote header names and describe what is wrong with a cell
-// ("not a number", "empty", "NaN or infinite") but never repeat a cell's
+// ("not a number", "NaN or infinite", how many rows are missing) but never repeat a cell's
 // content, so an error can be logged or shown to a remote user without
 // leaking a record.
 package dataset

@@ -19,6 +19,9 @@ var fuzzScalings = []Scaling{
 	{Mode: ScaleNone, ClipNorm: 3, Unit: 0.5},
 	{Mode: ScaleSchema, Schema: &Schema{File: "f.schema.csv", Columns: []SchemaColumn{
 		{Name: "a", HasBounds: true, Lower: -1, Upper: 5}, {Name: "b", Scale: 1e-3, Offset: 7}, {Name: "y", HasBounds: true, Lower: 0, Upper: 1}}}},
+	{Mode: ScaleSchema, Schema: &Schema{File: "m.schema.csv", Columns: []SchemaColumn{
+		{Name: "a", HasBounds: true, Lower: 0.5, Upper: 5, Missing: "1", MissingIndicator: true, Transform: "log"},
+		{Name: "b", HasBounds: true, Lower: 0, Upper: 9, Transform: "sqrt"}, {Name: "y", HasBounds: true, Lower: 0, Upper: 1}}}},
 }
 
 // FuzzParseCSV checks that ParseCSV never panics and returns either a
@@ -39,6 +42,8 @@ func FuzzParseCSV(f *testing.F) {
 		"a,b,y\n5e-324,1e-320,0\n1e-323,3e-320,0\n",
 		"a,b,y\n\"1\n\",2,3\n\"4,5,6\n",
 		"y\n1\n2\n",
+		"a,b,y\nNA,2,3\n4,.,6\n?,5,NA\n",
+		"a,b,y\n,1,2\nn/a,3,4\n",
 		"",
 	}
 	for i, s := range seeds {
@@ -49,11 +54,13 @@ func FuzzParseCSV(f *testing.F) {
 		ds, err := ParseCSV(bytes.NewReader(data), "fuzz.csv", Options{Scaling: sc})
 		if err != nil {
 			var pe *ParseError
-			if !errors.As(err, &pe) {
-				t.Fatalf("ParseCSV error %q (%T) is not a *ParseError", err, err)
-			}
+			var se *SchemaError // a schema line for a column the file lacks
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "dataset: fuzz.csv") {
+			switch {
+			case errors.As(err, &se):
+			case !errors.As(err, &pe):
+				t.Fatalf("ParseCSV error %q (%T) is not a *ParseError", err, err)
+			case !strings.HasPrefix(msg, "dataset: fuzz.csv"):
 				t.Fatalf("ParseCSV error = %q, want prefix \"dataset: fuzz.csv\"", msg)
 			}
 			// No data row may appear in the message. Header names may, so
@@ -100,6 +107,41 @@ func FuzzParseCSV(f *testing.F) {
 		}
 		if r := ds.Row(ds.N - 1); len(r) != ds.D {
 			t.Fatalf("ParseCSV: len(Row(N−1)) = %d, want %d", len(r), ds.D)
+		}
+	})
+}
+
+// FuzzParseSchema checks that ParseSchema never panics, that its errors are
+// *SchemaError values, and that a schema it accepts passes Validate, with every
+// transform finite and increasing on its column's bounds.
+func FuzzParseSchema(f *testing.F) {
+	for _, s := range []string{
+		"column,lower,upper\nage,18,90\n",
+		"column,lower,upper,missing,missing_indicator,categories,transform\na,1,1000,10,yes,,log\nc,,,x,no,x|y,\n",
+		"column,scale,offset,transform\nb,2,1,sqrt\n",
+		"column,lower,upper,transform\na,-1,3,log1p\n",
+		"column,categories,missing,missing_indicator\nc,missing|x,x,yes\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseSchema(strings.NewReader(text), "f.schema.csv")
+		if err != nil {
+			var se *SchemaError
+			if !errors.As(err, &se) {
+				t.Fatalf("ParseSchema error %q (%T) is not a *SchemaError", err, err)
+			}
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("ParseSchema accepted a schema Validate refuses: %v", err)
+		}
+		for _, c := range s.Columns {
+			if tf, ok := transforms[c.Transform]; ok {
+				if l, u := tf(c.Lower), tf(c.Upper); math.IsInf(l, 0) || math.IsNaN(l) || !(l < u) {
+					t.Fatalf("column %q: transform %s gives [%g, %g] on [%g, %g]", c.Name, c.Transform, l, u, c.Lower, c.Upper)
+				}
+			}
 		}
 	})
 }

@@ -24,6 +24,9 @@ type Raw struct {
 
 	X []float64 // row-major N×D raw features; Scale does not modify it
 	Y []float64 // target column, length N
+	// MissingTarget is the number of rows dropped for a missing target: they
+	// are no candidates (a statistic of the data, for the operator only).
+	MissingTarget int
 
 	file       string   // the input's name in errors
 	headerLine int      // line of the header in the file
@@ -87,6 +90,7 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	scale := make([]float64, d)
 	lo := make([]float64, d)
 	hi := make([]float64, d)
+	tf := make([]func(float64) float64, d) // the schema's transforms, nil for none
 	for j := range d {
 		scale[j], lo[j], hi[j] = 1, math.Inf(-1), math.Inf(1)
 	}
@@ -112,7 +116,7 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 		if sc.Schema == nil {
 			return fail(0, "", errPrivateNeedsBounds)
 		}
-		if err := r.applySchema(sc, off, scale, lo, hi); err != nil {
+		if err := r.applySchema(sc, off, scale, lo, hi, tf); err != nil {
 			return nil, err
 		}
 		if c, ok := sc.Schema.Column(r.Target); ok {
@@ -128,7 +132,11 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	x := ds.X
 	for i := range n {
 		for j := range d {
-			v := (math.Min(math.Max(x[i*d+j], lo[j]), hi[j]) - off[j]) / scale[j]
+			v := math.Min(math.Max(x[i*d+j], lo[j]), hi[j])
+			if tf[j] != nil {
+				v = tf[j](v)
+			}
+			v = (v - off[j]) / scale[j]
 			if math.IsInf(v, 0) {
 				return fail(r.lines[i], r.Features[j], fmt.Errorf("value overflows after scaling by %s", sc.Mode))
 			}
@@ -156,10 +164,11 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	return ds, nil
 }
 
-// applySchema fills the offsets, scales and clamp bounds of r's features
-// from sc.Schema: a bounded column [l, u] maps onto [−c, c] with
-// c = ClipNorm/√d, so off = (l+u)/2 and scale = (u−l)/(2c).
-func (r *Raw) applySchema(sc Scaling, off, scale, lo, hi []float64) error {
+// applySchema fills the offsets, scales, clamp bounds and transforms of r's
+// features from sc.Schema: a bounded column [l, u] with transform t (the
+// identity if none) maps t(clamp(x)) onto [−c, c] with c = ClipNorm/√d, so
+// off = (t(l)+t(u))/2 and scale = (t(u)−t(l))/(2c).
+func (r *Raw) applySchema(sc Scaling, off, scale, lo, hi []float64, tf []func(float64) float64) error {
 	sch := sc.Schema
 	// A line for a column the file does not have is a mistake (a misspelt name
 	// would otherwise leave its column to another line or fail further on).
@@ -192,10 +201,15 @@ func (r *Raw) applySchema(sc Scaling, off, scale, lo, hi []float64) error {
 			continue
 		}
 		lo[j], hi[j] = col.Lower, col.Upper
+		l, u := col.Lower, col.Upper
+		if col.Transform != "" {
+			tf[j] = transforms[col.Transform]
+			l, u = tf[j](l), tf[j](u) // finite, l < u (SchemaColumn.check)
+		}
 		// (l+u)/2 and (u−l)/(2c) without overflow for finite l < u whose
 		// difference is finite (SchemaColumn.check).
-		off[j] = col.Lower/2 + col.Upper/2
-		scale[j] = (col.Upper - col.Lower) / (2 * c)
+		off[j] = l/2 + u/2
+		scale[j] = (u - l) / (2 * c)
 		if !(scale[j] > 0) || math.IsInf(scale[j], 0) {
 			return &SchemaError{File: sch.File, Line: col.Line, Column: f, Err: fmt.Errorf("bounds [%g, %g] give a scale outside floating-point range with ClipNorm %g", col.Lower, col.Upper, sc.clipNorm())}
 		}

@@ -518,7 +518,7 @@ func unitText(s Scaling, features []string) string {
 		}
 		return lead + " after scaling: each feature clamped to its public range from the schema " + file +
 			" and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) + " (or divided by its public scale), so one unit is a change of " +
-			frac + " of a column's public range in that column alone, or of one public scale." + clipped + " Scaling used only public constants, no statistic of the data."
+			frac + " of a column's public range (of its transform's, for a transformed column) in that column alone, or of one public scale." + clipped + " Scaling used only public constants, no statistic of the data."
 	case ScalePrivate:
 		return lead + " after scaling: each feature clamped to bounds estimated from the data with " + BoundsPrivacy{Epsilon: s.Epsilon + s.TargetEpsilon, Delta: s.Delta}.String() +
 			" under the replacement of one record (the bounds are not released) and mapped onto [−c, c] with c = " + formatFloat(clip) + "/√" + strconv.Itoa(d) +

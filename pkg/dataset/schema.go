@@ -35,7 +35,28 @@ type SchemaColumn struct {
 	// is a class label: the loader reads each cell as its category's index
 	// 0 … K−1 (Dataset.TargetCategories), as tuning jobs' classes.
 	Categories []string
+	// Missing, when set, is the public value put in place of a missing cell
+	// (Options.MissingMarkers): a number for a numeric column, one of the
+	// categories for a categorical one. MissingIndicator adds the public 0/1
+	// feature "column=missing", 1 where the cell was missing, with the
+	// public bounds [0, 1]. Both are functions of the record alone.
+	Missing          string
+	MissingIndicator bool
+	// Transform, for a column with bounds, is a public monotone map applied
+	// after the clamp to [Lower, Upper]: "log", "log1p" or "sqrt"; the affine
+	// map then uses the transformed bounds. (Tuning jobs' built-in learner
+	// reads the raw values with the bounds alone.)
+	Transform string
 }
+
+// transforms are the schema's per-column transforms. Each must be finite at
+// the column's lower bound: log needs lower > 0, log1p lower > −1, sqrt
+// lower ≥ 0.
+var transforms = map[string]func(float64) float64{"log": math.Log, "log1p": math.Log1p, "sqrt": math.Sqrt}
+
+// MissingFeature is the suffix of a column's missing-value indicator feature,
+// "column=missing".
+const MissingFeature = "=missing"
 
 // CategorySeparator separates the categories in a schema's categories cell.
 const CategorySeparator = "|"
@@ -118,7 +139,7 @@ func (e *SchemaError) Error() string {
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // schemaFields are the header names a schema may use.
-var schemaFields = []string{"column", "lower", "upper", "scale", "offset", "categories"}
+var schemaFields = []string{"column", "lower", "upper", "scale", "offset", "categories", "missing", "missing_indicator", "transform"}
 
 // numericFields are the schema fields holding numbers.
 var numericFields = []string{"lower", "upper", "scale", "offset"}
@@ -138,7 +159,10 @@ func LoadSchema(path string) (*Schema, error) {
 // lower, upper, scale, offset, categories (any order, "column" required),
 // then one line per column with either lower and upper (public bounds,
 // lower < upper), or scale (> 0) and an optional offset, or categories: the
-// public categories of a text column, separated by "|" (e.g. "benign|malignant"). Empty cells are absent values; lines
+// public categories of a text column, separated by "|" (e.g. "benign|malignant").
+// Optional fields: missing (the public value of a missing cell),
+// missing_indicator (yes: add the 0/1 feature "column=missing") and transform
+// (log, log1p or sqrt, on a line with bounds). Empty cells are absent values; lines
 // starting with '#' are comments. A line for the target column gives the
 // target's public range (lower and upper). Every value must be a finite
 // number and every column appear once. name identifies the input in errors
@@ -277,6 +301,20 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		default:
 			return fail(line, col, "line gives neither bounds (lower, upper), nor a scale, nor categories")
 		}
+		text := func(f string) string {
+			if k, ok := idx[f]; ok {
+				return strings.TrimSpace(rec[k])
+			}
+			return ""
+		}
+		c.Missing, c.Transform = text("missing"), strings.ToLower(text("transform"))
+		switch strings.ToLower(text("missing_indicator")) {
+		case "yes", "true", "1":
+			c.MissingIndicator = true
+		case "", "no", "false", "0":
+		default:
+			return fail(line, col, "missing_indicator %q: want yes or no", text("missing_indicator"))
+		}
 		if err := c.check(); err != nil {
 			return fail(line, col, "%v", err)
 		}
@@ -290,6 +328,43 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 
 // check checks one column's values on their own.
 func (c SchemaColumn) check() error {
+	if err := c.checkNumbers(); err != nil {
+		return err
+	}
+	if c.MissingIndicator && c.Missing == "" {
+		return errors.New("missing_indicator needs a missing value to put in the cell")
+	}
+	if c.Missing != "" && len(c.Categories) > 0 {
+		if !slices.Contains(c.Categories, c.Missing) {
+			return fmt.Errorf("missing %q is not one of the column's categories", c.Missing)
+		}
+		if c.MissingIndicator && slices.Contains(c.Categories, strings.TrimPrefix(MissingFeature, "=")) {
+			return errors.New("a category named missing and missing_indicator would both make the feature column=missing")
+		}
+	} else if c.Missing != "" {
+		v, err := strconv.ParseFloat(c.Missing, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (c.HasBounds && (v < c.Lower || v > c.Upper)) {
+			return fmt.Errorf("missing %q must be a finite number within the column's bounds", c.Missing)
+		}
+	}
+	if c.Transform == "" {
+		return nil
+	}
+	tf, ok := transforms[c.Transform]
+	switch {
+	case !ok:
+		return fmt.Errorf("transform %q: want log, log1p or sqrt", c.Transform)
+	case !c.HasBounds:
+		return errors.New("a transform needs the column's bounds (lower, upper), not a scale or categories")
+	}
+	if l, u := tf(c.Lower), tf(c.Upper); math.IsNaN(l) || math.IsInf(l, 0) || !(l < u) {
+		return fmt.Errorf("transform %s is not finite and increasing on [%g, %g]: log needs lower > 0, log1p lower > −1, sqrt lower ≥ 0", c.Transform, c.Lower, c.Upper)
+	}
+	return nil
+}
+
+// checkNumbers checks a column's bounds, scale or categories.
+func (c SchemaColumn) checkNumbers() error {
 	if len(c.Categories) > 0 {
 		seen := map[string]bool{}
 		for _, v := range c.Categories {
@@ -367,8 +442,9 @@ func (s *Schema) Validate() error {
 
 // Column returns the schema's line for the named column. A name
 // "column=category" that is not itself a line, for a categorical column and
-// one of its categories, is that category's one-hot feature: a column with
-// the public bounds [0, 1] (on the categorical column's line).
+// one of its categories, is that category's one-hot feature, and
+// "column=missing" of a column with MissingIndicator its indicator: a column
+// with the public bounds [0, 1] (on the source column's line).
 func (s *Schema) Column(name string) (SchemaColumn, bool) {
 	for _, c := range s.Columns {
 		if c.Name == name {
@@ -377,12 +453,28 @@ func (s *Schema) Column(name string) (SchemaColumn, bool) {
 	}
 	if col, cat, ok := strings.Cut(name, "="); ok {
 		for _, c := range s.Columns {
-			if c.Name == col && slices.Contains(c.Categories, cat) {
+			if c.Name == col && (slices.Contains(c.Categories, cat) || c.MissingIndicator && "="+cat == MissingFeature) {
 				return SchemaColumn{Name: name, Line: c.Line, HasBounds: true, Lower: 0, Upper: 1}, true
 			}
 		}
 	}
 	return SchemaColumn{}, false
+}
+
+// fileName is File for a possibly nil schema.
+func (s *Schema) fileName() string {
+	if s == nil {
+		return ""
+	}
+	return s.File
+}
+
+// columnOf is Column for a possibly nil schema.
+func (s *Schema) columnOf(name string) (SchemaColumn, bool) {
+	if s == nil {
+		return SchemaColumn{}, false
+	}
+	return s.Column(name)
 }
 
 // OneHot returns the names of the one-hot features of the categorical column

@@ -169,7 +169,7 @@ func TestSchemaApplied(t *testing.T) {
 // are wide enough) and that the scaled rows stay within ClipNorm without
 // clipping (every column lies in [−c, c] with c = ClipNorm/√d).
 func TestShippedSchemas(t *testing.T) {
-	for _, tt := range []struct{ data, target string }{{"diabetes", "progression"}, {"breast_cancer", "benign"}, {"breast_cancer_labelled", "worst_area"}} {
+	for _, tt := range []struct{ data, target string }{{"diabetes", "progression"}, {"breast_cancer", "benign"}, {"breast_cancer_labelled", "worst_area"}, {"airquality", "Ozone"}} {
 		dir := filepath.Join("..", "..", "examples", "data")
 		spec := "schema:" + filepath.Join(dir, tt.data+".schema.csv")
 		sc, err := ParseScaling(spec)

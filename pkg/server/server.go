@@ -75,7 +75,7 @@ type Config struct {
 	// package's standardise-nonprivate: the data-dependent modes give no guarantee and
 	// must be named explicitly (Warnings).
 	DataPath string          `flag:"data"`
-	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,Scaling.Mode=scaling,Scaling.Schema=schema"`
+	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,MissingMarkers=missing-markers,Scaling.Mode=scaling,Scaling.Schema=schema"`
 	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
 	// on estimating privately what no public source gives: the feature bounds of
 	// scaling mode private (Data.Scaling), and the target's range of private outputs
@@ -407,6 +407,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if raw.MissingTarget > 0 {
+		log.Info("rows with a missing target dropped: they are no candidates", zap.Int("rows", raw.MissingTarget))
 	}
 	for _, w := range Warnings(cfg) {
 		log.Warn(w)
@@ -1167,8 +1170,12 @@ func CheckReport(cfg Config) (CheckResult, error) {
 		}
 		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.what(), p.privacy(), f.Quality)
 	}
-	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %d rows × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, ds.N, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
+	rows := fmt.Sprintf("%d rows", ds.N)
+	if raw.MissingTarget > 0 {
+		rows += fmt.Sprintf(" (%d more with a missing target: dropped)", raw.MissingTarget)
+	}
+	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %s × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
+		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.kind(), planMemory(cfg, ds.N, ds.D).summary(),
 		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }
