@@ -213,7 +213,7 @@ func TestStudyWithoutAnswersRefused(t *testing.T) {
 	// Laplace answers at the default ε_out = 1 carry noise √2 times the range's width:
 	// the start warns, naming the flag, and check-config says the same unless ε_out is
 	// raised.
-	const noisy = "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation close to a random row; ε_out = 5.7 would make it 0.25× (--output-epsilon"
+	const noisy = "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation little better than a random row; ε_out = 2 would make it 0.71× (--output-epsilon"
 	if !strings.Contains(cur.stderr.String(), noisy) {
 		t.Errorf("start-up does not warn that the answers' noise exceeds the range's width:\n%s", cur.stderr.String())
 	}

@@ -87,7 +87,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 			}
 			w := strings.Join(Warnings(got), "\n")
 			// Laplace answers at ε_out = 1 carry noise √2 times the range's width.
-			noisy := "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation close to a random row; ε_out = 5.7 would make it 0.25× (Config.Output.Epsilon"
+			noisy := "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation little better than a random row; ε_out = 2 would make it 0.71× (Config.Output.Epsilon"
 			if got.Output.Mechanism == "laplace" && got.Output.Epsilon == 1 {
 				if !strings.HasPrefix(w, noisy) {
 					t.Errorf("default answers not warned about: %q", w)
