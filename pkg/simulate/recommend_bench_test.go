@@ -182,6 +182,18 @@ func (r *recRun) looBest(raw bool) int {
 	return best
 }
 
+// emSignal is the shipped rule (Laplace EM, floor b/2, standardised answers) with the
+// prior's signal sd (U − L)/sfDiv instead of (U − L)/4.
+func (r *recRun) emSignal(sfDiv float64) int {
+	sub := *r
+	res := *r.res
+	res.NoiseVariance *= sfDiv * sfDiv / 16
+	sub.res = &res
+	p, _ := sub.posterior(false, 4)
+	sub.laplaceEM(p, 0.5)
+	return sub.argmaxQueried(p, 0)
+}
+
 // argmaxQueried is the queried row of highest µ − κσ.
 func (r *recRun) argmaxQueried(p *gpucb.Posterior, kappa float64) int {
 	best, bv := -1, math.Inf(-1)
@@ -285,6 +297,13 @@ var recRules = []struct {
 		i, _ := p.ArgmaxUpper(0, false)
 		return i
 	}},
+	{"Laplace EM floor b", func(r *recRun) int {
+		p, _ := r.posterior(false, 4)
+		r.laplaceEM(p, 1)
+		return r.argmaxQueried(p, 0)
+	}},
+	{"Laplace EM floor b/2, s_f = w/2", func(r *recRun) int { return r.emSignal(2) }},
+	{"Laplace EM floor b/2, s_f = w/8", func(r *recRun) int { return r.emSignal(8) }},
 	{"Laplace EM floor b/4", func(r *recRun) int {
 		p, _ := r.posterior(false, 4)
 		r.laplaceEM(p, 0.25)
