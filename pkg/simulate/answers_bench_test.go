@@ -121,60 +121,34 @@ func BenchmarkDiabetesAnswers(b *testing.B) {
 			hit, recTop, bestTop, gaussTop bool
 			recPct, bestPct, gaussPct      float64
 		}
-		out := make([]outcome, runs)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			ferr error
-		)
-		next := make(chan int)
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for run := range next {
-					o, err := func() (outcome, error) {
-						d := *ds
-						d.Name = fmt.Sprintf("diabetes-%d", run)
-						cur, err := curator.New(curator.Config{Dataset: &d, Ledger: store, StateDir: filepath.Join(state, strconv.Itoa(run)), Logger: zap.NewNop(),
-							ProjectionMechanism: projection.MechanismGaussian,
-							Output:              output})
-						if err != nil {
-							return outcome{}, err
-						}
-						first := rand.New(rand.NewPCG(seed, uint64(run))).IntN(ds.N)
-						res, err := modeler.Run(context.Background(), &Local{Curator: cur, Identity: "vendor"}, modeler.Config{
-							R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: first, Clip: clip, Workers: 1,
-							ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip,
-							RecommendLikelihood: likelihood})
-						if err != nil {
-							return outcome{}, err
-						}
-						var o outcome
-						for _, i := range res.Queried {
-							o.hit = o.hit || ds.Y[i] >= thr
-						}
-						o.recTop, o.recPct = ds.Y[res.Recommended] >= thr, pct(res.Recommended)
-						o.bestTop, o.bestPct = ds.Y[res.BestIndex] >= thr, pct(res.BestIndex)
-						if g := res.GaussianRecommended; g != nil {
-							o.gaussTop, o.gaussPct = ds.Y[*g] >= thr, pct(*g)
-						}
-						return o, nil
-					}()
-					mu.Lock()
-					if err != nil && ferr == nil {
-						ferr = fmt.Errorf("run %d: %w", run, err)
-					}
-					out[run] = o
-					mu.Unlock()
-				}
-			}()
-		}
-		for run := range runs {
-			next <- run
-		}
-		close(next)
-		wg.Wait()
+		out, ferr := forRuns(runs, workers, func(run int) (outcome, error) {
+			d := *ds
+			d.Name = fmt.Sprintf("diabetes-%d", run)
+			cur, err := curator.New(curator.Config{Dataset: &d, Ledger: store, StateDir: filepath.Join(state, strconv.Itoa(run)), Logger: zap.NewNop(),
+				ProjectionMechanism: projection.MechanismGaussian,
+				Output:              output})
+			if err != nil {
+				return outcome{}, err
+			}
+			first := rand.New(rand.NewPCG(seed, uint64(run))).IntN(ds.N)
+			res, err := modeler.Run(context.Background(), &Local{Curator: cur, Identity: "vendor"}, modeler.Config{
+				R: 5, Epsilon: math.Exp(2), Delta: 1e-4, Iterations: 40, InitialIndex: first, Clip: clip, Workers: 1,
+				ConfirmRows: confirmRows, ConfirmPasses: confirmPasses, ConfirmClip: confirmClip,
+				RecommendLikelihood: likelihood})
+			if err != nil {
+				return outcome{}, err
+			}
+			var o outcome
+			for _, i := range res.Queried {
+				o.hit = o.hit || ds.Y[i] >= thr
+			}
+			o.recTop, o.recPct = ds.Y[res.Recommended] >= thr, pct(res.Recommended)
+			o.bestTop, o.bestPct = ds.Y[res.BestIndex] >= thr, pct(res.BestIndex)
+			if g := res.GaussianRecommended; g != nil {
+				o.gaussTop, o.gaussPct = ds.Y[*g] >= thr, pct(*g)
+			}
+			return o, nil
+		})
 		store.Close()
 		if ferr != nil {
 			b.Fatal(ferr)
@@ -238,4 +212,37 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, v)
 	}
 	return n
+}
+
+// forRuns calls f for runs 0 … runs−1 on workers goroutines and returns the outcomes in
+// run order, with the first error (naming its run).
+func forRuns[T any](runs, workers int, f func(run int) (T, error)) ([]T, error) {
+	out := make([]T, runs)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ferr error
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for run := range next {
+				o, err := f(run)
+				mu.Lock()
+				if err != nil && ferr == nil {
+					ferr = fmt.Errorf("run %d: %w", run, err)
+				}
+				out[run] = o
+				mu.Unlock()
+			}
+		}()
+	}
+	for run := range runs {
+		next <- run
+	}
+	close(next)
+	wg.Wait()
+	return out, ferr
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -401,69 +400,43 @@ func BenchmarkRecommend(b *testing.B) {
 			r                  int
 			noiseSD, projNoise float64
 		}
-		out := make([]outcome, runs)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			ferr error
-		)
-		next := make(chan int)
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for run := range next {
-					o, err := func() (outcome, error) {
-						d := *ds
-						d.Name = fmt.Sprintf("%s-%d", task, run)
-						cur, err := curator.New(curator.Config{Dataset: &d, Ledger: store, StateDir: filepath.Join(state, strconv.Itoa(run)), Logger: zap.NewNop(),
-							Output: curator.OutputPrivacy{Mechanism: answer.Default, Epsilon: eps, Lower: lo, Upper: hi}, StudyDelta: 2e-7})
-						if err != nil {
-							return outcome{}, err
-						}
-						c := &capture{Local: &Local{Curator: cur, Identity: "vendor"}}
-						cfg := modeler.NewConfig()
-						cfg.Iterations, cfg.Workers = iters, 1
-						cfg.InitialIndex = rand.New(rand.NewPCG(seed, uint64(run))).IntN(ds.N)
-						if demoProjection {
-							cfg.R, cfg.Epsilon, cfg.Delta = 5, math.Exp(2), 1e-4
-						}
-						res, err := modeler.Run(context.Background(), c, cfg)
-						if err != nil {
-							return outcome{}, err
-						}
-						rr := &recRun{z: c.proj.Z, n: c.proj.Rows, dim: c.proj.Cols, res: res, lower: lo, upper: hi,
-							answerVariance: res.AnswerNoiseSD * res.AnswerNoiseSD}
-						o := outcome{r: res.R, noiseSD: res.AnswerNoiseSD, projNoise: res.ProjectionNoiseSD}
-						for _, i := range res.Queried {
-							o.hit = o.hit || ds.Y[i] >= thr
-							o.queriedPct += pct(i) / float64(len(res.Queried))
-						}
-						if g, _ := rr.posterior(false, 4); res.GaussianRecommended != nil && rr.argmaxQueried(g, 0) != *res.GaussianRecommended {
-							return outcome{}, fmt.Errorf("the rebuilt GP recommends row %d, the study's Gaussian rule %d", rr.argmaxQueried(g, 0), *res.GaussianRecommended)
-						}
-						for _, rule := range recRules {
-							o.rows = append(o.rows, rule.rule(rr))
-						}
-						rec := res.Recommended
-						o.nb, o.mean, o.truth = rr.neighbours(rec), res.RecommendedMean, ds.Y[rec]
-						o.ans = res.Values[slices.Index(res.Queried, rec)]
-						return o, nil
-					}()
-					mu.Lock()
-					if err != nil && ferr == nil {
-						ferr = fmt.Errorf("run %d: %w", run, err)
-					}
-					out[run] = o
-					mu.Unlock()
-				}
-			}()
-		}
-		for run := range runs {
-			next <- run
-		}
-		close(next)
-		wg.Wait()
+		out, ferr := forRuns(runs, workers, func(run int) (outcome, error) {
+			d := *ds
+			d.Name = fmt.Sprintf("%s-%d", task, run)
+			cur, err := curator.New(curator.Config{Dataset: &d, Ledger: store, StateDir: filepath.Join(state, strconv.Itoa(run)), Logger: zap.NewNop(),
+				Output: curator.OutputPrivacy{Mechanism: answer.Default, Epsilon: eps, Lower: lo, Upper: hi}, StudyDelta: 2e-7})
+			if err != nil {
+				return outcome{}, err
+			}
+			c := &capture{Local: &Local{Curator: cur, Identity: "vendor"}}
+			cfg := modeler.NewConfig()
+			cfg.Iterations, cfg.Workers = iters, 1
+			cfg.InitialIndex = rand.New(rand.NewPCG(seed, uint64(run))).IntN(ds.N)
+			if demoProjection {
+				cfg.R, cfg.Epsilon, cfg.Delta = 5, math.Exp(2), 1e-4
+			}
+			res, err := modeler.Run(context.Background(), c, cfg)
+			if err != nil {
+				return outcome{}, err
+			}
+			rr := &recRun{z: c.proj.Z, n: c.proj.Rows, dim: c.proj.Cols, res: res, lower: lo, upper: hi,
+				answerVariance: res.AnswerNoiseSD * res.AnswerNoiseSD}
+			o := outcome{r: res.R, noiseSD: res.AnswerNoiseSD, projNoise: res.ProjectionNoiseSD}
+			for _, i := range res.Queried {
+				o.hit = o.hit || ds.Y[i] >= thr
+				o.queriedPct += pct(i) / float64(len(res.Queried))
+			}
+			if g, _ := rr.posterior(false, 4); res.GaussianRecommended != nil && rr.argmaxQueried(g, 0) != *res.GaussianRecommended {
+				return outcome{}, fmt.Errorf("the rebuilt GP recommends row %d, the study's Gaussian rule %d", rr.argmaxQueried(g, 0), *res.GaussianRecommended)
+			}
+			for _, rule := range recRules {
+				o.rows = append(o.rows, rule.rule(rr))
+			}
+			rec := res.Recommended
+			o.nb, o.mean, o.truth = rr.neighbours(rec), res.RecommendedMean, ds.Y[rec]
+			o.ans = res.Values[slices.Index(res.Queried, rec)]
+			return o, nil
+		})
 		store.Close()
 		if ferr != nil {
 			b.Fatal(ferr)
