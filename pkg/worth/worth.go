@@ -127,12 +127,14 @@ func (f Forecast) String() string {
 	return s + fmt.Sprintf("; no ε_out ≤ %d would do much better: a public range nearer the target's values helps", MaxSuggestedEpsilon)
 }
 
-// roundUp2 rounds v > 0 up to two significant digits.
+// roundUp2 rounds v > 0 up to two significant digits, ignoring an excess of less than a
+// thousandth of the last digit: the samplers round a noise scale up by about 1e-6 of
+// itself, which should not turn ε_out = 2 into 2.1.
 func roundUp2(v float64) float64 {
 	if !(v > 0) || math.IsInf(v, 0) {
 		return v
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v))-1)
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Ceil(v/p-1e-9)*p, 'g', 2, 64), 64)
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Ceil(v/p-1e-3)*p, 'g', 2, 64), 64)
 	return r
 }
