@@ -8,7 +8,14 @@ import (
 	"time"
 )
 
-func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
+// Charge records c in one atomic, durable transaction. If the account
+// already holds c.Key it returns the stored receipt with Replayed set and
+// spends nothing, or an error wrapping ErrKeyConflict when the stored
+// Kind, Relation or Cost differ from c's. Otherwise it checks both
+// limits in every relation c.Relation counts towards and either commits
+// the record, durably, before returning, or returns a *BudgetError
+// (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
+func (s *Ledger) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	rs, err := s.chargeAll(ctx, []Charge{c}, txMode{})
 	if err != nil {
 		return Receipt{}, wrap("charge", err)
@@ -16,7 +23,19 @@ func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
 	return rs[0], nil
 }
 
-func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
+// ChargeAll records cs in one atomic, durable transaction, all of them or
+// none: releases that are paid for together, such as a study's projection
+// and its answers. The charges must be on one dataset, each (identity, key)
+// at most once. A charge whose key its account already holds is replayed on
+// its own (its receipt has Replayed set; a different kind, relation or cost
+// is an ErrKeyConflict and nothing is written). The others are checked
+// together: in every relation any of them counts towards, each identity's
+// total plus the exact sum of its new charges counting towards it must fit
+// the per-identity limit, and the dataset's total plus the sum of all of
+// them the dataset's; a *BudgetError (Requested is that sum) refuses them
+// all and writes nothing. Receipts come in the order of cs. Charge is
+// ChargeAll of one charge.
+func (s *Ledger) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 	rs, err := s.chargeAll(ctx, cs, txMode{})
 	if err != nil {
 		return nil, wrap("charge all", err)
@@ -34,7 +53,7 @@ func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
 // live reservations of the dataset (reserve.go); m says whether the transaction
 // records the charges, consumes a reservation while it does (Commit), or only
 // reserves them (Reserve).
-func (s *store) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
+func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
@@ -120,7 +139,7 @@ func newBatch(cs []Charge) (*batch, error) {
 
 // replay gives each charge whose key is recorded its stored receipt, or fails
 // with ErrKeyConflict if the record differs, and sets b.fresh to the others.
-func (s *store) replay(ctx context.Context, q Querier, b *batch) error {
+func (s *Ledger) replay(ctx context.Context, q Querier, b *batch) error {
 	b.fresh = b.fresh[:0] // an engine may run the transaction again (Engine)
 	for i, c := range b.cs {
 		stored, found, err := s.get(ctx, q, c.Account, c.Key)
@@ -168,7 +187,7 @@ type budgetState struct {
 // being computed hold (reserve.go): counted in every check, so that what is
 // reserved is never spent twice. A reservation of a fresh key is this release's
 // own, by another holder: not counted, and refused (ErrReserved) if m reserves.
-func (s *store) readBudget(ctx context.Context, q Querier, b *batch, m txMode, now int64) (*budgetState, error) {
+func (s *Ledger) readBudget(ctx context.Context, q Querier, b *batch, m txMode, now int64) (*budgetState, error) {
 	h := &budgetState{identities: b.identities()}
 	var err error
 	if h.limits, _, err = s.inForce(ctx, q, b.dataset); err != nil {
@@ -295,7 +314,7 @@ func (h *budgetState) checkCaps(b *batch, sm *chargeSums) error {
 }
 
 // writeReservation records the fresh charges as the reservation r.
-func (s *store) writeReservation(ctx context.Context, q Querier, b *batch, r *reserveRows, now int64) error {
+func (s *Ledger) writeReservation(ctx context.Context, q Querier, b *batch, r *reserveRows, now int64) error {
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qReserve, c.Dataset, c.Identity, c.Key, r.token, r.owner, c.Kind, string(c.Relation),
@@ -340,7 +359,7 @@ func (ch *changed) note(who string, r Relation) {
 // totals are sums over relations, formed when read), and its whole-patient cost
 // to the identity's and the dataset's whole-patient totals, in dt; then it writes
 // each total it changed once (writeTotals).
-func (s *store) writeCharges(ctx context.Context, q Querier, b *batch, dt *datasetTotals, now int64) error {
+func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *datasetTotals, now int64) error {
 	ch := changed{added: make(map[whoRel]int64), patient: make(map[whoRel]int64)}
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
@@ -366,7 +385,7 @@ func (s *store) writeCharges(ctx context.Context, q Querier, b *batch, dt *datas
 
 // writeTotals writes each total of dt that ch names, with the number of charges
 // it gained.
-func (s *store) writeTotals(ctx context.Context, q Querier, dataset string, dt *datasetTotals, ch *changed) error {
+func (s *Ledger) writeTotals(ctx context.Context, q Querier, dataset string, dt *datasetTotals, ch *changed) error {
 	for _, k := range ch.rels {
 		t := dt.own(k.who, k.rel)
 		if _, err := q.Exec(ctx, s.qUpsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), ch.added[k]); err != nil {

@@ -32,8 +32,11 @@ func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...an
 // never names one.
 const datasetRow = ""
 
-// store implements Store over an Engine.
-type store struct {
+// Ledger is a durable privacy ledger over an Engine (OpenSQLite, OpenEngine). It
+// is safe for concurrent use, and several Ledger values (in one or several
+// processes) may share one database: the check-and-charge is a single serialised
+// transaction in the database.
+type Ledger struct {
 	e      Engine
 	limits Limits
 	d      Dialect
@@ -52,8 +55,8 @@ const limitsColumns = `id, identity_epsilon, identity_delta, dataset_epsilon, da
 	patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
 	recorded_ns, confirmed_ns, starts`
 
-func newStore(e Engine, limits Limits, d Dialect) *store {
-	s := &store{e: e, limits: limits, d: d}
+func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
+	s := &Ledger{e: e, limits: limits, d: d}
 	s.qGet = s.d.SQL(`SELECT ` + entryColumns + `, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qTotalsAll = s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
@@ -85,9 +88,14 @@ func newStore(e Engine, limits Limits, d Dialect) *store {
 	return s
 }
 
-func (s *store) Limits() Limits { return s.limits }
+// Limits returns the limits the store was opened with: those it records at a
+// start (RecordLimits), and enforces on a dataset for which none are recorded.
+// Once limits are recorded for a dataset, every charge on it is checked against
+// the limits in force, read in the charge's own transaction.
+func (s *Ledger) Limits() Limits { return s.limits }
 
-func (s *store) Close() error {
+// Close releases the database handle.
+func (s *Ledger) Close() error {
 	if err := s.e.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
@@ -102,7 +110,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("ledger: %s: %w", op, err)
 }
 
-func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
+func (s *Ledger) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
 	var createdNS, unbounded int64
 	found, err := QueryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
@@ -255,7 +263,7 @@ func sumImplying(m map[Relation]*counted, s Relation) (*total, int64) {
 // totalsOf reads the stored totals of some identities of a dataset, and the
 // dataset's own: a constant number of rows whatever the dataset's other
 // identities.
-func (s *store) totalsOf(ctx context.Context, q Querier, dataset string, identities []string) (*datasetTotals, error) {
+func (s *Ledger) totalsOf(ctx context.Context, q Querier, dataset string, identities []string) (*datasetTotals, error) {
 	who := append([]string{datasetRow}, identities...)
 	args := make([]any, 0, len(who)+1)
 	args = append(args, dataset)
@@ -270,11 +278,11 @@ func (s *store) totalsOf(ctx context.Context, q Querier, dataset string, identit
 }
 
 // totals reads every stored total of a dataset.
-func (s *store) totals(ctx context.Context, q Querier, dataset string) (*datasetTotals, error) {
+func (s *Ledger) totals(ctx context.Context, q Querier, dataset string) (*datasetTotals, error) {
 	return s.readTotalRows(ctx, q, s.qTotalsAll, s.qPatientAll, []any{dataset})
 }
 
-func (s *store) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient string, args []any) (*datasetTotals, error) {
+func (s *Ledger) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient string, args []any) (*datasetTotals, error) {
 	d := newDatasetTotals()
 	rows, err := q.Query(ctx, qTotals, args...)
 	if err != nil {
@@ -363,7 +371,10 @@ func (s *store) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient 
 	return d, nil
 }
 
-func (s *store) SetResult(ctx context.Context, a Account, key string, result []byte) error {
+// SetResult attaches or replaces the result of an existing record. It
+// never changes a cost. It returns an error wrapping ErrNotFound if the
+// record does not exist.
+func (s *Ledger) SetResult(ctx context.Context, a Account, key string, result []byte) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
@@ -389,7 +400,8 @@ func (s *store) SetResult(ctx context.Context, a Account, key string, result []b
 	return nil
 }
 
-func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, error) {
+// Get returns the record of key in a, and false if there is none.
+func (s *Ledger) Get(ctx context.Context, a Account, key string) (Receipt, bool, error) {
 	if err := a.Validate(); err != nil {
 		return Receipt{}, false, err
 	}
@@ -411,7 +423,7 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 
 // readAccount reads the limits in force, the totals of one identity and of its
 // dataset, and the dataset's live reservations, outside a transaction.
-func (s *store) readAccount(ctx context.Context, a Account) (d, rt *datasetTotals, l Limits, err error) {
+func (s *Ledger) readAccount(ctx context.Context, a Account) (d, rt *datasetTotals, l Limits, err error) {
 	err = s.e.Read(ctx, func(q Querier) error {
 		var err error
 		if l, _, err = s.inForce(ctx, q, a.Dataset); err != nil {
@@ -428,7 +440,7 @@ func (s *store) readAccount(ctx context.Context, a Account) (d, rt *datasetTotal
 
 // readAll reads the limits in force, every total of a dataset and its live
 // reservations, outside a transaction (listings).
-func (s *store) readAll(ctx context.Context, dataset string) (d, rt *datasetTotals, l Limits, err error) {
+func (s *Ledger) readAll(ctx context.Context, dataset string) (d, rt *datasetTotals, l Limits, err error) {
 	err = s.e.Read(ctx, func(q Querier) error {
 		var err error
 		if l, _, err = s.inForce(ctx, q, dataset); err != nil {
@@ -463,7 +475,11 @@ func identitiesOf(d, rt *datasetTotals) []string {
 	return ids
 }
 
-func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
+// Balance returns the effective totals of a and of its dataset under
+// rel, committed and reserved: what a charge under rel is checked against
+// (for RelationRecord, a charge must also fit the RelationFeatureUnit
+// balance).
+func (s *Ledger) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
 	if err := a.Validate(); err != nil {
 		return Balance{}, err
 	}
@@ -501,7 +517,9 @@ func balanceOf(d, rt *datasetTotals, limits Limits, a Account, rel Relation) (Ba
 	}, n + m
 }
 
-func (s *store) PatientBalance(ctx context.Context, a Account) (PatientBalance, error) {
+// PatientBalance returns the whole-patient totals of a and of its dataset, across
+// every relation, committed and reserved, with the caps in force.
+func (s *Ledger) PatientBalance(ctx context.Context, a Account) (PatientBalance, error) {
 	if err := a.Validate(); err != nil {
 		return PatientBalance{}, err
 	}
@@ -531,7 +549,11 @@ func heldPatient(t, r PatientTotal) PatientTotal {
 	return h
 }
 
-func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
+// Accounts returns one balance per (identity, relation) of the dataset
+// that has at least one record or live reservation counting towards it (a
+// zero-cost one counts), sorted by identity and then in the order of
+// Relations.
+func (s *Ledger) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -550,7 +572,10 @@ func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error)
 	return out, nil
 }
 
-func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error) {
+// DatasetTotals returns the dataset's effective totals, one per relation
+// that has at least one record or live reservation counting towards it, in
+// the order of Relations. A dataset without either has none.
+func (s *Ledger) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -573,7 +598,9 @@ func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBal
 	return out, nil
 }
 
-func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) {
+// Entries returns the records of a dataset in the order they were
+// committed, without their Result payloads.
+func (s *Ledger) Entries(ctx context.Context, dataset string) ([]Receipt, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -612,13 +639,9 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 	return out, nil
 }
 
-// Pinger is implemented by the Stores of this package (OpenSQLite, OpenEngine):
-// Ping checks that the database answers, with one trivial read.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-func (s *store) Ping(ctx context.Context) error {
+// Ping checks that the database answers, with one trivial read (the
+// curator's health check).
+func (s *Ledger) Ping(ctx context.Context) error {
 	err := s.e.Read(ctx, func(q Querier) error {
 		var one int64
 		_, err := QueryRow(ctx, q, `SELECT 1`, nil, &one)
@@ -630,49 +653,14 @@ func (s *store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// DatasetLister is implemented by the Stores of this package: Datasets returns
-// every dataset that has a record, sorted.
-type DatasetLister interface {
-	Datasets(ctx context.Context) ([]string, error)
-}
-
-func (s *store) Datasets(ctx context.Context) ([]string, error) {
-	var out []string
-	err := s.e.Read(ctx, func(q Querier) error {
-		out = out[:0]
-		rows, err := q.Query(ctx, s.d.SQL(`SELECT DISTINCT dataset FROM {t}entries ORDER BY dataset`))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d string
-			if err := rows.Scan(&d); err != nil {
-				return err
-			}
-			out = append(out, d)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, wrap("datasets", err)
-	}
-	return out, nil
-}
-
-// ResultLister is implemented by the Stores of this package: KindResults calls fn
-// with the account, key and result of every record of kind that has a non-empty
-// result, in every dataset, in the order they were committed, from one query —
-// for readers that need one field of many results (the curator's removal of
-// orphaned release matrices) without a Get per record, nor the records of other
-// kinds. An engine that runs the read again after losing its connection (Engine)
-// calls fn again from the first record: fn must tolerate seeing a record twice.
-// result is valid only during the call.
-type ResultLister interface {
-	KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error
-}
-
-func (s *store) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
+// KindResults calls fn with the account, key and result of every record of kind
+// that has a non-empty result, in every dataset, in the order they were
+// committed, from one query — for readers that need one field of many results
+// (the curator's removal of orphaned release matrices) without a Get per record,
+// nor the records of other kinds. An engine that runs the read again after losing
+// its connection (Engine) calls fn again from the first record: fn must tolerate
+// seeing a record twice. result is valid only during the call.
+func (s *Ledger) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
 	if err := checkName("kind", kind); err != nil {
 		return err
 	}

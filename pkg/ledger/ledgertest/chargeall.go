@@ -166,7 +166,7 @@ func testChargeAll(t *testing.T, loc Location) {
 
 // testChargeAllRace runs studies of several identities at once, each charging its
 // projection and its answers with one ChargeAll on a dataset cap with room for
-// exactly wins studies (from one or two Stores): exactly that many succeed, each with
+// exactly wins studies (from one or two Ledgers): exactly that many succeed, each with
 // both charges, and no loser leaves a charge behind.
 func testChargeAllRace(t *testing.T, loc Location, nStores int) {
 	const (
@@ -178,7 +178,7 @@ func testChargeAllRace(t *testing.T, loc Location, nStores int) {
 	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 0.5},
 		Dataset: ledger.Cost{Epsilon: wins*perStudy + perStudy/2, Delta: 0.5}}
 	open := loc(t)
-	stores := make([]ledger.Store, nStores)
+	stores := make([]*ledger.Ledger, nStores)
 	for i := range stores {
 		stores[i] = open(t, limits)
 	}

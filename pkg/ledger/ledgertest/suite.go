@@ -15,21 +15,21 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// Opener opens a Store on one ledger location (a SQLite file, a PostgreSQL
-// schema). It may be called several times, also while other Stores on the
-// location are open; every Store it returns must be closed when the test ends
+// Opener opens a Ledger on one ledger location (a SQLite file, a PostgreSQL
+// schema). It may be called several times, also while other Ledgers on the
+// location are open; every Ledger it returns must be closed when the test ends
 // (t.Cleanup).
-type Opener func(t *testing.T, limits ledger.Limits) ledger.Store
+type Opener func(t *testing.T, limits ledger.Limits) *ledger.Ledger
 
 // Location returns an Opener for a new, empty ledger location that is removed
 // when the test ends.
 type Location func(t *testing.T) Opener
 
-// Run runs, as subtests of t, the behaviour every Store must have: replays and
+// Run runs, as subtests of t, the behaviour every Ledger must have: replays and
 // key conflicts, both limits under every neighbour relation, exact totals,
 // validation, results, listings and reports, persistence across reopening,
 // cancellation and closing, concurrent charges from one and from two
-// Stores on one location, the whole-patient account (RunPatient) and
+// Ledgers on one location, the whole-patient account (RunPatient) and
 // reservations (RunReserve). Each subtest asks loc for a fresh location.
 func Run(t *testing.T, loc Location) {
 	tests := []struct {
@@ -75,7 +75,7 @@ var (
 )
 
 // MustCharge charges c to s and fails the test on error.
-func MustCharge(t testing.TB, s ledger.Store, c ledger.Charge) ledger.Receipt {
+func MustCharge(t testing.TB, s *ledger.Ledger, c ledger.Charge) ledger.Receipt {
 	t.Helper()
 	r, err := s.Charge(ctx, c)
 	if err != nil {
@@ -85,7 +85,7 @@ func MustCharge(t testing.TB, s ledger.Store, c ledger.Charge) ledger.Receipt {
 }
 
 // MustBalance returns the balance of a under rel and fails the test on error.
-func MustBalance(t testing.TB, s ledger.Store, a ledger.Account, rel ledger.Relation) ledger.Balance {
+func MustBalance(t testing.TB, s *ledger.Ledger, a ledger.Account, rel ledger.Relation) ledger.Balance {
 	t.Helper()
 	b, err := s.Balance(ctx, a, rel)
 	if err != nil {
@@ -96,7 +96,7 @@ func MustBalance(t testing.TB, s ledger.Store, a ledger.Account, rel ledger.Rela
 
 // mustBalances returns a's balance under every relation, in the order of
 // Relations.
-func mustBalances(t *testing.T, s ledger.Store, a ledger.Account) [4]ledger.Balance {
+func mustBalances(t *testing.T, s *ledger.Ledger, a ledger.Account) [4]ledger.Balance {
 	t.Helper()
 	var out [4]ledger.Balance
 	if len(ledger.Relations) != len(out) {
@@ -108,7 +108,7 @@ func mustBalances(t *testing.T, s ledger.Store, a ledger.Account) [4]ledger.Bala
 	return out
 }
 
-func mustEntries(t *testing.T, s ledger.Store, dataset string) []ledger.Receipt {
+func mustEntries(t *testing.T, s *ledger.Ledger, dataset string) []ledger.Receipt {
 	t.Helper()
 	es, err := s.Entries(ctx, dataset)
 	if err != nil {
@@ -735,7 +735,7 @@ func testClosed(t *testing.T, loc Location) {
 }
 
 // testRace is the race asked for by the ledger issue: 200 concurrent charges from 20
-// identities racing for the last of a budget, through nStores Stores on one
+// identities racing for the last of a budget, through nStores Ledgers on one
 // location. All amounts are dyadic, so what fits is an exact count.
 func testRace(t *testing.T, loc Location, nStores int) {
 	const (
@@ -759,7 +759,7 @@ func testRace(t *testing.T, loc Location, nStores int) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			open := loc(t)
-			stores := make([]ledger.Store, nStores)
+			stores := make([]*ledger.Ledger, nStores)
 			for i := range stores {
 				stores[i] = open(t, tt.limits)
 			}
