@@ -7,32 +7,21 @@ import (
 	"time"
 )
 
-// readAccount reads the limits in force, the totals of one identity and of its
-// dataset, and the dataset's live reservations, outside a transaction.
-func (s *Ledger) readAccount(ctx context.Context, a Account) (d, rt *datasetTotals, l Limits, err error) {
-	err = s.e.Read(ctx, func(q Querier) error {
-		var err error
-		if l, _, err = s.inForce(ctx, q, a.Dataset); err != nil {
-			return err
-		}
-		if d, err = s.totalsOf(ctx, q, a.Dataset, []string{a.Identity}); err != nil {
-			return err
-		}
-		rt, _, err = s.liveReservations(ctx, q, a.Dataset, time.Now().UnixNano(), nil)
-		return err
-	})
-	return d, rt, l, err
-}
-
-// readAll reads the limits in force, every total of a dataset and its live
-// reservations, outside a transaction (listings).
-func (s *Ledger) readAll(ctx context.Context, dataset string) (d, rt *datasetTotals, l Limits, err error) {
+// readViews reads, outside a transaction, the limits in force, the totals of
+// dataset and of identity (every identity's when identity is empty: listings),
+// and the dataset's live reservations.
+func (s *Ledger) readViews(ctx context.Context, dataset, identity string) (d, rt *datasetTotals, l Limits, err error) {
 	err = s.e.Read(ctx, func(q Querier) error {
 		var err error
 		if l, _, err = s.inForce(ctx, q, dataset); err != nil {
 			return err
 		}
-		if d, err = s.totals(ctx, q, dataset); err != nil {
+		if identity == "" {
+			d, err = s.totals(ctx, q, dataset)
+		} else {
+			d, err = s.totalsOf(ctx, q, dataset, []string{identity})
+		}
+		if err != nil {
 			return err
 		}
 		rt, _, err = s.liveReservations(ctx, q, dataset, time.Now().UnixNano(), nil)
@@ -72,7 +61,7 @@ func (s *Ledger) Balance(ctx context.Context, a Account, rel Relation) (Balance,
 	if err := rel.Validate(); err != nil {
 		return Balance{}, err
 	}
-	d, rt, limits, err := s.readAccount(ctx, a)
+	d, rt, limits, err := s.readViews(ctx, a.Dataset, a.Identity)
 	if err != nil {
 		return Balance{}, wrap("balance", err)
 	}
@@ -109,7 +98,7 @@ func (s *Ledger) PatientBalance(ctx context.Context, a Account) (PatientBalance,
 	if err := a.Validate(); err != nil {
 		return PatientBalance{}, err
 	}
-	d, rt, limits, err := s.readAccount(ctx, a)
+	d, rt, limits, err := s.readViews(ctx, a.Dataset, a.Identity)
 	if err != nil {
 		return PatientBalance{}, wrap("whole-patient balance", err)
 	}
@@ -143,7 +132,7 @@ func (s *Ledger) Accounts(ctx context.Context, dataset string) ([]Balance, error
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, rt, limits, err := s.readAll(ctx, dataset)
+	d, rt, limits, err := s.readViews(ctx, dataset, "")
 	if err != nil {
 		return nil, wrap("accounts", err)
 	}
@@ -165,7 +154,7 @@ func (s *Ledger) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBa
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
-	d, rt, limits, err := s.readAll(ctx, dataset)
+	d, rt, limits, err := s.readViews(ctx, dataset, "")
 	if err != nil {
 		return nil, wrap("dataset totals", err)
 	}

@@ -215,56 +215,34 @@ func (s *Ledger) readBudget(ctx context.Context, q Querier, b *batch, m txMode, 
 	return h, nil
 }
 
-// chargeSums are the exact sums of a batch's fresh charges: per identity and per
-// relation they count towards, per relation for the dataset, and whole-patient.
-type chargeSums struct {
-	rels  []Relation // in the order the charges name them
-	id    map[string]map[Relation]*total
-	ds    map[Relation]*total
-	idPat map[string]PatientTotal
-	dsPat PatientTotal
-}
-
-func (b *batch) sums() *chargeSums {
-	sm := &chargeSums{id: make(map[string]map[Relation]*total), ds: make(map[Relation]*total),
-		idPat: make(map[string]PatientTotal), dsPat: newPatientTotal()}
+// sums are the exact sums of the fresh charges, kept as the totals are: per
+// identity and relation, per relation for the dataset, and whole-patient.
+func (b *batch) sums() *datasetTotals {
+	d := newDatasetTotals()
 	for _, i := range b.fresh {
 		c := b.cs[i]
-		if sm.id[c.Identity] == nil {
-			sm.id[c.Identity] = make(map[Relation]*total)
-			sm.idPat[c.Identity] = newPatientTotal()
-		}
-		for _, r := range c.Relation.CountsTowards() {
-			if !slices.Contains(sm.rels, r) {
-				sm.rels = append(sm.rels, r)
-			}
-			if sm.id[c.Identity][r] == nil {
-				sm.id[c.Identity][r] = new(total)
-			}
-			sm.id[c.Identity][r].add(c.Cost)
-			if sm.ds[r] == nil {
-				sm.ds[r] = new(total)
-			}
-			sm.ds[r].add(c.Cost)
-		}
-		p := sm.idPat[c.Identity]
-		p.add(b.patients[i])
-		sm.idPat[c.Identity] = p
-		sm.dsPat.add(b.patients[i])
+		d.add(c.Identity, c.Relation, c.Cost, b.patients[i])
 	}
-	return sm
+	return d
 }
 
 // checkLimits checks both limits, in every relation a fresh charge counts
-// towards, against the exact effective totals held (committed and reserved)
-// plus the exact sum of the fresh charges that count towards it: every
-// identity's first, then the dataset's.
-func (h *budgetState) checkLimits(b *batch, sm *chargeSums) error {
-	account := b.cs[b.fresh[0]].Account
+// towards (in the order the charges name them), against the exact effective
+// totals held (committed and reserved) plus the exact effective sum of the fresh
+// charges: every identity's first, then the dataset's.
+func (h *budgetState) checkLimits(b *batch, sums *datasetTotals) error {
+	var rels []Relation
+	for _, i := range b.fresh {
+		for _, r := range b.cs[i].Relation.CountsTowards() {
+			if !slices.Contains(rels, r) {
+				rels = append(rels, r)
+			}
+		}
+	}
 	for _, id := range h.identities {
-		for _, r := range sm.rels {
-			add := sm.id[id][r]
-			if add == nil {
+		for _, r := range rels {
+			add, n := sums.effective(id, r)
+			if n == 0 {
 				continue
 			}
 			if t := h.held(id, r); !t.fitsTotal(add, h.limits.PerIdentity) {
@@ -274,10 +252,11 @@ func (h *budgetState) checkLimits(b *batch, sm *chargeSums) error {
 			}
 		}
 	}
-	for _, r := range sm.rels {
-		if t := h.held(datasetRow, r); !t.fitsTotal(sm.ds[r], h.limits.Dataset) {
-			return &BudgetError{Scope: ScopeDataset, Account: account, Relation: r,
-				Requested: sm.ds[r].cost(), Remaining: t.remaining(h.limits.Dataset), Limit: h.limits.Dataset,
+	for _, r := range rels {
+		add := sums.effectiveOf(datasetRow, r)
+		if t := h.held(datasetRow, r); !t.fitsTotal(add, h.limits.Dataset) {
+			return &BudgetError{Scope: ScopeDataset, Account: b.cs[b.fresh[0]].Account, Relation: r,
+				Requested: add.cost(), Remaining: t.remaining(h.limits.Dataset), Limit: h.limits.Dataset,
 				Reserved: h.rt.effectiveOf(datasetRow, r).cost()}
 		}
 	}
@@ -291,8 +270,12 @@ func (h *budgetState) held(who string, r Relation) *total {
 }
 
 // checkCaps checks the whole-patient caps: every identity's, then the dataset's.
-func (h *budgetState) checkCaps(b *batch, sm *chargeSums) error {
-	refuse := func(scope, who string, a Account, have, add PatientTotal, cap Cost) error {
+func (h *budgetState) checkCaps(b *batch, sums *datasetTotals) error {
+	check := func(scope, who string, a Account, cap Cost) error {
+		have, add := heldPatient(*h.dt.patientRef(who), *h.rt.patientRef(who)), *sums.patientRef(who)
+		if fitsPatient(have, add, cap) {
+			return nil
+		}
 		var reserved Cost
 		if r := h.rt.patientRef(who); r.Bounded() {
 			reserved = r.Cost()
@@ -301,16 +284,11 @@ func (h *budgetState) checkCaps(b *batch, sm *chargeSums) error {
 			Requested: add.Cost(), Remaining: patientRemaining(have, cap), Limit: cap, Reserved: reserved}
 	}
 	for _, id := range h.identities {
-		have := heldPatient(*h.dt.patientRef(id), *h.rt.patientRef(id))
-		if cap := h.limits.Patient.PerIdentity; !fitsPatient(have, sm.idPat[id], cap) {
-			return refuse(ScopeIdentity, id, Account{Dataset: b.dataset, Identity: id}, have, sm.idPat[id], cap)
+		if err := check(ScopeIdentity, id, Account{Dataset: b.dataset, Identity: id}, h.limits.Patient.PerIdentity); err != nil {
+			return err
 		}
 	}
-	have := heldPatient(*h.dt.patientRef(datasetRow), *h.rt.patientRef(datasetRow))
-	if cap := h.limits.Patient.Dataset; !fitsPatient(have, sm.dsPat, cap) {
-		return refuse(ScopeDataset, datasetRow, b.cs[b.fresh[0]].Account, have, sm.dsPat, cap)
-	}
-	return nil
+	return check(ScopeDataset, datasetRow, b.cs[b.fresh[0]].Account, h.limits.Patient.Dataset)
 }
 
 // writeReservation records the fresh charges as the reservation r.
@@ -337,21 +315,26 @@ type whoRel struct {
 // changed are the totals a transaction changed, in the order it first changed
 // them, and how many charges each gained.
 type changed struct {
-	rels           []whoRel
-	whos           []string // whole-patient totals
-	added, patient map[whoRel]int64
+	rels    []whoRel
+	whos    []string // whole-patient totals
+	added   map[whoRel]int64
+	patient map[string]int64
 }
 
-func (ch *changed) note(who string, r Relation) {
-	k := whoRel{who, r}
-	if ch.added[k] == 0 {
-		ch.rels = append(ch.rels, k)
+// note counts a charge of identity under r in the identity's totals and the
+// dataset's.
+func (ch *changed) note(identity string, r Relation) {
+	for _, who := range []string{identity, datasetRow} {
+		k := whoRel{who, r}
+		if ch.added[k] == 0 {
+			ch.rels = append(ch.rels, k)
+		}
+		ch.added[k]++
+		if ch.patient[who] == 0 {
+			ch.whos = append(ch.whos, who)
+		}
+		ch.patient[who]++
 	}
-	ch.added[k]++
-	if ch.patient[whoRel{who: who}] == 0 {
-		ch.whos = append(ch.whos, who)
-	}
-	ch.patient[whoRel{who: who}]++
 }
 
 // writeCharges records each fresh charge, and adds its cost to the totals of its
@@ -360,20 +343,15 @@ func (ch *changed) note(who string, r Relation) {
 // to the identity's and the dataset's whole-patient totals, in dt; then it writes
 // each total it changed once (writeTotals).
 func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *datasetTotals, now int64) error {
-	ch := changed{added: make(map[whoRel]int64), patient: make(map[whoRel]int64)}
+	ch := changed{added: make(map[whoRel]int64), patient: make(map[string]int64)}
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
 			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, now); err != nil {
 			return fmt.Errorf("ledger: charge: record: %w", err)
 		}
-		for _, who := range []string{c.Identity, datasetRow} {
-			t := dt.own(who, c.Relation)
-			t.t.add(c.Cost)
-			t.n++
-			dt.patientRef(who).add(p)
-			ch.note(who, c.Relation)
-		}
+		dt.add(c.Identity, c.Relation, c.Cost, p)
+		ch.note(c.Identity, c.Relation)
 		b.out[i] = Receipt{
 			Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
 			Cost: c.Cost, Patient: p, Result: c.Result, ResultSize: len(c.Result),
@@ -395,7 +373,7 @@ func (s *Ledger) writeTotals(ctx context.Context, q Querier, dataset string, dt 
 	for _, who := range ch.whos {
 		pt := dt.patientRef(who)
 		if _, err := q.Exec(ctx, s.qPatientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
-			encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, ch.patient[whoRel{who: who}]); err != nil {
+			encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, ch.patient[who]); err != nil {
 			return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
 		}
 	}

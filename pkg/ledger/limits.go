@@ -255,7 +255,7 @@ func (s *Ledger) Report(ctx context.Context, dataset string, limits Limits) (Rep
 	if err := limits.Validate(); err != nil {
 		return Report{}, err
 	}
-	d, rt, _, err := s.readAll(ctx, dataset)
+	d, rt, _, err := s.readViews(ctx, dataset, "")
 	if err != nil {
 		return Report{}, wrap("report", err)
 	}

@@ -217,21 +217,13 @@ func (s *Ledger) recompute(ctx context.Context, q Querier, dataset string) (map[
 			d = newDatasetTotals()
 			out[r.Dataset] = d
 		}
-		for _, who := range []string{r.Identity, datasetRow} {
-			c := d.own(who, r.Relation)
-			c.t.add(r.Cost)
-			c.n++
-			d.patientRef(who).add(r.Patient)
-		}
+		d.add(r.Identity, r.Relation, r.Cost, r.Patient)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for _, d := range out {
-		for id := range d.raw {
-			d.identities = append(d.identities, id)
-		}
-		sort.Strings(d.identities)
+		d.sortIdentities()
 	}
 	return out, nil
 }
@@ -341,19 +333,7 @@ func compareTotals(got, want *datasetTotals) []Inconsistency {
 		}
 		return a.n == b.n && a.t.eps.Cmp(&b.t.eps) == 0 && a.t.delta.Cmp(&b.t.delta) == 0
 	}
-	ids := map[string]bool{}
-	for _, id := range got.identities {
-		ids[id] = true
-	}
-	for _, id := range want.identities {
-		ids[id] = true
-	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	for _, who := range append([]string{datasetRow}, sorted...) {
+	for _, who := range append([]string{datasetRow}, identitiesOf(got, want)...) {
 		name := "dataset"
 		gm, wm := got.ds, want.ds
 		if who != datasetRow {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -123,7 +122,6 @@ func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string
 	}
 	defer rows.Close()
 	d := newDatasetTotals()
-	seen := make(map[string]bool)
 	expired := false
 	for rows.Next() {
 		var identity, key string
@@ -151,21 +149,12 @@ func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string
 				continue
 			}
 		}
-		for _, who := range []string{identity, datasetRow} {
-			t := d.own(who, rel)
-			t.t.add(c)
-			t.n++
-			d.patientRef(who).add(p)
-		}
-		if !seen[identity] {
-			seen[identity] = true
-			d.identities = append(d.identities, identity)
-		}
+		d.add(identity, rel, c, p)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
 	}
-	sort.Strings(d.identities)
+	d.sortIdentities()
 	return d, expired, nil
 }
 

@@ -51,6 +51,31 @@ func (d *datasetTotals) own(who string, r Relation) *counted {
 	return c
 }
 
+// add adds a record (or a reservation) of identity under r, of cost c and
+// whole-patient cost p, to the identity's totals and to the dataset's.
+func (d *datasetTotals) add(identity string, r Relation, c Cost, p PatientCost) {
+	for _, who := range []string{identity, datasetRow} {
+		t := d.own(who, r)
+		t.t.add(c)
+		t.n++
+		d.patientRef(who).add(p)
+	}
+}
+
+// sortIdentities sets d.identities to the identities d holds a total of, sorted.
+func (d *datasetTotals) sortIdentities() {
+	d.identities = d.identities[:0]
+	for id := range d.raw {
+		d.identities = append(d.identities, id)
+	}
+	for id := range d.patient {
+		if d.raw[id] == nil {
+			d.identities = append(d.identities, id)
+		}
+	}
+	sort.Strings(d.identities)
+}
+
 // patientOf returns identity's whole-patient total (zero if it has none).
 func (d *datasetTotals) patientOf(identity string) PatientTotal {
 	if p := d.patient[identity]; p != nil {
@@ -133,26 +158,18 @@ func (s *Ledger) totals(ctx context.Context, q Querier, dataset string) (*datase
 
 func (s *Ledger) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient string, args []any) (*datasetTotals, error) {
 	d := newDatasetTotals()
-	seen := make(map[string]bool)
-	note := func(identity string) {
-		if identity != datasetRow && !seen[identity] {
-			seen[identity] = true
-			d.identities = append(d.identities, identity)
-		}
-	}
-	if err := readRelationTotals(ctx, q, qTotals, args, d, note); err != nil {
+	if err := readRelationTotals(ctx, q, qTotals, args, d); err != nil {
 		return nil, err
 	}
-	if err := readPatientTotals(ctx, q, qPatient, args, d, note); err != nil {
+	if err := readPatientTotals(ctx, q, qPatient, args, d); err != nil {
 		return nil, err
 	}
-	sort.Strings(d.identities)
+	d.sortIdentities()
 	return d, nil
 }
 
-// readRelationTotals reads the per-relation totals of the query qTotals into d,
-// noting each identity.
-func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []any, d *datasetTotals, note func(string)) error {
+// readRelationTotals reads the per-relation totals of the query qTotals into d.
+func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []any, d *datasetTotals) error {
 	rows, err := q.Query(ctx, qTotals, args...)
 	if err != nil {
 		return fmt.Errorf("ledger: read totals: %w", err)
@@ -191,7 +208,6 @@ func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []a
 			d.raw[identity] = m
 		}
 		m[r] = c
-		note(identity)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("ledger: read totals: %w", err)
@@ -199,9 +215,8 @@ func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []a
 	return nil
 }
 
-// readPatientTotals reads the whole-patient totals of the query qPatient into d,
-// noting each identity.
-func readPatientTotals(ctx context.Context, q Querier, qPatient string, args []any, d *datasetTotals, note func(string)) error {
+// readPatientTotals reads the whole-patient totals of the query qPatient into d.
+func readPatientTotals(ctx context.Context, q Querier, qPatient string, args []any, d *datasetTotals) error {
 	prow, err := q.Query(ctx, qPatient, args...)
 	if err != nil {
 		return fmt.Errorf("ledger: read whole-patient totals: %w", err)
@@ -229,7 +244,6 @@ func readPatientTotals(ctx context.Context, q Querier, qPatient string, args []a
 			continue
 		}
 		d.patient[identity] = &p
-		note(identity)
 	}
 	if err := prow.Err(); err != nil {
 		return fmt.Errorf("ledger: read whole-patient totals: %w", err)
