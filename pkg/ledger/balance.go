@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -40,14 +39,9 @@ func held(t, u *total) *total {
 
 // identitiesOf is the sorted union of the identities of d and of rt.
 func identitiesOf(d, rt *datasetTotals) []string {
-	ids := slices.Clone(d.identities)
-	for _, id := range rt.identities {
-		if !slices.Contains(d.identities, id) {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
+	ids := slices.Concat(d.identities, rt.identities)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // Balance returns the effective totals of a and of its dataset under

@@ -161,17 +161,6 @@ func (s *Ledger) replay(ctx context.Context, q Querier, b *batch) error {
 	return nil
 }
 
-// identities are the identities of the fresh charges, in the order of the charges.
-func (b *batch) identities() []string {
-	var ids []string
-	for _, i := range b.fresh {
-		if !slices.Contains(ids, b.cs[i].Identity) {
-			ids = append(ids, b.cs[i].Identity)
-		}
-	}
-	return ids
-}
-
 // budgetState is the budget the fresh charges of a transaction are checked
 // against: the limits in force, the committed totals of their identities and of
 // their dataset, and the sums of the dataset's live reservations.
@@ -188,7 +177,12 @@ type budgetState struct {
 // reserved is never spent twice. A reservation of a fresh key is this release's
 // own, by another holder: not counted, and refused (ErrReserved) if m reserves.
 func (s *Ledger) readBudget(ctx context.Context, q Querier, b *batch, m txMode, now int64) (*budgetState, error) {
-	h := &budgetState{identities: b.identities()}
+	h := &budgetState{}
+	for _, i := range b.fresh {
+		if !slices.Contains(h.identities, b.cs[i].Identity) {
+			h.identities = append(h.identities, b.cs[i].Identity)
+		}
+	}
 	var err error
 	if h.limits, _, err = s.inForce(ctx, q, b.dataset); err != nil {
 		return nil, err
