@@ -30,7 +30,7 @@ var budgetFlags = []string{"budget-epsilon", "budget-delta", "dataset-budget-eps
 
 // printLedger is 'curator ledger': every charge, and per neighbour relation each
 // identity's spending and remainder against the limits the curator recorded when it
-// last started (ledger.Store.RecordLimits).
+// last started (ledger.Ledger.RecordLimits).
 func printLedger(args []string) error {
 	fs := flag.NewFlagSet("curator ledger", flag.ContinueOnError)
 	var (
@@ -129,8 +129,8 @@ func printLedger(args []string) error {
 }
 
 // verifyLedger is 'curator ledger --verify': every total the charges keep against the
-// exact sum of the records (ledger.Store.Verify).
-func verifyLedger(ctx context.Context, out io.Writer, store ledger.Store, dataset string) error {
+// exact sum of the records (ledger.Ledger.Verify).
+func verifyLedger(ctx context.Context, out io.Writer, store ledgerView, dataset string) error {
 	inc, err := store.Verify(ctx, dataset)
 	if err != nil {
 		return err
@@ -156,6 +156,15 @@ func verifyLedger(ctx context.Context, out io.Writer, store ledger.Store, datase
 		"so report this (its totals are recomputed from the records when the ledger is upgraded)", len(inc), dataset)
 }
 
+// ledgerView is what verifyLedger and ledgerLimits read of a *ledger.Ledger: the
+// limits, the report and the check of the totals.
+type ledgerView interface {
+	Limits() ledger.Limits
+	RecordedLimits(ctx context.Context, dataset string) (ledger.RecordedLimits, bool, error)
+	Report(ctx context.Context, dataset string, limits ledger.Limits) (ledger.Report, error)
+	Verify(ctx context.Context, dataset string) ([]ledger.Inconsistency, error)
+}
+
 // reportLimits are the limits a report uses and where they come from.
 type reportLimits struct {
 	ledger.Limits
@@ -169,7 +178,7 @@ type reportLimits struct {
 // when it last started, with a warning when budget settings given here differ;
 // without a record, the budget given here, with a warning; and an error naming the
 // flags when there is neither.
-func ledgerLimits(ctx context.Context, store ledger.Store, dataset string, configured ledger.Limits, given map[string]bool) (reportLimits, []string, error) {
+func ledgerLimits(ctx context.Context, store ledgerView, dataset string, configured ledger.Limits, given map[string]bool) (reportLimits, []string, error) {
 	rec, found, err := store.RecordedLimits(ctx, dataset)
 	if err != nil {
 		return reportLimits{}, nil, err

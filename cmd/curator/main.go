@@ -580,7 +580,7 @@ func hashToken(args []string) error {
 
 // evaluationStore opens the ledger for recording evaluations. Recorded values cost
 // nothing, so the budget limits the store is opened with play no part.
-func evaluationStore(fs *flag.FlagSet, args []string) (ledger.Store, string, *flag.FlagSet, error) {
+func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, *flag.FlagSet, error) {
 	var lf ledgerFlags
 	lf.register(fs)
 	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")

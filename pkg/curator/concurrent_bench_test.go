@@ -25,7 +25,7 @@ import (
 // postgresLedger opens a PostgreSQL ledger in a fresh schema of the test server
 // (PRIVBO_TEST_POSTGRES_DSN or the local default), dropped when t ends. It fails t if
 // the server cannot be reached, unless PRIVBO_SKIP_POSTGRES=1.
-func postgresLedger(t testing.TB, limits ledger.Limits) ledger.Store {
+func postgresLedger(t testing.TB, limits ledger.Limits) *ledger.Ledger {
 	t.Helper()
 	dsn := os.Getenv("PRIVBO_TEST_POSTGRES_DSN")
 	if dsn == "" {
@@ -86,7 +86,7 @@ func BenchmarkConcurrentReleases(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				dir := b.TempDir()
-				var led ledger.Store
+				var led *ledger.Ledger
 				if engine == "postgres" {
 					led = postgresLedger(b, limits)
 				} else if led, err = ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), limits); err != nil {

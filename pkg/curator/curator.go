@@ -37,8 +37,8 @@ type Config struct {
 	// their spent budget whatever their file or display name (Dataset.Name) is. Default:
 	// Dataset.Name, for simulations and tests; the curator daemon requires it.
 	DatasetID string
-	// Ledger charges and stores every release. Required.
-	Ledger ledger.Store
+	// Ledger charges and stores every release (a *ledger.Ledger). Required.
+	Ledger Ledger
 	// Releases keeps the released matrices, each written durably before its release
 	// is charged, and read back to replay it. Default: the files of StateDir/releases
 	// (blob.Dir). Curator replicas sharing a PostgreSQL ledger give its blob store
@@ -118,7 +118,7 @@ type Curator struct {
 	cfg      Config
 	log      *zap.Logger
 	ds       *dataset.Dataset
-	ledger   ledger.Store
+	ledger   Ledger
 	releases blob.Store
 	out      *outputReleaser
 	// program evaluates rows with EvaluateProgram.

@@ -9,7 +9,7 @@
 //  1. A request names an account (dataset, caller identity) and a release key derived
 //     from its parameters. A key already in the ledger is a replay: the stored result is
 //     returned and nothing is charged.
-//  2. A new release's cost is reserved in the ledger (ledger.Store.Reserve) before the
+//  2. A new release's cost is reserved in the ledger (ledger.Ledger.Reserve) before the
 //     data is touched: it is refused there when the caller's remaining budget (and the
 //     dataset's), less what the releases being computed hold, cannot cover it, so
 //     concurrent requests beyond the budget never compute. A new projection then waits,
@@ -20,7 +20,7 @@
 //     Config.Releases — a file in the state directory, fsynced, or, with a PostgreSQL
 //     ledger, committed rows of its database, which every replica reads; computed a
 //     window of rows at a time while it is written, projection.Stream), then charged in
-//     the reservation's atomic ledger transaction (ledger.Store.Commit), which also
+//     the reservation's atomic ledger transaction (ledger.Ledger.Commit), which also
 //     records where the result is and its SHA-256. Only after that commit does anything
 //     leave the curator. A release that fails cancels its reservation; one a crash left
 //     expires (Config.ReservationTTL, extended while the release computes) or is freed

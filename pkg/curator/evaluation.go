@@ -162,7 +162,7 @@ func (c *Curator) awaitRecorded(ctx context.Context, i int) (float64, error) {
 // RecordEvaluation records the value of row i of dataset in store, as a person does
 // with 'curator record' for a pending row. Recording the same value again is a no-op;
 // recording a different value for a row already recorded is refused.
-func RecordEvaluation(ctx context.Context, store ledger.Store, dataset string, i int, value float64) error {
+func RecordEvaluation(ctx context.Context, store Ledger, dataset string, i int, value float64) error {
 	acct := ledger.Account{Dataset: dataset, Identity: CuratorIdentity}
 	rec, err := store.Charge(ctx, ledger.Charge{Account: acct, Key: evaluationKey(i), Kind: ledger.KindEvaluation, Relation: ledger.RelationRecord,
 		Result: encodeValue(value), Description: "evaluation recorded by the operator"})
@@ -178,7 +178,7 @@ func RecordEvaluation(ctx context.Context, store ledger.Store, dataset string, i
 }
 
 // PendingEvaluations lists the rows of dataset waiting for a recorded value.
-func PendingEvaluations(ctx context.Context, store ledger.Store, dataset string) ([]int, error) {
+func PendingEvaluations(ctx context.Context, store Records, dataset string) ([]int, error) {
 	entries, err := store.Entries(ctx, dataset)
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)

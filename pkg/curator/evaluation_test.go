@@ -15,12 +15,12 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-func testCurator(t *testing.T, ev Evaluation) (*Curator, ledger.Store, *dataset.Dataset) {
+func testCurator(t *testing.T, ev Evaluation) (*Curator, *ledger.Ledger, *dataset.Dataset) {
 	t.Helper()
 	return testCuratorOutput(t, ev, OutputPrivacy{})
 }
 
-func testCuratorOutput(t *testing.T, ev Evaluation, out OutputPrivacy) (*Curator, ledger.Store, *dataset.Dataset) {
+func testCuratorOutput(t *testing.T, ev Evaluation, out OutputPrivacy) (*Curator, *ledger.Ledger, *dataset.Dataset) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder

@@ -344,7 +344,7 @@ func (c *Curator) WholePatientOf(eps, delta float64) ledger.PatientCost {
 }
 
 // PatientBalance returns identity's whole-patient account on this dataset and the
-// dataset's (ledger.Store.PatientBalance).
+// dataset's (ledger.Ledger.PatientBalance).
 func (c *Curator) PatientBalance(ctx context.Context, identity string) (ledger.PatientBalance, error) {
 	b, err := c.ledger.PatientBalance(ctx, c.account(identity))
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // memoryCurator is a curator over n rows of d features (deterministic values) with the
 // lifted mechanism (which releases r > d), a memory budget of capacity bytes, and an
 // identity budget of eps (δ 0.5).
-func memoryCurator(t *testing.T, n, d int, capacity int64, eps float64) (*Curator, ledger.Store) {
+func memoryCurator(t *testing.T, n, d int, capacity int64, eps float64) (*Curator, *ledger.Ledger) {
 	t.Helper()
 	var b strings.Builder
 	for j := range d {

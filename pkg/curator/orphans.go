@@ -52,7 +52,7 @@ type Orphan struct {
 // reads the stores before the ledger, so a matrix charged meanwhile is seen charged.
 // Each removal is logged with the matrix's name and size. It charges nothing and
 // changes no record.
-func RemoveOrphans(ctx context.Context, led ledger.Store, grace time.Duration, log *zap.Logger, stores ...ReleaseStore) ([]Orphan, error) {
+func RemoveOrphans(ctx context.Context, led ResultLister, grace time.Duration, log *zap.Logger, stores ...ReleaseStore) ([]Orphan, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -108,14 +108,10 @@ func RemoveOrphans(ctx context.Context, led ledger.Store, grace time.Duration, l
 
 // recordedMatrices is the set of the matrix names the projection records of every
 // dataset of the ledger name, read in one query of the projection records' results
-// (ledger.ResultLister): not the records of other kinds, nor a Get per record.
-func recordedMatrices(ctx context.Context, led ledger.Store) (map[string]bool, error) {
-	rl, ok := led.(ledger.ResultLister)
-	if !ok {
-		return nil, errors.New("the ledger cannot list its records' results")
-	}
+// (ledger.Ledger.KindResults): not the records of other kinds, nor a Get per record.
+func recordedMatrices(ctx context.Context, led ResultLister) (map[string]bool, error) {
 	named := map[string]bool{}
-	err := rl.KindResults(ctx, ledger.KindProjection, func(a ledger.Account, key string, result []byte) error {
+	err := led.KindResults(ctx, ledger.KindProjection, func(a ledger.Account, key string, result []byte) error {
 		var pr projectionRecord
 		if json.Unmarshal(result, &pr) != nil || pr.File == "" {
 			// A record that cannot be read may name any matrix: remove none.

@@ -14,25 +14,25 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// readCounting is a ledger.Store that counts the reads RemoveOrphans could make.
+// readCounting is a ledger that counts the reads RemoveOrphans could make.
 type readCounting struct {
-	ledger.Store
+	*ledger.Ledger
 	gets, entries, results atomic.Int64
 }
 
 func (r *readCounting) Get(ctx context.Context, a ledger.Account, key string) (ledger.Receipt, bool, error) {
 	r.gets.Add(1)
-	return r.Store.Get(ctx, a, key)
+	return r.Ledger.Get(ctx, a, key)
 }
 
 func (r *readCounting) Entries(ctx context.Context, dataset string) ([]ledger.Receipt, error) {
 	r.entries.Add(1)
-	return r.Store.Entries(ctx, dataset)
+	return r.Ledger.Entries(ctx, dataset)
 }
 
 func (r *readCounting) KindResults(ctx context.Context, kind string, fn func(ledger.Account, string, []byte) error) error {
 	r.results.Add(1)
-	return r.Store.(ledger.ResultLister).KindResults(ctx, kind, fn)
+	return r.Ledger.KindResults(ctx, kind, fn)
 }
 
 // TestRemoveOrphansReads: the sweep removes exactly the old matrices no projection
@@ -82,7 +82,7 @@ func TestRemoveOrphansReads(t *testing.T) {
 	plant(orphan, old)
 	plant(fresh, time.Now())
 
-	rc := &readCounting{Store: led}
+	rc := &readCounting{Ledger: led}
 	removed, err := RemoveOrphans(ctx, rc, OrphanGrace, nil, ReleaseStore{Where: "dir", Store: files})
 	if err != nil || len(removed) != 1 || removed[0].Name != orphan {
 		t.Fatalf("RemoveOrphans = %+v, %v; want %s only", removed, err, orphan)

@@ -17,7 +17,7 @@ import (
 
 // rowsCurator is a curator over n rows (a, b, y = 10·i) on a SQLite ledger with the
 // given limits; edit adjusts its Config before New.
-func rowsCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) (*Curator, ledger.Store, Config) {
+func rowsCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) (*Curator, *ledger.Ledger, Config) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -51,7 +51,7 @@ func rowsCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) 
 
 // spent returns identity's feature-unit balance, which holds its projections and
 // (a record-level release counts towards it too) its answers.
-func spent(t *testing.T, led ledger.Store, identity string) ledger.Balance {
+func spent(t *testing.T, led *ledger.Ledger, identity string) ledger.Balance {
 	t.Helper()
 	bal, err := led.Balance(context.Background(), ledger.Account{Dataset: "ds-1", Identity: identity}, ledger.RelationFeatureUnit)
 	if err != nil {

@@ -266,9 +266,9 @@ func (c *Curator) legacyMatches(rec ledger.Receipt, req ProjectionRequest) bool 
 
 // ReleaseProjection returns the caller's projection with these parameters, computing,
 // storing and charging it first if it is new: reserve, compute, commit. Its cost is
-// reserved in the ledger (ledger.Store.Reserve) before the data is touched, so that
+// reserved in the ledger (ledger.Ledger.Reserve) before the data is touched, so that
 // concurrent releases beyond the budget are refused before any work; it is computed
-// and stored; and it is charged in the reservation's transaction (ledger.Store.Commit)
+// and stored; and it is charged in the reservation's transaction (ledger.Ledger.Commit)
 // before it is returned, or the reservation is cancelled if anything failed. With
 // req.WithAnswers the identity's answers are reserved and paid in the same ledger
 // transactions, both or neither; a replayed projection whose answers are not paid yet
@@ -471,7 +471,7 @@ type Adopted struct {
 // the SHA-256 the ledger recorded; a copy that does not match is removed and reported.
 // It changes no record and charges nothing: the same release, byte for byte, is only
 // kept elsewhere.
-func AdoptReleases(ctx context.Context, led ledger.Store, dataset string, to, older blob.Store) (Adopted, error) {
+func AdoptReleases(ctx context.Context, led Records, dataset string, to, older blob.Store) (Adopted, error) {
 	var out Adopted
 	entries, err := led.Entries(ctx, dataset)
 	if err != nil {

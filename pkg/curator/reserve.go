@@ -46,7 +46,7 @@ func (c *Curator) hold() ledger.Hold {
 }
 
 // reservation is a release's budget held in the ledger while it is computed
-// (ledger.Store.Reserve): kept alive by extending it every third of its time to
+// (ledger.Ledger.Reserve): kept alive by extending it every third of its time to
 // live, and cancelled by done unless it was committed.
 type reservation struct {
 	c         *Curator
@@ -89,7 +89,7 @@ func (res *reservation) keepAlive(ctx context.Context) {
 	}
 }
 
-// commit charges the release in the reservation's transaction (ledger.Store.Commit).
+// commit charges the release in the reservation's transaction (ledger.Ledger.Commit).
 func (res *reservation) commit(ctx context.Context, charges []ledger.Charge) ([]ledger.Receipt, error) {
 	recs, err := res.c.ledger.Commit(ctx, res.r, charges)
 	if err != nil {

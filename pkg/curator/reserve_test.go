@@ -17,7 +17,7 @@ var reserveLimits = ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 0.
 
 // reserveCurator is memoryCurator's curator on led (ample memory: only the budget
 // bounds the computations), counting the computations it starts.
-func reserveCurator(t *testing.T, led ledger.Store, owner string) (*Curator, *atomic.Int64) {
+func reserveCurator(t *testing.T, led *ledger.Ledger, owner string) (*Curator, *atomic.Int64) {
 	t.Helper()
 	base, _ := memoryCurator(t, 2000, 4, 1<<30, 1)
 	cfg := base.cfg
@@ -38,7 +38,7 @@ func TestConcurrentReleasesReserve(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
 			ctx := context.Background()
-			var led ledger.Store
+			var led *ledger.Ledger
 			if engine == "postgres" {
 				led = postgresLedger(t, reserveLimits)
 			} else {

@@ -48,7 +48,7 @@ type AnsweredRow struct {
 // curator recorded, releases nothing and costs no privacy budget. The curator's own
 // records (evaluations, pending marks, the scaling estimate) are left out; see
 // Evaluations.
-func Results(ctx context.Context, store ledger.Store, dataset string) ([]IdentityResults, error) {
+func Results(ctx context.Context, store Records, dataset string) ([]IdentityResults, error) {
 	entries, err := store.Entries(ctx, dataset)
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)
@@ -111,7 +111,7 @@ func Results(ctx context.Context, store ledger.Store, dataset string) ([]Identit
 // evaluated (for any identity): the target column's value (plus the simulated
 // observation noise, if configured), the operator's program's output, or the value a
 // person recorded. Like Results it only reads the ledger.
-func Evaluations(ctx context.Context, store ledger.Store, dataset string) (map[int]float64, error) {
+func Evaluations(ctx context.Context, store Records, dataset string) (map[int]float64, error) {
 	entries, err := store.Entries(ctx, dataset)
 	if err != nil {
 		return nil, fmt.Errorf("curator: %w", err)

@@ -19,7 +19,7 @@ import (
 // laplaceOut is the answers' setting of the study tests: laplace ε = 1 on [0, 100].
 var laplaceOut = OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 100}
 
-func entries(t *testing.T, led ledger.Store) []ledger.Receipt {
+func entries(t *testing.T, led *ledger.Ledger) []ledger.Receipt {
 	t.Helper()
 	es, err := led.Entries(context.Background(), "ds-1")
 	if err != nil {
@@ -289,7 +289,7 @@ func TestRoundDown3(t *testing.T) {
 
 // privateCurator is rowsCurator with a private scaling (no statistic of the data: rows
 // clipped to norm 25), whose releases have a whole-patient guarantee.
-func privateCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) (*Curator, ledger.Store) {
+func privateCurator(t *testing.T, n int, limits ledger.Limits, edit func(*Config)) (*Curator, *ledger.Ledger) {
 	t.Helper()
 	_, led, cfg := rowsCurator(t, n, limits, edit)
 	sc, err := dataset.ParseScaling("none")

@@ -18,7 +18,7 @@ import (
 // scaledCurator serves n rows of two features and a target, scaled with sc (a private
 // mode: clipped to norm 25 and divided by sc.Unit), with Laplace answers on [0, 400] at
 // ε = 0.5 and seeded projection matrices, so that every figure is deterministic.
-func scaledCurator(t *testing.T, n int, sc dataset.Scaling) (*Curator, ledger.Store) {
+func scaledCurator(t *testing.T, n int, sc dataset.Scaling) (*Curator, *ledger.Ledger) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("a,b,y\n")

@@ -26,7 +26,7 @@ type Adopted struct {
 // charges under to's dataset (ledger key job/ID) are copied. A job unfinished in the file
 // is copied failed ("interrupted"), its charge spent, as a restart marks it; nothing is
 // run. Copying again copies nothing new.
-func Adopt(ctx context.Context, to, from *Store, led ledger.Store) (Adopted, error) {
+func Adopt(ctx context.Context, to, from *Store, led Ledger) (Adopted, error) {
 	var got Adopted
 	if !to.shared || from.shared {
 		return got, errors.New("jobs: Adopt copies a curator's jobs.db into a shared store")

@@ -9,7 +9,7 @@
 //	recorded → ledger charge (the reservation committed, idempotent on the job id) →
 //	QUEUED → RUNNING → SUCCEEDED | FAILED | CANCELLED
 //
-// The reservation (ledger.Store.Reserve) holds the cost against concurrent releases
+// The reservation (ledger.Ledger.Reserve) holds the cost against concurrent releases
 // while the job is recorded; a submission that fails before the charge cancels it, so
 // nothing is spent for a job that never runs, and no job runs uncharged.
 //

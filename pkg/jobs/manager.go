@@ -27,7 +27,7 @@ type Config struct {
 	StateDir string
 	// Dataset names the ledger account's dataset.
 	Dataset string
-	Ledger  ledger.Store
+	Ledger  Ledger
 	Runner  Runner
 	Logger  *zap.Logger
 	// MaxRunning bounds concurrently running jobs; 0 means 1. Others wait queued.
@@ -37,9 +37,20 @@ type Config struct {
 	// means DefaultLease. Unused with a store of one curator.
 	Lease time.Duration
 	// Reservation is how a submission holds the job's cost in the ledger between the
-	// budget check and the charge (ledger.Store.Reserve): the curator's owner name, so
+	// budget check and the charge (ledger.Ledger.Reserve): the curator's owner name, so
 	// that its restart frees what a crash left held, and the time to live.
 	Reservation ledger.Hold
+}
+
+// Ledger is what a Manager uses of the privacy ledger, a *ledger.Ledger (whose
+// methods say what each does): a job's cost is reserved, then committed, or
+// cancelled; its result is attached to its record; Adopt reads records.
+type Ledger interface {
+	Reserve(ctx context.Context, cs []ledger.Charge, h ledger.Hold) (*ledger.Reservation, error)
+	Commit(ctx context.Context, r *ledger.Reservation, cs []ledger.Charge) ([]ledger.Receipt, error)
+	Cancel(ctx context.Context, r *ledger.Reservation) error
+	SetResult(ctx context.Context, a ledger.Account, key string, result []byte) error
+	Get(ctx context.Context, a ledger.Account, key string) (ledger.Receipt, bool, error)
 }
 
 // DefaultLease is the lease of Config.Lease 0. A replica renews its jobs' leases every

@@ -56,7 +56,7 @@ func (f *fakeRunner) Run(ctx context.Context, spec Spec, progress func(Progress)
 	return Result{Score: 0.9, HasHyperparameters: true, Hyperparameters: map[string]float64{"lambda": 0.1}, Epsilon: 2 * spec.Kusner.Epsilon}, nil
 }
 
-func newTestManager(t *testing.T, dir string, r Runner) (*Manager, ledger.Store) {
+func newTestManager(t *testing.T, dir string, r Runner) (*Manager, *ledger.Ledger) {
 	t.Helper()
 	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
 	if err != nil {

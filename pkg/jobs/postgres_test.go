@@ -56,7 +56,7 @@ func pgSchema(t *testing.T) string {
 // ledger handle and its own job manager.
 type pgReplica struct {
 	m      *Manager
-	led    ledger.Store
+	led    *ledger.Ledger
 	runner *fakeRunner
 }
 

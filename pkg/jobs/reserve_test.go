@@ -10,7 +10,7 @@ import (
 )
 
 // failingCommit is a ledger whose commits fail, recording nothing.
-type failingCommit struct{ ledger.Store }
+type failingCommit struct{ Ledger }
 
 func (failingCommit) Commit(context.Context, *ledger.Reservation, []ledger.Charge) ([]ledger.Receipt, error) {
 	return nil, ledger.ErrUnavailable

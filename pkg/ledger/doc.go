@@ -59,14 +59,14 @@
 // for ε and for δ alike (a component that is zero never refuses a charge, so
 // a zero cost is always recorded: it makes a durable, idempotent record that
 // spends nothing). The check and the insert run in one serialised
-// transaction, so concurrent charges — from goroutines, Store values or
+// transaction, so concurrent charges — from goroutines, Ledger values or
 // processes sharing the database — can never spend more than the limits
 // together (an OpenDP-style filter: refuse any charge whose pending total
 // would exceed the limit).
 //
 // The limits a charge is checked against are the limits in force for its
 // dataset, read in the charge's own transaction: the last recorded by
-// RecordLimits (each curator's start), or the Store's own when none are. Stores
+// RecordLimits (each curator's start), or the Ledger's own when none are. Ledgers
 // sharing a database therefore enforce one set of limits; RecordLimits refuses a
 // start whose limits differ from those in force unless it changes them, and keeps
 // every change in the history (LimitsHistory).
@@ -179,11 +179,10 @@
 // may run a call again when its connection was lost before anything was
 // committed (Engine.Write); it never runs again a transaction whose commit was
 // sent and not acknowledged, which may have committed: a charge is then made
-// safe to retry by its key (the retry replays it). Ping (Pinger) is the
-// trivial read the curator's health check makes; Datasets (DatasetLister)
-// lists the datasets with records, and KindResults (ResultLister) reads the
-// results of one kind of record in one query, for the curator's removal of
-// orphaned release matrices.
+// safe to retry by its key (the retry replays it). Ping is the trivial read
+// the curator's health check makes, and KindResults reads the results of one
+// kind of record in one query, for the curator's removal of orphaned release
+// matrices.
 //
 // Schema version 2 records each charge's relation and keeps the totals per
 // (dataset, identity, relation). A version 1 database, whose totals summed

@@ -16,15 +16,15 @@ import (
 // each dataset's totals in rows of their own (so that a charge reads a
 // constant number of rows), and replaces the limits table by the history of
 // limits; opening a version 1, 2 or 3 database upgrades it in place. Version 5
-// adds the reservations table (Store.Reserve): a version 4 program, which would
+// adds the reservations table (Ledger.Reserve): a version 4 program, which would
 // not count reservations, refuses it; opening a version 4 database adds the
 // table.
 const SchemaVersion = 5
 
-// The engine interface below is for packages that implement a Store over a
+// The engine interface below is for packages that open a Ledger over a
 // database (OpenSQLite here; package pgledger for PostgreSQL, kept apart so
 // that programs which never open PostgreSQL do not link its driver). The
-// Store's logic — exact totals, the limit check, replays, migrations — lives
+// Ledger's logic — exact totals, the limit check, replays, migrations — lives
 // here once; an engine only opens, serialises and commits transactions.
 
 // Engine is what differs between databases: how transactions are opened,
@@ -83,7 +83,7 @@ type SchemaDDL struct {
 	ToV4 []string
 }
 
-// Dialect is how an engine's SQL differs from the statements the Store
+// Dialect is how an engine's SQL differs from the statements the Ledger
 // writes.
 type Dialect struct {
 	// Prefix qualifies table names: "" or `"schema".`.
@@ -112,14 +112,14 @@ func (d Dialect) SQL(q string) string {
 	return b.String()
 }
 
-// OpenEngine returns the Store over e: it creates the tables of ddl if
+// OpenEngine returns the Ledger over e: it creates the tables of ddl if
 // missing, upgrades an older schema version and refuses a newer one, in one
 // transaction. On error e is left open; the caller closes it.
-func OpenEngine(ctx context.Context, e Engine, d Dialect, ddl SchemaDDL, limits Limits) (Store, error) {
+func OpenEngine(ctx context.Context, e Engine, d Dialect, ddl SchemaDDL, limits Limits) (*Ledger, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	s := newStore(e, limits, d)
+	s := newLedger(e, limits, d)
 	if err := s.migrate(ctx, ddl); err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,7 +33,7 @@ func (a Account) Validate() error {
 	return checkName("identity", a.Identity)
 }
 
-// Limits are the budgets a Store enforces, for each neighbour relation
+// Limits are the budgets a Ledger enforces, for each neighbour relation
 // separately (the same values for every relation). A charge must fit both, in
 // every relation it counts towards (Relation.CountsTowards): the identity's
 // total plus the cost must stay within PerIdentity, and the dataset's total
@@ -154,7 +153,7 @@ type Receipt struct {
 // effective: they include every record whose relation implies Relation (for
 // RelationFeatureUnit, the RelationRecord records too). Spent values are the
 // committed totals and Reserved values what the live reservations hold
-// (releases being computed, Store.Reserve), both rounded to the nearest
+// (releases being computed, Ledger.Reserve), both rounded to the nearest
 // float64; Remaining values are max(0, limit − spent − reserved), exact, then
 // rounded toward zero, so that a charge of exactly the reported remainder fits
 // unless others spend or reserve meanwhile. A reservation moves to Spent when
@@ -192,120 +191,6 @@ type DatasetBalance struct {
 	// Relation's totals, Reservations the number of reserved charges.
 	Charges, Reservations int
 	Limits                Limits
-}
-
-// Store is a durable privacy ledger. Implementations are safe for
-// concurrent use, and several Store values (in one or several processes)
-// may share one database: the check-and-charge is a single serialised
-// transaction in the database.
-type Store interface {
-	// Charge records c in one atomic, durable transaction. If the account
-	// already holds c.Key it returns the stored receipt with Replayed set and
-	// spends nothing, or an error wrapping ErrKeyConflict when the stored
-	// Kind, Relation or Cost differ from c's. Otherwise it checks both
-	// limits in every relation c.Relation counts towards and either commits
-	// the record, durably, before returning, or returns a *BudgetError
-	// (errors.Is(err, ErrBudgetExceeded)) and writes nothing.
-	Charge(ctx context.Context, c Charge) (Receipt, error)
-	// ChargeAll records cs in one atomic, durable transaction, all of them or
-	// none: releases that are paid for together, such as a study's projection
-	// and its answers. The charges must be on one dataset, each (identity, key)
-	// at most once. A charge whose key its account already holds is replayed on
-	// its own (its receipt has Replayed set; a different kind, relation or cost
-	// is an ErrKeyConflict and nothing is written). The others are checked
-	// together: in every relation any of them counts towards, each identity's
-	// total plus the exact sum of its new charges counting towards it must fit
-	// the per-identity limit, and the dataset's total plus the sum of all of
-	// them the dataset's; a *BudgetError (Requested is that sum) refuses them
-	// all and writes nothing. Receipts come in the order of cs. Charge is
-	// ChargeAll of one charge.
-	ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error)
-	// Reserve holds the costs of cs under the limits, for releases about to be
-	// computed: in one transaction, like ChargeAll, it replays each charge whose
-	// key its account already holds (and reserves nothing for it), checks the
-	// others together against both limits of every relation they count towards
-	// and the whole-patient caps — counting the committed charges and every live
-	// reservation of the dataset — and records them as a reservation that
-	// expires after h.TTL, or returns a *BudgetError and records nothing. A key
-	// that a live reservation already holds is refused with ErrReserved. No
-	// Result is kept.
-	Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation, error)
-	// Commit is ChargeAll of cs that consumes r in the same transaction: r's
-	// reservation is released and cs are checked (against the committed charges
-	// and the other live reservations) and recorded, all or none. A charge of
-	// what was reserved therefore fits unless r lapsed (expired, dropped) and
-	// others spent the budget meanwhile, or the limits were lowered. If Commit
-	// fails nothing is recorded and r still holds its budget: Cancel it. Replays
-	// and idempotence are ChargeAll's: committing a recorded key spends nothing.
-	Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Receipt, error)
-	// Cancel releases r's budget (nothing if it was committed, or has lapsed).
-	Cancel(ctx context.Context, r *Reservation) error
-	// Extend keeps r for ttl more from now (0: DefaultReservationTTL), or returns
-	// an error wrapping ErrReservationLapsed if it is no longer held.
-	Extend(ctx context.Context, r *Reservation, ttl time.Duration) error
-	// DropReservations releases the reservations of dataset held by owner —
-	// at the start of the process that owns them, they are left by a crash — and
-	// any expired ones; it returns how many it removed.
-	DropReservations(ctx context.Context, dataset, owner string) (int, error)
-	// SetResult attaches or replaces the result of an existing record. It
-	// never changes a cost. It returns an error wrapping ErrNotFound if the
-	// record does not exist.
-	SetResult(ctx context.Context, a Account, key string, result []byte) error
-	// Get returns the record of key in a, and false if there is none.
-	Get(ctx context.Context, a Account, key string) (Receipt, bool, error)
-	// Balance returns the effective totals of a and of its dataset under
-	// rel, committed and reserved: what a charge under rel is checked against
-	// (for RelationRecord, a charge must also fit the RelationFeatureUnit
-	// balance).
-	Balance(ctx context.Context, a Account, rel Relation) (Balance, error)
-	// Entries returns the records of a dataset in the order they were
-	// committed, without their Result payloads.
-	Entries(ctx context.Context, dataset string) ([]Receipt, error)
-	// Accounts returns one balance per (identity, relation) of the dataset
-	// that has at least one record or live reservation counting towards it (a
-	// zero-cost one counts), sorted by identity and then in the order of
-	// Relations.
-	Accounts(ctx context.Context, dataset string) ([]Balance, error)
-	// DatasetTotals returns the dataset's effective totals, one per relation
-	// that has at least one record or live reservation counting towards it, in
-	// the order of Relations. A dataset without either has none.
-	DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error)
-	// PatientBalance returns the whole-patient totals of a and of its dataset, across
-	// every relation, committed and reserved, with the caps in force.
-	PatientBalance(ctx context.Context, a Account) (PatientBalance, error)
-	// Limits returns the limits the store was opened with: those it records at a
-	// start (RecordLimits), and enforces on a dataset for which none are recorded.
-	// Once limits are recorded for a dataset, every charge on it is checked against
-	// the limits in force, read in the charge's own transaction.
-	Limits() Limits
-	// RecordLimits is a curator's start: it records Limits() as the limits in force
-	// for dataset, with the time, when none are recorded, and notes the start when
-	// they equal the limits in force. When they differ, it records them as the new
-	// limits in force if change is set (the previous ones stay in the history, and
-	// every Store sharing the database enforces the new ones from its next charge),
-	// and otherwise records nothing and returns a *LimitsDifferError
-	// (errors.Is(err, ErrLimitsDiffer)).
-	RecordLimits(ctx context.Context, dataset string, change bool) (LimitsStart, error)
-	// RecordedLimits returns the limits in force for dataset, and false if none
-	// were recorded (a ledger written before schema version 3, or never served).
-	RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error)
-	// LimitsHistory returns every set of limits recorded for dataset, oldest first;
-	// the last is in force.
-	LimitsHistory(ctx context.Context, dataset string) ([]RecordedLimits, error)
-	// Verify recomputes every total of dataset kept by the charges (per identity
-	// and relation, per relation for the dataset, and the whole-patient ones) from
-	// the records, exactly, and reports each that differs from the stored one. It
-	// also reads the live reservations, which are no totals (Report shows them),
-	// and fails if one is corrupt. It writes nothing.
-	Verify(ctx context.Context, dataset string) ([]Inconsistency, error)
-	// Report returns the dataset's exact totals, committed and reserved, and
-	// remainders under limits (which need not be Limits(): a reader passes the
-	// recorded ones), one RelationReport per relation with a record or a live
-	// reservation counting towards it, in the order of Relations, each
-	// identity's remainder capped by the dataset's.
-	Report(ctx context.Context, dataset string, limits Limits) (Report, error)
-	// Close releases the database handle.
-	Close() error
 }
 
 var (
@@ -358,7 +243,7 @@ type BudgetError struct {
 	Unbounded bool
 	// Reserved is the part of the scope's budget, under Relation (or
 	// whole-patient), held by live reservations of releases being computed
-	// (Store.Reserve): Remaining is what is left after them. It comes back if
+	// (Ledger.Reserve): Remaining is what is left after them. It comes back if
 	// they are cancelled or expire.
 	Reserved Cost
 }

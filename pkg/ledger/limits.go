@@ -40,7 +40,7 @@ func scanLimits(scan func(dest ...any) error) (RecordedLimits, error) {
 
 // inForce returns the limits in force for dataset: the last recorded, or, when
 // none are, the limits the store was opened with (found false).
-func (s *store) inForce(ctx context.Context, q Querier, dataset string) (Limits, bool, error) {
+func (s *Ledger) inForce(ctx context.Context, q Querier, dataset string) (Limits, bool, error) {
 	r, found, err := s.recorded(ctx, q, dataset)
 	if err != nil || !found {
 		return s.limits, false, err
@@ -48,7 +48,7 @@ func (s *store) inForce(ctx context.Context, q Querier, dataset string) (Limits,
 	return r.Limits, true, nil
 }
 
-func (s *store) recorded(ctx context.Context, q Querier, dataset string) (RecordedLimits, bool, error) {
+func (s *Ledger) recorded(ctx context.Context, q Querier, dataset string) (RecordedLimits, bool, error) {
 	rows, err := q.Query(ctx, s.qInForce, dataset)
 	if err != nil {
 		return RecordedLimits{}, false, fmt.Errorf("ledger: read the limits in force: %w", err)
@@ -64,7 +64,14 @@ func (s *store) recorded(ctx context.Context, q Querier, dataset string) (Record
 	return r, true, nil
 }
 
-func (s *store) RecordLimits(ctx context.Context, dataset string, change bool) (LimitsStart, error) {
+// RecordLimits is a curator's start: it records Limits() as the limits in force
+// for dataset, with the time, when none are recorded, and notes the start when
+// they equal the limits in force. When they differ, it records them as the new
+// limits in force if change is set (the previous ones stay in the history, and
+// every Ledger sharing the database enforces the new ones from its next charge),
+// and otherwise records nothing and returns a *LimitsDifferError
+// (errors.Is(err, ErrLimitsDiffer)).
+func (s *Ledger) RecordLimits(ctx context.Context, dataset string, change bool) (LimitsStart, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return LimitsStart{}, err
 	}
@@ -106,7 +113,9 @@ func (s *store) RecordLimits(ctx context.Context, dataset string, change bool) (
 	return out, nil
 }
 
-func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error) {
+// RecordedLimits returns the limits in force for dataset, and false if none
+// were recorded (a ledger written before schema version 3, or never served).
+func (s *Ledger) RecordedLimits(ctx context.Context, dataset string) (RecordedLimits, bool, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return RecordedLimits{}, false, err
 	}
@@ -123,7 +132,9 @@ func (s *store) RecordedLimits(ctx context.Context, dataset string) (RecordedLim
 	return r, found, nil
 }
 
-func (s *store) LimitsHistory(ctx context.Context, dataset string) ([]RecordedLimits, error) {
+// LimitsHistory returns every set of limits recorded for dataset, oldest first;
+// the last is in force.
+func (s *Ledger) LimitsHistory(ctx context.Context, dataset string) ([]RecordedLimits, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -173,7 +184,7 @@ type ReportRow struct {
 	// Spent is the effective committed total (as in Balance), exact.
 	Spent ExactCost
 	// Reserved is what the live reservations counting towards the relation hold
-	// (releases being computed, Store.Reserve), exact, and Reservations their
+	// (releases being computed, Ledger.Reserve), exact, and Reservations their
 	// number: a charge counts them as spent until they are cancelled or expire.
 	Reserved     ExactCost
 	Reservations int
@@ -232,14 +243,19 @@ type Report struct {
 	Relations []RelationReport
 }
 
-func (s *store) Report(ctx context.Context, dataset string, limits Limits) (Report, error) {
+// Report returns the dataset's exact totals, committed and reserved, and
+// remainders under limits (which need not be Limits(): a reader passes the
+// recorded ones), one RelationReport per relation with a record or a live
+// reservation counting towards it, in the order of Relations, each
+// identity's remainder capped by the dataset's.
+func (s *Ledger) Report(ctx context.Context, dataset string, limits Limits) (Report, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return Report{}, err
 	}
 	if err := limits.Validate(); err != nil {
 		return Report{}, err
 	}
-	d, rt, _, err := s.readAll(ctx, dataset)
+	d, rt, _, err := s.readViews(ctx, dataset, "")
 	if err != nil {
 		return Report{}, wrap("report", err)
 	}

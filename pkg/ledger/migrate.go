@@ -29,7 +29,7 @@ const (
 // migrate creates the tables if needed, upgrades an older schema version and
 // checks the version, in one transaction: a failed upgrade leaves the
 // database as it was.
-func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
+func (s *Ledger) migrate(ctx context.Context, ddl SchemaDDL) error {
 	run := func(q Querier, stmts []string) error {
 		for _, stmt := range stmts {
 			if _, err := q.Exec(ctx, s.d.SQL(stmt)); err != nil {
@@ -85,7 +85,7 @@ func (s *store) migrate(ctx context.Context, ddl SchemaDDL) error {
 //     from the records.
 //
 // The records themselves (keys, costs, results, order) are kept as they are.
-func (s *store) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error, v int64) error {
+func (s *Ledger) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error, v int64) error {
 	if v >= 4 {
 		// Version 5 only adds the reservations table, which starts empty.
 		return run(q, ddl.Tables)
@@ -120,7 +120,7 @@ func (s *store) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func(
 
 // setV1Relations gives each record of a version 1 database the relation of its
 // kind.
-func (s *store) setV1Relations(ctx context.Context, q Querier) error {
+func (s *Ledger) setV1Relations(ctx context.Context, q Querier) error {
 	var kinds []string
 	rows, err := q.Query(ctx, s.d.SQL(qV1Kinds))
 	if err != nil {
@@ -148,7 +148,7 @@ func (s *store) setV1Relations(ctx context.Context, q Querier) error {
 
 // setPatientCosts gives every record its whole-patient cost from what it states
 // (migratedPatientCost).
-func (s *store) setPatientCosts(ctx context.Context, q Querier) error {
+func (s *Ledger) setPatientCosts(ctx context.Context, q Querier) error {
 	type rec struct {
 		seq int64
 		p   PatientCost
@@ -188,7 +188,7 @@ func (s *store) setPatientCosts(ctx context.Context, q Querier) error {
 
 // recompute sums the records of one dataset (or of all, dataset ""), exactly,
 // into the totals the charges keep.
-func (s *store) recompute(ctx context.Context, q Querier, dataset string) (map[string]*datasetTotals, error) {
+func (s *Ledger) recompute(ctx context.Context, q Querier, dataset string) (map[string]*datasetTotals, error) {
 	var rows Rows
 	var err error
 	if dataset == "" {
@@ -217,27 +217,19 @@ func (s *store) recompute(ctx context.Context, q Querier, dataset string) (map[s
 			d = newDatasetTotals()
 			out[r.Dataset] = d
 		}
-		for _, who := range []string{r.Identity, datasetRow} {
-			c := d.own(who, r.Relation)
-			c.t.add(r.Cost)
-			c.n++
-			d.patientRef(who).add(r.Patient)
-		}
+		d.add(r.Identity, r.Relation, r.Cost, r.Patient)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	for _, d := range out {
-		for id := range d.raw {
-			d.identities = append(d.identities, id)
-		}
-		sort.Strings(d.identities)
+		d.sortIdentities()
 	}
 	return out, nil
 }
 
 // rebuildTotals replaces every stored total by the sums of the records.
-func (s *store) rebuildTotals(ctx context.Context, q Querier) error {
+func (s *Ledger) rebuildTotals(ctx context.Context, q Querier) error {
 	all, err := s.recompute(ctx, q, "")
 	if err != nil {
 		return err
@@ -279,7 +271,12 @@ func (s *store) rebuildTotals(ctx context.Context, q Querier) error {
 	return nil
 }
 
-func (s *store) Verify(ctx context.Context, dataset string) ([]Inconsistency, error) {
+// Verify recomputes every total of dataset kept by the charges (per identity
+// and relation, per relation for the dataset, and the whole-patient ones) from
+// the records, exactly, and reports each that differs from the stored one. It
+// also reads the live reservations, which are no totals (Report shows them),
+// and fails if one is corrupt. It writes nothing.
+func (s *Ledger) Verify(ctx context.Context, dataset string) ([]Inconsistency, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -336,19 +333,7 @@ func compareTotals(got, want *datasetTotals) []Inconsistency {
 		}
 		return a.n == b.n && a.t.eps.Cmp(&b.t.eps) == 0 && a.t.delta.Cmp(&b.t.delta) == 0
 	}
-	ids := map[string]bool{}
-	for _, id := range got.identities {
-		ids[id] = true
-	}
-	for _, id := range want.identities {
-		ids[id] = true
-	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	for _, who := range append([]string{datasetRow}, sorted...) {
+	for _, who := range append([]string{datasetRow}, identitiesOf(got, want)...) {
 		name := "dataset"
 		gm, wm := got.ds, want.ds
 		if who != datasetRow {

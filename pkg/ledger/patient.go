@@ -170,7 +170,7 @@ type PatientBalance struct {
 	// everything released on the dataset.
 	IdentityTotal, DatasetTotal PatientTotal
 	// IdentityReserved and DatasetReserved are what the live reservations hold
-	// (releases being computed, Store.Reserve); the caps count them, as a charge does.
+	// (releases being computed, Ledger.Reserve); the caps count them, as a charge does.
 	IdentityReserved, DatasetReserved PatientTotal
 	// Limits are the caps in force (zero: none); Remaining and DatasetRemaining
 	// what the caps leave after the totals and the reservations (zero without a
@@ -180,7 +180,7 @@ type PatientBalance struct {
 }
 
 // Inconsistency is a total kept by the charges that differs from the sum of the
-// records (Store.Verify).
+// records (Ledger.Verify).
 type Inconsistency struct {
 	// What names the total: "identity acme, relation record", "dataset, relation
 	// record", "whole patient, identity acme", "whole patient, dataset".

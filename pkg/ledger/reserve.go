@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 )
 
 // DefaultReservationTTL is how long a reservation holds its budget when Hold.TTL
-// is zero, unless extended (Store.Extend).
+// is zero, unless extended (Ledger.Extend).
 const DefaultReservationTTL = 2 * time.Minute
 
 // ErrReserved is returned by Reserve for a key that a live reservation already
@@ -36,7 +35,7 @@ type Hold struct {
 }
 
 // Reservation is budget held, under the limits, for releases being computed
-// (Store.Reserve). It is consumed by Commit, or released by Cancel, expiry or
+// (Ledger.Reserve). It is consumed by Commit, or released by Cancel, expiry or
 // DropReservations.
 type Reservation struct {
 	Dataset string
@@ -78,7 +77,7 @@ type reserveRows struct {
 
 const reservationColumns = `identity, entry_key, relation, epsilon, delta, patient_epsilon, patient_delta, patient_rho, patient_unbounded`
 
-func (s *store) reservationQueries() {
+func (s *Ledger) reservationQueries() {
 	s.qReserve = s.d.SQL(`INSERT INTO {t}reservations (dataset, identity, entry_key, token, owner, kind, relation, epsilon, delta,
 		patient_epsilon, patient_delta, patient_rho, patient_unbounded, created_ns, expires_ns)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -96,7 +95,7 @@ func (s *store) reservationQueries() {
 // count decides, for each live reserved key, whether it is counted (false: it is
 // the release being charged, which is counted as a charge), or fails the
 // transaction.
-func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int64,
+func (s *Ledger) reserved(ctx context.Context, q Querier, dataset string, now int64,
 	count func(identity, key string) (bool, error)) (*datasetTotals, error) {
 	d, expired, err := s.liveReservations(ctx, q, dataset, now, count)
 	if err != nil {
@@ -115,7 +114,7 @@ func (s *store) reserved(ctx context.Context, q Querier, dataset string, now int
 // so the readers (Balance, Report, ...) show what a charge would count. A nil
 // count counts every reservation. The sums' identities are those holding a live
 // reservation, sorted.
-func (s *store) liveReservations(ctx context.Context, q Querier, dataset string, now int64,
+func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string, now int64,
 	count func(identity, key string) (bool, error)) (*datasetTotals, bool, error) {
 	rows, err := q.Query(ctx, s.qLive, dataset)
 	if err != nil {
@@ -123,7 +122,6 @@ func (s *store) liveReservations(ctx context.Context, q Querier, dataset string,
 	}
 	defer rows.Close()
 	d := newDatasetTotals()
-	seen := make(map[string]bool)
 	expired := false
 	for rows.Next() {
 		var identity, key string
@@ -151,21 +149,12 @@ func (s *store) liveReservations(ctx context.Context, q Querier, dataset string,
 				continue
 			}
 		}
-		for _, who := range []string{identity, datasetRow} {
-			t := d.own(who, rel)
-			t.t.add(c)
-			t.n++
-			d.patientRef(who).add(p)
-		}
-		if !seen[identity] {
-			seen[identity] = true
-			d.identities = append(d.identities, identity)
-		}
+		d.add(identity, rel, c, p)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
 	}
-	sort.Strings(d.identities)
+	d.sortIdentities()
 	return d, expired, nil
 }
 
@@ -177,7 +166,16 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-func (s *store) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation, error) {
+// Reserve holds the costs of cs under the limits, for releases about to be
+// computed: in one transaction, like ChargeAll, it replays each charge whose
+// key its account already holds (and reserves nothing for it), checks the
+// others together against both limits of every relation they count towards
+// and the whole-patient caps — counting the committed charges and every live
+// reservation of the dataset — and records them as a reservation that
+// expires after h.TTL, or returns a *BudgetError and records nothing. A key
+// that a live reservation already holds is refused with ErrReserved. No
+// Result is kept.
+func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation, error) {
 	if len(cs) == 0 {
 		return nil, errors.New("ledger: reserve: no charge")
 	}
@@ -204,7 +202,14 @@ func (s *store) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation,
 	return &Reservation{Dataset: cs[0].Dataset, Token: token, Owner: h.Owner, Expires: expires.UTC(), Receipts: rs}, nil
 }
 
-func (s *store) Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Receipt, error) {
+// Commit is ChargeAll of cs that consumes r in the same transaction: r's
+// reservation is released and cs are checked (against the committed charges
+// and the other live reservations) and recorded, all or none. A charge of
+// what was reserved therefore fits unless r lapsed (expired, dropped) and
+// others spent the budget meanwhile, or the limits were lowered. If Commit
+// fails nothing is recorded and r still holds its budget: Cancel it. Replays
+// and idempotence are ChargeAll's: committing a recorded key spends nothing.
+func (s *Ledger) Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Receipt, error) {
 	if r == nil || r.Token == "" {
 		return nil, errors.New("ledger: commit: no reservation")
 	}
@@ -218,7 +223,8 @@ func (s *store) Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Rece
 	return rs, nil
 }
 
-func (s *store) Cancel(ctx context.Context, r *Reservation) error {
+// Cancel releases r's budget (nothing if it was committed, or has lapsed).
+func (s *Ledger) Cancel(ctx context.Context, r *Reservation) error {
 	if r == nil || r.Token == "" {
 		return nil
 	}
@@ -232,7 +238,9 @@ func (s *store) Cancel(ctx context.Context, r *Reservation) error {
 	return nil
 }
 
-func (s *store) Extend(ctx context.Context, r *Reservation, ttl time.Duration) error {
+// Extend keeps r for ttl more from now (0: DefaultReservationTTL), or returns
+// an error wrapping ErrReservationLapsed if it is no longer held.
+func (s *Ledger) Extend(ctx context.Context, r *Reservation, ttl time.Duration) error {
 	if r == nil || r.Token == "" {
 		return errors.New("ledger: extend: no reservation")
 	}
@@ -258,7 +266,10 @@ func (s *store) Extend(ctx context.Context, r *Reservation, ttl time.Duration) e
 	return nil
 }
 
-func (s *store) DropReservations(ctx context.Context, dataset, owner string) (int, error) {
+// DropReservations releases the reservations of dataset held by owner —
+// at the start of the process that owns them, they are left by a crash — and
+// any expired ones; it returns how many it removed.
+func (s *Ledger) DropReservations(ctx context.Context, dataset, owner string) (int, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return 0, err
 	}

@@ -122,7 +122,7 @@ var sqliteDDL = SchemaDDL{
 // path, with the settings of package sqlitedb: a commit is on disk before
 // Charge returns, and every write transaction starts with BEGIN IMMEDIATE,
 // so the check-and-charge is atomic also across processes sharing the file.
-func OpenSQLite(path string, limits Limits) (Store, error) {
+func OpenSQLite(path string, limits Limits) (*Ledger, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
@@ -152,8 +152,8 @@ func newSQLiteEngine(db *sql.DB) *sqliteEngine {
 }
 
 // sqliteEngine runs transactions through database/sql. Writers of one
-// Store queue on sem in the process, so that the database's busy handler
-// (a sleep-and-retry loop) only arbitrates between processes or Stores.
+// Ledger queue on sem in the process, so that the database's busy handler
+// (a sleep-and-retry loop) only arbitrates between processes or Ledgers.
 //
 // Its statements are prepared once per connection and kept (stmts): compiling a
 // statement is about a third of a charge's CPU in the pure-Go SQLite driver

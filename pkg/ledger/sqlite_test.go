@@ -40,7 +40,7 @@ var sqliteV1DDL = []string{
 // sqliteLocation is a fresh ledger file per test.
 func sqliteLocation(t *testing.T) ledgertest.Opener {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	return func(t *testing.T, limits ledger.Limits) ledger.Store {
+	return func(t *testing.T, limits ledger.Limits) *ledger.Ledger {
 		s, err := ledger.OpenSQLite(path, limits)
 		if err != nil {
 			t.Fatalf("OpenSQLite error: %v", err)

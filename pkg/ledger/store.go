@@ -1,12 +1,8 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"math/big"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -33,8 +29,11 @@ func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...an
 // never names one.
 const datasetRow = ""
 
-// store implements Store over an Engine.
-type store struct {
+// Ledger is a durable privacy ledger over an Engine (OpenSQLite, OpenEngine). It
+// is safe for concurrent use, and several Ledger values (in one or several
+// processes) may share one database: the check-and-charge is a single serialised
+// transaction in the database.
+type Ledger struct {
 	e      Engine
 	limits Limits
 	d      Dialect
@@ -53,8 +52,8 @@ const limitsColumns = `id, identity_epsilon, identity_delta, dataset_epsilon, da
 	patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
 	recorded_ns, confirmed_ns, starts`
 
-func newStore(e Engine, limits Limits, d Dialect) *store {
-	s := &store{e: e, limits: limits, d: d}
+func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
+	s := &Ledger{e: e, limits: limits, d: d}
 	s.qGet = s.d.SQL(`SELECT ` + entryColumns + `, result, created_ns FROM {t}entries
 		WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qTotalsAll = s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ?`)
@@ -86,326 +85,18 @@ func newStore(e Engine, limits Limits, d Dialect) *store {
 	return s
 }
 
-func (s *store) Limits() Limits { return s.limits }
+// Limits returns the limits the store was opened with: those it records at a
+// start (RecordLimits), and enforces on a dataset for which none are recorded.
+// Once limits are recorded for a dataset, every charge on it is checked against
+// the limits in force, read in the charge's own transaction.
+func (s *Ledger) Limits() Limits { return s.limits }
 
-func (s *store) Close() error {
+// Close releases the database handle.
+func (s *Ledger) Close() error {
 	if err := s.e.Close(); err != nil {
 		return fmt.Errorf("ledger: close: %w", err)
 	}
 	return nil
-}
-
-func (s *store) Charge(ctx context.Context, c Charge) (Receipt, error) {
-	rs, err := s.chargeAll(ctx, []Charge{c}, txMode{})
-	if err != nil {
-		return Receipt{}, wrap("charge", err)
-	}
-	return rs[0], nil
-}
-
-func (s *store) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) {
-	rs, err := s.chargeAll(ctx, cs, txMode{})
-	if err != nil {
-		return nil, wrap("charge all", err)
-	}
-	return rs, nil
-}
-
-// chargeAll is Charge and ChargeAll: one transaction that replays each charge
-// whose key is recorded, reads the limits in force and the totals of the
-// charges' identities and of their dataset (never the other identities': a
-// charge costs the same whatever their number), checks the others' costs
-// together against both limits of every relation they count towards and
-// against the whole-patient caps, and records them all or none, updating the
-// totals it read. The limits are checked against the committed totals plus the
-// live reservations of the dataset (reserve.go); m says whether the transaction
-// records the charges, consumes a reservation while it does (Commit), or only
-// reserves them (Reserve).
-func (s *store) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	type idKey struct{ identity, key string }
-	seen := make(map[idKey]bool, len(cs))
-	cs = slices.Clone(cs)
-	patients := make([]PatientCost, len(cs))
-	for i := range cs {
-		c := &cs[i]
-		if err := c.Validate(); err != nil {
-			return nil, err
-		}
-		if c.Dataset != cs[0].Dataset {
-			return nil, fmt.Errorf("ledger: charges of one transaction must be on one dataset, got %q and %q", cs[0].Dataset, c.Dataset)
-		}
-		k := idKey{c.Identity, c.Key}
-		if seen[k] {
-			return nil, fmt.Errorf("ledger: key %q of identity %q is charged twice in one transaction", c.Key, c.Identity)
-		}
-		seen[k] = true
-		c.Cost = normalise(c.Cost)
-		c.Result = bytes.Clone(c.Result)
-		if c.Patient != nil {
-			patients[i] = normalisePatient(*c.Patient)
-		} else {
-			patients[i] = DefaultPatientCost(c.Relation, c.Cost)
-		}
-	}
-	dataset := cs[0].Dataset
-	out := make([]Receipt, len(cs))
-	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
-		now := time.Now().UnixNano()
-		// A commit consumes its reservation first: what it reserved is checked
-		// again below as the charges themselves.
-		if m.commit != "" {
-			if _, err := q.Exec(ctx, s.qUnreserve, dataset, m.commit); err != nil {
-				return fmt.Errorf("ledger: commit: release the reservation: %w", err)
-			}
-		}
-		// Replays, each on its own.
-		var fresh []int
-		for i, c := range cs {
-			stored, found, err := s.get(ctx, q, c.Account, c.Key)
-			if err != nil {
-				return err
-			}
-			if !found {
-				fresh = append(fresh, i)
-				continue
-			}
-			if stored.Kind != c.Kind || stored.Relation != c.Relation || stored.Cost != c.Cost {
-				return fmt.Errorf("ledger: key %q of identity %q on dataset %q holds %s (%s) ε=%g, δ=%g; request is %s (%s) ε=%g, δ=%g: %w",
-					c.Key, c.Identity, c.Dataset, stored.Kind, stored.Relation, stored.Cost.Epsilon, stored.Cost.Delta,
-					c.Kind, c.Relation, c.Cost.Epsilon, c.Cost.Delta, ErrKeyConflict)
-			}
-			stored.Replayed = true
-			out[i] = stored
-		}
-		if len(fresh) == 0 {
-			return nil
-		}
-
-		// The limits in force, read under the dataset's lock: a change recorded by
-		// another curator sharing the database applies to this charge.
-		limits, _, err := s.inForce(ctx, q, dataset)
-		if err != nil {
-			return err
-		}
-		var identities []string // in the order of the charges
-		for _, i := range fresh {
-			if !slices.Contains(identities, cs[i].Identity) {
-				identities = append(identities, cs[i].Identity)
-			}
-		}
-		dt, err := s.totalsOf(ctx, q, dataset, identities)
-		if err != nil {
-			return err
-		}
-		// What releases being computed hold (reserve.go): counted in every check
-		// below, so that what is reserved is never spent twice.
-		freshKeys := make(map[idKey]bool, len(fresh))
-		for _, i := range fresh {
-			freshKeys[idKey{cs[i].Identity, cs[i].Key}] = true
-		}
-		rt, err := s.reserved(ctx, q, dataset, now, func(identity, key string) (bool, error) {
-			if !freshKeys[idKey{identity, key}] {
-				return true, nil
-			}
-			if m.reserve != nil {
-				return false, fmt.Errorf("ledger: key %q of identity %q on dataset %q: %w", key, identity, dataset, ErrReserved)
-			}
-			return false, nil // this release's own reservation, by another holder
-		})
-		if err != nil {
-			return err
-		}
-		// held returns the committed total plus the reserved one.
-		held := func(identity string, r Relation) *total {
-			var t, u *total
-			if identity == datasetRow {
-				t, _ = dt.datasetEffective(r)
-				u, _ = rt.datasetEffective(r)
-			} else {
-				t, _ = dt.effective(identity, r)
-				u, _ = rt.effective(identity, r)
-			}
-			t.addTotal(u)
-			return t
-		}
-		heldPatient := func(who string) PatientTotal {
-			p := dt.patientRef(who).clone()
-			p.addTotal(*rt.patientRef(who))
-			return p
-		}
-		reservedCost := func(identity string, r Relation) Cost {
-			if identity == datasetRow {
-				u, _ := rt.datasetEffective(r)
-				return u.cost()
-			}
-			u, _ := rt.effective(identity, r)
-			return u.cost()
-		}
-
-		// Check both limits, in every relation a new charge counts towards,
-		// against exact effective totals plus the exact sum of the new charges
-		// that count towards it: every identity's first, then the dataset's;
-		// then the whole-patient caps, the identities' and the dataset's.
-		var (
-			rels    []Relation // in the order the charges name them
-			idSum   = make(map[string]map[Relation]*total)
-			dsSum   = make(map[Relation]*total)
-			idPat   = make(map[string]PatientTotal)
-			dsPat   = newPatientTotal()
-			account = cs[fresh[0]].Account
-		)
-		for _, i := range fresh {
-			c := cs[i]
-			if idSum[c.Identity] == nil {
-				idSum[c.Identity] = make(map[Relation]*total)
-				idPat[c.Identity] = newPatientTotal()
-			}
-			for _, r := range c.Relation.CountsTowards() {
-				if !slices.Contains(rels, r) {
-					rels = append(rels, r)
-				}
-				if idSum[c.Identity][r] == nil {
-					idSum[c.Identity][r] = new(total)
-				}
-				idSum[c.Identity][r].add(c.Cost)
-				if dsSum[r] == nil {
-					dsSum[r] = new(total)
-				}
-				dsSum[r].add(c.Cost)
-			}
-			p := idPat[c.Identity]
-			p.add(patients[i])
-			idPat[c.Identity] = p
-			dsPat.add(patients[i])
-		}
-		for _, id := range identities {
-			for _, r := range rels {
-				add := idSum[id][r]
-				if add == nil {
-					continue
-				}
-				if t := held(id, r); !t.fitsTotal(add, limits.PerIdentity) {
-					return &BudgetError{Scope: ScopeIdentity, Account: Account{Dataset: dataset, Identity: id}, Relation: r,
-						Requested: add.cost(), Remaining: t.remaining(limits.PerIdentity), Limit: limits.PerIdentity,
-						Reserved: reservedCost(id, r)}
-				}
-			}
-		}
-		for _, r := range rels {
-			if t := held(datasetRow, r); !t.fitsTotal(dsSum[r], limits.Dataset) {
-				return &BudgetError{Scope: ScopeDataset, Account: account, Relation: r,
-					Requested: dsSum[r].cost(), Remaining: t.remaining(limits.Dataset), Limit: limits.Dataset,
-					Reserved: reservedCost(datasetRow, r)}
-			}
-		}
-		patientError := func(scope, who string, a Account, have, add PatientTotal, cap Cost) error {
-			var reserved Cost
-			if r := rt.patientRef(who); r.Bounded() {
-				reserved = r.Cost()
-			}
-			return &BudgetError{Scope: scope, Account: a, Relation: RelationRecord, WholePatient: true, Unbounded: add.Unbounded > 0,
-				Requested: add.Cost(), Remaining: patientRemaining(have, cap), Limit: cap, Reserved: reserved}
-		}
-		for _, id := range identities {
-			have := heldPatient(id)
-			if !fitsPatient(have, idPat[id], limits.Patient.PerIdentity) {
-				return patientError(ScopeIdentity, id, Account{Dataset: dataset, Identity: id}, have, idPat[id], limits.Patient.PerIdentity)
-			}
-		}
-		if have := heldPatient(datasetRow); !fitsPatient(have, dsPat, limits.Patient.Dataset) {
-			return patientError(ScopeDataset, datasetRow, account, have, dsPat, limits.Patient.Dataset)
-		}
-		if m.reserve != nil {
-			for _, i := range fresh {
-				c, p := cs[i], patients[i]
-				if _, err := q.Exec(ctx, s.qReserve, c.Dataset, c.Identity, c.Key, m.reserve.token, m.reserve.owner, c.Kind, string(c.Relation),
-					c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, m.reserve.expiresNS); err != nil {
-					return fmt.Errorf("ledger: reserve: record: %w", err)
-				}
-				out[i] = Receipt{Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
-					Cost: c.Cost, Patient: p}
-			}
-			return nil
-		}
-
-		// Record each, and add its cost to the totals of its own relation only,
-		// the identity's and the dataset's (the implied relations' totals are sums
-		// over relations, formed when read), and its whole-patient cost to the
-		// identity's and the dataset's whole-patient totals; each total is written
-		// once, with the number of charges it gained.
-		type relKey struct {
-			who string
-			rel Relation
-		}
-		var relKeys []relKey
-		var whos []string
-		added := make(map[relKey]int64)
-		addedPatient := make(map[string]int64)
-		createdNS := now
-		for _, i := range fresh {
-			c, p := cs[i], patients[i]
-			if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
-				c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, createdNS); err != nil {
-				return fmt.Errorf("ledger: charge: record: %w", err)
-			}
-			for _, who := range []string{c.Identity, datasetRow} {
-				t := dt.own(who, c.Relation)
-				t.t.add(c.Cost)
-				t.n++
-				k := relKey{who, c.Relation}
-				if added[k] == 0 {
-					relKeys = append(relKeys, k)
-				}
-				added[k]++
-				dt.patientRef(who).add(p)
-				if addedPatient[who] == 0 {
-					whos = append(whos, who)
-				}
-				addedPatient[who]++
-			}
-			out[i] = Receipt{
-				Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
-				Cost: c.Cost, Patient: p, Result: c.Result, ResultSize: len(c.Result),
-				Created: time.Unix(0, createdNS).UTC(),
-			}
-		}
-		for _, k := range relKeys {
-			t := dt.own(k.who, k.rel)
-			if _, err := q.Exec(ctx, s.qUpsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), added[k]); err != nil {
-				return fmt.Errorf("ledger: charge: update totals: %w", err)
-			}
-		}
-		for _, who := range whos {
-			pt := dt.patientRef(who)
-			if _, err := q.Exec(ctx, s.qPatientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
-				encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, addedPatient[who]); err != nil {
-				return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func boolInt(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// normalise turns −0 into +0.
-func normalisePatient(p PatientCost) PatientCost {
-	p.Epsilon += 0
-	p.Delta += 0
-	p.Rho += 0
-	return p
 }
 
 // wrap gives err the package prefix unless it already has it.
@@ -416,7 +107,7 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("ledger: %s: %w", op, err)
 }
 
-func (s *store) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
+func (s *Ledger) get(ctx context.Context, q Querier, a Account, key string) (Receipt, bool, error) {
 	r := Receipt{Account: a, Key: key}
 	var createdNS, unbounded int64
 	found, err := QueryRow(ctx, q, s.qGet, []any{a.Dataset, a.Identity, key},
@@ -465,208 +156,10 @@ func checkStoredRelation(r Relation) error {
 	return nil
 }
 
-// counted is an exact total and the number of records it sums.
-type counted struct {
-	t total
-	n int64
-}
-
-// datasetTotals are stored totals of one dataset, all of them or those of some
-// identities: per identity and relation, the exact sum of the records charged
-// under that relation alone; the same per relation for the dataset (over all its
-// identities); and the whole-patient totals of the identities and of the dataset.
-// The effective totals a limit is checked against add the relations that imply
-// the one checked (Relation.Implies).
-type datasetTotals struct {
-	identities []string // those read that have any record, sorted
-	raw        map[string]map[Relation]*counted
-	ds         map[Relation]*counted
-	patient    map[string]*PatientTotal
-	dsPatient  PatientTotal
-}
-
-func newDatasetTotals() *datasetTotals {
-	return &datasetTotals{raw: make(map[string]map[Relation]*counted), ds: make(map[Relation]*counted),
-		patient: make(map[string]*PatientTotal), dsPatient: newPatientTotal()}
-}
-
-// own returns the stored sum of who (an identity, or datasetRow) under r
-// alone, created empty if there is none, for updating in place.
-func (d *datasetTotals) own(who string, r Relation) *counted {
-	m := d.ds
-	if who != datasetRow {
-		if d.raw[who] == nil {
-			d.raw[who] = make(map[Relation]*counted)
-		}
-		m = d.raw[who]
-	}
-	c := m[r]
-	if c == nil {
-		c = new(counted)
-		m[r] = c
-	}
-	return c
-}
-
-// patientOf returns identity's whole-patient total (zero if it has none).
-func (d *datasetTotals) patientOf(identity string) PatientTotal {
-	if p := d.patient[identity]; p != nil {
-		return *p
-	}
-	return newPatientTotal()
-}
-
-// patientRef returns the whole-patient total of who (an identity, or
-// datasetRow) for updating in place.
-func (d *datasetTotals) patientRef(who string) *PatientTotal {
-	if who == datasetRow {
-		return &d.dsPatient
-	}
-	p := d.patient[who]
-	if p == nil {
-		t := newPatientTotal()
-		p = &t
-		d.patient[who] = p
-	}
-	return p
-}
-
-// effective returns the total of identity's records whose relation implies
-// s, and their number.
-func (d *datasetTotals) effective(identity string, s Relation) (*total, int64) {
-	return sumImplying(d.raw[identity], s)
-}
-
-// datasetEffective returns the total, over all identities, of the records
-// whose relation implies s, and their number.
-func (d *datasetTotals) datasetEffective(s Relation) (*total, int64) {
-	return sumImplying(d.ds, s)
-}
-
-func sumImplying(m map[Relation]*counted, s Relation) (*total, int64) {
-	t := new(total)
-	var n int64
-	for r, c := range m {
-		if r.Implies(s) {
-			t.addTotal(&c.t)
-			n += c.n
-		}
-	}
-	return t, n
-}
-
-// totalsOf reads the stored totals of some identities of a dataset, and the
-// dataset's own: a constant number of rows whatever the dataset's other
-// identities.
-func (s *store) totalsOf(ctx context.Context, q Querier, dataset string, identities []string) (*datasetTotals, error) {
-	who := append([]string{datasetRow}, identities...)
-	args := make([]any, 0, len(who)+1)
-	args = append(args, dataset)
-	for _, w := range who {
-		args = append(args, w)
-	}
-	in := strings.TrimSuffix(strings.Repeat("?, ", len(who)), ", ")
-	return s.readTotalRows(ctx, q,
-		s.d.SQL(`SELECT identity, relation, epsilon, delta, charges FROM {t}totals WHERE dataset = ? AND identity IN (`+in+`)`),
-		s.d.SQL(`SELECT identity, epsilon, delta, rho, rho_delta, unbounded, charges FROM {t}patient_totals WHERE dataset = ? AND identity IN (`+in+`)`),
-		args)
-}
-
-// totals reads every stored total of a dataset.
-func (s *store) totals(ctx context.Context, q Querier, dataset string) (*datasetTotals, error) {
-	return s.readTotalRows(ctx, q, s.qTotalsAll, s.qPatientAll, []any{dataset})
-}
-
-func (s *store) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient string, args []any) (*datasetTotals, error) {
-	d := newDatasetTotals()
-	rows, err := q.Query(ctx, qTotals, args...)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read totals: %w", err)
-	}
-	defer rows.Close()
-	seen := make(map[string]bool)
-	note := func(identity string) {
-		if identity != datasetRow && !seen[identity] {
-			seen[identity] = true
-			d.identities = append(d.identities, identity)
-		}
-	}
-	for rows.Next() {
-		var identity, e, dl string
-		var r Relation
-		c := new(counted)
-		if err := rows.Scan(&identity, &r, &e, &dl, &c.n); err != nil {
-			return nil, fmt.Errorf("ledger: read totals: %w", err)
-		}
-		if err := checkStoredRelation(r); err != nil {
-			return nil, err
-		}
-		er, err := decodeRat(e)
-		if err != nil {
-			return nil, err
-		}
-		dr, err := decodeRat(dl)
-		if err != nil {
-			return nil, err
-		}
-		if c.n < 0 {
-			return nil, fmt.Errorf("ledger: corrupt stored number of charges %d", c.n)
-		}
-		c.t.eps.Set(er)
-		c.t.delta.Set(dr)
-		if identity == datasetRow {
-			d.ds[r] = c
-			continue
-		}
-		m := d.raw[identity]
-		if m == nil {
-			m = make(map[Relation]*counted)
-			d.raw[identity] = m
-		}
-		m[r] = c
-		note(identity)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: read totals: %w", err)
-	}
-	rows.Close()
-	prow, err := q.Query(ctx, qPatient, args...)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
-	}
-	defer prow.Close()
-	for prow.Next() {
-		var identity string
-		var txt [4]string
-		p := newPatientTotal()
-		if err := prow.Scan(&identity, &txt[0], &txt[1], &txt[2], &txt[3], &p.Unbounded, &p.Charges); err != nil {
-			return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
-		}
-		for i, dst := range []*big.Rat{p.Epsilon, p.Delta, p.Rho, p.RhoDelta} {
-			r, err := decodeRat(txt[i])
-			if err != nil {
-				return nil, err
-			}
-			dst.Set(r)
-		}
-		if p.Unbounded < 0 || p.Charges < 0 || p.Unbounded > p.Charges {
-			return nil, fmt.Errorf("ledger: corrupt stored whole-patient counts %d of %d", p.Unbounded, p.Charges)
-		}
-		if identity == datasetRow {
-			d.dsPatient = p
-			continue
-		}
-		d.patient[identity] = &p
-		note(identity)
-	}
-	if err := prow.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: read whole-patient totals: %w", err)
-	}
-	sort.Strings(d.identities)
-	return d, nil
-}
-
-func (s *store) SetResult(ctx context.Context, a Account, key string, result []byte) error {
+// SetResult attaches or replaces the result of an existing record. It
+// never changes a cost. It returns an error wrapping ErrNotFound if the
+// record does not exist.
+func (s *Ledger) SetResult(ctx context.Context, a Account, key string, result []byte) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
@@ -692,7 +185,8 @@ func (s *store) SetResult(ctx context.Context, a Account, key string, result []b
 	return nil
 }
 
-func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, error) {
+// Get returns the record of key in a, and false if there is none.
+func (s *Ledger) Get(ctx context.Context, a Account, key string) (Receipt, bool, error) {
 	if err := a.Validate(); err != nil {
 		return Receipt{}, false, err
 	}
@@ -712,171 +206,9 @@ func (s *store) Get(ctx context.Context, a Account, key string) (Receipt, bool, 
 	return r, found, nil
 }
 
-// readAccount reads the limits in force, the totals of one identity and of its
-// dataset, and the dataset's live reservations, outside a transaction.
-func (s *store) readAccount(ctx context.Context, a Account) (d, rt *datasetTotals, l Limits, err error) {
-	err = s.e.Read(ctx, func(q Querier) error {
-		var err error
-		if l, _, err = s.inForce(ctx, q, a.Dataset); err != nil {
-			return err
-		}
-		if d, err = s.totalsOf(ctx, q, a.Dataset, []string{a.Identity}); err != nil {
-			return err
-		}
-		rt, _, err = s.liveReservations(ctx, q, a.Dataset, time.Now().UnixNano(), nil)
-		return err
-	})
-	return d, rt, l, err
-}
-
-// readAll reads the limits in force, every total of a dataset and its live
-// reservations, outside a transaction (listings).
-func (s *store) readAll(ctx context.Context, dataset string) (d, rt *datasetTotals, l Limits, err error) {
-	err = s.e.Read(ctx, func(q Querier) error {
-		var err error
-		if l, _, err = s.inForce(ctx, q, dataset); err != nil {
-			return err
-		}
-		if d, err = s.totals(ctx, q, dataset); err != nil {
-			return err
-		}
-		rt, _, err = s.liveReservations(ctx, q, dataset, time.Now().UnixNano(), nil)
-		return err
-	})
-	return d, rt, l, err
-}
-
-// held is t plus u, a new total.
-func held(t, u *total) *total {
-	h := new(total)
-	h.addTotal(t)
-	h.addTotal(u)
-	return h
-}
-
-// identitiesOf is the sorted union of the identities of d and of rt.
-func identitiesOf(d, rt *datasetTotals) []string {
-	ids := slices.Clone(d.identities)
-	for _, id := range rt.identities {
-		if !slices.Contains(d.identities, id) {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func (s *store) Balance(ctx context.Context, a Account, rel Relation) (Balance, error) {
-	if err := a.Validate(); err != nil {
-		return Balance{}, err
-	}
-	if err := rel.Validate(); err != nil {
-		return Balance{}, err
-	}
-	d, rt, limits, err := s.readAccount(ctx, a)
-	if err != nil {
-		return Balance{}, wrap("balance", err)
-	}
-	b, _ := balanceOf(d, rt, limits, a, rel)
-	return b, nil
-}
-
-// balanceOf returns a's effective balance under rel against limits, the
-// committed totals d and the live reservations rt counted as a charge counts
-// them, and the number of records and reservations counting towards it.
-func balanceOf(d, rt *datasetTotals, limits Limits, a Account, rel Relation) (Balance, int64) {
-	ds, _ := d.datasetEffective(rel)
-	dsr, _ := rt.datasetEffective(rel)
-	id, n := d.effective(a.Identity, rel)
-	idr, m := rt.effective(a.Identity, rel)
-	return Balance{
-		Account:          a,
-		Relation:         rel,
-		Spent:            id.cost(),
-		Reserved:         idr.cost(),
-		Remaining:        held(id, idr).remaining(limits.PerIdentity),
-		DatasetSpent:     ds.cost(),
-		DatasetReserved:  dsr.cost(),
-		DatasetRemaining: held(ds, dsr).remaining(limits.Dataset),
-		Charges:          int(n),
-		Reservations:     int(m),
-		Limits:           limits,
-	}, n + m
-}
-
-func (s *store) PatientBalance(ctx context.Context, a Account) (PatientBalance, error) {
-	if err := a.Validate(); err != nil {
-		return PatientBalance{}, err
-	}
-	d, rt, limits, err := s.readAccount(ctx, a)
-	if err != nil {
-		return PatientBalance{}, wrap("whole-patient balance", err)
-	}
-	return patientBalanceOf(d, rt, limits, a), nil
-}
-
-func patientBalanceOf(d, rt *datasetTotals, limits Limits, a Account) PatientBalance {
-	b := PatientBalance{Account: a, IdentityTotal: d.patientOf(a.Identity).clone(), DatasetTotal: d.dsPatient.clone(),
-		IdentityReserved: rt.patientOf(a.Identity).clone(), DatasetReserved: rt.dsPatient.clone(), Limits: limits.Patient}
-	if c := limits.Patient.PerIdentity; c.Epsilon > 0 {
-		b.Remaining = patientRemaining(heldPatient(b.IdentityTotal, b.IdentityReserved), c)
-	}
-	if c := limits.Patient.Dataset; c.Epsilon > 0 {
-		b.DatasetRemaining = patientRemaining(heldPatient(b.DatasetTotal, b.DatasetReserved), c)
-	}
-	return b
-}
-
-// heldPatient is the whole-patient total t plus the reserved r, a new total.
-func heldPatient(t, r PatientTotal) PatientTotal {
-	h := t.clone()
-	h.addTotal(r)
-	return h
-}
-
-func (s *store) Accounts(ctx context.Context, dataset string) ([]Balance, error) {
-	if err := checkName("dataset", dataset); err != nil {
-		return nil, err
-	}
-	d, rt, limits, err := s.readAll(ctx, dataset)
-	if err != nil {
-		return nil, wrap("accounts", err)
-	}
-	var out []Balance
-	for _, id := range identitiesOf(d, rt) {
-		for _, rel := range Relations {
-			if b, n := balanceOf(d, rt, limits, Account{Dataset: dataset, Identity: id}, rel); n > 0 {
-				out = append(out, b)
-			}
-		}
-	}
-	return out, nil
-}
-
-func (s *store) DatasetTotals(ctx context.Context, dataset string) ([]DatasetBalance, error) {
-	if err := checkName("dataset", dataset); err != nil {
-		return nil, err
-	}
-	d, rt, limits, err := s.readAll(ctx, dataset)
-	if err != nil {
-		return nil, wrap("dataset totals", err)
-	}
-	var out []DatasetBalance
-	for _, rel := range Relations {
-		t, n := d.datasetEffective(rel)
-		r, m := rt.datasetEffective(rel)
-		if n+m > 0 {
-			out = append(out, DatasetBalance{
-				Dataset: dataset, Relation: rel,
-				Spent: t.cost(), Reserved: r.cost(), Remaining: held(t, r).remaining(limits.Dataset),
-				Charges: int(n), Reservations: int(m), Limits: limits,
-			})
-		}
-	}
-	return out, nil
-}
-
-func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) {
+// Entries returns the records of a dataset in the order they were
+// committed, without their Result payloads.
+func (s *Ledger) Entries(ctx context.Context, dataset string) ([]Receipt, error) {
 	if err := checkName("dataset", dataset); err != nil {
 		return nil, err
 	}
@@ -915,13 +247,9 @@ func (s *store) Entries(ctx context.Context, dataset string) ([]Receipt, error) 
 	return out, nil
 }
 
-// Pinger is implemented by the Stores of this package (OpenSQLite, OpenEngine):
-// Ping checks that the database answers, with one trivial read.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-func (s *store) Ping(ctx context.Context) error {
+// Ping checks that the database answers, with one trivial read (the
+// curator's health check).
+func (s *Ledger) Ping(ctx context.Context) error {
 	err := s.e.Read(ctx, func(q Querier) error {
 		var one int64
 		_, err := QueryRow(ctx, q, `SELECT 1`, nil, &one)
@@ -933,49 +261,14 @@ func (s *store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// DatasetLister is implemented by the Stores of this package: Datasets returns
-// every dataset that has a record, sorted.
-type DatasetLister interface {
-	Datasets(ctx context.Context) ([]string, error)
-}
-
-func (s *store) Datasets(ctx context.Context) ([]string, error) {
-	var out []string
-	err := s.e.Read(ctx, func(q Querier) error {
-		out = out[:0]
-		rows, err := q.Query(ctx, s.d.SQL(`SELECT DISTINCT dataset FROM {t}entries ORDER BY dataset`))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var d string
-			if err := rows.Scan(&d); err != nil {
-				return err
-			}
-			out = append(out, d)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, wrap("datasets", err)
-	}
-	return out, nil
-}
-
-// ResultLister is implemented by the Stores of this package: KindResults calls fn
-// with the account, key and result of every record of kind that has a non-empty
-// result, in every dataset, in the order they were committed, from one query —
-// for readers that need one field of many results (the curator's removal of
-// orphaned release matrices) without a Get per record, nor the records of other
-// kinds. An engine that runs the read again after losing its connection (Engine)
-// calls fn again from the first record: fn must tolerate seeing a record twice.
-// result is valid only during the call.
-type ResultLister interface {
-	KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error
-}
-
-func (s *store) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
+// KindResults calls fn with the account, key and result of every record of kind
+// that has a non-empty result, in every dataset, in the order they were
+// committed, from one query — for readers that need one field of many results
+// (the curator's removal of orphaned release matrices) without a Get per record,
+// nor the records of other kinds. An engine that runs the read again after losing
+// its connection (Engine) calls fn again from the first record: fn must tolerate
+// seeing a record twice. result is valid only during the call.
+func (s *Ledger) KindResults(ctx context.Context, kind string, fn func(a Account, key string, result []byte) error) error {
 	if err := checkName("kind", kind); err != nil {
 		return err
 	}

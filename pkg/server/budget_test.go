@@ -120,7 +120,7 @@ func TestGetBudgetPerRelation(t *testing.T) {
 // budgetHandlers are the handlers of a curator over the small data set (dataset id
 // "small", Laplace answers at ε = 1 on [0, 5]) with a SQLite ledger of the given limits,
 // closed when the test ends.
-func budgetHandlers(t *testing.T, limits ledger.Limits) (*handlers, ledger.Store) {
+func budgetHandlers(t *testing.T, limits ledger.Limits) (*handlers, *ledger.Ledger) {
 	t.Helper()
 	dir := t.TempDir()
 	ds, err := dataset.LoadCSV(smallData(t), dataset.Options{Target: "y"})

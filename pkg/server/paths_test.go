@@ -35,7 +35,7 @@ import (
 // gatedLedger fails every charge (Charge, ChargeAll, Commit) with fail while it is
 // set, recording nothing.
 type gatedLedger struct {
-	ledger.Store
+	*ledger.Ledger
 	mu   sync.Mutex
 	fail error
 }
@@ -56,21 +56,21 @@ func (g *gatedLedger) Charge(ctx context.Context, c ledger.Charge) (ledger.Recei
 	if err := g.err(); err != nil {
 		return ledger.Receipt{}, err
 	}
-	return g.Store.Charge(ctx, c)
+	return g.Ledger.Charge(ctx, c)
 }
 
 func (g *gatedLedger) ChargeAll(ctx context.Context, cs []ledger.Charge) ([]ledger.Receipt, error) {
 	if err := g.err(); err != nil {
 		return nil, err
 	}
-	return g.Store.ChargeAll(ctx, cs)
+	return g.Ledger.ChargeAll(ctx, cs)
 }
 
 func (g *gatedLedger) Commit(ctx context.Context, r *ledger.Reservation, cs []ledger.Charge) ([]ledger.Receipt, error) {
 	if err := g.err(); err != nil {
 		return nil, err
 	}
-	return g.Store.Commit(ctx, r, cs)
+	return g.Ledger.Commit(ctx, r, cs)
 }
 
 // sentStream records what ReleaseProjection sends.
@@ -99,7 +99,7 @@ const (
 type pathCurator struct {
 	h     *handlers
 	gate  *gatedLedger
-	store ledger.Store
+	store *ledger.Ledger
 }
 
 func newPathCurator(t *testing.T) *pathCurator {
@@ -125,7 +125,7 @@ func newPathCurator(t *testing.T) *pathCurator {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	gate := &gatedLedger{Store: store}
+	gate := &gatedLedger{Ledger: store}
 	cur, err := curator.New(curator.Config{Dataset: ds, DatasetID: "paths", Ledger: gate, StateDir: dir,
 		Output:                     curator.OutputPrivacy{Mechanism: "laplace", Epsilon: pathAnswerEps, Lower: pathLower, Upper: pathUpper},
 		SimulationProjectionSource: func() projection.Source { return projection.SeededSource(7) }})

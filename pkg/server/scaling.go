@@ -177,7 +177,7 @@ func orDefault(v, def float64) float64 {
 // The charge spends the dataset cap (Config.DatasetBudget), which all identities
 // share; it also has to fit the per-identity limit of the curator's identity, which it
 // does whenever the share is below 1.
-func privateScaling(ctx context.Context, store ledger.Store, cfg Config, raw *dataset.Raw, p scalingPlan, log *zap.Logger) (scalingEstimate, error) {
+func privateScaling(ctx context.Context, store curator.Ledger, cfg Config, raw *dataset.Raw, p scalingPlan, log *zap.Logger) (scalingEstimate, error) {
 	acct := ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}
 	key := scalingKey(p, cfg.Data.Scaling, raw)
 	decode := func(rec ledger.Receipt) (scalingEstimate, error) {
@@ -501,7 +501,7 @@ func errTargetRangeMissing(cfg Config, raw *dataset.Raw, p scalingPlan) error {
 // scaleDataset scales raw as cfg says, first estimating privately (and charging, or
 // reusing the ledger's stored estimate) what no public source gives, and fills in
 // cfg.Output's range (resolveOutputRange).
-func scaleDataset(ctx context.Context, store ledger.Store, cfg *Config, raw *dataset.Raw) (*dataset.Dataset, error) {
+func scaleDataset(ctx context.Context, store curator.Ledger, cfg *Config, raw *dataset.Raw) (*dataset.Dataset, error) {
 	p := planScaling(*cfg, raw)
 	sc := cfg.Data.Scaling
 	var est scalingEstimate

@@ -554,7 +554,7 @@ func TestScalingChargeFails(t *testing.T) {
 	}
 	defer store.Close()
 	p := planScaling(cfg, raw)
-	gate := &gatedLedger{Store: store}
+	gate := &gatedLedger{Ledger: store}
 	gate.set(ledger.ErrUnavailable)
 	est, err := privateScaling(ctx, gate, cfg, raw, p, zap.NewNop())
 	if !errors.Is(err, ledger.ErrUnavailable) || est.Target != nil || len(est.Features) != 0 {

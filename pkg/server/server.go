@@ -113,7 +113,7 @@ type Config struct {
 	// (default: equal to Budget). A δ of zero is allowed but refuses every release
 	// that needs δ > 0, among them the default Gaussian projection (Warnings);
 	// cmd/curator's --budget-delta defaults to DefaultBudgetDelta. Start records
-	// both limits in the ledger (ledger.Store.RecordLimits).
+	// both limits in the ledger (ledger.Ledger.RecordLimits).
 	Budget        ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
 	DatasetBudget ledger.Cost `flag:"Epsilon=dataset-budget-epsilon,Delta=dataset-budget-delta"`
 	// PatientBudget caps each identity's whole-patient total — every charge's (ε, δ)
@@ -364,7 +364,7 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	lis    net.Listener
-	ledger ledger.Store
+	ledger *ledger.Ledger
 	// releases keeps the released matrices (the curator's Config.Releases).
 	releases Releases
 	curator  *curator.Curator
@@ -539,7 +539,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
-	go s.watchReadiness(cfg.DatasetID)
+	go s.watchReadiness()
 	go s.flushAuthFailures(failures)
 	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.kind()),
 		zap.Float64("budget_epsilon", cfg.Budget.Epsilon), zap.Float64("budget_delta", cfg.Budget.Delta),
@@ -718,7 +718,7 @@ func (s *Server) setServing(ok bool) {
 }
 
 // How the health service follows the ledger: every LedgerCheckInterval the curator
-// pings its ledger (ledger.Pinger: one trivial read, run again on a new connection if
+// pings its ledger (ledger.Ledger.Ping: one trivial read, run again on a new connection if
 // the one it used was lost), bounded by LedgerCheckTimeout. One failed ping turns the
 // health status NOT_SERVING and one answered ping SERVING again, so an unreachable
 // ledger shows within LedgerCheckInterval + LedgerCheckTimeout (1.5 s) and its return
@@ -728,18 +728,9 @@ const (
 	LedgerCheckTimeout  = time.Second
 )
 
-// pingLedger checks that store answers: Ping if it has one, else a balance read.
-func pingLedger(ctx context.Context, store ledger.Store, dataset string) error {
-	if p, ok := store.(ledger.Pinger); ok {
-		return p.Ping(ctx)
-	}
-	_, err := store.Balance(ctx, ledger.Account{Dataset: dataset, Identity: curator.CuratorIdentity}, ledger.RelationRecord)
-	return err
-}
-
 // watchReadiness keeps the health status in line with the ledger's reachability: a
 // curator that cannot charge cannot release anything.
-func (s *Server) watchReadiness(dataset string) {
+func (s *Server) watchReadiness() {
 	tick := time.NewTicker(LedgerCheckInterval)
 	defer tick.Stop()
 	ready := true
@@ -750,7 +741,7 @@ func (s *Server) watchReadiness(dataset string) {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), LedgerCheckTimeout)
-		err := pingLedger(ctx, s.ledger, dataset)
+		err := s.ledger.Ping(ctx)
 		cancel()
 		select {
 		case <-s.stopped:
@@ -1013,7 +1004,7 @@ func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 }
 
 // curatorConfig is the curator's configuration of cfg (after withDefaults).
-func (cfg Config) curatorConfig(ds *dataset.Dataset, store ledger.Store) curator.Config {
+func (cfg Config) curatorConfig(ds *dataset.Dataset, store *ledger.Ledger) curator.Config {
 	return curator.Config{
 		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
@@ -1191,9 +1182,9 @@ func (l LedgerConfig) kind() string {
 }
 
 // OpenLedger opens the configured ledger store (the SQLite file lives in stateDir).
-func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits ledger.Limits) (ledger.Store, error) {
+func OpenLedger(ctx context.Context, lc LedgerConfig, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
 	var (
-		store ledger.Store
+		store *ledger.Ledger
 		err   error
 	)
 	switch lc.kind() {
@@ -1233,7 +1224,7 @@ func (r Releases) Close() error {
 // the store they moved to, so that the other replicas can replay them too. A release
 // that cannot be copied is logged and still replayed from the state directory by this
 // replica.
-func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dataset string, r Releases) {
+func adoptReleases(ctx context.Context, log *zap.Logger, store *ledger.Ledger, dataset string, r Releases) {
 	got, err := curator.AdoptReleases(ctx, store, dataset, r.Moved, r.Files)
 	if got.Copied > 0 || got.Missing > 0 {
 		log.Info("releases copied from the state directory into the PostgreSQL ledger's database",
@@ -1249,7 +1240,7 @@ func adoptReleases(ctx context.Context, log *zap.Logger, store ledger.Store, dat
 // older than curator.OrphanGrace (curator.RemoveOrphans), from the state directory and,
 // with PostgreSQL, the ledger's schema: what a curator killed between storing a matrix
 // and charging it left behind. A failure is logged and the curator serves anyway.
-func removeOrphans(ctx context.Context, log *zap.Logger, store ledger.Store, lc LedgerConfig, stateDir string, r Releases) {
+func removeOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc LedgerConfig, stateDir string, r Releases) {
 	var stores []curator.ReleaseStore
 	if r.Moved != nil {
 		schema := lc.Schema
@@ -1333,7 +1324,7 @@ func OpenJobs(ctx context.Context, lc LedgerConfig, stateDir, dataset string) (*
 // adoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
 // store (jobs.Adopt), so that a curator moving to PostgreSQL keeps answering for the jobs
 // it accepted before. A failure is logged; those jobs then stay in the file only.
-func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led ledger.Store, stateDir string) {
+func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led *ledger.Ledger, stateDir string) {
 	path := filepath.Join(stateDir, "jobs.db")
 	if _, err := os.Stat(path); err != nil {
 		return
@@ -1354,7 +1345,7 @@ func adoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led ledger.
 	}
 }
 
-func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store ledger.Store, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
+func startJobs(ctx context.Context, cfg Config, ds *dataset.Dataset, store *ledger.Ledger, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
 	j := cfg.Jobs
 	runner, err := jobsRunner(cfg, ds, log)
 	if err != nil {

@@ -558,7 +558,7 @@ feed:
 }
 
 // runOne performs one run of one method on one draw against a fresh in-process curator.
-func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, store ledger.Store, state string, jb job) ([]Row, error) {
+func runOne(ctx context.Context, cfg *Config, p *Problem, ds *dataset.Dataset, store curator.Ledger, state string, jb job) ([]Row, error) {
 	m := cfg.Methods[jb.method]
 	run := jb.draw*cfg.Runs + jb.run
 	projSeed := mix(cfg.Seed, uint64(jb.draw), uint64(jb.run), 2, uint64(m.R))

@@ -14,7 +14,7 @@ var BenchLimits = ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1e12, Delta: 0
 
 // BenchCharge runs b.N charges with distinct keys, sequentially or from
 // GOMAXPROCS goroutines (b.RunParallel), and reports charges per second.
-func BenchCharge(b *testing.B, s ledger.Store) {
+func BenchCharge(b *testing.B, s *ledger.Ledger) {
 	result := make([]byte, 256)
 	var next atomic.Int64
 	var datasets atomic.Int64
@@ -61,7 +61,7 @@ func BenchCharge(b *testing.B, s ledger.Store) {
 // relation and a whole-patient total, filled in transactions of 500 charges
 // (ChargeAll). A charge reads and writes the totals of its own identity and of
 // the dataset only, so its cost must not grow with n.
-func BenchChargeIdentities(b *testing.B, s ledger.Store, n int) {
+func BenchChargeIdentities(b *testing.B, s *ledger.Ledger, n int) {
 	const batch = 500
 	var cs []ledger.Charge
 	flush := func() {

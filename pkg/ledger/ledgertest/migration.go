@@ -129,7 +129,7 @@ func wantV1Balances(dataset string, limits ledger.Limits) []ledger.Balance {
 }
 
 // CheckUpgradedV1 checks a store opened on the upgraded fixture.
-func CheckUpgradedV1(t *testing.T, s ledger.Store, limits ledger.Limits) {
+func CheckUpgradedV1(t *testing.T, s *ledger.Ledger, limits ledger.Limits) {
 	t.Helper()
 	// Every record kept, in order, with its relation.
 	for _, dataset := range []string{"d1", "d2"} {
@@ -197,7 +197,7 @@ func CheckUpgradedV1(t *testing.T, s ledger.Store, limits ledger.Limits) {
 
 // CheckUpgradedV1Writes charges the upgraded store: old keys replay under
 // their derived relation, and new records follow the old ones.
-func CheckUpgradedV1Writes(t *testing.T, s ledger.Store) {
+func CheckUpgradedV1Writes(t *testing.T, s *ledger.Ledger) {
 	t.Helper()
 	p1 := ledger.Charge{Account: ledger.Account{Dataset: "d1", Identity: "acme"}, Key: "p1", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}}
 	if r, err := s.Charge(ctx, p1); err != nil || !r.Replayed || string(r.Result) != "Z-bytes" {
@@ -297,7 +297,7 @@ func FillV3(t *testing.T, version int, exec func(q string, args ...any) error) {
 // record kept with the whole-patient cost it states, the totals and the
 // whole-patient totals recomputed (and consistent, Verify), version 3's limits
 // the first of the history, and charges going on.
-func CheckUpgradedV3(t *testing.T, s ledger.Store, version int) {
+func CheckUpgradedV3(t *testing.T, s *ledger.Ledger, version int) {
 	t.Helper()
 	es := mustEntries(t, s, "d3")
 	if len(es) != len(v3Entries) {

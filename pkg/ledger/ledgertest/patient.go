@@ -11,10 +11,10 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// RunPatient runs, as subtests of t, the whole-patient account every Store must
+// RunPatient runs, as subtests of t, the whole-patient account every Ledger must
 // keep: totals over every relation (exact, and consistent with the records), the
 // caps enforced across relations, alone and with ChargeAll, under concurrent
-// charges from one and from two Stores.
+// charges from one and from two Ledgers.
 func RunPatient(t *testing.T, loc Location) {
 	tests := []struct {
 		name string
@@ -42,7 +42,7 @@ var PatientLimits = ledger.Limits{
 	Patient: ledger.PatientLimits{PerIdentity: ledger.Cost{Epsilon: 10, Delta: 1e-4}, Dataset: ledger.Cost{Epsilon: 15, Delta: 1e-4}},
 }
 
-func mustPatient(t *testing.T, s ledger.Store, a ledger.Account) ledger.PatientBalance {
+func mustPatient(t *testing.T, s *ledger.Ledger, a ledger.Account) ledger.PatientBalance {
 	t.Helper()
 	b, err := s.PatientBalance(ctx, a)
 	if err != nil {
@@ -51,7 +51,7 @@ func mustPatient(t *testing.T, s ledger.Store, a ledger.Account) ledger.PatientB
 	return b
 }
 
-func mustVerify(t *testing.T, s ledger.Store, dataset string) {
+func mustVerify(t *testing.T, s *ledger.Ledger, dataset string) {
 	t.Helper()
 	inc, err := s.Verify(ctx, dataset)
 	if err != nil || len(inc) != 0 {
@@ -238,7 +238,7 @@ func testPatientChargeAll(t *testing.T, loc Location) {
 	mustVerify(t, s, "diabetes")
 }
 
-// testPatientRace: charges racing from goroutines and Stores never take the
+// testPatientRace: charges racing from goroutines and Ledgers never take the
 // whole-patient totals past the caps: exactly as many win as fit.
 func testPatientRace(t *testing.T, loc Location, nStores int) {
 	const (
@@ -251,7 +251,7 @@ func testPatientRace(t *testing.T, loc Location, nStores int) {
 	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 100, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 100, Delta: 0.5},
 		Patient: ledger.PatientLimits{PerIdentity: ledger.Cost{Epsilon: 6 * unit}, Dataset: ledger.Cost{Epsilon: 40 * unit}}}
 	open := loc(t)
-	stores := make([]ledger.Store, nStores)
+	stores := make([]*ledger.Ledger, nStores)
 	for i := range stores {
 		stores[i] = open(t, limits)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// RunReserve runs, as subtests of t, the reservation protocol every Store must
-// keep (Store.Reserve, Commit, Cancel, Extend, DropReservations): a reservation
+// RunReserve runs, as subtests of t, the reservation protocol every Ledger must
+// keep (Ledger.Reserve, Commit, Cancel, Extend, DropReservations): a reservation
 // counts against both limits and the whole-patient caps until it is committed,
 // cancelled, expires or is dropped at its owner's restart; a commit is an
 // idempotent charge; concurrent reservations never hold more than the limits.
@@ -44,7 +44,7 @@ func projCharge(a ledger.Account, key string, eps float64) ledger.Charge {
 }
 
 // MustReserve reserves cs in s and fails the test on error.
-func MustReserve(t testing.TB, s ledger.Store, h ledger.Hold, cs ...ledger.Charge) *ledger.Reservation {
+func MustReserve(t testing.TB, s *ledger.Ledger, h ledger.Hold, cs ...ledger.Charge) *ledger.Reservation {
 	t.Helper()
 	r, err := s.Reserve(ctx, cs, h)
 	if err != nil {
@@ -369,12 +369,12 @@ func testReserveViews(t *testing.T, loc Location) {
 }
 
 // testReserveRace: 100 concurrent reservations of distinct releases, from one or
-// two Stores, with budget for 2: exactly 2 are held, and their commits are the
+// two Ledgers, with budget for 2: exactly 2 are held, and their commits are the
 // only charges.
 func testReserveRace(t *testing.T, loc Location, nStores int) {
 	const n = 100
 	open := loc(t)
-	stores := make([]ledger.Store, nStores)
+	stores := make([]*ledger.Ledger, nStores)
 	for i := range stores {
 		stores[i] = open(t, reserveLimits)
 	}

@@ -8,28 +8,27 @@ import (
 	"math"
 	"math/big"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// Opener opens a Store on one ledger location (a SQLite file, a PostgreSQL
-// schema). It may be called several times, also while other Stores on the
-// location are open; every Store it returns must be closed when the test ends
+// Opener opens a Ledger on one ledger location (a SQLite file, a PostgreSQL
+// schema). It may be called several times, also while other Ledgers on the
+// location are open; every Ledger it returns must be closed when the test ends
 // (t.Cleanup).
-type Opener func(t *testing.T, limits ledger.Limits) ledger.Store
+type Opener func(t *testing.T, limits ledger.Limits) *ledger.Ledger
 
 // Location returns an Opener for a new, empty ledger location that is removed
 // when the test ends.
 type Location func(t *testing.T) Opener
 
-// Run runs, as subtests of t, the behaviour every Store must have: replays and
+// Run runs, as subtests of t, the behaviour every Ledger must have: replays and
 // key conflicts, both limits under every neighbour relation, exact totals,
 // validation, results, listings and reports, persistence across reopening,
 // cancellation and closing, concurrent charges from one and from two
-// Stores on one location, the whole-patient account (RunPatient) and
+// Ledgers on one location, the whole-patient account (RunPatient) and
 // reservations (RunReserve). Each subtest asks loc for a fresh location.
 func Run(t *testing.T, loc Location) {
 	tests := []struct {
@@ -75,7 +74,7 @@ var (
 )
 
 // MustCharge charges c to s and fails the test on error.
-func MustCharge(t testing.TB, s ledger.Store, c ledger.Charge) ledger.Receipt {
+func MustCharge(t testing.TB, s *ledger.Ledger, c ledger.Charge) ledger.Receipt {
 	t.Helper()
 	r, err := s.Charge(ctx, c)
 	if err != nil {
@@ -85,7 +84,7 @@ func MustCharge(t testing.TB, s ledger.Store, c ledger.Charge) ledger.Receipt {
 }
 
 // MustBalance returns the balance of a under rel and fails the test on error.
-func MustBalance(t testing.TB, s ledger.Store, a ledger.Account, rel ledger.Relation) ledger.Balance {
+func MustBalance(t testing.TB, s *ledger.Ledger, a ledger.Account, rel ledger.Relation) ledger.Balance {
 	t.Helper()
 	b, err := s.Balance(ctx, a, rel)
 	if err != nil {
@@ -96,7 +95,7 @@ func MustBalance(t testing.TB, s ledger.Store, a ledger.Account, rel ledger.Rela
 
 // mustBalances returns a's balance under every relation, in the order of
 // Relations.
-func mustBalances(t *testing.T, s ledger.Store, a ledger.Account) [4]ledger.Balance {
+func mustBalances(t *testing.T, s *ledger.Ledger, a ledger.Account) [4]ledger.Balance {
 	t.Helper()
 	var out [4]ledger.Balance
 	if len(ledger.Relations) != len(out) {
@@ -108,7 +107,7 @@ func mustBalances(t *testing.T, s ledger.Store, a ledger.Account) [4]ledger.Bala
 	return out
 }
 
-func mustEntries(t *testing.T, s ledger.Store, dataset string) []ledger.Receipt {
+func mustEntries(t *testing.T, s *ledger.Ledger, dataset string) []ledger.Receipt {
 	t.Helper()
 	es, err := s.Entries(ctx, dataset)
 	if err != nil {
@@ -248,136 +247,6 @@ func testKeyConflict(t *testing.T, loc Location) {
 	}
 	if b := MustBalance(t, s, acme, ledger.RelationRecord); b.Spent != (ledger.Cost{Epsilon: 0.125, Delta: 0}) || b.DatasetSpent != (ledger.Cost{Epsilon: 0.25, Delta: 0}) || b.Charges != 1 {
 		t.Errorf("Balance = spent %+v, dataset %+v, charges %d; want {0.125 0}, {0.25 0}, 1", b.Spent, b.DatasetSpent, b.Charges)
-	}
-}
-
-func testBudgetExceeded(t *testing.T, loc Location) {
-	type pre struct {
-		identity string
-		cost     ledger.Cost
-		rel      ledger.Relation // RelationRecord if empty
-	}
-	tests := []struct {
-		name   string
-		limits ledger.Limits
-		pre    []pre
-		req    ledger.Charge
-		want   ledger.BudgetError
-		text   string
-	}{
-		{
-			name:   "identity",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
-			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.5, Delta: 1e-5}, ""}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 1, Delta: 1e-5}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Remaining: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the record neighbour relation: requested ε=1, δ=1e-05; remaining ε=0.5, δ=0`,
-		},
-		{
-			name:   "identity delta only",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
-			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.25, Delta: 1e-5}, ""}, {"globex", ledger.Cost{Epsilon: 0.5, Delta: 0}, ""}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.125, Delta: 1e-9}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.125, Delta: 1e-9}, Remaining: ledger.Cost{Epsilon: 0.75, Delta: 0}},
-		},
-		{
-			name:   "dataset",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}},
-			pre:    []pre{{"alice", ledger.Cost{Epsilon: 1, Delta: 0}, ""}, {"bob", ledger.Cost{Epsilon: 0.25, Delta: 0}, ""}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeDataset, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-4}},
-			text:   `ledger: budget exceeded for dataset "diabetes" (charge by identity "acme") under the record neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=0.0001`,
-		},
-		{
-			name:   "both, identity reported",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1, Delta: 1e-4}},
-			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ""}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationRecord, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
-		},
-		{
-			// The record budget has room (nothing spent under it), but a
-			// record-level charge also spends feature-unit budget.
-			name:   "record charge, feature-unit identity budget",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
-			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ledger.RelationFeatureUnit}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
-			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
-		},
-		{
-			// The record total of the dataset is 1, its feature-unit total 1.25.
-			name:   "record charge, feature-unit dataset budget",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}},
-			pre:    []pre{{"alice", ledger.Cost{Epsilon: 1, Delta: 0}, ledger.RelationRecord}, {"bob", ledger.Cost{Epsilon: 0.25, Delta: 0}, ledger.RelationFeatureUnit}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeDataset, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-4}},
-		},
-		{
-			name:   "job relation",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 10, Delta: 1e-3}},
-			pre:    []pre{{"acme", ledger.Cost{Epsilon: 0.75, Delta: 0}, ledger.RelationTrainingAddRemove}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationTrainingAddRemove, Requested: ledger.Cost{Epsilon: 0.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0.25, Delta: 1e-5}},
-			text:   `ledger: budget exceeded for identity "acme" on dataset "diabetes" under the training-add-remove neighbour relation: requested ε=0.5, δ=0; remaining ε=0.25, δ=1e-05`,
-		},
-		{
-			// A δ limit of zero refuses every charge needing δ, with nothing
-			// spent: the message must say so, not read like a spent budget.
-			name:   "zero delta limit",
-			limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 0}, Dataset: ledger.Cost{Epsilon: 10, Delta: 0}},
-			req:    ledger.Charge{Account: acme, Key: "k", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}},
-			want:   ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: acme, Relation: ledger.RelationFeatureUnit, Requested: ledger.Cost{Epsilon: 0.5, Delta: 1e-6}, Remaining: ledger.Cost{Epsilon: 1, Delta: 0}},
-			text: `ledger: refused for identity "acme" on dataset "diabetes" under the feature-unit neighbour relation: the release needs δ=1e-06 ` +
-				`but the curator's per-identity δ budget is 0, so no release that needs δ > 0 (the Gaussian mechanism) can ever be made; ` +
-				`this is not a spent budget: the curator's operator must configure a δ budget above 0`,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := loc(t)(t, tt.limits)
-			for i, p := range tt.pre {
-				rel := p.rel
-				if rel == "" {
-					rel = ledger.RelationRecord
-				}
-				MustCharge(t, s, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: p.identity}, Key: fmt.Sprint("pre-", i), Kind: "pre", Relation: rel, Cost: p.cost})
-			}
-			before := mustBalances(t, s, tt.req.Account)
-			_, err := s.Charge(ctx, tt.req)
-			var be *ledger.BudgetError
-			if !errors.As(err, &be) || !errors.Is(err, ledger.ErrBudgetExceeded) {
-				t.Fatalf("Charge error = %v, want a *BudgetError", err)
-			}
-			// The refusal names its scope's limit.
-			tt.want.Limit = tt.limits.PerIdentity
-			if tt.want.Scope == ledger.ScopeDataset {
-				tt.want.Limit = tt.limits.Dataset
-			}
-			if *be != tt.want {
-				t.Errorf("BudgetError = %+v, want %+v", *be, tt.want)
-			}
-			if tt.text != "" && err.Error() != tt.text {
-				t.Errorf("Error() = %s, want %s", err, tt.text)
-			}
-			// Nothing written.
-			if _, found, err := s.Get(ctx, tt.req.Account, tt.req.Key); err != nil || found {
-				t.Errorf("Get(refused key) = %v, %v, want not found", found, err)
-			}
-			if n := len(mustEntries(t, s, "diabetes")); n != len(tt.pre) {
-				t.Errorf("len(Entries) = %d, want %d", n, len(tt.pre))
-			}
-			if after := mustBalances(t, s, tt.req.Account); after != before {
-				t.Errorf("Balances after refusal = %+v, want %+v", after, before)
-			}
-			// Exactly the reported remainder fits (where it is positive in both components or zero-cost components).
-			rem := ledger.Cost{Epsilon: math.Min(tt.req.Cost.Epsilon, be.Remaining.Epsilon), Delta: math.Min(tt.req.Cost.Delta, be.Remaining.Delta)}
-			fit := tt.req
-			fit.Key, fit.Cost = "fit", rem
-			if _, err := s.Charge(ctx, fit); err != nil {
-				t.Errorf("Charge(%+v) within the reported remainder: %v", rem, err)
-			}
-		})
 	}
 }
 
@@ -731,271 +600,6 @@ func testClosed(t *testing.T, loc Location) {
 	}
 	if _, err := s.Balance(ctx, acme, ledger.RelationRecord); err == nil {
 		t.Errorf("Balance after Close error = nil, want an error")
-	}
-}
-
-// testRace is the race asked for by the ledger issue: 200 concurrent charges from 20
-// identities racing for the last of a budget, through nStores Stores on one
-// location. All amounts are dyadic, so what fits is an exact count.
-func testRace(t *testing.T, loc Location, nStores int) {
-	const (
-		identities  = 20
-		perIdentity = 10
-		unit        = 1.0 / 64 // ε of each racing charge
-		deltaUnit   = 1.0 / (1 << 30)
-	)
-	tests := []struct {
-		name      string
-		limits    ledger.Limits
-		preEps    float64 // spent before the race
-		wantWins  int
-		wantScope string
-	}{
-		// 37 units left in the dataset; identities could take 4 each (80).
-		{"dataset binds", ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 4 * unit, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 1, Delta: 0.5}}, 1 - 37*unit, 37, ledger.ScopeDataset},
-		// The dataset has room for 128 units; each identity takes exactly 4.
-		{"identities bind", ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 4 * unit, Delta: 0.5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 0.5}}, 0, 80, ledger.ScopeIdentity},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			open := loc(t)
-			stores := make([]ledger.Store, nStores)
-			for i := range stores {
-				stores[i] = open(t, tt.limits)
-			}
-			// Spend preEps first, through "pre" identities that each stay within their own limit.
-			nPre := 0
-			for left := tt.preEps; left > 0; nPre++ {
-				c := math.Min(left, tt.limits.PerIdentity.Epsilon)
-				MustCharge(t, stores[0], ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("pre%02d", nPre)}, Key: "pre", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: c, Delta: 0}})
-				left -= c
-			}
-			charge := func(i int) ledger.Charge {
-				return ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("id%02d", i%identities)}, Key: fmt.Sprint("k", i),
-					Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: unit, Delta: deltaUnit}, Result: []byte(fmt.Sprint("result ", i))}
-			}
-			n := identities * perIdentity
-			won := make([]bool, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					r, err := stores[i%nStores].Charge(ctx, charge(i))
-					errs[i] = err
-					won[i] = err == nil && !r.Replayed
-				}()
-			}
-			close(start)
-			wg.Wait()
-			wins := 0
-			for i, err := range errs {
-				var be *ledger.BudgetError
-				switch {
-				case err == nil:
-					wins++
-				case !errors.As(err, &be):
-					t.Errorf("charge %d: error %v, want nil or a BudgetError", i, err)
-				case tt.wantScope == ledger.ScopeIdentity && be.Scope != ledger.ScopeIdentity:
-					// (When the dataset binds, a loser may meet either limit first.)
-					t.Errorf("charge %d: refused for scope %s, want %s", i, be.Scope, tt.wantScope)
-				}
-			}
-			if wins != tt.wantWins {
-				t.Errorf("%d charges succeeded, want exactly %d", wins, tt.wantWins)
-			}
-
-			s := stores[nStores-1]
-			es := mustEntries(t, s, "diabetes")
-			if len(es) != tt.wantWins+nPre {
-				t.Errorf("len(Entries) = %d, want %d", len(es), tt.wantWins+nPre)
-			}
-			eps, delta := exactSpent(es, "")
-			wantEps := new(big.Rat).Add(new(big.Rat).SetFloat64(tt.preEps), new(big.Rat).SetFloat64(float64(tt.wantWins)*unit))
-			wantDelta := new(big.Rat).SetFloat64(float64(tt.wantWins) * deltaUnit)
-			if eps.Cmp(wantEps) != 0 || delta.Cmp(wantDelta) != 0 {
-				t.Errorf("Entries sum to ε=%s, δ=%s; want %s, %s", eps.FloatString(20), delta.FloatString(20), wantEps.FloatString(20), wantDelta.FloatString(20))
-			}
-			accs, err := s.Accounts(ctx, "diabetes")
-			if err != nil {
-				t.Fatalf("Accounts error: %v", err)
-			}
-			for _, b := range accs {
-				e, d := exactSpent(es, b.Identity)
-				ef, _ := e.Float64()
-				df, _ := d.Float64()
-				if b.Spent != (ledger.Cost{Epsilon: ef, Delta: df}) {
-					t.Errorf("Balance(%s).Spent = %+v, entries sum to {%g %g}", b.Identity, b.Spent, ef, df)
-				}
-				if b.Spent.Epsilon > tt.limits.PerIdentity.Epsilon {
-					t.Errorf("Balance(%s).Spent.Epsilon = %g above the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
-				}
-				if tt.wantScope == ledger.ScopeIdentity && !strings.HasPrefix(b.Identity, "pre") && b.Spent.Epsilon != tt.limits.PerIdentity.Epsilon {
-					t.Errorf("Balance(%s).Spent.Epsilon = %g, want exactly the limit %g", b.Identity, b.Spent.Epsilon, tt.limits.PerIdentity.Epsilon)
-				}
-				if b.DatasetSpent.Epsilon > tt.limits.Dataset.Epsilon {
-					t.Errorf("DatasetSpent.Epsilon = %g above the limit %g", b.DatasetSpent.Epsilon, tt.limits.Dataset.Epsilon)
-				}
-			}
-			if tt.wantScope == ledger.ScopeDataset {
-				if b := MustBalance(t, s, ledger.Account{Dataset: "diabetes", Identity: "pre00"}, ledger.RelationRecord); b.DatasetRemaining.Epsilon != 0 || b.DatasetSpent.Epsilon != 1 {
-					t.Errorf("dataset after the race: spent %g, remaining %g; want 1, 0", b.DatasetSpent.Epsilon, b.DatasetRemaining.Epsilon)
-				}
-			}
-
-			// Retries: winners replay their stored result, losers are still refused.
-			for i := range n {
-				r, err := stores[(i+1)%nStores].Charge(ctx, charge(i))
-				switch {
-				case won[i] && (err != nil || !r.Replayed || string(r.Result) != fmt.Sprint("result ", i)):
-					t.Errorf("retry of winner %d = %q, replayed %v, %v; want its stored result", i, r.Result, r.Replayed, err)
-				case !won[i] && !errors.Is(err, ledger.ErrBudgetExceeded):
-					t.Errorf("retry of loser %d error = %v, want ErrBudgetExceeded", i, err)
-				}
-			}
-			if es2 := mustEntries(t, s, "diabetes"); len(es2) != len(es) {
-				t.Errorf("after retries len(Entries) = %d, want %d", len(es2), len(es))
-			}
-		})
-	}
-}
-
-// testRelations charges releases under every relation: no relation's totals
-// see another's charges, except that record-level charges count towards the
-// feature-unit totals (and not the other way).
-func testRelations(t *testing.T, loc Location) {
-	open := loc(t)
-	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 1.5, Delta: 1e-4}}
-	s := open(t, limits)
-	acme, globex := ledger.Account{Dataset: "rel", Identity: "acme"}, ledger.Account{Dataset: "rel", Identity: "globex"}
-	type step struct {
-		a     ledger.Account
-		key   string
-		rel   ledger.Relation
-		eps   float64
-		scope string          // "" if the charge must be accepted
-		on    ledger.Relation // the relation whose budget refuses it
-	}
-	for _, st := range []step{
-		{acme, "p1", ledger.RelationFeatureUnit, 0.75, "", ""},
-		// Fits the record budget (empty) and the feature-unit budget (0.75 + 0.25 = 1).
-		{acme, "q1", ledger.RelationRecord, 0.25, "", ""},
-		// The record budget has 0.75 left, but the feature-unit budget is spent.
-		{acme, "q2", ledger.RelationRecord, 0.125, ledger.ScopeIdentity, ledger.RelationFeatureUnit},
-		{acme, "p2", ledger.RelationFeatureUnit, 0.125, ledger.ScopeIdentity, ledger.RelationFeatureUnit},
-		// The job relations see neither the feature-unit nor the record spend.
-		{acme, "j1", ledger.RelationTrainingAddRemove, 1, "", ""},
-		{acme, "k1", ledger.RelationValidationRecord, 1, "", ""},
-		{acme, "k2", ledger.RelationValidationRecord, 0.125, ledger.ScopeIdentity, ledger.RelationValidationRecord},
-		// Dataset: feature-unit 1 + 0.5 = 1.5 fits.
-		{globex, "p", ledger.RelationFeatureUnit, 0.5, "", ""},
-		// Dataset record total 0.25 leaves room, the feature-unit total none.
-		{globex, "q", ledger.RelationRecord, 0.125, ledger.ScopeDataset, ledger.RelationFeatureUnit},
-		{globex, "j", ledger.RelationTrainingAddRemove, 0.5, "", ""},
-		{globex, "j2", ledger.RelationTrainingAddRemove, 0.125, ledger.ScopeDataset, ledger.RelationTrainingAddRemove},
-		{globex, "k", ledger.RelationValidationRecord, 0.5, "", ""},
-	} {
-		c := ledger.Charge{Account: st.a, Key: st.key, Kind: "k-" + string(st.rel), Relation: st.rel, Cost: ledger.Cost{Epsilon: st.eps, Delta: 0}}
-		r, err := s.Charge(ctx, c)
-		var be *ledger.BudgetError
-		switch {
-		case st.scope == "" && (err != nil || r.Replayed || r.Relation != st.rel):
-			t.Errorf("Charge(%s/%s, %s, ε=%g) = relation %s, replayed %v, %v; want a new %s record", st.a.Identity, st.key, st.rel, st.eps, r.Relation, r.Replayed, err, st.rel)
-		case st.scope != "" && (!errors.As(err, &be) || be.Scope != st.scope || be.Relation != st.on):
-			t.Errorf("Charge(%s/%s, %s, ε=%g) error = %v, want a %s BudgetError under %s", st.a.Identity, st.key, st.rel, st.eps, err, st.scope, st.on)
-		case st.scope != "" && !strings.Contains(err.Error(), "the "+string(st.on)+" neighbour relation"):
-			t.Errorf("Charge(%s/%s) error %q does not name the %s relation", st.a.Identity, st.key, err, st.on)
-		}
-	}
-
-	type want struct {
-		a              ledger.Account
-		rel            ledger.Relation
-		spent, dsSpent float64
-		charges        int
-	}
-	wants := []want{
-		{acme, ledger.RelationFeatureUnit, 1, 1.5, 2},
-		{acme, ledger.RelationRecord, 0.25, 0.25, 1},
-		{acme, ledger.RelationTrainingAddRemove, 1, 1.5, 1},
-		{acme, ledger.RelationValidationRecord, 1, 1.5, 1},
-		{globex, ledger.RelationFeatureUnit, 0.5, 1.5, 1},
-		{globex, ledger.RelationTrainingAddRemove, 0.5, 1.5, 1},
-		{globex, ledger.RelationValidationRecord, 0.5, 1.5, 1},
-	}
-	toBalance := func(w want) ledger.Balance {
-		return ledger.Balance{Account: w.a, Relation: w.rel, Spent: ledger.Cost{Epsilon: w.spent, Delta: 0}, Remaining: ledger.Cost{Epsilon: 1 - w.spent, Delta: 1e-5},
-			DatasetSpent: ledger.Cost{Epsilon: w.dsSpent, Delta: 0}, DatasetRemaining: ledger.Cost{Epsilon: 1.5 - w.dsSpent, Delta: 1e-4}, Charges: w.charges, Limits: limits}
-	}
-	for _, w := range wants {
-		if got := MustBalance(t, s, w.a, w.rel); got != toBalance(w) {
-			t.Errorf("Balance(%s, %s) = %+v, want %+v", w.a.Identity, w.rel, got, toBalance(w))
-		}
-	}
-	// globex has no record-level charge; its record balance is empty but
-	// shows the dataset's record total, which excludes the feature-unit spend.
-	if got, w := MustBalance(t, s, globex, ledger.RelationRecord), toBalance(want{globex, ledger.RelationRecord, 0, 0.25, 0}); got != w {
-		t.Errorf("Balance(globex, record) = %+v, want %+v", got, w)
-	}
-	accs, err := s.Accounts(ctx, "rel")
-	if err != nil {
-		t.Fatalf("Accounts error: %v", err)
-	}
-	if len(accs) != len(wants) {
-		t.Errorf("Accounts = %d balances, want %d: %+v", len(accs), len(wants), accs)
-	}
-	for i := range min(len(accs), len(wants)) {
-		if accs[i] != toBalance(wants[i]) {
-			t.Errorf("Accounts[%d] = %+v, want %+v", i, accs[i], toBalance(wants[i]))
-		}
-	}
-	tots, err := s.DatasetTotals(ctx, "rel")
-	if err != nil {
-		t.Fatalf("DatasetTotals error: %v", err)
-	}
-	wantTots := []ledger.DatasetBalance{
-		{Dataset: "rel", Relation: ledger.RelationFeatureUnit, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 3, Limits: limits},
-		{Dataset: "rel", Relation: ledger.RelationRecord, Spent: ledger.Cost{Epsilon: 0.25, Delta: 0}, Remaining: ledger.Cost{Epsilon: 1.25, Delta: 1e-4}, Charges: 1, Limits: limits},
-		{Dataset: "rel", Relation: ledger.RelationTrainingAddRemove, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 2, Limits: limits},
-		{Dataset: "rel", Relation: ledger.RelationValidationRecord, Spent: ledger.Cost{Epsilon: 1.5, Delta: 0}, Remaining: ledger.Cost{Epsilon: 0, Delta: 1e-4}, Charges: 2, Limits: limits},
-	}
-	if fmt.Sprint(tots) != fmt.Sprint(wantTots) {
-		t.Errorf("DatasetTotals = %+v, want %+v", tots, wantTots)
-	}
-	if tots, err := s.DatasetTotals(ctx, "empty"); err != nil || len(tots) != 0 {
-		t.Errorf("DatasetTotals(empty) = %+v, %v, want none", tots, err)
-	}
-
-	// Entries carry their relation; refused charges wrote nothing.
-	es := mustEntries(t, s, "rel")
-	var got []string
-	for _, e := range es {
-		got = append(got, e.Identity+"/"+e.Key+"/"+string(e.Relation))
-	}
-	wantEs := "acme/p1/feature-unit acme/q1/record acme/j1/training-add-remove acme/k1/validation-record " +
-		"globex/p/feature-unit globex/j/training-add-remove globex/k/validation-record"
-	if strings.Join(got, " ") != wantEs {
-		t.Errorf("Entries = %s, want %s", strings.Join(got, " "), wantEs)
-	}
-
-	// A replay spends nothing, even with every budget it counts towards
-	// spent; a replay under another relation (even an implied one) conflicts.
-	q1 := ledger.Charge{Account: acme, Key: "q1", Kind: "k-record", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25, Delta: 0}}
-	if r, err := s.Charge(ctx, q1); err != nil || !r.Replayed || r.Relation != ledger.RelationRecord {
-		t.Errorf("replay of q1 = relation %s, replayed %v, %v; want the stored record receipt", r.Relation, r.Replayed, err)
-	}
-	q1.Relation = ledger.RelationFeatureUnit
-	if _, err := s.Charge(ctx, q1); !errors.Is(err, ledger.ErrKeyConflict) {
-		t.Errorf("replay of q1 under feature-unit error = %v, want ErrKeyConflict", err)
-	}
-	if r, found, err := s.Get(ctx, acme, "j1"); err != nil || !found || r.Relation != ledger.RelationTrainingAddRemove {
-		t.Errorf("Get(j1) = relation %s, %v, %v; want training-add-remove", r.Relation, found, err)
-	}
-	if n := len(mustEntries(t, s, "rel")); n != len(es) {
-		t.Errorf("after replays len(Entries) = %d, want %d", n, len(es))
 	}
 }
 

@@ -4,8 +4,8 @@
 // driver; the ledger's logic and its conformance suite (package ledgertest)
 // are shared with the SQLite store.
 //
-// Open is the ledger (ledger.Store); OpenBlobs is the curator's store of
-// released matrices (blob.Store) in the same schema, so that curator replicas
+// Open is the ledger (*ledger.Ledger); OpenBlobs is the curator's store of
+// released matrices (blob.Ledger) in the same schema, so that curator replicas
 // sharing the ledger share the releases too, without a shared disk.
 //
 // Both keep their connections in a pgxpool.Pool whose connections are checked
@@ -39,10 +39,10 @@ type Options struct {
 	// means "privbo". It must match [a-z_][a-z0-9_]* (at most 63 bytes)
 	// and not start with "pg_".
 	Schema string
-	// MaxConns bounds the connections the Store opens; 0 means
+	// MaxConns bounds the connections the Ledger opens; 0 means
 	// DefaultMaxConns.
 	MaxConns int
-	// CallTimeout bounds each call on the Store (a charge, a balance, ...),
+	// CallTimeout bounds each call on the Ledger (a charge, a balance, ...),
 	// connecting and retries included; a call that gets no answer within it
 	// fails with an error wrapping ledger.ErrUnavailable. It also bounds each
 	// new connection's connect time (unless the DSN's connect_timeout is
@@ -169,13 +169,13 @@ var postgresDDL = ledger.SchemaDDL{
 
 // Open opens the ledger in a PostgreSQL database through
 // github.com/jackc/pgx/v5, creating the schema and tables if missing.
-// Several Stores, in one or several curator replicas, may share one schema
+// Several Ledgers, in one or several curator replicas, may share one schema
 // and so one budget: each check-and-charge transaction first takes
 // pg_advisory_xact_lock on (schema, dataset), which serialises the charges
 // of a dataset until commit, and sets synchronous_commit=on so that the
 // commit is flushed to the server's WAL before Charge returns (this relies on
 // the server running with fsync=on, its default).
-func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (ledger.Store, error) {
+func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (*ledger.Ledger, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func randomSchema(t testing.TB, conn *pgx.Conn) string {
 func postgresLocation(conn *pgx.Conn) ledgertest.Location {
 	return func(t *testing.T) ledgertest.Opener {
 		schema := randomSchema(t, conn)
-		return func(t *testing.T, limits ledger.Limits) ledger.Store {
+		return func(t *testing.T, limits ledger.Limits) *ledger.Ledger {
 			s, err := Open(ctx, testDSN(), Options{Schema: schema}, limits)
 			if err != nil {
 				t.Fatalf("Open error: %v", err)
