@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
+	"github.com/privbo/privbo/pkg/study"
 	"github.com/privbo/privbo/pkg/worth"
 )
 
@@ -210,4 +212,126 @@ func rAuto(q *Quote) *AutoRChoice {
 		return &c
 	}
 	return &AutoRChoice{R: q.R, Rule: "chosen by the curator", NoiseSD: q.NoiseSD}
+}
+
+// datasetInfo asks the curator to describe its dataset. It is the first request of a
+// run and fails fast (Curator.DatasetInfo): a wrong address or TLS files that the curator
+// refuses are reported at once, rather than waited out as the queries wait out a curator
+// restart.
+func datasetInfo(ctx context.Context, cur Curator) (*DatasetInfo, error) {
+	info, err := cur.DatasetInfo(ctx)
+	if err != nil {
+		if errors.Is(err, ErrUnreachable) && ctx.Err() == nil {
+			return nil, fmt.Errorf("modeler: %w; check its address and the TLS settings", err)
+		}
+		return nil, fmt.Errorf("modeler: dataset info: %w", err)
+	}
+	return info, nil
+}
+
+// checkAnswerOptions refuses, before anything is charged, a clip range (Config.Clip,
+// Config.ConfirmClip) outside the curator's public output range or asked of exact
+// answers, and confirmation passes of exact answers.
+func checkAnswerOptions(cfg *Config, op study.OutputPrivacy) error {
+	for _, c := range []struct {
+		flag string
+		clip Clip
+	}{{"clip range", cfg.Clip}, {"confirmation clip range", cfg.ConfirmClip}} {
+		if c.clip.IsZero() {
+			continue
+		}
+		if op.Exact {
+			return fmt.Errorf("modeler: a %s [%g, %g] applies only to private answers; the curator releases exact answers", c.flag, c.clip.Lower, c.clip.Upper)
+		}
+		if c.clip.Lower < op.Lower || c.clip.Upper > op.Upper {
+			return fmt.Errorf("modeler: %s [%g, %g] is not inside the curator's public output range [%g, %g]", c.flag, c.clip.Lower, c.clip.Upper, op.Lower, op.Upper)
+		}
+	}
+	if cfg.ConfirmRows > 0 && op.Exact {
+		return errors.New("modeler: confirmation passes apply only to private answers; the curator releases exact answers, which a second answer would only repeat")
+	}
+	return nil
+}
+
+// checkConfirmAffordable refuses, before anything is charged, confirmation passes that
+// the caller could not pay after the study's own charge (the quote q): each pass costs
+// the curator's (ε_out, δ_out) again, under every relation the quote charges.
+func checkConfirmAffordable(cfg *Config, op study.OutputPrivacy, q *Quote) error {
+	if cfg.ConfirmRows <= 0 || q == nil {
+		return nil
+	}
+	p := float64(max(cfg.ConfirmPasses, 1))
+	for _, c := range q.Charges {
+		eps, delta := c.Epsilon+p*op.EpsilonPerIndex, c.Delta+p*op.DeltaPerIndex
+		if eps > c.EpsilonAvailable*(1+1e-12) || delta > c.DeltaAvailable*(1+1e-12) {
+			return fmt.Errorf("modeler: the study and its %g confirmation pass(es) would cost (ε=%g, δ=%g) under the %s relation, but (ε=%g, δ=%g) remain; nothing was charged",
+				p, eps, delta, c.Relation, c.EpsilonAvailable, c.DeltaAvailable)
+		}
+	}
+	return nil
+}
+
+// QuoteStudy checks cfg against the dataset and has the study quoted, as Run does before
+// it pays (Config.Quoted is called with the quote): nothing is charged. A study the
+// budget cannot pay returns its quote with ErrStudyUnaffordable.
+func QuoteStudy(ctx context.Context, cur Curator, cfg Config) (*Quote, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	_, q, err := quoteStudy(ctx, cur, &cfg, nil)
+	return q, err
+}
+
+// quoteStudy reads the dataset's description, checks the batch size against the
+// curator's limit and the iterations and initial row against its rows, and has the
+// study quoted (plan) unless q is its quote already.
+func quoteStudy(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*DatasetInfo, *Quote, error) {
+	info, err := datasetInfo(ctx, cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkBatch(cfg.Batch, info.MaxQueryIndices); err != nil {
+		return nil, nil, err
+	}
+	// What can be checked against the dataset's size is checked before the projection
+	// is charged.
+	n := min(info.Rows, math.MaxInt32)
+	if err := checkRows(cfg.Iterations, n, cfg.AllowRepeats); err != nil {
+		return nil, nil, err
+	}
+	if cfg.InitialIndex >= n {
+		return nil, nil, fmt.Errorf("modeler: initial index %d is out of range [0, %d) of dataset %s", cfg.InitialIndex, n, info.Name)
+	}
+	if err := checkAnswerOptions(cfg, info.OutputPrivacy); err != nil {
+		return nil, nil, err
+	}
+	if q == nil {
+		if q, err = plan(ctx, cur, cfg, info); err != nil {
+			return nil, q, err
+		}
+	}
+	if err := checkConfirmAffordable(cfg, info.OutputPrivacy, q); err != nil {
+		return nil, q, err
+	}
+	return info, q, nil
+}
+
+// fetchRelease reads the dataset's description, checks the batch size against the
+// curator's limit and the iterations and initial row against its rows, has the study
+// quoted (plan, which fills in cfg what it left to the curator and refuses a study the
+// budget cannot pay) unless q is its quote already, and only then receives the
+// projection, with the answers paid in the same charge.
+func fetchRelease(ctx context.Context, cur Curator, cfg *Config, q *Quote) (*DatasetInfo, *Projection, *Quote, error) {
+	info, q, err := quoteStudy(ctx, cur, cfg, q)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	proj, err := cur.ReleaseProjection(ctx, ProjectionRequest{R: cfg.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Label: cfg.Label, WithAnswers: true})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("modeler: %w", err)
+	}
+	if proj.Rows < 1 || proj.Cols < 1 || len(proj.Z) != proj.Rows*proj.Cols {
+		return nil, nil, nil, fmt.Errorf("modeler: projection %s is an unusable %d × %d matrix of %d values", proj.ReleaseID, proj.Rows, proj.Cols, len(proj.Z))
+	}
+	return info, proj, q, nil
 }
