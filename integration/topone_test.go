@@ -60,7 +60,7 @@ func hitProbabilityRandom(n, k, T int) float64 {
 // posterior mean) at a mean true progression of 237 against 210 for the row with the
 // best noisy answer.
 //
-// 120 runs, at least 58 hits (48%). With H ~ Binomial(120, p):
+// Up to 120 runs, at least 58 hits (48%). With H ~ Binomial(120, p):
 //
 //	p = 0.65: P[H < 58] = 6.4e-5   (false failure, below the measured rates)
 //	p = 0.70: P[H < 58] < 1e-6
@@ -73,9 +73,17 @@ func hitProbabilityRandom(n, k, T int) float64 {
 // binomial standard errors at this size, where 3.7 + 2.3 = 6.0 would be needed. The threshold
 // keeps the false-failure rate below 1e-4 down to p = 0.65, under every measured
 // configuration, and random search passes about once in 75 runs of the test.
+//
+// The test stops early, passing, once the hits make the verdict clear: at least 22 of
+// the first 30 runs, 38 of 60 or 53 of 90 (each the smallest count that random search,
+// p = 0.38, reaches with probability below 1e-4). Stopping only to pass never adds a
+// failure, so the false-failure rates above stand; random search now passes with
+// probability 0.01345 instead of 0.01340 (exact, summed over the stages). The expected
+// number of runs is 32 at p = 0.82 (the demo configuration's measured rate), 42 at 0.74
+// and 66 at 0.65, instead of 120.
 func TestDiabetesTopOnePercent(t *testing.T) {
 	if testing.Short() {
-		t.Skip("120 studies; run without -short")
+		t.Skip("up to 120 studies; run without -short")
 	}
 	// The demo's curator: the shipped public schema (diabetesConfig), Laplace answers at
 	// ε_out = 2.5 on the schema's target range [0, 400]. The dataset cap must hold 120
@@ -92,10 +100,15 @@ func TestDiabetesTopOnePercent(t *testing.T) {
 			k++
 		}
 	}
-	const runs, need = 120, 58
-	hits, bestHits, recHits := 0, 0, 0
+	const maxRuns, need = 120, 58
+	early := map[int]int{30: 22, 60: 38, 90: 53} // runs → hits that pass at once
+	hits, bestHits, recHits, runs := 0, 0, 0, 0
 	var bestTrue, recTrue float64
-	for run := 0; run < runs; run++ {
+	for run := 0; run < maxRuns; run++ {
+		if c, ok := early[run]; ok && hits >= c {
+			break
+		}
+		runs++
 		client := cur.client(t, fmt.Sprintf("vendor-top1-%d", run))
 		cfg := studySettings
 		cfg.InitialIndex = -1
@@ -118,14 +131,15 @@ func TestDiabetesTopOnePercent(t *testing.T) {
 		if ds.Y[res.Recommended] >= thr {
 			recHits++
 		}
-		bestTrue += ds.Y[res.BestIndex] / runs
-		recTrue += ds.Y[res.Recommended] / runs
+		bestTrue += ds.Y[res.BestIndex]
+		recTrue += ds.Y[res.Recommended]
 	}
+	bestTrue, recTrue = bestTrue/float64(runs), recTrue/float64(runs)
 	random := hitProbabilityRandom(len(ds.Y), k, studySettings.Iterations)
 	t.Logf("top 1%% (progression ≥ %.2f, %d patients): PO-GP-UCB queried one in %d of %d runs (its best answer was one in %d, its recommended row in %d); random choice of %d patients reaches it with probability %.3f",
 		thr, k, hits, runs, bestHits, recHits, studySettings.Iterations, random)
 	t.Logf("mean true progression of the row with the best noisy answer %.1f, of the recommended row (highest posterior mean) %.1f", bestTrue, recTrue)
-	if hits < need {
+	if runs == maxRuns && hits < need {
 		t.Errorf("PO-GP-UCB queried a top-1%% patient in %d of %d runs, want ≥ %d", hits, runs, need)
 	}
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// budget check and the charge (ledger.Ledger.Reserve): the curator's owner name, so
 	// that its restart frees what a crash left held, and the time to live.
 	Reservation ledger.Hold
+
+	// every, when set (tests), is how often the manager renews and looks instead of
+	// Lease/3, so that a test can keep a live replica's lease out of reach of a loaded
+	// machine's scheduling while it still renews, or renew only when told to.
+	every time.Duration
 }
 
 // Ledger is what a Manager uses of the privacy ledger, a *ledger.Ledger (whose
@@ -87,6 +92,7 @@ type Manager struct {
 	slots  chan struct{}
 	runner string // this manager's name in the leases of a shared store ("" otherwise)
 	lease  time.Duration
+	every  time.Duration // how often leases are renewed and expired ones looked for
 
 	submitMu sync.Mutex // serialises the charge-and-record step of Submit
 
@@ -137,6 +143,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
+	if cfg.every == 0 {
+		cfg.every = cfg.Lease / 3
+	}
 	st := cfg.Store
 	if st == nil {
 		var err error
@@ -145,7 +154,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 	}
 	base, stop := context.WithCancel(context.Background())
-	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning), lease: cfg.Lease,
+	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning), lease: cfg.Lease, every: cfg.every,
 		running: map[string]runningJob{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
 	if st.shared {
 		var b [6]byte
@@ -680,7 +689,7 @@ func (m *Manager) CountByState(ctx context.Context) (map[State]int, error) {
 // (a replica's own writes wake them at once).
 func (m *Manager) poll() time.Duration {
 	if m.store.shared {
-		return min(time.Second, m.lease/3)
+		return min(time.Second, m.every)
 	}
 	return time.Second
 }
@@ -724,8 +733,7 @@ func (m *Manager) Close() error {
 // lease expired, every Lease/3, until the manager stops.
 func (m *Manager) leaseLoop() {
 	defer m.leaseWG.Done()
-	every := m.lease / 3
-	t := time.NewTicker(every)
+	t := time.NewTicker(m.every)
 	defer t.Stop()
 	for {
 		m.takeOver()
@@ -734,7 +742,7 @@ func (m *Manager) leaseLoop() {
 			return
 		case <-t.C:
 		}
-		m.renew(every)
+		m.renew(m.lease / 3)
 	}
 }
 

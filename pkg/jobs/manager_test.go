@@ -38,7 +38,11 @@ func (f *fakeRunner) Run(ctx context.Context, spec Spec, progress func(Progress)
 	f.runs++
 	f.mu.Unlock()
 	if f.started != nil {
-		f.started <- "run"
+		select { // a run nobody waits for (a test that went wrong) must not hang Close
+		case f.started <- "run":
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
 	}
 	for i := 1; i <= 3; i++ {
 		progress(Progress{Step: i, Total: 3, Message: "step"})
@@ -75,20 +79,26 @@ func spec(eps float64) Spec {
 
 func waitState(t *testing.T, m *Manager, id string, want State) Job {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		j, err := m.Get(context.Background(), "alice", id)
-		if err != nil {
-			t.Fatal(err)
+	// Watch wakes on the job's events (and looks at the store every poll), so the wait
+	// ends when the event is written, however loaded the machine; the deadline only
+	// bounds a test that would otherwise hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errReached := errors.New("reached")
+	err := m.Watch(ctx, "alice", id, 0, func(e Event) error {
+		if e.State == want {
+			return errReached
 		}
-		if j.State == want {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s state = %s, want %s", id, j.State, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
+	})
+	j, gerr := m.Get(context.Background(), "alice", id)
+	if gerr != nil {
+		t.Fatal(gerr)
 	}
+	if err != errReached {
+		t.Fatalf("job %s state = %s, want %s (watch: %v)", id, j.State, want, err)
+	}
+	return j
 }
 
 func TestSubmitRunsAndCharges(t *testing.T) {

@@ -60,7 +60,9 @@ type pgReplica struct {
 	runner *fakeRunner
 }
 
-func startPGReplica(t *testing.T, schema string, lease time.Duration, r *fakeRunner) *pgReplica {
+// startPGReplica starts a replica whose leases last lease and which renews them and looks
+// for expired ones every `every` (0: lease/3).
+func startPGReplica(t *testing.T, schema string, lease, every time.Duration, r *fakeRunner) *pgReplica {
 	t.Helper()
 	ctx := context.Background()
 	led, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema},
@@ -76,7 +78,7 @@ func startPGReplica(t *testing.T, schema string, lease time.Duration, r *fakeRun
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewManager(Config{Store: st, Dataset: "d", Ledger: led, Runner: r, Lease: lease})
+	m, err := NewManager(Config{Store: st, Dataset: "d", Ledger: led, Runner: r, Lease: lease, every: every})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +88,35 @@ func startPGReplica(t *testing.T, schema string, lease time.Duration, r *fakeRun
 		led.Close()
 	})
 	return rep
+}
+
+// pgExec runs one statement on the test server, as an operator (or a clock) would.
+func pgExec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, testDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// messages returns job id's messages as the store holds them, joined.
+func messages(t *testing.T, m *Manager, id string) string {
+	t.Helper()
+	evs, err := m.Events(context.Background(), id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, e := range evs {
+		msgs = append(msgs, e.Message)
+	}
+	return strings.Join(msgs, " | ")
 }
 
 func (r *pgReplica) runs() int {
@@ -113,14 +144,18 @@ func watchAll(t *testing.T, m *Manager, id string) (<-chan []Event, <-chan error
 // process would, leaving its lease to expire), B takes the job over and finishes it.
 // The job is charged once, its result is written once, and the watch through B sees
 // the whole story in order.
+//
+// The test keeps the clock: A's lease lasts an hour, so no scheduling delay of a loaded
+// machine can hand a live A's job to B, and B looks for expired leases only when the
+// test calls its takeOver (its own loop looks every 20 minutes). Once A is dead, the
+// test moves A's lease back by the hour, as the database clock would move on; B's next
+// look takes the job. Leases running out on the database's own clock are tested by
+// TestPostgresTakeoversAreBounded and integration's TestJobSurvivesKilledReplica.
 func TestPostgresTakeoverAfterReplicaDies(t *testing.T) {
 	schema := pgSchema(t)
-	// A's lease outlasts any scheduling hiccup of a loaded test machine (it renews every
-	// 2/3 s), so B cannot take the job from a live A; B looks for expired leases every
-	// 100 ms.
-	a := startPGReplica(t, schema, 2*time.Second, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	a := startPGReplica(t, schema, time.Hour, 0, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
 	release := make(chan struct{})
-	b := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{block: release, started: make(chan string, 1)})
+	b := startPGReplica(t, schema, time.Hour, 0, &fakeRunner{block: release, started: make(chan string, 1)})
 	ctx := context.Background()
 
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
@@ -135,15 +170,19 @@ func TestPostgresTakeoverAfterReplicaDies(t *testing.T) {
 	if again, err := b.m.Submit(ctx, "alice", "k1", spec(1)); err != nil || again.ID != j.ID {
 		t.Fatalf("retry through B = %s, %v; want job %s", again.ID, err, j.ID)
 	}
-
-	died := time.Now()
-	a.m.crash()
-	<-b.runner.started
-	took := time.Since(died)
-	if took > 10*time.Second {
-		t.Errorf("B took the job over %v after A died; want about A's lease (2 s)", took)
+	// While A's lease runs, B's look takes nothing.
+	b.m.takeOver()
+	if story := messages(t, b.m, j.ID); strings.Contains(story, "taken over") {
+		t.Fatalf("B took the job over from a live A: %s", story)
 	}
-	t.Logf("B took the job over %v after A died (A's lease 2 s, B looks every 100 ms)", took.Round(time.Millisecond))
+
+	a.m.crash()
+	pgExec(t, `UPDATE "`+schema+`".jobs SET lease_ns = lease_ns - $1 WHERE id = $2`, time.Hour.Nanoseconds(), j.ID)
+	b.m.takeOver() // B's first look after A's lease ran out takes the job
+	if story := messages(t, b.m, j.ID); !strings.Contains(story, "taken over: the replica running it stopped") {
+		t.Fatalf("after A's lease ran out, B's look left the job: %s", story)
+	}
+	<-b.runner.started
 	close(release)
 
 	evs, err := <-evsCh, <-errCh
@@ -180,11 +219,13 @@ func TestPostgresTakeoverAfterReplicaDies(t *testing.T) {
 }
 
 // TestPostgresCancelThroughAnotherReplica: a job running on A is cancelled through B,
-// and B's Cancel returns it cancelled.
+// and B's Cancel returns it cancelled. A renews every 50 ms, and so sees the request
+// soon, but its lease lasts an hour: however late a loaded machine runs A's renewals, B
+// cannot take the job over (and run it to success) instead.
 func TestPostgresCancelThroughAnotherReplica(t *testing.T) {
 	schema := pgSchema(t)
-	a := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
-	b := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{})
+	a := startPGReplica(t, schema, time.Hour, 50*time.Millisecond, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	b := startPGReplica(t, schema, time.Hour, 50*time.Millisecond, &fakeRunner{})
 	ctx := context.Background()
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
 	if err != nil {
@@ -210,8 +251,8 @@ func TestPostgresCancelThroughAnotherReplica(t *testing.T) {
 // another replica runs it at once (no lease to wait for) and nothing is charged again.
 func TestPostgresHandoverOnShutdown(t *testing.T) {
 	schema := pgSchema(t)
-	a := startPGReplica(t, schema, time.Hour, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
-	b := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{})
+	a := startPGReplica(t, schema, time.Hour, 0, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	b := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{})
 	ctx := context.Background()
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
 	if err != nil {
@@ -274,7 +315,7 @@ func TestPostgresStoresKeepDatasetsApart(t *testing.T) {
 // take down every replica in turn.
 func TestPostgresTakeoversAreBounded(t *testing.T) {
 	schema := pgSchema(t)
-	a := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	a := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
 	ctx := context.Background()
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
 	if err != nil {
@@ -283,15 +324,8 @@ func TestPostgresTakeoversAreBounded(t *testing.T) {
 	<-a.runner.started
 	a.m.crash()
 	// As if MaxTakeovers replicas had taken the job over and died in turn.
-	conn, err := pgx.Connect(ctx, testDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `UPDATE "`+schema+`".jobs SET takeovers = $1 WHERE id = $2`, MaxTakeovers, j.ID); err != nil {
-		t.Fatal(err)
-	}
-	b := startPGReplica(t, schema, 300*time.Millisecond, &fakeRunner{})
+	pgExec(t, `UPDATE "`+schema+`".jobs SET takeovers = $1 WHERE id = $2`, MaxTakeovers, j.ID)
+	b := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{})
 	done := waitState(t, b.m, j.ID, Failed)
 	if !strings.Contains(done.Error, "stopped 3 times") || b.runs() != 0 {
 		t.Errorf("job after %d takeovers: %q, %d runs on B; want failed, not run again", MaxTakeovers+1, done.Error, b.runs())
@@ -344,7 +378,7 @@ func TestAdoptJobsDB(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := startPGReplica(t, schema, time.Second, &fakeRunner{})
+	b := startPGReplica(t, schema, time.Second, 0, &fakeRunner{})
 	for range 2 { // copying again changes nothing
 		got, err := Adopt(ctx, b.m.store, file, led)
 		if err != nil || got.Jobs != 2 || got.Interrupted != 1 || got.Skipped != 1 {
