@@ -491,13 +491,6 @@ func TestEstimateBoundsShapes(t *testing.T) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // TestEstimateBoundsAlwaysValid: whatever the data and budget, even a single
 // record at a tiny ε under Laplace noise, every estimate is finite with
 // Lower < Upper.

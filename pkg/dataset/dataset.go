@@ -233,107 +233,18 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
 
-	// Header.
-	rec, err := cr.Read()
-	if err == io.EOF {
-		return fail(0, "", errors.New("empty file, want a header row of column names"))
-	}
+	header, index, headerLine, err := readHeader(cr, file)
 	if err != nil {
-		return readError(file, err)
-	}
-	headerLine, _ := cr.FieldPos(0)
-	header := make([]string, len(rec))
-	index := make(map[string]int, len(rec))
-	for k, h := range rec {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			return fail(headerLine, "", fmt.Errorf("header field %d is empty; every column needs a name", k+1))
-		}
-		if _, dup := index[h]; dup {
-			return fail(headerLine, h, errors.New("column name appears twice in the header"))
-		}
-		header[k] = h
-		index[h] = k
+		return nil, err
 	}
 
-	// Columns.
-	target := strings.TrimSpace(opt.Target)
-	if target == "" {
-		target = header[len(header)-1]
+	target, features, err := selectColumns(header, index, headerLine, file, opt)
+	if err != nil {
+		return nil, err
 	}
-	ti, ok := index[target]
-	if !ok {
-		return fail(headerLine, target, fmt.Errorf("target column not in the header; columns are %s", nameList(header)))
-	}
-	var features []string
-	if len(opt.Features) == 0 {
-		excluded := make(map[string]bool, len(opt.Exclude))
-		for _, e := range opt.Exclude {
-			e = strings.TrimSpace(e)
-			if _, ok := index[e]; !ok {
-				return fail(headerLine, e, fmt.Errorf("excluded column not in the header; columns are %s", nameList(header)))
-			}
-			if e == target {
-				return fail(headerLine, e, errors.New("the target column cannot be excluded"))
-			}
-			excluded[e] = true
-		}
-		for _, h := range header {
-			if h != target && !excluded[h] {
-				features = append(features, h)
-			}
-		}
-	} else {
-		if len(opt.Exclude) > 0 {
-			return fail(headerLine, "", errors.New("give the feature columns or the columns to exclude, not both"))
-		}
-		seen := make(map[string]bool, len(opt.Features))
-		for _, f := range opt.Features {
-			f = strings.TrimSpace(f)
-			switch {
-			case f == "":
-				return fail(headerLine, "", errors.New("empty feature column name in options"))
-			case f == target:
-				return fail(headerLine, f, errors.New("target column is also listed as a feature"))
-			case seen[f]:
-				return fail(headerLine, f, errors.New("feature column listed twice"))
-			}
-			if _, ok := index[f]; !ok {
-				return fail(headerLine, f, fmt.Errorf("feature column not in the header; columns are %s", nameList(header)))
-			}
-			seen[f] = true
-			features = append(features, f)
-		}
-	}
-	if len(features) == 0 {
-		return fail(headerLine, "", fmt.Errorf("no feature columns: the header has only the target %s (and excluded columns)", quoteName(target)))
-	}
-	// Source columns in feature order; a categorical one (from the schema)
-	// becomes one one-hot feature per category.
-	type source struct {
-		k    int      // index in the header
-		cats []string // the schema's categories, nil for a numeric column
-		line int      // the categorical column's schema line
-		miss string   // the schema's value for a missing cell; "" for none
-		ind  bool     // add the indicator feature "column=missing"
-	}
+	ti := index[target]
 	sch := opt.Scaling.Schema
-	srcs := make([]source, len(features))
-	var expanded []string
-	for j, f := range features {
-		srcs[j].k = index[f]
-		c, _ := sch.columnOf(f)
-		srcs[j].miss, srcs[j].ind = c.Missing, c.MissingIndicator
-		if c := categorical(sch, f); c != nil {
-			srcs[j].cats, srcs[j].line = c.Categories, c.Line
-			expanded = append(expanded, sch.OneHot(f)...)
-		} else {
-			expanded = append(expanded, f)
-		}
-		if srcs[j].ind {
-			expanded = append(expanded, f+MissingFeature)
-		}
-	}
+	srcs, expanded := sourcesOf(features, index, sch)
 	if c, ok := sch.columnOf(target); ok && c.Missing != "" {
 		return nil, &SchemaError{File: sch.File, Line: c.Line, Column: target, Err: errors.New("the target's line gives a missing value: a row with a missing target is no candidate and is dropped, so delete the value")}
 	}
@@ -341,11 +252,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	if markers == nil {
 		markers = DefaultMissingMarkers
 	}
-	// isMissing reports whether a cell is missing; a declared category wins.
-	isMissing := func(cell string, cats []string) bool {
-		cell = strings.TrimSpace(cell)
-		return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
-	}
+	isMissing := func(cell string, cats []string) bool { return missingCell(cell, markers, cats) }
 	undeclared := make([]int, len(srcs)) // rows with a missing cell and no schema value, per source
 	missingTarget := 0
 	// A categorical target is a class label: its cells are the schema's categories,
@@ -364,7 +271,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	var lines []int
 	n := 0
 	for {
-		rec, err = cr.Read()
+		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
@@ -386,69 +293,27 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		}
 		lines = append(lines, line)
 		for j, s := range srcs {
-			cell := rec[s.k]
-			missing := isMissing(cell, s.cats)
-			if missing {
-				cell = s.miss
-			}
-			switch {
-			case missing && cell == "":
-				undeclared[j]++ // the file is refused below, once every row is counted
-				x = append(x, make([]float64, max(len(s.cats), 1))...)
-			case s.cats != nil:
-				hit := slices.Index(s.cats, strings.TrimSpace(cell))
-				if hit < 0 {
-					// The cell is data: the message names where it is, not what it holds.
-					l, _ := cr.FieldPos(s.k)
-					return fail(l, header[s.k], fmt.Errorf("value is not one of the %d categories schema %s lists for this column on line %d", len(s.cats), sch.File, s.line))
-				}
-				x = append(x, make([]float64, len(s.cats))...)
-				x[len(x)-len(s.cats)+hit] = 1
-			default:
-				v, err := parseCell(cell)
-				if err != nil {
-					l, _ := cr.FieldPos(s.k)
-					if err == errNotANumber {
-						err = fmt.Errorf("%w (a text column? exclude it, or list its public categories in the schema)", err)
-					}
-					return fail(l, header[s.k], err)
-				}
-				x = append(x, v)
-			}
-			if s.ind {
-				x = append(x, 0)
-				if missing {
-					x[len(x)-1] = 1
-				}
+			missing := isMissing(rec[s.k], s.cats)
+			undeclared[j] += b2i(missing && s.miss == "") // the file is refused below, once every row is counted
+			if x, err = s.append(x, rec[s.k], missing, sch); err != nil {
+				// The cell is data: the message names where it is, not what it holds.
+				l, _ := cr.FieldPos(s.k)
+				return fail(l, header[s.k], err)
 			}
 		}
-		if targetCats != nil {
-			hit := slices.Index(targetCats, strings.TrimSpace(rec[ti]))
-			if hit < 0 {
-				l, _ := cr.FieldPos(ti)
-				return fail(l, target, fmt.Errorf("value is not one of the %d categories schema %s lists for the target on line %d", len(targetCats), sch.File, targetLine))
-			}
-			y = append(y, float64(hit))
-		} else {
-			v, err := parseCell(rec[ti])
-			if err != nil {
-				l, _ := cr.FieldPos(ti)
-				return fail(l, target, err)
-			}
-			y = append(y, v)
+		v, err := targetValue(rec[ti], targetCats, sch, targetLine)
+		if err != nil {
+			l, _ := cr.FieldPos(ti)
+			return fail(l, target, err)
 		}
+		y = append(y, v)
 		n++
 	}
 	if err := undeclaredMissing(columns, undeclared, target, markers, sch); err != nil {
 		return fail(0, "", err)
 	}
-	switch {
-	case n == 0 && missingTarget == 0:
-		return fail(0, "", errors.New("header only, no data rows"))
-	case n == 0:
-		return fail(0, "", fmt.Errorf("no data rows with a present target (%d rows have a missing target)", missingTarget))
-	case n == 1:
-		return fail(0, "", errors.New("only 1 data row with a present target; need at least 2"))
+	if err := enoughRows(n, missingTarget); err != nil {
+		return fail(0, "", err)
 	}
 	// A target whose values are further apart than float64 can hold cannot be
 	// modelled (the modeler's GP works with differences of answers): refuse it
@@ -471,6 +336,200 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 		lines:            lines,
 		columns:          header,
 	}, nil
+}
+
+// source is a selected column of the file: a numeric feature, or a categorical one
+// (from the schema) that becomes one one-hot feature per category; either may add the
+// indicator feature "column=missing".
+type source struct {
+	k    int      // index in the header
+	cats []string // the schema's categories, nil for a numeric column
+	line int      // the categorical column's schema line
+	miss string   // the schema's value for a missing cell; "" for none
+	ind  bool     // add the indicator feature "column=missing"
+}
+
+// append appends the features of one cell to x: its value, or its one-hot categories,
+// and its indicator. A missing cell takes the schema's value; one without (counted by
+// the caller) appends zeros. Errors describe the cell without its content.
+func (s source) append(x []float64, cell string, missing bool, sch *Schema) ([]float64, error) {
+	if missing {
+		cell = s.miss
+	}
+	switch {
+	case missing && cell == "":
+		x = append(x, make([]float64, max(len(s.cats), 1))...)
+	case s.cats != nil:
+		hit := slices.Index(s.cats, strings.TrimSpace(cell))
+		if hit < 0 {
+			return x, fmt.Errorf("value is not one of the %d categories schema %s lists for this column on line %d", len(s.cats), sch.File, s.line)
+		}
+		x = append(x, make([]float64, len(s.cats))...)
+		x[len(x)-len(s.cats)+hit] = 1
+	default:
+		v, err := parseCell(cell)
+		if err == errNotANumber {
+			return x, fmt.Errorf("%w (a text column? exclude it, or list its public categories in the schema)", err)
+		}
+		if err != nil {
+			return x, err
+		}
+		x = append(x, v)
+	}
+	if s.ind {
+		x = append(x, float64(b2i(missing)))
+	}
+	return x, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sourcesOf returns the source of each selected feature column in order and the names
+// of the features they become: a categorical column (from the schema) one one-hot feature
+// per category, and a column with a missing indicator one more, "column=missing".
+func sourcesOf(features []string, index map[string]int, sch *Schema) ([]source, []string) {
+	srcs := make([]source, len(features))
+	var expanded []string
+	for j, f := range features {
+		srcs[j].k = index[f]
+		c, _ := sch.columnOf(f)
+		srcs[j].miss, srcs[j].ind = c.Missing, c.MissingIndicator
+		if c := categorical(sch, f); c != nil {
+			srcs[j].cats, srcs[j].line = c.Categories, c.Line
+			expanded = append(expanded, sch.OneHot(f)...)
+		} else {
+			expanded = append(expanded, f)
+		}
+		if srcs[j].ind {
+			expanded = append(expanded, f+MissingFeature)
+		}
+	}
+	return srcs, expanded
+}
+
+// missingCell reports whether a cell is missing: empty, or one of markers (without case,
+// after trimming spaces) unless it is one of the column's declared categories.
+func missingCell(cell string, markers, cats []string) bool {
+	cell = strings.TrimSpace(cell)
+	return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
+}
+
+// targetValue reads a target cell: a number, or for a categorical target (cats, on
+// the schema's line) its category's index. Errors describe the cell without its content.
+func targetValue(cell string, cats []string, sch *Schema, line int) (float64, error) {
+	if cats == nil {
+		return parseCell(cell)
+	}
+	hit := slices.Index(cats, strings.TrimSpace(cell))
+	if hit < 0 {
+		return 0, fmt.Errorf("value is not one of the %d categories schema %s lists for the target on line %d", len(cats), sch.File, line)
+	}
+	return float64(hit), nil
+}
+
+// enoughRows refuses a file with fewer than two rows whose target is present.
+func enoughRows(n, missingTarget int) error {
+	switch {
+	case n == 0 && missingTarget == 0:
+		return errors.New("header only, no data rows")
+	case n == 0:
+		return fmt.Errorf("no data rows with a present target (%d rows have a missing target)", missingTarget)
+	case n == 1:
+		return errors.New("only 1 data row with a present target; need at least 2")
+	}
+	return nil
+}
+
+// readHeader reads the header row: the column names and their indices.
+func readHeader(cr *csv.Reader, file string) (header []string, index map[string]int, line int, err error) {
+	fail := func(line int, col string, err error) ([]string, map[string]int, int, error) {
+		return nil, nil, 0, &ParseError{File: file, Line: line, Column: col, Err: err}
+	}
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return fail(0, "", errors.New("empty file, want a header row of column names"))
+	}
+	if err != nil {
+		_, err = readError(file, err)
+		return nil, nil, 0, err
+	}
+	line, _ = cr.FieldPos(0)
+	header = make([]string, len(rec))
+	index = make(map[string]int, len(rec))
+	for k, h := range rec {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			return fail(line, "", fmt.Errorf("header field %d is empty; every column needs a name", k+1))
+		}
+		if _, dup := index[h]; dup {
+			return fail(line, h, errors.New("column name appears twice in the header"))
+		}
+		header[k] = h
+		index[h] = k
+	}
+	return header, index, line, nil
+}
+
+// selectColumns resolves opt's target and feature columns against the header.
+func selectColumns(header []string, index map[string]int, headerLine int, file string, opt Options) (target string, features []string, err error) {
+	fail := func(col string, err error) (string, []string, error) {
+		return "", nil, &ParseError{File: file, Line: headerLine, Column: col, Err: err}
+	}
+	target = strings.TrimSpace(opt.Target)
+	if target == "" {
+		target = header[len(header)-1]
+	}
+	if _, ok := index[target]; !ok {
+		return fail(target, fmt.Errorf("target column not in the header; columns are %s", nameList(header)))
+	}
+	if len(opt.Features) == 0 {
+		excluded := make(map[string]bool, len(opt.Exclude))
+		for _, e := range opt.Exclude {
+			e = strings.TrimSpace(e)
+			if _, ok := index[e]; !ok {
+				return fail(e, fmt.Errorf("excluded column not in the header; columns are %s", nameList(header)))
+			}
+			if e == target {
+				return fail(e, errors.New("the target column cannot be excluded"))
+			}
+			excluded[e] = true
+		}
+		for _, h := range header {
+			if h != target && !excluded[h] {
+				features = append(features, h)
+			}
+		}
+	} else {
+		if len(opt.Exclude) > 0 {
+			return fail("", errors.New("give the feature columns or the columns to exclude, not both"))
+		}
+		seen := make(map[string]bool, len(opt.Features))
+		for _, f := range opt.Features {
+			f = strings.TrimSpace(f)
+			switch {
+			case f == "":
+				return fail("", errors.New("empty feature column name in options"))
+			case f == target:
+				return fail(f, errors.New("target column is also listed as a feature"))
+			case seen[f]:
+				return fail(f, errors.New("feature column listed twice"))
+			}
+			if _, ok := index[f]; !ok {
+				return fail(f, fmt.Errorf("feature column not in the header; columns are %s", nameList(header)))
+			}
+			seen[f] = true
+			features = append(features, f)
+		}
+	}
+	if len(features) == 0 {
+		return fail("", fmt.Errorf("no feature columns: the header has only the target %s (and excluded columns)", quoteName(target)))
+	}
+	return target, features, nil
 }
 
 // undeclaredMissing refuses missing cells in the feature columns without a
