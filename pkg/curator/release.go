@@ -283,37 +283,11 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	unlock := c.locks.lock(key)
 	defer unlock()
 
-	if rec, rid, ok, err := c.recordedProjection(ctx, identity, req); err != nil {
-		return nil, fmt.Errorf("curator: %w", err)
-	} else if ok {
-		id := rid
-		if req.WithAnswers {
-			if err := c.chargeAnswers(ctx, identity); err != nil {
-				return nil, fmt.Errorf("curator: the answers of release %s: %w", id, err)
-			}
-		}
-		return c.storedProjection(ctx, identity, id, rec, req)
+	if p, ok, err := c.replayProjection(ctx, identity, req); ok || err != nil {
+		return p, err
 	}
 	cost := ledger.Cost{Epsilon: req.Epsilon, Delta: req.Delta}
-	// What the release charges, reserved in the ledger before any data is touched: a
-	// release that does not fit beside the charges made and the releases being computed
-	// is refused here. The whole-patient cost reserved is the nominal figure's lower
-	// bound (the release's own figure, known once it is computed, is within a factor
-	// (1 + nominalMargin)² of it and is what the commit checks).
-	var answers *ledger.Charge
-	if req.WithAnswers {
-		var err error
-		if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
-			return nil, err
-		}
-	}
-	lower := c.nominalPatientLowerBound(req.Epsilon, req.Delta)
-	held := []ledger.Charge{{Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Patient: &lower,
-		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q, being computed", req.R, req.Epsilon, req.Delta, req.Label)}}
-	if answers != nil {
-		held = append(held, *answers)
-	}
-	res, err := c.reserve(ctx, held)
+	res, answers, err := c.reserveProjection(ctx, identity, acct, key, req, cost)
 	if err != nil {
 		return nil, err
 	}
@@ -351,26 +325,10 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	}
 	defer z.Close()
 	rep := z.Report()
-
-	var nonce [8]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("curator: %w", err)
-	}
-	file := fmt.Sprintf("%s-%s.f64", id, hex.EncodeToString(nonce[:]))
-	// Durable before the charge that names it: a charged release can always be replayed.
-	sum, err := c.releases.Put(ctx, file, z)
+	file, sum, err := c.storeProjection(ctx, identity, id, req, z, &rep, start)
 	if err != nil {
-		return nil, fmt.Errorf("curator: computing and storing release %s: %w", id, err)
+		return nil, err
 	}
-	// Operator-only: which branch was taken depends on the data.
-	c.log.Info("projection computed and stored",
-		zap.String("release", id), zap.String("identity", identity),
-		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
-		zap.String("mechanism", rep.Mechanism), zap.Float64("noise_sd", rep.NoiseSD),
-		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
-		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
-		zap.Int64("memory_bytes", c.computeNeed(req.R)),
-		zap.Duration("duration", time.Since(start)))
 	// The matrix is no longer needed here; removing it when it turns out unrecorded
 	// must not depend on the request's context.
 	remove := func() {
@@ -378,20 +336,12 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 			c.log.Warn("removing an unrecorded release matrix", zap.String("release", id), zap.Error(err))
 		}
 	}
-	w := c.wholePatientOf(req.Epsilon, req.Delta, &rep)
-	guarantee := c.projectionGuaranteeWith(req.Epsilon, req.Delta, w)
-	patient := w.patientCost()
-	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD,
-		Guarantee: guarantee, Inputs: c.inputs})
+	charge, guarantee, err := c.projectionCharge(acct, key, req, cost, file, sum, &rep)
 	if err != nil {
 		remove()
 		return nil, fmt.Errorf("curator: %w", err)
 	}
-	charges := []ledger.Charge{{
-		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result, Patient: &patient,
-		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
-			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, w.short()),
-	}}
+	charges := []ledger.Charge{charge}
 	if answers != nil {
 		charges = append(charges, *answers)
 	}
@@ -421,6 +371,77 @@ func (c *Curator) ReleaseProjection(ctx context.Context, identity string, req Pr
 	}
 	return &Projection{ID: id, Rows: c.ds.N, Cols: req.R, SHA256: sum, Guarantee: guarantee, NoiseSD: rep.NoiseSD, WholePatient: recs[0].Patient,
 		Budget: bal, releases: c.releases, blob: file, mem: c.cfg.Memory}, nil
+}
+
+// replayProjection returns (ok) the caller's projection already released with these
+// parameters, with its answers charged first if req asks for them: a replay costs no
+// new ε, but answers released with it must still be paid for.
+func (c *Curator) replayProjection(ctx context.Context, identity string, req ProjectionRequest) (*Projection, bool, error) {
+	rec, id, ok, err := c.recordedProjection(ctx, identity, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("curator: %w", err)
+	} else if !ok {
+		return nil, false, nil
+	}
+	if req.WithAnswers {
+		if err := c.chargeAnswers(ctx, identity); err != nil {
+			return nil, true, fmt.Errorf("curator: the answers of release %s: %w", id, err)
+		}
+	}
+	p, err := c.storedProjection(ctx, identity, id, rec, req)
+	return p, true, err
+}
+
+// reserveProjection reserves what a new release charges, with the identity's unpaid
+// answers if req asks for them (returned, nil if none), before any data is touched: a
+// release that does not fit beside the charges made and the releases being computed is
+// refused here. The whole-patient cost reserved is the nominal figure's lower bound
+// (the release's own figure, known once it is computed, is within a factor
+// (1 + nominalMargin)² of it and is what the commit checks).
+func (c *Curator) reserveProjection(ctx context.Context, identity string, acct ledger.Account, key string, req ProjectionRequest, cost ledger.Cost) (*reservation, *ledger.Charge, error) {
+	var answers *ledger.Charge
+	if req.WithAnswers {
+		var err error
+		if answers, err = c.unpaidAnswers(ctx, identity); err != nil {
+			return nil, nil, err
+		}
+	}
+	lower := c.nominalPatientLowerBound(req.Epsilon, req.Delta)
+	held := []ledger.Charge{{Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Patient: &lower,
+		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q, being computed", req.R, req.Epsilon, req.Delta, req.Label)}}
+	if answers != nil {
+		held = append(held, *answers)
+	}
+	res, err := c.reserve(ctx, held)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, answers, nil
+}
+
+// storeProjection computes release id by storing z under a fresh name, which it
+// returns with the matrix's SHA-256, and tells the operator how it was computed.
+func (c *Curator) storeProjection(ctx context.Context, identity, id string, req ProjectionRequest, z *projection.Stream, rep *projection.Report, start time.Time) (string, []byte, error) {
+	var nonce [8]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", nil, fmt.Errorf("curator: %w", err)
+	}
+	file := fmt.Sprintf("%s-%s.f64", id, hex.EncodeToString(nonce[:]))
+	// Durable before the charge that names it: a charged release can always be replayed.
+	sum, err := c.releases.Put(ctx, file, z)
+	if err != nil {
+		return "", nil, fmt.Errorf("curator: computing and storing release %s: %w", id, err)
+	}
+	// Operator-only: which branch was taken depends on the data.
+	c.log.Info("projection computed and stored",
+		zap.String("release", id), zap.String("identity", identity),
+		zap.Int("r", req.R), zap.Float64("epsilon", req.Epsilon), zap.Float64("delta", req.Delta),
+		zap.String("mechanism", rep.Mechanism), zap.Float64("noise_sd", rep.NoiseSD),
+		zap.Float64("sigma_min", rep.SigmaMin), zap.Float64("omega", rep.Omega),
+		zap.Bool("lifted", rep.Lifted), zap.String("route", rep.Route),
+		zap.Int64("memory_bytes", c.computeNeed(req.R)),
+		zap.Duration("duration", time.Since(start)))
+	return file, sum, nil
 }
 
 // storedProjection returns the recorded release rec of req with the guarantee it was
@@ -525,4 +546,23 @@ func AdoptReleases(ctx context.Context, led Records, dataset string, to, older b
 		return out, fmt.Errorf("curator: adopting releases: %w", errors.Join(errs...))
 	}
 	return out, nil
+}
+
+// projectionCharge is the ledger charge of a computed release, with the guarantee it
+// states: the record holds the file, its checksum and the guarantee word for word, so
+// that a replay returns what was charged.
+func (c *Curator) projectionCharge(acct ledger.Account, key string, req ProjectionRequest, cost ledger.Cost, file string, sum []byte, rep *projection.Report) (ledger.Charge, string, error) {
+	w := c.wholePatientOf(req.Epsilon, req.Delta, rep)
+	guarantee := c.projectionGuaranteeWith(req.Epsilon, req.Delta, w)
+	patient := w.patientCost()
+	result, err := json.Marshal(projectionRecord{File: file, SHA256: hex.EncodeToString(sum), Rows: c.ds.N, Cols: req.R, Sensitivity: rep.Sensitivity, NoiseSD: rep.NoiseSD,
+		Guarantee: guarantee, Inputs: c.inputs})
+	if err != nil {
+		return ledger.Charge{}, "", err
+	}
+	return ledger.Charge{
+		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result, Patient: &patient,
+		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
+			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, w.short()),
+	}, guarantee, nil
 }

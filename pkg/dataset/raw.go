@@ -96,21 +96,8 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	}
 	switch sc.Mode {
 	case ScaleFixed:
-		var missing []string
-		for j, f := range r.Features {
-			v, ok := sc.Scales[f]
-			if !ok {
-				missing = append(missing, f)
-			}
-			scale[j], off[j] = v, sc.Offsets[f]
-		}
-		if len(missing) > 0 {
-			return fail(0, "", fmt.Errorf("fixed scaling has no scale for feature columns %s; give every feature a public scale", nameList(missing)))
-		}
-		for c := range sc.Scales {
-			if !slices.Contains(r.Features, c) {
-				return fail(r.headerLine, c, errors.New("fixed scaling gives a scale for a column that is not a feature"))
-			}
+		if err := r.applyFixed(sc, off, scale); err != nil {
+			return nil, err
 		}
 	case ScaleSchema, ScalePrivate:
 		if sc.Schema == nil {
@@ -119,15 +106,7 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 		if err := r.applySchema(sc, off, scale, lo, hi, tf); err != nil {
 			return nil, err
 		}
-		if c, ok := sc.Schema.Column(r.Target); ok {
-			ds.TargetRange = &Bounds{Lower: c.Lower, Upper: c.Upper}
-			if k := len(c.Categories); k > 0 { // a class label: indices 0 … K−1
-				ds.TargetRange = nil
-				if k > 1 {
-					ds.TargetRange = &Bounds{Lower: 0, Upper: float64(k - 1)}
-				}
-			}
-		}
+		ds.TargetRange = targetRange(sc.Schema, r.Target)
 	}
 	x := ds.X
 	for i := range n {
@@ -144,16 +123,8 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 		}
 	}
 	ds.Clipped = clipRows(x, n, d, sc.ClipNorm)
-	if sc.Unit != 1 {
-		for k := range x {
-			x[k] /= sc.Unit
-			if math.IsInf(x[k], 0) {
-				return fail(0, "", fmt.Errorf("dividing by Unit %g overflows floating-point range; choose a larger Unit", sc.Unit))
-			}
-		}
-		for j := range scale {
-			scale[j] *= sc.Unit
-		}
+	if err := divideByUnit(x, scale, sc.Unit); err != nil {
+		return fail(0, "", err)
 	}
 	for j := range scale {
 		if !(scale[j] > 0) || math.IsInf(scale[j], 0) {
@@ -162,6 +133,64 @@ func (r *Raw) Scale(s Scaling) (*Dataset, error) {
 	}
 	ds.Offset, ds.Scale = off, scale
 	return ds, nil
+}
+
+// applyFixed fills the offsets and scales of r's features from sc's public scales. A
+// scale for a column that is not a feature is refused rather than ignored: a scale
+// that scales nothing is a mistake (often a misspelt name) the operator should hear of.
+func (r *Raw) applyFixed(sc Scaling, off, scale []float64) error {
+	var missing []string
+	for j, f := range r.Features {
+		v, ok := sc.Scales[f]
+		if !ok {
+			missing = append(missing, f)
+		}
+		scale[j], off[j] = v, sc.Offsets[f]
+	}
+	if len(missing) > 0 {
+		return &ParseError{File: r.file, Err: fmt.Errorf("fixed scaling has no scale for feature columns %s; give every feature a public scale", nameList(missing))}
+	}
+	for c := range sc.Scales {
+		if !slices.Contains(r.Features, c) {
+			return &ParseError{File: r.file, Line: r.headerLine, Column: c, Err: errors.New("fixed scaling gives a scale for a column that is not a feature")}
+		}
+	}
+	return nil
+}
+
+// targetRange is the public range of target that sch states (nil if none): its bounds,
+// or for a class label the indices 0 … K−1 of its K categories.
+func targetRange(sch *Schema, target string) *Bounds {
+	c, ok := sch.Column(target)
+	if !ok {
+		return nil
+	}
+	tr := &Bounds{Lower: c.Lower, Upper: c.Upper}
+	if k := len(c.Categories); k > 0 { // a class label: indices 0 … K−1
+		tr = nil
+		if k > 1 {
+			tr = &Bounds{Lower: 0, Upper: float64(k - 1)}
+		}
+	}
+	return tr
+}
+
+// divideByUnit divides the clipped rows x by unit and multiplies the scales by it:
+// Dataset.Scale includes the division by Unit.
+func divideByUnit(x, scale []float64, unit float64) error {
+	if unit == 1 {
+		return nil
+	}
+	for k := range x {
+		x[k] /= unit
+		if math.IsInf(x[k], 0) {
+			return fmt.Errorf("dividing by Unit %g overflows floating-point range; choose a larger Unit", unit)
+		}
+	}
+	for j := range scale {
+		scale[j] *= unit
+	}
+	return nil
 }
 
 // applySchema fills the offsets, scales, clamp bounds and transforms of r's

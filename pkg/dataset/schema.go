@@ -172,7 +172,7 @@ func LoadSchema(path string) (*Schema, error) {
 // is applied (Raw.Scale), since the feature selection is not known here.
 func ParseSchema(r io.Reader, name string) (*Schema, error) {
 	fail := func(line int, col string, format string, args ...any) (*Schema, error) {
-		return nil, &SchemaError{File: name, Line: line, Column: col, Err: fmt.Errorf(format, args...)}
+		return nil, schemaErrorf(name, line, col, format, args...)
 	}
 	br := bufio.NewReader(r)
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
@@ -182,63 +182,23 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
-	readErr := func(err error) (*Schema, error) {
-		var ce *csv.ParseError
-		if errors.As(err, &ce) {
-			return fail(ce.Line, "", "malformed CSV: %v", ce.Err)
-		}
-		return fail(0, "", "read: %v", err)
-	}
 
-	rec, err := cr.Read()
-	if err == io.EOF {
-		return fail(0, "", "empty file, want a header naming some of %s", strings.Join(schemaFields, ", "))
-	}
+	idx, err := readSchemaHeader(cr, name)
 	if err != nil {
-		return readErr(err)
+		return nil, err
 	}
-	headerLine, _ := cr.FieldPos(0)
-	idx := map[string]int{}
-	for k, h := range rec {
-		h = strings.ToLower(strings.TrimSpace(h))
-		known := false
-		for _, f := range schemaFields {
-			known = known || f == h
-		}
-		if !known {
-			return fail(headerLine, "", "header field %d (%q) is not one of %s", k+1, h, strings.Join(schemaFields, ", "))
-		}
-		if _, dup := idx[h]; dup {
-			return fail(headerLine, "", "header names %q twice", h)
-		}
-		idx[h] = k
-	}
-	if _, ok := idx["column"]; !ok {
-		return fail(headerLine, "", "header has no \"column\" field")
-	}
-	_, hasLower := idx["lower"]
-	_, hasUpper := idx["upper"]
-	_, hasScale := idx["scale"]
-	if hasLower != hasUpper {
-		return fail(headerLine, "", "header names only one of lower and upper; bounds need both")
-	}
-	_, hasCategories := idx["categories"]
-	if !hasLower && !hasScale && !hasCategories {
-		return fail(headerLine, "", "header names neither lower and upper, nor scale, nor categories")
-	}
-
 	s := &Schema{File: name, Fields: make([]string, len(idx))}
 	for f, k := range idx {
 		s.Fields[k] = f
 	}
 	seen := map[string]int{}
 	for {
-		rec, err = cr.Read()
+		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return readErr(err)
+			return nil, schemaReadError(name, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) != len(idx) {
@@ -252,71 +212,9 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 			return fail(line, col, "column named twice (first on line %d)", first)
 		}
 		seen[col] = line
-		vals := map[string]float64{}
-		for _, f := range numericFields {
-			k, ok := idx[f]
-			if !ok {
-				continue
-			}
-			cell := strings.TrimSpace(rec[k])
-			if cell == "" {
-				continue
-			}
-			v, err := strconv.ParseFloat(cell, 64)
-			if err != nil && !(errors.Is(err, strconv.ErrRange) && !math.IsInf(v, 0)) {
-				return fail(line, col, "%s %q is not a finite number", f, cell)
-			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fail(line, col, "%s %q is not a finite number", f, cell)
-			}
-			vals[f] = v
-		}
-		c := SchemaColumn{Name: col, Line: line}
-		_, lo := vals["lower"]
-		_, up := vals["upper"]
-		_, sc := vals["scale"]
-		_, off := vals["offset"]
-		cat := false
-		if k, ok := idx["categories"]; ok && strings.TrimSpace(rec[k]) != "" {
-			cat = true
-			for _, v := range strings.Split(rec[k], CategorySeparator) {
-				c.Categories = append(c.Categories, strings.TrimSpace(v))
-			}
-		}
-		switch {
-		case cat && (lo || up || sc || off):
-			return fail(line, col, "line gives categories and also bounds or a scale; a categorical column has only its categories")
-		case cat:
-			// c.Categories, checked below.
-		case (lo || up) && (sc || off):
-			return fail(line, col, "line gives both bounds (lower, upper) and a scale or offset; give one or the other")
-		case lo != up:
-			return fail(line, col, "line gives only one of lower and upper; bounds need both")
-		case lo:
-			c.HasBounds, c.Lower, c.Upper = true, vals["lower"], vals["upper"]
-		case sc:
-			c.Scale, c.Offset = vals["scale"], vals["offset"]
-		case off:
-			return fail(line, col, "line gives an offset but no scale")
-		default:
-			return fail(line, col, "line gives neither bounds (lower, upper), nor a scale, nor categories")
-		}
-		text := func(f string) string {
-			if k, ok := idx[f]; ok {
-				return strings.TrimSpace(rec[k])
-			}
-			return ""
-		}
-		c.Missing, c.Transform = text("missing"), strings.ToLower(text("transform"))
-		switch strings.ToLower(text("missing_indicator")) {
-		case "yes", "true", "1":
-			c.MissingIndicator = true
-		case "", "no", "false", "0":
-		default:
-			return fail(line, col, "missing_indicator %q: want yes or no", text("missing_indicator"))
-		}
-		if err := c.check(); err != nil {
-			return fail(line, col, "%v", err)
+		c, err := parseSchemaColumn(name, idx, rec, line, col)
+		if err != nil {
+			return nil, err
 		}
 		s.Columns = append(s.Columns, c)
 	}
@@ -324,6 +222,151 @@ func ParseSchema(r io.Reader, name string) (*Schema, error) {
 		return fail(0, "", "no column lines after the header")
 	}
 	return s, nil
+}
+
+// schemaErrorf is the *SchemaError of schema file at line (0: none) and column col
+// (empty: none).
+func schemaErrorf(file string, line int, col string, format string, args ...any) error {
+	return &SchemaError{File: file, Line: line, Column: col, Err: fmt.Errorf(format, args...)}
+}
+
+// schemaReadError is the *SchemaError of a schema file that cannot be read as CSV,
+// naming the line where the CSV reader found it malformed.
+func schemaReadError(file string, err error) error {
+	var ce *csv.ParseError
+	if errors.As(err, &ce) {
+		return schemaErrorf(file, ce.Line, "", "malformed CSV: %v", ce.Err)
+	}
+	return schemaErrorf(file, 0, "", "read: %v", err)
+}
+
+// readSchemaHeader reads the header and returns each field's position in a line. The
+// header decides what a line may say, so a header under which no line could describe a
+// column is refused before any line is read.
+func readSchemaHeader(cr *csv.Reader, file string) (map[string]int, error) {
+	rec, err := cr.Read()
+	if err == io.EOF {
+		return nil, schemaErrorf(file, 0, "", "empty file, want a header naming some of %s", strings.Join(schemaFields, ", "))
+	}
+	if err != nil {
+		return nil, schemaReadError(file, err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	idx := map[string]int{}
+	for k, h := range rec {
+		h = strings.ToLower(strings.TrimSpace(h))
+		known := false
+		for _, f := range schemaFields {
+			known = known || f == h
+		}
+		if !known {
+			return nil, schemaErrorf(file, headerLine, "", "header field %d (%q) is not one of %s", k+1, h, strings.Join(schemaFields, ", "))
+		}
+		if _, dup := idx[h]; dup {
+			return nil, schemaErrorf(file, headerLine, "", "header names %q twice", h)
+		}
+		idx[h] = k
+	}
+	if _, ok := idx["column"]; !ok {
+		return nil, schemaErrorf(file, headerLine, "", "header has no \"column\" field")
+	}
+	_, hasLower := idx["lower"]
+	_, hasUpper := idx["upper"]
+	_, hasScale := idx["scale"]
+	if hasLower != hasUpper {
+		return nil, schemaErrorf(file, headerLine, "", "header names only one of lower and upper; bounds need both")
+	}
+	_, hasCategories := idx["categories"]
+	if !hasLower && !hasScale && !hasCategories {
+		return nil, schemaErrorf(file, headerLine, "", "header names neither lower and upper, nor scale, nor categories")
+	}
+	return idx, nil
+}
+
+// parseSchemaColumn reads the line rec (at line, describing column col) under the
+// header idx: exactly one of bounds, a scale (with an optional offset) or categories,
+// and the optional missing-value and transform fields.
+func parseSchemaColumn(file string, idx map[string]int, rec []string, line int, col string) (SchemaColumn, error) {
+	fail := func(format string, args ...any) (SchemaColumn, error) {
+		return SchemaColumn{}, schemaErrorf(file, line, col, format, args...)
+	}
+	vals, err := schemaNumbers(file, idx, rec, line, col)
+	if err != nil {
+		return SchemaColumn{}, err
+	}
+	c := SchemaColumn{Name: col, Line: line}
+	_, lo := vals["lower"]
+	_, up := vals["upper"]
+	_, sc := vals["scale"]
+	_, off := vals["offset"]
+	cat := false
+	if k, ok := idx["categories"]; ok && strings.TrimSpace(rec[k]) != "" {
+		cat = true
+		for _, v := range strings.Split(rec[k], CategorySeparator) {
+			c.Categories = append(c.Categories, strings.TrimSpace(v))
+		}
+	}
+	switch {
+	case cat && (lo || up || sc || off):
+		return fail("line gives categories and also bounds or a scale; a categorical column has only its categories")
+	case cat:
+		// c.Categories, checked below.
+	case (lo || up) && (sc || off):
+		return fail("line gives both bounds (lower, upper) and a scale or offset; give one or the other")
+	case lo != up:
+		return fail("line gives only one of lower and upper; bounds need both")
+	case lo:
+		c.HasBounds, c.Lower, c.Upper = true, vals["lower"], vals["upper"]
+	case sc:
+		c.Scale, c.Offset = vals["scale"], vals["offset"]
+	case off:
+		return fail("line gives an offset but no scale")
+	default:
+		return fail("line gives neither bounds (lower, upper), nor a scale, nor categories")
+	}
+	text := func(f string) string {
+		if k, ok := idx[f]; ok {
+			return strings.TrimSpace(rec[k])
+		}
+		return ""
+	}
+	c.Missing, c.Transform = text("missing"), strings.ToLower(text("transform"))
+	switch strings.ToLower(text("missing_indicator")) {
+	case "yes", "true", "1":
+		c.MissingIndicator = true
+	case "", "no", "false", "0":
+	default:
+		return fail("missing_indicator %q: want yes or no", text("missing_indicator"))
+	}
+	if err := c.check(); err != nil {
+		return fail("%v", err)
+	}
+	return c, nil
+}
+
+// schemaNumbers returns the numeric fields rec gives (an empty cell gives none),
+// refusing any that is not a finite number, since no bound, scale or offset can be.
+func schemaNumbers(file string, idx map[string]int, rec []string, line int, col string) (map[string]float64, error) {
+	vals := map[string]float64{}
+	for _, f := range numericFields {
+		k, ok := idx[f]
+		if !ok {
+			continue
+		}
+		cell := strings.TrimSpace(rec[k])
+		if cell == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(cell, 64)
+		if err != nil && !(errors.Is(err, strconv.ErrRange) && !math.IsInf(v, 0)) {
+			return nil, schemaErrorf(file, line, col, "%s %q is not a finite number", f, cell)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, schemaErrorf(file, line, col, "%s %q is not a finite number", f, cell)
+		}
+		vals[f] = v
+	}
+	return vals, nil
 }
 
 // check checks one column's values on their own.

@@ -53,8 +53,36 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 	if err != nil {
 		return dphypoJob{}, jobspec.Plan{}, err
 	}
+	cfg, err := r.dphypoConfig(s, space)
+	if err != nil {
+		return dphypoJob{}, jobspec.Plan{}, err
+	}
+	job := dphypoJob{cfg: cfg, space: space}
+	var base dp.RDPCurve
+	pureEps := 0.0
+	if s.Evaluator != "" {
+		base, pureEps, err = r.evaluatorBase(&job, s)
+	} else {
+		base, err = r.dpsgdBase(&job, s)
+	}
+	if err != nil {
+		return dphypoJob{}, jobspec.Plan{}, err
+	}
+	plan, err := r.dphypoCost(&job, s, base, pureEps)
+	if err != nil {
+		return dphypoJob{}, jobspec.Plan{}, err
+	}
+	if err := r.dphypoWords(&job, &plan, base, pureEps, s.Delta); err != nil {
+		return dphypoJob{}, jobspec.Plan{}, err
+	}
+	return job, plan, nil
+}
+
+// dphypoConfig checks the spec's DP-HyPO settings before any privacy is computed from
+// them: a δ, a run-count distribution and a target this curator can honour.
+func (r *Runner) dphypoConfig(s jobspec.DPHyPOSpec, space hparam.Space) (dphypo.Config, error) {
 	if !(s.Delta > 0 && s.Delta < 1) {
-		return dphypoJob{}, jobspec.Plan{}, invalid("delta must be in (0, 1), got %g", s.Delta)
+		return dphypo.Config{}, invalid("delta must be in (0, 1), got %g", s.Delta)
 	}
 	cfg := dphypo.Config{Theta: s.Theta, Gamma: s.Gamma, C: s.CMax, Cmin: s.CMin, Tau: s.Tau, Beta: s.Beta,
 		Uniform: s.Uniform, Candidates: space.Coords(), N: space.Size(), Dim: space.Dim()}
@@ -62,113 +90,130 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 		cfg.C, cfg.Cmin = 1, 1
 	}
 	if err := cfg.Validate(); err != nil {
-		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
+		return dphypo.Config{}, invalid("%v", err)
 	}
 	if mean := dp.NegBinMean(s.Theta, s.Gamma); mean > float64(r.cfg.MaxIterations) {
-		return dphypoJob{}, jobspec.Plan{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
+		return dphypo.Config{}, invalid("the expected number of runs is %.0f; this curator allows at most %d", mean, r.cfg.MaxIterations)
 	}
 	if t := s.TargetEpsilon; !(t >= 0) || math.IsInf(t, 0) {
-		return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon must be positive and finite (or 0: noise multipliers given), got %g", t)
+		return dphypo.Config{}, invalid("target_epsilon must be positive and finite (or 0: noise multipliers given), got %g", t)
 	}
-	job := dphypoJob{cfg: cfg, space: space}
-	orders := dp.DefaultOrders()
-	var base dp.RDPCurve
-	pureEps := 0.0
-	if s.Evaluator != "" {
-		if job.eval, err = r.evaluator(s.Evaluator); err != nil {
-			return dphypoJob{}, jobspec.Plan{}, err
+	return cfg, nil
+}
+
+// evaluatorBase sets job.eval and returns the per-run Rényi curve an external evaluator's
+// operator declared, and its pure ε (0: none), which may allow Theorem 2. The curator
+// cannot tune the noise of an evaluator it does not run, so a target ε is refused.
+func (r *Runner) evaluatorBase(job *dphypoJob, s jobspec.DPHyPOSpec) (dp.RDPCurve, float64, error) {
+	var err error
+	if job.eval, err = r.evaluator(s.Evaluator); err != nil {
+		return dp.RDPCurve{}, 0, err
+	}
+	if s.TargetEpsilon != 0 {
+		return dp.RDPCurve{}, 0, invalid("target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator %q's per-run guarantee is fixed by its operator, so leave target_epsilon unset", s.Evaluator)
+	}
+	pureEps := job.eval.cfg.Epsilon
+	switch {
+	case job.eval.cfg.RDP != nil:
+		return *job.eval.cfg.RDP, pureEps, nil
+	case pureEps > 0:
+		base, err := dp.PureDPRDP(dp.DefaultOrders(), pureEps)
+		if err != nil {
+			return dp.RDPCurve{}, 0, invalid("%v", err)
 		}
-		if s.TargetEpsilon != 0 {
-			return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon calibrates the noise of the built-in DP-SGD learner; evaluator %q's per-run guarantee is fixed by its operator, so leave target_epsilon unset", s.Evaluator)
-		}
-		pureEps = job.eval.cfg.Epsilon
-		switch {
-		case job.eval.cfg.RDP != nil:
-			base = *job.eval.cfg.RDP
-		case pureEps > 0:
-			if base, err = dp.PureDPRDP(orders, pureEps); err != nil {
-				return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
-			}
-		default:
-			return dphypoJob{}, jobspec.Plan{}, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so the curator's operator must declare one (a per-run ε or an RDP curve) before it can be used", s.Evaluator)
-		}
-	} else {
-		switch r.boundsSource() {
-		case boundsNone:
-			return dphypoJob{}, jobspec.Plan{}, invalid("the built-in DP-SGD learner needs public feature bounds or a private bounds estimate, and this curator's operator has configured neither (or must choose the preprocessing %s explicitly)", PreprocessStandardiseNonprivate)
-		case boundsEstimated:
-			job.boundsEps = r.cfg.BoundsEpsilon
-		}
-		for _, name := range space.Names() {
-			if !slices.Contains(dpsgdAxes, name) {
-				return dphypoJob{}, jobspec.Plan{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
-			}
-		}
-		g := s.DPSGD
-		if s.TargetEpsilon != 0 {
-			if g.NoiseMultiplier != 0 || g.ScoreNoiseMultiplier != 0 {
-				return dphypoJob{}, jobspec.Plan{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
-			}
-			// A placeholder while the grid points are checked; calibrate sets both.
-			g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, r.scoreRatio()
-		}
-		job.sgd = learner.DPSGDConfig{LearningRate: g.LearningRate, ClipNorm: g.ClipNorm, NoiseMultiplier: g.NoiseMultiplier,
-			Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
-		for i := 0; i < space.Size(); i++ { // every grid point must give a valid configuration
-			if err := r.runConfig(job, i).Validate(); err != nil {
-				return dphypoJob{}, jobspec.Plan{}, invalid("grid point %d: %v", i, err)
-			}
-		}
-		if job.sgd.NoiseMultiplier <= 0 {
-			return dphypoJob{}, jobspec.Plan{}, invalid("a private search needs a positive DP-SGD noise multiplier (or target_epsilon, to have the curator choose it)")
-		}
-		if !(g.ScoreNoiseMultiplier > 0) || math.IsInf(g.ScoreNoiseMultiplier, 0) {
-			return dphypoJob{}, jobspec.Plan{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
-		}
-		if job.sgd.ExpectedBatchSize > r.train.N {
-			return dphypoJob{}, jobspec.Plan{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
-		}
-		n, m := r.train.N, float64(r.val.N)
-		// curve is the Rényi-DP curve of one run: DP-SGD with noise multiplier sigma,
-		// composed with the noisy accuracy of noise multiplier score. The orders, the
-		// sampling rate and the steps do not depend on the noise: computed once, not per
-		// bisection step of calibrate.
-		orders = dpsgdOrders()
-		q, steps := job.sgd.SamplingRate(n), job.sgd.Steps(n)
-		curve := func(sigma, score float64) (dp.RDPCurve, error) {
-			sgdCurve, err := dp.SubsampledGaussianRDP(orders, q, sigma, steps)
-			if err != nil {
-				return dp.RDPCurve{}, err
-			}
-			scoreCurve, err := dp.GaussianRDP(orders, 1/m, score/m)
-			if err != nil {
-				return dp.RDPCurve{}, err
-			}
-			return sgdCurve.Compose(scoreCurve)
-		}
-		if s.TargetEpsilon != 0 {
-			c, err := calibrate(s, cfg, job.boundsEps, func(sigma float64) (float64, error) {
-				base, err := curve(sigma, r.scoreRatio()*sigma)
-				if err != nil {
-					return 0, err
-				}
-				e, _, err := searchEpsilon(base, cfg, s.Delta)
-				return e, err
-			})
-			if err != nil {
-				return dphypoJob{}, jobspec.Plan{}, err
-			}
-			job.calibrated = &c
-			job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, r.scoreRatio()*c.noise
-		}
-		job.scoreSD = g.ScoreNoiseMultiplier / m
-		if base, err = curve(job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier); err != nil {
-			return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
+		return base, pureEps, nil
+	default:
+		return dp.RDPCurve{}, 0, invalid("evaluator %q declares no per-run privacy guarantee; DP-HyPO composes the runs' own guarantees, so the curator's operator must declare one (a per-run ε or an RDP curve) before it can be used", s.Evaluator)
+	}
+}
+
+// dpsgdBase sets the built-in learner's part of job (bounds ε, DP-SGD settings, score
+// noise, calibration) and returns the Rényi curve of one run. Every grid point is
+// checked here, before anything is charged, so that no run fails half-way through.
+func (r *Runner) dpsgdBase(job *dphypoJob, s jobspec.DPHyPOSpec) (dp.RDPCurve, error) {
+	switch r.boundsSource() {
+	case boundsNone:
+		return dp.RDPCurve{}, invalid("the built-in DP-SGD learner needs public feature bounds or a private bounds estimate, and this curator's operator has configured neither (or must choose the preprocessing %s explicitly)", PreprocessStandardiseNonprivate)
+	case boundsEstimated:
+		job.boundsEps = r.cfg.BoundsEpsilon
+	}
+	for _, name := range job.space.Names() {
+		if !slices.Contains(dpsgdAxes, name) {
+			return dp.RDPCurve{}, invalid("the built-in DP-SGD learner tunes %v; %q is not one of them", dpsgdAxes, name)
 		}
 	}
+	g := s.DPSGD
+	if s.TargetEpsilon != 0 {
+		if g.NoiseMultiplier != 0 || g.ScoreNoiseMultiplier != 0 {
+			return dp.RDPCurve{}, invalid("target_epsilon calibrates dpsgd.noise_multiplier and dpsgd.score_noise_multiplier, so leave them unset (got %g and %g), or leave target_epsilon unset and choose them", g.NoiseMultiplier, g.ScoreNoiseMultiplier)
+		}
+		// A placeholder while the grid points are checked; calibrate sets both.
+		g.NoiseMultiplier, g.ScoreNoiseMultiplier = 1, r.scoreRatio()
+	}
+	job.sgd = learner.DPSGDConfig{LearningRate: g.LearningRate, ClipNorm: g.ClipNorm, NoiseMultiplier: g.NoiseMultiplier,
+		Epochs: g.Epochs, ExpectedBatchSize: g.BatchSize, Lambda: g.L2}
+	for i := 0; i < job.space.Size(); i++ { // every grid point must give a valid configuration
+		if err := r.runConfig(*job, i).Validate(); err != nil {
+			return dp.RDPCurve{}, invalid("grid point %d: %v", i, err)
+		}
+	}
+	if job.sgd.NoiseMultiplier <= 0 {
+		return dp.RDPCurve{}, invalid("a private search needs a positive DP-SGD noise multiplier (or target_epsilon, to have the curator choose it)")
+	}
+	if !(g.ScoreNoiseMultiplier > 0) || math.IsInf(g.ScoreNoiseMultiplier, 0) {
+		return dp.RDPCurve{}, invalid("score_noise_multiplier must be positive, got %g", g.ScoreNoiseMultiplier)
+	}
+	if job.sgd.ExpectedBatchSize > r.train.N {
+		return dp.RDPCurve{}, invalid("batch size %d exceeds the %d training rows", job.sgd.ExpectedBatchSize, r.train.N)
+	}
+	n, m := r.train.N, float64(r.val.N)
+	// curve is the Rényi-DP curve of one run: DP-SGD with noise multiplier sigma,
+	// composed with the noisy accuracy of noise multiplier score. The orders, the
+	// sampling rate and the steps do not depend on the noise: computed once, not per
+	// bisection step of calibrate.
+	orders := dpsgdOrders()
+	q, steps := job.sgd.SamplingRate(n), job.sgd.Steps(n)
+	curve := func(sigma, score float64) (dp.RDPCurve, error) {
+		sgdCurve, err := dp.SubsampledGaussianRDP(orders, q, sigma, steps)
+		if err != nil {
+			return dp.RDPCurve{}, err
+		}
+		scoreCurve, err := dp.GaussianRDP(orders, 1/m, score/m)
+		if err != nil {
+			return dp.RDPCurve{}, err
+		}
+		return sgdCurve.Compose(scoreCurve)
+	}
+	if s.TargetEpsilon != 0 {
+		c, err := calibrate(s, job.cfg, job.boundsEps, func(sigma float64) (float64, error) {
+			base, err := curve(sigma, r.scoreRatio()*sigma)
+			if err != nil {
+				return 0, err
+			}
+			e, _, err := searchEpsilon(base, job.cfg, s.Delta)
+			return e, err
+		})
+		if err != nil {
+			return dp.RDPCurve{}, err
+		}
+		job.calibrated = &c
+		job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier = c.noise, r.scoreRatio()*c.noise
+	}
+	job.scoreSD = g.ScoreNoiseMultiplier / m
+	base, err := curve(job.sgd.NoiseMultiplier, g.ScoreNoiseMultiplier)
+	if err != nil {
+		return dp.RDPCurve{}, invalid("%v", err)
+	}
+	return base, nil
+}
+
+// dphypoCost prices the search from the per-run curve (Theorem 1, or Theorem 2 when a
+// pure per-run ε gives less) and starts job.guarantee with the (ε, δ) it states.
+func (r *Runner) dphypoCost(job *dphypoJob, s jobspec.DPHyPOSpec, base dp.RDPCurve, pureEps float64) (jobspec.Plan, error) {
+	cfg := job.cfg
 	eps, order, err := searchEpsilon(base, cfg, s.Delta)
 	if err != nil {
-		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err)
+		return jobspec.Plan{}, invalid("%v", err)
 	}
 	plan := jobspec.Plan{}
 	plan.Cost.Epsilon, plan.Cost.Delta = eps+job.boundsEps, s.Delta
@@ -188,6 +233,12 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 			job.guarantee = fmt.Sprintf("(ε=%.4g, 0)-DP for the released best run (DP-HyPO Theorem 2: (2+θ)(ε+log(C/c)) with per-run ε=%g)", pe, pureEps)
 		}
 	}
+	return plan, nil
+}
+
+// dphypoWords completes job.guarantee with what is released, the neighbour relation and
+// the whole-patient guarantee (set in plan.Patient), and copies it to plan.Guarantee.
+func (r *Runner) dphypoWords(job *dphypoJob, plan *jobspec.Plan, base dp.RDPCurve, pureEps, delta float64) error {
 	job.guarantee += ". Only the best run is released; the number of runs stays on the curator, as the guarantee requires."
 	if job.eval != nil {
 		job.guarantee += fmt.Sprintf(" Neighbour relation %s, as this curator's operator declared for evaluator %q's per-run guarantee.", job.eval.cfg.Relation, job.eval.cfg.Name)
@@ -199,9 +250,9 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 			job.guarantee = nonprivateWarning + job.guarantee
 		}
 	}
-	var err2 error
-	if plan.Patient, err2 = r.dphypoPatient(job, base, pureEps, s.Delta, plan.Cost); err2 != nil {
-		return dphypoJob{}, jobspec.Plan{}, invalid("%v", err2)
+	var err error
+	if plan.Patient, err = r.dphypoPatient(*job, base, pureEps, delta, plan.Cost); err != nil {
+		return invalid("%v", err)
 	}
 	job.guarantee += " Whole patient: " + plan.Patient.String()
 	switch {
@@ -214,7 +265,7 @@ func (r *Runner) dphypoPlan(s jobspec.DPHyPOSpec) (dphypoJob, jobspec.Plan, erro
 			"converted on the runs' Rényi curve (Mironov 2017, Proposition 11) before DP-HyPO's Theorem 1."
 	}
 	plan.Guarantee = job.guarantee
-	return job, plan, nil
+	return nil
 }
 
 // classWords states, for a job's guarantee text, what a multi-class learner changes (for
