@@ -287,9 +287,29 @@ const patientConversions = "Each charge's whole-patient figure is its (ε, δ) f
 	"a record-level release as it is; a release that protects less than a whole record (exact answers, a tuning job that trains with no mechanism) has none. " +
 	"The figures are added by basic composition, over every relation."
 
+// writeLedgerText writes the ledger for a person, section by section. out and
+// the tables' writer share one stream: each section flushes its table before
+// out writes again, so the tables and the sentences between them stay in order.
 func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, rep ledger.Report, entries []ledger.Receipt, all bool) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	// What one patient can lose, first: the figure a privacy officer copies.
+	if err := writePatientText(out, w, lim, rep); err != nil {
+		return err
+	}
+	writeLimitsText(out, lim, history)
+	if err := writeEntriesText(out, w, entries, all); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
+	reserved := anyReserved(rep)
+	if reserved {
+		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
+	}
+	return writeRelationsText(out, w, lim, rep.Relations, reserved)
+}
+
+// writePatientText comes first because what one patient can lose, over every
+// relation, is the figure a privacy officer copies.
+func writePatientText(out io.Writer, w *tabwriter.Writer, lim reportLimits, rep ledger.Report) error {
 	p := rep.Patient
 	fmt.Fprintln(out, ledger.PatientStatement(patientWho(rep.Dataset), p.Dataset.Total, lim.Patient.Dataset))
 	if p.Dataset.OverLimit {
@@ -297,26 +317,12 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	}
 	fmt.Fprintf(out, "\nWhat one patient can lose, over every relation (%s)\n", patientConversions)
 	fmt.Fprintln(w, "IDENTITY\tEPSILON\tDELTA\tRELEASES\tNOT BOUNDED\tEPSILON LEFT\tDELTA LEFT")
-	prow := func(who string, r ledger.PatientRow) {
-		eps, del := ledger.FormatBound(r.Total.Epsilon), ledger.FormatBound(r.Total.Delta)
-		if !r.Total.Bounded() {
-			eps = "∞"
-		}
-		le, ld := "-", "-"
-		if r.Cap.Epsilon > 0 {
-			le, ld = "0", "0"
-			if r.Total.Bounded() {
-				le, ld = ledger.FormatRemaining(r.Left.Epsilon, r.Cap.Epsilon), ledger.FormatRemaining(r.Left.Delta, r.Cap.Delta)
-			}
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s%s\n", who, eps, del, r.Total.Charges, r.Total.Unbounded, le, ld, overMark(r.OverLimit))
-	}
 	for _, r := range p.Identities {
 		if !ledger.IsReserved(r.Identity) || r.Total.Epsilon.Sign() != 0 || r.Total.Delta.Sign() != 0 || !r.Total.Bounded() {
-			prow(r.Identity, r)
+			writePatientRow(w, r.Identity, r)
 		}
 	}
-	prow("(dataset)", p.Dataset)
+	writePatientRow(w, "(dataset)", p.Dataset)
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -335,23 +341,50 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 			"a tighter figure for them when their (ε, δ) were not chosen after seeing earlier releases; the total above holds however they were chosen.\n",
 			ledger.FormatBound(p.Dataset.Total.Rho), roundUpText(e), d)
 	}
+	return nil
+}
 
+// writePatientRow shows an unbounded total as ∞ and, under a cap, nothing
+// left once the total is unbounded; "-" means no cap.
+func writePatientRow(w io.Writer, who string, r ledger.PatientRow) {
+	eps, del := ledger.FormatBound(r.Total.Epsilon), ledger.FormatBound(r.Total.Delta)
+	if !r.Total.Bounded() {
+		eps = "∞"
+	}
+	le, ld := "-", "-"
+	if r.Cap.Epsilon > 0 {
+		le, ld = "0", "0"
+		if r.Total.Bounded() {
+			le, ld = ledger.FormatRemaining(r.Left.Epsilon, r.Cap.Epsilon), ledger.FormatRemaining(r.Left.Delta, r.Cap.Delta)
+		}
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s%s\n", who, eps, del, r.Total.Charges, r.Total.Unbounded, le, ld, overMark(r.OverLimit))
+}
+
+// writeLimitsText says where the limits come from, so that a reader can tell
+// limits a curator enforced from ones typed on this command line.
+func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedLimits) {
 	src := "given on the command line or in --config; no curator has recorded limits in this ledger"
 	if lim.Recorded {
 		src = "in force since " + lim.RecordedAt.Format(time.RFC3339) + ", recorded by the curator"
 	}
 	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, limitsText(lim.Limits))
-	if len(history) > 1 {
-		fmt.Fprintln(out, "History of the limits (each start records them; a start with other limits changes them only with --change-limits):")
-		for i, h := range history {
-			mark := ""
-			if i == len(history)-1 {
-				mark = "  ← in force"
-			}
-			fmt.Fprintf(out, "  %s to %s (%d starts): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), h.Starts, limitsText(h.Limits), mark)
-		}
+	if len(history) <= 1 {
+		return
 	}
+	fmt.Fprintln(out, "History of the limits (each start records them; a start with other limits changes them only with --change-limits):")
+	for i, h := range history {
+		mark := ""
+		if i == len(history)-1 {
+			mark = "  ← in force"
+		}
+		fmt.Fprintf(out, "  %s to %s (%d starts): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), h.Starts, limitsText(h.Limits), mark)
+	}
+}
 
+// writeEntriesText lists the releases; records that cost nothing are only
+// counted unless all, since they would bury the ones that did.
+func writeEntriesText(out io.Writer, w *tabwriter.Writer, entries []ledger.Receipt, all bool) error {
 	fmt.Fprintln(out)
 	fmt.Fprintln(w, ledgerEntriesHeader)
 	free := 0
@@ -371,34 +404,33 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	if free > 0 {
 		fmt.Fprintf(out, "(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
 	}
-	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
-	reserved := anyReserved(rep)
-	if reserved {
-		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
+	return nil
+}
+
+// writeRelationsText writes one table per neighbour relation: guarantees
+// stated under different relations are never summed (see package ledger).
+// The RESERVED columns appear only while releases are being computed: the
+// usual reading, of a stopped curator's ledger, holds none.
+func writeRelationsText(out io.Writer, w *tabwriter.Writer, lim reportLimits, relations []ledger.RelationReport, reserved bool) error {
+	line := func(who string, r ledger.ReportRow, identity bool) {
+		l := leftLimit(identity, lim.Limits)
+		res := ""
+		if reserved {
+			res = "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Epsilon)) + "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Delta))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s%s\t%s\t%s%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta), res,
+			ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta), overMark(r.OverLimit))
 	}
-	// One table per neighbour relation: guarantees stated under different relations
-	// are never summed (see package ledger).
-	for _, rr := range rep.Relations {
+	for _, rr := range relations {
 		rows := shownRows(rr)
 		if len(rows) == 0 && rr.Dataset.Spent.Epsilon.Sign() == 0 && rr.Dataset.Spent.Delta.Sign() == 0 && rr.Dataset.Reservations == 0 {
 			continue // only the curator's own records
 		}
 		fmt.Fprintf(out, "\nBudget under the %s neighbour relation%s:\n", rr.Relation, relationNote(rr.Relation))
-		// The RESERVED columns only while releases are being computed: the usual
-		// reading, of a stopped curator's ledger, holds none.
 		if reserved {
 			fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON RESERVED\tDELTA RESERVED\tEPSILON LEFT\tDELTA LEFT")
 		} else {
 			fmt.Fprintln(w, "IDENTITY\tEPSILON SPENT\tDELTA SPENT\tEPSILON LEFT\tDELTA LEFT")
-		}
-		line := func(who string, r ledger.ReportRow, identity bool) {
-			l := leftLimit(identity, lim.Limits)
-			res := ""
-			if reserved {
-				res = "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Epsilon)) + "\t" + ledger.FormatSpent(ratOrZero(r.Reserved.Delta))
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s%s\t%s\t%s%s\n", who, ledger.FormatSpent(r.Spent.Epsilon), ledger.FormatSpent(r.Spent.Delta), res,
-				ledger.FormatRemaining(r.Left.Epsilon, l.Epsilon), ledger.FormatRemaining(r.Left.Delta, l.Delta), overMark(r.OverLimit))
 		}
 		for _, r := range rows {
 			line(r.Identity, r, true)

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
@@ -90,79 +91,49 @@ func (g *gridFlag) Set(spec string) error {
 	return nil
 }
 
+// jobFlags hold what the job subcommands are told; the kusner and dphypo
+// flags are bound straight to the fields of the spec the curator is sent.
+type jobFlags struct {
+	conn           connFlags
+	grid           gridFlag
+	key            string
+	asJSON, detach bool
+	dryRun         bool
+	kusner         curatorv1.KusnerSpec
+	algorithm      int
+	dph            curatorv1.DPHyPOSpec
+	sgd            curatorv1.DPSGDSettings
+	epochs, batch  uint
+	iterations     uint
+}
+
 func jobCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, jobUsage)
 		return errors.New("job: no subcommand")
 	}
-	fs := flag.NewFlagSet("modeler job "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		conn           connFlags
-		grid           gridFlag
-		key            string
-		asJSON, detach bool
-		dryRun         bool
-		kusnerSpec     curatorv1.KusnerSpec
-		algorithm      int
-		dph            curatorv1.DPHyPOSpec
-		sgd            curatorv1.DPSGDSettings
-		epochs, batch  uint
-		iterations     uint
-	)
-	conn.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print the job as one JSON object on the last line of stdout")
-	submit := args[0] == "kusner" || args[0] == "dphypo"
-	if submit {
-		fs.Var(&grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT, NAME=list:V1,V2,... or NAME=loglist:V1,V2,...")
-		fs.StringVar(&key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
-		fs.BoolVar(&detach, "detach", false, "print the job id and return without waiting")
-		fs.BoolVar(&dryRun, "dry-run", false, "print what the job would cost and guarantee (and for kusner, what its releases would be worth), pay nothing and run nothing")
-	}
-	switch args[0] {
-	case "kusner":
-		fs.IntVar(&algorithm, "algorithm", 1, "1: noisy GP (releases λ̃, ṽ); 2: noise-free GP (λ̃, f̃); 3: Lipschitz learner (f̃_L only)")
-		fs.UintVar(&iterations, "iterations", 20, "Bayesian-optimisation steps T")
-		fs.Float64Var(&kusnerSpec.Epsilon, "epsilon", 1, "ε of each release (the job costs 2ε for algorithms 1 and 2)")
-		fs.Float64Var(&kusnerSpec.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
-		fs.Float64Var(&kusnerSpec.Lengthscale, "lengthscale", 0, "GP lengthscale over normalised grid coordinates (0: default)")
-		fs.StringVar(&kusnerSpec.Evaluator, "evaluator", "", "an external evaluator configured on the curator (default: its built-in learner)")
-		fs.Float64Var(&kusnerSpec.ForecastGap, "forecast-gap", 0, "the forecast's gap: how close to the best (in the objective's units) a candidate must be to count as found (0: 5% of the objective's range)")
-		fs.BoolVar(&kusnerSpec.Force, "force", false, "run (and pay for) the job even when the forecast says its releases would be no better than a uniform pick")
-	case "dphypo":
-		fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
-		fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
-		fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
-		fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
-		fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
-		fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
-		fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
-		fs.Float64Var(&dph.TargetEpsilon, "epsilon", 2, "ε the whole search may cost at --delta: the curator chooses the least noise (DP-SGD noise multiplier σ, score noise multiplier 2σ) that keeps its charge within it; not with --noise-multiplier or --score-noise-multiplier, and unused with --evaluator unless given")
-		fs.Float64Var(&dph.Delta, "delta", 1e-6, "δ of the (ε, δ) guarantee of the whole search")
-		fs.StringVar(&dph.Evaluator, "evaluator", "", "an external evaluator with a declared per-run ε (default: built-in DP-SGD)")
-		fs.Float64Var(&sgd.LearningRate, "learning-rate", 0.5, "DP-SGD learning rate (unless on the grid)")
-		fs.Float64Var(&sgd.ClipNorm, "clip-norm", 1, "DP-SGD per-example clipping norm R (unless on the grid)")
-		fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 0, "DP-SGD noise multiplier, chosen instead of --epsilon (default: calibrated to --epsilon; 1 when only --score-noise-multiplier is given)")
-		fs.UintVar(&epochs, "epochs", 5, "DP-SGD epochs")
-		fs.UintVar(&batch, "batch-size", 64, "DP-SGD expected batch size")
-		fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
-		fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 0, "noise of the validation score in units of its sensitivity, chosen instead of --epsilon (default: calibrated to --epsilon; 2 when only --noise-multiplier is given)")
+	sub := args[0]
+	switch sub {
 	case "report":
 		return jobReportCommand(args[1:], stdout, stderr)
-	case "get", "cancel", "watch", "list":
+	case "kusner", "dphypo", "get", "cancel", "watch", "list":
 	default:
 		fmt.Fprint(stderr, jobUsage)
-		return fmt.Errorf("job: unknown subcommand %q", args[0])
+		return fmt.Errorf("job: unknown subcommand %q", sub)
 	}
+	fs := flag.NewFlagSet("modeler job "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f jobFlags
+	f.register(fs, sub)
 	if err := cli.ParseWithArgs(fs, args[1:], stdout); err != nil {
 		return err
 	}
-	if args[0] == "dphypo" {
-		if err := dphypoNoise(fs, &dph, &sgd); err != nil {
+	if sub == "dphypo" {
+		if err := dphypoNoise(fs, &f.dph, &f.sgd); err != nil {
 			return err
 		}
 	}
-	client, closeConn, err := conn.client()
+	client, closeConn, err := f.conn.client()
 	if err != nil {
 		return err
 	}
@@ -171,93 +142,181 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 
 	var job *curatorv1.Job
-	switch args[0] {
+	switch sub {
 	case "kusner", "dphypo":
-		space, err := curatorclient.SpaceProto(grid)
+		spec, err := f.spec(sub)
 		if err != nil {
-			return fmt.Errorf("job: --grid: %w", err)
-		}
-		spec := &curatorv1.JobSpec{}
-		if args[0] == "kusner" {
-			kusnerSpec.Algorithm, kusnerSpec.Iterations, kusnerSpec.Space = curatorv1.KusnerSpec_Algorithm(algorithm), uint32(iterations), space
-			spec.Kind = &curatorv1.JobSpec_Kusner{Kusner: &kusnerSpec}
-		} else {
-			sgd.Epochs, sgd.BatchSize = uint32(epochs), uint32(batch)
-			dph.Space, dph.Dpsgd = space, &sgd
-			spec.Kind = &curatorv1.JobSpec_Dphypo{Dphypo: &dph}
-		}
-		if dryRun {
-			q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: spec})
-			if err != nil {
-				return fmt.Errorf("job: quote: %w", curatorclient.Refused(err))
-			}
-			printJobQuote(stdout, q)
-			if asJSON {
-				b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(q)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(stdout, string(b))
-			}
-			return nil
-		}
-		if job, err = client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: spec}); err != nil {
-			err = fmt.Errorf("job: submit: %w", curatorclient.Refused(err))
-			if f := refusedForecast(err); f != nil {
-				fmt.Fprintln(stderr, "job refused before any charge: the forecast finds its releases no better than a uniform pick")
-				printForecast(stderr, f)
-				if !math.IsInf(f.GetEpsilonNeeded(), 1) {
-					fmt.Fprintf(stderr, "  a release would beat a uniform pick by %g%% from ε = %.4g; or add --force to run and pay for this one anyway\n", 100*f.GetMargin(), f.GetEpsilonNeeded())
-				} else {
-					fmt.Fprintln(stderr, "  no ε makes it beat a uniform pick by the margin; add --force to run and pay for it anyway")
-				}
-				return &refusedError{hint: "see the forecast above", err: err}
-			}
 			return err
 		}
-		fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
-		if !detach {
-			if job, err = watch(ctx, client, job.GetId(), stderr); err != nil {
-				return err
-			}
+		if f.dryRun {
+			return quoteJob(ctx, client, spec, f.asJSON, stdout)
+		}
+		if job, err = submitJob(ctx, client, &f, spec, stderr); err != nil {
+			return err
 		}
 	case "list":
-		resp, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
-		if err != nil {
-			return fmt.Errorf("job: list: %w", err)
-		}
-		for _, j := range resp.GetJobs() {
-			fmt.Fprintf(stdout, "%s  %-9s  %-7s  ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
-		}
-		return nil
+		return listJobs(ctx, client, stdout)
 	default:
 		if fs.NArg() != 1 {
-			return fmt.Errorf("job %s: give one job id", args[0])
+			return fmt.Errorf("job %s: give one job id", sub)
 		}
-		id := fs.Arg(0)
-		switch args[0] {
-		case "get":
-			job, err = client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
-		case "cancel":
-			job, err = client.CancelJob(ctx, &curatorv1.CancelJobRequest{Id: id})
-		case "watch":
-			job, err = watch(ctx, client, id, stderr)
-		}
-		if err != nil {
-			return fmt.Errorf("job %s: %w", args[0], err)
+		if job, err = jobByID(ctx, client, sub, fs.Arg(0), stderr); err != nil {
+			return fmt.Errorf("job %s: %w", sub, err)
 		}
 	}
 	printJob(stdout, job)
-	if asJSON {
-		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(job)
-		if err != nil {
+	if f.asJSON {
+		if err := printJSON(stdout, job); err != nil {
 			return err
 		}
-		fmt.Fprintln(stdout, string(b))
 	}
 	if job.GetState() == curatorv1.JobState_JOB_STATE_FAILED {
 		return fmt.Errorf("job %s failed: %s", job.GetId(), job.GetError())
 	}
+	return nil
+}
+
+// register binds the flags subcommand sub takes: every subcommand reaches a
+// curator, only kusner and dphypo describe a job.
+func (f *jobFlags) register(fs *flag.FlagSet, sub string) {
+	f.conn.register(fs)
+	fs.BoolVar(&f.asJSON, "json", false, "print the job as one JSON object on the last line of stdout")
+	if sub != "kusner" && sub != "dphypo" {
+		return
+	}
+	fs.Var(&f.grid, "grid", "a hyperparameter axis, repeatable: NAME=log:LOW:HIGH:COUNT, NAME=linear:LOW:HIGH:COUNT, NAME=list:V1,V2,... or NAME=loglist:V1,V2,...")
+	fs.StringVar(&f.key, "idempotency-key", "", "resubmitting with the same key returns the same job instead of starting (and paying for) another (default: a new job)")
+	fs.BoolVar(&f.detach, "detach", false, "print the job id and return without waiting")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what the job would cost and guarantee (and for kusner, what its releases would be worth), pay nothing and run nothing")
+	if sub == "kusner" {
+		f.registerKusner(fs)
+	} else {
+		f.registerDPHyPO(fs)
+	}
+}
+
+func (f *jobFlags) registerKusner(fs *flag.FlagSet) {
+	k := &f.kusner
+	fs.IntVar(&f.algorithm, "algorithm", 1, "1: noisy GP (releases λ̃, ṽ); 2: noise-free GP (λ̃, f̃); 3: Lipschitz learner (f̃_L only)")
+	fs.UintVar(&f.iterations, "iterations", 20, "Bayesian-optimisation steps T")
+	fs.Float64Var(&k.Epsilon, "epsilon", 1, "ε of each release (the job costs 2ε for algorithms 1 and 2)")
+	fs.Float64Var(&k.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
+	fs.Float64Var(&k.Lengthscale, "lengthscale", 0, "GP lengthscale over normalised grid coordinates (0: default)")
+	fs.StringVar(&k.Evaluator, "evaluator", "", "an external evaluator configured on the curator (default: its built-in learner)")
+	fs.Float64Var(&k.ForecastGap, "forecast-gap", 0, "the forecast's gap: how close to the best (in the objective's units) a candidate must be to count as found (0: 5% of the objective's range)")
+	fs.BoolVar(&k.Force, "force", false, "run (and pay for) the job even when the forecast says its releases would be no better than a uniform pick")
+}
+
+func (f *jobFlags) registerDPHyPO(fs *flag.FlagSet) {
+	dph, sgd := &f.dph, &f.sgd
+	fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
+	fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
+	fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
+	fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
+	fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
+	fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
+	fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
+	fs.Float64Var(&dph.TargetEpsilon, "epsilon", 2, "ε the whole search may cost at --delta: the curator chooses the least noise (DP-SGD noise multiplier σ, score noise multiplier 2σ) that keeps its charge within it; not with --noise-multiplier or --score-noise-multiplier, and unused with --evaluator unless given")
+	fs.Float64Var(&dph.Delta, "delta", 1e-6, "δ of the (ε, δ) guarantee of the whole search")
+	fs.StringVar(&dph.Evaluator, "evaluator", "", "an external evaluator with a declared per-run ε (default: built-in DP-SGD)")
+	fs.Float64Var(&sgd.LearningRate, "learning-rate", 0.5, "DP-SGD learning rate (unless on the grid)")
+	fs.Float64Var(&sgd.ClipNorm, "clip-norm", 1, "DP-SGD per-example clipping norm R (unless on the grid)")
+	fs.Float64Var(&sgd.NoiseMultiplier, "noise-multiplier", 0, "DP-SGD noise multiplier, chosen instead of --epsilon (default: calibrated to --epsilon; 1 when only --score-noise-multiplier is given)")
+	fs.UintVar(&f.epochs, "epochs", 5, "DP-SGD epochs")
+	fs.UintVar(&f.batch, "batch-size", 64, "DP-SGD expected batch size")
+	fs.Float64Var(&sgd.L2, "l2", 1e-3, "L2 regularisation of DP-SGD (unless on the grid)")
+	fs.Float64Var(&sgd.ScoreNoiseMultiplier, "score-noise-multiplier", 0, "noise of the validation score in units of its sensitivity, chosen instead of --epsilon (default: calibrated to --epsilon; 2 when only --noise-multiplier is given)")
+}
+
+// spec assembles the job sub describes; the flags that are not fields of
+// the spec as they stand (unsigned widths, the enum, the grid) are
+// converted here, after parsing.
+func (f *jobFlags) spec(sub string) (*curatorv1.JobSpec, error) {
+	space, err := curatorclient.SpaceProto(f.grid)
+	if err != nil {
+		return nil, fmt.Errorf("job: --grid: %w", err)
+	}
+	if sub == "kusner" {
+		k := &f.kusner
+		k.Algorithm, k.Iterations, k.Space = curatorv1.KusnerSpec_Algorithm(f.algorithm), uint32(f.iterations), space
+		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: k}}, nil
+	}
+	f.sgd.Epochs, f.sgd.BatchSize = uint32(f.epochs), uint32(f.batch)
+	f.dph.Space, f.dph.Dpsgd = space, &f.sgd
+	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &f.dph}}, nil
+}
+
+// quoteJob answers --dry-run: the curator prices the job and charges nothing.
+func quoteJob(ctx context.Context, client curatorv1.CuratorServiceClient, spec *curatorv1.JobSpec, asJSON bool, stdout io.Writer) error {
+	q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: spec})
+	if err != nil {
+		return fmt.Errorf("job: quote: %w", curatorclient.Refused(err))
+	}
+	printJobQuote(stdout, q)
+	if asJSON {
+		return printJSON(stdout, q)
+	}
+	return nil
+}
+
+// submitJob pays for the job and, unless --detach, follows it to its end. A
+// job refused on its forecast is explained here, because only the forecast
+// tells the modeler what ε would have made it worth running.
+func submitJob(ctx context.Context, client curatorv1.CuratorServiceClient, f *jobFlags, spec *curatorv1.JobSpec, stderr io.Writer) (*curatorv1.Job, error) {
+	job, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: f.key, Spec: spec})
+	if err != nil {
+		err = fmt.Errorf("job: submit: %w", curatorclient.Refused(err))
+		if fc := refusedForecast(err); fc != nil {
+			fmt.Fprintln(stderr, "job refused before any charge: the forecast finds its releases no better than a uniform pick")
+			printForecast(stderr, fc)
+			if !math.IsInf(fc.GetEpsilonNeeded(), 1) {
+				fmt.Fprintf(stderr, "  a release would beat a uniform pick by %g%% from ε = %.4g; or add --force to run and pay for this one anyway\n", 100*fc.GetMargin(), fc.GetEpsilonNeeded())
+			} else {
+				fmt.Fprintln(stderr, "  no ε makes it beat a uniform pick by the margin; add --force to run and pay for it anyway")
+			}
+			return nil, &refusedError{hint: "see the forecast above", err: err}
+		}
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
+	if f.detach {
+		return job, nil
+	}
+	return watch(ctx, client, job.GetId(), stderr)
+}
+
+func listJobs(ctx context.Context, client curatorv1.CuratorServiceClient, stdout io.Writer) error {
+	resp, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
+	if err != nil {
+		return fmt.Errorf("job: list: %w", err)
+	}
+	for _, j := range resp.GetJobs() {
+		fmt.Fprintf(stdout, "%s  %-9s  %-7s  ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
+	}
+	return nil
+}
+
+// jobByID does what get, cancel or watch asks of one job and returns it as
+// it then stands.
+func jobByID(ctx context.Context, client curatorv1.CuratorServiceClient, sub, id string, stderr io.Writer) (*curatorv1.Job, error) {
+	switch sub {
+	case "get":
+		return client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+	case "cancel":
+		return client.CancelJob(ctx, &curatorv1.CancelJobRequest{Id: id})
+	default:
+		return watch(ctx, client, id, stderr)
+	}
+}
+
+// printJSON prints m as the one JSON object on the last line of stdout that
+// --json promises, with the field names of the .proto file.
+func printJSON(w io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, string(b))
 	return nil
 }
 

@@ -192,16 +192,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--known-best needs --study")
 	}
 	cfg, conn, asJSON := o.cfg, o.conn, o.asJSON // as given, or filled from the stored study
-	if !o.quiet {
-		extreme := cfg.Direction.Extreme()
-		cfg.Progress = func(s modeler.Step) {
-			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  answer %10.4g  %s answer %10.4g (row %d)  ε left %.4g\n",
-				s.Iteration, cfg.Iterations, s.Index, s.Value, extreme, s.BestValue, s.BestIndex, s.EpsilonRemaining)
-		}
-	}
-	cfg.Waiting = func(rows []int, waited time.Duration) {
-		fmt.Fprintf(stderr, "waiting %s for the curator to evaluate rows %v (slow evaluation, or the curator is restarting)\n", waited.Round(time.Second), rows)
-	}
+	narrate(&cfg, o.quiet, stderr)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	defer cancelOnSignal(cancel)()
@@ -219,25 +210,12 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeConn()
-	cfg.Quoted = func(q *modeler.Quote) { printQuote(stderr, q) }
 	if o.dryRun {
 		return dryRun(ctx, curatorclient.New(client), cfg, asJSON, stdout, stderr)
 	}
 	start := time.Now()
 	var res *modeler.Result
 	if store != nil {
-		cfg.Resumed = func(r modeler.Resume) {
-			again := ""
-			if r.Projection {
-				again = " (projection asked again: the curator replays it at no cost)"
-			}
-			moved := ""
-			if r.PreviousIterations != 0 {
-				moved = fmt.Sprintf(" (T changed from %d)", r.PreviousIterations)
-			}
-			fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded%s, GP rebuilt in %s%s\n",
-				r.Study, r.Iterations, cfg.Iterations, moved, r.Rebuild.Round(time.Microsecond), again)
-		}
 		sconn, cerr := conn.studyConnection()
 		if cerr != nil {
 			return cerr
@@ -257,15 +235,51 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return stopped(res, err)
 	}
-	auto := res.RAuto
-	printResult(stdout, res, cfg.Direction, time.Since(start))
+	return reportRun(stdout, res, cfg, time.Since(start), asJSON)
+}
+
+// narrate sets the hooks through which a run tells the person at the
+// terminal what it is doing, on stderr so that stdout holds only the result.
+// The quote, a resumption and a long wait are always told; --quiet silences
+// only the line per iteration.
+func narrate(cfg *modeler.Config, quiet bool, stderr io.Writer) {
+	iterations := cfg.Iterations
+	if !quiet {
+		extreme := cfg.Direction.Extreme()
+		cfg.Progress = func(s modeler.Step) {
+			fmt.Fprintf(stderr, "iteration %3d/%d  row %6d  answer %10.4g  %s answer %10.4g (row %d)  ε left %.4g\n",
+				s.Iteration, iterations, s.Index, s.Value, extreme, s.BestValue, s.BestIndex, s.EpsilonRemaining)
+		}
+	}
+	cfg.Waiting = func(rows []int, waited time.Duration) {
+		fmt.Fprintf(stderr, "waiting %s for the curator to evaluate rows %v (slow evaluation, or the curator is restarting)\n", waited.Round(time.Second), rows)
+	}
+	cfg.Quoted = func(q *modeler.Quote) { printQuote(stderr, q) }
+	cfg.Resumed = func(r modeler.Resume) {
+		again := ""
+		if r.Projection {
+			again = " (projection asked again: the curator replays it at no cost)"
+		}
+		moved := ""
+		if r.PreviousIterations != 0 {
+			moved = fmt.Sprintf(" (T changed from %d)", r.PreviousIterations)
+		}
+		fmt.Fprintf(stderr, "resuming study %s: %d of %d iterations recorded%s, GP rebuilt in %s%s\n",
+			r.Study, r.Iterations, iterations, moved, r.Rebuild.Round(time.Microsecond), again)
+	}
+}
+
+// reportRun prints what a finished run found and what it cost, then, with
+// --json, the whole result as the last line of stdout.
+func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took time.Duration, asJSON bool) error {
+	printResult(stdout, res, cfg.Direction, took)
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
 		fitted = fmt.Sprintf("maximum likelihood every %d observations, %d fits", cfg.FitEvery, res.Refits)
 	}
 	fmt.Fprintf(stdout, "hyperparameters (%s): lengthscale %.4g, signal variance %.4g, noise variance %.4g\n",
 		fitted, res.Lengthscale, res.SignalVariance, res.NoiseVariance)
-	if auto != nil {
+	if auto := res.RAuto; auto != nil {
 		fmt.Fprintf(stdout, "r = %d chosen by --r auto: %s\n", auto.R, auto.Rule)
 	}
 	if res.ProjectionNoiseSD > 0 {
@@ -279,13 +293,14 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g (its feature-unit budget, which holds the projection and the answers)\n",
 		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
 	printProtection(stdout, res.Protection)
-	if asJSON {
-		b, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(b))
+	if !asJSON {
+		return nil
 	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(b))
 	return nil
 }
 

@@ -407,6 +407,59 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Output: outputDescription(&cfg)}
+	problems, err := drawProblems(&cfg, res)
+	if err != nil {
+		return nil, err
+	}
+	p0 := problems[0]
+	res.Problem, res.N, res.D = p0.Name, p0.N, p0.D
+	if cfg.Iterations > p0.N {
+		return nil, fmt.Errorf("simulate: %d iterations exceed the %d rows", cfg.Iterations, p0.N)
+	}
+	if res.Lifts, err = lifts(ctx, &cfg, p0); err != nil {
+		return nil, err
+	}
+
+	state, err := os.MkdirTemp("", "privbo-simulate-")
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer os.RemoveAll(state)
+	store, err := ledger.OpenSQLite(filepath.Join(state, "ledger.db"), ledger.Limits{
+		PerIdentity: ledger.Cost{Epsilon: 1e12, Delta: 0.999},
+		Dataset:     ledger.Cost{Epsilon: 1e12, Delta: 0.999},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	defer store.Close()
+
+	if res.Rows, err = runAll(ctx, &cfg, problems, store, state, start); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(cfg.Methods))
+	for mi, m := range cfg.Methods {
+		names[mi] = m.String()
+	}
+	res.Summary = Summarise(res.Rows, names, cfg.Iterations)
+	thresholds := make([]float64, len(problems))
+	for d, p := range problems {
+		thresholds[d] = TopOnePercentThreshold(p.F)
+	}
+	AddTopOne(res.Summary, res.Rows, func(run int) float64 { return thresholds[run/cfg.Runs] })
+	res.Duration = time.Since(start)
+	if cfg.OutDir != "" {
+		if err := writeOutputs(&cfg, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// drawProblems loads the dataset once per draw, or draws a synthetic problem
+// for each from its own seed, so that a draw does not depend on the others;
+// the synthetic draws' descriptions go into res.
+func drawProblems(cfg *Config, res *Result) ([]*Problem, error) {
 	problems := make([]*Problem, cfg.Draws)
 	for d := range problems {
 		var err error
@@ -424,50 +477,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-	p0 := problems[0]
-	res.Problem, res.N, res.D = p0.Name, p0.N, p0.D
-	if cfg.Iterations > p0.N {
-		return nil, fmt.Errorf("simulate: %d iterations exceed the %d rows", cfg.Iterations, p0.N)
-	}
-	// Which r lift: depends on X only (the same for every draw). Only the lifted
-	// mechanism has branches.
+	return problems, nil
+}
+
+// lifts reports which r the projection lifts, for the methods that project
+// with the lifted mechanism (the only one with branches). It depends on X
+// only, the same for every draw, so p is projected once per method.
+func lifts(ctx context.Context, cfg *Config, p *Problem) ([]Lift, error) {
+	var out []Lift
 	for _, m := range cfg.Methods {
 		if m.Kind != POGPUCB || !cfg.proj.Baseline() {
 			continue
 		}
-		_, rep, err := projection.Project(ctx, p0.X, p0.N, p0.D, projection.Params{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta}, projection.SeededSource(0))
+		_, rep, err := projection.Project(ctx, p.X, p.N, p.D, projection.Params{R: m.R, Epsilon: cfg.Epsilon, Delta: cfg.Delta}, projection.SeededSource(0))
 		if err != nil {
 			return nil, fmt.Errorf("simulate: %w", err)
 		}
-		res.Lifts = append(res.Lifts, Lift{R: m.R, SigmaMin: rep.SigmaMin, Omega: rep.Omega, Lifted: rep.Lifted, Route: rep.Route})
+		out = append(out, Lift{R: m.R, SigmaMin: rep.SigmaMin, Omega: rep.Omega, Lifted: rep.Lifted, Route: rep.Route})
 	}
+	return out, nil
+}
 
-	state, err := os.MkdirTemp("", "privbo-simulate-")
-	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
-	defer os.RemoveAll(state)
-	store, err := ledger.OpenSQLite(filepath.Join(state, "ledger.db"), ledger.Limits{
-		PerIdentity: ledger.Cost{Epsilon: 1e12, Delta: 0.999},
-		Dataset:     ledger.Cost{Epsilon: 1e12, Delta: 0.999},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
-	}
-	defer store.Close()
-
-	// Ledger datasets: one per (draw, method).
-	sets := make([][]*dataset.Dataset, cfg.Draws)
-	for d, p := range problems {
-		sets[d] = make([]*dataset.Dataset, len(cfg.Methods))
-		for mi, m := range cfg.Methods {
-			sets[d][mi] = &dataset.Dataset{
-				Name: fmt.Sprintf("%s-draw%d-%s", p.Name, d, strings.NewReplacer("(", "-", ")", "", "=", "").Replace(m.String())),
-				N:    p.N, D: p.D, X: p.X, Y: p.Y, Target: "f", Unit: p.Unit,
-			}
-		}
-	}
-
+// runAll runs every (draw, run, method) on cfg.Workers goroutines, each
+// (draw, method) charging its own ledger dataset. The first error stops the
+// rest. The rows come back in
+// the order of the outputs, whatever order the runs finished in: by method,
+// then run, then iteration.
+func runAll(ctx context.Context, cfg *Config, problems []*Problem, store curator.Ledger, state string, start time.Time) ([]Row, error) {
+	sets := ledgerDatasets(cfg, problems)
 	jobs := make([]job, 0, cfg.Draws*len(cfg.Methods)*cfg.Runs)
 	for d := range cfg.Draws {
 		for k := range cfg.Runs {
@@ -492,7 +529,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			defer wg.Done()
 			for j := range next {
 				jb := jobs[j]
-				rows, err := runOne(ctx, &cfg, problems[jb.draw], sets[jb.draw][jb.method], store, state, jb)
+				rows, err := runOne(ctx, cfg, problems[jb.draw], sets[jb.draw][jb.method], store, state, jb)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -523,7 +560,6 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	// Order: method, run, iteration.
 	order := make([]int, len(jobs))
 	for j := range order {
 		order[j] = j
@@ -535,26 +571,27 @@ feed:
 		}
 		return (ja.draw*cfg.Runs + ja.run) - (jb.draw*cfg.Runs + jb.run)
 	})
+	var rows []Row
 	for _, j := range order {
-		res.Rows = append(res.Rows, out[j]...)
+		rows = append(rows, out[j]...)
 	}
-	names := make([]string, len(cfg.Methods))
-	for mi, m := range cfg.Methods {
-		names[mi] = m.String()
-	}
-	res.Summary = Summarise(res.Rows, names, cfg.Iterations)
-	thresholds := make([]float64, len(problems))
+	return rows, nil
+}
+
+// ledgerDatasets names one ledger dataset per (draw, method), indexed
+// [draw][method].
+func ledgerDatasets(cfg *Config, problems []*Problem) [][]*dataset.Dataset {
+	sets := make([][]*dataset.Dataset, cfg.Draws)
 	for d, p := range problems {
-		thresholds[d] = TopOnePercentThreshold(p.F)
-	}
-	AddTopOne(res.Summary, res.Rows, func(run int) float64 { return thresholds[run/cfg.Runs] })
-	res.Duration = time.Since(start)
-	if cfg.OutDir != "" {
-		if err := writeOutputs(&cfg, res); err != nil {
-			return nil, err
+		sets[d] = make([]*dataset.Dataset, len(cfg.Methods))
+		for mi, m := range cfg.Methods {
+			sets[d][mi] = &dataset.Dataset{
+				Name: fmt.Sprintf("%s-draw%d-%s", p.Name, d, strings.NewReplacer("(", "-", ")", "", "=", "").Replace(m.String())),
+				N:    p.N, D: p.D, X: p.X, Y: p.Y, Target: "f", Unit: p.Unit,
+			}
 		}
 	}
-	return res, nil
+	return sets
 }
 
 // runOne performs one run of one method on one draw against a fresh in-process curator.
