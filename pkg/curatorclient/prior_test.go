@@ -44,8 +44,10 @@ func TestRunUsesNoiseAwarePrior(t *testing.T) {
 				t.Fatalf("recommended row %d was not queried (%v)", res.Recommended, res.Queried)
 			}
 			if tc.wantRule == "" {
-				if res.Recommended != res.BestIndex || math.Abs(res.RecommendedMean-res.BestValue) > 1e-2*math.Abs(res.BestValue)+1e-6 {
-					t.Errorf("exact answers: recommended row %d (mean %g), want the best row %d (%g)", res.Recommended, res.RecommendedMean, res.BestIndex, res.BestValue)
+				// Rows may tie at the best answer (diabetes has repeated targets): any of them will do.
+				answer := res.Values[slices.Index(res.Queried, res.Recommended)]
+				if answer != res.BestValue || math.Abs(res.RecommendedMean-res.BestValue) > 1e-2*math.Abs(res.BestValue)+1e-6 {
+					t.Errorf("exact answers: recommended row %d (answer %g, mean %g), want a row of the best answer %g (row %d)", res.Recommended, answer, res.RecommendedMean, res.BestValue, res.BestIndex)
 				}
 			} else if !(res.RecommendedMean < res.BestValue) {
 				t.Errorf("noisy answers: recommended mean %g not below the best noisy answer %g", res.RecommendedMean, res.BestValue)
