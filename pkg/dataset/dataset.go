@@ -252,7 +252,12 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	if markers == nil {
 		markers = DefaultMissingMarkers
 	}
-	isMissing := func(cell string, cats []string) bool { return missingCell(cell, markers, cats) }
+	// Trimmed once here, not once per cell.
+	trimmed := make([]string, len(markers))
+	for k, m := range markers {
+		trimmed[k] = strings.TrimSpace(m)
+	}
+	isMissing := func(cell string, cats []string) bool { return missingCell(cell, trimmed, cats) }
 	undeclared := make([]int, len(srcs)) // rows with a missing cell and no schema value, per source
 	missingTarget := 0
 	// A categorical target is a class label: its cells are the schema's categories,
@@ -412,11 +417,12 @@ func sourcesOf(features []string, index map[string]int, sch *Schema) ([]source, 
 	return srcs, expanded
 }
 
-// missingCell reports whether a cell is missing: empty, or one of markers (without case,
-// after trimming spaces) unless it is one of the column's declared categories.
+// missingCell reports whether a cell is missing: empty, or one of markers (trimmed, and
+// compared without case, after trimming the cell) unless it is one of the column's
+// declared categories.
 func missingCell(cell string, markers, cats []string) bool {
 	cell = strings.TrimSpace(cell)
-	return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, strings.TrimSpace(m)) }) && !slices.Contains(cats, cell)
+	return cell == "" || slices.ContainsFunc(markers, func(m string) bool { return strings.EqualFold(cell, m) }) && !slices.Contains(cats, cell)
 }
 
 // targetValue reads a target cell: a number, or for a categorical target (cats, on
