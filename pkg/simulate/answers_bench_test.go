@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -214,35 +213,17 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// forRuns calls f for runs 0 … runs−1 on workers goroutines and returns the outcomes in
-// run order, with the first error (naming its run).
+// forRuns calls f for runs 0 … runs−1 on workers goroutines (parallel) and returns the
+// outcomes in run order, with the first error (naming its run).
 func forRuns[T any](runs, workers int, f func(run int) (T, error)) ([]T, error) {
 	out := make([]T, runs)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		ferr error
-	)
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for run := range next {
-				o, err := f(run)
-				mu.Lock()
-				if err != nil && ferr == nil {
-					ferr = fmt.Errorf("run %d: %w", run, err)
-				}
-				out[run] = o
-				mu.Unlock()
-			}
-		}()
-	}
-	for run := range runs {
-		next <- run
-	}
-	close(next)
-	wg.Wait()
-	return out, ferr
+	err := parallel(context.Background(), runs, workers, func(_ context.Context, run int) error {
+		o, err := f(run)
+		if err != nil {
+			return fmt.Errorf("run %d: %w", run, err)
+		}
+		out[run] = o
+		return nil
+	}, nil)
+	return out, err
 }

@@ -514,51 +514,18 @@ func runAll(ctx context.Context, cfg *Config, problems []*Problem, store curator
 		}
 	}
 	out := make([][]Row, len(jobs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		done     int
-		next     = make(chan int)
-	)
-	for range cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				jb := jobs[j]
-				rows, err := runOne(ctx, cfg, problems[jb.draw], sets[jb.draw][jb.method], store, state, jb)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				out[j] = rows
-				done++
-				if done%max(1, len(jobs)/20) == 0 || done == len(jobs) {
-					fmt.Fprintf(cfg.Log, "%d/%d runs done (%v)\n", done, len(jobs), time.Since(start).Round(time.Second))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for j := range jobs {
-		select {
-		case next <- j:
-		case <-ctx.Done():
-			break feed
+	err := parallel(ctx, len(jobs), cfg.Workers, func(ctx context.Context, j int) error {
+		jb := jobs[j]
+		rows, err := runOne(ctx, cfg, problems[jb.draw], sets[jb.draw][jb.method], store, state, jb)
+		out[j] = rows
+		return err
+	}, func(done int) {
+		if done%max(1, len(jobs)/20) == 0 || done == len(jobs) {
+			fmt.Fprintf(cfg.Log, "%d/%d runs done (%v)\n", done, len(jobs), time.Since(start).Round(time.Second))
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	order := make([]int, len(jobs))
 	for j := range order {
@@ -713,4 +680,55 @@ func answerNoiseVariance(mechanism string, epsilon, delta, lower, upper float64)
 		return 0, err
 	}
 	return m.NoiseVariance(), nil
+}
+
+// parallel calls f(ctx, i) for i in [0, n) on workers goroutines. The first error
+// cancels the calls not yet started and is returned; a cancelled ctx is returned as
+// "simulate: …". After each call, done is told how many calls have ended (one at a time).
+func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error, done func(ended int)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		ended    int
+		next     = make(chan int)
+	)
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				err := f(ctx, i)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				ended++
+				if done != nil {
+					done(ended)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	return nil
 }
