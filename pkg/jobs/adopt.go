@@ -26,7 +26,7 @@ type Adopted struct {
 // charges under to's dataset (ledger key job/ID) are copied. A job unfinished in the file
 // is copied failed ("interrupted"), its charge spent, as a restart marks it; nothing is
 // run. Copying again copies nothing new.
-func Adopt(ctx context.Context, to, from *Store, led Ledger) (Adopted, error) {
+func Adopt(ctx context.Context, to, from *Store, led recordGetter) (Adopted, error) {
 	var got Adopted
 	if !to.shared || from.shared {
 		return got, errors.New("jobs: Adopt copies a curator's jobs.db into a shared store")
@@ -113,4 +113,9 @@ func (s *Store) copyJob(ctx context.Context, j Job, evs []Event, tr *Trace) erro
 		return fmt.Errorf("jobs: copying job %s: %w", j.ID, err)
 	}
 	return nil
+}
+
+// recordGetter is what Adopt reads of the ledger: whether a job's charge is recorded.
+type recordGetter interface {
+	Get(ctx context.Context, a ledger.Account, key string) (ledger.Receipt, bool, error)
 }

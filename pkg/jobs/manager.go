@@ -43,7 +43,7 @@ type Config struct {
 
 	// every, when set (tests), is how often the manager renews and looks instead of
 	// Lease/3, so that a test can keep a live replica's lease out of reach of a loaded
-	// machine's scheduling while it still renews, or renew only when told to.
+	// machine's scheduling while it still renews.
 	every time.Duration
 }
 
