@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/privbo/privbo/pkg/worth"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/worth"
 )
 
 // A study is what a modeler needs to run PO-GP-UCB: one projection release and the
