@@ -16,6 +16,7 @@ package setting
 import (
 	"flag"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -34,8 +35,8 @@ func (s Setting) Ranged() bool { return s.check != nil }
 
 // Var declares the setting of field p read by v, a flag.Value over *p, with range r
 // (nil: any value).
-func Var[T comparable](p *T, v flag.Value, name string, r Rule[T], help string) Setting {
-	s := Setting{Name: name, Help: help, Value: v, field: p, zero: func() bool { var z T; return *p == z }}
+func Var[T any](p *T, v flag.Value, name string, r Rule[T], help string) Setting {
+	s := Setting{Name: name, Help: help, Value: v, field: p, zero: func() bool { return reflect.ValueOf(p).Elem().IsZero() }}
 	if r != nil {
 		s.check = func() error { return r(*p) }
 	}
@@ -44,7 +45,7 @@ func Var[T comparable](p *T, v flag.Value, name string, r Rule[T], help string) 
 
 // std declares p as the flag package's own value for T, made by define, so that -h
 // prints its type and default as the flag package does.
-func std[T comparable](p *T, name string, r Rule[T], help string, define func(fs *flag.FlagSet)) Setting {
+func std[T any](p *T, name string, r Rule[T], help string, define func(fs *flag.FlagSet)) Setting {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	define(fs)
 	return Var(p, fs.Lookup(name).Value, name, r, help)
@@ -178,7 +179,7 @@ type Text[T any] interface {
 }
 
 // Parsed declares a setting of type T written as X says.
-func Parsed[X Text[T], T comparable](p *T, name string, r Rule[T], help string) Setting {
+func Parsed[X Text[T], T any](p *T, name string, r Rule[T], help string) Setting {
 	return Var(p, textValue[T, X]{p}, name, r, help)
 }
 
