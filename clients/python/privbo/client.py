@@ -446,21 +446,20 @@ class Budget:
         return None
 
 
-class NoiseFamily(enum.Enum):
-    """The distribution of an answer's noise as the curator states it (curator.proto
-    NoiseFamily). UNSPECIFIED comes from curators that predate the statement."""
-
-    UNSPECIFIED = pb.NOISE_FAMILY_UNSPECIFIED
-    NONE = pb.NOISE_FAMILY_NONE
-    LAPLACE = pb.NOISE_FAMILY_LAPLACE
-    GAUSSIAN = pb.NOISE_FAMILY_GAUSSIAN
-
+class _NoiseFamily(enum.Enum):
     @classmethod
     def from_pb(cls, v: int) -> "NoiseFamily":
         try:
             return cls(v)
         except ValueError:  # a family added after this client
-            return cls.UNSPECIFIED
+            return cls["UNSPECIFIED"]
+
+
+# The distribution of an answer's noise as the curator states it: curator.proto's
+# NoiseFamily without its prefix (NONE, LAPLACE, GAUSSIAN, …). UNSPECIFIED comes from
+# curators that predate the statement.
+NoiseFamily = _NoiseFamily("NoiseFamily", [(n.removeprefix("NOISE_FAMILY_"), v) for n, v in pb.NoiseFamily.items()],
+                           module=__name__)
 
 
 @dataclass(frozen=True)

@@ -563,6 +563,8 @@ class ClientTest(unittest.TestCase):
         op = info.output_privacy
         self.assertEqual((op.noise, op.noise_sd, op.exact), (pc.NoiseFamily.LAPLACE, 1131.4, False))
         self.assertIs(pc.NoiseFamily.from_pb(99), pc.NoiseFamily.UNSPECIFIED, "a family newer than the client")
+        self.assertEqual({f.name: f.value for f in pc.NoiseFamily},
+                         {n.removeprefix("NOISE_FAMILY_"): v for n, v in pb.NoiseFamily.items()}, "the generated enum's families")
         self.assertEqual(info.budget.relation("record").epsilon_limit, 3)
         self.assertIsNone(info.budget.relation("no-such-relation"))
 
