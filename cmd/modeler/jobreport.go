@@ -14,13 +14,14 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobreport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // jobReportCommand writes one of the caller's jobs as an HTML page: what the curator
 // released and charged, the job's public events and, for a Kusner job, its forecast
 // (asked again with QuoteJob, free). It shows nothing the curator did not send: a
-// DP-HyPO job's runs and sampling distributions stay on the curator (jobs.Report).
+// DP-HyPO job's runs and sampling distributions stay on the curator (jobreport.Report).
 func jobReportCommand(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("modeler job report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -80,13 +81,13 @@ func jobReportCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("job report: %w", err)
 	}
-	r := jobs.Report{Job: j, Events: events, Relation: "(not stated by this curator)", Generated: time.Now().UTC()}
+	r := jobreport.Report{Job: j, Events: events, Relation: "(not stated by this curator)", Generated: time.Now().UTC()}
 	if q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: pj.GetSpec()}); err == nil {
 		r.Relation, r.Forecast = q.GetRelation(), curatorclient.ForecastFromProto(q.GetKusnerForecast())
 	} else {
 		fmt.Fprintf(stderr, "the curator did not quote the job again (%v); the report has no forecast or relation\n", err)
 	}
-	path, err := jobs.WriteReport(r, out)
+	path, err := jobreport.Write(r, out)
 	if err != nil {
 		return err
 	}
