@@ -15,7 +15,6 @@ import (
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/jobs/jobreport"
-	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // jobReportCommand writes one of the caller's jobs as an HTML page: what the curator
@@ -43,47 +42,30 @@ func jobReportCommand(args []string, stdout, stderr io.Writer) error {
 	if len(ids) != 1 || out == "" {
 		return errors.New("job report: give one job id and --out DIR")
 	}
-	client, closeConn, err := conn.client()
+	pc, closeConn, err := conn.client()
 	if err != nil {
 		return err
 	}
 	defer closeConn()
+	client := curatorclient.New(pc)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	id := ids[0]
-	pj, err := client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+	j, err := client.Job(ctx, id)
 	if err != nil {
 		return fmt.Errorf("job report: %w", err)
 	}
-	if !terminal(pj.GetState()) {
-		fmt.Fprintf(stderr, "job %s is %s; the report waits for it to end (Ctrl-C to stop)\n", id, stateName(pj.GetState()))
+	if !j.State.Terminal() {
+		fmt.Fprintf(stderr, "job %s is %s; the report waits for it to end (Ctrl-C to stop)\n", id, j.State)
 	}
-	// WatchJob replays every event and ends with the job.
-	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
-	if err != nil {
-		return fmt.Errorf("job report: %w", err)
-	}
+	// WaitJob replays every event and ends with the job.
 	var events []jobs.Event
-	for {
-		e, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("job report: %w", err)
-		}
-		events = append(events, curatorclient.EventFromProto(e))
-	}
-	if pj, err = client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id}); err != nil {
-		return fmt.Errorf("job report: %w", err)
-	}
-	j, err := curatorclient.JobFromProto(pj)
-	if err != nil {
+	if j, err = client.WaitJob(ctx, id, func(e jobs.Event) { events = append(events, e) }); err != nil {
 		return fmt.Errorf("job report: %w", err)
 	}
 	r := jobreport.Report{Job: j, Events: events, Relation: "(not stated by this curator)", Generated: time.Now().UTC()}
-	if q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: pj.GetSpec()}); err == nil {
-		r.Relation, r.Forecast = q.GetRelation(), curatorclient.ForecastFromProto(q.GetKusnerForecast())
+	if q, err := client.QuoteJob(ctx, j.Spec); err == nil {
+		r.Relation, r.Forecast = string(q.Relation), q.Forecast
 	} else {
 		fmt.Fprintf(stderr, "the curator did not quote the job again (%v); the report has no forecast or relation\n", err)
 	}
@@ -93,8 +75,4 @@ func jobReportCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, path)
 	return nil
-}
-
-func terminal(s curatorv1.JobState) bool {
-	return s == curatorv1.JobState_JOB_STATE_SUCCEEDED || s == curatorv1.JobState_JOB_STATE_FAILED || s == curatorv1.JobState_JOB_STATE_CANCELLED
 }

@@ -16,32 +16,6 @@ import (
 	"github.com/privbo/privbo/pkg/kusner"
 )
 
-// Spec is a job's specification: exactly one kind is set. Its JSON, one key named for
-// the kind, is how jobs are stored; each kind is declared once, in its own file
-// (kusner.go, dphypo.go) and in the registry (kind.go).
-type Spec struct {
-	Kusner *KusnerSpec `json:"kusner,omitempty"`
-	DPHyPO *DPHyPOSpec `json:"dphypo,omitempty"`
-}
-
-// Kind names the job's kind ("" if not exactly one kind is set).
-func (s Spec) Kind() string {
-	if k := KindOf(s); k != nil {
-		return k.Name()
-	}
-	return ""
-}
-
-// Relation is the neighbour relation a job of s's kind is stated for unless its plan
-// says otherwise (Kind.Relation). A spec of no kind is taken to be a record-level
-// release of the served dataset, the conservative choice.
-func (s Spec) Relation() privacy.Relation {
-	if k := KindOf(s); k != nil {
-		return k.Relation()
-	}
-	return privacy.RelationRecord
-}
-
 // Plan is what a job will cost and guarantee, decided from its spec alone.
 type Plan struct {
 	Cost      privacy.Cost

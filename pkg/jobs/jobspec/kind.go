@@ -8,12 +8,37 @@ import (
 	"github.com/privbo/privbo/pkg/hparam"
 )
 
+// Spec is a job's specification: exactly one kind is set. Its JSON, one key named for
+// the kind, is how jobs are stored.
+type Spec struct {
+	Kusner *KusnerSpec `json:"kusner,omitempty"`
+	DPHyPO *DPHyPOSpec `json:"dphypo,omitempty"`
+}
+
+// Kind names the job's kind ("" if not exactly one kind is set).
+func (s Spec) Kind() string {
+	if k := KindOf(s); k != nil {
+		return k.Name()
+	}
+	return ""
+}
+
+// Relation is the neighbour relation a job of s's kind is stated for unless its plan
+// says otherwise (Kind.Relation). A spec of no kind is taken to be a record-level
+// release of the served dataset, the conservative choice.
+func (s Spec) Relation() privacy.Relation {
+	if k := KindOf(s); k != nil {
+		return k.Relation()
+	}
+	return privacy.RelationRecord
+}
+
 // Kind is one kind of job, declared once in its own file with its spec: everything the
 // job manager, the reports and the clients know of a kind. The kind's Runner steps
 // (plan, run) are curator-side and live with the data they need (package tuning, one
 // file per kind); the manager and the reports dispatch through Kind and name no kind.
-// Adding a kind is a spec type with its Kind, a field of Spec and a line in the
-// registry below (and its runner's line in package tuning).
+// Adding a kind is a file with its spec type and its Kind, and in this file a field of
+// Spec and a line in the registry (and its runner's line in package tuning).
 type Kind interface {
 	// Name is the kind's name: its key in a stored spec, the suffix of its ledger
 	// charges' kind ("job:" + Name), its word in reports, logs and listings.
@@ -69,9 +94,6 @@ var (
 
 // kinds are the registered kinds, in the order listings name them.
 var kinds = []Kind{KusnerKind, DPHyPOKind}
-
-// Kinds lists the registered kinds.
-func Kinds() []Kind { return append([]Kind(nil), kinds...) }
 
 // KindOf returns the kind of s, or nil unless exactly one kind is set.
 func KindOf(s Spec) Kind {
