@@ -247,7 +247,7 @@ func quoteJob(ctx context.Context, client *curatorclient.Client, spec jobs.Spec,
 	}
 	printJobQuote(stdout, q)
 	if asJSON {
-		return printJSON(stdout, jobpb.QuoteProto(spec, q.Plan))
+		return printJSON(stdout, jobpb.QuoteProto(q))
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func (h *handlers) QuoteJob(ctx context.Context, req *curatorv1.QuoteJobRequest)
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
-	return jobpb.QuoteProto(spec, plan), nil
+	return jobpb.QuoteProto(jobpb.Quote{Plan: plan, Refused: jobs.Refused(spec, plan)}), nil
 }
 
 func (h *handlers) GetJob(ctx context.Context, req *curatorv1.GetJobRequest) (*curatorv1.Job, error) {

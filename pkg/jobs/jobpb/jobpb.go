@@ -138,10 +138,10 @@ type Quote struct {
 	Refused bool
 }
 
-// QuoteProto writes the quote of spec, planned as p.
-func QuoteProto(spec jobs.Spec, p jobs.Plan) *curatorv1.JobQuote {
-	return &curatorv1.JobQuote{Epsilon: p.Cost.Epsilon, Delta: p.Cost.Delta, Relation: string(p.Relation), Guarantee: p.Guarantee,
-		KusnerForecast: ForecastProto(p.Forecast), Refused: jobs.Refused(spec, p)}
+// QuoteProto writes a quote.
+func QuoteProto(q Quote) *curatorv1.JobQuote {
+	return &curatorv1.JobQuote{Epsilon: q.Cost.Epsilon, Delta: q.Cost.Delta, Relation: string(q.Relation), Guarantee: q.Guarantee,
+		KusnerForecast: ForecastProto(q.Forecast), Refused: q.Refused}
 }
 
 // QuoteOf reads a quote. Its plan has no Patient cost and no Steps: the protocol does
