@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -30,7 +31,7 @@ func (f *forecastRunner) Plan(spec Spec) (Plan, error) {
 func (f *forecastRunner) Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error) {
 	res, err := f.fakeRunner.Run(ctx, spec, progress)
 	res.Trace = &Trace{Grid: []hparam.Axis{{Name: "lambda", Kind: hparam.AxisList, Values: []float64{0.01, 0.1}}},
-		Steps: []TraceStep{NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
+		Steps: []TraceStep{jobspec.NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
 		Final: []float64{0.5, 1.5}, Visits: []int{0, 1}}
 	return res, err
 }

@@ -80,14 +80,6 @@ type (
 	PublicError = jobspec.PublicError
 )
 
-// NewTraceStep summarises one run (jobspec.NewTraceStep).
-func NewTraceStep(run, index int, point map[string]float64, score float64, failed bool, sampling []float64) TraceStep {
-	return jobspec.NewTraceStep(run, index, point, score, failed, sampling)
-}
-
-// Publicf returns a PublicError (jobspec.Publicf).
-func Publicf(format string, args ...any) error { return jobspec.Publicf(format, args...) }
-
 // Job is a job's record.
 type Job struct {
 	ID, Identity, Key string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 )
 
@@ -44,7 +45,7 @@ func TestReports(t *testing.T) {
 	if strings.Contains(page, "operator only") {
 		t.Error("the modeler's report shows the operator's path")
 	}
-	tr := &jobs.Trace{Grid: grid, Steps: []jobs.TraceStep{jobs.NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
+	tr := &jobs.Trace{Grid: grid, Steps: []jobs.TraceStep{jobspec.NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
 		Final: []float64{0.5, 1.5}, Visits: []int{0, 1}}
 	page = write(t, Report{Job: j, Events: evs, Trace: tr, Relation: "validation-record", Generated: t0})
 	for _, want := range []string{"Runs (operator only)", "<td>lambda = 0.1</td><td>0.87</td><td>1.5</td><td>0.5</td>"} {
