@@ -1,8 +1,10 @@
 // Package jobspec is the contract between the curator's job manager (package jobs)
 // and the job kinds that run over its data (package tuning): a job's Spec, the Plan
 // (cost, relation, guarantee) a Runner makes of it from the spec alone, the
-// Progress it reports and the Result it releases. It knows nothing of storage, so a
-// job kind states its guarantee (package privacy) without importing the ledger.
+// Progress it reports and the Result it releases. Each kind is declared here once, in
+// a file of its own (kusner.go, dphypo.go), as a Kind registered in kind.go. It knows
+// nothing of storage, so a job kind states its guarantee (package privacy) without
+// importing the ledger, and a client can read a job without linking the data code.
 package jobspec
 
 import (
