@@ -10,6 +10,7 @@ import (
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobreport"
 	"github.com/privbo/privbo/pkg/server"
 )
 
@@ -70,9 +71,9 @@ func jobReport(args []string) error {
 	} else if err != nil {
 		return err
 	}
-	r := jobs.Report{Job: j, Events: evs, Trace: tr, Generated: time.Now().UTC(),
+	r := jobreport.Report{Job: j, Events: evs, Trace: tr, Generated: time.Now().UTC(),
 		Relation: string(j.Spec.Relation()) + " (the kind's default; `curator ledger` lists the relation of charge job/" + id + ")"}
-	path, err := jobs.WriteReport(r, out)
+	path, err := jobreport.Write(r, out)
 	if err != nil {
 		return err
 	}

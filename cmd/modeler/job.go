@@ -13,14 +13,15 @@ import (
 	"strings"
 	"syscall"
 
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/hparam"
-	"github.com/privbo/privbo/pkg/refusal"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobpb"
+	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -99,10 +100,8 @@ type jobFlags struct {
 	key            string
 	asJSON, detach bool
 	dryRun         bool
-	kusner         curatorv1.KusnerSpec
-	algorithm      int
-	dph            curatorv1.DPHyPOSpec
-	sgd            curatorv1.DPSGDSettings
+	kusner         jobs.KusnerSpec
+	dph            jobs.DPHyPOSpec
 	epochs, batch  uint
 	iterations     uint
 }
@@ -129,25 +128,23 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if sub == "dphypo" {
-		if err := dphypoNoise(fs, &f.dph, &f.sgd); err != nil {
+		if err := dphypoNoise(fs, &f.dph); err != nil {
 			return err
 		}
 	}
-	client, closeConn, err := f.conn.client()
+	conn, closeConn, err := f.conn.client()
 	if err != nil {
 		return err
 	}
 	defer closeConn()
+	client := curatorclient.New(conn)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var job *curatorv1.Job
+	var job jobs.Job
 	switch sub {
 	case "kusner", "dphypo":
-		spec, err := f.spec(sub)
-		if err != nil {
-			return err
-		}
+		spec := f.spec(sub)
 		if f.dryRun {
 			return quoteJob(ctx, client, spec, f.asJSON, stdout)
 		}
@@ -166,12 +163,12 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 	}
 	printJob(stdout, job)
 	if f.asJSON {
-		if err := printJSON(stdout, job); err != nil {
+		if err := printJSON(stdout, jobpb.JobProto(job)); err != nil {
 			return err
 		}
 	}
-	if job.GetState() == curatorv1.JobState_JOB_STATE_FAILED {
-		return fmt.Errorf("job %s failed: %s", job.GetId(), job.GetError())
+	if job.State == jobs.Failed {
+		return fmt.Errorf("job %s failed: %s", job.ID, job.Error)
 	}
 	return nil
 }
@@ -197,7 +194,7 @@ func (f *jobFlags) register(fs *flag.FlagSet, sub string) {
 
 func (f *jobFlags) registerKusner(fs *flag.FlagSet) {
 	k := &f.kusner
-	fs.IntVar(&f.algorithm, "algorithm", 1, "1: noisy GP (releases λ̃, ṽ); 2: noise-free GP (λ̃, f̃); 3: Lipschitz learner (f̃_L only)")
+	fs.IntVar(&k.Algorithm, "algorithm", 1, "1: noisy GP (releases λ̃, ṽ); 2: noise-free GP (λ̃, f̃); 3: Lipschitz learner (f̃_L only)")
 	fs.UintVar(&f.iterations, "iterations", 20, "Bayesian-optimisation steps T")
 	fs.Float64Var(&k.Epsilon, "epsilon", 1, "ε of each release (the job costs 2ε for algorithms 1 and 2)")
 	fs.Float64Var(&k.Delta, "delta", 1e-3, "δ of each release (algorithms 1 and 2)")
@@ -208,7 +205,7 @@ func (f *jobFlags) registerKusner(fs *flag.FlagSet) {
 }
 
 func (f *jobFlags) registerDPHyPO(fs *flag.FlagSet) {
-	dph, sgd := &f.dph, &f.sgd
+	dph, sgd := &f.dph, &f.dph.DPSGD
 	fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 	fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
 	fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
@@ -229,32 +226,28 @@ func (f *jobFlags) registerDPHyPO(fs *flag.FlagSet) {
 }
 
 // spec assembles the job sub describes; the flags that are not fields of
-// the spec as they stand (unsigned widths, the enum, the grid) are
-// converted here, after parsing.
-func (f *jobFlags) spec(sub string) (*curatorv1.JobSpec, error) {
-	space, err := curatorclient.SpaceProto(f.grid)
-	if err != nil {
-		return nil, fmt.Errorf("job: --grid: %w", err)
-	}
+// the spec as they stand (unsigned widths, the grid) are converted here,
+// after parsing.
+func (f *jobFlags) spec(sub string) jobs.Spec {
 	if sub == "kusner" {
 		k := &f.kusner
-		k.Algorithm, k.Iterations, k.Space = curatorv1.KusnerSpec_Algorithm(f.algorithm), uint32(f.iterations), space
-		return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: k}}, nil
+		k.Iterations, k.Space = int(f.iterations), f.grid
+		return jobs.Spec{Kusner: k}
 	}
-	f.sgd.Epochs, f.sgd.BatchSize = uint32(f.epochs), uint32(f.batch)
-	f.dph.Space, f.dph.Dpsgd = space, &f.sgd
-	return &curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &f.dph}}, nil
+	f.dph.DPSGD.Epochs, f.dph.DPSGD.BatchSize = int(f.epochs), int(f.batch)
+	f.dph.Space = f.grid
+	return jobs.Spec{DPHyPO: &f.dph}
 }
 
 // quoteJob answers --dry-run: the curator prices the job and charges nothing.
-func quoteJob(ctx context.Context, client curatorv1.CuratorServiceClient, spec *curatorv1.JobSpec, asJSON bool, stdout io.Writer) error {
-	q, err := client.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: spec})
+func quoteJob(ctx context.Context, client *curatorclient.Client, spec jobs.Spec, asJSON bool, stdout io.Writer) error {
+	q, err := client.QuoteJob(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("job: quote: %w", curatorclient.Refused(err))
+		return fmt.Errorf("job: quote: %w", err)
 	}
 	printJobQuote(stdout, q)
 	if asJSON {
-		return printJSON(stdout, q)
+		return printJSON(stdout, jobpb.QuoteProto(q))
 	}
 	return nil
 }
@@ -262,50 +255,50 @@ func quoteJob(ctx context.Context, client curatorv1.CuratorServiceClient, spec *
 // submitJob pays for the job and, unless --detach, follows it to its end. A
 // job refused on its forecast is explained here, because only the forecast
 // tells the modeler what ε would have made it worth running.
-func submitJob(ctx context.Context, client curatorv1.CuratorServiceClient, f *jobFlags, spec *curatorv1.JobSpec, stderr io.Writer) (*curatorv1.Job, error) {
-	job, err := client.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: f.key, Spec: spec})
+func submitJob(ctx context.Context, client *curatorclient.Client, f *jobFlags, spec jobs.Spec, stderr io.Writer) (jobs.Job, error) {
+	job, err := client.SubmitJob(ctx, f.key, spec)
 	if err != nil {
-		err = fmt.Errorf("job: submit: %w", curatorclient.Refused(err))
-		if fc := refusedForecast(err); fc != nil {
+		err = fmt.Errorf("job: submit: %w", err)
+		if fc := curatorclient.RefusedForecast(err); fc != nil {
 			fmt.Fprintln(stderr, "job refused before any charge: the forecast finds its releases no better than a uniform pick")
 			printForecast(stderr, fc)
-			if !math.IsInf(fc.GetEpsilonNeeded(), 1) {
-				fmt.Fprintf(stderr, "  a release would beat a uniform pick by %g%% from ε = %.4g; or add --force to run and pay for this one anyway\n", 100*fc.GetMargin(), fc.GetEpsilonNeeded())
+			if !math.IsInf(fc.EpsilonNeeded, 1) {
+				fmt.Fprintf(stderr, "  a release would beat a uniform pick by %g%% from ε = %.4g; or add --force to run and pay for this one anyway\n", 100*fc.Margin, fc.EpsilonNeeded)
 			} else {
 				fmt.Fprintln(stderr, "  no ε makes it beat a uniform pick by the margin; add --force to run and pay for it anyway")
 			}
-			return nil, &refusedError{hint: "see the forecast above", err: err}
+			return jobs.Job{}, &refusedError{hint: "see the forecast above", err: err}
 		}
-		return nil, err
+		return jobs.Job{}, err
 	}
-	fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.GetId(), job.GetEpsilonCharged(), job.GetDeltaCharged(), job.GetGuarantee())
+	fmt.Fprintf(stderr, "job %s accepted: charged ε=%g δ=%g — %s\n", job.ID, job.Cost.Epsilon, job.Cost.Delta, job.Guarantee)
 	if f.detach {
 		return job, nil
 	}
-	return watch(ctx, client, job.GetId(), stderr)
+	return client.WaitJob(ctx, job.ID, progressTo(stderr))
 }
 
-func listJobs(ctx context.Context, client curatorv1.CuratorServiceClient, stdout io.Writer) error {
-	resp, err := client.ListJobs(ctx, &curatorv1.ListJobsRequest{})
+func listJobs(ctx context.Context, client *curatorclient.Client, stdout io.Writer) error {
+	js, err := client.Jobs(ctx)
 	if err != nil {
 		return fmt.Errorf("job: list: %w", err)
 	}
-	for _, j := range resp.GetJobs() {
-		fmt.Fprintf(stdout, "%s  %-9s  %-7s  ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
+	for _, j := range js {
+		fmt.Fprintf(stdout, "%s  %-9s  %-7s  ε=%g δ=%g\n", j.ID, j.State, j.Spec.Kind(), j.Cost.Epsilon, j.Cost.Delta)
 	}
 	return nil
 }
 
 // jobByID does what get, cancel or watch asks of one job and returns it as
 // it then stands.
-func jobByID(ctx context.Context, client curatorv1.CuratorServiceClient, sub, id string, stderr io.Writer) (*curatorv1.Job, error) {
+func jobByID(ctx context.Context, client *curatorclient.Client, sub, id string, stderr io.Writer) (jobs.Job, error) {
 	switch sub {
 	case "get":
-		return client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+		return client.Job(ctx, id)
 	case "cancel":
-		return client.CancelJob(ctx, &curatorv1.CancelJobRequest{Id: id})
+		return client.CancelJob(ctx, id)
 	default:
-		return watch(ctx, client, id, stderr)
+		return client.WaitJob(ctx, id, progressTo(stderr))
 	}
 }
 
@@ -323,7 +316,8 @@ func printJSON(w io.Writer, m proto.Message) error {
 // dphypoNoise settles who chooses a DP-HyPO job's noise: the curator, calibrating it to
 // --epsilon (the default), or the modeler, with --noise-multiplier and
 // --score-noise-multiplier (either one alone takes the other's former default).
-func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPSGDSettings) error {
+func dphypoNoise(fs *flag.FlagSet, dph *jobs.DPHyPOSpec) error {
+	sgd := &dph.DPSGD
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	explicit := given["noise-multiplier"] || given["score-noise-multiplier"]
@@ -338,122 +332,80 @@ func dphypoNoise(fs *flag.FlagSet, dph *curatorv1.DPHyPOSpec, sgd *curatorv1.DPS
 		if !given["score-noise-multiplier"] {
 			sgd.ScoreNoiseMultiplier = 2
 		}
-	case dph.GetEvaluator() != "" && !given["epsilon"]:
+	case dph.Evaluator != "" && !given["epsilon"]:
 		// An external evaluator's per-run guarantee is its operator's; nothing to calibrate.
 		dph.TargetEpsilon = 0
 	}
 	return nil
 }
 
-// refusedForecast returns the forecast a SubmitJob refusal for an uninformative Kusner
-// job carries (its status details), or nil for any other error: it tells the refusal by
-// its reason (refusal.Uninformative), the forecast is the typed detail beside it.
-func refusedForecast(err error) *curatorv1.KusnerForecast {
-	if !errors.Is(err, refusal.ErrUninformative) {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if f, isForecast := d.(*curatorv1.KusnerForecast); isForecast {
-			return f
-		}
-	}
-	return nil
-}
-
 // printJobQuote prints a job's quote: its price, relation, guarantee and forecast.
-func printJobQuote(w io.Writer, q *curatorv1.JobQuote) {
-	fmt.Fprintf(w, "dry run, nothing charged: the job would cost ε=%g δ=%g under the relation %s\n", q.GetEpsilon(), q.GetDelta(), q.GetRelation())
-	fmt.Fprintf(w, "  guarantee: %s\n", q.GetGuarantee())
-	if f := q.GetKusnerForecast(); f != nil {
+func printJobQuote(w io.Writer, q jobpb.Quote) {
+	fmt.Fprintf(w, "dry run, nothing charged: the job would cost ε=%g δ=%g under the relation %s\n", q.Cost.Epsilon, q.Cost.Delta, q.Relation)
+	fmt.Fprintf(w, "  guarantee: %s\n", q.Guarantee)
+	if f := q.Forecast; f != nil {
 		printForecast(w, f)
 		switch {
-		case q.GetRefused():
-			fmt.Fprintf(w, "  the curator would REFUSE it: no release beats a uniform pick by %g%%", 100*f.GetMargin())
-			if !math.IsInf(f.GetEpsilonNeeded(), 1) {
-				fmt.Fprintf(w, " (one would from ε = %.4g)", f.GetEpsilonNeeded())
+		case q.Refused:
+			fmt.Fprintf(w, "  the curator would REFUSE it: no release beats a uniform pick by %g%%", 100*f.Margin)
+			if !math.IsInf(f.EpsilonNeeded, 1) {
+				fmt.Fprintf(w, " (one would from ε = %.4g)", f.EpsilonNeeded)
 			}
 			fmt.Fprintln(w, "; --force runs it anyway")
-		case !f.GetInformative():
+		case !f.Informative:
 			fmt.Fprintln(w, "  no release beats a uniform pick by the margin, but --force is set: it would run and be charged")
 		}
 	}
 }
 
 // printForecast prints a Kusner job's forecast.
-func printForecast(w io.Writer, f *curatorv1.KusnerForecast) {
-	fmt.Fprintf(w, "  forecast over %d candidates at ε=%g per release (objective range %g, gap %g):\n", f.GetCandidates(), f.GetEpsilon(), f.GetObjectiveRange(), f.GetGap())
-	if f.GetHasSelection() {
+func printForecast(w io.Writer, f *kusner.Forecast) {
+	fmt.Fprintf(w, "  forecast over %d candidates at ε=%g per release (objective range %g, gap %g):\n", f.Candidates, f.Epsilon, f.Range, f.Gap)
+	if f.HasSelection {
 		fmt.Fprintf(w, "    hyperparameter: picks the one candidate within %g of the posterior maximum with probability %.4g to %.4g; a uniform pick %.4g (at most %.4g× as likely)\n",
-			f.GetGap(), f.GetWithinGapMin(), f.GetWithinGapMax(), f.GetUniformProbability(), f.GetSelectionLift())
+			f.Gap, f.WithinGapMin, f.WithinGapMax, f.UniformProbability, f.SelectionLift)
 	}
 	fmt.Fprintf(w, "    value: Laplace noise of scale %.4g on a range of %g; within %g of the truth with probability %.4g, a uniform guess %.4g (%.4g×)\n",
-		f.GetLaplaceScale(), f.GetObjectiveRange(), f.GetGap(), f.GetValueWithinGap(), f.GetUniformValueWithinGap(), f.GetValueLift())
+		f.LaplaceScale, f.Range, f.Gap, f.ValueWithinGap, f.UniformValueWithinGap, f.ValueLift)
 }
 
-// watch follows a job's events until it ends, then returns the job.
-func watch(ctx context.Context, client curatorv1.CuratorServiceClient, id string, stderr io.Writer) (*curatorv1.Job, error) {
-	stream, err := client.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
-	if err != nil {
-		return nil, err
-	}
-	for {
-		e, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("job: watch: %w", err)
-		}
-		if e.GetTotal() > 0 {
-			fmt.Fprintf(stderr, "  [%s] step %d/%d %s\n", stateName(e.GetState()), e.GetStep(), e.GetTotal(), e.GetMessage())
+// progressTo prints a job's events to w as they come.
+func progressTo(w io.Writer) func(jobs.Event) {
+	return func(e jobs.Event) {
+		if e.Total > 0 {
+			fmt.Fprintf(w, "  [%s] step %d/%d %s\n", e.State, e.Step, e.Total, e.Message)
 		} else {
-			fmt.Fprintf(stderr, "  [%s] %s\n", stateName(e.GetState()), e.GetMessage())
+			fmt.Fprintf(w, "  [%s] %s\n", e.State, e.Message)
 		}
 	}
-	return client.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
 }
 
-func stateName(s curatorv1.JobState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "JOB_STATE_"))
-}
-
-func kindName(j *curatorv1.Job) string {
-	if j.GetSpec().GetKusner() != nil {
-		return "kusner"
+func printJob(w io.Writer, j jobs.Job) {
+	fmt.Fprintf(w, "job %s: %s (%s), charged ε=%g δ=%g\n", j.ID, j.State, j.Spec.Kind(), j.Cost.Epsilon, j.Cost.Delta)
+	if j.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", j.Error)
 	}
-	return "dphypo"
-}
-
-func printJob(w io.Writer, j *curatorv1.Job) {
-	fmt.Fprintf(w, "job %s: %s (%s), charged ε=%g δ=%g\n", j.GetId(), stateName(j.GetState()), kindName(j), j.GetEpsilonCharged(), j.GetDeltaCharged())
-	if e := j.GetError(); e != "" {
-		fmt.Fprintf(w, "  error: %s\n", e)
-	}
-	r := j.GetResult()
+	r := j.Result
 	if r == nil {
 		return
 	}
-	if r.GetHasHyperparameters() {
-		names := make([]string, 0, len(r.GetHyperparameters()))
-		for k := range r.GetHyperparameters() {
+	if r.HasHyperparameters {
+		names := make([]string, 0, len(r.Hyperparameters))
+		for k := range r.Hyperparameters {
 			names = append(names, k)
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(w, "  released %s = %g\n", k, r.GetHyperparameters()[k])
+			fmt.Fprintf(w, "  released %s = %g\n", k, r.Hyperparameters[k])
 		}
 	}
-	fmt.Fprintf(w, "  released score = %g\n", r.GetScore())
-	if r.GetRuns() > 0 {
-		fmt.Fprintf(w, "  runs = %d\n", r.GetRuns())
+	fmt.Fprintf(w, "  released score = %g\n", r.Score)
+	if r.Runs > 0 {
+		fmt.Fprintf(w, "  runs = %d\n", r.Runs)
 	}
-	if c := r.GetConstants(); c["target_epsilon"] > 0 {
+	if c := r.Constants; c["target_epsilon"] > 0 {
 		fmt.Fprintf(w, "  noise calibrated to target ε=%g: noise multiplier %.4g, score noise multiplier %.4g\n",
 			c["target_epsilon"], c["noise_multiplier"], c["score_noise_multiplier"])
 	}
-	fmt.Fprintf(w, "  guarantee: %s\n", r.GetGuarantee())
+	fmt.Fprintf(w, "  guarantee: %s\n", r.Guarantee)
 }

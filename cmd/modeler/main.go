@@ -21,6 +21,7 @@ import (
 	"github.com/privbo/privbo/internal/setting"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -289,8 +290,10 @@ func printResult(w io.Writer, res *modeler.Result, dir study.Direction, took tim
 	fmt.Fprintf(w, "dataset %s: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the %s posterior mean among the %d queried rows (%s; %d queries, %s, release %s, r=%d)\n",
 		res.Dataset, res.Recommended, res.RecommendedMean, res.RecommendedSD, extreme, distinct(res.Queried), res.Direction, res.Iterations,
 		took.Round(time.Millisecond), res.ReleaseID, res.R)
-	op := study.OutputPrivacy{Exact: res.Protection.ExactAnswers}
-	if !op.Exact {
+	var op study.OutputPrivacy
+	if res.Protection.ExactAnswers {
+		op.Noise = noise.None
+	} else {
 		op.Mechanism = res.Protection.AnswersMechanism
 		if r := res.AnswersRange; r != nil {
 			op.Lower, op.Upper = r[0], r[1]

@@ -38,7 +38,7 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprint(w, "; already released to this identity (replayed at no cost)")
 	}
 	fmt.Fprintln(w)
-	if a := q.Answers; a.Exact {
+	if a := q.Answers; a.Exact() {
 		fmt.Fprintln(w, "  answers: exact, unprotected (no charge)")
 	} else {
 		paid := "paid with the projection"
@@ -48,7 +48,7 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprintf(w, "  answers: %s, ε=%g, δ=%g once for all of them (%s): answer noise sd %.4g against the target's public range [%g, %g]\n",
 			a.Mechanism, a.Epsilon, a.Delta, paid, a.NoiseSD, a.Lower, a.Upper)
 	}
-	if !q.Answers.Exact {
+	if !q.Answers.Exact() {
 		fmt.Fprintf(w, "  worth: %s\n", q.Worth())
 	}
 	for _, c := range q.Charges {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -314,7 +314,7 @@ type Info struct {
 	// OutputNoiseSD is the standard deviation of each answer's noise at the public
 	// range (0 for exact answers) and OutputNoise its family.
 	OutputNoiseSD float64
-	OutputNoise   answer.Noise
+	OutputNoise   noise.Family
 	// ExactAnswersMaxRows is the most distinct rows of the dataset answered exactly, to
 	// all identities together
 	// (0: no limit, or outputs are private).

@@ -9,6 +9,7 @@ import (
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/noise"
 )
 
 // OutputPrivacy says how query answers are released (docs/MATHS.md §2.3, docs/PRIVACY.md §5;
@@ -71,7 +72,7 @@ func newOutputReleaser(o OutputPrivacy) (*outputReleaser, error) {
 func (r *outputReleaser) name() string { return r.mech.Name() }
 
 // exact reports whether answers are released without privacy.
-func (r *outputReleaser) exact() bool { return r.mech.Exact() }
+func (r *outputReleaser) exact() bool { return r.mech.Noise() == noise.None }
 
 // chargeKey is the ledger key of an identity's one charge for its answers under this
 // setting: a new setting is a new key, and so a new charge.
@@ -94,7 +95,7 @@ func (r *outputReleaser) passChargeKey(p int) string {
 func (r *outputReleaser) noiseSD() float64 { return r.mech.NoiseSD() }
 
 // noise is the family of the answers' noise.
-func (r *outputReleaser) noise() answer.Noise { return r.mech.Noise() }
+func (r *outputReleaser) noise() noise.Family { return r.mech.Noise() }
 
 func (r *outputReleaser) cost() ledger.Cost { return r.mech.Cost() }
 
@@ -121,7 +122,7 @@ func (r *outputReleaser) clipFor(c Clip) (Clip, error) {
 	if c.IsZero() {
 		return pub, nil
 	}
-	if r.mech.Exact() {
+	if r.mech.Noise() == noise.None {
 		return Clip{}, fmt.Errorf("%w: a clip range applies only to private answers; this curator releases exact answers (output privacy none)", ErrInvalidArgument)
 	}
 	if math.IsNaN(c.Lower) || math.IsNaN(c.Upper) || !(c.Lower < c.Upper) {
@@ -142,7 +143,7 @@ func (r *outputReleaser) clipFor(c Clip) (Clip, error) {
 // setting's own for the public range, otherwise the same mechanism (answer.New with the
 // same name) at the same (ε, δ) on the range c, so calibrated to c.Upper − c.Lower.
 func (r *outputReleaser) mechanismFor(c Clip) (answer.Mechanism, error) {
-	if r.mech.Exact() || c == (Clip{r.cfg.Lower, r.cfg.Upper}) {
+	if r.mech.Noise() == noise.None || c == (Clip{r.cfg.Lower, r.cfg.Upper}) {
 		return r.mech, nil
 	}
 	p := r.mech.Params()

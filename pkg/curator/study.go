@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/worth"
 )
@@ -286,7 +286,7 @@ type AnswersQuote struct {
 	Lower, Upper   float64
 	NoiseSD        float64
 	// Noise is the family of that noise.
-	Noise answer.Noise
+	Noise noise.Family
 	// Paid: the identity has paid them already (a new charge costs nothing more).
 	Paid bool
 }

@@ -142,7 +142,7 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 	op := study.OutputPrivacy{Mechanism: a.GetMechanism(), EpsilonPerIndex: a.GetEpsilon(), DeltaPerIndex: a.GetDelta(),
 		Lower: a.GetLower(), Upper: a.GetUpper()}
 	_ = stateNoise(&op, a.GetNoise(), a.GetNoiseSd()) // see above
-	q.Answers.Exact, q.Answers.Laplace = op.Exact, op.Laplace
+	q.Answers.Noise = op.Noise
 	if op.NoiseSD > 0 {
 		q.Answers.NoiseSD = op.NoiseSD
 	}

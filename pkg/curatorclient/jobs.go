@@ -1,94 +1,120 @@
 package curatorclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strings"
-	"time"
+	"io"
 
-	"github.com/privbo/privbo/pkg/hparam"
+	"google.golang.org/grpc/status"
+
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobpb"
 	"github.com/privbo/privbo/pkg/kusner"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
-// Conversions of what the curator sends about a job into package jobs' types, for a
-// modeler's job report (jobs.WriteReport). They carry only what the curator sent.
+// A Go program's private jobs on a curator, in package jobs' types: submit or quote a
+// spec, follow a job to its end, read, list or cancel jobs. The modeler's job command
+// is built on these. Refusals come back as *refusal.Error (Refused); a job refused for
+// its forecast carries it (RefusedForecast).
 
-// SpaceFromProto reads a grid's axes as sent.
-func SpaceFromProto(in []*curatorv1.HyperparameterRange) ([]hparam.Axis, error) {
-	out := make([]hparam.Axis, len(in))
-	for k, r := range in {
-		a := hparam.Axis{Name: r.GetName(), Values: r.GetValues(), Low: r.GetLow(), High: r.GetHigh(), Count: int(r.GetCount())}
-		switch r.GetScale() {
-		case curatorv1.HyperparameterRange_SCALE_LIST:
-			a.Kind = hparam.AxisList
-		case curatorv1.HyperparameterRange_SCALE_LOG_LIST:
-			a.Kind = hparam.AxisLogList
-		case curatorv1.HyperparameterRange_SCALE_LINEAR:
-			a.Kind = hparam.AxisLinear
-		case curatorv1.HyperparameterRange_SCALE_LOG:
-			a.Kind = hparam.AxisLog
-		default:
-			return nil, fmt.Errorf("curatorclient: hyperparameter %q: unknown scale %s", r.GetName(), r.GetScale())
+// SubmitJob pays for spec and starts it. key is the idempotency key: submitting the
+// same spec with a key used before returns that job and charges nothing more; "" is a
+// new job every time.
+func (c *Client) SubmitJob(ctx context.Context, key string, spec jobs.Spec) (jobs.Job, error) {
+	p, err := c.c.SubmitJob(ctx, &curatorv1.SubmitJobRequest{IdempotencyKey: key, Spec: jobpb.SpecProto(spec)})
+	if err != nil {
+		return jobs.Job{}, Refused(err)
+	}
+	return jobpb.Job(p)
+}
+
+// QuoteJob plans spec as SubmitJob would — cost, relation, guarantee and, for a Kusner
+// job, its forecast — and charges, records and runs nothing.
+func (c *Client) QuoteJob(ctx context.Context, spec jobs.Spec) (jobpb.Quote, error) {
+	q, err := c.c.QuoteJob(ctx, &curatorv1.QuoteJobRequest{Spec: jobpb.SpecProto(spec)})
+	if err != nil {
+		return jobpb.Quote{}, Refused(err)
+	}
+	return jobpb.QuoteOf(q), nil
+}
+
+// Job returns the caller's job id as it stands.
+func (c *Client) Job(ctx context.Context, id string) (jobs.Job, error) {
+	p, err := c.c.GetJob(ctx, &curatorv1.GetJobRequest{Id: id})
+	if err != nil {
+		return jobs.Job{}, Refused(err)
+	}
+	return jobpb.Job(p)
+}
+
+// Jobs lists the caller's jobs, newest first.
+func (c *Client) Jobs(ctx context.Context) ([]jobs.Job, error) {
+	resp, err := c.c.ListJobs(ctx, &curatorv1.ListJobsRequest{})
+	if err != nil {
+		return nil, Refused(err)
+	}
+	out := make([]jobs.Job, 0, len(resp.GetJobs()))
+	for _, p := range resp.GetJobs() {
+		j, err := jobpb.Job(p)
+		if err != nil {
+			return nil, err
 		}
-		out[k] = a
+		out = append(out, j)
 	}
 	return out, nil
 }
 
-// JobFromProto converts a job record.
-func JobFromProto(p *curatorv1.Job) (jobs.Job, error) {
-	j := jobs.Job{ID: p.GetId(), Identity: p.GetIdentity(), State: jobs.State(strings.ToLower(strings.TrimPrefix(p.GetState().String(), "JOB_STATE_"))),
-		Guarantee: p.GetGuarantee(), Error: p.GetError(),
-		Created: time.UnixMilli(p.GetCreatedUnixMs()).UTC(), Updated: time.UnixMilli(p.GetUpdatedUnixMs()).UTC()}
-	j.Cost.Epsilon, j.Cost.Delta = p.GetEpsilonCharged(), p.GetDeltaCharged()
-	switch k := p.GetSpec().GetKind().(type) {
-	case *curatorv1.JobSpec_Kusner:
-		s := k.Kusner
-		space, err := SpaceFromProto(s.GetSpace())
-		if err != nil {
-			return jobs.Job{}, err
-		}
-		j.Spec.Kusner = &jobs.KusnerSpec{Algorithm: int(s.GetAlgorithm()), Space: space, Iterations: int(s.GetIterations()),
-			Epsilon: s.GetEpsilon(), Delta: s.GetDelta(), K1: s.GetK1(), NoiseVariance: s.GetNoiseVariance(), GammaT: s.GetGammaT(),
-			A: s.GetA(), Tau: s.GetTau(), Lengthscale: s.GetLengthscale(), Evaluator: s.GetEvaluator(),
-			ForecastGap: s.GetForecastGap(), Force: s.GetForce()}
-	case *curatorv1.JobSpec_Dphypo:
-		s := k.Dphypo
-		space, err := SpaceFromProto(s.GetSpace())
-		if err != nil {
-			return jobs.Job{}, err
-		}
-		d := s.GetDpsgd()
-		j.Spec.DPHyPO = &jobs.DPHyPOSpec{Space: space, Theta: s.GetTheta(), Gamma: s.GetGamma(), CMax: s.GetCMax(), CMin: s.GetCMin(),
-			Tau: s.GetTau(), Beta: s.GetBeta(), Uniform: s.GetUniform(), Evaluator: s.GetEvaluator(), Delta: s.GetDelta(),
-			TargetEpsilon: s.GetTargetEpsilon(), DPSGD: jobs.DPSGD{LearningRate: d.GetLearningRate(), ClipNorm: d.GetClipNorm(),
-				NoiseMultiplier: d.GetNoiseMultiplier(), Epochs: int(d.GetEpochs()), BatchSize: int(d.GetBatchSize()), L2: d.GetL2(),
-				ScoreNoiseMultiplier: d.GetScoreNoiseMultiplier()}}
+// CancelJob stops the caller's job id if it is still queued or running and returns it
+// in its final state; its charge stays spent.
+func (c *Client) CancelJob(ctx context.Context, id string) (jobs.Job, error) {
+	p, err := c.c.CancelJob(ctx, &curatorv1.CancelJobRequest{Id: id})
+	if err != nil {
+		return jobs.Job{}, Refused(err)
 	}
-	if r := p.GetResult(); r != nil {
-		j.Result = &jobs.Result{Hyperparameters: r.GetHyperparameters(), HasHyperparameters: r.GetHasHyperparameters(), Score: r.GetScore(),
-			Runs: int(r.GetRuns()), Epsilon: r.GetEpsilon(), Delta: r.GetDelta(), Guarantee: r.GetGuarantee(), Constants: r.GetConstants()}
-	}
-	return j, nil
+	return jobpb.Job(p)
 }
 
-// EventFromProto converts a progress event.
-func EventFromProto(e *curatorv1.JobEvent) jobs.Event {
-	return jobs.Event{JobID: e.GetJobId(), Seq: e.GetSeq(), Time: time.UnixMilli(e.GetTimeUnixMs()).UTC(),
-		State: jobs.State(strings.ToLower(strings.TrimPrefix(e.GetState().String(), "JOB_STATE_"))),
-		Step:  int(e.GetStep()), Total: int(e.GetTotal()), Message: e.GetMessage()}
+// WaitJob follows the caller's job id from its first event until it ends, handing each
+// event to progress (nil: none), and returns the job as it ended: its result, or its
+// error. The events carry counts and data-independent messages only.
+func (c *Client) WaitJob(ctx context.Context, id string, progress func(jobs.Event)) (jobs.Job, error) {
+	stream, err := c.c.WatchJob(ctx, &curatorv1.WatchJobRequest{Id: id})
+	if err != nil {
+		return jobs.Job{}, Refused(err)
+	}
+	for {
+		e, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return jobs.Job{}, fmt.Errorf("watch: %w", Refused(err))
+		}
+		if progress != nil {
+			progress(jobpb.Event(e))
+		}
+	}
+	return c.Job(ctx, id)
 }
 
-// ForecastFromProto converts a Kusner job's forecast (nil for none).
-func ForecastFromProto(f *curatorv1.KusnerForecast) *kusner.Forecast {
-	if f == nil {
+// RefusedForecast returns the forecast a SubmitJob refusal for an uninformative Kusner
+// job carries, or nil for any other error: the refusal is told by its reason
+// (refusal.Uninformative), the forecast is the typed detail beside it.
+func RefusedForecast(err error) *kusner.Forecast {
+	if !errors.Is(err, refusal.ErrUninformative) {
 		return nil
 	}
-	return &kusner.Forecast{Candidates: int(f.GetCandidates()), Epsilon: f.GetEpsilon(), Range: f.GetObjectiveRange(), Gap: f.GetGap(),
-		Margin: f.GetMargin(), UniformProbability: f.GetUniformProbability(), HasSelection: f.GetHasSelection(),
-		SelectionTemperature: f.GetSelectionTemperature(), WithinGapMin: f.GetWithinGapMin(), WithinGapMax: f.GetWithinGapMax(),
-		SelectionLift: f.GetSelectionLift(), SelectionEpsilon: f.GetSelectionEpsilon(), LaplaceScale: f.GetLaplaceScale(),
-		ValueWithinGap: f.GetValueWithinGap(), UniformValueWithinGap: f.GetUniformValueWithinGap(), ValueLift: f.GetValueLift(),
-		ValueEpsilon: f.GetValueEpsilon(), Informative: f.GetInformative(), EpsilonNeeded: f.GetEpsilonNeeded()}
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if f, isForecast := d.(*curatorv1.KusnerForecast); isForecast {
+			return jobpb.Forecast(f)
+		}
+	}
+	return nil
 }

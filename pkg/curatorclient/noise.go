@@ -2,7 +2,9 @@ package curatorclient
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 	"github.com/privbo/privbo/pkg/study/calibrate"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
@@ -13,12 +15,10 @@ import (
 // calibrated from its mechanism's settings (calibrate.Noise) instead. Noisy answers
 // stated with a non-positive sd are an error (op's family is filled all the same).
 func stateNoise(op *study.OutputPrivacy, f curatorv1.NoiseFamily, sd float64) error {
-	exact, laplace, stated := statedNoise(f)
-	if !stated {
+	if op.Noise = noiseFamily(f); op.Noise == noise.Unstated {
 		return calibrate.Noise(op)
 	}
-	op.Exact, op.Laplace = exact, laplace
-	if exact {
+	if op.Exact() {
 		return nil
 	}
 	if op.NoiseSD = sd; !(sd > 0) {
@@ -27,16 +27,11 @@ func stateNoise(op *study.OutputPrivacy, f curatorv1.NoiseFamily, sd float64) er
 	return nil
 }
 
-// statedNoise is the study's form of a noise family the curator stated: exact and
-// Laplace, and whether it stated one at all.
-func statedNoise(f curatorv1.NoiseFamily) (exact, laplace, stated bool) {
-	switch f {
-	case curatorv1.NoiseFamily_NOISE_FAMILY_NONE:
-		return true, false, true
-	case curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE:
-		return false, true, true
-	case curatorv1.NoiseFamily_NOISE_FAMILY_GAUSSIAN:
-		return false, false, true
-	}
-	return false, false, false
+// noiseFamily is the family of the proto's value of the same name: noise.Unstated for
+// UNSPECIFIED, which curators that predate the statement send, and for a value this
+// client does not know.
+func noiseFamily(f curatorv1.NoiseFamily) noise.Family {
+	name, _ := strings.CutPrefix(f.String(), "NOISE_FAMILY_")
+	fam, _ := noise.Parse(strings.ToLower(name))
+	return fam
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -32,7 +31,7 @@ func (f *forecastRunner) Plan(spec Spec) (Plan, error) {
 func (f *forecastRunner) Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error) {
 	res, err := f.fakeRunner.Run(ctx, spec, progress)
 	res.Trace = &Trace{Grid: []hparam.Axis{{Name: "lambda", Kind: hparam.AxisList, Values: []float64{0.01, 0.1}}},
-		Steps: []TraceStep{NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
+		Steps: []TraceStep{jobspec.NewTraceStep(1, 1, map[string]float64{"lambda": 0.1}, 0.87, false, []float64{0.25, 0.75})},
 		Final: []float64{0.5, 1.5}, Visits: []int{0, 1}}
 	return res, err
 }
@@ -105,65 +104,37 @@ func TestUninformativeRefusedAtNoCost(t *testing.T) {
 	}
 }
 
-// TestReports renders a job for both audiences: the modeler's page has the release, the
-// charge under its relation and the forecast, and no path; the operator's page (read
-// with a Reader while the manager is open) has the runs.
-func TestReports(t *testing.T) {
+// TestReaderReadsTheReport: a Reader, opened while the manager is open, reads a job as
+// the curator's report needs it (package jobreport renders it): the record, its events
+// and the operator-only trace.
+func TestReaderReadsTheReport(t *testing.T) {
 	dir := t.TempDir()
 	r := &forecastRunner{}
 	m, led := newTestManager(t, dir, r)
 	defer led.Close()
 	defer m.Close()
 	ctx := context.Background()
-	sp := spec(2)
-	sp.Kusner.Space = []hparam.Axis{{Name: "lambda", Kind: hparam.AxisList, Values: []float64{0.01, 0.1}}}
-	j, err := m.Submit(ctx, "alice", "", sp)
+	j, err := m.Submit(ctx, "alice", "", spec(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := waitState(t, m, j.ID, Succeeded)
-	plan, _ := m.Quote(sp)
 	evs, _ := m.Events(ctx, j.ID, 0)
-	read := func(path string) string {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	mp, err := WriteReport(Report{Job: done, Events: evs, Relation: string(plan.Relation), Forecast: plan.Forecast, Generated: time.Now()}, filepath.Join(dir, "modeler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := read(mp)
-	for _, want := range []string{"validation-record", "<th>lambda</th><td>0.1</td>", "Informative", "stroke=\"#c00\"", "GP-UCB for T = 5 iterations"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the modeler's report lacks %q", want)
-		}
-	}
-	if strings.Contains(page, "operator only") || strings.Contains(page, "0.87") {
-		t.Error("the modeler's report shows the operator's path")
-	}
 	rd, err := OpenReader(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	oj, _ := rd.Job(ctx, j.ID)
-	oevs, _ := rd.Events(ctx, j.ID)
+	oj, err := rd.Job(ctx, j.ID)
+	if err != nil || oj.ID != done.ID || oj.State != Succeeded || oj.Result == nil || oj.Result.Score != done.Result.Score {
+		t.Errorf("Reader.Job = %+v, %v; want the manager's %+v", oj, err, done)
+	}
+	if oevs, err := rd.Events(ctx, j.ID); err != nil || len(oevs) != len(evs) {
+		t.Errorf("Reader.Events = %d events, %v; want the manager's %d", len(oevs), err, len(evs))
+	}
 	tr, err := rd.Trace(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := WriteReport(Report{Job: oj, Events: oevs, Trace: tr, Relation: "validation-record", Generated: time.Now()}, filepath.Join(dir, "operator"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	page = read(op)
-	for _, want := range []string{"Runs (operator only)", "<td>lambda = 0.1</td><td>0.87</td><td>1.5</td><td>0.5</td>"} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the operator's report lacks %q", want)
-		}
+	if err != nil || len(tr.Steps) != 1 || tr.Steps[0].Score != 0.87 {
+		t.Errorf("Reader.Trace = %+v, %v; want the runner's one step", tr, err)
 	}
 	if _, err := OpenReader(filepath.Join(dir, "missing")); err == nil {
 		t.Error("OpenReader of a directory without jobs.db succeeded")

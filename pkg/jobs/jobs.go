@@ -33,7 +33,7 @@
 // DP-HyPO: the runs, points, scores and sampling distributions the guarantee does not
 // cover). It is kept in its own table, never encoded with the result or the ledger
 // receipt; Manager.Trace and Reader.Trace read it for the curator's operator, and
-// WriteReport renders a job for either audience.
+// package jobreport renders a job for either audience.
 //
 // Progress events and error messages go to the modeler, so they carry only counts, states
 // and messages that do not depend on the data. Errors from a Runner reach the modeler only
@@ -79,14 +79,6 @@ type (
 	Runner      = jobspec.Runner
 	PublicError = jobspec.PublicError
 )
-
-// NewTraceStep summarises one run (jobspec.NewTraceStep).
-func NewTraceStep(run, index int, point map[string]float64, score float64, failed bool, sampling []float64) TraceStep {
-	return jobspec.NewTraceStep(run, index, point, score, failed, sampling)
-}
-
-// Publicf returns a PublicError (jobspec.Publicf).
-func Publicf(format string, args ...any) error { return jobspec.Publicf(format, args...) }
 
 // Job is a job's record.
 type Job struct {

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -369,7 +370,8 @@ func (m *Manager) Quote(spec Spec) (Plan, error) {
 
 // Refused reports whether Submit refuses spec, planned as plan, for its forecast.
 func Refused(spec Spec, plan Plan) bool {
-	return plan.Forecast != nil && !plan.Forecast.Informative && !(spec.Kusner != nil && spec.Kusner.Force)
+	k := jobspec.KindOf(spec)
+	return plan.Forecast != nil && !plan.Forecast.Informative && !(k != nil && k.Forced(spec))
 }
 
 func truncate(s string, n int) string {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -195,7 +196,7 @@ func TestCancelAndErrors(t *testing.T) {
 	if strings.Contains(f.Error, "secret") || !strings.Contains(f.Error, "internal error") {
 		t.Errorf("private error reached the job record: %q", f.Error)
 	}
-	r3 := &fakeRunner{fail: Publicf("evaluator timed out after 1s")}
+	r3 := &fakeRunner{fail: jobspec.Publicf("evaluator timed out after 1s")}
 	m3, led3 := newTestManager(t, t.TempDir(), r3)
 	defer led3.Close()
 	defer m3.Close()

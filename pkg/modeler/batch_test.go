@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -24,7 +25,7 @@ func syntheticSession(t *testing.T, raw bool, obs int) (*session, func(i int) fl
 		return 100 + 20*math.Sin(2*x[0]) + 10*math.Cos(3*x[1]) - 5*x[2]*x[2]
 	}
 	s, err := newSession(Config{R: dim, Iterations: 60, Batch: 5, RawOutputs: raw, SignalVariance: 1, NoiseVariance: 1e-3, DeltaUCB: 0.05},
-		nil, z, n, dim, study.OutputPrivacy{Exact: true}, 0)
+		nil, z, n, dim, study.OutputPrivacy{Noise: noise.None}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

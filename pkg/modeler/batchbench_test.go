@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -18,7 +19,7 @@ func BenchmarkChooseBatch(b *testing.B) {
 		z[k] = rng.NormFloat64()
 	}
 	s, err := newSession(Config{R: dim, Iterations: t + q, Batch: q, SignalVariance: 1, NoiseVariance: 1e-3, DeltaUCB: 0.05},
-		nil, z, n, dim, study.OutputPrivacy{Exact: true}, 0)
+		nil, z, n, dim, study.OutputPrivacy{Noise: noise.None}, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -194,7 +195,7 @@ func (c exactOptionCurator) DatasetInfo(ctx context.Context) (*DatasetInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none", Exact: true}
+	info.OutputPrivacy = study.OutputPrivacy{Mechanism: "none", Noise: noise.None}
 	return info, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/privbo/privbo/internal/gptest"
 	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -72,7 +73,7 @@ func TestFitEveryRecoversLengthscale(t *testing.T) {
 			if err := cfg.defaults(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{Exact: true}, 0)
+			s, err := newSession(cfg, client, x, n, 1, study.OutputPrivacy{Noise: noise.None}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/gpucb"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -209,7 +210,7 @@ const (
 // exact-answer default. pkg/simulate applies the same rule (GPSettings.NoiseRule).
 func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float64, err error) {
 	signal, noise = c.SignalVariance, c.NoiseVariance
-	if !op.Exact && (signal == 0 || noise == 0) {
+	if !op.Exact() && (signal == 0 || noise == 0) {
 		var p gpucb.NoisyPrior
 		lo, hi := op.Lower, op.Upper
 		if c.Direction == study.Minimize {
@@ -241,7 +242,7 @@ func (c *Config) prior(op study.OutputPrivacy) (signal, noise, answerNoise float
 
 // The likelihoods of Config.RecommendLikelihood (the noise model a recommendation
 // assumes; which one fits the answers comes from the curator's stated noise family,
-// study.OutputPrivacy.Laplace, never from these spellings).
+// study.OutputPrivacy.Noise, never from these spellings).
 const (
 	LikelihoodLaplace  = "laplace"
 	LikelihoodGaussian = "gaussian"
@@ -390,7 +391,7 @@ func protectionOf(rel *study.Release) Protection {
 	op := rel.OutputPrivacy
 	return Protection{DatasetID: rel.DatasetID, ProjectionMechanism: rel.Mechanism, ProjectionRelation: rel.Relation,
 		ProjectionGuarantee: rel.Guarantee, AnswersMechanism: op.Mechanism, AnswersRelation: op.Relation,
-		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.Exact, op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact}
+		AnswersGuarantee: answersGuarantee(op.Mechanism, op.Guarantee, op.Exact(), op.EpsilonPerIndex, op.DeltaPerIndex), ExactAnswers: op.Exact()}
 }
 
 // releaseOf is the stored form of a projection received with the dataset's info.
@@ -649,8 +650,8 @@ type session struct {
 	res    *Result
 	budget study.Budget
 	rounds int
-	// laplace is true when the curator's answers carry Laplace noise.
-	laplace bool
+	// answers is the family of the curator's answers' noise.
+	answers noise.Family
 	// baseNF is each observation's noise factor from its range (noiseFactor), in the
 	// order observed: what robustRecommend starts from. robust is set once
 	// robustRecommend reweighted the GP.
@@ -710,14 +711,14 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	res := &Result{Rows: n, R: dim, Direction: cfg.Direction.String(), BestIndex: -1, BestValue: math.Inf(-1) * cfg.Direction.Sign(), Batch: cfg.Batch,
 		Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise, AnswerNoiseVariance: answerNoise,
 		ProjectionNoiseSD: noiseSD, InputNoiseVariance: inVar, AnswerNoiseSD: answerSD}
-	if !op.Exact {
+	if !op.Exact() {
 		res.AnswersRange = &[2]float64{op.Lower, op.Upper}
 	}
 	if noiseSD > 0 {
 		res.ProjectionNoise = cfg.ProjectionNoise.String()
 	}
 	var public Clip
-	if !op.Exact {
+	if !op.Exact() {
 		public = Clip{op.Lower, op.Upper}
 	}
 	if !cfg.Clip.IsZero() {
@@ -727,10 +728,10 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 		res.AnswersClip = &[2]float64{cfg.Clip.Lower, cfg.Clip.Upper}
 		res.AnswerClipNoiseSD = answerSD * (cfg.Clip.Upper - cfg.Clip.Lower) / (op.Upper - op.Lower)
 	}
-	if !op.Exact && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
+	if !op.Exact() && (cfg.SignalVariance == 0 || cfg.NoiseVariance == 0) {
 		res.NoisePrior = string(NoiseRule)
 	}
-	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, laplace: an.Laplace}, nil
+	return &session{cfg: cfg, cur: cur, z: z, n: n, dim: dim, post: post, acq: gcfg.UCB(), res: res, public: public, answers: an.Noise}, nil
 }
 
 // noiseFactor is the noise variance of an answer clipped to c relative to one clipped
@@ -925,7 +926,7 @@ func (s *session) queryWith(ctx context.Context, rows []int, opt QueryOptions) (
 }
 
 func (s *session) finish() *Result {
-	if s.cfg.RecommendLikelihood != LikelihoodGaussian && s.res.AnswerNoiseSD > 0 && s.laplace {
+	if s.cfg.RecommendLikelihood != LikelihoodGaussian && s.res.AnswerNoiseSD > 0 && s.answers == noise.Laplace {
 		if !s.robust { // once: finish may run again (an interrupted study's result)
 			g := s.bestQueried()
 			s.res.GaussianRecommended = &g

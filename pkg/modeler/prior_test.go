@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
@@ -45,12 +46,12 @@ func TestNoiseAwarePrior(t *testing.T) {
 	}{
 		{"laplace answers", laplace, 0, 0, 1, lapNoise / 1e4, lapNoise, "ratio"},
 		{"gaussian answers", gaussian, 0, 0, 1, gaussNoise / 0.25, gaussNoise, "ratio"},
-		{"exact answers", study.OutputPrivacy{Mechanism: "none", Exact: true}, 0, 0, 1, 1e-3, 0, ""},
+		{"exact answers", study.OutputPrivacy{Mechanism: "none", Noise: noise.None}, 0, 0, 1, 1e-3, 0, ""},
 		{"answers of a curator that names no mechanism", stated(t, study.OutputPrivacy{}), 0, 0, 1, 1e-3, 0, ""},
 		{"laplace, noise variance given", laplace, 0, 0.5, 1, 0.5, lapNoise, "ratio"},
 		{"laplace, signal variance given", laplace, 2, 0, 2, lapNoise / 1e4, lapNoise, "ratio"},
 		{"laplace, both given", laplace, 2, 0.5, 2, 0.5, 0, ""},
-		{"exact, both given", study.OutputPrivacy{Mechanism: "none", Exact: true}, 3, 0.25, 3, 0.25, 0, ""},
+		{"exact, both given", study.OutputPrivacy{Mechanism: "none", Noise: noise.None}, 3, 0.25, 3, 0.25, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{R: dim, Iterations: 10, SignalVariance: tc.signal, NoiseVariance: tc.noise}
@@ -92,7 +93,7 @@ func TestNoiseAwarePrior(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1, NoiseSD: 1, Laplace: true}, 0); err == nil {
+	if _, err := newSession(cfg, nil, z, n, dim, study.OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 1, Upper: 1, NoiseSD: 1, Noise: noise.Laplace}, 0); err == nil {
 		t.Error("an empty output range: no error, want one")
 	}
 	// Noisy answers whose noise the curator did not state are refused: the modeler

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 	"github.com/privbo/privbo/pkg/worth"
 )
@@ -84,11 +85,12 @@ type AnswersQuote struct {
 	Upper     float64 `json:"upper"`
 	NoiseSD   float64 `json:"noise_sd"`
 	Paid      bool    `json:"paid"`
-	// Exact: the answers carry no noise; otherwise Laplace says whether the noise is
-	// Laplace (else Gaussian). Both as the curator stated its noise family.
-	Exact   bool `json:"exact,omitempty"`
-	Laplace bool `json:"laplace,omitempty"`
+	// Noise is the family of the answers' noise, as the curator stated it.
+	Noise noise.Family `json:"noise,omitempty"`
 }
+
+// Exact reports whether the answers carry no noise.
+func (a AnswersQuote) Exact() bool { return a.Noise == noise.None }
 
 // AutoRChoice is the projection dimension the curator chose for a study that left r
 // to it, and the public figures its rule chose it from (docs/MATHS.md §2.6): the σ
@@ -131,7 +133,7 @@ type DefaultStudy struct {
 // noise against the target's range (worth.Study).
 func (q *Quote) Worth() worth.Forecast {
 	a := q.Answers
-	if a.Exact {
+	if a.Exact() {
 		return worth.Study(0, a.Lower, a.Upper, 0)
 	}
 	return worth.Study(a.NoiseSD, a.Lower, a.Upper, a.Epsilon)
@@ -240,14 +242,14 @@ func checkAnswerOptions(cfg *Config, op study.OutputPrivacy) error {
 		if c.clip.IsZero() {
 			continue
 		}
-		if op.Exact {
+		if op.Exact() {
 			return fmt.Errorf("modeler: a %s [%g, %g] applies only to private answers; the curator releases exact answers", c.flag, c.clip.Lower, c.clip.Upper)
 		}
 		if c.clip.Lower < op.Lower || c.clip.Upper > op.Upper {
 			return fmt.Errorf("modeler: %s [%g, %g] is not inside the curator's public output range [%g, %g]", c.flag, c.clip.Lower, c.clip.Upper, op.Lower, op.Upper)
 		}
 	}
-	if cfg.ConfirmRows > 0 && op.Exact {
+	if cfg.ConfirmRows > 0 && op.Exact() {
 		return errors.New("modeler: confirmation passes apply only to private answers; the curator releases exact answers, which a second answer would only repeat")
 	}
 	return nil

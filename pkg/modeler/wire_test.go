@@ -15,6 +15,7 @@ import (
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/modeler"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
@@ -99,9 +100,9 @@ func TestFactsFromTheWire(t *testing.T) {
 			if q.Answers.NoiseSD != m.NoiseSD() || info.OutputPrivacy.NoiseSD != m.NoiseSD() || math.Abs(res.AnswerNoiseSD-m.NoiseSD()) > 1e-12*m.NoiseSD() {
 				t.Errorf("answers' noise sd: quote %g, info %g, result %g; want the mechanism's %g", q.Answers.NoiseSD, info.OutputPrivacy.NoiseSD, res.AnswerNoiseSD, m.NoiseSD())
 			}
-			laplace := m.Noise() == answer.NoiseLaplace
-			if q.Answers.Laplace != laplace || info.OutputPrivacy.Laplace != laplace || (res.RecommendLikelihood == modeler.LikelihoodLaplace) != laplace {
-				t.Errorf("Laplace: quote %v, info %v, recommendation's likelihood %q; want Laplace %v", q.Answers.Laplace, info.OutputPrivacy.Laplace, res.RecommendLikelihood, laplace)
+			laplace := m.Noise() == noise.Laplace
+			if q.Answers.Noise != m.Noise() || info.OutputPrivacy.Noise != m.Noise() || (res.RecommendLikelihood == modeler.LikelihoodLaplace) != laplace {
+				t.Errorf("noise family: quote %v, info %v, recommendation's likelihood %q; want %v", q.Answers.Noise, info.OutputPrivacy.Noise, res.RecommendLikelihood, m.Noise())
 			}
 		})
 	}

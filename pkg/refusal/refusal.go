@@ -17,7 +17,9 @@ import (
 // Domain is the google.rpc.ErrorInfo domain of the curator's refusals.
 const Domain = "privbo.curator.v1"
 
-// Reason is the google.rpc.ErrorInfo reason of a refusal.
+// Reason is the google.rpc.ErrorInfo reason of a refusal. The reasons are the names of
+// curator.proto's enum RefusalReason, from which every client's list is generated (a test
+// keeps the two the same set).
 type Reason string
 
 // The reasons, with the gRPC code the curator answers and the metadata it attaches.

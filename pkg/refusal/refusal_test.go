@@ -3,8 +3,31 @@ package refusal
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+
+	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
+
+// TestReasonsAreTheProtoEnum: the reasons are the names of curator.proto's RefusalReason
+// (but its UNSPECIFIED zero), the list every client is generated from; a reason added on
+// one side only fails here.
+func TestReasonsAreTheProtoEnum(t *testing.T) {
+	var proto, goSide []string
+	for name, v := range curatorv1.RefusalReason_value {
+		if v != 0 {
+			proto = append(proto, name)
+		}
+	}
+	for _, r := range Reasons() {
+		goSide = append(goSide, string(r))
+	}
+	slices.Sort(proto)
+	slices.Sort(goSide)
+	if !slices.Equal(goSide, proto) {
+		t.Errorf("Reasons() = %v, curator.proto's RefusalReason = %v; want the same set", goSide, proto)
+	}
+}
 
 // TestErrorIs checks that an Error matches the value of its own reason and no other,
 // through wrapping, and that an unknown reason matches none.

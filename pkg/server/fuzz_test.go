@@ -102,27 +102,3 @@ func FuzzRequests(f *testing.F) {
 		}
 	})
 }
-
-func FuzzJobSpec(f *testing.F) {
-	seed := func(m proto.Message) []byte { b, _ := proto.Marshal(m); return b }
-	f.Add(seed(&curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Kusner{Kusner: &curatorv1.KusnerSpec{Algorithm: 1, Iterations: 5, Epsilon: 1, Delta: 1e-3,
-		Space: []*curatorv1.HyperparameterRange{{Name: "lambda", Scale: curatorv1.HyperparameterRange_SCALE_LOG, Low: 1e-4, High: 1, Count: 8}}}}}))
-	f.Add(seed(&curatorv1.JobSpec{Kind: &curatorv1.JobSpec_Dphypo{Dphypo: &curatorv1.DPHyPOSpec{Theta: 1, Gamma: 0.1, CMax: 2, CMin: 0.75}}}))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p := &curatorv1.JobSpec{}
-		if proto.Unmarshal(data, p) != nil {
-			return
-		}
-		spec, err := specFromProto(p)
-		if err != nil {
-			return
-		}
-		// A parsed spec must convert back to the same proto.
-		if back := specProto(spec); !proto.Equal(back, p) && spec.Kind() != "" {
-			again, err := specFromProto(back)
-			if err != nil || specProto(again) == nil {
-				t.Fatalf("spec does not round-trip: %v", err)
-			}
-		}
-	})
-}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -14,10 +15,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
@@ -265,17 +266,10 @@ func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudy
 	return resp
 }
 
-// noiseFamilyProto states an answer mechanism's noise family on the wire.
-func noiseFamilyProto(n answer.Noise) curatorv1.NoiseFamily {
-	switch n {
-	case answer.NoiseNone:
-		return curatorv1.NoiseFamily_NOISE_FAMILY_NONE
-	case answer.NoiseLaplace:
-		return curatorv1.NoiseFamily_NOISE_FAMILY_LAPLACE
-	case answer.NoiseGaussian:
-		return curatorv1.NoiseFamily_NOISE_FAMILY_GAUSSIAN
-	}
-	return curatorv1.NoiseFamily_NOISE_FAMILY_UNSPECIFIED
+// noiseFamilyProto states an answer mechanism's noise family on the wire: the proto's
+// value of the same name (UNSPECIFIED for noise.Unstated).
+func noiseFamilyProto(f noise.Family) curatorv1.NoiseFamily {
+	return curatorv1.NoiseFamily(curatorv1.NoiseFamily_value["NOISE_FAMILY_"+strings.ToUpper(f.String())])
 }
 
 // dimensionChoiceProto is how the curator chose a dimension (nil when it did not).

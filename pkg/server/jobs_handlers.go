@@ -2,16 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
-	"strconv"
-
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/jobs"
-	"github.com/privbo/privbo/pkg/refusal"
+	"github.com/privbo/privbo/pkg/jobs/jobpb"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -27,7 +23,7 @@ func (h *handlers) SubmitJob(ctx context.Context, req *curatorv1.SubmitJobReques
 	if err != nil {
 		return nil, err
 	}
-	spec, err := specFromProto(req.GetSpec())
+	spec, err := jobpb.Spec(req.GetSpec())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -35,7 +31,7 @@ func (h *handlers) SubmitJob(ctx context.Context, req *curatorv1.SubmitJobReques
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
-	return jobProto(j), nil
+	return jobpb.JobProto(j), nil
 }
 
 // QuoteJob plans a job without charging, recording or running it.
@@ -44,7 +40,7 @@ func (h *handlers) QuoteJob(ctx context.Context, req *curatorv1.QuoteJobRequest)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := specFromProto(req.GetSpec())
+	spec, err := jobpb.Spec(req.GetSpec())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -52,7 +48,7 @@ func (h *handlers) QuoteJob(ctx context.Context, req *curatorv1.QuoteJobRequest)
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
-	return jobQuoteProto(spec, plan), nil
+	return jobpb.QuoteProto(jobpb.Quote{Plan: plan, Refused: jobs.Refused(spec, plan)}), nil
 }
 
 func (h *handlers) GetJob(ctx context.Context, req *curatorv1.GetJobRequest) (*curatorv1.Job, error) {
@@ -64,7 +60,7 @@ func (h *handlers) GetJob(ctx context.Context, req *curatorv1.GetJobRequest) (*c
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
-	return jobProto(j), nil
+	return jobpb.JobProto(j), nil
 }
 
 func (h *handlers) CancelJob(ctx context.Context, req *curatorv1.CancelJobRequest) (*curatorv1.Job, error) {
@@ -76,7 +72,7 @@ func (h *handlers) CancelJob(ctx context.Context, req *curatorv1.CancelJobReques
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
-	return jobProto(j), nil
+	return jobpb.JobProto(j), nil
 }
 
 func (h *handlers) ListJobs(ctx context.Context, _ *curatorv1.ListJobsRequest) (*curatorv1.ListJobsResponse, error) {
@@ -90,7 +86,7 @@ func (h *handlers) ListJobs(ctx context.Context, _ *curatorv1.ListJobsRequest) (
 	}
 	resp := &curatorv1.ListJobsResponse{}
 	for _, j := range js {
-		resp.Jobs = append(resp.Jobs, jobProto(j))
+		resp.Jobs = append(resp.Jobs, jobpb.JobProto(j))
 	}
 	return resp, nil
 }
@@ -102,47 +98,10 @@ func (h *handlers) WatchJob(req *curatorv1.WatchJobRequest, stream curatorv1.Cur
 	}
 	ctx := stream.Context()
 	err = m.Watch(ctx, identity(ctx), req.GetId(), req.GetAfterSeq(), func(e jobs.Event) error {
-		return stream.Send(&curatorv1.JobEvent{JobId: e.JobID, Seq: e.Seq, TimeUnixMs: e.Time.UnixMilli(), State: stateProto(e.State),
-			Step: uint32(e.Step), Total: uint32(e.Total), Message: e.Message})
+		return stream.Send(jobpb.EventProto(e))
 	})
 	if err != nil {
 		return h.jobStatus(ctx, err)
 	}
 	return nil
-}
-
-// ReasonUninformative is the google.rpc.ErrorInfo reason of a SubmitJob refused because
-// the job's forecast says its releases would be no better than a uniform pick.
-const ReasonUninformative = string(refusal.Uninformative)
-
-func (h *handlers) jobStatus(ctx context.Context, err error) error {
-	var ue *jobs.UninformativeError
-	if errors.As(err, &ue) {
-		f := ue.Forecast
-		st := status.New(codes.FailedPrecondition, err.Error())
-		info := &errdetails.ErrorInfo{Reason: ReasonUninformative, Domain: ErrorDomain, Metadata: map[string]string{
-			refusal.KeyEpsilonNeeded: strconv.FormatFloat(f.EpsilonNeeded, 'g', -1, 64),
-			"selection_lift":         strconv.FormatFloat(f.SelectionLift, 'g', -1, 64),
-			"value_lift":             strconv.FormatFloat(f.ValueLift, 'g', -1, 64),
-			"margin":                 strconv.FormatFloat(f.Margin, 'g', -1, 64),
-		}}
-		if d, derr := st.WithDetails(info, forecastProto(&f)); derr == nil {
-			st = d
-		}
-		return st.Err()
-	}
-	switch {
-	case errors.Is(err, jobs.ErrInvalidSpec):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, jobs.ErrNotFound):
-		return status.Error(codes.NotFound, "no such job for this identity")
-	case errors.Is(err, jobs.ErrKeyReused):
-		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, jobs.ErrClosed):
-		return status.Error(codes.Unavailable, "the curator is shutting down; retry with the same idempotency key")
-	}
-	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
-		return err
-	}
-	return h.status(ctx, err)
 }

@@ -43,7 +43,7 @@ func (l *Local) DatasetInfo(ctx context.Context) (*modeler.DatasetInfo, error) {
 		ProtectedUnit: info.ProtectedUnit, Guarantee: info.Guarantee,
 		OutputPrivacy: study.OutputPrivacy{Mechanism: o.Mechanism, EpsilonPerIndex: o.Epsilon, DeltaPerIndex: o.Delta,
 			Lower: o.Lower, Upper: o.Upper, Relation: string(info.OutputRelation), Guarantee: info.OutputGuarantee,
-			Exact: info.OutputNoise == answer.NoiseNone, NoiseSD: info.OutputNoiseSD, Laplace: info.OutputNoise == answer.NoiseLaplace},
+			Noise: info.OutputNoise, NoiseSD: info.OutputNoiseSD},
 		Budget: budgetOf(info.Budget),
 	}, nil
 }
@@ -89,7 +89,7 @@ func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Q
 		Label: q.Label, Mechanism: q.Mechanism, Relation: string(q.Relation), NoiseSD: q.NoiseSD,
 		WholePatientEpsilon: q.WholePatientEpsilon, WholePatientUnits: q.WholePatientUnits, WholePatient: q.WholePatient, ProjectionPaid: q.ProjectionPaid,
 		Answers: modeler.AnswersQuote{Included: a.Included, Mechanism: a.Mechanism, Relation: string(a.Relation), Epsilon: a.Epsilon, Delta: a.Delta,
-			Lower: a.Lower, Upper: a.Upper, NoiseSD: a.NoiseSD, Paid: a.Paid, Laplace: a.Noise == answer.NoiseLaplace},
+			Lower: a.Lower, Upper: a.Upper, NoiseSD: a.NoiseSD, Paid: a.Paid, Noise: a.Noise},
 		Fits: q.Fits, Refusal: q.Refusal,
 		DefaultStudy: modeler.DefaultStudy{ProjectionEpsilon: s.Projection.Epsilon, ProjectionDelta: s.Projection.Delta,
 			AnswersEpsilon: s.Answers.Epsilon, AnswersDelta: s.Answers.Delta, PerIdentity: s.PerIdentity, Dataset: s.Dataset, DatasetLeft: s.DatasetLeft}}

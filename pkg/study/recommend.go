@@ -20,7 +20,7 @@ type Recommendation struct {
 // public range [L, U] the answers are clipped to. Both parties can compute it: it
 // depends only on public settings.
 func AnswerNoiseText(op OutputPrivacy, sd float64) string {
-	if op.Exact {
+	if op.Exact() {
 		return "none: the answers are exact (output privacy none), so each answer is its row's value"
 	}
 	width := op.Upper - op.Lower

@@ -54,7 +54,7 @@ func WriteReport(st *Study, obs []Observation, rec *Recommendation, dir string) 
 	d.AnswerLabel = d.Extreme + " answer"
 	d.AnswersTitle = strings.ToUpper(d.Extreme[:1]) + d.Extreme[1:] + " answers"
 	if rel := st.Release; rel != nil {
-		d.Noisy = !rel.OutputPrivacy.Exact
+		d.Noisy = !rel.OutputPrivacy.Exact()
 		sd := 0.0
 		if rec != nil {
 			sd = rec.AnswerNoiseSD
@@ -247,7 +247,7 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 		if rel.Replayed {
 			relEps, relDelta = 0, 0
 		}
-		if op.Exact {
+		if op.Exact() {
 			add("answers", fmt.Sprintf("%d queries, %d distinct rows, released exactly (output privacy none): no guarantee (ε = ∞)", len(obs), len(distinct)))
 			if op.Guarantee != "" {
 				add("answers' guarantee", op.Guarantee)
@@ -299,7 +299,7 @@ func studyWholePatient(rel *Release, op OutputPrivacy, answered bool) string {
 	switch {
 	case !w.Bounded:
 		return "NOT BOUNDED: the projection has no finite guarantee for replacing one patient's record (see its guarantee)"
-	case op.Exact && answered:
+	case op.Exact() && answered:
 		return "NOT BOUNDED for the answered rows, whose answers are exact; the projection alone costs a whole patient " +
 			fmt.Sprintf("(ε, δ) = (%s, %s)", g(w.Epsilon), g(w.Delta))
 	}
@@ -309,7 +309,7 @@ func studyWholePatient(rel *Release, op OutputPrivacy, answered bool) string {
 		pe, pd, paid = 0, 0, "the projection (replayed: released to this identity before, its figure counted then)"
 	}
 	ae, ad := 0.0, 0.0
-	if answered && !op.Exact {
+	if answered && !op.Exact() {
 		ae, ad = op.EpsilonPerIndex, op.DeltaPerIndex
 	}
 	return fmt.Sprintf("(ε, δ) = (%s, %s) for replacing one patient's record by any other (the record neighbour relation): %s (%s, %s), by group privacy "+

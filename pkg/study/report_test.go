@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/pkg/noise"
 )
 
 func TestWriteReport(t *testing.T) {
@@ -127,7 +129,7 @@ func TestWriteReport(t *testing.T) {
 // guarantee (ε = ∞) and never bounds the study by the projection's (ε, δ).
 func TestReportExactAnswers(t *testing.T) {
 	rel := testRelease
-	rel.OutputPrivacy = OutputPrivacy{Mechanism: "none", Exact: true, Guarantee: "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"}
+	rel.OutputPrivacy = OutputPrivacy{Mechanism: "none", Noise: noise.None, Guarantee: "no guarantee (ε = ∞): exact answers (output privacy none, the operator's explicit choice)"}
 	st := &Study{Name: "exact", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
 	obs := []Observation{{Iteration: 1, Round: 1, Index: 0, Value: 10}, {Iteration: 2, Round: 2, Index: 1, Value: 12}}
 	rows := privacyRows(st, obs)
@@ -269,7 +271,7 @@ func TestReportWholePatientFirst(t *testing.T) {
 		want string
 	}{
 		{"unbounded projection", func(r *Release) { r.WholePatient = &WholePatient{} }, "NOT BOUNDED: the projection has no finite guarantee"},
-		{"exact answers", func(r *Release) { r.OutputPrivacy = OutputPrivacy{Mechanism: "none", Exact: true} }, "NOT BOUNDED for the answered rows"},
+		{"exact answers", func(r *Release) { r.OutputPrivacy = OutputPrivacy{Mechanism: "none", Noise: noise.None} }, "NOT BOUNDED for the answered rows"},
 		{"replayed", func(r *Release) { r.Replayed = true }, "(ε, δ) = (1, 0) for replacing one patient's record"},
 	} {
 		r := rel

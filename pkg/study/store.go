@@ -20,6 +20,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
@@ -190,19 +191,46 @@ type OutputPrivacy struct {
 	// curator stated them ("" from curators that did not state them).
 	Relation  string `json:"relation,omitempty"`
 	Guarantee string `json:"guarantee,omitempty"`
-	// Exact is true when the answers carry no noise (the curator's noise family "none").
-	// Otherwise NoiseSD is the standard deviation of each answer's noise at the public
-	// range and Laplace whether that noise is Laplace (else Gaussian). A record with
-	// neither (a curator or a study file that predates the statement) is Unstated until a
-	// NoiseStatement states it (WithNoiseStatement).
-	Exact   bool    `json:"exact,omitempty"`
-	NoiseSD float64 `json:"noise_sd,omitempty"`
-	Laplace bool    `json:"laplace,omitempty"`
+	// Noise is the family of the answers' noise, stored by name, and NoiseSD the
+	// standard deviation of each answer's noise at the public range (0 for noise.None).
+	// A record with neither noise.None nor a positive sd (a curator or a study file
+	// that predates the statement) is Unstated until a NoiseStatement states it
+	// (WithNoiseStatement).
+	Noise   noise.Family `json:"noise,omitempty"`
+	NoiseSD float64      `json:"noise_sd,omitempty"`
 }
+
+// UnmarshalJSON reads a study file, also one written before the family was stored by
+// name: "exact": true is noise.None, "laplace": true noise.Laplace, a noise sd alone
+// noise.Gaussian.
+func (o *OutputPrivacy) UnmarshalJSON(b []byte) error {
+	type plain OutputPrivacy
+	var v struct {
+		plain
+		Exact, Laplace bool // "exact", "laplace"
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*o = OutputPrivacy(v.plain)
+	switch {
+	case o.Noise != noise.Unstated:
+	case v.Exact:
+		o.Noise = noise.None
+	case v.Laplace:
+		o.Noise = noise.Laplace
+	case o.NoiseSD > 0:
+		o.Noise = noise.Gaussian
+	}
+	return nil
+}
+
+// Exact reports whether the answers carry no noise.
+func (o OutputPrivacy) Exact() bool { return o.Noise == noise.None }
 
 // Unstated reports whether o says neither that the answers are exact nor how noisy they
 // are: a record from before the curator stated its noise.
-func (o OutputPrivacy) Unstated() bool { return !o.Exact && !(o.NoiseSD > 0) }
+func (o OutputPrivacy) Unstated() bool { return !o.Exact() && !(o.NoiseSD > 0) }
 
 // ErrNoiseUnstated is returned for answers whose noise the curator did not state (see
 // OutputPrivacy.Unstated and WithNoiseStatement).
@@ -215,22 +243,22 @@ var ErrNoiseUnstated = errors.New("the curator did not state the answers' noise"
 type NoiseStatement func(*OutputPrivacy) error
 
 // AnswerNoise is the noise of each answer: its standard deviation and variance at the
-// public range, and whether it is Laplace (else Gaussian; none for exact answers).
+// public range, and its family.
 type AnswerNoise struct {
 	SD, Variance float64
-	Laplace      bool
+	Noise        noise.Family
 }
 
-// AnswerNoise is the noise the curator stated for the answers (Exact, NoiseSD, Laplace);
+// AnswerNoise is the noise the curator stated for the answers (Noise, NoiseSD);
 // ErrNoiseUnstated when it stated none.
 func (o OutputPrivacy) AnswerNoise() (AnswerNoise, error) {
 	switch {
-	case o.Exact:
-		return AnswerNoise{}, nil
+	case o.Exact():
+		return AnswerNoise{Noise: noise.None}, nil
 	case math.IsInf(o.NoiseSD, 0):
 		return AnswerNoise{}, fmt.Errorf("study: the answers' noise sd %g is not finite", o.NoiseSD)
 	case o.NoiseSD > 0:
-		return AnswerNoise{SD: o.NoiseSD, Variance: o.NoiseSD * o.NoiseSD, Laplace: o.Laplace}, nil
+		return AnswerNoise{SD: o.NoiseSD, Variance: o.NoiseSD * o.NoiseSD, Noise: o.Noise}, nil
 	}
 	return AnswerNoise{}, fmt.Errorf("study: %w (mechanism %q)", ErrNoiseUnstated, o.Mechanism)
 }

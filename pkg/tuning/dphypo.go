@@ -23,6 +23,32 @@ import (
 // every run has the same privacy curve.
 var dpsgdAxes = []string{"learning_rate", "clip_norm", "l2"}
 
+// dphypoRunner plans and runs DP-HyPO jobs (jobspec.DPHyPOSpec).
+var dphypoRunner = kindRunner{
+	plan: func(r *Runner, s jobspec.Spec) (jobspec.Plan, error) {
+		_, plan, err := r.dphypoPlan(*s.DPHyPO)
+		return plan, err
+	},
+	relation: func(r *Runner, s jobspec.Spec) (privacy.Relation, error) { return r.dphypoRelation(*s.DPHyPO) },
+	run: func(r *Runner, ctx context.Context, s jobspec.Spec, progress func(jobspec.Progress)) (jobspec.Result, error) {
+		return r.runDPHyPO(ctx, *s.DPHyPO, progress)
+	},
+}
+
+// dphypoRelation is the relation of a DP-HyPO job: privacy.RelationTrainingAddRemove
+// with the built-in learner, the relation its operator declared for an external
+// evaluator.
+func (r *Runner) dphypoRelation(s jobspec.DPHyPOSpec) (privacy.Relation, error) {
+	if s.Evaluator == "" {
+		return privacy.RelationTrainingAddRemove, nil
+	}
+	e, err := r.evaluator(s.Evaluator)
+	if err != nil {
+		return "", err
+	}
+	return e.cfg.Relation, nil
+}
+
 type dphypoJob struct {
 	cfg       dphypo.Config
 	space     hparam.Space

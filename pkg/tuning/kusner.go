@@ -16,6 +16,16 @@ import (
 // strength λ of logistic regression.
 const lambdaName = "lambda"
 
+// kusnerRunner plans and runs Kusner jobs (jobspec.KusnerSpec), stated for
+// kusner.Relation: one validation record replaced.
+var kusnerRunner = kindRunner{
+	plan:     func(r *Runner, s jobspec.Spec) (jobspec.Plan, error) { return r.kusnerPlan(*s.Kusner) },
+	relation: func(*Runner, jobspec.Spec) (privacy.Relation, error) { return kusner.Relation, nil },
+	run: func(r *Runner, ctx context.Context, s jobspec.Spec, progress func(jobspec.Progress)) (jobspec.Result, error) {
+		return r.runKusner(ctx, *s.Kusner, progress)
+	},
+}
+
 type kusnerJob struct {
 	cfg   kusner.Config
 	space hparam.Space

@@ -51,7 +51,6 @@ import (
 	"github.com/privbo/privbo/pkg/evaluator"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs/jobspec"
-	"github.com/privbo/privbo/pkg/kusner"
 	"github.com/privbo/privbo/pkg/learner"
 )
 
@@ -336,23 +335,38 @@ func (r *Runner) evaluate(ctx context.Context, e *evaluatorEntry, point map[stri
 	return 0, jobspec.Publicf("evaluator %q failed", e.cfg.Name)
 }
 
+// kindRunner is how the Runner plans and runs jobs of one kind (kusner.go, dphypo.go).
+type kindRunner struct {
+	// plan validates the spec and prices it, without the data.
+	plan func(r *Runner, s jobspec.Spec) (jobspec.Plan, error)
+	// relation is the neighbour relation the job's guarantee is stated for.
+	relation func(r *Runner, s jobspec.Spec) (privacy.Relation, error)
+	run      func(r *Runner, ctx context.Context, s jobspec.Spec, progress func(jobspec.Progress)) (jobspec.Result, error)
+}
+
+// runners are the Runner's steps for each registered job kind.
+var runners = map[jobspec.Kind]kindRunner{jobspec.KusnerKind: kusnerRunner, jobspec.DPHyPOKind: dphypoRunner}
+
+// runnerOf returns the steps for spec's kind.
+func runnerOf(spec jobspec.Spec) (kindRunner, error) {
+	if k, ok := runners[jobspec.KindOf(spec)]; ok {
+		return k, nil
+	}
+	return kindRunner{}, invalid("a job spec needs exactly one job kind")
+}
+
 // Plan implements jobspec.Runner.
 func (r *Runner) Plan(spec jobspec.Spec) (jobspec.Plan, error) {
-	var plan jobspec.Plan
-	var err error
-	switch {
-	case spec.Kusner != nil:
-		plan, err = r.kusnerPlan(*spec.Kusner)
-	case spec.DPHyPO != nil:
-		_, plan, err = r.dphypoPlan(*spec.DPHyPO)
-	default:
-		return jobspec.Plan{}, invalid("no job kind set")
+	k, err := runnerOf(spec)
+	if err != nil {
+		return jobspec.Plan{}, err
 	}
+	plan, err := k.plan(r, spec)
 	if err != nil {
 		return plan, err
 	}
 	// The charge is made under the relation the guarantee text states.
-	plan.Relation, err = r.Relation(spec)
+	plan.Relation, err = k.relation(r, spec)
 	return plan, err
 }
 
@@ -362,29 +376,18 @@ func (r *Runner) Plan(spec jobspec.Spec) (jobspec.Plan, error) {
 // DP-HyPO jobs over an external evaluator the relation its operator declared
 // (Evaluator.Relation). It does not validate the rest of spec.
 func (r *Runner) Relation(spec jobspec.Spec) (privacy.Relation, error) {
-	switch {
-	case spec.Kusner != nil && spec.DPHyPO == nil:
-		return kusner.Relation, nil
-	case spec.DPHyPO != nil && spec.Kusner == nil:
-		if spec.DPHyPO.Evaluator == "" {
-			return privacy.RelationTrainingAddRemove, nil
-		}
-		e, err := r.evaluator(spec.DPHyPO.Evaluator)
-		if err != nil {
-			return "", err
-		}
-		return e.cfg.Relation, nil
+	k, err := runnerOf(spec)
+	if err != nil {
+		return "", err
 	}
-	return "", invalid("a job spec needs exactly one job kind")
+	return k.relation(r, spec)
 }
 
 // Run implements jobspec.Runner.
 func (r *Runner) Run(ctx context.Context, spec jobspec.Spec, progress func(jobspec.Progress)) (jobspec.Result, error) {
-	switch {
-	case spec.Kusner != nil:
-		return r.runKusner(ctx, *spec.Kusner, progress)
-	case spec.DPHyPO != nil:
-		return r.runDPHyPO(ctx, *spec.DPHyPO, progress)
+	k, err := runnerOf(spec)
+	if err != nil {
+		return jobspec.Result{}, err
 	}
-	return jobspec.Result{}, invalid("no job kind set")
+	return k.run(r, ctx, spec, progress)
 }

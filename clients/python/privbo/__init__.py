@@ -42,6 +42,7 @@ from privbo.client import (
     ProjectionQuote,
     QueryResult,
     RateLimited,
+    RefusalReason,
     RelationBudget,
     RelationCharge,
     ReleaseInProgress,

@@ -312,24 +312,20 @@ _BY_CODE = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
 }
 
-# The ErrorInfo reasons of a curator's refusals (pkg/server, curator.proto "Errors"), each
-# with the status code it comes with and the error it is raised as.
-REASON_BUDGET_EXCEEDED = "BUDGET_EXCEEDED"
-REASON_DELTA_BUDGET_ZERO = "DELTA_BUDGET_ZERO"
-REASON_DIMENSION_ABOVE_FEATURES = "DIMENSION_ABOVE_FEATURES"
-REASON_EXACT_ROW_LIMIT = "EXACT_ROW_LIMIT"
-REASON_MEMORY_LIMIT = "MEMORY_LIMIT"
-REASON_KUSNER_RELEASE_UNINFORMATIVE = "KUSNER_RELEASE_UNINFORMATIVE"
-REASON_RELEASE_IN_PROGRESS = "RELEASE_IN_PROGRESS"
+# The ErrorInfo reasons of a curator's refusals (pkg/refusal, curator.proto "Errors"): the
+# names of curator.proto's RefusalReason, in which a reason travels; CuratorError.reason
+# compares equal to its member.
+RefusalReason = enum.Enum("RefusalReason", [(n, n) for n, v in pb.RefusalReason.items() if v], type=str)
 
+# Each reason with the status code it comes with and the error it is raised as.
 _BY_REASON = {
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_BUDGET_EXCEEDED): BudgetExhausted,
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_EXACT_ROW_LIMIT): ExactAnswerLimit,
-    (grpc.StatusCode.RESOURCE_EXHAUSTED, REASON_MEMORY_LIMIT): MemoryLimited,
-    (grpc.StatusCode.FAILED_PRECONDITION, REASON_KUSNER_RELEASE_UNINFORMATIVE): ReleaseUninformative,
-    (grpc.StatusCode.FAILED_PRECONDITION, REASON_DELTA_BUDGET_ZERO): DeltaBudgetZero,
-    (grpc.StatusCode.INVALID_ARGUMENT, REASON_DIMENSION_ABOVE_FEATURES): DimensionAboveFeatures,
-    (grpc.StatusCode.ABORTED, REASON_RELEASE_IN_PROGRESS): ReleaseInProgress,
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, RefusalReason.BUDGET_EXCEEDED.value): BudgetExhausted,
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, RefusalReason.EXACT_ROW_LIMIT.value): ExactAnswerLimit,
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, RefusalReason.MEMORY_LIMIT.value): MemoryLimited,
+    (grpc.StatusCode.FAILED_PRECONDITION, RefusalReason.KUSNER_RELEASE_UNINFORMATIVE.value): ReleaseUninformative,
+    (grpc.StatusCode.FAILED_PRECONDITION, RefusalReason.DELTA_BUDGET_ZERO.value): DeltaBudgetZero,
+    (grpc.StatusCode.INVALID_ARGUMENT, RefusalReason.DIMENSION_ABOVE_FEATURES.value): DimensionAboveFeatures,
+    (grpc.StatusCode.ABORTED, RefusalReason.RELEASE_IN_PROGRESS.value): ReleaseInProgress,
 }
 
 
@@ -349,7 +345,7 @@ def _int(s: Optional[str]) -> Optional[int]:
 
 def _release_in_progress(err: grpc.RpcError) -> bool:
     """Whether err is ABORTED with the reason RELEASE_IN_PROGRESS."""
-    return err.code() == grpc.StatusCode.ABORTED and _status.details(err).reason == REASON_RELEASE_IN_PROGRESS
+    return err.code() == grpc.StatusCode.ABORTED and _status.details(err).reason == RefusalReason.RELEASE_IN_PROGRESS
 
 
 def _retry_delay(err: grpc.RpcError) -> Optional[float]:
@@ -450,21 +446,20 @@ class Budget:
         return None
 
 
-class NoiseFamily(enum.Enum):
-    """The distribution of an answer's noise as the curator states it (curator.proto
-    NoiseFamily). UNSPECIFIED comes from curators that predate the statement."""
-
-    UNSPECIFIED = pb.NOISE_FAMILY_UNSPECIFIED
-    NONE = pb.NOISE_FAMILY_NONE
-    LAPLACE = pb.NOISE_FAMILY_LAPLACE
-    GAUSSIAN = pb.NOISE_FAMILY_GAUSSIAN
-
+class _NoiseFamily(enum.Enum):
     @classmethod
     def from_pb(cls, v: int) -> "NoiseFamily":
         try:
             return cls(v)
         except ValueError:  # a family added after this client
-            return cls.UNSPECIFIED
+            return cls["UNSPECIFIED"]
+
+
+# The distribution of an answer's noise as the curator states it: curator.proto's
+# NoiseFamily without its prefix (NONE, LAPLACE, GAUSSIAN, …). UNSPECIFIED comes from
+# curators that predate the statement.
+NoiseFamily = _NoiseFamily("NoiseFamily", [(n.removeprefix("NOISE_FAMILY_"), v) for n, v in pb.NoiseFamily.items()],
+                           module=__name__)
 
 
 @dataclass(frozen=True)

@@ -491,7 +491,7 @@ class ClientTest(unittest.TestCase):
 
     def test_release_in_progress_retried_with_backoff(self):
         busy = refused(grpc.StatusCode.ABORTED, "the same release is being computed for another request; run again",
-                       pc.REASON_RELEASE_IN_PROGRESS)
+                       pc.RefusalReason.RELEASE_IN_PROGRESS)
         self.fake.refusals["ReleaseProjection"] = [busy, busy]
         self.client.release_projection(COLS, 1.0, 1e-6)
         self.assertEqual(self.fake.calls["ReleaseProjection"], 3)
@@ -500,14 +500,28 @@ class ClientTest(unittest.TestCase):
 
     def test_release_in_progress_gives_up_after_a_few_tries(self):
         busy = refused(grpc.StatusCode.ABORTED, "the same release is being computed for another request; run again",
-                       pc.REASON_RELEASE_IN_PROGRESS)
+                       pc.RefusalReason.RELEASE_IN_PROGRESS)
         self.fake.refusals["ReleaseProjection"] = [busy] * (pc.RELEASE_IN_PROGRESS_RETRIES + 3)
         with self.assertRaises(privbo.ReleaseInProgress) as cm:
             self.client.release_projection(COLS, 1.0, 1e-6)
         self.assertIsInstance(cm.exception, privbo.Aborted)
-        self.assertEqual(cm.exception.reason, pc.REASON_RELEASE_IN_PROGRESS)
+        self.assertEqual(cm.exception.reason, pc.RefusalReason.RELEASE_IN_PROGRESS)
         self.assertEqual(self.fake.calls["ReleaseProjection"], pc.RELEASE_IN_PROGRESS_RETRIES + 1)
         self.assertEqual(self.clock.sleeps, [0.1, 0.2, 0.4, 0.8, 1.6][:pc.RELEASE_IN_PROGRESS_RETRIES])
+
+    def test_every_refusal_reason_known(self):
+        # The reasons are the generated enum's names (the Go side keeps pkg/refusal the
+        # same set): a reason the proto gains is known here without a line of this client.
+        names = {n for n, v in pb.RefusalReason.items() if v}
+        self.assertEqual({r.value for r in privbo.RefusalReason}, names)
+        self.assertIn("LEDGER_UNAVAILABLE", names)
+        for r in privbo.RefusalReason:
+            with self.subTest(reason=r.name):
+                self.fake.refusals["Query"] = [refused(grpc.StatusCode.RESOURCE_EXHAUSTED, "no", r.value)]
+                with self.assertRaises(privbo.CuratorError) as cm:
+                    self.client.query([1])
+                self.assertEqual(cm.exception.reason, r)
+                self.assertIs(privbo.RefusalReason(cm.exception.reason), r)
 
     def test_unavailable_gives_up(self):
         self.client.retry_timeout = 1.0
@@ -549,6 +563,8 @@ class ClientTest(unittest.TestCase):
         op = info.output_privacy
         self.assertEqual((op.noise, op.noise_sd, op.exact), (pc.NoiseFamily.LAPLACE, 1131.4, False))
         self.assertIs(pc.NoiseFamily.from_pb(99), pc.NoiseFamily.UNSPECIFIED, "a family newer than the client")
+        self.assertEqual({f.name: f.value for f in pc.NoiseFamily},
+                         {n.removeprefix("NOISE_FAMILY_"): v for n, v in pb.NoiseFamily.items()}, "the generated enum's families")
         self.assertEqual(info.budget.relation("record").epsilon_limit, 3)
         self.assertIsNone(info.budget.relation("no-such-relation"))
 

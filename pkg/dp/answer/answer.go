@@ -22,6 +22,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/privacy"
+	"github.com/privbo/privbo/pkg/noise"
 )
 
 // Params are a private answer mechanism's settings: the (ε, δ) of each answer and the
@@ -31,22 +32,10 @@ type Params struct {
 	Lower, Upper   float64
 }
 
-// Noise is the family of the noise a Mechanism adds to each answer.
-type Noise int
-
-// The noise families.
-const (
-	NoiseNone Noise = iota + 1
-	NoiseLaplace
-	NoiseGaussian
-)
-
 // Mechanism releases query answers.
 type Mechanism interface {
 	// Name is the mechanism's configured name.
 	Name() string
-	// Exact reports whether answers are released without privacy (no noise, ε = ∞).
-	Exact() bool
 	// Relation is the neighbour relation the answers' (ε, δ) is stated for.
 	Relation() privacy.Relation
 	// Params are the settings the mechanism was built with.
@@ -57,10 +46,11 @@ type Mechanism interface {
 	// and NoiseVariance its variance; both depend on the settings only.
 	NoiseSD() float64
 	NoiseVariance() float64
-	// Noise is the family of the noise (NoiseNone for exact answers): what a client
-	// needs beyond NoiseSD to model the answers (a Laplace likelihood, say), stated on
-	// the wire as a number so that no client branches on a mechanism's name.
-	Noise() Noise
+	// Noise is the family of the noise (noise.None: exact answers, released without
+	// privacy, ε = ∞): what a client needs beyond NoiseSD to model the answers (a
+	// Laplace likelihood, say), stated on the wire as an enum so that no client
+	// branches on a mechanism's name.
+	Noise() noise.Family
 	// Guarantee states each answer's guarantee (privacy.Guarantee renders it).
 	Guarantee() privacy.Guarantee
 	// Release returns the answer to send for the evaluation y, with noise from src.
@@ -92,13 +82,12 @@ func newExact(p Params) (Mechanism, error) {
 }
 
 func (Exact) Name() string                                     { return MechanismExact }
-func (Exact) Exact() bool                                      { return true }
 func (Exact) Relation() privacy.Relation                       { return privacy.RelationRecord }
 func (Exact) Params() Params                                   { return Params{} }
 func (Exact) Cost() privacy.Cost                               { return privacy.Cost{} }
 func (Exact) NoiseSD() float64                                 { return 0 }
 func (Exact) NoiseVariance() float64                           { return 0 }
-func (Exact) Noise() Noise                                     { return NoiseNone }
+func (Exact) Noise() noise.Family                              { return noise.None }
 func (Exact) Release(_ *dp.Source, y float64) (float64, error) { return y, nil }
 func (m Exact) Guarantee() privacy.Guarantee {
 	return privacy.Guarantee{Mechanism: m.Name(), Epsilon: math.Inf(1), Relation: m.Relation(), None: true,
@@ -126,8 +115,7 @@ func newLaplace(p Params) (Mechanism, error) {
 }
 
 func (*Laplace) Name() string               { return MechanismLaplace }
-func (*Laplace) Exact() bool                { return false }
-func (*Laplace) Noise() Noise               { return NoiseLaplace }
+func (*Laplace) Noise() noise.Family        { return noise.Laplace }
 func (*Laplace) Relation() privacy.Relation { return privacy.RelationRecord }
 func (m *Laplace) Params() Params           { return m.p }
 func (m *Laplace) Cost() privacy.Cost       { return privacy.Cost{Epsilon: m.p.Epsilon, Delta: m.p.Delta} }
@@ -164,8 +152,7 @@ func newGaussian(p Params) (Mechanism, error) {
 }
 
 func (*Gaussian) Name() string               { return MechanismGaussian }
-func (*Gaussian) Exact() bool                { return false }
-func (*Gaussian) Noise() Noise               { return NoiseGaussian }
+func (*Gaussian) Noise() noise.Family        { return noise.Gaussian }
 func (*Gaussian) Relation() privacy.Relation { return privacy.RelationRecord }
 func (m *Gaussian) Params() Params           { return m.p }
 func (m *Gaussian) Cost() privacy.Cost       { return privacy.Cost{Epsilon: m.p.Epsilon, Delta: m.p.Delta} }

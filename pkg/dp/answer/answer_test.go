@@ -7,6 +7,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/privacy"
+	"github.com/privbo/privbo/pkg/noise"
 )
 
 // TestNoiseIsDP: each mechanism's stated noise is that of package dp's mechanism it
@@ -39,8 +40,8 @@ func TestNoiseIsDP(t *testing.T) {
 			t.Errorf("%s: name %s, sd %g, variance %g, cost %+v, relation %s; want sd %g, variance %g, cost %+v, record",
 				tt.name, m.Name(), m.NoiseSD(), m.NoiseVariance(), m.Cost(), m.Relation(), tt.sd, tt.vari, tt.cost)
 		}
-		if m.Exact() != IsExact(tt.name) || m.Guarantee().Holds() == m.Exact() {
-			t.Errorf("%s: Exact() = %v, IsExact = %v, guarantee holds = %v", tt.name, m.Exact(), IsExact(tt.name), m.Guarantee().Holds())
+		if exact := m.Noise() == noise.None; exact != IsExact(tt.name) || m.Guarantee().Holds() == exact {
+			t.Errorf("%s: noise %v, IsExact = %v, guarantee holds = %v", tt.name, m.Noise(), IsExact(tt.name), m.Guarantee().Holds())
 		}
 	}
 }
@@ -90,7 +91,7 @@ func TestNewRefuses(t *testing.T) {
 			t.Errorf("New(%q, %+v) = %v, want an error containing %q", tt.name, tt.p, err, tt.want)
 		}
 	}
-	if m, err := New("", Params{}); err != nil || !m.Exact() {
+	if m, err := New("", Params{}); err != nil || m.Noise() != noise.None {
 		t.Errorf(`New("") = %v, %v; want exact answers`, m, err)
 	}
 }

@@ -20,11 +20,13 @@ import (
 var registries = []string{"pkg/dp/answer/registry.go", "pkg/projection/mechanism.go"}
 
 // otherMeanings are files where a name's spelling means something else: the scaling
-// mode "none" of package dataset, and the modeler's likelihoods of a recommendation
-// (a noise model, chosen by the curator's stated noise family, not by these names).
+// mode "none" of package dataset, the modeler's likelihoods of a recommendation (a
+// noise model, chosen by the curator's stated noise family, not by these names), and
+// the noise families' own names (a mechanism states its family; none names it).
 var otherMeanings = map[string][]string{
 	"pkg/dataset/scaling.go": {answer.MechanismExact},
 	"pkg/modeler/modeler.go": {answer.MechanismLaplace, answer.MechanismGaussian},
+	"pkg/noise/noise.go":     {answer.MechanismExact, answer.MechanismLaplace, answer.MechanismGaussian},
 }
 
 // TestNamesOnlyInRegistries: no non-test Go file of the module spells a mechanism's

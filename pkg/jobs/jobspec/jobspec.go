@@ -1,8 +1,10 @@
 // Package jobspec is the contract between the curator's job manager (package jobs)
 // and the job kinds that run over its data (package tuning): a job's Spec, the Plan
 // (cost, relation, guarantee) a Runner makes of it from the spec alone, the
-// Progress it reports and the Result it releases. It knows nothing of storage, so a
-// job kind states its guarantee (package privacy) without importing the ledger.
+// Progress it reports and the Result it releases. Each kind is declared here once, in
+// a file of its own (kusner.go, dphypo.go), as a Kind registered in kind.go. It knows
+// nothing of storage, so a job kind states its guarantee (package privacy) without
+// importing the ledger, and a client can read a job without linking the data code.
 package jobspec
 
 import (
@@ -15,97 +17,6 @@ import (
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/kusner"
 )
-
-// KusnerSpec is a Kusner et al. (ICML 2015) job, Algorithm 1, 2 or 3 of the paper
-// (docs/MATHS.md §3).
-type KusnerSpec struct {
-	Algorithm int `json:"algorithm"` // 1, 2 or 3
-	// Space is the grid Λ as the modeler gave its axes. Its JSON is that of the
-	// records written before hparam.Axis (as jobs.Range), so they still load.
-	Space         []hparam.Axis `json:"space"`
-	Iterations    int           `json:"iterations"`
-	Epsilon       float64       `json:"epsilon"`
-	Delta         float64       `json:"delta"`
-	K1            float64       `json:"k1"`
-	NoiseVariance float64       `json:"noise_variance"`
-	GammaT        float64       `json:"gamma_t"`
-	A             float64       `json:"a"`
-	Tau           float64       `json:"tau"`
-	Lengthscale   float64       `json:"lengthscale"`
-	Evaluator     string        `json:"evaluator,omitempty"`
-	// ForecastGap is the gap g of the job's forecast (Plan.Forecast): how close to the
-	// best a candidate must be to count as found; 0 takes kusner.DefaultGapFraction of
-	// the objective's range.
-	ForecastGap float64 `json:"forecast_gap,omitempty"`
-	// Force runs the job even when its forecast says its releases are no better than a
-	// uniform pick (otherwise it is refused before anything is charged).
-	Force bool `json:"force,omitempty"`
-}
-
-// DPSGD are the fixed settings of the built-in DP-SGD base algorithm.
-type DPSGD struct {
-	LearningRate         float64 `json:"learning_rate"`
-	ClipNorm             float64 `json:"clip_norm"`
-	NoiseMultiplier      float64 `json:"noise_multiplier"`
-	Epochs               int     `json:"epochs"`
-	BatchSize            int     `json:"batch_size"`
-	L2                   float64 `json:"l2"`
-	ScoreNoiseMultiplier float64 `json:"score_noise_multiplier"`
-}
-
-// DPHyPOSpec is a DP-HyPO job (Wang et al., NeurIPS 2023; docs/MATHS.md §4).
-type DPHyPOSpec struct {
-	// Space is the grid Λ, as in KusnerSpec.
-	Space     []hparam.Axis `json:"space"`
-	Theta     float64       `json:"theta"`
-	Gamma     float64       `json:"gamma"`
-	CMax      float64       `json:"c_max"`
-	CMin      float64       `json:"c_min"`
-	Tau       float64       `json:"tau"`
-	Beta      float64       `json:"beta"`
-	Uniform   bool          `json:"uniform"`
-	Evaluator string        `json:"evaluator,omitempty"`
-	DPSGD     DPSGD         `json:"dpsgd"`
-	Delta     float64       `json:"delta"`
-	// TargetEpsilon > 0 has the curator choose the built-in learner's noise: the least
-	// DP-SGD noise multiplier (and a score noise multiplier in a fixed ratio to it)
-	// whose whole search costs at most this ε at Delta. DPSGD.NoiseMultiplier and
-	// DPSGD.ScoreNoiseMultiplier must then be unset. 0: they are the spec's.
-	TargetEpsilon float64 `json:"target_epsilon,omitempty"`
-}
-
-// Spec is a job's specification: exactly one kind is set.
-type Spec struct {
-	Kusner *KusnerSpec `json:"kusner,omitempty"`
-	DPHyPO *DPHyPOSpec `json:"dphypo,omitempty"`
-}
-
-// Kind names the job type.
-func (s Spec) Kind() string {
-	switch {
-	case s.Kusner != nil && s.DPHyPO == nil:
-		return "kusner"
-	case s.DPHyPO != nil && s.Kusner == nil:
-		return "dphypo"
-	}
-	return ""
-}
-
-// Relation is the neighbour relation a job of s's kind is stated for unless its
-// plan says otherwise: Kusner et al. (2015)'s private best hyperparameter and
-// score, for one record of the job's validation data replaced; DP-HyPO (Wang et
-// al. 2023)'s DP-SGD runs, for one training record added or removed. A spec of no
-// kind is taken to be a record-level release of the served dataset, the
-// conservative choice.
-func (s Spec) Relation() privacy.Relation {
-	switch s.Kind() {
-	case "kusner":
-		return privacy.RelationValidationRecord
-	case "dphypo":
-		return privacy.RelationTrainingAddRemove
-	}
-	return privacy.RelationRecord
-}
 
 // Plan is what a job will cost and guarantee, decided from its spec alone.
 type Plan struct {

@@ -11,10 +11,11 @@ import (
 	"math"
 
 	"github.com/privbo/privbo/pkg/dp/answer"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 )
 
-// Noise states the answers' noise of op (study.OutputPrivacy.Exact, NoiseSD, Laplace)
+// Noise states the answers' noise of op (study.OutputPrivacy.Noise and NoiseSD)
 // from its mechanism's name and settings, as the curator calibrates it: Laplace noise of
 // scale (U − L)/ε has sd √2·(U − L)/ε, the Gaussian the analytic Gaussian σ (Balle and
 // Wang 2018), and the exact mechanism (or none named) no noise. It is the one place on
@@ -26,7 +27,7 @@ func Noise(op *study.OutputPrivacy) error {
 		return nil
 	}
 	if op.Mechanism == "" || answer.IsExact(op.Mechanism) {
-		op.Exact = true
+		op.Noise = noise.None
 		return nil
 	}
 	p := answer.Params{Epsilon: op.EpsilonPerIndex, Delta: op.DeltaPerIndex, Lower: op.Lower, Upper: op.Upper}
@@ -37,6 +38,6 @@ func Noise(op *study.OutputPrivacy) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: the answers' noise: %w", err)
 	}
-	op.NoiseSD, op.Laplace = math.Sqrt(m.NoiseVariance()), m.Noise() == answer.NoiseLaplace
+	op.NoiseSD, op.Noise = math.Sqrt(m.NoiseVariance()), m.Noise()
 	return nil
 }

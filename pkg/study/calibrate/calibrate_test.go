@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
 	"github.com/privbo/privbo/pkg/study/calibrate"
 )
@@ -24,8 +25,8 @@ func TestNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(an.Variance-80000)/80000 > 1e-5 || math.Abs(an.SD*an.SD-an.Variance) > 1e-9*an.Variance || !an.Laplace || op.Exact {
-		t.Errorf("Laplace noise = %+v (exact %v), want variance 80000, sd its root, Laplace", an, op.Exact)
+	if math.Abs(an.Variance-80000)/80000 > 1e-5 || math.Abs(an.SD*an.SD-an.Variance) > 1e-9*an.Variance || an.Noise != noise.Laplace {
+		t.Errorf("Laplace noise = %+v, want variance 80000, sd its root, Laplace", an)
 	}
 	op = study.OutputPrivacy{Mechanism: "gaussian", EpsilonPerIndex: 1, DeltaPerIndex: 1e-5, Lower: -1, Upper: 1}
 	if err := calibrate.Noise(&op); err != nil {
@@ -35,17 +36,17 @@ func TestNoise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(op.NoiseSD*op.NoiseSD-sigma*sigma)/(sigma*sigma) > 1e-3 || op.Laplace || op.Exact {
-		t.Errorf("Gaussian noise = %+v, want variance σ² = %g, not Laplace", op, sigma*sigma)
+	if math.Abs(op.NoiseSD*op.NoiseSD-sigma*sigma)/(sigma*sigma) > 1e-3 || op.Noise != noise.Gaussian {
+		t.Errorf("Gaussian noise = %+v, want variance σ² = %g, Gaussian", op, sigma*sigma)
 	}
 	// Stated figures are left as they are.
-	op = study.OutputPrivacy{Mechanism: "gaussian", EpsilonPerIndex: 1, Lower: 0, Upper: 1, NoiseSD: 3, Laplace: true}
-	if err := calibrate.Noise(&op); err != nil || op.NoiseSD != 3 || !op.Laplace {
+	op = study.OutputPrivacy{Mechanism: "gaussian", EpsilonPerIndex: 1, Lower: 0, Upper: 1, NoiseSD: 3, Noise: noise.Laplace}
+	if err := calibrate.Noise(&op); err != nil || op.NoiseSD != 3 || op.Noise != noise.Laplace {
 		t.Errorf("stated noise became %+v, %v; want it as stated", op, err)
 	}
 	for _, m := range []string{"", "none"} {
 		op := study.OutputPrivacy{Mechanism: m}
-		if err := calibrate.Noise(&op); err != nil || !op.Exact || op.NoiseSD != 0 {
+		if err := calibrate.Noise(&op); err != nil || !op.Exact() || op.NoiseSD != 0 {
 			t.Errorf("Noise(%q) = %+v, %v; want exact", m, op, err)
 		}
 	}

@@ -197,6 +197,77 @@ func (JobState) EnumDescriptor() ([]byte, []int) {
 	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{1}
 }
 
+// RefusalReason lists the reasons of the google.rpc.ErrorInfo (domain "privbo.curator.v1")
+// a curator attaches to a refusal ("Errors" above; pkg/refusal states each one's code and
+// metadata). A reason travels as its value's name, the ErrorInfo's reason string; this
+// enum is not sent, it lets every client know every reason.
+type RefusalReason int32
+
+const (
+	RefusalReason_REFUSAL_REASON_UNSPECIFIED   RefusalReason = 0
+	RefusalReason_BUDGET_EXCEEDED              RefusalReason = 1
+	RefusalReason_DELTA_BUDGET_ZERO            RefusalReason = 2
+	RefusalReason_DIMENSION_ABOVE_FEATURES     RefusalReason = 3
+	RefusalReason_EXACT_ROW_LIMIT              RefusalReason = 4
+	RefusalReason_MEMORY_LIMIT                 RefusalReason = 5
+	RefusalReason_KUSNER_RELEASE_UNINFORMATIVE RefusalReason = 6
+	RefusalReason_LEDGER_UNAVAILABLE           RefusalReason = 7
+	RefusalReason_RELEASE_IN_PROGRESS          RefusalReason = 8
+)
+
+// Enum value maps for RefusalReason.
+var (
+	RefusalReason_name = map[int32]string{
+		0: "REFUSAL_REASON_UNSPECIFIED",
+		1: "BUDGET_EXCEEDED",
+		2: "DELTA_BUDGET_ZERO",
+		3: "DIMENSION_ABOVE_FEATURES",
+		4: "EXACT_ROW_LIMIT",
+		5: "MEMORY_LIMIT",
+		6: "KUSNER_RELEASE_UNINFORMATIVE",
+		7: "LEDGER_UNAVAILABLE",
+		8: "RELEASE_IN_PROGRESS",
+	}
+	RefusalReason_value = map[string]int32{
+		"REFUSAL_REASON_UNSPECIFIED":   0,
+		"BUDGET_EXCEEDED":              1,
+		"DELTA_BUDGET_ZERO":            2,
+		"DIMENSION_ABOVE_FEATURES":     3,
+		"EXACT_ROW_LIMIT":              4,
+		"MEMORY_LIMIT":                 5,
+		"KUSNER_RELEASE_UNINFORMATIVE": 6,
+		"LEDGER_UNAVAILABLE":           7,
+		"RELEASE_IN_PROGRESS":          8,
+	}
+)
+
+func (x RefusalReason) Enum() *RefusalReason {
+	p := new(RefusalReason)
+	*p = x
+	return p
+}
+
+func (x RefusalReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RefusalReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_privbo_curator_v1_curator_proto_enumTypes[2].Descriptor()
+}
+
+func (RefusalReason) Type() protoreflect.EnumType {
+	return &file_privbo_curator_v1_curator_proto_enumTypes[2]
+}
+
+func (x RefusalReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RefusalReason.Descriptor instead.
+func (RefusalReason) EnumDescriptor() ([]byte, []int) {
+	return file_privbo_curator_v1_curator_proto_rawDescGZIP(), []int{2}
+}
+
 type HyperparameterRange_Scale int32
 
 const (
@@ -240,11 +311,11 @@ func (x HyperparameterRange_Scale) String() string {
 }
 
 func (HyperparameterRange_Scale) Descriptor() protoreflect.EnumDescriptor {
-	return file_privbo_curator_v1_curator_proto_enumTypes[2].Descriptor()
+	return file_privbo_curator_v1_curator_proto_enumTypes[3].Descriptor()
 }
 
 func (HyperparameterRange_Scale) Type() protoreflect.EnumType {
-	return &file_privbo_curator_v1_curator_proto_enumTypes[2]
+	return &file_privbo_curator_v1_curator_proto_enumTypes[3]
 }
 
 func (x HyperparameterRange_Scale) Number() protoreflect.EnumNumber {
@@ -295,11 +366,11 @@ func (x KusnerSpec_Algorithm) String() string {
 }
 
 func (KusnerSpec_Algorithm) Descriptor() protoreflect.EnumDescriptor {
-	return file_privbo_curator_v1_curator_proto_enumTypes[3].Descriptor()
+	return file_privbo_curator_v1_curator_proto_enumTypes[4].Descriptor()
 }
 
 func (KusnerSpec_Algorithm) Type() protoreflect.EnumType {
-	return &file_privbo_curator_v1_curator_proto_enumTypes[3]
+	return &file_privbo_curator_v1_curator_proto_enumTypes[4]
 }
 
 func (x KusnerSpec_Algorithm) Number() protoreflect.EnumNumber {
@@ -4704,7 +4775,17 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\x052\xb1\a\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x05*\xf3\x01\n" +
+	"\rRefusalReason\x12\x1e\n" +
+	"\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fBUDGET_EXCEEDED\x10\x01\x12\x15\n" +
+	"\x11DELTA_BUDGET_ZERO\x10\x02\x12\x1c\n" +
+	"\x18DIMENSION_ABOVE_FEATURES\x10\x03\x12\x13\n" +
+	"\x0fEXACT_ROW_LIMIT\x10\x04\x12\x10\n" +
+	"\fMEMORY_LIMIT\x10\x05\x12 \n" +
+	"\x1cKUSNER_RELEASE_UNINFORMATIVE\x10\x06\x12\x16\n" +
+	"\x12LEDGER_UNAVAILABLE\x10\a\x12\x17\n" +
+	"\x13RELEASE_IN_PROGRESS\x10\b2\xb1\a\n" +
 	"\x0eCuratorService\x12e\n" +
 	"\x0eGetDatasetInfo\x12(.privbo.curator.v1.GetDatasetInfoRequest\x1a).privbo.curator.v1.GetDatasetInfoResponse\x12V\n" +
 	"\tGetBudget\x12#.privbo.curator.v1.GetBudgetRequest\x1a$.privbo.curator.v1.GetBudgetResponse\x12p\n" +
@@ -4731,121 +4812,122 @@ func file_privbo_curator_v1_curator_proto_rawDescGZIP() []byte {
 	return file_privbo_curator_v1_curator_proto_rawDescData
 }
 
-var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_privbo_curator_v1_curator_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_privbo_curator_v1_curator_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_privbo_curator_v1_curator_proto_goTypes = []any{
 	(NoiseFamily)(0),                  // 0: privbo.curator.v1.NoiseFamily
 	(JobState)(0),                     // 1: privbo.curator.v1.JobState
-	(HyperparameterRange_Scale)(0),    // 2: privbo.curator.v1.HyperparameterRange.Scale
-	(KusnerSpec_Algorithm)(0),         // 3: privbo.curator.v1.KusnerSpec.Algorithm
-	(*GetDatasetInfoRequest)(nil),     // 4: privbo.curator.v1.GetDatasetInfoRequest
-	(*GetDatasetInfoResponse)(nil),    // 5: privbo.curator.v1.GetDatasetInfoResponse
-	(*GetBudgetRequest)(nil),          // 6: privbo.curator.v1.GetBudgetRequest
-	(*GetBudgetResponse)(nil),         // 7: privbo.curator.v1.GetBudgetResponse
-	(*Budget)(nil),                    // 8: privbo.curator.v1.Budget
-	(*WholePatientBudget)(nil),        // 9: privbo.curator.v1.WholePatientBudget
-	(*RelationBudget)(nil),            // 10: privbo.curator.v1.RelationBudget
-	(*OutputPrivacy)(nil),             // 11: privbo.curator.v1.OutputPrivacy
-	(*ReleaseProjectionRequest)(nil),  // 12: privbo.curator.v1.ReleaseProjectionRequest
-	(*ReleaseProjectionResponse)(nil), // 13: privbo.curator.v1.ReleaseProjectionResponse
-	(*ProjectionHeader)(nil),          // 14: privbo.curator.v1.ProjectionHeader
-	(*WholePatientCost)(nil),          // 15: privbo.curator.v1.WholePatientCost
-	(*MatrixChunk)(nil),               // 16: privbo.curator.v1.MatrixChunk
-	(*ProjectionTrailer)(nil),         // 17: privbo.curator.v1.ProjectionTrailer
-	(*QueryRequest)(nil),              // 18: privbo.curator.v1.QueryRequest
-	(*ClipRange)(nil),                 // 19: privbo.curator.v1.ClipRange
-	(*QueryResponse)(nil),             // 20: privbo.curator.v1.QueryResponse
-	(*Observation)(nil),               // 21: privbo.curator.v1.Observation
-	(*HyperparameterRange)(nil),       // 22: privbo.curator.v1.HyperparameterRange
-	(*KusnerSpec)(nil),                // 23: privbo.curator.v1.KusnerSpec
-	(*DPSGDSettings)(nil),             // 24: privbo.curator.v1.DPSGDSettings
-	(*DPHyPOSpec)(nil),                // 25: privbo.curator.v1.DPHyPOSpec
-	(*JobSpec)(nil),                   // 26: privbo.curator.v1.JobSpec
-	(*JobResult)(nil),                 // 27: privbo.curator.v1.JobResult
-	(*Job)(nil),                       // 28: privbo.curator.v1.Job
-	(*JobEvent)(nil),                  // 29: privbo.curator.v1.JobEvent
-	(*SubmitJobRequest)(nil),          // 30: privbo.curator.v1.SubmitJobRequest
-	(*GetJobRequest)(nil),             // 31: privbo.curator.v1.GetJobRequest
-	(*WatchJobRequest)(nil),           // 32: privbo.curator.v1.WatchJobRequest
-	(*CancelJobRequest)(nil),          // 33: privbo.curator.v1.CancelJobRequest
-	(*ListJobsRequest)(nil),           // 34: privbo.curator.v1.ListJobsRequest
-	(*ListJobsResponse)(nil),          // 35: privbo.curator.v1.ListJobsResponse
-	(*QuoteStudyRequest)(nil),         // 36: privbo.curator.v1.QuoteStudyRequest
-	(*QuoteStudyResponse)(nil),        // 37: privbo.curator.v1.QuoteStudyResponse
-	(*WholePatientCharge)(nil),        // 38: privbo.curator.v1.WholePatientCharge
-	(*ProjectionQuote)(nil),           // 39: privbo.curator.v1.ProjectionQuote
-	(*DimensionChoice)(nil),           // 40: privbo.curator.v1.DimensionChoice
-	(*AnswersQuote)(nil),              // 41: privbo.curator.v1.AnswersQuote
-	(*RelationCharge)(nil),            // 42: privbo.curator.v1.RelationCharge
-	(*DefaultStudy)(nil),              // 43: privbo.curator.v1.DefaultStudy
-	(*QuoteJobRequest)(nil),           // 44: privbo.curator.v1.QuoteJobRequest
-	(*JobQuote)(nil),                  // 45: privbo.curator.v1.JobQuote
-	(*KusnerForecast)(nil),            // 46: privbo.curator.v1.KusnerForecast
-	nil,                               // 47: privbo.curator.v1.JobResult.HyperparametersEntry
-	nil,                               // 48: privbo.curator.v1.JobResult.ConstantsEntry
+	(RefusalReason)(0),                // 2: privbo.curator.v1.RefusalReason
+	(HyperparameterRange_Scale)(0),    // 3: privbo.curator.v1.HyperparameterRange.Scale
+	(KusnerSpec_Algorithm)(0),         // 4: privbo.curator.v1.KusnerSpec.Algorithm
+	(*GetDatasetInfoRequest)(nil),     // 5: privbo.curator.v1.GetDatasetInfoRequest
+	(*GetDatasetInfoResponse)(nil),    // 6: privbo.curator.v1.GetDatasetInfoResponse
+	(*GetBudgetRequest)(nil),          // 7: privbo.curator.v1.GetBudgetRequest
+	(*GetBudgetResponse)(nil),         // 8: privbo.curator.v1.GetBudgetResponse
+	(*Budget)(nil),                    // 9: privbo.curator.v1.Budget
+	(*WholePatientBudget)(nil),        // 10: privbo.curator.v1.WholePatientBudget
+	(*RelationBudget)(nil),            // 11: privbo.curator.v1.RelationBudget
+	(*OutputPrivacy)(nil),             // 12: privbo.curator.v1.OutputPrivacy
+	(*ReleaseProjectionRequest)(nil),  // 13: privbo.curator.v1.ReleaseProjectionRequest
+	(*ReleaseProjectionResponse)(nil), // 14: privbo.curator.v1.ReleaseProjectionResponse
+	(*ProjectionHeader)(nil),          // 15: privbo.curator.v1.ProjectionHeader
+	(*WholePatientCost)(nil),          // 16: privbo.curator.v1.WholePatientCost
+	(*MatrixChunk)(nil),               // 17: privbo.curator.v1.MatrixChunk
+	(*ProjectionTrailer)(nil),         // 18: privbo.curator.v1.ProjectionTrailer
+	(*QueryRequest)(nil),              // 19: privbo.curator.v1.QueryRequest
+	(*ClipRange)(nil),                 // 20: privbo.curator.v1.ClipRange
+	(*QueryResponse)(nil),             // 21: privbo.curator.v1.QueryResponse
+	(*Observation)(nil),               // 22: privbo.curator.v1.Observation
+	(*HyperparameterRange)(nil),       // 23: privbo.curator.v1.HyperparameterRange
+	(*KusnerSpec)(nil),                // 24: privbo.curator.v1.KusnerSpec
+	(*DPSGDSettings)(nil),             // 25: privbo.curator.v1.DPSGDSettings
+	(*DPHyPOSpec)(nil),                // 26: privbo.curator.v1.DPHyPOSpec
+	(*JobSpec)(nil),                   // 27: privbo.curator.v1.JobSpec
+	(*JobResult)(nil),                 // 28: privbo.curator.v1.JobResult
+	(*Job)(nil),                       // 29: privbo.curator.v1.Job
+	(*JobEvent)(nil),                  // 30: privbo.curator.v1.JobEvent
+	(*SubmitJobRequest)(nil),          // 31: privbo.curator.v1.SubmitJobRequest
+	(*GetJobRequest)(nil),             // 32: privbo.curator.v1.GetJobRequest
+	(*WatchJobRequest)(nil),           // 33: privbo.curator.v1.WatchJobRequest
+	(*CancelJobRequest)(nil),          // 34: privbo.curator.v1.CancelJobRequest
+	(*ListJobsRequest)(nil),           // 35: privbo.curator.v1.ListJobsRequest
+	(*ListJobsResponse)(nil),          // 36: privbo.curator.v1.ListJobsResponse
+	(*QuoteStudyRequest)(nil),         // 37: privbo.curator.v1.QuoteStudyRequest
+	(*QuoteStudyResponse)(nil),        // 38: privbo.curator.v1.QuoteStudyResponse
+	(*WholePatientCharge)(nil),        // 39: privbo.curator.v1.WholePatientCharge
+	(*ProjectionQuote)(nil),           // 40: privbo.curator.v1.ProjectionQuote
+	(*DimensionChoice)(nil),           // 41: privbo.curator.v1.DimensionChoice
+	(*AnswersQuote)(nil),              // 42: privbo.curator.v1.AnswersQuote
+	(*RelationCharge)(nil),            // 43: privbo.curator.v1.RelationCharge
+	(*DefaultStudy)(nil),              // 44: privbo.curator.v1.DefaultStudy
+	(*QuoteJobRequest)(nil),           // 45: privbo.curator.v1.QuoteJobRequest
+	(*JobQuote)(nil),                  // 46: privbo.curator.v1.JobQuote
+	(*KusnerForecast)(nil),            // 47: privbo.curator.v1.KusnerForecast
+	nil,                               // 48: privbo.curator.v1.JobResult.HyperparametersEntry
+	nil,                               // 49: privbo.curator.v1.JobResult.ConstantsEntry
 }
 var file_privbo_curator_v1_curator_proto_depIdxs = []int32{
-	8,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
-	11, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
-	8,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
-	10, // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
-	9,  // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
+	9,  // 0: privbo.curator.v1.GetDatasetInfoResponse.budget:type_name -> privbo.curator.v1.Budget
+	12, // 1: privbo.curator.v1.GetDatasetInfoResponse.output_privacy:type_name -> privbo.curator.v1.OutputPrivacy
+	9,  // 2: privbo.curator.v1.GetBudgetResponse.budget:type_name -> privbo.curator.v1.Budget
+	11, // 3: privbo.curator.v1.Budget.relations:type_name -> privbo.curator.v1.RelationBudget
+	10, // 4: privbo.curator.v1.Budget.whole_patient:type_name -> privbo.curator.v1.WholePatientBudget
 	0,  // 5: privbo.curator.v1.OutputPrivacy.noise:type_name -> privbo.curator.v1.NoiseFamily
-	14, // 6: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
-	16, // 7: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
-	17, // 8: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
-	8,  // 9: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
-	15, // 10: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
-	19, // 11: privbo.curator.v1.QueryRequest.clip:type_name -> privbo.curator.v1.ClipRange
-	21, // 12: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
-	8,  // 13: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
-	19, // 14: privbo.curator.v1.Observation.clip:type_name -> privbo.curator.v1.ClipRange
-	2,  // 15: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
-	3,  // 16: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
-	22, // 17: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	22, // 18: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
-	24, // 19: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
-	23, // 20: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
-	25, // 21: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
-	47, // 22: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
-	48, // 23: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
-	26, // 24: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
+	15, // 6: privbo.curator.v1.ReleaseProjectionResponse.header:type_name -> privbo.curator.v1.ProjectionHeader
+	17, // 7: privbo.curator.v1.ReleaseProjectionResponse.chunk:type_name -> privbo.curator.v1.MatrixChunk
+	18, // 8: privbo.curator.v1.ReleaseProjectionResponse.trailer:type_name -> privbo.curator.v1.ProjectionTrailer
+	9,  // 9: privbo.curator.v1.ProjectionHeader.budget:type_name -> privbo.curator.v1.Budget
+	16, // 10: privbo.curator.v1.ProjectionHeader.whole_patient:type_name -> privbo.curator.v1.WholePatientCost
+	20, // 11: privbo.curator.v1.QueryRequest.clip:type_name -> privbo.curator.v1.ClipRange
+	22, // 12: privbo.curator.v1.QueryResponse.observations:type_name -> privbo.curator.v1.Observation
+	9,  // 13: privbo.curator.v1.QueryResponse.budget:type_name -> privbo.curator.v1.Budget
+	20, // 14: privbo.curator.v1.Observation.clip:type_name -> privbo.curator.v1.ClipRange
+	3,  // 15: privbo.curator.v1.HyperparameterRange.scale:type_name -> privbo.curator.v1.HyperparameterRange.Scale
+	4,  // 16: privbo.curator.v1.KusnerSpec.algorithm:type_name -> privbo.curator.v1.KusnerSpec.Algorithm
+	23, // 17: privbo.curator.v1.KusnerSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	23, // 18: privbo.curator.v1.DPHyPOSpec.space:type_name -> privbo.curator.v1.HyperparameterRange
+	25, // 19: privbo.curator.v1.DPHyPOSpec.dpsgd:type_name -> privbo.curator.v1.DPSGDSettings
+	24, // 20: privbo.curator.v1.JobSpec.kusner:type_name -> privbo.curator.v1.KusnerSpec
+	26, // 21: privbo.curator.v1.JobSpec.dphypo:type_name -> privbo.curator.v1.DPHyPOSpec
+	48, // 22: privbo.curator.v1.JobResult.hyperparameters:type_name -> privbo.curator.v1.JobResult.HyperparametersEntry
+	49, // 23: privbo.curator.v1.JobResult.constants:type_name -> privbo.curator.v1.JobResult.ConstantsEntry
+	27, // 24: privbo.curator.v1.Job.spec:type_name -> privbo.curator.v1.JobSpec
 	1,  // 25: privbo.curator.v1.Job.state:type_name -> privbo.curator.v1.JobState
-	27, // 26: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
+	28, // 26: privbo.curator.v1.Job.result:type_name -> privbo.curator.v1.JobResult
 	1,  // 27: privbo.curator.v1.JobEvent.state:type_name -> privbo.curator.v1.JobState
-	26, // 28: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	28, // 29: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
-	39, // 30: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
-	41, // 31: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
-	42, // 32: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
-	43, // 33: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
-	38, // 34: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
-	40, // 35: privbo.curator.v1.ProjectionQuote.dimension_choice:type_name -> privbo.curator.v1.DimensionChoice
+	27, // 28: privbo.curator.v1.SubmitJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	29, // 29: privbo.curator.v1.ListJobsResponse.jobs:type_name -> privbo.curator.v1.Job
+	40, // 30: privbo.curator.v1.QuoteStudyResponse.projection:type_name -> privbo.curator.v1.ProjectionQuote
+	42, // 31: privbo.curator.v1.QuoteStudyResponse.answers:type_name -> privbo.curator.v1.AnswersQuote
+	43, // 32: privbo.curator.v1.QuoteStudyResponse.charges:type_name -> privbo.curator.v1.RelationCharge
+	44, // 33: privbo.curator.v1.QuoteStudyResponse.default_study:type_name -> privbo.curator.v1.DefaultStudy
+	39, // 34: privbo.curator.v1.QuoteStudyResponse.whole_patient:type_name -> privbo.curator.v1.WholePatientCharge
+	41, // 35: privbo.curator.v1.ProjectionQuote.dimension_choice:type_name -> privbo.curator.v1.DimensionChoice
 	0,  // 36: privbo.curator.v1.AnswersQuote.noise:type_name -> privbo.curator.v1.NoiseFamily
-	26, // 37: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
-	46, // 38: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
-	4,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
-	6,  // 40: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
-	12, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
-	18, // 42: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
-	36, // 43: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
-	30, // 44: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
-	31, // 45: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
-	32, // 46: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
-	33, // 47: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
-	34, // 48: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
-	44, // 49: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
-	5,  // 50: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
-	7,  // 51: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
-	13, // 52: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
-	20, // 53: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
-	37, // 54: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
-	28, // 55: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
-	28, // 56: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
-	29, // 57: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
-	28, // 58: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
-	35, // 59: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
-	45, // 60: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
+	27, // 37: privbo.curator.v1.QuoteJobRequest.spec:type_name -> privbo.curator.v1.JobSpec
+	47, // 38: privbo.curator.v1.JobQuote.kusner_forecast:type_name -> privbo.curator.v1.KusnerForecast
+	5,  // 39: privbo.curator.v1.CuratorService.GetDatasetInfo:input_type -> privbo.curator.v1.GetDatasetInfoRequest
+	7,  // 40: privbo.curator.v1.CuratorService.GetBudget:input_type -> privbo.curator.v1.GetBudgetRequest
+	13, // 41: privbo.curator.v1.CuratorService.ReleaseProjection:input_type -> privbo.curator.v1.ReleaseProjectionRequest
+	19, // 42: privbo.curator.v1.CuratorService.Query:input_type -> privbo.curator.v1.QueryRequest
+	37, // 43: privbo.curator.v1.CuratorService.QuoteStudy:input_type -> privbo.curator.v1.QuoteStudyRequest
+	31, // 44: privbo.curator.v1.CuratorService.SubmitJob:input_type -> privbo.curator.v1.SubmitJobRequest
+	32, // 45: privbo.curator.v1.CuratorService.GetJob:input_type -> privbo.curator.v1.GetJobRequest
+	33, // 46: privbo.curator.v1.CuratorService.WatchJob:input_type -> privbo.curator.v1.WatchJobRequest
+	34, // 47: privbo.curator.v1.CuratorService.CancelJob:input_type -> privbo.curator.v1.CancelJobRequest
+	35, // 48: privbo.curator.v1.CuratorService.ListJobs:input_type -> privbo.curator.v1.ListJobsRequest
+	45, // 49: privbo.curator.v1.CuratorService.QuoteJob:input_type -> privbo.curator.v1.QuoteJobRequest
+	6,  // 50: privbo.curator.v1.CuratorService.GetDatasetInfo:output_type -> privbo.curator.v1.GetDatasetInfoResponse
+	8,  // 51: privbo.curator.v1.CuratorService.GetBudget:output_type -> privbo.curator.v1.GetBudgetResponse
+	14, // 52: privbo.curator.v1.CuratorService.ReleaseProjection:output_type -> privbo.curator.v1.ReleaseProjectionResponse
+	21, // 53: privbo.curator.v1.CuratorService.Query:output_type -> privbo.curator.v1.QueryResponse
+	38, // 54: privbo.curator.v1.CuratorService.QuoteStudy:output_type -> privbo.curator.v1.QuoteStudyResponse
+	29, // 55: privbo.curator.v1.CuratorService.SubmitJob:output_type -> privbo.curator.v1.Job
+	29, // 56: privbo.curator.v1.CuratorService.GetJob:output_type -> privbo.curator.v1.Job
+	30, // 57: privbo.curator.v1.CuratorService.WatchJob:output_type -> privbo.curator.v1.JobEvent
+	29, // 58: privbo.curator.v1.CuratorService.CancelJob:output_type -> privbo.curator.v1.Job
+	36, // 59: privbo.curator.v1.CuratorService.ListJobs:output_type -> privbo.curator.v1.ListJobsResponse
+	46, // 60: privbo.curator.v1.CuratorService.QuoteJob:output_type -> privbo.curator.v1.JobQuote
 	50, // [50:61] is the sub-list for method output_type
 	39, // [39:50] is the sub-list for method input_type
 	39, // [39:39] is the sub-list for extension type_name
@@ -4872,7 +4954,7 @@ func file_privbo_curator_v1_curator_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_privbo_curator_v1_curator_proto_rawDesc), len(file_privbo_curator_v1_curator_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,

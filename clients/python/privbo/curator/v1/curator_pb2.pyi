@@ -4,17 +4,26 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+BUDGET_EXCEEDED: RefusalReason
+DELTA_BUDGET_ZERO: RefusalReason
 DESCRIPTOR: _descriptor.FileDescriptor
+DIMENSION_ABOVE_FEATURES: RefusalReason
+EXACT_ROW_LIMIT: RefusalReason
 JOB_STATE_CANCELLED: JobState
 JOB_STATE_FAILED: JobState
 JOB_STATE_QUEUED: JobState
 JOB_STATE_RUNNING: JobState
 JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_UNSPECIFIED: JobState
+KUSNER_RELEASE_UNINFORMATIVE: RefusalReason
+LEDGER_UNAVAILABLE: RefusalReason
+MEMORY_LIMIT: RefusalReason
 NOISE_FAMILY_GAUSSIAN: NoiseFamily
 NOISE_FAMILY_LAPLACE: NoiseFamily
 NOISE_FAMILY_NONE: NoiseFamily
 NOISE_FAMILY_UNSPECIFIED: NoiseFamily
+REFUSAL_REASON_UNSPECIFIED: RefusalReason
+RELEASE_IN_PROGRESS: RefusalReason
 
 class AnswersQuote(_message.Message):
     __slots__ = ["delta", "epsilon", "included", "lower", "mechanism", "noise", "noise_sd", "paid", "relation", "upper"]
@@ -751,4 +760,7 @@ class NoiseFamily(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class RefusalReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

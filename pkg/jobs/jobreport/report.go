@@ -1,4 +1,10 @@
-package jobs
+// Package jobreport renders a job's report for people: one self-contained HTML page
+// showing the job's path — its spec, its charge under its neighbour relation, its
+// events, what it released and, for a Kusner job, its forecast. The modeler's command
+// writes it from what the curator sent, the curator's job-report command from its own
+// store; what differs between kinds (the spec's words, what the modeler may know of
+// the path, how event times are shown) comes from the job's kind (jobspec.Kind).
+package jobreport
 
 import (
 	"bytes"
@@ -12,13 +18,11 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/hparam"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/jobs/jobspec"
 	"github.com/privbo/privbo/pkg/kusner"
 )
 
-// A job's report: one self-contained HTML page showing the job's path — its spec, its
-// charge under its neighbour relation, its events, what it released and, for a Kusner
-// job, its forecast.
-//
 // Two audiences see different paths. The modeler's report (built from what the curator
 // sent: the job record, its events, a quote) shows only what the job's guarantee
 // covers: the released candidate and score, the charge, the public constants, the
@@ -34,29 +38,25 @@ const ReportHTML = "index.html"
 
 // Report is what a job's report shows.
 type Report struct {
-	Job    Job
-	Events []Event
+	Job    jobs.Job
+	Events []jobs.Event
 	// Relation is the neighbour relation the charge was made under.
 	Relation string
 	// Forecast is a Kusner job's forecast (nil if none).
 	Forecast *kusner.Forecast
 	// Trace is the operator-only path (nil in a modeler's report).
-	Trace *Trace
+	Trace *jobs.Trace
 	// Generated is when the report was made.
 	Generated time.Time
 }
 
-// WriteReport renders r into dir/index.html (dir created if needed) and returns its path.
-func WriteReport(r Report, dir string) (string, error) {
+// Write renders r into dir/index.html (dir created if needed) and returns its path.
+func Write(r Report, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("jobs: report: %w", err)
 	}
-	d, err := reportView(r)
-	if err != nil {
-		return "", err
-	}
 	var b bytes.Buffer
-	if err := reportTemplate.Execute(&b, d); err != nil {
+	if err := reportTemplate.Execute(&b, reportView(r)); err != nil {
 		return "", fmt.Errorf("jobs: report: %w", err)
 	}
 	path := filepath.Join(dir, ReportHTML)
@@ -66,7 +66,9 @@ func WriteReport(r Report, dir string) (string, error) {
 	return path, nil
 }
 
-type row struct{ K, V string }
+type row = jobspec.Row
+
+func kv(k, v string) row { return row{K: k, V: v} }
 
 type view struct {
 	R                   Report
@@ -89,56 +91,22 @@ type stepRow struct {
 	Best                                 bool
 }
 
-func g(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "∞"
-	case math.IsNaN(v):
-		return "—"
-	}
-	return fmt.Sprintf("%.6g", v)
-}
+var g = jobspec.Figure
 
-func reportView(r Report) (view, error) {
+func reportView(r Report) view {
 	j := r.Job
 	v := view{R: r, Kind: j.Spec.Kind(), Audience: "modeler", Operator: r.Trace != nil}
 	if v.Operator {
 		v.Audience = "curator's operator (includes what the guarantee does not cover: never send it to a modeler)"
 	}
+	timing := jobspec.TimingClock
 	var axes []hparam.Axis
-	switch {
-	case j.Spec.Kusner != nil:
-		s := j.Spec.Kusner
-		axes = s.Space
-		v.Spec = []row{{"algorithm", fmt.Sprint(s.Algorithm)}, {"iterations T", fmt.Sprint(s.Iterations)},
-			{"ε, δ of each release", g(s.Epsilon) + ", " + g(s.Delta)}, {"evaluator", orBuiltIn(s.Evaluator)}, {"forced", fmt.Sprint(s.Force)}}
-		v.Path = []row{{"search", fmt.Sprintf("GP-UCB for T = %d iterations (public: one progress event each); the points it visited and their values are not released", s.Iterations)}}
-	case j.Spec.DPHyPO != nil:
-		s := j.Spec.DPHyPO
-		axes = s.Space
-		rule := fmt.Sprintf("GP rule, C = %g, c = %g, τ = %g, β = %g", s.CMax, s.CMin, s.Tau, s.Beta)
-		if s.Uniform {
-			rule = "uniform (C = c = 1)"
-		}
-		v.Spec = []row{{"sampling rule", rule}, {"runs", fmt.Sprintf("T ~ NegBin(θ = %g, γ = %g), E[T] = %.4g", s.Theta, s.Gamma, negBinMean(s.Theta, s.Gamma))},
-			{"δ", g(s.Delta)}, {"target ε", g(s.TargetEpsilon)}, {"evaluator", orBuiltIn(s.Evaluator)}}
-		if s.Evaluator == "" {
-			v.Spec = append(v.Spec, row{"DP-SGD", fmt.Sprintf("%d epochs, expected batch %d, L2 %g, learning rate %g, clipping norm %g (unless on the grid)",
-				s.DPSGD.Epochs, s.DPSGD.BatchSize, s.DPSGD.L2, s.DPSGD.LearningRate, s.DPSGD.ClipNorm)})
-		}
-		lo, hi := s.CMin, s.CMax
-		if s.Uniform {
-			lo, hi = 1, 1
-		}
-		v.Path = []row{
-			{"prior π(0)", "uniform over the grid"},
-			{"sampling distributions π̃", fmt.Sprintf("every one lies between %g× and %g× the uniform density at every grid point (the density bounds c and C, public); which ones the search used is not released", lo, hi)},
-			{"runs", fmt.Sprintf("not released: T is drawn from NegBin(θ, γ) with mean %.4g, and releasing it would void the guarantee (only the best run's candidate and score are released)", negBinMean(s.Theta, s.Gamma))},
-		}
-		v.Notes = append(v.Notes, "The job's duration correlates with its number of runs; this report does not show it.")
+	if k := jobspec.KindOf(j.Spec); k != nil {
+		d := k.Describe(j.Spec)
+		axes, v.Spec, v.Path, v.Notes, timing = d.Grid, d.Spec, d.Path, d.Notes, k.Timing()
 	}
 	for _, a := range axes {
-		v.Spec = append(v.Spec, row{"grid: " + a.Name, axisWords(a)})
+		v.Spec = append(v.Spec, kv("grid: "+a.Name, axisWords(a)))
 	}
 	if res := j.Result; res != nil {
 		if res.HasHyperparameters {
@@ -148,31 +116,31 @@ func reportView(r Report) (view, error) {
 			}
 			slices.Sort(names)
 			for _, k := range names {
-				v.Released = append(v.Released, row{k, g(res.Hyperparameters[k])})
+				v.Released = append(v.Released, kv(k, g(res.Hyperparameters[k])))
 			}
 		}
-		v.Released = append(v.Released, row{"score", g(res.Score)})
+		v.Released = append(v.Released, kv("score", g(res.Score)))
 		names := make([]string, 0, len(res.Constants))
 		for k := range res.Constants {
 			names = append(names, k)
 		}
 		slices.Sort(names)
 		for _, k := range names {
-			v.Constants = append(v.Constants, row{k, g(res.Constants[k])})
+			v.Constants = append(v.Constants, kv(k, g(res.Constants[k])))
 		}
 	}
 	if f := r.Forecast; f != nil {
 		if f.HasSelection {
 			v.Forecast = append(v.Forecast,
-				row{"hyperparameter: chance of the one candidate within " + g(f.Gap) + " of the posterior maximum", g(f.WithinGapMin) + " to " + g(f.WithinGapMax)},
-				row{"uniform pick", g(f.UniformProbability)},
-				row{"at most, over a uniform pick", g(f.SelectionLift) + "×"},
-				row{"ε at which it beats a uniform pick by the margin", g(f.SelectionEpsilon)})
+				kv("hyperparameter: chance of the one candidate within "+g(f.Gap)+" of the posterior maximum", g(f.WithinGapMin)+" to "+g(f.WithinGapMax)),
+				kv("uniform pick", g(f.UniformProbability)),
+				kv("at most, over a uniform pick", g(f.SelectionLift)+"×"),
+				kv("ε at which it beats a uniform pick by the margin", g(f.SelectionEpsilon)))
 		}
 		v.Forecast = append(v.Forecast,
-			row{"value: Laplace scale (objective range " + g(f.Range) + ")", g(f.LaplaceScale)},
-			row{"value within " + g(f.Gap) + " of the truth", g(f.ValueWithinGap) + " (a uniform guess: " + g(f.UniformValueWithinGap) + ", " + g(f.ValueLift) + "×)"},
-			row{"ε at which the value beats a uniform guess by the margin", g(f.ValueEpsilon)})
+			kv("value: Laplace scale (objective range "+g(f.Range)+")", g(f.LaplaceScale)),
+			kv("value within "+g(f.Gap)+" of the truth", g(f.ValueWithinGap)+" (a uniform guess: "+g(f.UniformValueWithinGap)+", "+g(f.ValueLift)+"×)"),
+			kv("ε at which the value beats a uniform guess by the margin", g(f.ValueEpsilon)))
 		v.ForecastVerdict = fmt.Sprintf("Informative: a release beats a uniform pick by the margin of %g%%.", 100*f.Margin)
 		if !f.Informative {
 			v.ForecastVerdict = fmt.Sprintf("NOT informative: no release beats a uniform pick by %g%% (one would from ε = %s).", 100*f.Margin, g(f.EpsilonNeeded))
@@ -188,11 +156,12 @@ func reportView(r Report) (view, error) {
 			p = fmt.Sprintf("%d / %d", e.Step, e.Total)
 		}
 		when := e.Time.Format(time.RFC3339)
-		if k > 0 && v.Kind == "kusner" {
+		switch {
+		case k == 0:
+		case timing == jobspec.TimingElapsed:
 			when = "+" + e.Time.Sub(t0).Round(time.Millisecond).String()
-		}
-		if k > 0 && v.Kind == "dphypo" && !v.Operator {
-			when = "" // elapsed time correlates with the private run count
+		case timing == jobspec.TimingHidden && !v.Operator:
+			when = "" // elapsed time correlates with what the guarantee hides
 		}
 		v.Events = append(v.Events, eventRow{fmt.Sprint(e.Seq), when, string(e.State), p, e.Message})
 	}
@@ -214,16 +183,9 @@ func reportView(r Report) (view, error) {
 			}
 			v.Steps = append(v.Steps, stepRow{fmt.Sprint(s.Run), pointWords(s.Hyperparameters), score, g(s.MaxDensity), g(s.MinDensity), fmt.Sprintf("%.4f", s.Entropy), k == best})
 		}
-		v.Path = append(v.Path, row{"runs (operator only)", fmt.Sprint(len(tr.Steps))})
+		v.Path = append(v.Path, kv("runs (operator only)", fmt.Sprint(len(tr.Steps))))
 	}
-	return v, nil
-}
-
-func orBuiltIn(e string) string {
-	if e == "" {
-		return "the curator's built-in learner"
-	}
-	return e
+	return v
 }
 
 func axisWords(a hparam.Axis) string {
@@ -253,21 +215,10 @@ func pointWords(p map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// negBinMean is E[T] of the truncated NegBin(θ, γ) (docs/MATHS.md §4.1).
-func negBinMean(theta, gamma float64) float64 {
-	if !(gamma > 0 && gamma < 1) {
-		return math.NaN()
-	}
-	if theta == 0 {
-		return (1/gamma - 1) / math.Log(1/gamma)
-	}
-	return theta * (1 - gamma) / (gamma * (1 - math.Pow(gamma, theta)))
-}
-
 // gridSVG draws a one- or two-dimensional grid: every point as a cell, the released
 // candidate outlined; with a trace, cells shaded by the last sampling distribution
 // (π̃·N) and labelled with their visit counts.
-func gridSVG(space hparam.Space, res *Result, tr *Trace) template.HTML {
+func gridSVG(space hparam.Space, res *jobs.Result, tr *jobs.Trace) template.HTML {
 	dim := space.Dim()
 	if dim < 1 || dim > 2 {
 		return ""
