@@ -282,7 +282,11 @@ func TestReplicasDifferentLimits(t *testing.T) {
 	for err := range errs {
 		t.Errorf("racing release: %v, want success or ResourceExhausted", err)
 	}
-	store, err := storage.OpenLedger(ctx, lc, t.TempDir(), opts(2).Config(t).LedgerLimits())
+	cfg, _, err := opts(2).Config(t).Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.OpenLedger(ctx, lc, t.TempDir(), cfg.LedgerLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
