@@ -1,6 +1,7 @@
 package curator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -142,18 +143,11 @@ func scalingKeyOf(p ScalingPlan, sc dataset.Scaling, raw *dataset.Raw, estimator
 		EstimateFeatures              bool
 		EstimateTarget                bool
 		Estimator                     string
-	}{p.Share, p.EpsilonFeatures, p.EpsilonTarget, p.Delta, orDefault(sc.ClipNorm, dataset.DefaultClipNorm), orDefault(sc.Unit, dataset.DefaultUnit),
+	}{p.Share, p.EpsilonFeatures, p.EpsilonTarget, p.Delta, cmp.Or(sc.ClipNorm, dataset.DefaultClipNorm), cmp.Or(sc.Unit, dataset.DefaultUnit),
 		raw.Features, raw.Target, p.Features, p.Target, estimator}
 	b, _ := json.Marshal(params) // cannot fail: plain fields, finite floats
 	h := sha256.Sum256(b)
 	return ledger.KindScalingEstimate + "/" + hex.EncodeToString(h[:16])
-}
-
-func orDefault(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Estimate makes (or reuses, see privateScaling) the private estimate p plans for raw

@@ -43,36 +43,34 @@ func errNoOutputRange(mech string) error {
 		"estimate it privately (with Config.PrivateScalingShare of the budget); or choose Config.Output.Mechanism none explicitly to release exact, unprotected answers", mech)
 }
 
-// checkPlan makes the checks Start and Check share before anything is charged: the
+// checkPlan makes the checks Start and CheckReport share before anything is charged: the
 // target's range of private answers must be declared when the operator gave a public
 // scaling (a schema without the target's line is a mistake, not a request to spend ε
 // on it) unless Config.EstimateTargetRange asks for the estimate; and the forecast of
 // the estimate (dataset.ForecastBounds, from n, the number of columns and its ε and δ
 // only) must not be poor. A coarse forecast is returned as a warning, with the schema
-// lines that would replace the estimate.
-func checkPlan(cfg config.Config, raw *dataset.Raw, p curator.ScalingPlan) (warnings []string, err error) {
+// lines that would replace the estimate. p must be needed (ScalingPlan.Needed); the
+// forecast is returned too.
+func checkPlan(cfg config.Config, raw *dataset.Raw, p curator.ScalingPlan) (dataset.BoundsForecast, []string, error) {
 	if p.Target && !p.Features && !cfg.EstimateTargetRange {
-		return nil, errTargetRangeMissing(cfg, raw, p)
-	}
-	if !p.Needed() {
-		return nil, nil
+		return dataset.BoundsForecast{}, nil, errTargetRangeMissing(cfg, raw, p)
 	}
 	f, err := dataset.ForecastBounds(raw.N, p.Columns(raw), p.Privacy())
 	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+		return f, nil, fmt.Errorf("server: %w", err)
 	}
 	switch f.Quality {
 	case dataset.BoundsPoor:
-		return nil, &config.FieldError{Field: "PrivateScalingShare", Msg: fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
+		return f, nil, &config.FieldError{Field: "PrivateScalingShare", Msg: fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
 			"It would spend %s of the dataset's budget and locate little of the data. %s",
 			p.What(), f, p.Privacy(), remedies(cfg, raw, p, f))}
 	case dataset.BoundsCoarse:
-		return []string{fmt.Sprintf("WARNING: the private estimate of %s will be coarse (it is made, once, at the first start): %s. Expect intervals up to about 4× the width of a column's "+
+		return f, []string{fmt.Sprintf("WARNING: the private estimate of %s will be coarse (it is made, once, at the first start): %s. Expect intervals up to about 4× the width of a column's "+
 			"1st–99th percentile range, and up to a tenth of a column's rows clamped (more for heavy-tailed, zero-centred or narrowly "+
 			"concentrated columns); the scaled features keep less of their signal and the answers' range is wider than the target's. %s",
 			p.What(), f, remedies(cfg, raw, p, f))}, nil
 	}
-	return nil, nil
+	return f, nil, nil
 }
 
 // remedies says how to do better than forecast f: public bounds in a schema (the lines
@@ -141,20 +139,15 @@ func errTargetRangeMissing(cfg config.Config, raw *dataset.Raw, p curator.Scalin
 		cfg.Output.Mechanism, raw.Target, what, fix, p.Privacy())}
 }
 
-// planScaling is the private scaling estimate cfg asks for over raw.
-func planScaling(cfg config.Config, raw *dataset.Raw) curator.ScalingPlan {
-	return curator.PlanScaling(raw, cfg.Data.Scaling, cfg.Output, cfg.PrivateScalingShare, cfg.Budget, cfg.DatasetBudget)
-}
-
 // scaleDataset scales raw as cfg says, first estimating privately (and charging, or
 // reusing the ledger's stored estimate) what no public source gives, and fills in
 // cfg.Output's range (resolveOutputRange).
 func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config, raw *dataset.Raw) (*dataset.Dataset, error) {
-	p := planScaling(*cfg, raw)
+	p := curator.PlanScaling(raw, cfg.Data.Scaling, cfg.Output, cfg.PrivateScalingShare, cfg.Budget, cfg.DatasetBudget)
 	sc := cfg.Data.Scaling
 	var estimated *dataset.Bounds
 	if p.Needed() {
-		warnings, err := checkPlan(*cfg, raw, p)
+		f, warnings, err := checkPlan(*cfg, raw, p)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +157,7 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 				cfg.Warn(w)
 			}
 		}
-		if f, err := dataset.ForecastBounds(raw.N, p.Columns(raw), p.Privacy()); err == nil && len(warnings) == 0 {
+		if len(warnings) == 0 {
 			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
 		}
 		if sc, estimated, err = p.Estimate(ctx, store, cfg.DatasetID, sc, raw, cfg.Logger); err != nil {

@@ -161,28 +161,31 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	if err != nil {
 		return nil, err
 	}
-	releases, err := storage.OpenReleases(ctx, cfg.Ledger, cfg.StateDir)
-	if err != nil {
-		store.Close()
+	// undo closes, on a failed start, what the start opened so far, last first.
+	undo := []func() error{store.Close}
+	fail := func(err error) (*Server, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
 		return nil, err
 	}
-	closeStores := func() {
-		store.Close()
-		releases.Close()
+	releases, err := storage.OpenReleases(ctx, cfg.Ledger, cfg.StateDir)
+	if err != nil {
+		return fail(err)
 	}
+	undo = append(undo, releases.Close)
 	// The limits in force are part of the ledger: every curator sharing it enforces
 	// them (read in each charge's transaction), and 'curator ledger' reports against
 	// them. A start with other limits changes them only when told to.
 	limitsStart, err := store.RecordLimits(ctx, cfg.DatasetID, cfg.ChangeLimits)
 	if err != nil {
-		closeStores()
 		if de := (*ledger.LimitsDifferError)(nil); errors.As(err, &de) {
-			return nil, &config.FieldError{Field: "ChangeLimits", Msg: fmt.Sprintf("the ledger's limits in force for dataset %s (%s, since %s) differ from this curator's (%s): "+
+			return fail(&config.FieldError{Field: "ChangeLimits", Msg: fmt.Sprintf("the ledger's limits in force for dataset %s (%s, since %s) differ from this curator's (%s): "+
 				"curators sharing a ledger enforce one set of limits, so start with the limits in force, or set Config.ChangeLimits to make these "+
 				"the limits in force (every curator sharing the ledger enforces them from its next charge; the change is kept in the ledger's history)",
-				cfg.DatasetID, ledger.LimitsText(de.InForce.Limits), de.InForce.Recorded.Format(time.RFC3339), ledger.LimitsText(de.Configured))}
+				cfg.DatasetID, ledger.LimitsText(de.InForce.Limits), de.InForce.Recorded.Format(time.RFC3339), ledger.LimitsText(de.Configured))})
 		}
-		return nil, fmt.Errorf("server: recording the budget limits in the ledger: %w", err)
+		return fail(fmt.Errorf("server: recording the budget limits in the ledger: %w", err))
 	}
 	if p := limitsStart.Previous; p != nil {
 		log.Warn("WARNING: the ledger's limits in force changed with this start (Config.ChangeLimits); spending above a lowered limit is marked OVER LIMIT by curator ledger",
@@ -191,8 +194,7 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	}
 	ds, err := scaleDataset(ctx, store, &cfg, raw)
 	if err != nil {
-		closeStores()
-		return nil, err
+		return fail(err)
 	}
 	log.Info("dataset loaded", zap.String("dataset_id", cfg.DatasetID), zap.String("dataset", ds.Name), zap.Int("rows", ds.N), zap.Int("features", ds.D),
 		zap.Strings("feature_columns", ds.Features), zap.String("target", ds.Target), zap.String("scaling", string(ds.Scaling.Mode)),
@@ -215,34 +217,27 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	}
 	cur, err := curator.New(ccfg)
 	if err != nil {
-		closeStores()
-		return nil, fmt.Errorf("server: %w", err)
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	// Budget left reserved by releases this curator was computing when it stopped.
 	if _, err := cur.RecoverReservations(ctx); err != nil {
-		closeStores()
-		return nil, fmt.Errorf("server: %w", err)
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	study, err := cur.StudyCapacity(ctx)
 	if err != nil {
-		closeStores()
-		return nil, fmt.Errorf("server: %w", err)
+		return fail(fmt.Errorf("server: %w", err))
 	}
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
 		if jm, err = startJobs(ctx, cfg, ds, store, cur.ReservationHold(), log); err != nil {
-			closeStores()
-			return nil, err
+			return fail(err)
 		}
+		undo = append(undo, jm.Close)
 	}
 	if lis == nil {
 		if lis, err = net.Listen("tcp", cfg.Listen); err != nil {
-			if jm != nil {
-				jm.Close()
-			}
-			closeStores()
-			return nil, fmt.Errorf("server: listen on %q: %w", cfg.Listen, err)
+			return fail(fmt.Errorf("server: listen on %q: %w", cfg.Listen, err))
 		}
 	}
 	s := &Server{cfg: cfg, log: log, lis: lis, ledger: store, releases: releases, curator: cur, ds: ds, memory: ccfg.Memory, jobs: jm, study: study,
@@ -273,11 +268,7 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {
 			lis.Close()
-			if jm != nil {
-				jm.Close()
-			}
-			closeStores()
-			return nil, err
+			return fail(err)
 		}
 	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
@@ -502,8 +493,6 @@ func (s *Server) watchReadiness() {
 	}
 }
 
-// withDefaults validates what can be checked without touching files and fills in
-// defaults.
 // curatorConfig is the curator's configuration of cfg (after Resolve).
 func curatorConfig(cfg config.Config, ds *dataset.Dataset, store *ledger.Ledger) curator.Config {
 	return curator.Config{
@@ -559,12 +548,15 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 	// The private estimate is made (and charged) only by Start; here the scaling is
 	// checked with placeholder bounds, which release nothing, and the estimate's
 	// forecast is made from public quantities, as Start makes it.
-	p := planScaling(cfg, raw)
+	p := curator.PlanScaling(raw, cfg.Data.Scaling, cfg.Output, cfg.PrivateScalingShare, cfg.Budget, cfg.DatasetBudget)
 	var warnings []string
+	scaling := string(cfg.Data.Scaling.Mode)
 	if p.Needed() {
-		if warnings, err = checkPlan(cfg, raw, p); err != nil {
+		var f dataset.BoundsForecast
+		if f, warnings, err = checkPlan(cfg, raw, p); err != nil {
 			return CheckResult{}, err
 		}
+		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.What(), p.Privacy(), f.Quality)
 	}
 	sc := cfg.Data.Scaling
 	if p.Features {
@@ -585,14 +577,6 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		if _, err := jobsRunner(cfg, ds, zap.NewNop()); err != nil {
 			return CheckResult{}, err
 		}
-	}
-	scaling := string(sc.Mode)
-	if p.Needed() {
-		f, err := dataset.ForecastBounds(raw.N, p.Columns(raw), p.Privacy())
-		if err != nil {
-			return CheckResult{}, fmt.Errorf("server: %w", err)
-		}
-		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.What(), p.Privacy(), f.Quality)
 	}
 	rows := fmt.Sprintf("%d rows", ds.N)
 	if raw.MissingTarget > 0 {

@@ -145,24 +145,23 @@ func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) 
 // they are in stateDir/jobs.db, this curator's alone. With PostgreSQL they are tables
 // in the ledger's schema (jobs.OpenPostgres), keyed by dataset, so that every replica
 // sharing the ledger serves, cancels and takes over every job of the dataset.
-func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset string) (*jobs.Store, error) {
-	if lc.Store() != "postgres" {
-		st, err := jobs.OpenSQLite(filepath.Join(stateDir, "jobs.db"))
+func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset string) (st *jobs.Store, err error) {
+	defer func() {
 		if err != nil {
-			return nil, fmt.Errorf("server: opening the job store: %w", err)
+			st, err = nil, fmt.Errorf("server: opening the job store: %w", err)
 		}
-		return st, nil
+	}()
+	if lc.Store() != "postgres" {
+		return jobs.OpenSQLite(filepath.Join(stateDir, "jobs.db"))
 	}
 	e, d, err := pgledger.OpenEngine(ctx, lc.DSN, pgOptions(lc))
 	if err != nil {
-		return nil, fmt.Errorf("server: opening the job store: %w", err)
+		return nil, err
 	}
-	st, err := jobs.OpenPostgres(ctx, e, d, dataset)
-	if err != nil {
+	if st, err = jobs.OpenPostgres(ctx, e, d, dataset); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("server: opening the job store: %w", err)
 	}
-	return st, nil
+	return st, err
 }
 
 // AdoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
