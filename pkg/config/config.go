@@ -276,14 +276,6 @@ const DefaultPrivateScalingShare = 0.1
 // DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
 const DefaultLedgerKind = "sqlite"
 
-// Store is the ledger store l names: Kind, or DefaultLedgerKind when it names none.
-func (l LedgerConfig) Store() string {
-	if l.Kind == "" {
-		return DefaultLedgerKind
-	}
-	return l.Kind
-}
-
 // DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
 const DefaultShutdownTimeout = 10 * time.Second
 

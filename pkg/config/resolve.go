@@ -152,7 +152,8 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 		return cfg, nil, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory (%s) exceeds Config.MemoryLimit (%s), the memory the whole curator may use",
 			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))
 	}
-	switch cfg.Ledger.Store() {
+	cfg.Ledger.Kind = cmp.Or(cfg.Ledger.Kind, DefaultLedgerKind)
+	switch cfg.Ledger.Kind {
 	case "sqlite":
 	case "postgres":
 		if cfg.Ledger.DSN == "" {

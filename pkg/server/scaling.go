@@ -32,15 +32,11 @@ func resolveOutputRange(cfg *config.Config, ds *dataset.Dataset, estimated *data
 	case ds.TargetRange != nil:
 		o.Lower, o.Upper = ds.TargetRange.Lower, ds.TargetRange.Upper
 	default:
-		return errNoOutputRange(o.Mechanism)
+		return fmt.Errorf("server: output privacy %s needs the range of the target (answers are clipped to it and the noise is calibrated to its width): "+
+			"set Config.Output.Lower and Config.Output.Upper, or give it on the target's line of the schema, Config.Data.Scaling.Schema, or let the curator "+
+			"estimate it privately (with Config.PrivateScalingShare of the budget); or choose Config.Output.Mechanism none explicitly to release exact, unprotected answers", o.Mechanism)
 	}
 	return nil
-}
-
-func errNoOutputRange(mech string) error {
-	return fmt.Errorf("server: output privacy %s needs the range of the target (answers are clipped to it and the noise is calibrated to its width): "+
-		"set Config.Output.Lower and Config.Output.Upper, or give it on the target's line of the schema, Config.Data.Scaling.Schema, or let the curator "+
-		"estimate it privately (with Config.PrivateScalingShare of the budget); or choose Config.Output.Mechanism none explicitly to release exact, unprotected answers", mech)
 }
 
 // checkPlan makes the checks Start and CheckReport share before anything is charged: the

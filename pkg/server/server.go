@@ -246,6 +246,18 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	for _, line := range s.patient {
 		log.Info(line)
 	}
+	if err := s.serve(tlsCfg, auth); err != nil {
+		lis.Close()
+		return fail(err)
+	}
+	return s, nil
+}
+
+// serve registers the curator's services on a new gRPC server with the transport's
+// options, tlsCfg and auth, and starts serving s.lis, the metrics listener when one is
+// configured, and the readiness and authentication-failure watchers.
+func (s *Server) serve(tlsCfg *tls.Config, auth transport.Auth) error {
+	cfg, log, lis := s.cfg, s.log, s.lis
 	failures := transport.NewAuthFailures(cfg.AuthFailures, log)
 	tc := transport.ServerConfig{Logger: log, TLS: tlsCfg, Auth: auth, Limits: cfg.Limits, AuthFailures: failures, MaxHeaderListBytes: cfg.MaxHeaderBytes}
 	var rpcMetrics *grpcprom.ServerMetrics
@@ -255,7 +267,7 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	}
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
 	s.grpc = grpc.NewServer(append(transport.ServerOptions(tc), grpc.WaitForHandlers(true))...)
-	curatorv1.RegisterCuratorServiceServer(s.grpc, rpc.New(cur, jm, store.Limits(), log))
+	curatorv1.RegisterCuratorServiceServer(s.grpc, rpc.New(s.curator, s.jobs, s.ledger.Limits(), log))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -267,14 +279,13 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	s.setServing(true)
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {
-			lis.Close()
-			return fail(err)
+			return err
 		}
 	}
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
 	go s.watchReadiness()
 	go s.flushAuthFailures(failures)
-	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.Store()),
+	log.Info("curator serving", zap.String("addr", lis.Addr().String()), zap.String("ledger", cfg.Ledger.Kind),
 		zap.Float64("budget_epsilon", cfg.Budget.Epsilon), zap.Float64("budget_delta", cfg.Budget.Delta),
 		zap.Float64("dataset_budget_epsilon", cfg.DatasetBudget.Epsilon), zap.Float64("dataset_budget_delta", cfg.DatasetBudget.Delta),
 		zap.Bool("tls", tlsCfg != nil), zap.Bool("client_certificates", auth.ClientCerts), zap.Int("tokens", len(auth.Tokens)))
@@ -282,7 +293,7 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 		log.Warn("identities are taken from the "+transport.IdentityHeader+" header: every caller that reaches this address can name any identity and spend its budget",
 			zap.String("addr", lis.Addr().String()), zap.Bool("loopback", transport.IsLoopback(cfg.Listen)))
 	}
-	return s, nil
+	return nil
 }
 
 // memoryPlan is how much memory a curator serving n rows of d features gives its
@@ -583,7 +594,7 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		rows += fmt.Sprintf(" (%d more with a missing target: dropped)", raw.MissingTarget)
 	}
 	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %s × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Store(), planMemory(cfg, ds.N, ds.D).summary(),
+		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Kind, planMemory(cfg, ds.N, ds.D).summary(),
 		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }

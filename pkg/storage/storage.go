@@ -31,8 +31,8 @@ func OpenLedger(ctx context.Context, lc config.LedgerConfig, stateDir string, li
 		store *ledger.Ledger
 		err   error
 	)
-	switch lc.Store() {
-	case "sqlite":
+	switch lc.Kind {
+	case "", config.DefaultLedgerKind:
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
 		store, err = pgledger.Open(ctx, lc.DSN, pgOptions(lc), limits)
@@ -126,7 +126,7 @@ func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, l
 // PostgreSQL blobs are copied into PostgreSQL when it starts (server.Start, with
 // curator.AdoptReleases), and read from stateDir/releases (blob.Fallback) until then.
 func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) (Releases, error) {
-	if lc.Store() != "postgres" {
+	if lc.Kind != "postgres" {
 		return Releases{}, nil
 	}
 	blobs, err := pgledger.OpenBlobs(ctx, lc.DSN, pgOptions(lc))
@@ -151,7 +151,7 @@ func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset str
 			st, err = nil, fmt.Errorf("server: opening the job store: %w", err)
 		}
 	}()
-	if lc.Store() != "postgres" {
+	if lc.Kind != "postgres" {
 		return jobs.OpenSQLite(filepath.Join(stateDir, "jobs.db"))
 	}
 	e, d, err := pgledger.OpenEngine(ctx, lc.DSN, pgOptions(lc))
