@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
@@ -27,7 +28,7 @@ import (
 // for identity. Everything is torn down when the benchmark ends.
 func benchCurator(b *testing.B, path, target, identity, mechanism string) curatorv1.CuratorServiceClient {
 	b.Helper()
-	srv, err := server.Start(context.Background(), server.Config{
+	srv, err := server.Start(context.Background(), config.Config{
 		Listen: "127.0.0.1:0", DataPath: path, Data: dataset.Options{Target: target},
 		StateDir: b.TempDir(), Budget: ledger.Cost{Epsilon: 1e9, Delta: 0.99}, ProjectionMechanism: mechanism,
 		DatasetID: "bench", Output: curator.OutputPrivacy{Lower: -1e6, Upper: 1e6},

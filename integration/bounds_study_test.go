@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // BenchmarkBoundsStudy measures what the private bounds cost a first study on the
@@ -48,7 +48,7 @@ func BenchmarkBoundsStudy(b *testing.B) {
 		}
 		runs = v
 	}
-	r, eps, iterations, budgetDelta := 10, 1.0, 50, server.DefaultBudgetDelta
+	r, eps, iterations, budgetDelta := 10, 1.0, 50, config.DefaultBudgetDelta
 	deltas := map[string]float64{"no schema": 9e-7, "schema": 1e-6}
 	if s := os.Getenv("PRIVBO_BOUNDS_STUDY_SETTINGS"); s != "" {
 		var delta float64

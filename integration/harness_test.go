@@ -9,6 +9,7 @@ import (
 
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/internal/testlog"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -45,7 +46,7 @@ type curatorProc struct {
 // schema, with a generous budget and exact answers (the paper's setting, chosen
 // explicitly: a curator's default is private answers), which go to identities holding a
 // projection, at most 200 rows each.
-func diabetesConfig(t *testing.T, state string) server.Config {
+func diabetesConfig(t *testing.T, state string) config.Config {
 	t.Helper()
 	return curatortest.Options{
 		DataPath: diabetesPath,
@@ -58,14 +59,14 @@ func diabetesConfig(t *testing.T, state string) server.Config {
 
 // startCurator starts a curator in-process exactly as cmd/curator does, logging at debug
 // level into a buffer the test can scan, and stops it when the test ends.
-func startCurator(t *testing.T, cfg server.Config) *curatorProc {
+func startCurator(t *testing.T, cfg config.Config) *curatorProc {
 	t.Helper()
 	c := curatortest.StartConfig(t, cfg)
 	return &curatorProc{Curator: c, srv: c.Server, logs: c.Logs}
 }
 
 // startCuratorErr starts a curator that is expected to fail to start.
-func startCuratorErr(cfg server.Config) (*server.Server, error) {
+func startCuratorErr(cfg config.Config) (*server.Server, error) {
 	srv, err := server.Start(context.Background(), cfg)
 	if err == nil {
 		srv.Shutdown(context.Background())

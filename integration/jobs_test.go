@@ -14,24 +14,24 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	"github.com/privbo/privbo/pkg/tuning"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 var breastCancerPath = filepath.Join("..", "examples", "data", "breast_cancer.csv")
 
-func breastCancerConfig(t *testing.T, state string) server.Config {
+func breastCancerConfig(t *testing.T, state string) config.Config {
 	t.Helper()
 	// The shipped schema's public bounds scale the data and DP-HyPO's learner.
 	sc, err := dataset.ParseScaling("schema:" + filepath.Join("..", "examples", "data", "breast_cancer.schema.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return server.Config{
+	return config.Config{
 		Listen:   "127.0.0.1:0",
 		DataPath: breastCancerPath,
 		Data:     dataset.Options{Target: "benign", Scaling: sc},
@@ -40,7 +40,7 @@ func breastCancerConfig(t *testing.T, state string) server.Config {
 		DatasetID: "breast-cancer",
 		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},
 		Budget:    ledger.Cost{Epsilon: 100, Delta: 0.5},
-		Jobs: server.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,
+		Jobs: config.JobsConfig{Enabled: true, ValidationFraction: 0.3, SplitSeed: 1,
 			Kusner: tuning.KusnerAssumptions{K1: 0.5, NoiseVariance: 0.01}},
 	}
 }

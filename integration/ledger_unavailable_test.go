@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curatorclient"
-	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -43,7 +43,7 @@ func TestLedgerBackendsTerminated(t *testing.T) {
 	})
 
 	cfg := diabetesConfig(t, t.TempDir())
-	cfg.Ledger = server.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
+	cfg.Ledger = config.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
 	cur := startCurator(t, cfg)
 	client := cur.client(t, "acme")
 	if _, err := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{}); err != nil {

@@ -11,14 +11,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // errorInfo is the curator's ErrorInfo of a status error (nil if none).
 func errorInfo(err error) *errdetails.ErrorInfo {
 	for _, d := range status.Convert(err).Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == server.ErrorDomain {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == refusal.Domain {
 			return ei
 		}
 	}
@@ -52,7 +52,7 @@ func TestReleaseMemoryLimit(t *testing.T) {
 
 	_, err := drainRelease(ctx, client, 1024)
 	ei := errorInfo(err)
-	if status.Code(err) != codes.ResourceExhausted || ei.GetReason() != server.ReasonMemoryLimit {
+	if status.Code(err) != codes.ResourceExhausted || ei.GetReason() != string(refusal.MemoryLimit) {
 		t.Fatalf("r = 1024 with %d bytes for releases: %v (reason %q), want RESOURCE_EXHAUSTED, MEMORY_LIMIT", releaseMemory, err, ei.GetReason())
 	}
 	meta := ei.GetMetadata()

@@ -17,10 +17,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -57,7 +58,7 @@ func wholePatientRefusal(err error) bool {
 		return false
 	}
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == server.ReasonBudgetExceeded && info.GetMetadata()["budget"] == "whole-patient" {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == string(refusal.BudgetExceeded) && info.GetMetadata()["budget"] == "whole-patient" {
 			return true
 		}
 	}
@@ -90,7 +91,7 @@ func TestWholePatientCapAcrossRelations(t *testing.T) {
 			ledgerArgs := []string{"--state", state}
 			if engine == "postgres" {
 				dsn, schema := postgresSchema(t)
-				cfg.Ledger = server.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
+				cfg.Ledger = config.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
 				ledgerArgs = []string{"--ledger", "postgres", "--ledger-dsn", dsn, "--ledger-schema", schema}
 			}
 			cur := startCurator(t, cfg)

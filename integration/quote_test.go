@@ -13,14 +13,14 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
 // reason is the ErrorInfo reason of a status error ("" if none).
 func reason(err error) string {
 	for _, d := range status.Convert(err).Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == server.ErrorDomain {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == refusal.Domain {
 			return ei.GetReason()
 		}
 	}
@@ -68,7 +68,7 @@ func TestQuoteAndJointChargeOverTheWire(t *testing.T) {
 	// ε 2.5 with the answers' 1: refused by the curator (a client that did not quote).
 	big := &curatorv1.ReleaseProjectionRequest{Dimension: 3, Epsilon: 2.5, Delta: 1e-7, WithAnswers: true}
 	_, err = curatorclient.FetchProjection(ctx, c, big)
-	if status.Code(err) != codes.ResourceExhausted || reason(err) != server.ReasonBudgetExceeded || strings.Contains(err.Error(), "--") {
+	if status.Code(err) != codes.ResourceExhausted || reason(err) != string(refusal.BudgetExceeded) || strings.Contains(err.Error(), "--") {
 		t.Errorf("joint release beyond the budget: %v (reason %q), want RESOURCE_EXHAUSTED, BUDGET_EXCEEDED, no flag named", err, reason(err))
 	}
 	if s := spent(); s != 0 {
@@ -83,11 +83,11 @@ func TestQuoteAndJointChargeOverTheWire(t *testing.T) {
 	}
 
 	_, err = c.QuoteStudy(ctx, &curatorv1.QuoteStudyRequest{Dimension: 11, WithAnswers: true})
-	if status.Code(err) != codes.InvalidArgument || reason(err) != server.ReasonDimensionAboveFeatures || !strings.Contains(err.Error(), "r ≤ 10") {
+	if status.Code(err) != codes.InvalidArgument || reason(err) != string(refusal.DimensionAboveFeatures) || !strings.Contains(err.Error(), "r ≤ 10") {
 		t.Errorf("quote of r = 11 on d = 10: %v, want INVALID_ARGUMENT, DIMENSION_ABOVE_FEATURES", err)
 	}
 	_, err = curatorclient.FetchProjection(ctx, c, &curatorv1.ReleaseProjectionRequest{Dimension: 11, Epsilon: 0.1, Delta: 1e-7})
-	if status.Code(err) != codes.InvalidArgument || reason(err) != server.ReasonDimensionAboveFeatures {
+	if status.Code(err) != codes.InvalidArgument || reason(err) != string(refusal.DimensionAboveFeatures) {
 		t.Errorf("release of r = 11 on d = 10: %v, want INVALID_ARGUMENT, DIMENSION_ABOVE_FEATURES", err)
 	}
 
@@ -105,7 +105,7 @@ func TestQuoteAndJointChargeOverTheWire(t *testing.T) {
 		},
 	} {
 		err := call()
-		if status.Code(err) != codes.FailedPrecondition || reason(err) != server.ReasonDeltaBudgetZero ||
+		if status.Code(err) != codes.FailedPrecondition || reason(err) != string(refusal.DeltaBudgetZero) ||
 			!strings.Contains(err.Error(), "δ budget is 0") || strings.Contains(err.Error(), "--") {
 			t.Errorf("%s with a zero δ budget: %v (reason %q), want FAILED_PRECONDITION, DELTA_BUDGET_ZERO, no flag named", name, err, reason(err))
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"regexp"
 
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/config"
 )
 
 // configRef matches a setting named the server's way: Config followed by exported
@@ -12,12 +12,12 @@ import (
 var configRef = regexp.MustCompile(`(^|[^.\w])Config\.([A-Z][A-Za-z0-9]*(?:\.[A-Z][A-Za-z0-9]*)*)`)
 
 // flagText rewrites the Config.<path> names in s as the serve flags that set them,
-// named by server.Config's flag tags (server.FlagName); a path without a flag stays
+// named by config.Config's flag tags (config.FlagName); a path without a flag stays
 // as it is.
 func flagText(s string) string {
 	return configRef.ReplaceAllStringFunc(s, func(ref string) string {
 		m := configRef.FindStringSubmatch(ref)
-		if f, ok := server.FlagName(m[2]); ok {
+		if f, ok := config.FlagName(m[2]); ok {
 			return m[1] + "--" + f
 		}
 		return ref

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 )
 
-// flagsWithoutConfigField are serve's flags that no flag tag of server.Config names,
+// flagsWithoutConfigField are serve's flags that no flag tag of config.Config names,
 // each with the reason it sets no field of its own.
 var flagsWithoutConfigField = map[string]string{
 	"config":             "names the configuration file that gives the other flags",
@@ -35,14 +35,14 @@ func serveFlagSet() *flag.FlagSet {
 	return fs
 }
 
-// TestConfigFlags: every flag the tags of server.Config name is one of serve's, and
+// TestConfigFlags: every flag the tags of config.Config name is one of serve's, and
 // every flag of serve is named by the tag of exactly one setting or sets none
 // (flagsWithoutConfigField), so that no rewritten message names a flag that does not
 // exist and each flag has one setting.
 func TestConfigFlags(t *testing.T) {
 	fs := serveFlagSet()
 	tagged := map[string][]string{}
-	for path, name := range server.FlagNames() {
+	for path, name := range config.FlagNames() {
 		if fs.Lookup(name) == nil {
 			t.Errorf("Config.%s: its tag names -%s, which serve does not have", path, name)
 		}
@@ -66,7 +66,7 @@ func TestConfigFlags(t *testing.T) {
 }
 
 // configField is the field of cfg at path ("Output.Epsilon").
-func configField(cfg server.Config, path string) reflect.Value {
+func configField(cfg config.Config, path string) reflect.Value {
 	v := reflect.ValueOf(cfg)
 	for name := range strings.SplitSeq(path, ".") {
 		for v.Kind() == reflect.Pointer {
@@ -102,7 +102,7 @@ func probeValue(cur reflect.Value) string {
 // A tag naming another flag of the same type would pass TestConfigFlags, not this.
 func TestFlagSetsTaggedField(t *testing.T) {
 	required := []string{"--data", "d.csv", "--target", "y", "--dataset-id", "probe-id", "--state", "st", "--budget-epsilon", "1"}
-	build := func(args []string) server.Config {
+	build := func(args []string) config.Config {
 		t.Helper()
 		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 		f := &serveFlags{}
@@ -122,7 +122,7 @@ func TestFlagSetsTaggedField(t *testing.T) {
 	}
 	special := map[string]string{"scaling": "none" /* the default is private */, "schema": schema, "evaluators": "probe=prog"}
 	base := build(required)
-	for path, name := range server.FlagNames() {
+	for path, name := range config.FlagNames() {
 		was := configField(base, path)
 		arg, ok := special[name]
 		if !ok {
@@ -138,20 +138,20 @@ func TestFlagSetsTaggedField(t *testing.T) {
 // TestFlagNamesInMessages: the server's refusals and warnings reach the operator with
 // the flags to type; a FieldError's field has a flag; wrapping keeps the error chain.
 func TestFlagNamesInMessages(t *testing.T) {
-	fe := &server.FieldError{Field: "StateDir", Msg: "Config.StateDir is required"}
+	fe := &config.FieldError{Field: "StateDir", Msg: "Config.StateDir is required"}
 	err := withFlagNames(fmt.Errorf("starting: %w", fe))
 	if err.Error() != "starting: server: --state is required" {
 		t.Errorf("rewritten = %q", err)
 	}
-	var got *server.FieldError
+	var got *config.FieldError
 	if !errors.As(err, &got) || got != fe {
 		t.Error("the rewritten error does not unwrap to the FieldError")
 	}
-	if name, ok := server.FlagName(got.Field); !ok || name != "state" {
-		t.Errorf("server.FlagName(%q) = %q, %v, want state, true", got.Field, name, ok)
+	if name, ok := config.FlagName(got.Field); !ok || name != "state" {
+		t.Errorf("config.FlagName(%q) = %q, %v, want state, true", got.Field, name, ok)
 	}
 	cause := errors.New("cause")
-	if err := withFlagNames(&server.FieldError{Field: "Jobs.Lease", Msg: "Config.Jobs.Lease", Err: cause}); !errors.Is(err, cause) || err.Error() != "server: --job-lease: cause" {
+	if err := withFlagNames(&config.FieldError{Field: "Jobs.Lease", Msg: "Config.Jobs.Lease", Err: cause}); !errors.Is(err, cause) || err.Error() != "server: --job-lease: cause" {
 		t.Errorf("rewritten = %q, errors.Is(cause) = %v", err, errors.Is(err, cause))
 	}
 	if !errors.Is(withFlagNames(flag.ErrHelp), flag.ErrHelp) {
@@ -168,9 +168,9 @@ func TestFlagNamesInMessages(t *testing.T) {
 			t.Errorf("flagText(%q) = %q, want %q", in, got, want)
 		}
 	}
-	cfg := server.Config{Budget: ledger.Cost{Epsilon: 1}, Output: curator.OutputPrivacy{Mechanism: "none"},
+	cfg := config.Config{Budget: ledger.Cost{Epsilon: 1}, Output: curator.OutputPrivacy{Mechanism: "none"},
 		Evaluation: curator.Evaluation{Mode: curator.EvaluateProgram}, AllowExactProgramAnswers: true}
-	ws := server.Warnings(cfg)
+	ws := config.Warnings(cfg)
 	if len(ws) != 3 {
 		t.Fatalf("warnings = %q, want three (zero δ, exact answers, exact program answers)", ws)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/config"
 )
 
 // defaultText is v as package flag prints a default (flag.Value.String).
@@ -32,14 +32,14 @@ func defaultText(v reflect.Value) (string, bool) {
 	return "", false
 }
 
-// TestFlagDefaultsAreNewConfig: every setting has one default, server.NewConfig's; the
-// serve flag that sets it (named by its tag, server.FlagNames) states the same one.
+// TestFlagDefaultsAreNewConfig: every setting has one default, config.NewConfig's; the
+// serve flag that sets it (named by its tag, config.FlagNames) states the same one.
 func TestFlagDefaultsAreNewConfig(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	(&serveFlags{}).register(fs)
-	d := reflect.ValueOf(server.NewConfig())
+	d := reflect.ValueOf(config.NewConfig())
 	compared := 0
-	for path, fl := range server.FlagNames() {
+	for path, fl := range config.FlagNames() {
 		v := d
 		for _, name := range strings.Split(path, ".") {
 			v = v.FieldByName(name)
@@ -51,14 +51,14 @@ func TestFlagDefaultsAreNewConfig(t *testing.T) {
 		}
 		compared++
 		if f.DefValue != want {
-			t.Errorf("-%s: flag default %q, server.NewConfig().%s = %s", fl, f.DefValue, path, want)
+			t.Errorf("-%s: flag default %q, config.NewConfig().%s = %s", fl, f.DefValue, path, want)
 		}
 	}
 	if compared < 40 {
-		t.Fatalf("compared %d flag defaults with server.NewConfig: the check would pass nearly vacuously", compared)
+		t.Fatalf("compared %d flag defaults with config.NewConfig: the check would pass nearly vacuously", compared)
 	}
 	// The limits are set (not left to a zero the library replaces).
-	if c := server.NewConfig(); c.MaxQueryIndices == 0 || c.MaxProjectionDim == 0 || c.Evaluation.Timeout == 0 || c.ShutdownTimeout == 0 {
-		t.Errorf("server.NewConfig() leaves a limit unset: %s", fmt.Sprint(c.MaxQueryIndices, c.MaxProjectionDim, c.Evaluation.Timeout, c.ShutdownTimeout))
+	if c := config.NewConfig(); c.MaxQueryIndices == 0 || c.MaxProjectionDim == 0 || c.Evaluation.Timeout == 0 || c.ShutdownTimeout == 0 {
+		t.Errorf("config.NewConfig() leaves a limit unset: %s", fmt.Sprint(c.MaxQueryIndices, c.MaxProjectionDim, c.Evaluation.Timeout, c.ShutdownTimeout))
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/jobs/jobreport"
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/storage"
 )
 
 // jobReport writes a job's operator report: the modeler's report plus the job's path
@@ -43,7 +44,7 @@ func jobReport(args []string) error {
 		if dsn == "" || dataset == "" {
 			return errors.New("job-report: --ledger postgres needs --ledger-dsn (or PRIVBO_CURATOR_LEDGER_DSN) and --dataset-id")
 		}
-		st, err := server.OpenJobs(ctx, server.LedgerConfig{Kind: kind, DSN: dsn, Schema: schema}, "", dataset)
+		st, err := storage.OpenJobs(ctx, config.LedgerConfig{Kind: kind, DSN: dsn, Schema: schema}, "", dataset)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/storage"
 )
 
 // budgetFlags are the flags of the limits; 'curator ledger' compares them, when
@@ -88,7 +88,7 @@ func printLedger(args []string) error {
 	ctx := context.Background()
 	// Reading spends nothing: the store's own limits play no part, the report's do.
 	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := server.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
@@ -21,7 +22,7 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 	state := t.TempDir()
 	opts := func(eps float64, change bool) curatortest.Options {
 		return curatortest.Options{StateDir: state, Scaling: curatortest.DiabetesSchema(t), Budget: ledger.Cost{Epsilon: eps, Delta: 1e-4}, DatasetBudget: ledger.Cost{Epsilon: 10, Delta: 1e-3},
-			Configure: func(c *server.Config) { c.ChangeLimits = change }}
+			Configure: func(c *config.Config) { c.ChangeLimits = change }}
 	}
 	c := curatortest.Start(t, opts(2, false))
 	if _, err := c.Server.Curator().ReleaseProjection(ctx, "acme", curator.ProjectionRequest{R: 2, Epsilon: 1.5, Delta: 1e-5}); err != nil {

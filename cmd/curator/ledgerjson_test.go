@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // captureOutput runs f and returns what it printed on standard output and on
@@ -53,7 +53,7 @@ func TestLedgerJSONAfterReleases(t *testing.T) {
 	// The private scaling estimate gets 0.4 of the identity's ε = 2 (ε 0.8, δ 4e-6),
 	// so that its forecast for diabetes is not poor.
 	c := curatortest.Start(t, curatortest.Options{Budget: limits.PerIdentity, DatasetBudget: limits.Dataset,
-		Configure: func(c *server.Config) { c.PrivateScalingShare = 0.4 }})
+		Configure: func(c *config.Config) { c.PrivateScalingShare = 0.4 }})
 	ctx := context.Background()
 	cur := c.Server.Curator()
 	for _, r := range []struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/internal/logging"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
@@ -36,6 +37,7 @@ import (
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
 )
@@ -114,7 +116,7 @@ type ledgerFlags struct {
 
 func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.state, "state", "", "directory for state that must survive restarts: ledger, released matrices (required)")
-	d := server.NewConfig()
+	d := config.NewConfig()
 	fs.StringVar(&l.kind, "ledger", d.Ledger.Kind, "privacy ledger store: sqlite (in --state) or postgres")
 	fs.StringVar(&l.dsn, "ledger-dsn", "", "PostgreSQL connection string, for --ledger postgres")
 	fs.StringVar(&l.schema, "ledger-schema", d.Ledger.Schema, "PostgreSQL schema of the ledger tables")
@@ -132,7 +134,7 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&l.patientDataset.Delta, "patient-dataset-budget-delta", 0, "δ of the whole-patient cap of the dataset (default: the per-identity cap's)")
 }
 
-func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
+func (l *ledgerFlags) config() (config.LedgerConfig, ledger.Cost, ledger.Cost) {
 	// Each part of the dataset cap defaults to the identity budget's on its own.
 	ds := ledger.Cost{Epsilon: l.datasetEpsilon, Delta: l.datasetDel}
 	if ds.Epsilon == 0 {
@@ -141,20 +143,20 @@ func (l *ledgerFlags) config() (server.LedgerConfig, ledger.Cost, ledger.Cost) {
 	if ds.Delta == 0 {
 		ds.Delta = l.delta
 	}
-	return server.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema, CallTimeout: l.timeout}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
+	return config.LedgerConfig{Kind: l.kind, DSN: l.dsn, Schema: l.schema, CallTimeout: l.timeout}, ledger.Cost{Epsilon: l.epsilon, Delta: l.delta}, ds
 }
 
 // limits are the ledger limits the flags set, with the defaults serve fills in.
 func (l *ledgerFlags) limits() ledger.Limits {
 	_, per, ds := l.config()
-	p, pd := server.PatientCaps(per, l.patient, l.patientDataset)
+	p, pd := config.PatientCaps(per, l.patient, l.patientDataset)
 	return ledger.Limits{PerIdentity: per, Dataset: ds, Patient: ledger.PatientLimits{PerIdentity: p, Dataset: pd}}
 }
 
 // serveFlags are the flags of serve and check-config.
 type serveFlags struct {
 	lf                                   ledgerFlags
-	cfg                                  server.Config
+	cfg                                  config.Config
 	configFile                           string
 	features, scaling, addrFile          string
 	exclude, missingMarkers              string
@@ -172,9 +174,9 @@ type serveFlags struct {
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
-	// Every default is server.NewConfig's: the flags only name and explain them.
-	f.cfg = server.NewConfig()
-	cfg, d := &f.cfg, server.NewConfig()
+	// Every default is config.NewConfig's: the flags only name and explain them.
+	f.cfg = config.NewConfig()
+	cfg, d := &f.cfg, config.NewConfig()
 	f.lf.register(fs)
 	fs.BoolVar(&cfg.ChangeLimits, "change-limits", false, "make this start's budget flags the limits in force when they differ from those the ledger records "+
 		"(every curator sharing the ledger enforces them from its next charge; curator ledger lists the change); without it such a start is refused")
@@ -281,7 +283,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 const envPrefix = "PRIVBO_CURATOR"
 
 // build turns the flags into the server's configuration.
-func (f *serveFlags) build() (server.Config, error) {
+func (f *serveFlags) build() (config.Config, error) {
 	cfg := f.cfg
 	if cfg.DataPath == "" || cfg.Data.Target == "" {
 		return cfg, errors.New("--data and --target are required")
@@ -433,7 +435,7 @@ func serve(args []string) error {
 	}
 	defer log.Sync()
 	cfg.Logger = log
-	for _, w := range server.Warnings(cfg) {
+	for _, w := range config.Warnings(cfg) {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 	cfg.Warn = func(w string) { fmt.Fprintln(os.Stderr, "curator:", flagText(w)) }
@@ -441,7 +443,7 @@ func serve(args []string) error {
 	// The garbage collector works harder as the heap nears the memory limit, rather than
 	// letting the kernel kill the process; an explicit GOMEMLIMIT wins.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		if lim := server.RuntimeMemoryLimit(cfg); lim > 0 {
+		if lim := server.RuntimeMemoryLimit(cfg.MemoryLimit); lim > 0 {
 			debug.SetMemoryLimit(lim)
 		}
 	}
@@ -501,7 +503,7 @@ func checkConfig(args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range append(server.Warnings(cfg), rep.Warnings...) {
+	for _, w := range append(config.Warnings(cfg), rep.Warnings...) {
 		fmt.Fprintln(os.Stderr, "curator:", flagText(w))
 	}
 	fmt.Println("configuration OK:", flagText(rep.Summary))
@@ -599,7 +601,7 @@ func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, *
 	}
 	lc, _, _ := lf.config()
 	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := server.OpenLedger(context.Background(), lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(context.Background(), lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	return store, *name, fs, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/server"
 )
@@ -125,11 +126,11 @@ func TestDevCAAndHashToken(t *testing.T) {
 // with another scaling is refused.
 func TestScalingSelection(t *testing.T) {
 	base := []string{"--data", diabetes, "--target", "progression", "--dataset-id", "d", "--state", t.TempDir(), "--budget-epsilon", "1"}
-	build := func(args ...string) (server.Config, error) {
+	build := func(args ...string) (config.Config, error) {
 		t.Helper()
 		f, err := parseServe("curator serve", append(slices.Clone(base), args...))
 		if err != nil {
-			return server.Config{}, err
+			return config.Config{}, err
 		}
 		return f.build()
 	}
@@ -158,10 +159,10 @@ func TestScalingSelection(t *testing.T) {
 		if tc.mode == dataset.ScaleSchema && (cfg.Data.Scaling.Schema == nil || len(cfg.Data.Scaling.Schema.Columns) != 11) {
 			t.Errorf("%s: schema not loaded: %+v", tc.name, cfg.Data.Scaling.Schema)
 		}
-		if cfg.PrivateScalingShare != server.DefaultPrivateScalingShare {
-			t.Errorf("%s: share %g, want the default %g", tc.name, cfg.PrivateScalingShare, server.DefaultPrivateScalingShare)
+		if cfg.PrivateScalingShare != config.DefaultPrivateScalingShare {
+			t.Errorf("%s: share %g, want the default %g", tc.name, cfg.PrivateScalingShare, config.DefaultPrivateScalingShare)
 		}
-		w := strings.Join(server.Warnings(cfg), "\n")
+		w := strings.Join(config.Warnings(cfg), "\n")
 		if got := strings.Contains(w, "DOES NOT HOLD"); got != tc.warn {
 			t.Errorf("%s: warned %v (%q), want %v", tc.name, got, w, tc.warn)
 		}
@@ -198,15 +199,15 @@ func TestTextLabelColumn(t *testing.T) {
 		{"excluded", []string{"--exclude", "diagnosis"}, "569 rows × 10 features"},
 		{"categorical", []string{"--schema", schema}, "569 rows × 12 features"},
 	} {
-		sum, err := server.Check(mustBuild(t, append(append([]string{}, base[1:]...), tc.args...)))
-		if err != nil || !strings.Contains(sum, tc.want) {
-			t.Errorf("%s: %q, %v; want %q", tc.name, sum, err, tc.want)
+		rep, err := server.CheckReport(mustBuild(t, append(append([]string{}, base[1:]...), tc.args...)))
+		if err != nil || !strings.Contains(rep.Summary, tc.want) {
+			t.Errorf("%s: %q, %v; want %q", tc.name, rep.Summary, err, tc.want)
 		}
 	}
 }
 
 // mustBuild is the server configuration serve would build from args.
-func mustBuild(t *testing.T, args []string) server.Config {
+func mustBuild(t *testing.T, args []string) config.Config {
 	t.Helper()
 	f, err := parseServe("curator check-config", args)
 	if err != nil {
@@ -268,10 +269,10 @@ func TestMissingMarkers(t *testing.T) {
 	args := []string{"--data", filepath.Join("..", "..", "examples", "data", "airquality.csv"), "--target", "Ozone",
 		"--schema", filepath.Join("..", "..", "examples", "data", "airquality.schema.csv"), "--dataset-id", "aq",
 		"--state", t.TempDir(), "--budget-epsilon", "10"}
-	if sum, err := server.Check(mustBuild(t, args)); err != nil || !strings.Contains(sum, "116 rows (37 more with a missing target: dropped) × 11 features") {
-		t.Errorf("default markers: %q, %v", sum, err)
+	if rep, err := server.CheckReport(mustBuild(t, args)); err != nil || !strings.Contains(rep.Summary, "116 rows (37 more with a missing target: dropped) × 11 features") {
+		t.Errorf("default markers: %q, %v", rep.Summary, err)
 	}
-	_, err := server.Check(mustBuild(t, append(args, "--missing-markers", "")))
+	_, err := server.CheckReport(mustBuild(t, append(args, "--missing-markers", "")))
 	if err == nil || !strings.Contains(err.Error(), `airquality.csv:6: column "Solar.R": not a number`) {
 		t.Errorf(`--missing-markers "": %v, want the NA of Solar.R on line 6 refused as not a number`, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/storage"
 )
 
 // resultsServeFlags are the flags 'curator results' shares with serve, by name: given on
@@ -93,7 +93,7 @@ func results(args []string) error {
 	}
 	ctx := context.Background()
 	placeholder := ledger.Cost{Epsilon: 1} // reading charges nothing: the limits play no part
-	store, err := server.OpenLedger(ctx, lc, sf.lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(ctx, lc, sf.lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/modeler"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // csvColumn reads column name of a CSV file with encoding/csv alone (not the dataset
@@ -237,7 +237,7 @@ func TestResultsProgramEvaluation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := curatortest.Start(t, curatortest.Options{StateDir: state, Scaling: sc, Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1},
-		Configure: func(cfg *server.Config) {
+		Configure: func(cfg *config.Config) {
 			cfg.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{prog}, Timeout: 10 * time.Second}
 		}})
 	res, err := modeler.Run(context.Background(), curatorclient.New(c.Client(t, "acme")), modeler.Config{R: 3, Epsilon: 2, Delta: 1e-4, Iterations: 6, InitialIndex: -1})

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -32,7 +32,7 @@ func TestJobCommands(t *testing.T) {
 		Target:   "benign",
 		Scaling:  sc,
 		Budget:   ledger.Cost{Epsilon: 100, Delta: 0.1},
-		Jobs:     server.JobsConfig{Enabled: true},
+		Jobs:     config.JobsConfig{Enabled: true},
 		// The jobs' budget is kept under the dataset id; answers are not asked for.
 		DatasetID: "breast-cancer",
 		Output:    curator.OutputPrivacy{Lower: 0, Upper: 1},

@@ -12,13 +12,13 @@ import (
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/refusal"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // ownFlags returns the flags of the modeler command args (its -h usage).
@@ -74,11 +74,11 @@ func TestRefusals(t *testing.T) {
 	noDelta := curatortest.Start(t, curatortest.Options{Scaling: diabetes, Budget: ledger.Cost{Epsilon: 3}, Output: laplace})
 	// Exact answers for at most 2 rows.
 	exact := curatortest.Start(t, curatortest.Options{Scaling: diabetes, Output: curator.OutputPrivacy{Mechanism: "none"},
-		Configure: func(c *server.Config) { c.ExactAnswersMaxRows = 2 }})
+		Configure: func(c *config.Config) { c.ExactAnswersMaxRows = 2 }})
 	// The lifted mechanism with 24 MiB for releases: r = 1024 needs more.
 	memory := curatortest.Start(t, curatortest.Options{DataPath: smallCSV(t), Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone},
 		DatasetID: "small", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
-		Configure: func(c *server.Config) { c.ProjectionMechanism, c.ReleaseMemory = projection.MechanismLifted, 24<<20 }})
+		Configure: func(c *config.Config) { c.ProjectionMechanism, c.ReleaseMemory = projection.MechanismLifted, 24<<20 }})
 	// Jobs on the breast-cancer data with a budget of ε = 5: Kusner at ε = 1 is forecast
 	// uninformative; at ε = 4 (cost 2ε = 8) it is beyond the budget.
 	sc, err := dataset.ParseScaling("schema:" + curatortest.ExampleData("breast_cancer.schema.csv"))
@@ -86,7 +86,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := curatortest.Start(t, curatortest.Options{DataPath: curatortest.ExampleData("breast_cancer.csv"), Target: "benign", Scaling: sc,
-		Budget: ledger.Cost{Epsilon: 5, Delta: 0.1}, Jobs: server.JobsConfig{Enabled: true}, DatasetID: "breast-cancer",
+		Budget: ledger.Cost{Epsilon: 5, Delta: 0.1}, Jobs: config.JobsConfig{Enabled: true}, DatasetID: "breast-cancer",
 		Output: curator.OutputPrivacy{Lower: 0, Upper: 1}})
 	kusner := func(eps string, extra ...string) []string {
 		return append([]string{"job", "kusner", "--curator", jobs.Addr, "--identity", "vendor", "--algorithm", "1",

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/privbo/privbo/internal/testlog"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -81,7 +82,7 @@ type Options struct {
 	// Output is the answers' privacy; the zero value is the curator's default mechanism.
 	Output curator.OutputPrivacy
 	// Jobs enables and configures the tuning jobs.
-	Jobs server.JobsConfig
+	Jobs config.JobsConfig
 	// Limits are the transport's limits (per-identity rate limit, …).
 	Limits transport.Limits
 	// StateDir holds the ledger; "" for a new t.TempDir(). Give the same one to two
@@ -89,17 +90,17 @@ type Options struct {
 	StateDir string
 	// Ledger selects the ledger store; the zero value is SQLite in StateDir. Give
 	// PostgresLedger(t) to several curators to run replicas sharing one budget.
-	Ledger server.LedgerConfig
+	Ledger config.LedgerConfig
 	// Configure, if set, edits the configuration built from the fields above last, for
 	// the settings they do not name (TLS, projection mechanism, evaluation, …).
-	Configure func(*server.Config)
+	Configure func(*config.Config)
 }
 
 // Config returns the server configuration o describes, as Start would use it but
 // without a logger (Start adds one writing into Curator.Logs).
-func (o Options) Config(t testing.TB) server.Config {
+func (o Options) Config(t testing.TB) config.Config {
 	t.Helper()
-	cfg := server.Config{
+	cfg := config.Config{
 		Listen:        "127.0.0.1:0",
 		DataPath:      o.DataPath,
 		Data:          dataset.Options{Target: o.Target, Scaling: o.Scaling},
@@ -141,7 +142,7 @@ type Curator struct {
 	// Addr is the address it listens on (loopback).
 	Addr string
 	// Config is the configuration it was started with.
-	Config server.Config
+	Config config.Config
 	// Logs holds everything it logged, as JSON lines at debug level.
 	Logs *testlog.Buffer
 
@@ -158,7 +159,7 @@ func Start(t testing.TB, o Options) *Curator {
 // StartConfig starts a curator with cfg as given, but for an empty Listen
 // ("127.0.0.1:0"), StateDir (a new t.TempDir()) and a nil Logger (debug JSON into
 // Curator.Logs; a logger given is kept and Logs stays empty), and stops it when t ends.
-func StartConfig(t testing.TB, cfg server.Config) *Curator {
+func StartConfig(t testing.TB, cfg config.Config) *Curator {
 	t.Helper()
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
@@ -238,7 +239,7 @@ func PostgresDSN() string {
 // the test server, which is dropped when t ends, after the curators started on it
 // (t.Cleanup runs in reverse order). It fails t if the server cannot be reached, unless
 // PRIVBO_SKIP_POSTGRES=1, which skips t.
-func PostgresLedger(t testing.TB) server.LedgerConfig {
+func PostgresLedger(t testing.TB) config.LedgerConfig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -261,5 +262,5 @@ func PostgresLedger(t testing.TB) server.LedgerConfig {
 		}
 		conn.Close(ctx)
 	})
-	return server.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
+	return config.LedgerConfig{Kind: "postgres", DSN: dsn, Schema: schema}
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -22,7 +22,7 @@ func TestOptionsConfig(t *testing.T) {
 	cfg = Options{
 		DataPath: ExampleData("breast_cancer.csv"), Target: "benign", DatasetID: "bc", StateDir: "/state",
 		Budget:    ledger.Cost{Epsilon: 2, Delta: 1e-3},
-		Configure: func(c *server.Config) { c.ProjectionMechanism = "lifted"; c.DatasetID = "bc2" },
+		Configure: func(c *config.Config) { c.ProjectionMechanism = "lifted"; c.DatasetID = "bc2" },
 	}.Config(t)
 	if !strings.HasSuffix(cfg.DataPath, "examples/data/breast_cancer.csv") || cfg.Data.Target != "benign" || cfg.DatasetID != "bc2" ||
 		cfg.StateDir != "/state" || cfg.Budget.Epsilon != 2 || cfg.ProjectionMechanism != "lifted" {

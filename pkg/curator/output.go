@@ -45,6 +45,9 @@ func (o OutputPrivacy) Validate() error {
 	return err
 }
 
+// RangeDeclared reports whether the target's range [Lower, Upper] is given.
+func (o OutputPrivacy) RangeDeclared() bool { return o.Lower != 0 || o.Upper != 0 }
+
 func (o OutputPrivacy) normalised() OutputPrivacy {
 	if o.Mechanism == "" {
 		o.Mechanism = answer.MechanismExact

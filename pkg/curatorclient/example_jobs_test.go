@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
@@ -30,11 +31,11 @@ func ExampleClient_SubmitJob() {
 		panic(err)
 	}
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
+	srv, err := server.Start(ctx, config.Config{
 		Listen: "127.0.0.1:0", DataPath: "../../examples/data/breast_cancer.csv", DatasetID: "breast-cancer", StateDir: state,
 		Data:   dataset.Options{Target: "benign", Scaling: sc},
 		Budget: ledger.Cost{Epsilon: 10, Delta: 1e-2}, Output: curator.OutputPrivacy{Lower: 0, Upper: 1},
-		Jobs: server.JobsConfig{Enabled: true},
+		Jobs: config.JobsConfig{Enabled: true},
 	})
 	if err != nil {
 		panic(err)

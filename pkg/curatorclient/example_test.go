@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
@@ -29,7 +30,7 @@ func Example() {
 		panic(err)
 	}
 	ctx := context.Background()
-	srv, err := server.Start(ctx, server.Config{
+	srv, err := server.Start(ctx, config.Config{
 		Listen: "127.0.0.1:0", DataPath: "../../examples/data/diabetes.csv", DatasetID: "diabetes", StateDir: state,
 		Data:   dataset.Options{Target: "progression", Scaling: sc},
 		Budget: ledger.Cost{Epsilon: 10, Delta: 1e-6}, Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1},

@@ -1,11 +1,11 @@
 // Package refusal names why the curator refuses a request, in the terms both sides of
 // the wire share: the reasons of the google.rpc.ErrorInfo (domain Domain) that
-// pkg/server attaches to its refusals, the metadata keys that carry the figures, and
+// pkg/rpc attaches to its refusals, the metadata keys that carry the figures, and
 // Error, a refusal as a client holds it. A client branches on the reason (errors.Is with
 // the Err* values) and reads the figures from the metadata; it never reads the message,
 // which is prose for a person.
 //
-// The package knows nothing of gRPC: pkg/server puts Reason and the metadata into an
+// The package knows nothing of gRPC: pkg/rpc puts Reason and the metadata into an
 // ErrorInfo, pkg/curatorclient reads them back into an *Error.
 package refusal
 

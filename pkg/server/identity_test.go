@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/internal/testlog"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
@@ -49,18 +50,18 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("acme "+transport.HashToken("right-token-0123")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := func(listen string) Config {
-		return Config{Listen: listen, DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
+	base := func(listen string) config.Config {
+		return config.Config{Listen: listen, DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
 			Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small", Output: curator.OutputPrivacy{Lower: 0, Upper: 5}}
 	}
-	tls := TLSConfig{CertFile: filepath.Join(pki, "server.pem"), KeyFile: filepath.Join(pki, "server-key.pem")}
+	tls := config.TLSConfig{CertFile: filepath.Join(pki, "server.pem"), KeyFile: filepath.Join(pki, "server-key.pem")}
 	for _, addr := range nonLoopbackAddrs(t) {
 		for _, tc := range []struct {
 			name string
-			edit func(*Config)
+			edit func(*config.Config)
 		}{
-			{"plaintext allowed", func(c *Config) { c.AllowPlaintext = true }},
-			{"TLS without client authentication", func(c *Config) { c.TLS = tls }},
+			{"plaintext allowed", func(c *config.Config) { c.AllowPlaintext = true }},
+			{"TLS without client authentication", func(c *config.Config) { c.TLS = tls }},
 		} {
 			cfg := base(addr)
 			tc.edit(&cfg)
@@ -68,12 +69,12 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 			if err == nil {
 				srv.Shutdown(context.Background())
 			}
-			var fe *FieldError
+			var fe *config.FieldError
 			if !errors.As(err, &fe) || fe.Field != "TrustIdentityHeaderFromNetwork" || !strings.Contains(err.Error(), "privbo-identity header") ||
 				!strings.Contains(err.Error(), "anyone who can reach the address could spend any identity's budget") {
 				t.Errorf("%s on %s: Start = %v, want a refusal on Config.TrustIdentityHeaderFromNetwork naming the header", tc.name, addr, err)
 			}
-			if _, err := Check(cfg); !errors.As(err, &fe) || fe.Field != "TrustIdentityHeaderFromNetwork" {
+			if _, err := CheckReport(cfg); !errors.As(err, &fe) || fe.Field != "TrustIdentityHeaderFromNetwork" {
 				t.Errorf("%s on %s: Check = %v, want the same refusal", tc.name, addr, err)
 			}
 		}
@@ -83,12 +84,12 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 	addr := nonLoopbackAddrs(t)[len(nonLoopbackAddrs(t))-1]
 	for _, tc := range []struct {
 		name        string
-		edit        func(*Config)
+		edit        func(*config.Config)
 		trustWarned bool
 	}{
-		{"tokens behind a proxy", func(c *Config) { c.AllowPlaintext, c.TokensFile = true, tokens }, false},
-		{"mutual TLS", func(c *Config) { c.TLS, c.TLS.ClientCAFile = tls, filepath.Join(pki, "ca.pem") }, false},
-		{"header trusted explicitly", func(c *Config) { c.AllowPlaintext, c.TrustIdentityHeaderFromNetwork = true, true }, true},
+		{"tokens behind a proxy", func(c *config.Config) { c.AllowPlaintext, c.TokensFile = true, tokens }, false},
+		{"mutual TLS", func(c *config.Config) { c.TLS, c.TLS.ClientCAFile = tls, filepath.Join(pki, "ca.pem") }, false},
+		{"header trusted explicitly", func(c *config.Config) { c.AllowPlaintext, c.TrustIdentityHeaderFromNetwork = true, true }, true},
 	} {
 		cfg := base(addr)
 		tc.edit(&cfg)
@@ -100,7 +101,7 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 			continue
 		}
 		srv.Shutdown(context.Background())
-		warned := strings.Contains(strings.Join(Warnings(cfg), "\n"), "WARNING: Config.TrustIdentityHeaderFromNetwork")
+		warned := strings.Contains(strings.Join(config.Warnings(cfg), "\n"), "WARNING: Config.TrustIdentityHeaderFromNetwork")
 		logged := strings.Contains(buf.String(), "identities are taken from the privbo-identity header")
 		if warned != tc.trustWarned || logged != tc.trustWarned {
 			t.Errorf("%s: warned %v, logged %v; want %v", tc.name, warned, logged, tc.trustWarned)
@@ -124,7 +125,7 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 	if !warned {
 		t.Errorf("loopback without authentication: no warning that the header is trusted:\n%s", buf)
 	}
-	if w := strings.Join(Warnings(cfg), "\n"); strings.Contains(w, "TrustIdentityHeaderFromNetwork") {
+	if w := strings.Join(config.Warnings(cfg), "\n"); strings.Contains(w, "TrustIdentityHeaderFromNetwork") {
 		t.Errorf("Warnings(loopback) = %q, want no warning about the network", w)
 	}
 }

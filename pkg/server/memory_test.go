@@ -15,10 +15,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -26,7 +28,7 @@ import (
 // TestMemoryConfig: the memory settings are checked before anything is loaded, and the
 // default release memory is the documented share of the limit.
 func TestMemoryConfig(t *testing.T) {
-	base := Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
+	base := config.Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}}, StateDir: t.TempDir(),
 		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small", Output: curator.OutputPrivacy{Lower: 0, Upper: 5}}
 	for _, tc := range []struct {
 		name        string
@@ -41,13 +43,13 @@ func TestMemoryConfig(t *testing.T) {
 	} {
 		cfg := base
 		cfg.MemoryLimit, cfg.ReleaseMemory = tc.limit, tc.rel
-		_, err := cfg.withDefaults()
-		var fe *FieldError
+		_, _, err := cfg.Resolve()
+		var fe *config.FieldError
 		switch {
 		case tc.want == "" && err != nil:
-			t.Errorf("%s: withDefaults: %v", tc.name, err)
+			t.Errorf("%s: Resolve: %v", tc.name, err)
 		case tc.want != "" && (!asFieldError(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: withDefaults: %v, want a FieldError on %s containing %q", tc.name, err, tc.field, tc.want)
+			t.Errorf("%s: Resolve: %v, want a FieldError on %s containing %q", tc.name, err, tc.field, tc.want)
 		}
 	}
 	for _, tc := range []struct {
@@ -66,15 +68,15 @@ func TestMemoryConfig(t *testing.T) {
 	}
 	cfg := base
 	cfg.MemoryLimit, cfg.ReleaseMemory = 2<<30, 24<<20
-	if sum, err := Check(cfg); err != nil || !strings.Contains(sum, "memory limit 2048 MiB (Config.MemoryLimit), releases 24 MiB at once") {
-		t.Errorf("Check = %q, %v; want the memory limit and the releases' memory", sum, err)
+	if rep, err := CheckReport(cfg); err != nil || !strings.Contains(rep.Summary, "memory limit 2048 MiB (Config.MemoryLimit), releases 24 MiB at once") {
+		t.Errorf("CheckReport = %q, %v; want the memory limit and the releases' memory", rep.Summary, err)
 	}
-	if got, want := RuntimeMemoryLimit(Config{MemoryLimit: 2 << 30}), int64(1932735283); got != want {
+	if got, want := RuntimeMemoryLimit(2<<30), int64(1932735283); got != want {
 		t.Errorf("RuntimeMemoryLimit(2 GiB) = %d, want %d", got, want)
 	}
 }
 
-func asFieldError(err error, fe **FieldError) bool { return errors.As(err, fe) }
+func asFieldError(err error, fe **config.FieldError) bool { return errors.As(err, fe) }
 
 // TestReleaseMemoryOverTheWire: a curator admitting 24 MiB of releases at once refuses
 // r = 1024 under the lifted mechanism (its 1024×1024 working matrices alone take more)
@@ -83,7 +85,7 @@ func asFieldError(err error, fe **FieldError) bool { return errors.As(err, fe) }
 // release memory is the documented share of it less the dataset.
 func TestReleaseMemoryOverTheWire(t *testing.T) {
 	const releaseMemory = 24 << 20
-	srv, err := Start(context.Background(), Config{
+	srv, err := Start(context.Background(), config.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: t.TempDir(), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-3}, DatasetID: "memory",
 		Output: curator.OutputPrivacy{Lower: 0, Upper: 5}, ProjectionMechanism: projection.MechanismLifted,
@@ -129,8 +131,8 @@ func TestReleaseMemoryOverTheWire(t *testing.T) {
 			info = ei
 		}
 	}
-	if st.Code() != codes.ResourceExhausted || info.GetReason() != ReasonMemoryLimit || info.GetDomain() != ErrorDomain {
-		t.Fatalf("r = 1024: %v, want RESOURCE_EXHAUSTED with reason %s", err, ReasonMemoryLimit)
+	if st.Code() != codes.ResourceExhausted || info.GetReason() != string(refusal.MemoryLimit) || info.GetDomain() != refusal.Domain {
+		t.Fatalf("r = 1024: %v, want RESOURCE_EXHAUSTED with reason %s", err, refusal.MemoryLimit)
 	}
 	meta := info.GetMetadata()
 	maxR, _ := strconv.Atoi(meta["max_dimension"])
@@ -159,7 +161,7 @@ func TestReleaseMemoryOverTheWire(t *testing.T) {
 	}
 
 	// A memory limit alone: the release memory derives from it.
-	srv2, err := Start(context.Background(), Config{
+	srv2, err := Start(context.Background(), config.Config{
 		Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(t.TempDir(), "s"), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-3}, DatasetID: "memory",
 		Output: curator.OutputPrivacy{Lower: 0, Upper: 5}, MemoryLimit: 1 << 30,

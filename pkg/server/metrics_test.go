@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -28,7 +29,7 @@ import (
 // the callers got, and privbo's budget gauges, with the charge the query made.
 func TestMetricsEndpoint(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := Start(context.Background(), Config{
+	srv, err := Start(context.Background(), config.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 10, Delta: 1e-5},
 		DatasetID: "metrics", Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1, Lower: 0, Upper: 5},

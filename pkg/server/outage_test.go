@@ -19,6 +19,7 @@ import (
 	"github.com/privbo/privbo/internal/curatortest"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/refusal"
 	"github.com/privbo/privbo/pkg/server"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
@@ -388,8 +389,8 @@ func TestLedgerOutage(t *testing.T) {
 			err := call.do(cctx)
 			took := time.Since(start)
 			cancel()
-			if status.Code(err) != codes.Unavailable || ledgerReason(err) != server.ReasonLedgerUnavailable {
-				t.Errorf("%s with the database cut: %v (reason %q), want UNAVAILABLE with reason %s", call.name, err, ledgerReason(err), server.ReasonLedgerUnavailable)
+			if status.Code(err) != codes.Unavailable || ledgerReason(err) != string(refusal.LedgerUnavailable) {
+				t.Errorf("%s with the database cut: %v (reason %q), want UNAVAILABLE with reason %s", call.name, err, ledgerReason(err), refusal.LedgerUnavailable)
 			}
 			// Generous: the call timeout, and as much again for a release's several calls
 			// and a loaded machine; the client's deadline is 60 s.

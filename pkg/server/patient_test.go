@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/dataset"
@@ -26,7 +27,7 @@ import (
 // a whole patient far more than its ε, and the answers what they state.
 func TestWholePatientReported(t *testing.T) {
 	ctx := context.Background()
-	c := curatortest.Start(t, curatortest.Options{Configure: func(c *server.Config) { c.MetricsListen = "127.0.0.1:0" }})
+	c := curatortest.Start(t, curatortest.Options{Configure: func(c *config.Config) { c.MetricsListen = "127.0.0.1:0" }})
 	client := c.Client(t, "acme")
 	p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: 2, Epsilon: 1, Delta: 1e-5, WithAnswers: true})
 	if err != nil {
@@ -98,13 +99,13 @@ func TestRangeEstimateInAnswersGuarantee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := curatortest.Start(t, curatortest.Options{Scaling: sc, Configure: func(c *server.Config) { c.EstimateTargetRange = true }})
+	c := curatortest.Start(t, curatortest.Options{Scaling: sc, Configure: func(c *config.Config) { c.EstimateTargetRange = true }})
 	info, err := c.Client(t, "acme").GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := info.GetOutputPrivacy().GetGuarantee()
-	want := fmt.Sprintf("was estimated from the data with ε=%g under the record neighbour relation, once for the dataset", server.DefaultPrivateScalingShare*c.Config.Budget.Epsilon)
+	want := fmt.Sprintf("was estimated from the data with ε=%g under the record neighbour relation, once for the dataset", config.DefaultPrivateScalingShare*c.Config.Budget.Epsilon)
 	if !strings.Contains(g, want) {
 		t.Errorf("answers' guarantee = %q, want %q (the share of the budget the estimate spent)", g, want)
 	}
@@ -119,19 +120,19 @@ func TestRangeEstimateInAnswersGuarantee(t *testing.T) {
 func TestPatientCapConflicts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*server.Config)
+		edit func(*config.Config)
 		want string
 	}{
-		{"exact answers", func(c *server.Config) { c.Output = curator.OutputPrivacy{Mechanism: "none"} }, "exact answers"},
-		{"lifted", func(c *server.Config) { c.ProjectionMechanism = projection.MechanismLifted }, "lifted"},
-		{"nonprivate scaling", func(c *server.Config) { c.Data.Scaling = dataset.Scaling{Mode: dataset.ScaleStandardiseNonprivate} }, "own statistics"},
+		{"exact answers", func(c *config.Config) { c.Output = curator.OutputPrivacy{Mechanism: "none"} }, "exact answers"},
+		{"lifted", func(c *config.Config) { c.ProjectionMechanism = projection.MechanismLifted }, "lifted"},
+		{"nonprivate scaling", func(c *config.Config) { c.Data.Scaling = dataset.Scaling{Mode: dataset.ScaleStandardiseNonprivate} }, "own statistics"},
 	} {
-		cfg := curatortest.Options{Configure: func(c *server.Config) {
+		cfg := curatortest.Options{Configure: func(c *config.Config) {
 			c.PatientBudget = ledger.Cost{Epsilon: 10}
 			tc.edit(c)
 		}}.Config(t)
 		_, err := server.Start(context.Background(), cfg)
-		var fe *server.FieldError
+		var fe *config.FieldError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "PatientBudget.Epsilon" {
 			t.Errorf("%s with a whole-patient cap: %v, want a refusal naming Config.PatientBudget.Epsilon", tc.name, err)
 		}
@@ -142,7 +143,7 @@ func TestPatientCapConflicts(t *testing.T) {
 // declared consented is warned about (every Kusner job would be refused), and not once
 // it is declared.
 func TestPatientCapKusnerWarning(t *testing.T) {
-	cfg := server.Config{Jobs: server.JobsConfig{Enabled: true}, PatientBudget: ledger.Cost{Epsilon: 10}, Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}}
+	cfg := config.Config{Jobs: config.JobsConfig{Enabled: true}, PatientBudget: ledger.Cost{Epsilon: 10}, Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}}
 	has := func(ws []string) bool {
 		for _, w := range ws {
 			if strings.Contains(w, "every Kusner job will be refused") {
@@ -151,11 +152,11 @@ func TestPatientCapKusnerWarning(t *testing.T) {
 		}
 		return false
 	}
-	if !has(server.Warnings(cfg)) {
-		t.Errorf("Warnings(cap, jobs) = %q, want the Kusner refusal warned about", server.Warnings(cfg))
+	if !has(config.Warnings(cfg)) {
+		t.Errorf("Warnings(cap, jobs) = %q, want the Kusner refusal warned about", config.Warnings(cfg))
 	}
 	cfg.Jobs.TrainingConsented = true
-	if has(server.Warnings(cfg)) {
+	if has(config.Warnings(cfg)) {
 		t.Errorf("Warnings(cap, jobs, training consented) warns about Kusner jobs")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -21,7 +22,7 @@ import (
 func TestHTTPProbes(t *testing.T) {
 	dir := t.TempDir()
 	data := smallData(t)
-	srv, err := Start(context.Background(), Config{
+	srv, err := Start(context.Background(), config.Config{
 		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5},
 		DatasetID: "probes", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},

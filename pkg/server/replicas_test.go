@@ -16,10 +16,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/server"
+	"github.com/privbo/privbo/pkg/storage"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -36,7 +38,7 @@ func TestReplicasSharePostgres(t *testing.T) {
 	budget, capped := ledger.Cost{Epsilon: 2, Delta: 1e-3}, ledger.Cost{Epsilon: 10, Delta: 1e-2}
 	start := func() *curatortest.Curator {
 		return curatortest.Start(t, curatortest.Options{Budget: budget, DatasetBudget: capped, Ledger: lc,
-			Configure: func(c *server.Config) { c.PrivateScalingShare = 0.5 }})
+			Configure: func(c *config.Config) { c.PrivateScalingShare = 0.5 }})
 	}
 	a, b := start(), start()
 	if a.Config.StateDir == b.Config.StateDir {
@@ -122,13 +124,13 @@ func TestReplicasSharePostgres(t *testing.T) {
 // the curator's files for SQLite, the ledger's PostgreSQL schema otherwise.
 func TestOpenReleasesByLedger(t *testing.T) {
 	ctx := context.Background()
-	r, err := server.OpenReleases(ctx, server.LedgerConfig{}, t.TempDir())
+	r, err := storage.OpenReleases(ctx, config.LedgerConfig{}, t.TempDir())
 	if err != nil || r.Store != nil {
 		t.Errorf("OpenReleases(sqlite) = %v, %v; want no store (the curator's files)", r.Store, err)
 	}
 	r.Close()
 	lc := curatortest.PostgresLedger(t)
-	r, err = server.OpenReleases(ctx, lc, t.TempDir())
+	r, err = storage.OpenReleases(ctx, lc, t.TempDir())
 	if err != nil || r.Store == nil {
 		t.Fatalf("OpenReleases(postgres) = %v, %v; want the PostgreSQL blob store", r.Store, err)
 	}
@@ -146,7 +148,7 @@ func TestOpenReleasesByLedger(t *testing.T) {
 		t.Errorf("blob rows in the ledger's schema = %d, %v; want 1", n, err)
 	}
 	lc.DSN = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"
-	if _, err := server.OpenReleases(ctx, lc, t.TempDir()); err == nil {
+	if _, err := storage.OpenReleases(ctx, lc, t.TempDir()); err == nil {
 		t.Error("OpenReleases on an unreachable database: error = nil")
 	}
 }
@@ -234,7 +236,7 @@ func TestReplicasDifferentLimits(t *testing.T) {
 	}
 	// A lowers nothing by itself; B lowering the limits to 2 changes them for A too.
 	lower := opts(2)
-	lower.Configure = func(c *server.Config) { c.ChangeLimits = true }
+	lower.Configure = func(c *config.Config) { c.ChangeLimits = true }
 	b := curatortest.Start(t, lower)
 	if p := b.Server.LimitsStart().Previous; p == nil || p.PerIdentity.Epsilon != 3 || b.Server.LimitsStart().InForce.PerIdentity.Epsilon != 2 {
 		t.Fatalf("B's start = %+v, want the change from 3 to 2", b.Server.LimitsStart())
@@ -280,7 +282,11 @@ func TestReplicasDifferentLimits(t *testing.T) {
 	for err := range errs {
 		t.Errorf("racing release: %v, want success or ResourceExhausted", err)
 	}
-	store, err := server.OpenLedger(ctx, lc, t.TempDir(), opts(2).Config(t).LedgerLimits())
+	cfg, _, err := opts(2).Config(t).Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.OpenLedger(ctx, lc, t.TempDir(), cfg.LedgerLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

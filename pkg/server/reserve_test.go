@@ -3,20 +3,15 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/storage"
 )
 
 // TestStartRecoversReservations: a start frees the budget its curator (same host and
@@ -24,7 +19,7 @@ import (
 func TestStartRecoversReservations(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg := Config{
+	cfg := config.Config{
 		Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y", Scaling: dataset.Scaling{Mode: dataset.ScaleNone}},
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 2, Delta: 1e-5}, DatasetBudget: ledger.Cost{Epsilon: 2, Delta: 1e-5},
 		DatasetID: "reserve", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
@@ -38,7 +33,7 @@ func TestStartRecoversReservations(t *testing.T) {
 	srv.Shutdown(sctx)
 
 	// What a crash leaves: reservations of this curator and of another one.
-	store, err := OpenLedger(ctx, LedgerConfig{}, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
+	store, err := storage.OpenLedger(ctx, config.LedgerConfig{}, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +56,7 @@ func TestStartRecoversReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Shutdown(sctx)
-	store, err = OpenLedger(ctx, LedgerConfig{}, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
+	store, err = storage.OpenLedger(ctx, config.LedgerConfig{}, cfg.StateDir, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.DatasetBudget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,36 +69,3 @@ func TestStartRecoversReservations(t *testing.T) {
 		t.Errorf("beyond the other curator's reservation: %v, want refused", err)
 	}
 }
-
-// TestReservationStatus: a release being made by another request is ABORTED with
-// reason RELEASE_IN_PROGRESS; a refusal names what releases in progress hold.
-func TestReservationStatus(t *testing.T) {
-	h := &handlers{log: zap.NewNop(), limits: ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 2, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 1e-5}}}
-	st := status.Convert(h.status(context.Background(), fmt.Errorf("curator: ledger: reserve: key %q: %w", "projection/x", ledger.ErrReserved)))
-	if st.Code() != codes.Aborted || reasonOf(st) != ReasonReleaseInProgress {
-		t.Errorf("status(ErrReserved) = %v (%s), want ABORTED, %s", st, reasonOf(st), ReasonReleaseInProgress)
-	}
-	be := &ledger.BudgetError{Scope: ledger.ScopeIdentity, Account: ledger.Account{Dataset: "d", Identity: "acme"}, Relation: ledger.RelationFeatureUnit,
-		Requested: ledger.Cost{Epsilon: 1}, Remaining: ledger.Cost{Epsilon: 0.5}, Limit: ledger.Cost{Epsilon: 2, Delta: 1e-5}, Reserved: ledger.Cost{Epsilon: 1.5}}
-	st = status.Convert(h.status(context.Background(), be))
-	if st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "reserved by releases being computed") {
-		t.Errorf("status(refusal with reservations) = %v, want RESOURCE_EXHAUSTED saying what is reserved", st)
-	}
-	if md := metadataOf(st); md["reserved_epsilon"] != "1.5" {
-		t.Errorf("metadata %v, want reserved_epsilon 1.5", md)
-	}
-}
-
-// errorInfo returns st's google.rpc.ErrorInfo (nil if none).
-func errorInfo(st *status.Status) *errdetails.ErrorInfo {
-	for _, d := range st.Details() {
-		if i, ok := d.(*errdetails.ErrorInfo); ok {
-			return i
-		}
-	}
-	return nil
-}
-
-func reasonOf(st *status.Status) string { return errorInfo(st).GetReason() }
-
-func metadataOf(st *status.Status) map[string]string { return errorInfo(st).GetMetadata() }

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -77,14 +78,14 @@ func newRPCHarness(tb testing.TB) *rpcHarness {
 	}
 	core, logs := observer.New(zapcore.ErrorLevel)
 	lis := bufconn.Listen(1 << 20)
-	srv, err := Start(context.Background(), Config{
-		Listen: "127.0.0.1:0", listener: lis, DataPath: data, Data: dataset.Options{Target: "y", Scaling: scaling},
+	srv, err := start(context.Background(), config.Config{
+		Listen: "127.0.0.1:0", DataPath: data, Data: dataset.Options{Target: "y", Scaling: scaling},
 		StateDir: filepath.Join(dir, "state"), DatasetID: "fuzz",
 		Budget: ledger.Cost{Epsilon: 1e6, Delta: 0.5}, MaxProjectionDim: harnessMaxDim, MaxQueryIndices: 64,
 		Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 0.5, Lower: 0, Upper: 1},
-		Jobs:   JobsConfig{Enabled: true, ValidationFraction: 0.5, SplitSeed: 1, MaxGrid: 16, MaxIterations: 8, MaxRunning: 1, BoundsEpsilon: 0.1},
+		Jobs:   config.JobsConfig{Enabled: true, ValidationFraction: 0.5, SplitSeed: 1, MaxGrid: 16, MaxIterations: 8, MaxRunning: 1, BoundsEpsilon: 0.1},
 		Logger: zap.New(core),
-	})
+	}, lis)
 	if err != nil {
 		tb.Fatal(err)
 	}

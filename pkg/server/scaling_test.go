@@ -13,12 +13,12 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/privbo/privbo/internal/testlog"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/storage"
 )
 
 var (
@@ -28,8 +28,8 @@ var (
 
 // diabetesServe is a curator over the shipped diabetes data with the default
 // (private) scaling and private answers without a declared range.
-func diabetesServe(state string) Config {
-	return Config{Listen: "127.0.0.1:0", DataPath: diabetesCSV, Data: dataset.Options{Target: "progression"}, StateDir: state,
+func diabetesServe(state string) config.Config {
+	return config.Config{Listen: "127.0.0.1:0", DataPath: diabetesCSV, Data: dataset.Options{Target: "progression"}, StateDir: state,
 		DatasetID: "diabetes", Budget: ledger.Cost{Epsilon: 20, Delta: 1e-5}}
 }
 
@@ -37,20 +37,20 @@ func diabetesServe(state string) Config {
 // data-dependent standardisation), the share defaults to 0.1 and must lie in (0, 1),
 // and a data-dependent scaling is served only when named, with a warning.
 func TestScalingDefaultsAndShare(t *testing.T) {
-	cfg, err := diabetesServe(t.TempDir()).withDefaults()
+	cfg, _, err := diabetesServe(t.TempDir()).Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Data.Scaling.Mode != dataset.ScalePrivate || cfg.PrivateScalingShare != DefaultPrivateScalingShare {
-		t.Errorf("defaults: scaling %q, share %g; want private and %g", cfg.Data.Scaling.Mode, cfg.PrivateScalingShare, DefaultPrivateScalingShare)
+	if cfg.Data.Scaling.Mode != dataset.ScalePrivate || cfg.PrivateScalingShare != config.DefaultPrivateScalingShare {
+		t.Errorf("defaults: scaling %q, share %g; want private and %g", cfg.Data.Scaling.Mode, cfg.PrivateScalingShare, config.DefaultPrivateScalingShare)
 	}
-	if w := Warnings(cfg); len(w) != 1 || !strings.HasPrefix(w[0], "WARNING: answer noise sd is 1.414× the range's width") {
+	if w := config.Warnings(cfg); len(w) != 1 || !strings.HasPrefix(w[0], "WARNING: answer noise sd is 1.414× the range's width") {
 		t.Errorf("private scaling warned about: %q (want only the default answers' noise)", w)
 	}
 	for _, s := range []float64{-0.1, 1, 1.5, math.NaN(), math.Inf(1)} {
 		c := diabetesServe(t.TempDir())
 		c.PrivateScalingShare = s
-		if _, err := c.withDefaults(); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare must lie in (0, 1)") {
+		if _, _, err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare must lie in (0, 1)") {
 			t.Errorf("share %g: %v, want a refusal naming Config.PrivateScalingShare", s, err)
 		}
 		if _, err := Start(context.Background(), c); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare") {
@@ -60,7 +60,7 @@ func TestScalingDefaultsAndShare(t *testing.T) {
 	for _, m := range []dataset.ScalingMode{dataset.ScaleStandardiseNonprivate, dataset.ScaleMaxNormNonprivate} {
 		c := diabetesServe(t.TempDir())
 		c.Data.Scaling = dataset.Scaling{Mode: m}
-		w := strings.Join(Warnings(c), "\n")
+		w := strings.Join(config.Warnings(c), "\n")
 		if !strings.Contains(w, "WARNING: Config.Data.Scaling.Mode "+string(m)) || !strings.Contains(w, "DOES NOT HOLD") {
 			t.Errorf("%s: warnings %q, want one saying the guarantee does not hold", m, w)
 		}
@@ -68,9 +68,9 @@ func TestScalingDefaultsAndShare(t *testing.T) {
 }
 
 // scalingEntries returns the ledger's scaling-estimate records of the dataset.
-func scalingEntries(t *testing.T, state string, cfg Config) []ledger.Receipt {
+func scalingEntries(t *testing.T, state string, cfg config.Config) []ledger.Receipt {
 	t.Helper()
-	store, err := OpenLedger(context.Background(), LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	store, err := storage.OpenLedger(context.Background(), config.LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func scalingEntries(t *testing.T, state string, cfg Config) []ledger.Receipt {
 	}
 	var out []ledger.Receipt
 	for _, e := range all {
-		if e.Kind == ScalingEstimateKind {
+		if e.Kind == ledger.KindScalingEstimate {
 			out = append(out, e)
 		}
 	}
@@ -136,7 +136,7 @@ func TestPrivateScalingChargedOnceAndReused(t *testing.T) {
 		t.Errorf("scaled dataset: Delta %g, unit %q; want the estimate's δ %g and its privacy in the unit text", ds1.Scaling.Delta, ds1.Unit, e.Cost.Delta)
 	}
 	// The charge spends the dataset cap all identities share.
-	store, err := OpenLedger(context.Background(), LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	store, err := storage.OpenLedger(context.Background(), config.LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,18 +182,18 @@ func TestOutputRangePrecedence(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name         string
-		edit         func(*Config)
+		edit         func(*config.Config)
 		lower, upper float64 // 0, 0: the private estimate
 		charges      int
 	}{
-		{"flags over schema", func(c *Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Lower: 10, Upper: 300} }, 10, 300, 0},
-		{"schema line", func(c *Config) { c.Data.Scaling = sch }, 0, 400, 0},
-		{"flags with private features", func(c *Config) { c.Output = curator.OutputPrivacy{Lower: 1, Upper: 2} }, 1, 2, 1},
-		{"estimate", func(c *Config) {
+		{"flags over schema", func(c *config.Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Lower: 10, Upper: 300} }, 10, 300, 0},
+		{"schema line", func(c *config.Config) { c.Data.Scaling = sch }, 0, 400, 0},
+		{"flags with private features", func(c *config.Config) { c.Output = curator.OutputPrivacy{Lower: 1, Upper: 2} }, 1, 2, 1},
+		{"estimate", func(c *config.Config) {
 			c.Data.Scaling = dataset.Scaling{Mode: dataset.ScaleNone}
 			c.EstimateTargetRange = true
 		}, 0, 0, 1},
-		{"exact answers need no range", func(c *Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Mechanism: "none"} }, 0, 0, 0},
+		{"exact answers need no range", func(c *config.Config) { c.Data.Scaling = sch; c.Output = curator.OutputPrivacy{Mechanism: "none"} }, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
@@ -225,36 +225,11 @@ func TestOutputRangePrecedence(t *testing.T) {
 	}
 	// When no source gives a range, the error names all three ways.
 	ds := &dataset.Dataset{Target: "y"}
-	cfg := Config{Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}}
-	err = resolveOutputRange(&cfg, ds, scalingEstimate{})
+	cfg := config.Config{Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}}
+	err = resolveOutputRange(&cfg, ds, nil)
 	for _, want := range []string{"Config.Output.Lower and Config.Output.Upper", "target's line of the schema, Config.Data.Scaling.Schema", "estimate it privately"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no range: %v, want an error naming %q", err, want)
-		}
-	}
-}
-
-// TestPrivateScalingDescription pins the guarantee text the private scaling estimate's
-// ledger record states: the mechanism, the neighbour relation (record replacement), the
-// share of the budget, the ε of each part and the (ε, δ) of the one release.
-func TestPrivateScalingDescription(t *testing.T) {
-	raw := &dataset.Raw{D: 10, Target: "progression"}
-	for _, tc := range []struct {
-		p    scalingPlan
-		want string
-	}{
-		{scalingPlan{features: true, target: true, epsF: 5 * 10.0 / 11, epsT: 5.0 / 11, delta: 2.5e-6, share: 0.25},
-			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.25 of the budget): " +
-				"bounds of 10 feature columns (ε=4.545454545454546 of it) and the range of target progression (ε=0.45454545454545453 of it), one release of ε = 5, δ = 2.5e-06"},
-		{scalingPlan{features: true, epsF: 2, delta: 1e-7, share: 0.1},
-			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.1 of the budget): " +
-				"bounds of 10 feature columns (ε=2 of it), one release of ε = 2, δ = 1e-07"},
-		{scalingPlan{target: true, epsT: 0.5, share: 0.1},
-			"private scaling estimate (noisy log-histograms, discrete Laplace noise, record replacement; share 0.1 of the budget): " +
-				"the range of target progression (ε=0.5 of it), one release of ε = 0.5"},
-	} {
-		if got := tc.p.describe(raw); got != tc.want {
-			t.Errorf("describe(%+v)\n got: %s\nwant: %s", tc.p, got, tc.want)
 		}
 	}
 }
@@ -311,7 +286,7 @@ func TestScalingForecast(t *testing.T) {
 		state := t.TempDir()
 		cfg := diabetesServe(state)
 		cfg.Budget = ledger.Cost{Epsilon: 2, Delta: 1e-6}
-		_, checkErr := Check(cfg)
+		_, checkErr := CheckReport(cfg)
 		_, startErr := Start(context.Background(), cfg)
 		for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
 			if err == nil {
@@ -349,7 +324,7 @@ func TestSchemaWithoutTargetLine(t *testing.T) {
 	state := t.TempDir()
 	cfg := diabetesServe(state)
 	cfg.Data.Scaling = sc
-	_, checkErr := Check(cfg)
+	_, checkErr := CheckReport(cfg)
 	_, startErr := Start(context.Background(), cfg)
 	for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
 		for _, want := range []string{"the schema " + path + " has no line for it", "target progression", "progression,LOWER,UPPER,",
@@ -390,64 +365,13 @@ func TestSchemaUnknownColumn(t *testing.T) {
 	}
 	cfg := diabetesServe(t.TempDir())
 	cfg.Data.Scaling = sc
-	_, checkErr := Check(cfg)
+	_, checkErr := CheckReport(cfg)
 	_, startErr := Start(context.Background(), cfg)
 	for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
 		for _, want := range []string{path + ":4", `column "bmii"`, "no such column in data file", `"bmi"`, "correct the name or delete the line"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: %v, want an error containing %q", name, err, want)
 			}
-		}
-	}
-}
-
-// TestScalingKeyNamesEstimator: the ledger key of the estimate depends on the
-// estimator, so that an estimate stored by another algorithm (the exponential
-// mechanism before this one) is never reused as this one's; the settings that do not
-// change the release leave it alone.
-func TestScalingKeyNamesEstimator(t *testing.T) {
-	raw := &dataset.Raw{Features: []string{"a", "b"}, Target: "y", D: 2}
-	p := scalingPlan{features: true, target: true, epsF: 1, epsT: 0.5, delta: 1e-7, share: 0.1}
-	sc := dataset.Scaling{Mode: dataset.ScalePrivate}
-	k := scalingKey(p, sc, raw)
-	if k != scalingKeyOf(p, sc, raw, dataset.BoundsEstimator) || k == scalingKeyOf(p, sc, raw, "exponential-grid-457") {
-		t.Errorf("scalingKey does not depend on the estimator's name")
-	}
-	q := p
-	q.delta = 2e-7
-	if scalingKey(q, sc, raw) == k {
-		t.Errorf("scalingKey does not depend on the estimate's δ")
-	}
-	if scalingKey(p, sc, raw) != k || !strings.HasPrefix(k, ScalingEstimateKind+"/") {
-		t.Errorf("scalingKey is not a stable %s/... key: %q", ScalingEstimateKind, k)
-	}
-}
-
-// TestAnswerRange pins the rounding of a privately estimated answers' range: outward to
-// four significant digits of its width, a bound within half a step of zero being zero.
-// The first case is the estimator's zero-bin edge −2⁻²⁰, which the answers' guarantee
-// printed as "-9.5367431640625e-07" before.
-func TestAnswerRange(t *testing.T) {
-	for _, tc := range []struct{ lo, hi, wantLo, wantHi float64 }{
-		// width 376.67…: step 0.1; −2⁻²⁰ is within 0.05 of zero.
-		{-math.Ldexp(1, -20), 376.67288266236324, 0, 376.7},
-		// width 333.66…: step 0.1, both bounds outward.
-		{12.345678, 346.01, 12.3, 346.1},
-		// width 0.0056786: step 1e-6; 3e-7 is within 5e-7 of zero.
-		{3e-7, 0.0056789, 0, 0.005679},
-		// width 0.0044444: step 1e-6.
-		{0.0012345, 0.0056789, 0.001234, 0.005679},
-		// a non-positive target: step 0.01, the upper bound −2⁻²⁰ is zero.
-		{-50.0456, -math.Ldexp(1, -20), -50.05, 0},
-		// width 12345.6: step 10.
-		{-1234.5, 11111.1, -1240, 11120},
-		// not a range: as it is.
-		{3, 3, 3, 3},
-		{math.Inf(-1), 1, math.Inf(-1), 1},
-	} {
-		lo, hi := answerRange(tc.lo, tc.hi)
-		if lo != tc.wantLo || hi != tc.wantHi {
-			t.Errorf("answerRange(%v, %v) = [%v, %v], want [%v, %v]", tc.lo, tc.hi, lo, hi, tc.wantLo, tc.wantHi)
 		}
 	}
 }
@@ -475,7 +399,7 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 	if len(es) != 1 {
 		t.Fatalf("%d scaling-estimate records, want 1", len(es))
 	}
-	store, err := OpenLedger(context.Background(), LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
+	store, err := storage.OpenLedger(context.Background(), config.LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +408,7 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var est scalingEstimate
+	var est struct{ Target *dataset.Bounds } // the record's result, as curator stores it
 	if err := json.Unmarshal(rec.Result, &est); err != nil || est.Target == nil {
 		t.Fatalf("the recorded estimate %s: %v", rec.Result, err)
 	}
@@ -528,51 +452,5 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 		" (and the target's range with ε=" + epsTText + ") under the record neighbour relation, once for the dataset, which adds to any whole-patient ε. Query answers: "
 	if !strings.Contains(stmt, note) || strings.Contains(stmt, "e-07") {
 		t.Errorf("guarantee statement lacks %q, or shows float noise:\n%s", note, stmt)
-	}
-}
-
-// TestScalingChargeFails: row (c) of the path table, charge before use. The estimate is
-// charged, in one transaction with the bounds as its result, before anything uses
-// them: a charge the ledger fails returns no bounds and records nothing, so Start stops
-// before it serves; and the estimate's record states the record relation, its (ε, δ) and
-// that same whole-patient figure.
-func TestScalingChargeFails(t *testing.T) {
-	ctx := context.Background()
-	state := t.TempDir()
-	cfg := diabetesServe(state)
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := OpenLedger(ctx, LedgerConfig{}, state, ledger.Limits{PerIdentity: cfg.Budget, Dataset: cfg.Budget})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	p := planScaling(cfg, raw)
-	gate := &gatedLedger{Ledger: store}
-	gate.set(ledger.ErrUnavailable)
-	est, err := privateScaling(ctx, gate, cfg, raw, p, zap.NewNop())
-	if !errors.Is(err, ledger.ErrUnavailable) || est.Target != nil || len(est.Features) != 0 {
-		t.Errorf("estimate whose charge fails: %+v, %v; want no bounds and the ledger's error", est, err)
-	}
-	if es := scalingEntries(t, state, cfg); len(es) != 0 {
-		t.Errorf("%d scaling records after a failed charge, want none", len(es))
-	}
-	gate.set(nil)
-	if _, err := privateScaling(ctx, gate, cfg, raw, p, zap.NewNop()); err != nil {
-		t.Fatal(err)
-	}
-	// ε_s = 0.1 · 20 = 2 and δ_s = 0.1 · 1e-5, under record: the whole-patient figure is
-	// the same (ε, δ).
-	es := scalingEntries(t, state, cfg)
-	want := ledger.Cost{Epsilon: 0.1 * cfg.Budget.Epsilon, Delta: 0.1 * cfg.Budget.Delta}
-	if len(es) != 1 || es[0].Relation != ledger.RelationRecord || math.Abs(es[0].Cost.Epsilon-want.Epsilon) > 1e-12 || math.Abs(es[0].Cost.Delta-want.Delta) > 1e-20 ||
-		es[0].Patient != (ledger.PatientCost{Epsilon: es[0].Cost.Epsilon, Delta: es[0].Cost.Delta}) {
-		t.Errorf("scaling records %+v; want one under record at %+v, its whole-patient figure the same", es, want)
 	}
 }

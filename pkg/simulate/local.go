@@ -122,7 +122,7 @@ func (l *Local) QueryWith(ctx context.Context, rows []int, opt modeler.QueryOpti
 	return out, budgetOf(bal), nil
 }
 
-// budgetOf is the modeler's form of a ledger balance, as pkg/server states it: the
+// budgetOf is the modeler's form of a ledger balance, as pkg/rpc states it: the
 // identity's limits and spending, and what remains of the tighter of its own and the
 // dataset's budget.
 func budgetOf(b ledger.Balance) study.Budget {

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/privbo/privbo/internal/curatortest"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/projection"
-	"github.com/privbo/privbo/pkg/server"
 )
 
 // TestSimulationIsTheModelerSession runs the session a simulation runs (Config.session,
@@ -31,7 +31,7 @@ func TestSimulationIsTheModelerSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := curatortest.Start(t, curatortest.Options{
 				Output:    curator.OutputPrivacy{Mechanism: "none"},
-				Configure: func(c *server.Config) { c.ProjectionMechanism = projection.MechanismLifted },
+				Configure: func(c *config.Config) { c.ProjectionMechanism = projection.MechanismLifted },
 			})
 			cfg := Config{Data: &DataConfig{Path: curatortest.Diabetes}, Runs: 1, Iterations: 13, Epsilon: 2, Delta: 1e-5,
 				Batch: tc.batch, GP: GPSettings{FitEvery: tc.fitEvery}, Methods: []Method{{Kind: POGPUCB, R: 3}}}

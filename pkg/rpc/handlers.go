@@ -1,4 +1,8 @@
-package server
+// Package rpc is the curator's gRPC adapter: its handlers translate the protobuf API
+// (proto/privbo/curator/v1) to pkg/curator and pkg/jobs and back, and domain errors to
+// status codes with google.rpc.ErrorInfo reasons (package refusal). No privacy logic
+// lives here; pkg/server registers the service (New) on its gRPC server.
+package rpc
 
 import (
 	"context"
@@ -24,6 +28,13 @@ import (
 	"github.com/privbo/privbo/pkg/transport"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
+
+// New returns the curator service over gRPC for cur, with the tuning jobs of jm (nil
+// when jobs are not enabled); limits are the ledger's limits, which name a refusal's
+// limit when the refusing code did not.
+func New(cur *curator.Curator, jm *jobs.Manager, limits ledger.Limits, log *zap.Logger) curatorv1.CuratorServiceServer {
+	return &handlers{cur: cur, jobs: jm, log: log, limits: limits}
+}
 
 // handlers adapts the curator service to gRPC: protobuf ⇄ domain types, errors ⇄ status
 // codes. No privacy logic lives here.
@@ -294,6 +305,61 @@ func budgetProto(b ledger.Balance) *curatorv1.Budget {
 	}
 }
 
+// wholePatientProto is the WholePatientBudget of a whole-patient balance.
+func wholePatientProto(b ledger.PatientBalance) *curatorv1.WholePatientBudget {
+	id, ds := b.IdentityTotal.Cost(), b.DatasetTotal.Cost()
+	w := &curatorv1.WholePatientBudget{
+		Bounded: b.IdentityTotal.Bounded(), DatasetBounded: b.DatasetTotal.Bounded(),
+		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
+		DatasetEpsilonLimit: b.Limits.Dataset.Epsilon, DatasetDeltaLimit: b.Limits.Dataset.Delta,
+		Statement: ledger.PatientStatement(fmt.Sprintf("identity %s on dataset %s: every release to it", b.Account.Identity, b.Account.Dataset), b.IdentityTotal, b.Limits.PerIdentity),
+	}
+	if w.Bounded {
+		w.EpsilonSpent, w.DeltaSpent = id.Epsilon, id.Delta
+	} else {
+		w.EpsilonSpent, w.DeltaSpent = finiteSum(b.IdentityTotal)
+	}
+	if w.DatasetBounded {
+		w.DatasetEpsilonSpent, w.DatasetDeltaSpent = ds.Epsilon, ds.Delta
+	} else {
+		w.DatasetEpsilonSpent, w.DatasetDeltaSpent = finiteSum(b.DatasetTotal)
+	}
+	w.EpsilonReserved, w.DeltaReserved = finiteSum(b.IdentityReserved)
+	w.DatasetEpsilonReserved, w.DatasetDeltaReserved = finiteSum(b.DatasetReserved)
+	rem := ledger.Cost{Epsilon: math.Inf(1), Delta: math.Inf(1)}
+	capped := false
+	for _, c := range []struct{ cap, left ledger.Cost }{{b.Limits.PerIdentity, b.Remaining}, {b.Limits.Dataset, b.DatasetRemaining}} {
+		if c.cap.Epsilon > 0 {
+			capped = true
+			rem.Epsilon, rem.Delta = math.Min(rem.Epsilon, c.left.Epsilon), math.Min(rem.Delta, c.left.Delta)
+		}
+	}
+	if capped {
+		w.EpsilonRemaining, w.DeltaRemaining = rem.Epsilon, rem.Delta
+	}
+	return w
+}
+
+// finiteSum is the sum of a total's finite figures (its Epsilon and Delta); 0 for
+// the zero PatientTotal.
+func finiteSum(t ledger.PatientTotal) (float64, float64) {
+	if t.Epsilon == nil || t.Delta == nil {
+		return 0, 0
+	}
+	e, _ := t.Epsilon.Float64()
+	d, _ := t.Delta.Float64()
+	return e, d
+}
+
+// wholePatient returns the caller's whole-patient balance.
+func (h *handlers) wholePatient(ctx context.Context, identity string) (*curatorv1.WholePatientBudget, error) {
+	b, err := h.cur.PatientBalance(ctx, identity)
+	if err != nil {
+		return nil, err
+	}
+	return wholePatientProto(b), nil
+}
+
 // status maps a domain error to a gRPC status with a message a person can act on.
 // Unexpected errors are logged in full for the operator and answered as Internal.
 func (h *handlers) status(ctx context.Context, err error) error {
@@ -302,7 +368,7 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	var me *curator.MemoryError
 	switch {
 	case errors.As(err, &me):
-		return withReason(codes.ResourceExhausted, me.Error(), ReasonMemoryLimit, map[string]string{
+		return withReason(codes.ResourceExhausted, me.Error(), refusal.MemoryLimit, map[string]string{
 			refusal.KeyNeededBytes: fmt.Sprint(me.Need), refusal.KeyAvailableBytes: fmt.Sprint(me.Limit),
 			refusal.KeyDimension: fmt.Sprint(me.R), refusal.KeyMaxDimension: fmt.Sprint(me.MaxR)})
 	case errors.As(err, &be):
@@ -327,19 +393,19 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		}
 		if be.ZeroDeltaLimit() {
 			// Not a spent budget: nothing needing δ can ever be released.
-			return withReason(codes.FailedPrecondition, be.Error(), ReasonDeltaBudgetZero, meta)
+			return withReason(codes.FailedPrecondition, be.Error(), refusal.DeltaBudgetZero, meta)
 		}
-		return withReason(codes.ResourceExhausted, be.Error(), ReasonBudgetExceeded, meta)
+		return withReason(codes.ResourceExhausted, be.Error(), refusal.BudgetExceeded, meta)
 	case errors.Is(err, curator.ErrNoDeltaBudget):
-		return withReason(codes.FailedPrecondition, err.Error(), ReasonDeltaBudgetZero, nil)
+		return withReason(codes.FailedPrecondition, err.Error(), refusal.DeltaBudgetZero, nil)
 	case errors.Is(err, curator.ErrDimensionAboveFeatures):
-		return withReason(codes.InvalidArgument, err.Error(), ReasonDimensionAboveFeatures, nil)
+		return withReason(codes.InvalidArgument, err.Error(), refusal.DimensionAboveFeatures, nil)
 	case errors.Is(err, curator.ErrInvalidArgument):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, curator.ErrNeedProjection):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &rl):
-		return withReason(codes.ResourceExhausted, err.Error(), ReasonExactRowLimit, map[string]string{
+		return withReason(codes.ResourceExhausted, err.Error(), refusal.ExactRowLimit, map[string]string{
 			refusal.KeyLimit: fmt.Sprint(rl.Limit), refusal.KeyAnswered: fmt.Sprint(rl.Answered), refusal.KeyRequested: fmt.Sprint(rl.Requested)})
 	case errors.Is(err, curator.ErrEvaluation):
 		return status.Error(codes.Aborted, err.Error()+"; asking again evaluates the row again")
@@ -348,14 +414,14 @@ func (h *handlers) status(ctx context.Context, err error) error {
 		// is not the caller's deadline.
 		h.log.Warn("privacy ledger unavailable", zap.String("request_id", transport.RequestIDFromContext(ctx)), zap.Error(err))
 		return withReason(codes.Unavailable, "the curator cannot reach its privacy ledger right now (its database did not answer, or dropped the connection); "+
-			"retry the same request shortly: a release already charged is replayed at no cost", ReasonLedgerUnavailable, nil)
+			"retry the same request shortly: a release already charged is replayed at no cost", refusal.LedgerUnavailable, nil)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, "request cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "request deadline exceeded")
 	case errors.Is(err, ledger.ErrReserved):
 		return withReason(codes.Aborted, "the same release is being computed for another request right now; retry shortly and it is replayed at no cost",
-			ReasonReleaseInProgress, nil)
+			refusal.ReleaseInProgress, nil)
 	case errors.Is(err, ledger.ErrUnavailable):
 		return status.Error(codes.Unavailable, "the curator cannot reach its privacy ledger right now; retry the same request shortly")
 	}
@@ -363,25 +429,10 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	return status.Errorf(codes.Internal, "internal error (request id %s); the curator's operator can find details in its log", transport.RequestIDFromContext(ctx))
 }
 
-// The reasons of the google.rpc.ErrorInfo the curator attaches to its refusals (domain
-// ErrorDomain), so that a client tells them apart without reading the message. They are
-// package refusal's, which documents each with its code and metadata and which clients
-// share.
-const (
-	ErrorDomain                  = refusal.Domain
-	ReasonBudgetExceeded         = string(refusal.BudgetExceeded)
-	ReasonDeltaBudgetZero        = string(refusal.DeltaBudgetZero)
-	ReasonDimensionAboveFeatures = string(refusal.DimensionAboveFeatures)
-	ReasonExactRowLimit          = string(refusal.ExactRowLimit)
-	ReasonMemoryLimit            = string(refusal.MemoryLimit)
-	ReasonLedgerUnavailable      = string(refusal.LedgerUnavailable)
-	ReasonReleaseInProgress      = string(refusal.ReleaseInProgress)
-)
-
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.
-func withReason(code codes.Code, msg, reason string, meta map[string]string) error {
+func withReason(code codes.Code, msg string, reason refusal.Reason, meta map[string]string) error {
 	st := status.New(code, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}); err == nil {
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: string(reason), Domain: refusal.Domain, Metadata: meta}); err == nil {
 		st = d
 	}
 	return st.Err()

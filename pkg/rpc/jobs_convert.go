@@ -1,4 +1,4 @@
-package server
+package rpc
 
 import (
 	"context"
@@ -17,16 +17,12 @@ import (
 // The job manager's errors as gRPC statuses. The job messages' conversions are package
 // jobpb's, shared with the Go client.
 
-// ReasonUninformative is the google.rpc.ErrorInfo reason of a SubmitJob refused because
-// the job's forecast says its releases would be no better than a uniform pick.
-const ReasonUninformative = string(refusal.Uninformative)
-
 func (h *handlers) jobStatus(ctx context.Context, err error) error {
 	var ue *jobs.UninformativeError
 	if errors.As(err, &ue) {
 		f := ue.Forecast
 		st := status.New(codes.FailedPrecondition, err.Error())
-		info := &errdetails.ErrorInfo{Reason: ReasonUninformative, Domain: ErrorDomain, Metadata: map[string]string{
+		info := &errdetails.ErrorInfo{Reason: string(refusal.Uninformative), Domain: refusal.Domain, Metadata: map[string]string{
 			refusal.KeyEpsilonNeeded: strconv.FormatFloat(f.EpsilonNeeded, 'g', -1, 64),
 			"selection_lift":         strconv.FormatFloat(f.SelectionLift, 'g', -1, 64),
 			"value_lift":             strconv.FormatFloat(f.ValueLift, 'g', -1, 64),

@@ -1,4 +1,4 @@
-package server
+package rpc
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/kusner"
+	"github.com/privbo/privbo/pkg/refusal"
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
@@ -29,8 +30,8 @@ func TestUninformativeStatus(t *testing.T) {
 			f = d
 		}
 	}
-	if st.Code() != codes.FailedPrecondition || info == nil || info.GetReason() != ReasonUninformative ||
+	if st.Code() != codes.FailedPrecondition || info == nil || info.GetReason() != string(refusal.Uninformative) ||
 		info.GetMetadata()["epsilon_needed"] != "2.5" || f.GetEpsilonNeeded() != 2.5 {
-		t.Errorf("jobStatus(uninformative) = %v, info %v, forecast %v; want FAILED_PRECONDITION, reason %s, ε needed 2.5 in both", st, info, f, ReasonUninformative)
+		t.Errorf("jobStatus(uninformative) = %v, info %v, forecast %v; want FAILED_PRECONDITION, reason %s, ε needed 2.5 in both", st, info, f, string(refusal.Uninformative))
 	}
 }

@@ -1,10 +1,11 @@
-package server
+package config
 
-// FieldError is a Config setting that Start or Check refuses. Field is the setting's
-// path below Config ("StateDir", "TLS.KeyFile", "Output.Mechanism"). The message names
-// every setting it mentions the same way, as Config.<path>, so that a command-line
-// front end can translate those names into its flags (cmd/curator does, with
-// FlagName) and a program can tell which setting to fix with errors.As.
+// FieldError is a Config setting that Resolve, server.Start or server.CheckReport
+// refuses. Field is the setting's path below Config ("StateDir", "TLS.KeyFile",
+// "Output.Mechanism"). The message names every setting it mentions the same way, as
+// Config.<path>, so that a command-line front end can translate those names into its
+// flags (cmd/curator does, with FlagName) and a program can tell which setting to fix
+// with errors.As.
 type FieldError struct {
 	Field string
 	// Msg says what is wrong and what to do, without the "server: " prefix.

@@ -1,0 +1,306 @@
+// Package config is the curator daemon's configuration: the settings, their defaults
+// (NewConfig) and the one validation that resolves them (Config.Resolve), with the
+// warnings an operator must read before serving them. cmd/curator binds its flags to
+// the fields (FlagName); pkg/server starts a curator from a resolved Config.
+package config
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/privbo/privbo/pkg/curator"
+	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp/answer"
+	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/ledger/pgledger"
+	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/transport"
+	"github.com/privbo/privbo/pkg/tuning"
+)
+
+// Config is everything the curator daemon needs. Zero values take the documented
+// defaults.
+//
+// The flag tag of a field is the name of the setting on cmd/curator's command line
+// (--listen), in its configuration file (listen = ...) and in its environment
+// (PRIVBO_CURATOR_LISTEN): `flag:"listen"`. A field of another package's struct type
+// names the flags of the fields below it instead, since one such type serves several
+// settings (ledger.Cost is Budget, DatasetBudget, ...):
+//
+//	Budget ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
+//
+// The fields of this package's struct types (TLSConfig, LedgerConfig, JobsConfig)
+// carry their own tags. A field no flag sets has no tag. The server itself
+// never writes the flags: its errors and warnings name a setting Config.<path>
+// ("Config.Output.Epsilon", and FieldError.Field the path), which a front end turns
+// into its own name with FlagName.
+type Config struct {
+	// Listen is the TCP address to serve on, e.g. "127.0.0.1:7070" or "127.0.0.1:0".
+	Listen string `flag:"listen"`
+	// DataPath is the CSV file; Data says how to read and scale it.
+	// A zero Data.Scaling.Mode means dataset.ScalePrivate here (bounds estimated with
+	// differential privacy at first start, see PrivateScalingShare), not the dataset
+	// package's standardise-nonprivate: the data-dependent modes give no guarantee and
+	// must be named explicitly (Warnings).
+	DataPath string          `flag:"data"`
+	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,MissingMarkers=missing-markers,Scaling.Mode=scaling,Scaling.Schema=schema"`
+	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
+	// on estimating privately what no public source gives: the feature bounds of
+	// scaling mode private (Data.Scaling), and the target's range of private outputs
+	// when neither Output.Lower/Upper nor the schema's target line gives it (with a
+	// public scaling only if EstimateTargetRange). The estimate is one release
+	// (dataset.EstimateBoundsWith) of ε_s = S × Budget.Epsilon and δ_s = S × the smaller
+	// of Budget.Delta and DatasetBudget.Delta (pure ε-DP when that is 0), under record
+	// replacement; it is charged to the ledger under the curator's identity, spends the
+	// dataset cap shared by all identities, and is reused at every restart with the same
+	// settings. Before charging it, server.Start forecasts its quality from public figures
+	// (dataset.ForecastBounds): coarse is logged as a warning, poor refused. Default
+	// DefaultPrivateScalingShare, and it must lie in (0, 1).
+	PrivateScalingShare float64 `flag:"private-scaling-share"`
+	// EstimateTargetRange lets the curator estimate the target's range privately (with
+	// PrivateScalingShare of the budget) when the answers are private and the operator
+	// gave a public scaling (a schema, fixed or none) but no range of the target: no
+	// schema line for it and no Output.Lower/Upper. Without it such a configuration is
+	// refused at start, naming the line to add. With the default private scaling (no
+	// schema at all) the target's range is estimated with the feature bounds anyway.
+	EstimateTargetRange bool `flag:"estimate-target-range"`
+	// DatasetID is the operator-declared, stable identity of the dataset (required):
+	// the ledger keeps every budget under it, so renaming or moving the file must not
+	// give the same records a fresh budget. Keep it for as long as the records are
+	// served; an existing deployment keeps its ledger by declaring the name its ledger
+	// already uses (the file name without extension, or the former --name).
+	DatasetID string `flag:"dataset-id"`
+	// DatasetName is the display name shown to modelers; default: the file name
+	// without extension.
+	DatasetName string `flag:"name"`
+	// StateDir keeps what must survive a restart (ledger, released matrices).
+	StateDir string `flag:"state"`
+	// Ledger selects the budget store.
+	Ledger LedgerConfig
+	// Budget is the per-identity limit; DatasetBudget caps all identities together
+	// (default: equal to Budget). A δ of zero is allowed but refuses every release
+	// that needs δ > 0, among them the default Gaussian projection (Warnings);
+	// cmd/curator's --budget-delta defaults to DefaultBudgetDelta. server.Start records
+	// both limits in the ledger (ledger.Ledger.RecordLimits).
+	Budget        ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
+	DatasetBudget ledger.Cost `flag:"Epsilon=dataset-budget-epsilon,Delta=dataset-budget-delta"`
+	// PatientBudget caps each identity's whole-patient total — every charge's (ε, δ)
+	// converted to the replacement of one patient's record, added over every relation
+	// (ledger.PatientLimits) — and PatientDatasetBudget that of all identities
+	// together, the curator's own estimates included (each part defaults to
+	// PatientBudget's; its δ to Budget.Delta). A zero ε is no cap, the default: at the
+	// default unit a projection at ε = 1 costs a whole patient ε ≈ 134, so any cap a
+	// hospital would sign (ε ≤ 10) refuses every default study, and a cap loose enough
+	// to admit them would read as a guarantee it is not (docs/PRIVACY.md, "What one
+	// patient can lose"). server.Start states what a whole patient can lose either way. A cap
+	// refuses every release with no finite whole-patient figure, so it cannot be set
+	// with exact answers, the lifted mechanism or a data-dependent scaling.
+	PatientBudget        ledger.Cost `flag:"Epsilon=patient-budget-epsilon,Delta=patient-budget-delta"`
+	PatientDatasetBudget ledger.Cost `flag:"Epsilon=patient-dataset-budget-epsilon,Delta=patient-dataset-budget-delta"`
+	// ChangeLimits lets server.Start make this configuration's limits the limits in force
+	// when they differ from those the ledger records: every curator sharing the
+	// ledger enforces the limits in force, read in each charge's own transaction, so
+	// a start with other limits is refused unless it changes them explicitly. The
+	// change is kept in the ledger's history (curator ledger lists it).
+	ChangeLimits bool `flag:"change-limits"`
+	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
+	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
+	// [Lower, Upper] is, in this order: the one given here, the schema's line for the
+	// target, or a private estimate (PrivateScalingShare); server.Start fills it in. Mechanism
+	// "none" (exact answers) must be chosen explicitly and is logged as a warning
+	// (Warnings).
+	NoiseSD float64               `flag:"noise-sd"`
+	Output  curator.OutputPrivacy `flag:"Mechanism=output-privacy,Epsilon=output-epsilon,Delta=output-delta,Lower=output-lower,Upper=output-upper"`
+	// DefaultStudy is the projection's (ε, δ) of the default study, what the curator
+	// quotes to a modeler that names none (curator.Config.StudyEpsilon, StudyDelta):
+	// zero parts take curator.DefaultStudyEpsilon and a δ share sized so that the δ
+	// budgets hold as many default studies as the ε budgets (curator.Curator.DefaultStudy).
+	// server.Start states how many default studies the budgets hold.
+	DefaultStudy ledger.Cost `flag:"Epsilon=study-epsilon,Delta=study-delta"`
+	// ExactAnswersMaxRows caps the distinct rows of the dataset answered exactly, to all
+	// identities together (output privacy "none"); default DefaultExactAnswersMaxRows.
+	// Exact answers also go only to identities that hold a projection release.
+	ExactAnswersMaxRows int `flag:"exact-answers-max-rows"`
+	// AllowExactProgramAnswers accepts output privacy "none" with program evaluation,
+	// whose answers are exact functions of the records' features; refused otherwise.
+	AllowExactProgramAnswers bool               `flag:"allow-exact-program-answers"`
+	Evaluation               curator.Evaluation `flag:"Mode=evaluate,Command=evaluate-program,Timeout=evaluate-timeout"`
+	MaxQueryIndices          int                `flag:"max-query-indices"`
+	MaxProjectionDim         int                `flag:"max-projection-dim"`
+	// ProjectionMechanism: see curator.Config (default: the Gaussian mechanism).
+	ProjectionMechanism string `flag:"projection-mechanism"`
+	// MemoryLimit is the memory, in bytes, the curator process may use: default the
+	// memory limit of its cgroup (a container's limit: cgroup v2 memory.max, v1
+	// memory.limit_in_bytes) or else the machine's physical memory (memory.Available).
+	// ReleaseMemory's default is derived from it, and cmd/curator sets the Go runtime's
+	// soft memory limit to RuntimeMemoryShare of it unless GOMEMLIMIT is set
+	// (RuntimeMemoryLimit).
+	MemoryLimit int64 `flag:"memory-limit"`
+	// ReleaseMemory is the memory, in bytes, the curator's releases may hold together
+	// while they are computed, stored and streamed — a budget like ε (curator.Config.Memory):
+	// a new release is admitted only when the memory it needs, known before it is
+	// computed from n, d, r, the mechanism and the store, fits beside the releases in
+	// progress, and waits its turn otherwise (for as long as its request's deadline
+	// allows); one that needs more than ReleaseMemory is refused at once,
+	// RESOURCE_EXHAUSTED with reason MEMORY_LIMIT and the largest r that fits. Default:
+	// ReleaseMemoryShare of MemoryLimit less the dataset's memory and RuntimeReserve
+	// (DefaultReleaseMemory), at least curator.MinMemory. Large releases are computed a
+	// window of rows at a time, so it rarely refuses.
+	ReleaseMemory int64 `flag:"release-memory"`
+	// ShutdownTimeout bounds the graceful drain; default 10 s.
+	ShutdownTimeout time.Duration `flag:"shutdown-timeout"`
+	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
+	TLS TLSConfig
+	// TokensFile lists accepted bearer tokens as "IDENTITY SHA256HEX" lines.
+	TokensFile string `flag:"tokens"`
+	// AllowPlaintext permits serving without TLS on a non-loopback address (only
+	// behind a TLS-terminating proxy).
+	AllowPlaintext bool `flag:"allow-plaintext"`
+	// TrustIdentityHeaderFromNetwork permits serving on a non-loopback address
+	// without authentication — neither client certificates (TLS.ClientCAFile) nor
+	// bearer tokens (TokensFile) — where the identity charged is the one each caller
+	// names in its privbo-identity header, so that anyone who can reach Listen can
+	// spend any identity's budget. Only where something in front of the curator
+	// authenticates every caller and sets the header; refused otherwise, and warned
+	// about when set (Warnings).
+	TrustIdentityHeaderFromNetwork bool `flag:"trust-identity-header-from-network"`
+	// Limits bounds each identity's request rate and concurrency.
+	Limits transport.Limits `flag:"Rate=rate-limit,Burst=rate-burst,Concurrent=max-in-flight"`
+	// AuthFailures throttles each peer's failed authentications (before they are
+	// authenticated, so Limits cannot) and samples their log lines; zero fields take
+	// transport's defaults (DefaultAuthFailureRate, DefaultAuthFailureBurst,
+	// DefaultAuthFailuresLogged per DefaultAuthFailureLogInterval,
+	// DefaultAuthFailurePeers); a negative Rate turns the throttle off.
+	AuthFailures transport.AuthFailureLimits `flag:"Rate=auth-failure-rate,Burst=auth-failure-burst,Logged=auth-failures-logged,LogInterval=auth-failure-log-interval,MaxPeers=auth-failure-peers"`
+	// MaxHeaderBytes bounds a request's headers, read before authentication;
+	// default transport.DefaultMaxHeaderListBytes (16 KiB).
+	MaxHeaderBytes int `flag:"max-header-bytes"`
+	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
+	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
+	MetricsListen string `flag:"metrics-listen"`
+	// Jobs enables private tuning jobs on the dataset (its target must be a class label:
+	// 0/1, or 0 … K−1 with K public, see tuning.Config.Classes).
+	Jobs JobsConfig
+	// Logger; default a no-op logger.
+	Logger *zap.Logger
+	// Warn, if set, also receives as plain text the warnings about the data that
+	// server.Start logs after loading it, before anything is charged (today the forecast of
+	// a coarse private scaling estimate, with the schema lines that would replace
+	// it), for a command line to print; Warnings(cfg) gives the others beforehand.
+	Warn func(msg string)
+	// Curator hooks for simulations and tests (see curator.Config).
+	SimulationHooks func(*curator.Config)
+}
+
+// JobsConfig configures private tuning jobs (see package tuning).
+type JobsConfig struct {
+	Enabled bool `flag:"jobs"`
+	// ValidationFraction and SplitSeed fix the sensitive validation part.
+	ValidationFraction float64            `flag:"job-validation-fraction"`
+	SplitSeed          uint64             `flag:"job-split-seed"`
+	Evaluators         []tuning.Evaluator `flag:"evaluators"`
+	// Kusner holds the operator's assumptions for Kusner jobs (see tuning.KusnerAssumptions).
+	Kusner tuning.KusnerAssumptions `flag:"K1=kusner-k1,NoiseVariance=kusner-noise-variance,GammaT=kusner-gamma-t,A=kusner-a,Tau=kusner-tau"`
+	// MaxGrid and MaxIterations bound a job's size; MaxRunning the jobs run at once.
+	MaxGrid       int `flag:"max-job-grid"`
+	MaxIterations int `flag:"max-job-iterations"`
+	MaxRunning    int `flag:"max-running-jobs"`
+	// BoundsEpsilon is the ε each DP-HyPO job with the built-in learner spends on
+	// estimating its feature bounds privately (dataset.EstimateBounds), added to the
+	// job's cost, when the dataset's schema does not give public bounds for every
+	// feature. 0 refuses such jobs instead.
+	BoundsEpsilon float64 `flag:"job-bounds-epsilon"`
+	// Preprocessing of the built-in learner (tuning.Preprocessing); empty is the
+	// default, public or privately estimated bounds.
+	Preprocessing tuning.Preprocessing `flag:"job-preprocessing"`
+	// Classes is the public number of classes of the target's labels 0 … K−1
+	// (tuning.Config.Classes); 0 takes it from the schema, or 2.
+	Classes int `flag:"job-classes"`
+	// TrainingConsented is the operator's declaration that every patient of the jobs'
+	// training part consented to their records being used without a privacy
+	// guarantee (or that the part is public): Kusner jobs, which train on it with no
+	// mechanism, then have a whole-patient figure, the validation part's (ε, δ), for
+	// the patients it does protect. Without it their whole-patient figure is not
+	// bounded, and a whole-patient cap refuses them (tuning.Config.TrainingConsented).
+	TrainingConsented bool `flag:"job-training-consented"`
+	// Lease is, with a PostgreSQL ledger (whose schema then holds the jobs, shared by
+	// every replica), how long a replica's claim on a job lasts unless renewed: a
+	// replica renews its jobs' leases every Lease/3 and takes over, as often, the jobs
+	// whose lease expired, so a job whose replica died runs again on another within
+	// about 4/3·Lease. Default jobs.DefaultLease (15 s). Unused with SQLite, where
+	// jobs.db in StateDir holds the jobs of this curator alone.
+	Lease time.Duration `flag:"job-lease"`
+}
+
+// TLSConfig names the curator's TLS material.
+type TLSConfig struct {
+	CertFile string `flag:"tls-cert"`
+	KeyFile  string `flag:"tls-key"`
+	// ClientCAFile: verify client certificates against this CA (mutual TLS).
+	ClientCAFile string `flag:"client-ca"`
+}
+
+// LedgerConfig selects the ledger store.
+type LedgerConfig struct {
+	// Kind is "sqlite" (default; file StateDir/ledger.db) or "postgres".
+	Kind string `flag:"ledger"`
+	// DSN of PostgreSQL, for Kind "postgres".
+	DSN string `flag:"ledger-dsn"`
+	// Schema of the PostgreSQL tables; default "privbo".
+	Schema string `flag:"ledger-schema"`
+	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
+	// read of a release's chunk), connecting included: a call the database does not
+	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
+	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
+	// exceed the slowest charge under load (a charge waits for the others on its
+	// dataset). See pgledger.Options.CallTimeout.
+	CallTimeout time.Duration `flag:"ledger-timeout"`
+}
+
+// DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
+// (--budget-delta): small against 1/n for datasets of up to about 10⁵ records,
+// the usual requirement δ ≪ 1/n (Dwork and Roth 2014, §2.3), and nonzero, so
+// that the default Gaussian projection can be released at all.
+const DefaultBudgetDelta = 1e-6
+
+// DefaultExactAnswersMaxRows is the default cap on distinct rows of the dataset answered
+// exactly, to all identities together (Config.ExactAnswersMaxRows).
+const DefaultExactAnswersMaxRows = 200
+
+// DefaultPrivateScalingShare is the default Config.PrivateScalingShare: the fraction
+// of the per-identity budget ε spent, once, on the private scaling estimate.
+const DefaultPrivateScalingShare = 0.1
+
+// DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
+const DefaultLedgerKind = "sqlite"
+
+// DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
+const DefaultShutdownTimeout = 10 * time.Second
+
+// NewConfig returns a Config holding the default of every setting that has one, as
+// the daemon's flags state them (cmd/curator takes its flag defaults from it, and a
+// test there keeps the two equal). server.Start applies the same defaults to the zero fields
+// of a Config built otherwise; settings whose default depends on others (the dataset
+// cap, the scaling, the release memory) stay zero here and are resolved by server.Start.
+func NewConfig() Config {
+	return Config{
+		Listen:              "127.0.0.1:7070",
+		Ledger:              LedgerConfig{Kind: DefaultLedgerKind, Schema: pgledger.DefaultSchema, CallTimeout: pgledger.DefaultCallTimeout},
+		Budget:              ledger.Cost{Delta: DefaultBudgetDelta}, // ε has no default: the operator states it
+		PrivateScalingShare: DefaultPrivateScalingShare,
+		Evaluation:          curator.Evaluation{Mode: curator.EvaluateColumn, Timeout: curator.DefaultEvaluationTimeout},
+		Output:              curator.OutputPrivacy{Mechanism: answer.Default, Epsilon: curator.DefaultOutputEpsilon},
+		ExactAnswersMaxRows: DefaultExactAnswersMaxRows,
+		MaxQueryIndices:     curator.DefaultMaxQueryIndices,
+		MaxProjectionDim:    curator.DefaultMaxProjectionDim,
+		ProjectionMechanism: projection.MechanismGaussian,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		AuthFailures: transport.AuthFailureLimits{Rate: transport.DefaultAuthFailureRate, Burst: transport.DefaultAuthFailureBurst,
+			Logged: transport.DefaultAuthFailuresLogged, LogInterval: transport.DefaultAuthFailureLogInterval, MaxPeers: transport.DefaultAuthFailurePeers},
+		MaxHeaderBytes: transport.DefaultMaxHeaderListBytes,
+		Jobs: JobsConfig{ValidationFraction: 0.3, SplitSeed: 1, MaxGrid: 5000, MaxIterations: 500, MaxRunning: 1, Lease: jobs.DefaultLease,
+			Kusner: tuning.KusnerAssumptions{NoiseVariance: 0.01}},
+	}
+}
