@@ -30,6 +30,9 @@ type Setting struct {
 	zero  func() bool  // the field holds its type's zero value
 }
 
+// Field is the address of the field s sets.
+func (s Setting) Field() any { return s.field }
+
 // Ranged says whether s has a range.
 func (s Setting) Ranged() bool { return s.check != nil }
 
@@ -81,6 +84,11 @@ func Bool(p *bool, name string, help string) Setting {
 	return std(p, name, nil, help, func(fs *flag.FlagSet) { fs.BoolVar(p, name, *p, help) })
 }
 
+// Named declares the name of field p for a setting the command binds itself (one it
+// parses together with others, such as a list or a schema): Register skips it; Name and
+// Flag find it.
+func Named(p any, name string) Setting { return Setting{Name: name, field: p} }
+
 // Set is the declared settings of a configuration.
 type Set struct {
 	all   []Setting
@@ -112,7 +120,9 @@ func (s *Set) All() []Setting { return s.all }
 // Register defines a flag on fs for every setting.
 func (s *Set) Register(fs *flag.FlagSet) {
 	for _, x := range s.all {
-		fs.Var(x.Value, x.Name, x.Help)
+		if x.Value != nil {
+			fs.Var(x.Value, x.Name, x.Help)
+		}
 	}
 }
 
@@ -129,14 +139,23 @@ func (s *Set) Name(field any) string {
 // Flag is the setting of field as its flag is written: "--" + Name.
 func (s *Set) Flag(field any) string { return "--" + s.Name(field) }
 
+// Error is a value refused by its setting's range: "--name VALUE: why".
+type Error struct {
+	Name, Value string
+	Err         error
+}
+
+func (e *Error) Error() string { return "--" + e.Name + " " + e.Value + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
 // Check checks every setting whose field is not its zero value against its range (a
 // library's Config, where zero means "unset: take the default"), and returns the first
-// refusal as "--name VALUE: why".
+// refusal, an *Error.
 func (s *Set) Check() error {
 	for _, x := range s.all {
 		if x.check != nil && !x.zero() {
 			if err := x.check(); err != nil {
-				return fmt.Errorf("--%s %s: %w", x.Name, x.Value, err)
+				return &Error{Name: x.Name, Value: x.Value.String(), Err: err}
 			}
 		}
 	}
@@ -150,18 +169,19 @@ func (s *Set) Check() error {
 func (s *Set) CheckFlags(fs *flag.FlagSet) error {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
-		name, ok := s.byName(f.Name)
+		name, ok := s.Lookup(f.Name)
 		if err != nil || !ok || name.check == nil {
 			return
 		}
 		if e := name.check(); e != nil {
-			err = fmt.Errorf("--%s %s: %w (run '%s -h' for its flags)", f.Name, f.Value, e, fs.Name())
+			err = fmt.Errorf("%w (run '%s -h' for its flags)", &Error{Name: f.Name, Value: f.Value.String(), Err: e}, fs.Name())
 		}
 	})
 	return err
 }
 
-func (s *Set) byName(name string) (Setting, bool) {
+// Lookup is the setting of that name.
+func (s *Set) Lookup(name string) (Setting, bool) {
 	for _, x := range s.all {
 		if x.Name == name {
 			return x, true
