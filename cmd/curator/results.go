@@ -77,7 +77,7 @@ func results(args []string) error {
 		return err
 	}
 	datasetID := sf.cfg.DatasetID
-	if datasetID == "" || sf.lf.state == "" && sf.lf.kind == "sqlite" {
+	if datasetID == "" || sf.lf.cfg.StateDir == "" && sf.lf.cfg.Ledger.Kind == "sqlite" {
 		return errors.New("curator results: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required, on the command line or in --config")
 	}
 	truth, err := outcomes(sf)
@@ -87,13 +87,13 @@ func results(args []string) error {
 	lc, _, _ := sf.lf.config()
 	if lc.Kind == "sqlite" {
 		// Reading must not create an empty ledger where none is.
-		if _, err := os.Stat(filepath.Join(sf.lf.state, "ledger.db")); err != nil {
-			return fmt.Errorf("curator results: no ledger in --state %s: %w", sf.lf.state, err)
+		if _, err := os.Stat(filepath.Join(sf.lf.cfg.StateDir, "ledger.db")); err != nil {
+			return fmt.Errorf("curator results: no ledger in --state %s: %w", sf.lf.cfg.StateDir, err)
 		}
 	}
 	ctx := context.Background()
 	placeholder := ledger.Cost{Epsilon: 1} // reading charges nothing: the limits play no part
-	store, err := storage.OpenLedger(ctx, lc, sf.lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(ctx, lc, sf.lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	if err != nil {
 		return err
 	}

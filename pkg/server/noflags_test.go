@@ -57,6 +57,9 @@ func TestNoFlagNamedToClients(t *testing.T) {
 			if name == "" {
 				continue
 			}
+			if parts[0] == module+"pkg/config" && name == "bind.go" {
+				continue // the declaration of the operator's settings, their names and help
+			}
 			path := filepath.Join(parts[1], name)
 			fset := token.NewFileSet()
 			f, err := parser.ParseFile(fset, path, nil, 0)
