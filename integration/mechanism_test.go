@@ -210,7 +210,7 @@ func TestExactOutputMechanismNeedsProjection(t *testing.T) {
 	if g := info.GetOutputPrivacy().GetGuarantee(); !strings.HasPrefix(g, "no guarantee (ε = ∞): exact answers") {
 		t.Errorf("exact answers' guarantee = %q", g)
 	}
-	if !strings.Contains(string(cur.logs.Bytes()), "WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED") {
+	if !strings.Contains(string(cur.logs.Bytes()), "WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED") {
 		t.Error("the curator did not log a warning about exact answers")
 	}
 }

@@ -17,16 +17,16 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
-// flagsWithoutConfigField are serve's flags that no flag tag of config.Config names,
+// flagsWithoutConfigField are serve's flags that config.Config.Bind does not declare,
 // each with the reason it sets no field of its own.
 var flagsWithoutConfigField = map[string]string{
 	"config":             "names the configuration file that gives the other flags",
 	"addr-file":          "where serve writes the address once it listens, after server.Start",
 	"log-level":          "builds Config.Logger, with --log-format",
 	"log-format":         "builds Config.Logger, with --log-level",
-	"evaluator-epsilons": "declares the Epsilon of Config.Jobs.Evaluators entries, by the names --evaluators gives them",
-	"evaluator-rdp":      "declares the RDP curve of Config.Jobs.Evaluators entries, by the names --evaluators gives them",
-	"evaluator-timeout":  "the Timeout of every Config.Jobs.Evaluators entry",
+	"evaluator-epsilons": "declares the Epsilon of the --evaluators entries, by the names it gives them",
+	"evaluator-rdp":      "declares the RDP curve of the --evaluators entries, by the names it gives them",
+	"evaluator-timeout":  "the Timeout of every --evaluators entry",
 }
 
 func serveFlagSet() *flag.FlagSet {
@@ -35,34 +35,25 @@ func serveFlagSet() *flag.FlagSet {
 	return fs
 }
 
-// TestConfigFlags: every flag the tags of config.Config name is one of serve's, and
-// every flag of serve is named by the tag of exactly one setting or sets none
-// (flagsWithoutConfigField), so that no rewritten message names a flag that does not
-// exist and each flag has one setting.
+// TestConfigFlags: every setting config.Config.Bind declares is a flag of serve, and
+// every flag of serve is a declared setting or sets none (flagsWithoutConfigField), so
+// that no message names a flag that does not exist.
 func TestConfigFlags(t *testing.T) {
 	fs := serveFlagSet()
-	tagged := map[string][]string{}
-	for path, name := range config.FlagNames() {
-		if fs.Lookup(name) == nil {
-			t.Errorf("Config.%s: its tag names -%s, which serve does not have", path, name)
+	cfg := config.NewConfig()
+	set := cfg.Bind()
+	for _, s := range set.All() {
+		if fs.Lookup(s.Name) == nil {
+			t.Errorf("setting %s is not a flag of serve", s.Name)
 		}
-		tagged[name] = append(tagged[name], path)
 	}
 	fs.VisitAll(func(f *flag.Flag) {
-		paths := tagged[f.Name]
+		_, declared := set.Lookup(f.Name)
 		_, none := flagsWithoutConfigField[f.Name]
-		switch {
-		case none && len(paths) > 0:
-			t.Errorf("-%s is listed as setting no Config field, but the tags of %v name it", f.Name, paths)
-		case !none && len(paths) != 1:
-			t.Errorf("-%s is named by the flag tags of %d Config fields %v, want 1 (or a place in flagsWithoutConfigField)", f.Name, len(paths), paths)
+		if declared == none {
+			t.Errorf("-%s: declared by config.Config.Bind %v, listed as setting no field %v: want exactly one", f.Name, declared, none)
 		}
 	})
-	for name := range flagsWithoutConfigField {
-		if fs.Lookup(name) == nil {
-			t.Errorf("flagsWithoutConfigField lists -%s, which serve does not have", name)
-		}
-	}
 }
 
 // configField is the field of cfg at path ("Output.Epsilon").
@@ -97,10 +88,10 @@ func probeValue(cur reflect.Value) string {
 	return fmt.Sprintf("<no probe for %s>", cur.Type())
 }
 
-// TestFlagSetsTaggedField: the flag a field's tag names sets that field: given a
-// value, serve's configuration holds it there, where without the flag it does not.
-// A tag naming another flag of the same type would pass TestConfigFlags, not this.
-func TestFlagSetsTaggedField(t *testing.T) {
+// TestFlagSetsDeclaredField: the flag of each declared setting sets its field: given a
+// value, serve's configuration holds it there, where without the flag it does not (the
+// settings serve parses itself, such as --features, included).
+func TestFlagSetsDeclaredField(t *testing.T) {
 	required := []string{"--data", "d.csv", "--target", "y", "--dataset-id", "probe-id", "--state", "st", "--budget-epsilon", "1"}
 	build := func(args []string) config.Config {
 		t.Helper()
@@ -122,7 +113,7 @@ func TestFlagSetsTaggedField(t *testing.T) {
 	}
 	special := map[string]string{"scaling": "none" /* the default is private */, "schema": schema, "evaluators": "probe=prog"}
 	base := build(required)
-	for path, name := range config.FlagNames() {
+	for name, path := range settingPaths(t) {
 		was := configField(base, path)
 		arg, ok := special[name]
 		if !ok {
@@ -130,43 +121,22 @@ func TestFlagSetsTaggedField(t *testing.T) {
 		}
 		got := configField(build(append(required, "--"+name, arg)), path)
 		if reflect.DeepEqual(got.Interface(), was.Interface()) {
-			t.Errorf("--%s %s left Config.%s at %v: the flag does not set the field whose tag names it", name, arg, path, got)
+			t.Errorf("--%s %s left Config.%s at %v: the flag does not set the field declared with it", name, arg, path, got)
 		}
 	}
 }
 
-// TestFlagNamesInMessages: the server's refusals and warnings reach the operator with
-// the flags to type; a FieldError's field has a flag; wrapping keeps the error chain.
+// TestFlagNamesInMessages: the configuration's refusals and warnings name the flags
+// to type, and a FieldError names its setting.
 func TestFlagNamesInMessages(t *testing.T) {
-	fe := &config.FieldError{Field: "StateDir", Msg: "Config.StateDir is required"}
-	err := withFlagNames(fmt.Errorf("starting: %w", fe))
-	if err.Error() != "starting: server: --state is required" {
-		t.Errorf("rewritten = %q", err)
+	_, _, err := config.Config{Budget: ledger.Cost{Epsilon: 1}}.Resolve()
+	var fe *config.FieldError
+	if !errors.As(err, &fe) || fe.Field != "state" || !strings.HasPrefix(err.Error(), "server: --state is required") {
+		t.Errorf("Resolve without a state directory = %v (%#v), want a FieldError on state naming --state", err, fe)
 	}
-	var got *config.FieldError
-	if !errors.As(err, &got) || got != fe {
-		t.Error("the rewritten error does not unwrap to the FieldError")
-	}
-	if name, ok := config.FlagName(got.Field); !ok || name != "state" {
-		t.Errorf("config.FlagName(%q) = %q, %v, want state, true", got.Field, name, ok)
-	}
-	cause := errors.New("cause")
-	if err := withFlagNames(&config.FieldError{Field: "Jobs.Lease", Msg: "Config.Jobs.Lease", Err: cause}); !errors.Is(err, cause) || err.Error() != "server: --job-lease: cause" {
-		t.Errorf("rewritten = %q, errors.Is(cause) = %v", err, errors.Is(err, cause))
-	}
-	if !errors.Is(withFlagNames(flag.ErrHelp), flag.ErrHelp) {
-		t.Error("flag.ErrHelp lost")
-	}
-	for in, want := range map[string]string{
-		"Config.Output.Lower/Config.Output.Upper and Config.Unknown.Field, Config.Logger": "--output-lower/--output-upper and Config.Unknown.Field, Config.Logger",
-		"(Config.Jobs.Kusner.A, «Config.TLS.KeyFile»)":                                    "(--kusner-a, «--tls-key»)",
-		"Config.Budget.Epsilon.": "--budget-epsilon.",
-		// Another package's Config, and names that only end in Config, stay.
-		"curator.Config.MaxQueryIndices, MyConfig.Listen": "curator.Config.MaxQueryIndices, MyConfig.Listen",
-	} {
-		if got := flagText(in); got != want {
-			t.Errorf("flagText(%q) = %q, want %q", in, got, want)
-		}
+	_, _, err = config.Config{StateDir: "s", DatasetID: "d", Budget: ledger.Cost{Epsilon: 1}, Jobs: config.JobsConfig{Lease: 10 * time.Millisecond}}.Resolve()
+	if !errors.As(err, &fe) || fe.Field != "job-lease" || !strings.Contains(err.Error(), "--job-lease 10ms: must be at least 1s") {
+		t.Errorf("Resolve with a 10ms lease = %v, want the command line's refusal", err)
 	}
 	cfg := config.Config{Budget: ledger.Cost{Epsilon: 1}, Output: curator.OutputPrivacy{Mechanism: "none"},
 		Evaluation: curator.Evaluation{Mode: curator.EvaluateProgram}, AllowExactProgramAnswers: true}
@@ -175,7 +145,7 @@ func TestFlagNamesInMessages(t *testing.T) {
 		t.Fatalf("warnings = %q, want three (zero δ, exact answers, exact program answers)", ws)
 	}
 	for i, want := range []string{"--budget-delta is 0", "--output-privacy none: query answers are EXACT", "--evaluate program with exact answers (--allow-exact-program-answers)"} {
-		if w := flagText(ws[i]); !strings.Contains(w, want) || strings.Contains(w, "Config.") {
+		if w := ws[i]; !strings.Contains(w, want) || strings.Contains(w, "Config.") {
 			t.Errorf("warning %d = %q, want it to contain %q and no Config field", i, w, want)
 		}
 	}

@@ -33,13 +33,13 @@ func defaultText(v reflect.Value) (string, bool) {
 }
 
 // TestFlagDefaultsAreNewConfig: every setting has one default, config.NewConfig's; the
-// serve flag that sets it (named by its tag, config.FlagNames) states the same one.
+// serve flag that sets it (declared by config.Config.Bind) states the same one.
 func TestFlagDefaultsAreNewConfig(t *testing.T) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	(&serveFlags{}).register(fs)
 	d := reflect.ValueOf(config.NewConfig())
 	compared := 0
-	for path, fl := range config.FlagNames() {
+	for fl, path := range settingPaths(t) {
 		v := d
 		for _, name := range strings.Split(path, ".") {
 			v = v.FieldByName(name)

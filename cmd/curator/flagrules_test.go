@@ -98,14 +98,15 @@ output-upper = 400
 	}
 	// Every rule is tested, and every numeric flag of serve has a rule.
 	var missing []string
-	for name := range serveRules {
-		if !covered[name] {
-			missing = append(missing, name)
-		}
-	}
 	f := &serveFlags{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.register(fs)
+	ranged := map[string]bool{}
+	for _, s := range f.settings.All() {
+		if ranged[s.Name] = s.Ranged(); s.Ranged() && !covered[s.Name] {
+			missing = append(missing, s.Name)
+		}
+	}
 	fs.VisitAll(func(fl *flag.Flag) {
 		switch fl.Value.(type) {
 		case flag.Getter:
@@ -115,7 +116,7 @@ output-upper = 400
 			if _, isBool := fl.Value.(flag.Getter).Get().(bool); isBool {
 				return
 			}
-			if _, ok := serveRules[fl.Name]; !ok && fl.Name != "job-split-seed" {
+			if !ranged[fl.Name] && fl.Name != "job-split-seed" {
 				missing = append(missing, "no rule for --"+fl.Name)
 			}
 		}

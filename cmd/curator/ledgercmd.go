@@ -69,26 +69,26 @@ func printLedger(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cli.CheckFlags(fs, ledgerRules); err != nil {
+	if err := lf.set.CheckFlags(fs); err != nil {
 		return err
 	}
 	if alias != "" {
 		name = alias
 	}
-	if name == "" || lf.state == "" && lf.kind == "sqlite" {
+	if name == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
 		return errors.New("curator ledger: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required")
 	}
 	lc, _, _ := lf.config()
 	if lc.Kind == "sqlite" {
 		// Reading must not create an empty ledger where none is.
-		if _, err := os.Stat(filepath.Join(lf.state, "ledger.db")); err != nil {
-			return fmt.Errorf("curator ledger: no ledger in --state %s: %w", lf.state, err)
+		if _, err := os.Stat(filepath.Join(lf.cfg.StateDir, "ledger.db")); err != nil {
+			return fmt.Errorf("curator ledger: no ledger in --state %s: %w", lf.cfg.StateDir, err)
 		}
 	}
 	ctx := context.Background()
 	// Reading spends nothing: the store's own limits play no part, the report's do.
 	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := storage.OpenLedger(ctx, lc, lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(ctx, lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	if err != nil {
 		return err
 	}

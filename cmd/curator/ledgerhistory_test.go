@@ -29,7 +29,7 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Stop(t)
-	if _, err := server.Start(ctx, opts(1, false).Config(t)); err == nil || !strings.Contains(err.Error(), "Config.ChangeLimits") {
+	if _, err := server.Start(ctx, opts(1, false).Config(t)); err == nil || !strings.Contains(err.Error(), "--change-limits") {
 		t.Fatalf("restart with a lower budget without changing the limits: %v, want a refusal", err)
 	}
 	c = curatortest.Start(t, opts(1, true))

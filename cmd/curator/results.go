@@ -16,30 +16,40 @@ import (
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/internal/flagconf"
+	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/storage"
 )
 
-// resultsServeFlags are the flags 'curator results' shares with serve, by name: given on
-// its command line they win over the curator's configuration file and environment, as
-// they do for serve.
-var resultsServeFlags = []struct{ name, usage string }{
-	{"state", "the curator's state directory, holding its ledger (required unless --ledger postgres)"},
-	{"ledger", "privacy ledger store: sqlite (in --state) or postgres"},
-	{"ledger-dsn", "PostgreSQL connection string, for --ledger postgres"},
-	{"ledger-schema", "PostgreSQL schema of the ledger tables"},
-	{"ledger-timeout", "bound on each call to the PostgreSQL ledger"},
-	{"dataset-id", "dataset id, as the curator's --dataset-id (required)"},
-	{"data", "the curator's data file: with --evaluate column the true outcome of each row is its target there"},
-	{"target", "the target column of --data"},
-	{"features", "the curator's --features (the file is read as serve reads it)"},
-	{"exclude", "the curator's --exclude"},
-	{"missing-markers", "the curator's --missing-markers"},
-	{"schema", "the curator's --schema (its categorical columns are needed to read the file)"},
-	{"scaling", "the curator's --scaling"},
-	{"evaluate", "how the curator evaluates rows: column (the data's target), program or manual (the recorded evaluations)"},
+// resultsServeFlags are the settings of c that 'curator results' shares with serve, under
+// their declared names (config.Config.Bind), with the help they have here: given on its
+// command line they win over the curator's configuration file and environment, as they
+// do for serve.
+func resultsServeFlags(c *config.Config) []struct {
+	field any // the address of c's field
+	usage string
+} {
+	return []struct {
+		field any
+		usage string
+	}{
+		{&c.StateDir, "the curator's state directory, holding its ledger (required unless --ledger postgres)"},
+		{&c.Ledger.Kind, "privacy ledger store: sqlite (in --state) or postgres"},
+		{&c.Ledger.DSN, "PostgreSQL connection string, for --ledger postgres"},
+		{&c.Ledger.Schema, "PostgreSQL schema of the ledger tables"},
+		{&c.Ledger.CallTimeout, "bound on each call to the PostgreSQL ledger"},
+		{&c.DatasetID, "dataset id, as the curator's --dataset-id (required)"},
+		{&c.DataPath, "the curator's data file: with --evaluate column the true outcome of each row is its target there"},
+		{&c.Data.Target, "the target column of --data"},
+		{&c.Data.Features, "the curator's --features (the file is read as serve reads it)"},
+		{&c.Data.Exclude, "the curator's --exclude"},
+		{&c.Data.MissingMarkers, "the curator's --missing-markers"},
+		{&c.Data.Scaling.Schema, "the curator's --schema (its categorical columns are needed to read the file)"},
+		{&c.Data.Scaling.Mode, "the curator's --scaling"},
+		{&c.Evaluation.Mode, "how the curator evaluates rows: column (the data's target), program or manual (the recorded evaluations)"},
+	}
 }
 
 // results is 'curator results': for each modeler identity, the rows its studies had
@@ -50,8 +60,10 @@ var resultsServeFlags = []struct{ name, usage string }{
 // reaches it.
 func results(args []string) error {
 	fs := flag.NewFlagSet("curator results", flag.ContinueOnError)
-	for _, f := range resultsServeFlags {
-		fs.String(f.name, "", f.usage+" (default: from --config or the environment, as serve reads them)")
+	declared := config.NewConfig()
+	set := declared.Bind()
+	for _, f := range resultsServeFlags(&declared) {
+		fs.String(set.Name(f.field), "", f.usage+" (default: from --config or the environment, as serve reads them)")
 	}
 	configFile := fs.String("config", "", "the curator's configuration file: the settings above not given here are read from it and from PRIVBO_CURATOR_* variables, as serve reads them")
 	identity := fs.String("identity", "", "only this modeler identity (default: all)")
@@ -77,7 +89,7 @@ func results(args []string) error {
 		return err
 	}
 	datasetID := sf.cfg.DatasetID
-	if datasetID == "" || sf.lf.state == "" && sf.lf.kind == "sqlite" {
+	if datasetID == "" || sf.lf.cfg.StateDir == "" && sf.lf.cfg.Ledger.Kind == "sqlite" {
 		return errors.New("curator results: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required, on the command line or in --config")
 	}
 	truth, err := outcomes(sf)
@@ -87,13 +99,13 @@ func results(args []string) error {
 	lc, _, _ := sf.lf.config()
 	if lc.Kind == "sqlite" {
 		// Reading must not create an empty ledger where none is.
-		if _, err := os.Stat(filepath.Join(sf.lf.state, "ledger.db")); err != nil {
-			return fmt.Errorf("curator results: no ledger in --state %s: %w", sf.lf.state, err)
+		if _, err := os.Stat(filepath.Join(sf.lf.cfg.StateDir, "ledger.db")); err != nil {
+			return fmt.Errorf("curator results: no ledger in --state %s: %w", sf.lf.cfg.StateDir, err)
 		}
 	}
 	ctx := context.Background()
 	placeholder := ledger.Cost{Epsilon: 1} // reading charges nothing: the limits play no part
-	store, err := storage.OpenLedger(ctx, lc, sf.lf.state, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := storage.OpenLedger(ctx, lc, sf.lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 	if err != nil {
 		return err
 	}

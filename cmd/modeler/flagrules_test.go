@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
-
+	"flag"
 	"io"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/privbo/privbo/internal/setting"
+	"github.com/privbo/privbo/pkg/simulate"
 )
 
 // TestFlagRefusals: every numeric flag of `modeler run` and `modeler simulate` refuses
@@ -76,7 +79,11 @@ func TestFlagRefusals(t *testing.T) {
 	}
 	// Every rule is tested, and every numeric flag has a rule.
 	var missing []string
-	for cmd, rules := range map[string]map[string]any{"run": keys(runRules), "simulate": keys(simulateRules)} {
+	var o runFlags
+	o.register(flag.NewFlagSet("modeler run", flag.ContinueOnError))
+	sim := simulate.NewConfig()
+	sim.Data, sim.Synthetic = &simulate.DataConfig{}, &simulate.SyntheticConfig{}
+	for cmd, rules := range map[string]map[string]any{"run": ranged(o.settings), "simulate": ranged(sim.Bind())} {
 		for name := range rules {
 			if !covered[cmd+" "+name] {
 				missing = append(missing, cmd+" --"+name+" untested")
@@ -104,10 +111,13 @@ func TestFlagRefusals(t *testing.T) {
 	}
 }
 
-func keys[V any](m map[string]V) map[string]any {
+// ranged is the names of the settings of s that have a range.
+func ranged(s *setting.Set) map[string]any {
 	out := map[string]any{}
-	for k := range m {
-		out[k] = nil
+	for _, x := range s.All() {
+		if x.Ranged() {
+			out[x.Name] = nil
+		}
 	}
 	return out
 }

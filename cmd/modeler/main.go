@@ -14,13 +14,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/internal/setting"
 	"github.com/privbo/privbo/pkg/curatorclient"
-	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
@@ -115,10 +114,12 @@ func runCommand(args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
-// runFlags are the options of `modeler run`: the study's settings (cfg, whose defaults
-// are modeler.NewConfig's) and what only the command line has.
+// runFlags are the options of `modeler run`: the study's settings (cfg, declared and
+// given their defaults by modeler.Config.Bind and modeler.NewConfig) and what only the
+// command line has.
 type runFlags struct {
 	cfg                   modeler.Config
+	settings              *setting.Set
 	conn                  connFlags
 	studyName, studiesDir string
 	known                 knownBestFlag
@@ -126,45 +127,20 @@ type runFlags struct {
 	timeout               time.Duration
 }
 
-// register defines the flags of `modeler run` on fs. Every study setting takes its
-// default from modeler.NewConfig (TestRunFlagsAreNewConfig), and every stored one is the
-// flag of its stored name (study.Settings' JSON names; TestStoredNamesAreFlags), so a
+// register defines the flags of `modeler run` on fs. Every stored setting is stored
+// under its flag's name (study.Settings' JSON names; TestStoredNamesAreFlags), so a
 // stored study fills the flags by name (fillFromStudy).
 func (o *runFlags) register(fs *flag.FlagSet) {
 	o.cfg = modeler.NewConfig()
-	cfg := &o.cfg
+	o.settings = o.cfg.Bind().With(setting.Duration(&o.timeout, "timeout", setting.NonNegativeDuration, "give up after this long (0: no limit)"))
+	o.settings.Register(fs)
 	o.conn.register(fs)
-	fs.Var(rFlag{&cfg.R}, "r", "projection dimension r, or auto: chosen by the curator from the dataset's n and d and the release's (ε, δ) (docs/MATHS.md §2.6; never above d)")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", cfg.Epsilon, "ε of the projection release (default: the curator's default study's, stated in its quote before anything is charged)")
-	fs.Float64Var(&cfg.Delta, "delta", cfg.Delta, "δ of the projection release (default: the curator's default study's, at most what this identity can still spend)")
-	fs.StringVar(&cfg.Label, "label", cfg.Label, "ask for an independent release with the same parameters (costs again)")
-	fs.IntVar(&cfg.Iterations, "iterations", cfg.Iterations, "number of queries T (with --study on a stored study: a new T, at least the number recorded, extends or shortens it)")
-	fs.IntVar(&cfg.Batch, "batch", cfg.Batch, "rows chosen per round and sent in one query (GP-BUCB when > 1)")
 	fs.StringVar(&o.studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
 	fs.StringVar(&o.studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
 	fs.Var(&o.known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
-	fs.Var(kernelFlag(&cfg.Kernel), "kernel", "GP kernel: se (squared exponential) or matern52")
-	fs.Float64Var(&cfg.Lengthscale, "lengthscale", cfg.Lengthscale, "kernel lengthscale (default: the median distance of the released rows to their mean)")
-	fs.Float64Var(&cfg.SignalVariance, "signal-variance", cfg.SignalVariance, "kernel signal variance σ_y² (standardised outputs; default: 1, or with private answers the noise-aware prior's)")
-	fs.Float64Var(&cfg.NoiseVariance, "noise-variance", cfg.NoiseVariance, "observation noise variance σ_n² (standardised outputs; default: 1e-3, or with private answers the noise-aware prior's σ_n²/s_f²)")
-	fs.IntVar(&cfg.FitEvery, "fit-every", cfg.FitEvery, "refit lengthscale, signal and noise variance by maximum likelihood every K observations, from the third on (0: fixed)")
-	fs.Float64Var(&cfg.DeltaUCB, "delta-ucb", cfg.DeltaUCB, "δ' of the β_t schedule")
-	fs.Float64Var(&cfg.ConstantBeta, "beta", cfg.ConstantBeta, "constant β instead of the schedule (0: use the schedule)")
-	fs.BoolVar(&cfg.AllowRepeats, "allow-repeats", cfg.AllowRepeats, "let GP-UCB choose rows it has already queried")
-	fs.BoolVar(&cfg.RawOutputs, "raw-outputs", cfg.RawOutputs, "do not standardise outputs")
-	fs.IntVar(&cfg.InitialIndex, "initial-index", cfg.InitialIndex, "first row to query (default: uniformly random)")
-	fs.Var(directionFlag(&cfg.Direction), "direction", "maximize or minimize the answers (as Vizier's goal and Optuna's direction)")
-	fs.Var(clipFlag{&cfg.Clip}, "answer-clip", "LOWER,UPPER: ask the curator to clip every answer to this range inside its public output range, for noise calibrated to its width at the same ε and charge (rows below LOWER all answer about LOWER), or public (default: the public range)")
-	fs.IntVar(&cfg.ConfirmRows, "confirm-rows", cfg.ConfirmRows, "after the study, answer again the K queried rows with the highest posterior mean (confirmation passes, each charged the curator's ε_out again; 0: none)")
-	fs.IntVar(&cfg.ConfirmPasses, "confirm-passes", cfg.ConfirmPasses, "with --confirm-rows: the number of confirmation passes (each a charge of ε_out)")
-	fs.Var(clipFlag{&cfg.ConfirmClip}, "confirm-clip", "with --confirm-rows: LOWER,UPPER, the clip range of the confirmation answers (default: --answer-clip's)")
-	fs.Var(likelihoodFlag{&cfg.RecommendLikelihood}, "recommend-likelihood", "laplace (default) or gaussian: with Laplace answers, recommend under their own Laplace likelihood, or under a Gaussian of the same variance (the rule before; both rows are printed)")
-	fs.Var(projectionNoiseFlag(&cfg.ProjectionNoise), "projection-noise", "how the GP treats the Gaussian noise the curator states for the projection: model (expected kernel and de-biased default lengthscale), kernel (expected kernel only) or ignore (treat the rows as exact)")
-	fs.BoolVar(&cfg.WideProjection, "allow-r-above-d", cfg.WideProjection, "allow --r above the dataset's number of features (no more information, more noise; for reproducing the paper's lifted runs: the curator refuses it unless it runs the lifted mechanism)")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the curator's quote of the study (its cost, noise and what its recommendation is likely worth), pay nothing and run nothing")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 }
 
 func runStudy(args []string, stdout, stderr io.Writer) error {
@@ -175,7 +151,8 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if err := cli.CheckFlags(fs, runRules); err != nil {
+	// Checked on what the command line gives, before a stored study fills in the rest.
+	if err := o.settings.CheckFlags(fs); err != nil {
 		return err
 	}
 	var store *study.Store
@@ -347,105 +324,4 @@ func distinct(q []int) int {
 		seen[i] = true
 	}
 	return len(seen)
-}
-
-// rFlag is the --r flag over modeler.Config.R: a projection dimension, or auto (0: the
-// curator chooses it, modeler.Quote.RChoice).
-type rFlag struct{ r *int }
-
-func (f rFlag) String() string {
-	if f.r == nil || *f.r == 0 {
-		return "auto"
-	}
-	return strconv.Itoa(*f.r)
-}
-
-func (f rFlag) Set(s string) error {
-	if s == "auto" {
-		*f.r = 0
-		return nil
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v < 1 {
-		return errors.New("want a positive integer or auto")
-	}
-	*f.r = v
-	return nil
-}
-
-// kernelFlag is a gpucb.Kernel flag: se or matern52.
-func kernelFlag(k *gpucb.Kernel) flag.Value {
-	return choiceFlag[gpucb.Kernel]{k, gpucb.ParseKernel, "se or matern52"}
-}
-
-// choiceFlag is a flag.Value over a named setting: parse reads it into *v and a
-// refused word is answered "want " + want.
-type choiceFlag[T fmt.Stringer] struct {
-	v     *T
-	parse func(string) (T, error)
-	want  string
-}
-
-func (f choiceFlag[T]) String() string {
-	if f.v == nil { // the flag package's zero value, for its default check: T's zero
-		var zero T
-		return zero.String()
-	}
-	return (*f.v).String()
-}
-
-func (f choiceFlag[T]) Set(s string) error {
-	v, err := f.parse(s)
-	if err != nil {
-		return errors.New("want " + f.want)
-	}
-	*f.v = v
-	return nil
-}
-
-// likelihoodFlag is modeler.Config.RecommendLikelihood as a flag: laplace or gaussian.
-type likelihoodFlag struct{ p *string }
-
-func (f likelihoodFlag) String() string {
-	if f.p == nil || *f.p == "" {
-		return modeler.LikelihoodLaplace
-	}
-	return *f.p
-}
-
-func (f likelihoodFlag) Set(s string) error {
-	if s != "" && s != modeler.LikelihoodLaplace && s != modeler.LikelihoodGaussian { // "": a stored default
-		return fmt.Errorf("want laplace or gaussian, got %q", s)
-	}
-	*f.p = s
-	return nil
-}
-
-// clipFlag is modeler.Config.Clip as a flag: LOWER,UPPER or public.
-type clipFlag struct{ c *modeler.Clip }
-
-func (f clipFlag) String() string {
-	if f.c == nil || f.c.IsZero() {
-		return "public"
-	}
-	return f.c.String()
-}
-
-func (f clipFlag) Set(s string) error {
-	c, err := modeler.ParseClip(s)
-	if err != nil {
-		return err
-	}
-	*f.c = c
-	return nil
-}
-
-// projectionNoiseFlag is a modeler.ProjectionNoise flag: model, kernel or ignore.
-func projectionNoiseFlag(p *modeler.ProjectionNoise) flag.Value {
-	return choiceFlag[modeler.ProjectionNoise]{p, modeler.ParseProjectionNoise, "model, kernel or ignore"}
-}
-
-// directionFlag is a study.Direction flag: maximize or minimize.
-func directionFlag(d *study.Direction) flag.Value {
-	return choiceFlag[study.Direction]{d, study.ParseDirection, "maximize or minimize"}
 }

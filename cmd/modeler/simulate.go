@@ -13,12 +13,12 @@ import (
 	"syscall"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/internal/setting"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/modeler"
-	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/simulate"
 	"github.com/privbo/privbo/pkg/study"
 )
@@ -28,63 +28,28 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("modeler simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfg                     simulate.Config
-		data, target, scaling   string
-		markers                 string
-		minimize, logOut, synth bool
-		methods, rs             string
-		grid                    int
-		sampler                 string
-		synthLS                 float64
-		quiet                   bool
-		outMech, noiseRule      string
+		scaling, markers, methods, rs, outMech, noiseRule string
+		synth, quiet                                      bool
+		direction                                         study.Direction
 	)
-	// The settings a simulated study shares with modeler run take run's defaults.
-	def := modeler.NewConfig()
-	cfg.GP.Kernel = def.Kernel
-	fs.StringVar(&data, "data", "", "CSV data set (the curator's file)")
-	fs.StringVar(&target, "target", "", "target column (default: the last column)")
+	// Data and Synthetic are both declared; the one not asked for is dropped below.
+	cfg, syn := simulate.NewConfig(), simulate.NewSyntheticConfig()
+	cfg.Data, cfg.Synthetic = &simulate.DataConfig{}, &syn
+	cfg.Output.Lower, cfg.Output.Upper = math.NaN(), math.NaN() // not given
+	settings := cfg.Bind().With(setting.Parsed[modeler.DirectionText](&direction, "direction", nil, "maximize or minimize the target (as modeler run --direction)"))
+	settings.Register(fs)
 	fs.StringVar(&scaling, "scaling", "", "feature scaling as for curator serve (default: standardise to max norm 25)")
 	fs.StringVar(&markers, "missing-markers", strings.Join(dataset.DefaultMissingMarkers, ","), "comma-separated cell texts read as missing, as curator serve --missing-markers")
-	var direction study.Direction
-	fs.Var(directionFlag(&direction), "direction", "maximize or minimize the target (as modeler run --direction)")
-	fs.BoolVar(&minimize, "minimize", false, "the same as --direction minimize")
-	fs.BoolVar(&logOut, "log-outputs", false, "take the natural log of the target (must be positive)")
 	fs.BoolVar(&synth, "synthetic", false, "the synthetic GP experiment of Kharkovskii et al. (ICML 2020), Table 1, instead of a data set (docs/MATHS.md §2.5)")
-	fs.IntVar(&grid, "grid", 100, "synthetic: g×g grid on [-1,1]²")
-	fs.Float64Var(&synthLS, "synthetic-lengthscale", 0, "synthetic: lengthscale of the drawn function in scaled units (default 0.25 × 25)")
-	fs.StringVar(&sampler, "sampler", simulate.SamplerKronecker, "synthetic: how to draw f: kronecker (exact, fast) or cholesky (n×n, slow)")
 	fs.StringVar(&methods, "methods", "po-gp-ucb,gp-ucb,random", "methods to compare")
 	fs.StringVar(&rs, "r", "10", "projection dimensions for po-gp-ucb, comma-separated")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", math.Exp(1.1), "ε of each projection")
-	fs.Float64Var(&cfg.Delta, "delta", 1e-5, "δ of each projection")
-	fs.StringVar(&cfg.ProjectionMechanism, "projection-mechanism", projection.MechanismLifted, "the curator's projection mechanism: lifted (the paper's) or gaussian (noise from crypto/rand: not reproducible from --seed)")
 	fs.StringVar(&outMech, "output-privacy", answer.MechanismExact, "how the curator releases answers: none (exact), laplace or gaussian (clip to --output-lower/--output-upper, add noise; noise from crypto/rand, not reproducible from --seed)")
-	fs.Float64Var(&cfg.Output.Epsilon, "output-epsilon", 0, "ε of each private answer (output privacy)")
-	fs.Float64Var(&cfg.Output.Delta, "output-delta", 0, "δ of each private answer (gaussian output privacy only)")
-	fs.Float64Var(&cfg.Output.Lower, "output-lower", math.NaN(), "public lower bound of the target, in the target column's units (required with output privacy; transformed with --log-outputs and --direction as the target)")
-	fs.Float64Var(&cfg.Output.Upper, "output-upper", math.NaN(), "public upper bound of the target (required with output privacy)")
 	fs.StringVar(&noiseRule, "noise-rule", "", "GP prior for private answers: ratio (default), public-range, standardised, or off (the exact-answer prior); --signal-variance, --noise-variance and --raw-outputs override it")
-	fs.IntVar(&cfg.Iterations, "iterations", def.Iterations, "iterations T per run (the first is the random initial row)")
-	fs.IntVar(&cfg.Runs, "runs", 10, "runs per draw and method")
-	fs.IntVar(&cfg.Batch, "batch", def.Batch, "rows the GP methods choose per round (GP-BUCB; 1: sequential GP-UCB)")
-	fs.IntVar(&cfg.Draws, "draws", 1, "synthetic: independent function draws")
-	fs.StringVar(&cfg.OutDir, "out", "simulation", "output directory (regret.csv, regret.png, summary.md)")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of draws, initial rows, projections and random search (simulations are not private)")
-	fs.IntVar(&cfg.Workers, "workers", 2, "runs in parallel")
-	fs.Var(kernelFlag(&cfg.GP.Kernel), "kernel", "GP kernel: se or matern52")
-	fs.Float64Var(&cfg.GP.Lengthscale, "lengthscale", 0, "GP lengthscale (default: the synthetic one, or the median distance to the mean of the candidates)")
-	fs.Float64Var(&cfg.GP.SignalVariance, "signal-variance", 0, "GP signal variance (default 1, or the noise rule's with output privacy)")
-	fs.Float64Var(&cfg.GP.NoiseVariance, "noise-variance", 0, "GP noise variance (default: synthetic σ_n², or 1e-3 for standardised data, or the noise rule's with output privacy)")
-	fs.Float64Var(&cfg.GP.DeltaUCB, "delta-ucb", def.DeltaUCB, "δ' of the β_t schedule")
-	fs.BoolVar(&cfg.GP.Raw, "raw-outputs", def.RawOutputs, "do not standardise outputs (data sets)")
-	fs.IntVar(&cfg.GP.FitEvery, "fit-every", def.FitEvery, "refit GP hyperparameters by maximum likelihood every K observations (0: fixed)")
-	fs.Var(projectionNoiseFlag(&cfg.GP.ProjectionNoise), "projection-noise", "how po-gp-ucb's GP treats the Gaussian projection's noise: model, kernel or ignore (as modeler run)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines")
 	if err := cli.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if err := cli.CheckFlags(fs, simulateRules); err != nil {
+	if err := settings.CheckFlags(fs); err != nil {
 		return err
 	}
 	if err := parseOutputPrivacy(&cfg, outMech, noiseRule); err != nil {
@@ -97,17 +62,19 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	if cfg.Methods, err = simulate.ParseMethods(methods, rlist); err != nil {
 		return err
 	}
-	switch {
-	case synth && data != "":
+	switch data := cfg.Data; {
+	case synth && data.Path != "":
 		return errors.New("give either --data or --synthetic, not both")
 	case synth:
-		cfg.Synthetic = &simulate.SyntheticConfig{Grid: grid, Lengthscale: synthLS, Sampler: sampler}
-	case data != "":
+		cfg.Data = nil
+	case data.Path != "":
 		sc, err := dataset.ParseScaling(scaling)
 		if err != nil {
 			return err
 		}
-		cfg.Data = &simulate.DataConfig{Path: data, Options: dataset.Options{Target: target, MissingMarkers: strings.Split(markers, ","), Scaling: sc}, Minimize: minimize || direction == study.Minimize, LogOutputs: logOut}
+		data.Options.MissingMarkers, data.Options.Scaling = strings.Split(markers, ","), sc
+		data.Minimize = data.Minimize || direction == study.Minimize
+		cfg.Synthetic = nil
 	default:
 		return errors.New("give --data FILE or --synthetic")
 	}
@@ -118,8 +85,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	res, err := simulate.Run(ctx, cfg)
 	if err != nil {
-		// The library names its settings; the person typed flags.
-		return simulateFlagNames(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "%s: n = %d, d = %d, T = %d, %d draw(s) × %d runs per method, %s, %s, %v\n\n%s\nwrote %s, %s, %s\n",
 		res.Problem, res.N, res.D, cfg.Iterations, cfg.Draws, cfg.Runs, cfg.ProjectionText(), res.Output, res.Duration.Round(1e6),
@@ -167,16 +133,4 @@ func parseOutputPrivacy(cfg *simulate.Config, mech, rule string) error {
 		cfg.GP.NoiseRule = gpucb.NoiseRule(rule)
 	}
 	return nil
-}
-
-// simulateSettings maps the settings that simulate's errors name to the flags of
-// modeler simulate.
-var simulateSettings = strings.NewReplacer("DataConfig.LogOutputs", "--log-outputs", "DataConfig.Minimize", "--minimize")
-
-// simulateFlagNames returns err with the settings it names given as flags.
-func simulateFlagNames(err error) error {
-	if text := simulateSettings.Replace(err.Error()); text != err.Error() {
-		return &textError{text: text, err: err}
-	}
-	return err
 }

@@ -65,39 +65,3 @@ func TestExitCode(t *testing.T) {
 		}
 	}
 }
-
-func TestBytes(t *testing.T) {
-	tests := []struct {
-		in    string
-		want  int64
-		print string
-	}{
-		{"2GiB", 2 << 30, "2GiB"},
-		{"1.5GiB", 3 << 29, "1536MiB"},
-		{"800MB", 800e6, "781250KiB"},
-		{"2147483648", 2 << 30, "2GiB"},
-		{" 16 MiB ", 16 << 20, "16MiB"},
-		{"512KiB", 512 << 10, "512KiB"},
-		{"3kB", 3000, "3000"},
-		{"0", 0, "0"},
-		{"100B", 100, "100"},
-	}
-	for _, tt := range tests {
-		var b Bytes
-		if err := b.Set(tt.in); err != nil || int64(b) != tt.want || b.String() != tt.print {
-			t.Errorf("Set(%q) = %d (%s), %v; want %d (%s)", tt.in, int64(b), b.String(), err, tt.want, tt.print)
-		}
-	}
-	for _, bad := range []string{"", "GiB", "lots", "1.5XB", "NaN", "1e30GiB"} {
-		var b Bytes
-		if err := b.Set(bad); err == nil {
-			t.Errorf("Set(%q) = %d, want an error", bad, int64(b))
-		}
-	}
-	r := BytesAtLeast(16 << 20)
-	for v, ok := range map[string]bool{"16MiB": true, "2GiB": true, "15MiB": false, "0": false, "-1GiB": false, "x": false} {
-		if err := r.check(v); (err == nil) != ok {
-			t.Errorf("BytesAtLeast(16MiB)(%q) = %v, want ok %v", v, err, ok)
-		}
-	}
-}

@@ -1,7 +1,8 @@
 // Package config is the curator daemon's configuration: the settings, their defaults
-// (NewConfig) and the one validation that resolves them (Config.Resolve), with the
-// warnings an operator must read before serving them. cmd/curator binds its flags to
-// the fields (FlagName); pkg/server starts a curator from a resolved Config.
+// (NewConfig), their declaration (Config.Bind: name, help, range) and the one validation
+// that resolves them (Config.Resolve), with the warnings an operator must read before
+// serving them. cmd/curator registers its flags from Bind; pkg/server starts a curator
+// from a resolved Config.
 package config
 
 import (
@@ -21,31 +22,19 @@ import (
 )
 
 // Config is everything the curator daemon needs. Zero values take the documented
-// defaults.
-//
-// The flag tag of a field is the name of the setting on cmd/curator's command line
-// (--listen), in its configuration file (listen = ...) and in its environment
-// (PRIVBO_CURATOR_LISTEN): `flag:"listen"`. A field of another package's struct type
-// names the flags of the fields below it instead, since one such type serves several
-// settings (ledger.Cost is Budget, DatasetBudget, ...):
-//
-//	Budget ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
-//
-// The fields of this package's struct types (TLSConfig, LedgerConfig, JobsConfig)
-// carry their own tags. A field no flag sets has no tag. The server itself
-// never writes the flags: its errors and warnings name a setting Config.<path>
-// ("Config.Output.Epsilon", and FieldError.Field the path), which a front end turns
-// into its own name with FlagName.
+// defaults. Each setting's name (its flag, configuration-file key and environment
+// variable), help and range are declared once, in Bind; the refusals and warnings name
+// a setting by its flag (Config.Flag).
 type Config struct {
 	// Listen is the TCP address to serve on, e.g. "127.0.0.1:7070" or "127.0.0.1:0".
-	Listen string `flag:"listen"`
+	Listen string
 	// DataPath is the CSV file; Data says how to read and scale it.
 	// A zero Data.Scaling.Mode means dataset.ScalePrivate here (bounds estimated with
 	// differential privacy at first start, see PrivateScalingShare), not the dataset
 	// package's standardise-nonprivate: the data-dependent modes give no guarantee and
 	// must be named explicitly (Warnings).
-	DataPath string          `flag:"data"`
-	Data     dataset.Options `flag:"Target=target,Features=features,Exclude=exclude,MissingMarkers=missing-markers,Scaling.Mode=scaling,Scaling.Schema=schema"`
+	DataPath string
+	Data     dataset.Options
 	// PrivateScalingShare is the fraction S of the per-identity budget ε spent, once,
 	// on estimating privately what no public source gives: the feature bounds of
 	// scaling mode private (Data.Scaling), and the target's range of private outputs
@@ -58,25 +47,25 @@ type Config struct {
 	// settings. Before charging it, server.Start forecasts its quality from public figures
 	// (dataset.ForecastBounds): coarse is logged as a warning, poor refused. Default
 	// DefaultPrivateScalingShare, and it must lie in (0, 1).
-	PrivateScalingShare float64 `flag:"private-scaling-share"`
+	PrivateScalingShare float64
 	// EstimateTargetRange lets the curator estimate the target's range privately (with
 	// PrivateScalingShare of the budget) when the answers are private and the operator
 	// gave a public scaling (a schema, fixed or none) but no range of the target: no
 	// schema line for it and no Output.Lower/Upper. Without it such a configuration is
 	// refused at start, naming the line to add. With the default private scaling (no
 	// schema at all) the target's range is estimated with the feature bounds anyway.
-	EstimateTargetRange bool `flag:"estimate-target-range"`
+	EstimateTargetRange bool
 	// DatasetID is the operator-declared, stable identity of the dataset (required):
 	// the ledger keeps every budget under it, so renaming or moving the file must not
 	// give the same records a fresh budget. Keep it for as long as the records are
 	// served; an existing deployment keeps its ledger by declaring the name its ledger
 	// already uses (the file name without extension, or the former --name).
-	DatasetID string `flag:"dataset-id"`
+	DatasetID string
 	// DatasetName is the display name shown to modelers; default: the file name
 	// without extension.
-	DatasetName string `flag:"name"`
+	DatasetName string
 	// StateDir keeps what must survive a restart (ledger, released matrices).
-	StateDir string `flag:"state"`
+	StateDir string
 	// Ledger selects the budget store.
 	Ledger LedgerConfig
 	// Budget is the per-identity limit; DatasetBudget caps all identities together
@@ -84,8 +73,8 @@ type Config struct {
 	// that needs δ > 0, among them the default Gaussian projection (Warnings);
 	// cmd/curator's --budget-delta defaults to DefaultBudgetDelta. server.Start records
 	// both limits in the ledger (ledger.Ledger.RecordLimits).
-	Budget        ledger.Cost `flag:"Epsilon=budget-epsilon,Delta=budget-delta"`
-	DatasetBudget ledger.Cost `flag:"Epsilon=dataset-budget-epsilon,Delta=dataset-budget-delta"`
+	Budget        ledger.Cost
+	DatasetBudget ledger.Cost
 	// PatientBudget caps each identity's whole-patient total — every charge's (ε, δ)
 	// converted to the replacement of one patient's record, added over every relation
 	// (ledger.PatientLimits) — and PatientDatasetBudget that of all identities
@@ -97,47 +86,47 @@ type Config struct {
 	// patient can lose"). server.Start states what a whole patient can lose either way. A cap
 	// refuses every release with no finite whole-patient figure, so it cannot be set
 	// with exact answers, the lifted mechanism or a data-dependent scaling.
-	PatientBudget        ledger.Cost `flag:"Epsilon=patient-budget-epsilon,Delta=patient-budget-delta"`
-	PatientDatasetBudget ledger.Cost `flag:"Epsilon=patient-dataset-budget-epsilon,Delta=patient-dataset-budget-delta"`
+	PatientBudget        ledger.Cost
+	PatientDatasetBudget ledger.Cost
 	// ChangeLimits lets server.Start make this configuration's limits the limits in force
 	// when they differ from those the ledger records: every curator sharing the
 	// ledger enforces the limits in force, read in each charge's own transaction, so
 	// a start with other limits is refused unless it changes them explicitly. The
 	// change is kept in the ledger's history (curator ledger lists it).
-	ChangeLimits bool `flag:"change-limits"`
+	ChangeLimits bool
 	// NoiseSD, Output, MaxQueryIndices, MaxProjectionDim: see curator.Config. Output
 	// defaults to the Laplace mechanism with ε = curator.DefaultOutputEpsilon. Its range
 	// [Lower, Upper] is, in this order: the one given here, the schema's line for the
 	// target, or a private estimate (PrivateScalingShare); server.Start fills it in. Mechanism
 	// "none" (exact answers) must be chosen explicitly and is logged as a warning
 	// (Warnings).
-	NoiseSD float64               `flag:"noise-sd"`
-	Output  curator.OutputPrivacy `flag:"Mechanism=output-privacy,Epsilon=output-epsilon,Delta=output-delta,Lower=output-lower,Upper=output-upper"`
+	NoiseSD float64
+	Output  curator.OutputPrivacy
 	// DefaultStudy is the projection's (ε, δ) of the default study, what the curator
 	// quotes to a modeler that names none (curator.Config.StudyEpsilon, StudyDelta):
 	// zero parts take curator.DefaultStudyEpsilon and a δ share sized so that the δ
 	// budgets hold as many default studies as the ε budgets (curator.Curator.DefaultStudy).
 	// server.Start states how many default studies the budgets hold.
-	DefaultStudy ledger.Cost `flag:"Epsilon=study-epsilon,Delta=study-delta"`
+	DefaultStudy ledger.Cost
 	// ExactAnswersMaxRows caps the distinct rows of the dataset answered exactly, to all
 	// identities together (output privacy "none"); default DefaultExactAnswersMaxRows.
 	// Exact answers also go only to identities that hold a projection release.
-	ExactAnswersMaxRows int `flag:"exact-answers-max-rows"`
+	ExactAnswersMaxRows int
 	// AllowExactProgramAnswers accepts output privacy "none" with program evaluation,
 	// whose answers are exact functions of the records' features; refused otherwise.
-	AllowExactProgramAnswers bool               `flag:"allow-exact-program-answers"`
-	Evaluation               curator.Evaluation `flag:"Mode=evaluate,Command=evaluate-program,Timeout=evaluate-timeout"`
-	MaxQueryIndices          int                `flag:"max-query-indices"`
-	MaxProjectionDim         int                `flag:"max-projection-dim"`
+	AllowExactProgramAnswers bool
+	Evaluation               curator.Evaluation
+	MaxQueryIndices          int
+	MaxProjectionDim         int
 	// ProjectionMechanism: see curator.Config (default: the Gaussian mechanism).
-	ProjectionMechanism string `flag:"projection-mechanism"`
+	ProjectionMechanism string
 	// MemoryLimit is the memory, in bytes, the curator process may use: default the
 	// memory limit of its cgroup (a container's limit: cgroup v2 memory.max, v1
 	// memory.limit_in_bytes) or else the machine's physical memory (memory.Available).
 	// ReleaseMemory's default is derived from it, and cmd/curator sets the Go runtime's
 	// soft memory limit to RuntimeMemoryShare of it unless GOMEMLIMIT is set
 	// (RuntimeMemoryLimit).
-	MemoryLimit int64 `flag:"memory-limit"`
+	MemoryLimit int64
 	// ReleaseMemory is the memory, in bytes, the curator's releases may hold together
 	// while they are computed, stored and streamed — a budget like ε (curator.Config.Memory):
 	// a new release is admitted only when the memory it needs, known before it is
@@ -148,16 +137,16 @@ type Config struct {
 	// ReleaseMemoryShare of MemoryLimit less the dataset's memory and RuntimeReserve
 	// (DefaultReleaseMemory), at least curator.MinMemory. Large releases are computed a
 	// window of rows at a time, so it rarely refuses.
-	ReleaseMemory int64 `flag:"release-memory"`
+	ReleaseMemory int64
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
-	ShutdownTimeout time.Duration `flag:"shutdown-timeout"`
+	ShutdownTimeout time.Duration
 	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
 	TLS TLSConfig
 	// TokensFile lists accepted bearer tokens as "IDENTITY SHA256HEX" lines.
-	TokensFile string `flag:"tokens"`
+	TokensFile string
 	// AllowPlaintext permits serving without TLS on a non-loopback address (only
 	// behind a TLS-terminating proxy).
-	AllowPlaintext bool `flag:"allow-plaintext"`
+	AllowPlaintext bool
 	// TrustIdentityHeaderFromNetwork permits serving on a non-loopback address
 	// without authentication — neither client certificates (TLS.ClientCAFile) nor
 	// bearer tokens (TokensFile) — where the identity charged is the one each caller
@@ -165,21 +154,21 @@ type Config struct {
 	// spend any identity's budget. Only where something in front of the curator
 	// authenticates every caller and sets the header; refused otherwise, and warned
 	// about when set (Warnings).
-	TrustIdentityHeaderFromNetwork bool `flag:"trust-identity-header-from-network"`
+	TrustIdentityHeaderFromNetwork bool
 	// Limits bounds each identity's request rate and concurrency.
-	Limits transport.Limits `flag:"Rate=rate-limit,Burst=rate-burst,Concurrent=max-in-flight"`
+	Limits transport.Limits
 	// AuthFailures throttles each peer's failed authentications (before they are
 	// authenticated, so Limits cannot) and samples their log lines; zero fields take
 	// transport's defaults (DefaultAuthFailureRate, DefaultAuthFailureBurst,
 	// DefaultAuthFailuresLogged per DefaultAuthFailureLogInterval,
 	// DefaultAuthFailurePeers); a negative Rate turns the throttle off.
-	AuthFailures transport.AuthFailureLimits `flag:"Rate=auth-failure-rate,Burst=auth-failure-burst,Logged=auth-failures-logged,LogInterval=auth-failure-log-interval,MaxPeers=auth-failure-peers"`
+	AuthFailures transport.AuthFailureLimits
 	// MaxHeaderBytes bounds a request's headers, read before authentication;
 	// default transport.DefaultMaxHeaderListBytes (16 KiB).
-	MaxHeaderBytes int `flag:"max-header-bytes"`
+	MaxHeaderBytes int
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
 	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
-	MetricsListen string `flag:"metrics-listen"`
+	MetricsListen string
 	// Jobs enables private tuning jobs on the dataset (its target must be a class label:
 	// 0/1, or 0 … K−1 with K public, see tuning.Config.Classes).
 	Jobs JobsConfig
@@ -196,67 +185,67 @@ type Config struct {
 
 // JobsConfig configures private tuning jobs (see package tuning).
 type JobsConfig struct {
-	Enabled bool `flag:"jobs"`
+	Enabled bool
 	// ValidationFraction and SplitSeed fix the sensitive validation part.
-	ValidationFraction float64            `flag:"job-validation-fraction"`
-	SplitSeed          uint64             `flag:"job-split-seed"`
-	Evaluators         []tuning.Evaluator `flag:"evaluators"`
+	ValidationFraction float64
+	SplitSeed          uint64
+	Evaluators         []tuning.Evaluator
 	// Kusner holds the operator's assumptions for Kusner jobs (see tuning.KusnerAssumptions).
-	Kusner tuning.KusnerAssumptions `flag:"K1=kusner-k1,NoiseVariance=kusner-noise-variance,GammaT=kusner-gamma-t,A=kusner-a,Tau=kusner-tau"`
+	Kusner tuning.KusnerAssumptions
 	// MaxGrid and MaxIterations bound a job's size; MaxRunning the jobs run at once.
-	MaxGrid       int `flag:"max-job-grid"`
-	MaxIterations int `flag:"max-job-iterations"`
-	MaxRunning    int `flag:"max-running-jobs"`
+	MaxGrid       int
+	MaxIterations int
+	MaxRunning    int
 	// BoundsEpsilon is the ε each DP-HyPO job with the built-in learner spends on
 	// estimating its feature bounds privately (dataset.EstimateBounds), added to the
 	// job's cost, when the dataset's schema does not give public bounds for every
 	// feature. 0 refuses such jobs instead.
-	BoundsEpsilon float64 `flag:"job-bounds-epsilon"`
+	BoundsEpsilon float64
 	// Preprocessing of the built-in learner (tuning.Preprocessing); empty is the
 	// default, public or privately estimated bounds.
-	Preprocessing tuning.Preprocessing `flag:"job-preprocessing"`
+	Preprocessing tuning.Preprocessing
 	// Classes is the public number of classes of the target's labels 0 … K−1
 	// (tuning.Config.Classes); 0 takes it from the schema, or 2.
-	Classes int `flag:"job-classes"`
+	Classes int
 	// TrainingConsented is the operator's declaration that every patient of the jobs'
 	// training part consented to their records being used without a privacy
 	// guarantee (or that the part is public): Kusner jobs, which train on it with no
 	// mechanism, then have a whole-patient figure, the validation part's (ε, δ), for
 	// the patients it does protect. Without it their whole-patient figure is not
 	// bounded, and a whole-patient cap refuses them (tuning.Config.TrainingConsented).
-	TrainingConsented bool `flag:"job-training-consented"`
+	TrainingConsented bool
 	// Lease is, with a PostgreSQL ledger (whose schema then holds the jobs, shared by
 	// every replica), how long a replica's claim on a job lasts unless renewed: a
 	// replica renews its jobs' leases every Lease/3 and takes over, as often, the jobs
 	// whose lease expired, so a job whose replica died runs again on another within
 	// about 4/3·Lease. Default jobs.DefaultLease (15 s). Unused with SQLite, where
 	// jobs.db in StateDir holds the jobs of this curator alone.
-	Lease time.Duration `flag:"job-lease"`
+	Lease time.Duration
 }
 
 // TLSConfig names the curator's TLS material.
 type TLSConfig struct {
-	CertFile string `flag:"tls-cert"`
-	KeyFile  string `flag:"tls-key"`
+	CertFile string
+	KeyFile  string
 	// ClientCAFile: verify client certificates against this CA (mutual TLS).
-	ClientCAFile string `flag:"client-ca"`
+	ClientCAFile string
 }
 
 // LedgerConfig selects the ledger store.
 type LedgerConfig struct {
 	// Kind is "sqlite" (default; file StateDir/ledger.db) or "postgres".
-	Kind string `flag:"ledger"`
+	Kind string
 	// DSN of PostgreSQL, for Kind "postgres".
-	DSN string `flag:"ledger-dsn"`
+	DSN string
 	// Schema of the PostgreSQL tables; default "privbo".
-	Schema string `flag:"ledger-schema"`
+	Schema string
 	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
 	// read of a release's chunk), connecting included: a call the database does not
 	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
 	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
 	// exceed the slowest charge under load (a charge waits for the others on its
 	// dataset). See pgledger.Options.CallTimeout.
-	CallTimeout time.Duration `flag:"ledger-timeout"`
+	CallTimeout time.Duration
 }
 
 // DefaultBudgetDelta is the default per-identity δ budget of cmd/curator

@@ -20,7 +20,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		edit func(*Config)
 		want string // substring of the error; "" for success
 	}{
-		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "Config.DatasetID is required: budgets are kept per dataset id"},
+		{"no dataset id", func(c *Config) { c.DatasetID = "" }, "--dataset-id is required: budgets are kept per dataset id"},
 		// Without a declared range the target's range comes from the schema or the
 		// private estimate at Start (TestOutputRangePrecedence).
 		{"default output without a range", func(c *Config) {}, ""},
@@ -31,7 +31,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		{"exact program answers", func(c *Config) {
 			c.Output = curator.OutputPrivacy{Mechanism: "none"}
 			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
-		}, "set Config.AllowExactProgramAnswers"},
+		}, "set --allow-exact-program-answers"},
 		{"exact program answers allowed", func(c *Config) {
 			c.Output = curator.OutputPrivacy{Mechanism: "none"}
 			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
@@ -59,7 +59,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 			}
 			w := strings.Join(Warnings(got), "\n")
 			// Laplace answers at ε_out = 1 carry noise √2 times the range's width.
-			noisy := "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation little better than a random row; ε_out = 2 would make it 0.71× (Config.Output.Epsilon"
+			noisy := "WARNING: answer noise sd is 1.414× the range's width: expect a recommendation little better than a random row; ε_out = 2 would make it 0.71× (--output-epsilon"
 			if got.Output.Mechanism == "laplace" && got.Output.Epsilon == 1 {
 				if !strings.HasPrefix(w, noisy) {
 					t.Errorf("default answers not warned about: %q", w)
@@ -69,7 +69,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 			switch {
 			case got.Output.Mechanism != "none" && w != "":
 				t.Errorf("private outputs warned: %s", w)
-			case got.Output.Mechanism == "none" && !strings.Contains(w, "WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED"):
+			case got.Output.Mechanism == "none" && !strings.Contains(w, "WARNING: --output-privacy none: query answers are EXACT and UNPROTECTED"):
 				t.Errorf("exact answers not warned about: %q", w)
 			case got.AllowExactProgramAnswers && !strings.Contains(w, "exact function of one record's features"):
 				t.Errorf("exact program answers not warned about: %q", w)

@@ -1,11 +1,10 @@
 package config
 
 // FieldError is a Config setting that Resolve, server.Start or server.CheckReport
-// refuses. Field is the setting's path below Config ("StateDir", "TLS.KeyFile",
-// "Output.Mechanism"). The message names every setting it mentions the same way, as
-// Config.<path>, so that a command-line front end can translate those names into its
-// flags (cmd/curator does, with FlagName) and a program can tell which setting to fix
-// with errors.As.
+// refuses. Field is the setting's name (Config.Bind: "state", "tls-key",
+// "output-privacy"), so that a program can tell which setting to fix with errors.As;
+// the message names every setting it mentions as its flag (Config.Flag), as the
+// operator writes it.
 type FieldError struct {
 	Field string
 	// Msg says what is wrong and what to do, without the "server: " prefix.
@@ -23,4 +22,7 @@ func (e *FieldError) Error() string {
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
-func fieldError(field, msg string) *FieldError { return &FieldError{Field: field, Msg: msg} }
+// Refuse is the FieldError of the setting of field (the address of one of c's fields).
+func (c *Config) Refuse(field any, msg string) *FieldError {
+	return &FieldError{Field: c.Bind().Name(field), Msg: msg}
+}

@@ -2,16 +2,17 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/internal/setting"
+
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/answer"
-	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
@@ -28,26 +29,27 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	// Every setting's range, as the command line checks it; a zero field is unset.
+	if err := cfg.Bind().Check(); err != nil {
+		var se *setting.Error
+		errors.As(err, &se)
+		return cfg, nil, &FieldError{Field: se.Name, Msg: err.Error()}
 	}
-	if cfg.Jobs.Lease < 0 {
-		return cfg, nil, fieldError("Jobs.Lease", fmt.Sprintf("Config.Jobs.Lease must not be negative, got %v (0 takes the default, %v)", cfg.Jobs.Lease, jobs.DefaultLease))
-	}
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	if cfg.StateDir == "" {
-		return cfg, nil, fieldError("StateDir", "Config.StateDir is required: the directory for what must survive a restart (ledger, released matrices)")
+		return cfg, nil, cfg.Refuse(&cfg.StateDir, cfg.Flag(&cfg.StateDir)+" is required: the directory for what must survive a restart (ledger, released matrices)")
 	}
 	if cfg.DatasetID == "" {
-		return cfg, nil, fieldError("DatasetID", "Config.DatasetID is required: budgets are kept per dataset id, "+
+		return cfg, nil, cfg.Refuse(&cfg.DatasetID, cfg.Flag(&cfg.DatasetID)+" is required: budgets are kept per dataset id, "+
 			"so that renaming or moving the data file never gives the same records a fresh budget; declare a stable id "+
 			"(an existing deployment: the dataset name its ledger already uses, see 'curator ledger')")
 	}
 	if err := (ledger.Account{Dataset: cfg.DatasetID, Identity: curator.CuratorIdentity}).Validate(); err != nil {
-		return cfg, nil, &FieldError{Field: "DatasetID", Msg: "Config.DatasetID", Err: err}
+		return cfg, nil, &FieldError{Field: cfg.Bind().Name(&cfg.DatasetID), Msg: cfg.Flag(&cfg.DatasetID), Err: err}
 	}
 	if cfg.Budget.Epsilon == 0 {
-		return cfg, nil, fieldError("Budget.Epsilon", fmt.Sprintf("a privacy budget is required: Config.Budget.Epsilon, the ε each modeler identity may spend "+
-			"(and Config.Budget.Delta, for instance %g)", DefaultBudgetDelta))
+		return cfg, nil, cfg.Refuse(&cfg.Budget.Epsilon, fmt.Sprintf("a privacy budget is required: "+cfg.Flag(&cfg.Budget.Epsilon)+", the ε each modeler identity may spend "+
+			"(and "+cfg.Flag(&cfg.Budget.Delta)+", for instance %g)", DefaultBudgetDelta))
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
 	// that setting only DatasetBudget.Epsilon does not leave a δ cap of zero.
@@ -59,7 +61,7 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	}
 	mech, err := projection.ParseMechanism(cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian))
 	if err != nil {
-		return cfg, nil, fieldError("ProjectionMechanism", fmt.Sprintf("Config.ProjectionMechanism: unknown projection mechanism %q (want %s)",
+		return cfg, nil, cfg.Refuse(&cfg.ProjectionMechanism, fmt.Sprintf(cfg.Flag(&cfg.ProjectionMechanism)+": unknown projection mechanism %q (want %s)",
 			cfg.ProjectionMechanism, strings.Join(projection.MechanismNames(), " or ")))
 	}
 	cfg.PatientBudget, cfg.PatientDatasetBudget = PatientCaps(cfg.Budget, cfg.PatientBudget, cfg.PatientDatasetBudget)
@@ -68,12 +70,6 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	}
 	if err := patientCapConflict(cfg, mech); err != nil {
 		return cfg, nil, err
-	}
-	if e := cfg.DefaultStudy.Epsilon; math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
-		return cfg, nil, fieldError("DefaultStudy.Epsilon", fmt.Sprintf("Config.DefaultStudy.Epsilon must be positive and finite (0 for the default), got %g", e))
-	}
-	if d := cfg.DefaultStudy.Delta; math.IsNaN(d) || d < 0 || d >= 1 {
-		return cfg, nil, fieldError("DefaultStudy.Delta", fmt.Sprintf("Config.DefaultStudy.Delta must lie in (0, 1) (0 for the default), got %g", d))
 	}
 	if cfg.Output.Mechanism == "" {
 		cfg.Output.Mechanism = answer.Default
@@ -93,63 +89,17 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	if cfg.Data.Scaling.Mode == "" {
 		cfg.Data.Scaling.Mode = dataset.ScalePrivate
 	}
-	if cfg.PrivateScalingShare == 0 {
-		cfg.PrivateScalingShare = DefaultPrivateScalingShare
-	}
-	if s := cfg.PrivateScalingShare; !(s > 0 && s < 1) {
-		return cfg, nil, fieldError("PrivateScalingShare", fmt.Sprintf("Config.PrivateScalingShare must lie in (0, 1) (the fraction of the per-identity budget ε "+
-			"spent once on the private scaling estimate), got %g", s))
-	}
-	if cfg.ExactAnswersMaxRows == 0 {
-		cfg.ExactAnswersMaxRows = DefaultExactAnswersMaxRows
-	}
-	if cfg.ExactAnswersMaxRows < 0 {
-		return cfg, nil, fieldError("ExactAnswersMaxRows", fmt.Sprintf("Config.ExactAnswersMaxRows must be ≥ 1, got %d", cfg.ExactAnswersMaxRows))
-	}
+	cfg.PrivateScalingShare = cmp.Or(cfg.PrivateScalingShare, DefaultPrivateScalingShare)
+	cfg.ExactAnswersMaxRows = cmp.Or(cfg.ExactAnswersMaxRows, DefaultExactAnswersMaxRows)
 	if answer.IsExact(cfg.Output.Mechanism) && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
-		return cfg, nil, fieldError("AllowExactProgramAnswers", "Config.Evaluation.Mode program with Config.Output.Mechanism none would release exact functions "+
-			"of each queried record's features, which the projection is meant to protect; choose Config.Output.Mechanism laplace or gaussian, "+
-			"or set Config.AllowExactProgramAnswers to accept it explicitly")
-	}
-	for _, l := range []struct {
-		field string
-		value float64
-	}{{"Limits.Rate", cfg.Limits.Rate}, {"Limits.Burst", float64(cfg.Limits.Burst)}, {"Limits.Concurrent", float64(cfg.Limits.Concurrent)}} {
-		if l.value < 0 {
-			return cfg, nil, fieldError(l.field, fmt.Sprintf("Config.%s: rate and concurrency limits must be ≥ 0, got %g", l.field, l.value))
-		}
-	}
-	if r := cfg.AuthFailures.Rate; math.IsNaN(r) || math.IsInf(r, 0) {
-		return cfg, nil, fieldError("AuthFailures.Rate", fmt.Sprintf("Config.AuthFailures.Rate must be a finite number of failed authentications per second and peer "+
-			"(negative turns the throttle off), got %g", r))
-	}
-	af := cfg.AuthFailures
-	for _, l := range []struct {
-		field    string
-		negative bool
-		value    any
-	}{{"AuthFailures.Burst", af.Burst < 0, af.Burst}, {"AuthFailures.Logged", af.Logged < 0, af.Logged},
-		{"AuthFailures.LogInterval", af.LogInterval < 0, af.LogInterval}, {"AuthFailures.MaxPeers", af.MaxPeers < 0, af.MaxPeers}} {
-		if l.negative {
-			return cfg, nil, fieldError(l.field, fmt.Sprintf("Config.%s must not be negative (0: the default), got %v", l.field, l.value))
-		}
+		return cfg, nil, cfg.Refuse(&cfg.AllowExactProgramAnswers, cfg.Flag(&cfg.Evaluation.Mode)+" program with "+cfg.Flag(&cfg.Output.Mechanism)+" none would release exact functions "+
+			"of each queried record's features, which the projection is meant to protect; choose "+cfg.Flag(&cfg.Output.Mechanism)+" laplace or gaussian, "+
+			"or set "+cfg.Flag(&cfg.AllowExactProgramAnswers)+" to accept it explicitly")
 	}
 	cfg.AuthFailures = cfg.AuthFailures.WithDefaults()
-	if cfg.MaxHeaderBytes == 0 {
-		cfg.MaxHeaderBytes = transport.DefaultMaxHeaderListBytes
-	}
-	if cfg.MaxHeaderBytes < 1024 {
-		return cfg, nil, fieldError("MaxHeaderBytes", fmt.Sprintf("Config.MaxHeaderBytes must be at least 1024 (gRPC's own headers take a few hundred bytes), got %d", cfg.MaxHeaderBytes))
-	}
-	if cfg.MemoryLimit < 0 {
-		return cfg, nil, fieldError("MemoryLimit", fmt.Sprintf("Config.MemoryLimit must be a number of bytes (0: the container's or the machine's), got %d", cfg.MemoryLimit))
-	}
-	if r := cfg.ReleaseMemory; r != 0 && r < curator.MinMemory {
-		return cfg, nil, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory must be at least %s (room to stream any release; 0: derived from the memory limit), got %d bytes",
-			memory.MiB(curator.MinMemory), r))
-	}
+	cfg.MaxHeaderBytes = cmp.Or(cfg.MaxHeaderBytes, transport.DefaultMaxHeaderListBytes)
 	if cfg.MemoryLimit > 0 && cfg.ReleaseMemory > cfg.MemoryLimit {
-		return cfg, nil, fieldError("ReleaseMemory", fmt.Sprintf("Config.ReleaseMemory (%s) exceeds Config.MemoryLimit (%s), the memory the whole curator may use",
+		return cfg, nil, cfg.Refuse(&cfg.ReleaseMemory, fmt.Sprintf(cfg.Flag(&cfg.ReleaseMemory)+" (%s) exceeds "+cfg.Flag(&cfg.MemoryLimit)+" (%s), the memory the whole curator may use",
 			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))
 	}
 	cfg.Ledger.Kind = cmp.Or(cfg.Ledger.Kind, DefaultLedgerKind)
@@ -157,10 +107,10 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	case "sqlite":
 	case "postgres":
 		if cfg.Ledger.DSN == "" {
-			return cfg, nil, fieldError("Ledger.DSN", "Config.Ledger.Kind postgres needs Config.Ledger.DSN")
+			return cfg, nil, cfg.Refuse(&cfg.Ledger.DSN, cfg.Flag(&cfg.Ledger.Kind)+" postgres needs "+cfg.Flag(&cfg.Ledger.DSN))
 		}
 	default:
-		return cfg, nil, fieldError("Ledger.Kind", fmt.Sprintf("Config.Ledger.Kind: unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
+		return cfg, nil, cfg.Refuse(&cfg.Ledger.Kind, fmt.Sprintf(cfg.Flag(&cfg.Ledger.Kind)+": unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
 	}
 	return cfg, mech, nil
 }
@@ -200,23 +150,23 @@ func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 	if cfg.PatientBudget.Epsilon == 0 && cfg.PatientDatasetBudget.Epsilon == 0 {
 		return nil
 	}
-	field := "PatientBudget.Epsilon"
+	field := &cfg.PatientBudget.Epsilon
 	if cfg.PatientBudget.Epsilon == 0 {
-		field = "PatientDatasetBudget.Epsilon"
+		field = &cfg.PatientDatasetBudget.Epsilon
 	}
 	var why string
 	switch {
 	case answer.IsExact(cmp.Or(cfg.Output.Mechanism, answer.Default)):
-		why = fmt.Sprintf("Config.Output.Mechanism %s releases exact answers, which have no whole-patient bound", cfg.Output.Mechanism)
+		why = fmt.Sprintf(cfg.Flag(&cfg.Output.Mechanism)+" %s releases exact answers, which have no whole-patient bound", cfg.Output.Mechanism)
 	case mech.NoWholeRecord() != "":
-		why = fmt.Sprintf("Config.ProjectionMechanism %s has no guarantee at any distance", cfg.ProjectionMechanism)
+		why = fmt.Sprintf(cfg.Flag(&cfg.ProjectionMechanism)+" %s has no guarantee at any distance", cfg.ProjectionMechanism)
 	case !cfg.Data.Scaling.Mode.Private():
-		why = fmt.Sprintf("Config.Data.Scaling.Mode %s scales with the data's own statistics, so no projection has a whole-patient bound", cfg.Data.Scaling.Mode)
+		why = fmt.Sprintf(cfg.Flag(&cfg.Data.Scaling.Mode)+" %s scales with the data's own statistics, so no projection has a whole-patient bound", cfg.Data.Scaling.Mode)
 	default:
 		return nil
 	}
-	return fieldError(field, fmt.Sprintf("a whole-patient cap (Config.%s) refuses every release with no finite whole-patient figure, and %s: "+
-		"every such release would be refused; drop the cap, or choose settings with a guarantee", field, why))
+	return cfg.Refuse(field, fmt.Sprintf("a whole-patient cap (%s) refuses every release with no finite whole-patient figure, and %s: "+
+		"every such release would be refused; drop the cap, or choose settings with a guarantee", cfg.Flag(field), why))
 }
 
 // Warnings are what an operator must be told before serving cfg: a data-dependent
@@ -226,29 +176,29 @@ func Warnings(cfg Config) []string {
 	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the
 	// only way to a zero δ limit.
 	if cfg.Budget.Epsilon > 0 && cfg.Budget.Delta == 0 {
-		w = append(w, fmt.Sprintf("WARNING: Config.Budget.Delta is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
-			"(Config.ProjectionMechanism gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
-			"Set Config.Budget.Delta above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
+		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Budget.Delta)+" is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
+			"("+cfg.Flag(&cfg.ProjectionMechanism)+" gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
+			"Set "+cfg.Flag(&cfg.Budget.Delta)+" above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
 	}
 	if cfg.TrustIdentityHeaderFromNetwork && cfg.TLS.ClientCAFile == "" && cfg.TokensFile == "" && !transport.IsLoopback(cfg.Listen) {
-		w = append(w, fmt.Sprintf("WARNING: Config.TrustIdentityHeaderFromNetwork: the curator charges whatever identity each caller names in its %s header, "+
-			"and %s (Config.Listen) is not a loopback address: anyone who can reach it can spend any identity's budget. "+
-			"Use client certificates (Config.TLS.ClientCAFile) or bearer tokens (Config.TokensFile) unless everything in front of the curator authenticates callers and sets the header",
+		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+": the curator charges whatever identity each caller names in its %s header, "+
+			"and %s ("+cfg.Flag(&cfg.Listen)+") is not a loopback address: anyone who can reach it can spend any identity's budget. "+
+			"Use client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+") unless everything in front of the curator authenticates callers and sets the header",
 			transport.IdentityHeader, cfg.Listen))
 	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
-		w = append(w, fmt.Sprintf("WARNING: Config.Data.Scaling.Mode %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
-			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds (Config.Data.Scaling.Schema) or the default private scaling "+
+		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Data.Scaling.Mode)+" %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
+			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds ("+cfg.Flag(&cfg.Data.Scaling.Schema)+") or the default private scaling "+
 			"unless the data are public", m))
 	}
 	if cfg.Jobs.Enabled && !cfg.Jobs.TrainingConsented && (cfg.PatientBudget.Epsilon > 0 || cfg.PatientDatasetBudget.Epsilon > 0) {
-		w = append(w, "WARNING: a whole-patient cap (Config.PatientBudget.Epsilon) with tuning jobs (Config.Jobs.Enabled): every Kusner job will be refused, "+
+		w = append(w, "WARNING: a whole-patient cap ("+cfg.Flag(&cfg.PatientBudget.Epsilon)+") with tuning jobs ("+cfg.Flag(&cfg.Jobs.Enabled)+"): every Kusner job will be refused, "+
 			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
-			"Config.Jobs.TrainingConsented declares the training part's patients consented, if they are")
+			cfg.Flag(&cfg.Jobs.TrainingConsented)+" declares the training part's patients consented, if they are")
 	}
 	if !answer.IsExact(cfg.Output.Mechanism) {
 		if f, ok := answersForecast(cfg.Output); ok && f.Class == worth.NearRandom {
-			w = append(w, "WARNING: "+f.String()+" (Config.Output.Epsilon; or a public range nearer the target's values, Config.Output.Lower and Config.Output.Upper)")
+			w = append(w, "WARNING: "+f.String()+" ("+cfg.Flag(&cfg.Output.Epsilon)+"; or a public range nearer the target's values, "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper)+")")
 		}
 		return w
 	}
@@ -256,11 +206,11 @@ func Warnings(cfg Config) []string {
 	if limit == 0 {
 		limit = DefaultExactAnswersMaxRows
 	}
-	w = append(w, fmt.Sprintf("WARNING: Config.Output.Mechanism none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
-		"identities holding a projection release can read the exact target of up to %d rows of the dataset, all of them together (Config.ExactAnswersMaxRows). "+
-		"Use Config.Output.Mechanism laplace or gaussian unless the outputs are truly not sensitive", limit))
+	w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Output.Mechanism)+" none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
+		"identities holding a projection release can read the exact target of up to %d rows of the dataset, all of them together ("+cfg.Flag(&cfg.ExactAnswersMaxRows)+"). "+
+		"Use "+cfg.Flag(&cfg.Output.Mechanism)+" laplace or gaussian unless the outputs are truly not sensitive", limit))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
-		w = append(w, "WARNING: Config.Evaluation.Mode program with exact answers (Config.AllowExactProgramAnswers): every answer is an exact function of one record's features, "+
+		w = append(w, "WARNING: "+cfg.Flag(&cfg.Evaluation.Mode)+" program with exact answers ("+cfg.Flag(&cfg.AllowExactProgramAnswers)+"): every answer is an exact function of one record's features, "+
 			"so the features of queried records are not protected by the projection's (ε, δ)")
 	}
 	return w

@@ -249,9 +249,7 @@ func privateScaling(ctx context.Context, store Ledger, datasetID string, sc data
 		// Uncharged, so never returned: the caller gets no bounds to use by mistake.
 		if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
 			return scalingEstimate{}, fmt.Errorf("server: the private scaling estimate needs ε = %g, δ = %g (record replacement) from the dataset's budget, which is shared by all identities, "+
-				"but the ledger refused it (%s cap: ε %g, δ %g left): raise Config.DatasetBudget.Epsilon and Config.DatasetBudget.Delta (or Config.Budget.Epsilon and Config.Budget.Delta, "+
-				"their defaults), lower Config.PrivateScalingShare, "+
-				"or give public bounds and the target's range in a schema, Config.Data.Scaling.Schema (and Config.Output.Lower/Config.Output.Upper): %w",
+				"but the ledger refused it (%s cap: ε %g, δ %g left): %w",
 				p.total(), p.Delta, be.Scope, be.Remaining.Epsilon, be.Remaining.Delta, err)
 		}
 		return scalingEstimate{}, fmt.Errorf("server: charging the private scaling estimate: %w", err)

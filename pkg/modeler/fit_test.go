@@ -104,7 +104,7 @@ func TestFitEveryRecoversLengthscale(t *testing.T) {
 // asked of the curator, with the reason.
 func TestFitEveryRefused(t *testing.T) {
 	cfg := Config{R: 5, Epsilon: 1, Delta: 1e-4, Iterations: 10, FitEvery: -2}
-	want := "fit-every must be ≥ 0"
+	want := "--fit-every -2: must be ≥ 0" // the flag, as the command line names it
 	if _, err := Run(context.Background(), nil, cfg); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Run(fit-every −2): err = %v, want %q", err, want)
 	}

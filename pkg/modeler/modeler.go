@@ -30,7 +30,8 @@ type Config struct {
 	// Quoted, if set, is called with the curator's quote of the study, before anything is
 	// charged (also when the quote does not fit and the study is refused).
 	Quoted func(*Quote)
-	// Iterations T ≥ 1: the number of queries, including the initial one.
+	// Iterations T ≥ 1: the number of queries, including the initial one; 0 means
+	// NewConfig's.
 	Iterations int
 	// Batch q ≥ 1 is the number of rows chosen per round and sent in one Query request
 	// (GP-BUCB, see the package documentation); 0 means 1. The initial row is a round of
@@ -120,8 +121,8 @@ type Config struct {
 }
 
 // NewConfig returns a study's defaults, the one place they are written: `modeler run`'s
-// flags take theirs from it (cmd/modeler, TestRunFlagsAreNewConfig), and Config's
-// zero-means-default fields (Batch, DeltaUCB, ConfirmPasses) take the same values.
+// flags take theirs from it (Config.Bind), and Config's zero-means-default fields
+// (Iterations, Batch, DeltaUCB, ConfirmPasses) take the same values.
 // R, Epsilon and Delta are 0: the curator quotes them (Quote). InitialIndex is −1, a
 // random first row as in the paper's runs; a Config built by hand has 0, row 0.
 func NewConfig() Config {
@@ -402,31 +403,14 @@ func releaseOf(info *DatasetInfo, proj *Projection, cfg Config) study.Release {
 		Identity: proj.Budget.Identity, OutputPrivacy: info.OutputPrivacy, NoiseSD: proj.NoiseSD, WholePatient: proj.WholePatient}
 }
 
+// defaults checks c against its settings' ranges (Bind: a zero field is unset) and
+// fills the unset fields that have a default.
 func (c *Config) defaults() error {
-	if c.Iterations < 1 {
-		return fmt.Errorf("modeler: iterations must be ≥ 1, got %d", c.Iterations)
+	if err := c.Bind().Check(); err != nil {
+		return fmt.Errorf("modeler: %w", err)
 	}
-	if c.R < 0 {
-		return fmt.Errorf("modeler: projection dimension r must be ≥ 1, or 0 for the curator to choose, got %d", c.R)
-	}
-	if math.IsNaN(c.Epsilon) || math.IsInf(c.Epsilon, 0) || c.Epsilon < 0 {
-		return fmt.Errorf("modeler: epsilon must be positive and finite, or 0 for the curator's default study, got %g", c.Epsilon)
-	}
-	if math.IsNaN(c.Delta) || c.Delta < 0 || c.Delta >= 1 {
-		return fmt.Errorf("modeler: delta must lie in (0, 1), or 0 for the curator's default study, got %g", c.Delta)
-	}
-	if c.Batch == 0 {
-		c.Batch = NewConfig().Batch
-	}
-	if c.Batch < 1 {
-		return fmt.Errorf("modeler: batch must be ≥ 1, got %d", c.Batch)
-	}
-	if c.InitialIndex < -1 {
-		return fmt.Errorf("modeler: initial index must be ≥ 0, or −1 for a random row, got %d", c.InitialIndex)
-	}
-	if c.FitEvery < 0 {
-		return fmt.Errorf("modeler: fit-every must be ≥ 0 (0 keeps the hyperparameters fixed, k > 0 refits them every k answers), got %d", c.FitEvery)
-	}
+	def := NewConfig()
+	c.Iterations, c.Batch, c.DeltaUCB = cmp.Or(c.Iterations, def.Iterations), cmp.Or(c.Batch, def.Batch), cmp.Or(c.DeltaUCB, def.DeltaUCB)
 	if c.Direction != study.Maximize && c.Direction != study.Minimize {
 		return fmt.Errorf("modeler: direction %q: want maximize or minimize (study.ParseDirection)", string(c.Direction))
 	}
@@ -436,23 +420,19 @@ func (c *Config) defaults() error {
 	if c.RecommendLikelihood != "" && c.RecommendLikelihood != LikelihoodLaplace && c.RecommendLikelihood != LikelihoodGaussian {
 		return fmt.Errorf("modeler: recommendation likelihood %q: want laplace or gaussian", c.RecommendLikelihood)
 	}
-	if c.ConfirmRows < 0 || c.ConfirmPasses < 0 {
-		return fmt.Errorf("modeler: confirmation rows and passes must be ≥ 0 (0 rows: no confirmation; 0 passes: 1), got %d and %d", c.ConfirmRows, c.ConfirmPasses)
-	}
 	if c.ConfirmPasses > 16 {
 		return fmt.Errorf("modeler: %d confirmation passes; the curator answers at most 16", c.ConfirmPasses)
 	}
-	if !c.ConfirmClip.IsZero() && (math.IsNaN(c.ConfirmClip.Lower) || math.IsNaN(c.ConfirmClip.Upper) || math.IsInf(c.ConfirmClip.Lower, 0) || math.IsInf(c.ConfirmClip.Upper, 0) || !(c.ConfirmClip.Lower < c.ConfirmClip.Upper)) {
-		return fmt.Errorf("modeler: confirmation clip range [%g, %g]: want finite lower < upper", c.ConfirmClip.Lower, c.ConfirmClip.Upper)
+	if c.R < 0 {
+		return fmt.Errorf("modeler: projection dimension r must be ≥ 1, or 0 for the curator to choose, got %d", c.R)
 	}
-	if !c.Clip.IsZero() && (math.IsNaN(c.Clip.Lower) || math.IsNaN(c.Clip.Upper) || math.IsInf(c.Clip.Lower, 0) || math.IsInf(c.Clip.Upper, 0) || !(c.Clip.Lower < c.Clip.Upper)) {
-		return fmt.Errorf("modeler: clip range [%g, %g]: want finite lower < upper", c.Clip.Lower, c.Clip.Upper)
+	for _, clip := range []Clip{c.Clip, c.ConfirmClip} {
+		if !clip.IsZero() && (math.IsInf(clip.Lower, 0) || math.IsInf(clip.Upper, 0) || !(clip.Lower < clip.Upper)) {
+			return fmt.Errorf("modeler: clip range [%g, %g]: want finite lower < upper", clip.Lower, clip.Upper)
+		}
 	}
 	// SignalVariance and NoiseVariance stay 0 when not given: they are taken from the
 	// answers' privacy once the curator has described it (Config.prior).
-	if c.DeltaUCB == 0 {
-		c.DeltaUCB = NewConfig().DeltaUCB
-	}
 	// The GP's settings are checked by gpucb itself, on one stand-in candidate, so that a
 	// bad one is refused before the curator charges the projection. A lengthscale of 0
 	// is taken from Z later; any positive stand-in checks the rest.

@@ -107,9 +107,8 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 	}
 }
 
-// TestFieldErrors: each refused setting comes back as a *config.FieldError naming the Config
-// field at fault, and no message names a command-line flag (a front end maps the
-// Config.<path> names to its own; see cmd/curator).
+// TestFieldErrors: each refused setting comes back as a *config.FieldError naming the
+// setting at fault (its declared name), and the message names it as its flag.
 func TestFieldErrors(t *testing.T) {
 	base := config.Config{Listen: "127.0.0.1:0", DataPath: smallData(t), Data: dataset.Options{Target: "y"}, StateDir: t.TempDir(),
 		Budget: ledger.Cost{Epsilon: 1, Delta: 1e-5}, DatasetID: "small"}
@@ -117,29 +116,29 @@ func TestFieldErrors(t *testing.T) {
 		edit  func(*config.Config)
 		field string
 	}{
-		{func(c *config.Config) { c.StateDir = "" }, "StateDir"},
-		{func(c *config.Config) { c.DatasetID = "" }, "DatasetID"},
-		{func(c *config.Config) { c.DatasetID = "bad\x00id" }, "DatasetID"},
-		{func(c *config.Config) { c.Budget = ledger.Cost{} }, "Budget.Epsilon"},
-		{func(c *config.Config) { c.ProjectionMechanism = "magic" }, "ProjectionMechanism"},
-		{func(c *config.Config) { c.PrivateScalingShare = 2 }, "PrivateScalingShare"},
-		{func(c *config.Config) { c.ExactAnswersMaxRows = -1 }, "ExactAnswersMaxRows"},
+		{func(c *config.Config) { c.StateDir = "" }, "state"},
+		{func(c *config.Config) { c.DatasetID = "" }, "dataset-id"},
+		{func(c *config.Config) { c.DatasetID = "bad\x00id" }, "dataset-id"},
+		{func(c *config.Config) { c.Budget = ledger.Cost{} }, "budget-epsilon"},
+		{func(c *config.Config) { c.ProjectionMechanism = "magic" }, "projection-mechanism"},
+		{func(c *config.Config) { c.PrivateScalingShare = 2 }, "private-scaling-share"},
+		{func(c *config.Config) { c.ExactAnswersMaxRows = -1 }, "exact-answers-max-rows"},
 		{func(c *config.Config) {
 			c.Output = curator.OutputPrivacy{Mechanism: "none"}
 			c.Evaluation = curator.Evaluation{Mode: curator.EvaluateProgram, Command: []string{"/bin/true"}}
-		}, "AllowExactProgramAnswers"},
-		{func(c *config.Config) { c.Limits.Burst = -1 }, "Limits.Burst"},
-		{func(c *config.Config) { c.Ledger.Kind = "postgres" }, "Ledger.DSN"},
-		{func(c *config.Config) { c.Ledger.Kind = "etcd" }, "Ledger.Kind"},
-		{func(c *config.Config) { c.TLS.ClientCAFile = "ca.pem" }, "TLS.ClientCAFile"},
-		{func(c *config.Config) { c.TLS.CertFile = "cert.pem" }, "TLS.KeyFile"},
-		{func(c *config.Config) { c.TLS.KeyFile = "key.pem" }, "TLS.CertFile"},
-		{func(c *config.Config) { c.Listen = "0.0.0.0:0" }, "AllowPlaintext"},
-		{func(c *config.Config) { c.Listen, c.AllowPlaintext = "0.0.0.0:0", true }, "TrustIdentityHeaderFromNetwork"},
-		{func(c *config.Config) { c.AuthFailures.Rate = math.NaN() }, "AuthFailures.Rate"},
-		{func(c *config.Config) { c.AuthFailures.Burst = -1 }, "AuthFailures.Burst"},
-		{func(c *config.Config) { c.AuthFailures.LogInterval = -time.Second }, "AuthFailures.LogInterval"},
-		{func(c *config.Config) { c.MaxHeaderBytes = 100 }, "MaxHeaderBytes"},
+		}, "allow-exact-program-answers"},
+		{func(c *config.Config) { c.Limits.Burst = -1 }, "rate-burst"},
+		{func(c *config.Config) { c.Ledger.Kind = "postgres" }, "ledger-dsn"},
+		{func(c *config.Config) { c.Ledger.Kind = "etcd" }, "ledger"},
+		{func(c *config.Config) { c.TLS.ClientCAFile = "ca.pem" }, "client-ca"},
+		{func(c *config.Config) { c.TLS.CertFile = "cert.pem" }, "tls-key"},
+		{func(c *config.Config) { c.TLS.KeyFile = "key.pem" }, "tls-cert"},
+		{func(c *config.Config) { c.Listen = "0.0.0.0:0" }, "allow-plaintext"},
+		{func(c *config.Config) { c.Listen, c.AllowPlaintext = "0.0.0.0:0", true }, "trust-identity-header-from-network"},
+		{func(c *config.Config) { c.AuthFailures.Rate = math.NaN() }, "auth-failure-rate"},
+		{func(c *config.Config) { c.AuthFailures.Burst = -1 }, "auth-failure-burst"},
+		{func(c *config.Config) { c.AuthFailures.LogInterval = -time.Second }, "auth-failure-log-interval"},
+		{func(c *config.Config) { c.MaxHeaderBytes = 100 }, "max-header-bytes"},
 	} {
 		cfg := base
 		tc.edit(&cfg)
@@ -149,8 +148,8 @@ func TestFieldErrors(t *testing.T) {
 			t.Errorf("%s: Check = %v (%#v), want a FieldError on %s", tc.field, err, fe, tc.field)
 			continue
 		}
-		if msg := err.Error(); !strings.Contains(msg, "Config."+tc.field) && !strings.Contains(msg, "Config.Limits.") || strings.Contains(msg, "--") {
-			t.Errorf("%s: message %q should name Config.%s and no flag", tc.field, msg, tc.field)
+		if msg := err.Error(); !strings.Contains(msg, "--"+tc.field) || strings.Contains(msg, "Config.") {
+			t.Errorf("%s: message %q should name --%s and no Config field", tc.field, msg, tc.field)
 		}
 	}
 }

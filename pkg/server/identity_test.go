@@ -70,11 +70,11 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 				srv.Shutdown(context.Background())
 			}
 			var fe *config.FieldError
-			if !errors.As(err, &fe) || fe.Field != "TrustIdentityHeaderFromNetwork" || !strings.Contains(err.Error(), "privbo-identity header") ||
+			if !errors.As(err, &fe) || fe.Field != "trust-identity-header-from-network" || !strings.Contains(err.Error(), "privbo-identity header") ||
 				!strings.Contains(err.Error(), "anyone who can reach the address could spend any identity's budget") {
-				t.Errorf("%s on %s: Start = %v, want a refusal on Config.TrustIdentityHeaderFromNetwork naming the header", tc.name, addr, err)
+				t.Errorf("%s on %s: Start = %v, want a refusal on --trust-identity-header-from-network naming the header", tc.name, addr, err)
 			}
-			if _, err := CheckReport(cfg); !errors.As(err, &fe) || fe.Field != "TrustIdentityHeaderFromNetwork" {
+			if _, err := CheckReport(cfg); !errors.As(err, &fe) || fe.Field != "trust-identity-header-from-network" {
 				t.Errorf("%s on %s: Check = %v, want the same refusal", tc.name, addr, err)
 			}
 		}
@@ -101,7 +101,7 @@ func TestIdentityHeaderOffLoopback(t *testing.T) {
 			continue
 		}
 		srv.Shutdown(context.Background())
-		warned := strings.Contains(strings.Join(config.Warnings(cfg), "\n"), "WARNING: Config.TrustIdentityHeaderFromNetwork")
+		warned := strings.Contains(strings.Join(config.Warnings(cfg), "\n"), "WARNING: --trust-identity-header-from-network")
 		logged := strings.Contains(buf.String(), "identities are taken from the privbo-identity header")
 		if warned != tc.trustWarned || logged != tc.trustWarned {
 			t.Errorf("%s: warned %v, logged %v; want %v", tc.name, warned, logged, tc.trustWarned)

@@ -24,8 +24,8 @@ func TestStartRecordsLimits(t *testing.T) {
 		StateDir: filepath.Join(dir, "state"), Budget: ledger.Cost{Epsilon: 2}, DatasetBudget: ledger.Cost{Epsilon: 3},
 		DatasetID: "limits", Output: curator.OutputPrivacy{Lower: 0, Upper: 5},
 	}
-	if w := strings.Join(config.Warnings(cfg), "\n"); !strings.Contains(w, "Config.Budget.Delta is 0") || !strings.Contains(w, "Gaussian projection") {
-		t.Errorf("Warnings(δ budget 0) = %q, want a warning naming Config.Budget.Delta and the Gaussian projection", w)
+	if w := strings.Join(config.Warnings(cfg), "\n"); !strings.Contains(w, "--budget-delta is 0") || !strings.Contains(w, "Gaussian projection") {
+		t.Errorf("Warnings(δ budget 0) = %q, want a warning naming --budget-delta and the Gaussian projection", w)
 	}
 	ok := cfg
 	ok.Budget.Delta = config.DefaultBudgetDelta

@@ -35,9 +35,9 @@ func TestMemoryConfig(t *testing.T) {
 		limit, rel  int64
 		field, want string
 	}{
-		{"negative limit", -1, 0, "MemoryLimit", "Config.MemoryLimit must be a number of bytes"},
-		{"release memory below the minimum", 0, curator.MinMemory - 1, "ReleaseMemory", "at least 16 MiB"},
-		{"release memory above the limit", 1 << 30, 2 << 30, "ReleaseMemory", "exceeds Config.MemoryLimit"},
+		{"negative limit", -1, 0, "memory-limit", "--memory-limit -1: must be at least 128MiB"},
+		{"release memory below the minimum", 0, curator.MinMemory - 1, "release-memory", "must be at least 16MiB"},
+		{"release memory above the limit", 1 << 30, 2 << 30, "release-memory", "exceeds --memory-limit"},
 		{"both", 2 << 30, 1 << 30, "", ""},
 		{"defaults", 0, 0, "", ""},
 	} {
@@ -68,7 +68,7 @@ func TestMemoryConfig(t *testing.T) {
 	}
 	cfg := base
 	cfg.MemoryLimit, cfg.ReleaseMemory = 2<<30, 24<<20
-	if rep, err := CheckReport(cfg); err != nil || !strings.Contains(rep.Summary, "memory limit 2048 MiB (Config.MemoryLimit), releases 24 MiB at once") {
+	if rep, err := CheckReport(cfg); err != nil || !strings.Contains(rep.Summary, "memory limit 2048 MiB (--memory-limit), releases 24 MiB at once") {
 		t.Errorf("CheckReport = %q, %v; want the memory limit and the releases' memory", rep.Summary, err)
 	}
 	if got, want := RuntimeMemoryLimit(2<<30), int64(1932735283); got != want {

@@ -37,7 +37,7 @@ func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.Ser
 	if m := s.memory; m != nil {
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_limit_bytes",
-				Help: "Memory the curator admits for its releases at once (Config.ReleaseMemory)."},
+				Help: "Memory the curator admits for its releases at once (" + s.cfg.Flag(&s.cfg.ReleaseMemory) + ")."},
 				func() float64 { return float64(m.Capacity()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_held_bytes",
 				Help: "Memory held by the releases being computed, stored and streamed."},

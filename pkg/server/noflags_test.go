@@ -57,6 +57,9 @@ func TestNoFlagNamedToClients(t *testing.T) {
 			if name == "" {
 				continue
 			}
+			if parts[0] == module+"pkg/config" && name == "bind.go" {
+				continue // the declaration of the operator's settings, their names and help
+			}
 			path := filepath.Join(parts[1], name)
 			fset := token.NewFileSet()
 			f, err := parser.ParseFile(fset, path, nil, 0)
@@ -82,5 +85,35 @@ func TestNoFlagNamedToClients(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("checked only %d files: go list found too little for the check to mean anything", checked)
+	}
+}
+
+// TestSettingsNamedByTheirFlags: the configuration's and the server's messages name a
+// setting as its flag, from its declaration (config.Config.Flag), never as a
+// Config.<path> for a front end to rewrite.
+func TestSettingsNamedByTheirFlags(t *testing.T) {
+	configPath := regexp.MustCompile(`(^|[^.\w])Config\.[A-Z]`)
+	files, _ := filepath.Glob("*.go")
+	more, _ := filepath.Glob("../config/*.go")
+	checked := 0
+	for _, path := range append(files, more...) {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && configPath.MatchString(lit.Value) {
+				t.Errorf("%s: a message names a setting by its Config path: %.120s", fset.Position(lit.Pos()), lit.Value)
+			}
+			return true
+		})
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d files", checked)
 	}
 }

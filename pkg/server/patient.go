@@ -32,7 +32,7 @@ func (s *Server) patientStatement() []string {
 		out = append(out, fmt.Sprintf("whole patient: the ledger caps what one patient can lose, over every relation and release: %s for each identity, %s for all of them together (dataset %s)",
 			capText(l.PerIdentity), capText(l.Dataset), cfg.DatasetID))
 	} else {
-		out = append(out, fmt.Sprintf("whole patient: no cap on what one patient can lose over all relations (Config.PatientBudget.Epsilon); the ledger keeps the total "+
+		out = append(out, fmt.Sprintf("whole patient: no cap on what one patient can lose over all relations ("+s.cfg.Flag(&s.cfg.PatientBudget.Epsilon)+"); the ledger keeps the total "+
 			"(curator ledger, GetBudget, /metrics) and only the per-relation caps bound it, as follows (dataset %s)", cfg.DatasetID))
 	}
 	proj := s.curator.WholePatientOf(st.Projection.Epsilon, st.Projection.Delta)
@@ -49,9 +49,9 @@ func (s *Server) patientStatement() []string {
 		tar := ledger.DefaultPatientCost(ledger.RelationTrainingAddRemove, cfg.DatasetBudget)
 		full += fmt.Sprintf("; DP-HyPO jobs (one training record added or removed) cost a whole patient their replacement, two steps: at most %s for the cap", fmtCost(tar))
 		if cfg.Jobs.TrainingConsented {
-			full += "; Kusner jobs their validation part's (ε, δ), the operator having declared the training part consented (Config.Jobs.TrainingConsented)"
+			full += "; Kusner jobs their validation part's (ε, δ), the operator having declared the training part consented (" + s.cfg.Flag(&s.cfg.Jobs.TrainingConsented) + ")"
 		} else {
-			full += "; Kusner jobs are NOT BOUNDED for a patient of the training part, which they use without any mechanism (Config.Jobs.TrainingConsented declares it consented)"
+			full += "; Kusner jobs are NOT BOUNDED for a patient of the training part, which they use without any mechanism (" + s.cfg.Flag(&s.cfg.Jobs.TrainingConsented) + " declares it consented)"
 		}
 	}
 	return append(out, full)

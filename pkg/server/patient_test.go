@@ -133,8 +133,8 @@ func TestPatientCapConflicts(t *testing.T) {
 		}}.Config(t)
 		_, err := server.Start(context.Background(), cfg)
 		var fe *config.FieldError
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "PatientBudget.Epsilon" {
-			t.Errorf("%s with a whole-patient cap: %v, want a refusal naming Config.PatientBudget.Epsilon", tc.name, err)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "patient-budget-epsilon" {
+			t.Errorf("%s with a whole-patient cap: %v, want a refusal naming --patient-budget-epsilon", tc.name, err)
 		}
 	}
 }

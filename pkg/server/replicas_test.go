@@ -231,8 +231,8 @@ func TestReplicasDifferentLimits(t *testing.T) {
 	// The audit's case: B at ε = 100 on A's ledger would let one identity spend 3 on
 	// A and 100 on B. It is refused, naming the setting that would change the limits.
 	cfgB := opts(100).Config(t)
-	if _, err := server.Start(ctx, cfgB); err == nil || !strings.Contains(err.Error(), "Config.ChangeLimits") || !strings.Contains(err.Error(), "differ") {
-		t.Fatalf("replica B with ε = 100 on a ledger in force at 3: error = %v, want a refusal naming Config.ChangeLimits", err)
+	if _, err := server.Start(ctx, cfgB); err == nil || !strings.Contains(err.Error(), "--change-limits") || !strings.Contains(err.Error(), "differ") {
+		t.Fatalf("replica B with ε = 100 on a ledger in force at 3: error = %v, want a refusal naming --change-limits", err)
 	}
 	// A lowers nothing by itself; B lowering the limits to 2 changes them for A too.
 	lower := opts(2)

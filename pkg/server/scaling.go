@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/answer"
+	"github.com/privbo/privbo/pkg/ledger"
 )
 
 // resolveOutputRange fills the target's range of private outputs: the operator's
@@ -33,8 +35,8 @@ func resolveOutputRange(cfg *config.Config, ds *dataset.Dataset, estimated *data
 		o.Lower, o.Upper = ds.TargetRange.Lower, ds.TargetRange.Upper
 	default:
 		return fmt.Errorf("server: output privacy %s needs the range of the target (answers are clipped to it and the noise is calibrated to its width): "+
-			"set Config.Output.Lower and Config.Output.Upper, or give it on the target's line of the schema, Config.Data.Scaling.Schema, or let the curator "+
-			"estimate it privately (with Config.PrivateScalingShare of the budget); or choose Config.Output.Mechanism none explicitly to release exact, unprotected answers", o.Mechanism)
+			"set "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper)+", or give it on the target's line of the schema, "+cfg.Flag(&cfg.Data.Scaling.Schema)+", or let the curator "+
+			"estimate it privately (with "+cfg.Flag(&cfg.PrivateScalingShare)+" of the budget); or choose "+cfg.Flag(&cfg.Output.Mechanism)+" none explicitly to release exact, unprotected answers", o.Mechanism)
 	}
 	return nil
 }
@@ -57,9 +59,9 @@ func checkPlan(cfg config.Config, raw *dataset.Raw, p curator.ScalingPlan) (data
 	}
 	switch f.Quality {
 	case dataset.BoundsPoor:
-		return f, nil, &config.FieldError{Field: "PrivateScalingShare", Msg: fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
+		return f, nil, cfg.Refuse(&cfg.PrivateScalingShare, fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
 			"It would spend %s of the dataset's budget and locate little of the data. %s",
-			p.What(), f, p.Privacy(), remedies(cfg, raw, p, f))}
+			p.What(), f, p.Privacy(), remedies(cfg, raw, p, f)))
 	case dataset.BoundsCoarse:
 		return f, []string{fmt.Sprintf("WARNING: the private estimate of %s will be coarse (it is made, once, at the first start): %s. Expect intervals up to about 4× the width of a column's "+
 			"1st–99th percentile range, and up to a tenth of a column's rows clamped (more for heavy-tailed, zero-centred or narrowly "+
@@ -81,13 +83,13 @@ func remedies(cfg config.Config, raw *dataset.Raw, p curator.ScalingPlan, f data
 	if p.Target {
 		lines = append(lines, raw.Target+",LOWER,UPPER")
 	}
-	where := "a schema file (Config.Data.Scaling.Schema)"
+	where := "a schema file (" + cfg.Flag(&cfg.Data.Scaling.Schema) + ")"
 	if p.Target && !p.Features {
 		where = "the schema"
 		if sch := cfg.Data.Scaling.Schema; sch != nil && sch.File != "" {
 			where += " " + sch.File
 		}
-		where += " (or Config.Output.Lower and Config.Output.Upper)"
+		where += " (or " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + ")"
 	}
 	msg := fmt.Sprintf("Public bounds cost no privacy and fit better: give them in %s, a CSV with the header line column,lower,upper and one line per column, "+
 		"each column's public range (what its values can be, not read from the data):\n  column,lower,upper\n  %s\n", where, strings.Join(lines, "\n  "))
@@ -107,32 +109,32 @@ func spend(cfg config.Config, what string, eps float64) string {
 	}
 	s := fmt.Sprintf("%s one needs ε ≥ %.3g", what, eps)
 	if share := eps / cfg.Budget.Epsilon; share < 1 {
-		return s + fmt.Sprintf(" (Config.PrivateScalingShare ≥ %.2g of Config.Budget.Epsilon %g)", math.Ceil(share*100)/100, cfg.Budget.Epsilon)
+		return s + fmt.Sprintf(" ("+cfg.Flag(&cfg.PrivateScalingShare)+" ≥ %.2g of "+cfg.Flag(&cfg.Budget.Epsilon)+" %g)", math.Ceil(share*100)/100, cfg.Budget.Epsilon)
 	}
-	return s + fmt.Sprintf(", more than Config.Budget.Epsilon %g lets the share reach", cfg.Budget.Epsilon)
+	return s + fmt.Sprintf(", more than "+cfg.Flag(&cfg.Budget.Epsilon)+" %g lets the share reach", cfg.Budget.Epsilon)
 }
 
 // errTargetRangeMissing is the refusal of a public scaling without the target's range.
 func errTargetRangeMissing(cfg config.Config, raw *dataset.Raw, p curator.ScalingPlan) error {
 	sc := cfg.Data.Scaling
 	what := "scaling " + string(sc.Mode) + " gives none"
-	fix := "Set Config.Output.Lower and Config.Output.Upper to the target's public range"
+	fix := "Set " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + " to the target's public range"
 	if sc.Schema != nil {
 		file := sc.Schema.File
 		if file == "" {
 			file = "(built in code)"
 		}
 		what = "the schema " + file + " has no line for it"
-		fix = fmt.Sprintf("Add the target's public range to the schema, the line\n  %s\n(fields as in its header %s), or set Config.Output.Lower and Config.Output.Upper",
+		fix = fmt.Sprintf("Add the target's public range to the schema, the line\n  %s\n(fields as in its header %s), or set "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper),
 			sc.Schema.LineFor(raw.Target, "LOWER", "UPPER"), sc.Schema.HeaderLine())
 		if len(sc.Schema.Fields) == 0 { // not read from a file: no header to follow
-			fix = fmt.Sprintf("Add the target's public range to the schema (column %s, lower LOWER, upper UPPER), or set Config.Output.Lower and Config.Output.Upper", raw.Target)
+			fix = fmt.Sprintf("Add the target's public range to the schema (column %s, lower LOWER, upper UPPER), or set "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper), raw.Target)
 		}
 	}
-	return &config.FieldError{Field: "EstimateTargetRange", Msg: fmt.Sprintf("the answers are private (Config.Output.Mechanism %s) and clipped to the range of the target %s, "+
-		"but no range is declared: %s, and Config.Output.Lower/Config.Output.Upper are unset. %s; "+
-		"or set Config.EstimateTargetRange to estimate the range privately from the data, once, for %s of the dataset's budget",
-		cfg.Output.Mechanism, raw.Target, what, fix, p.Privacy())}
+	return cfg.Refuse(&cfg.EstimateTargetRange, fmt.Sprintf("the answers are private ("+cfg.Flag(&cfg.Output.Mechanism)+" %s) and clipped to the range of the target %s, "+
+		"but no range is declared: %s, and "+cfg.Flag(&cfg.Output.Lower)+"/"+cfg.Flag(&cfg.Output.Upper)+" are unset. %s; "+
+		"or set "+cfg.Flag(&cfg.EstimateTargetRange)+" to estimate the range privately from the data, once, for %s of the dataset's budget",
+		cfg.Output.Mechanism, raw.Target, what, fix, p.Privacy()))
 }
 
 // scaleDataset scales raw as cfg says, first estimating privately (and charging, or
@@ -157,6 +159,12 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
 		}
 		if sc, estimated, err = p.Estimate(ctx, store, cfg.DatasetID, sc, raw, cfg.Logger); err != nil {
+			if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
+				f := cfg.Flag
+				return nil, fmt.Errorf("%w; raise %s and %s (or %s and %s, their defaults), lower %s, or give public bounds and the target's range in a schema, %s (and %s/%s)",
+					err, f(&cfg.DatasetBudget.Epsilon), f(&cfg.DatasetBudget.Delta), f(&cfg.Budget.Epsilon), f(&cfg.Budget.Delta),
+					f(&cfg.PrivateScalingShare), f(&cfg.Data.Scaling.Schema), f(&cfg.Output.Lower), f(&cfg.Output.Upper))
+			}
 			return nil, err
 		}
 	}

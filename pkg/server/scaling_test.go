@@ -50,18 +50,18 @@ func TestScalingDefaultsAndShare(t *testing.T) {
 	for _, s := range []float64{-0.1, 1, 1.5, math.NaN(), math.Inf(1)} {
 		c := diabetesServe(t.TempDir())
 		c.PrivateScalingShare = s
-		if _, _, err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare must lie in (0, 1)") {
-			t.Errorf("share %g: %v, want a refusal naming Config.PrivateScalingShare", s, err)
+		if _, _, err := c.Resolve(); err == nil || !strings.Contains(err.Error(), ": must lie in (0, 1)") || !strings.Contains(err.Error(), "--private-scaling-share") {
+			t.Errorf("share %g: %v, want a refusal naming --private-scaling-share", s, err)
 		}
-		if _, err := Start(context.Background(), c); err == nil || !strings.Contains(err.Error(), "Config.PrivateScalingShare") {
-			t.Errorf("Start with share %g: %v, want a refusal naming Config.PrivateScalingShare", s, err)
+		if _, err := Start(context.Background(), c); err == nil || !strings.Contains(err.Error(), "--private-scaling-share") {
+			t.Errorf("Start with share %g: %v, want a refusal naming --private-scaling-share", s, err)
 		}
 	}
 	for _, m := range []dataset.ScalingMode{dataset.ScaleStandardiseNonprivate, dataset.ScaleMaxNormNonprivate} {
 		c := diabetesServe(t.TempDir())
 		c.Data.Scaling = dataset.Scaling{Mode: m}
 		w := strings.Join(config.Warnings(c), "\n")
-		if !strings.Contains(w, "WARNING: Config.Data.Scaling.Mode "+string(m)) || !strings.Contains(w, "DOES NOT HOLD") {
+		if !strings.Contains(w, "WARNING: --scaling "+string(m)) || !strings.Contains(w, "DOES NOT HOLD") {
 			t.Errorf("%s: warnings %q, want one saying the guarantee does not hold", m, w)
 		}
 	}
@@ -164,8 +164,8 @@ func TestPrivateScalingRefusedByBudget(t *testing.T) {
 	cfg.DatasetBudget = ledger.Cost{Epsilon: 1, Delta: 1e-5} // ε_s = 0.1 × 20 = 2 > 1
 	_, err := Start(context.Background(), cfg)
 	if err == nil || !errors.Is(err, ledger.ErrBudgetExceeded) || !strings.Contains(err.Error(), "private scaling estimate needs ε = 2") ||
-		!strings.Contains(err.Error(), "Config.PrivateScalingShare") || !strings.Contains(err.Error(), "Config.Data.Scaling.Schema") {
-		t.Fatalf("Start: %v, want a budget refusal of the scaling estimate naming Config.PrivateScalingShare and Config.Data.Scaling.Schema", err)
+		!strings.Contains(err.Error(), "--private-scaling-share") || !strings.Contains(err.Error(), "--schema") {
+		t.Fatalf("Start: %v, want a budget refusal of the scaling estimate naming --private-scaling-share and --schema", err)
 	}
 	if n := len(scalingEntries(t, state, cfg)); n != 0 {
 		t.Errorf("%d scaling-estimate records after a refusal, want 0", n)
@@ -227,7 +227,7 @@ func TestOutputRangePrecedence(t *testing.T) {
 	ds := &dataset.Dataset{Target: "y"}
 	cfg := config.Config{Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}}
 	err = resolveOutputRange(&cfg, ds, nil)
-	for _, want := range []string{"Config.Output.Lower and Config.Output.Upper", "target's line of the schema, Config.Data.Scaling.Schema", "estimate it privately"} {
+	for _, want := range []string{"--output-lower and --output-upper", "target's line of the schema, --schema", "estimate it privately"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no range: %v, want an error naming %q", err, want)
 		}
@@ -253,7 +253,7 @@ func TestScalingForecast(t *testing.T) {
 		}
 		w := strings.Join(rep.Warnings, "\n")
 		for _, want := range append(lines, "WARNING: the private estimate of the feature bounds and the target's range will be coarse",
-			"442 records, 11 columns at ε = 1, δ = 1e-07", "sd 23.3 records (5.3% of the rows)", "Config.PrivateScalingShare ≥ 0.4") {
+			"442 records, 11 columns at ε = 1, δ = 1e-07", "sd 23.3 records (5.3% of the rows)", "--private-scaling-share ≥ 0.4") {
 			if !strings.Contains(w, want) {
 				t.Errorf("CheckReport warnings lack %q:\n%s", want, w)
 			}
@@ -293,7 +293,7 @@ func TestScalingForecast(t *testing.T) {
 				t.Fatalf("%s = nil error, want the poor forecast refused", name)
 			}
 			for _, want := range append(lines, "would be poor, so it is not made", "ε = 0.2, δ = 1e-07",
-				"a coarse one needs ε ≥ 0.672 (Config.PrivateScalingShare ≥ 0.34 of Config.Budget.Epsilon 2)") {
+				"a coarse one needs ε ≥ 0.672 (--private-scaling-share ≥ 0.34 of --budget-epsilon 2)") {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s error lacks %q:\n%v", name, want, err)
 				}
@@ -328,7 +328,7 @@ func TestSchemaWithoutTargetLine(t *testing.T) {
 	_, startErr := Start(context.Background(), cfg)
 	for name, err := range map[string]error{"Check": checkErr, "Start": startErr} {
 		for _, want := range []string{"the schema " + path + " has no line for it", "target progression", "progression,LOWER,UPPER,",
-			"header column,lower,upper,scale", "Config.Output.Lower and Config.Output.Upper", "Config.EstimateTargetRange"} {
+			"header column,lower,upper,scale", "--output-lower and --output-upper", "--estimate-target-range"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: %v, want an error containing %q", name, err, want)
 			}

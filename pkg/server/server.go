@@ -76,8 +76,9 @@ func DatasetMemory(n, d int) int64 { return 8 * (2*int64(n)*int64(d) + int64(n))
 // the process (memory.Available), with where the figure comes from; 0 when it is not
 // known.
 func memoryLimit(limit int64) (int64, string) {
+	var c config.Config // names the settings
 	if limit > 0 {
-		return limit, "Config.MemoryLimit"
+		return limit, c.Flag(&c.MemoryLimit)
 	}
 	if l, ok := memory.Available(); ok {
 		return l.Bytes, l.Source
@@ -180,15 +181,15 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	limitsStart, err := store.RecordLimits(ctx, cfg.DatasetID, cfg.ChangeLimits)
 	if err != nil {
 		if de := (*ledger.LimitsDifferError)(nil); errors.As(err, &de) {
-			return fail(&config.FieldError{Field: "ChangeLimits", Msg: fmt.Sprintf("the ledger's limits in force for dataset %s (%s, since %s) differ from this curator's (%s): "+
-				"curators sharing a ledger enforce one set of limits, so start with the limits in force, or set Config.ChangeLimits to make these "+
+			return fail(cfg.Refuse(&cfg.ChangeLimits, fmt.Sprintf("the ledger's limits in force for dataset %s (%s, since %s) differ from this curator's (%s): "+
+				"curators sharing a ledger enforce one set of limits, so start with the limits in force, or set "+cfg.Flag(&cfg.ChangeLimits)+" to make these "+
 				"the limits in force (every curator sharing the ledger enforces them from its next charge; the change is kept in the ledger's history)",
-				cfg.DatasetID, ledger.LimitsText(de.InForce.Limits), de.InForce.Recorded.Format(time.RFC3339), ledger.LimitsText(de.Configured))})
+				cfg.DatasetID, ledger.LimitsText(de.InForce.Limits), de.InForce.Recorded.Format(time.RFC3339), ledger.LimitsText(de.Configured))))
 		}
 		return fail(fmt.Errorf("server: recording the budget limits in the ledger: %w", err))
 	}
 	if p := limitsStart.Previous; p != nil {
-		log.Warn("WARNING: the ledger's limits in force changed with this start (Config.ChangeLimits); spending above a lowered limit is marked OVER LIMIT by curator ledger",
+		log.Warn("WARNING: the ledger's limits in force changed with this start ("+cfg.Flag(&cfg.ChangeLimits)+"); spending above a lowered limit is marked OVER LIMIT by curator ledger",
 			zap.String("dataset_id", cfg.DatasetID), zap.String("previous", ledger.LimitsText(p.Limits)), zap.Time("previous_since", p.Recorded),
 			zap.String("now", ledger.LimitsText(limitsStart.InForce.Limits)))
 	}
@@ -308,7 +309,7 @@ type memoryPlan struct {
 }
 
 func planMemory(cfg config.Config, n, d int) memoryPlan {
-	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: "Config.ReleaseMemory"}
+	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: cfg.Flag(&cfg.ReleaseMemory)}
 	p.limit, p.source = memoryLimit(cfg.MemoryLimit)
 	if p.release == 0 && p.limit > 0 {
 		p.release = DefaultReleaseMemory(p.limit, p.data)
@@ -335,12 +336,12 @@ func (p memoryPlan) summary() string {
 func releaseMemory(log *zap.Logger, cfg config.Config, ds *dataset.Dataset) *memory.Budget {
 	p := planMemory(cfg, ds.N, ds.D)
 	if p.release == 0 {
-		log.Warn("the memory available to the curator is unknown and Config.ReleaseMemory is not set: releases are admitted without a memory limit")
+		log.Warn("the memory available to the curator is unknown and " + cfg.Flag(&cfg.ReleaseMemory) + " is not set: releases are admitted without a memory limit")
 		return nil
 	}
 	if p.floor {
 		log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
-			"which refuses all but small releases: raise the container's memory limit (or Config.MemoryLimit)",
+			"which refuses all but small releases: raise the container's memory limit (or "+cfg.Flag(&cfg.MemoryLimit)+")",
 			memory.MiB(p.data), memory.MiB(curator.MinMemory), memory.MiB(p.limit), p.source, memory.MiB(p.release)))
 	}
 	log.Info("release memory", zap.Int64("memory_limit_bytes", p.limit), zap.String("memory_limit_source", p.source),
@@ -387,12 +388,13 @@ func logStudy(log *zap.Logger, s curator.StudyCapacity) {
 // StudyWarning is the warning due when the budgets hold fewer than two default studies
 // in the dataset cap (or none per identity), "" otherwise.
 func StudyWarning(s curator.StudyCapacity) string {
+	var c config.Config // names the settings
 	if s.Dataset >= 2 && s.PerIdentity >= 1 {
 		return ""
 	}
 	return fmt.Sprintf("WARNING: the dataset cap holds %d default studies and one identity's budget %d (a default study is a projection at ε=%g, δ=%g "+
-		"and the answers at ε=%g, δ=%g), so modelers that name no ε, δ cannot all complete one. Raise Config.DatasetBudget.Epsilon (which weakens the bound on "+
-		"what all modelers together learn) or Config.Budget.Epsilon, or make the default study smaller (Config.DefaultStudy.Epsilon, Config.Output.Epsilon)",
+		"and the answers at ε=%g, δ=%g), so modelers that name no ε, δ cannot all complete one. Raise "+c.Flag(&c.DatasetBudget.Epsilon)+" (which weakens the bound on "+
+		"what all modelers together learn) or "+c.Flag(&c.Budget.Epsilon)+", or make the default study smaller ("+c.Flag(&c.DefaultStudy.Epsilon)+", "+c.Flag(&c.Output.Epsilon)+")",
 		s.Dataset, s.PerIdentity, s.Projection.Epsilon, s.Projection.Delta, s.Answers.Epsilon, s.Answers.Delta)
 }
 
@@ -416,20 +418,20 @@ func security(cfg config.Config) (*tls.Config, transport.Auth, error) {
 	t := cfg.TLS
 	if t.CertFile == "" && t.KeyFile == "" {
 		if t.ClientCAFile != "" {
-			return nil, auth, &config.FieldError{Field: "TLS.ClientCAFile", Msg: "client certificates (Config.TLS.ClientCAFile) need TLS: set Config.TLS.CertFile and Config.TLS.KeyFile"}
+			return nil, auth, cfg.Refuse(&cfg.TLS.ClientCAFile, "client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") need TLS: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
 		}
 		if !transport.IsLoopback(cfg.Listen) && !cfg.AllowPlaintext {
-			return nil, auth, &config.FieldError{Field: "AllowPlaintext", Msg: fmt.Sprintf("refusing to serve plaintext on %s (Config.Listen), which is not a loopback address: set Config.TLS.CertFile and Config.TLS.KeyFile, "+
-				"or Config.AllowPlaintext only behind a TLS-terminating proxy", cfg.Listen)}
+			return nil, auth, cfg.Refuse(&cfg.AllowPlaintext, fmt.Sprintf("refusing to serve plaintext on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+", "+
+				"or "+cfg.Flag(&cfg.AllowPlaintext)+" only behind a TLS-terminating proxy", cfg.Listen))
 		}
 		return nil, auth, trustedHeaderCheck(cfg, auth)
 	}
 	if t.CertFile == "" || t.KeyFile == "" {
-		missing := "TLS.KeyFile"
+		missing := &cfg.TLS.KeyFile
 		if t.CertFile == "" {
-			missing = "TLS.CertFile"
+			missing = &cfg.TLS.CertFile
 		}
-		return nil, auth, &config.FieldError{Field: missing, Msg: "TLS needs both the certificate and its private key: set Config.TLS.CertFile and Config.TLS.KeyFile"}
+		return nil, auth, cfg.Refuse(missing, "TLS needs both the certificate and its private key: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
 	}
 	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
 	if err != nil {
@@ -446,10 +448,10 @@ func trustedHeaderCheck(cfg config.Config, auth transport.Auth) error {
 	if !auth.TrustsIdentityHeader() || transport.IsLoopback(cfg.Listen) || cfg.TrustIdentityHeaderFromNetwork {
 		return nil
 	}
-	return &config.FieldError{Field: "TrustIdentityHeaderFromNetwork", Msg: fmt.Sprintf("refusing to serve on %s (Config.Listen), which is not a loopback address, without authenticating callers: "+
+	return cfg.Refuse(&cfg.TrustIdentityHeaderFromNetwork, fmt.Sprintf("refusing to serve on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address, without authenticating callers: "+
 		"each would name its own identity in the %s header, so anyone who can reach the address could spend any identity's budget. "+
-		"Give client certificates (Config.TLS.ClientCAFile, with Config.TLS.CertFile and Config.TLS.KeyFile) or bearer tokens (Config.TokensFile); "+
-		"or set Config.TrustIdentityHeaderFromNetwork only if everything that can reach %s authenticates its callers and sets the header itself", cfg.Listen, transport.IdentityHeader, cfg.Listen)}
+		"Give client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+", with "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+"); "+
+		"or set "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+" only if everything that can reach %s authenticates its callers and sets the header itself", cfg.Listen, transport.IdentityHeader, cfg.Listen))
 }
 
 func (s *Server) setServing(ok bool) {

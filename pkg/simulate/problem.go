@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/privbo/privbo/internal/setting"
 	"github.com/privbo/privbo/pkg/dataset"
 )
 
@@ -48,7 +50,7 @@ func LoadProblem(dc DataConfig) (*Problem, error) {
 	for i, y := range ds.Y {
 		if dc.LogOutputs {
 			if !(y > 0) {
-				return nil, fmt.Errorf("simulate: DataConfig.LogOutputs needs a positive target, but row %d of %q is not", i, ds.Target)
+				return nil, fmt.Errorf("simulate: %s needs a positive target, but row %d of %q is not", setting.New(dc.bind()...).Flag(&dc.LogOutputs), i, ds.Target)
 			}
 			y = math.Log(y)
 		}
@@ -84,26 +86,14 @@ type SyntheticConfig struct {
 }
 
 func (c *SyntheticConfig) defaults() error {
-	if c.Grid == 0 {
-		c.Grid = 100
-	}
-	if c.MaxNorm == 0 {
-		c.MaxNorm = 25
-	}
-	if c.Lengthscale == 0 {
-		c.Lengthscale = 0.25 * c.MaxNorm
-	}
-	if c.SignalVariance == 0 {
-		c.SignalVariance = 1
-	}
+	def := NewSyntheticConfig()
+	c.Grid, c.MaxNorm, c.SignalVariance = cmp.Or(c.Grid, def.Grid), cmp.Or(c.MaxNorm, def.MaxNorm), cmp.Or(c.SignalVariance, def.SignalVariance)
+	c.Lengthscale, c.Sampler = cmp.Or(c.Lengthscale, 0.25*c.MaxNorm), cmp.Or(c.Sampler, def.Sampler)
 	if c.NoiseVariance == 0 && !c.NoNoise {
-		c.NoiseVariance = 1e-5
-	}
-	if c.Sampler == "" {
-		c.Sampler = SamplerKronecker
+		c.NoiseVariance = def.NoiseVariance
 	}
 	switch {
-	case c.Grid < 2 || c.Grid > 1000:
+	case c.Grid > 1000:
 		return fmt.Errorf("simulate: synthetic grid must be in [2, 1000], got %d", c.Grid)
 	case !finitePos(c.MaxNorm):
 		return fmt.Errorf("simulate: synthetic max norm must be positive and finite, got %g", c.MaxNorm)

@@ -226,57 +226,29 @@ func (c *Config) defaults() error {
 	if (c.Data == nil) == (c.Synthetic == nil) {
 		return errors.New("simulate: give either a data set or the synthetic problem")
 	}
-	if c.Draws == 0 {
-		c.Draws = 1
+	if err := c.Bind().Check(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
 	}
-	c.ProjectionMechanism = cmp.Or(c.ProjectionMechanism, projection.MechanismLifted)
+	def := NewConfig()
+	c.Draws, c.Runs, c.Iterations, c.Workers = cmp.Or(c.Draws, def.Draws), cmp.Or(c.Runs, def.Runs), cmp.Or(c.Iterations, def.Iterations), cmp.Or(c.Workers, def.Workers)
+	c.ProjectionMechanism, c.GP.DeltaUCB = cmp.Or(c.ProjectionMechanism, def.ProjectionMechanism), cmp.Or(c.GP.DeltaUCB, def.GP.DeltaUCB)
 	proj, err := projection.ParseMechanism(c.ProjectionMechanism)
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	c.proj = proj
-	if c.Runs == 0 {
-		c.Runs = 10
-	}
-	if c.Iterations == 0 {
-		c.Iterations = 50
-	}
-	if c.Workers == 0 {
-		c.Workers = 2
-	}
 	userSignal, userNoise := c.GP.SignalVariance, c.GP.NoiseVariance
 	if c.GP.SignalVariance == 0 {
 		c.GP.SignalVariance = 1
-	}
-	if c.GP.DeltaUCB == 0 {
-		c.GP.DeltaUCB = 0.05
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
 	switch {
-	case c.Draws < 1 || (c.Data != nil && c.Draws != 1):
-		return fmt.Errorf("simulate: draws must be ≥ 1 (and 1 for a data set), got %d", c.Draws)
-	case c.Runs < 1:
-		return fmt.Errorf("simulate: runs must be ≥ 1, got %d", c.Runs)
-	case c.Iterations < 1:
-		return fmt.Errorf("simulate: iterations must be ≥ 1, got %d", c.Iterations)
-	case c.Batch < 0:
-		return fmt.Errorf("simulate: batch must be ≥ 1 (0 = 1), got %d", c.Batch)
-	case c.Workers < 1:
-		return fmt.Errorf("simulate: workers must be ≥ 1, got %d", c.Workers)
+	case c.Data != nil && c.Draws != 1:
+		return fmt.Errorf("simulate: a data set is one draw, got %s %d", c.Bind().Flag(&c.Draws), c.Draws)
 	case len(c.Methods) == 0:
 		return errors.New("simulate: no method given")
-	case c.GP.FitEvery < 0:
-		return fmt.Errorf("simulate: fit-every must be ≥ 0, got %d", c.GP.FitEvery)
-	case !(c.GP.Lengthscale >= 0) || math.IsInf(c.GP.Lengthscale, 0):
-		return fmt.Errorf("simulate: lengthscale must be ≥ 0 and finite (0 = default), got %g", c.GP.Lengthscale)
-	case !(c.GP.NoiseVariance >= 0) || math.IsInf(c.GP.NoiseVariance, 0):
-		return fmt.Errorf("simulate: noise variance must be ≥ 0 and finite (0 = default), got %g", c.GP.NoiseVariance)
-	case !finitePos(c.GP.SignalVariance):
-		return fmt.Errorf("simulate: signal variance must be positive and finite, got %g", c.GP.SignalVariance)
-	case !(c.GP.DeltaUCB > 0 && c.GP.DeltaUCB < 1):
-		return fmt.Errorf("simulate: delta-ucb must be in (0, 1), got %g", c.GP.DeltaUCB)
 	}
 	private := false
 	for _, m := range c.Methods {
@@ -340,7 +312,7 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	}
 	if c.Data != nil && c.Data.LogOutputs {
 		if !(o.Lower > 0) {
-			return fmt.Errorf("simulate: DataConfig.LogOutputs needs a positive output range, got lower %g", o.Lower)
+			return fmt.Errorf("simulate: %s needs a positive output range, got lower %g", c.Bind().Flag(&c.Data.LogOutputs), o.Lower)
 		}
 		o.Lower, o.Upper = math.Log(o.Lower), math.Log(o.Upper)
 	}

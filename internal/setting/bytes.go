@@ -1,4 +1,4 @@
-package cli
+package setting
 
 import (
 	"errors"
@@ -8,11 +8,15 @@ import (
 	"strings"
 )
 
-// Bytes is a flag.Value holding a size in bytes, written as a number with an optional
-// unit: B, KiB, MiB, GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000),
-// for instance 2GiB, 1.5GiB, 800MB or 2147483648 — the units of Kubernetes' and Go's
-// memory limits (GOMEMLIMIT). A zero Bytes prints as 0.
-type Bytes int64
+// Bytes declares a size in bytes, written as a number with an optional unit: B, KiB,
+// MiB, GiB, TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000), for instance 2GiB,
+// 1.5GiB, 800MB or 2147483648 — the units of Kubernetes' and Go's memory limits
+// (GOMEMLIMIT). It prints with the largest binary unit that divides it; 0 as 0.
+func Bytes(p *int64, name string, r Rule[int64], help string) Setting {
+	return Var(p, (*bytesValue)(p), name, r, help)
+}
+
+type bytesValue int64
 
 var byteUnits = []struct {
 	suffix string
@@ -24,7 +28,7 @@ var byteUnits = []struct {
 	{"B", 1},
 }
 
-// ParseBytes reads a size in the format of Bytes.
+// ParseBytes reads a size as Bytes writes it.
 func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	scale := 1.0
@@ -45,18 +49,16 @@ func ParseBytes(s string) (int64, error) {
 	return int64(math.Round(b)), nil
 }
 
-// Set implements flag.Value.
-func (b *Bytes) Set(s string) error {
+func (b *bytesValue) Set(s string) error {
 	v, err := ParseBytes(s)
 	if err != nil {
 		return err
 	}
-	*b = Bytes(v)
+	*b = bytesValue(v)
 	return nil
 }
 
-// String prints the size with the largest binary unit that divides it.
-func (b *Bytes) String() string {
+func (b *bytesValue) String() string {
 	if b == nil {
 		return "0"
 	}
@@ -72,19 +74,12 @@ func (b *Bytes) String() string {
 	return strconv.FormatInt(v, 10)
 }
 
-// Get implements flag.Getter.
-func (b *Bytes) Get() any { return int64(*b) }
-
-// BytesAtLeast: a size (Bytes) of at least lo bytes.
-func BytesAtLeast(lo int64) Rule {
-	return Rule{func(s string) error {
-		v, err := ParseBytes(s)
-		if err != nil {
-			return err
-		}
+// BytesAtLeast: a size of at least lo bytes.
+func BytesAtLeast(lo int64) Rule[int64] {
+	return func(v int64) error {
 		if v < lo {
-			return errors.New("must be at least " + (*Bytes)(&lo).String())
+			return errors.New("must be at least " + (*bytesValue)(&lo).String())
 		}
 		return nil
-	}}
+	}
 }
