@@ -491,7 +491,8 @@ func TestCancelFinishedJob(t *testing.T) {
 }
 
 // TestCancelHonoursContext: with a job that does not stop, Cancel returns ctx's error
-// as soon as ctx ends, leaves no goroutine behind, and a done ctx requests nothing.
+// once ctx ends (ended by the test once the job was told to stop), leaves no goroutine
+// behind, and a done ctx requests nothing.
 func TestCancelHonoursContext(t *testing.T) {
 	r := newStubbornRunner(false)
 	m, led := newTestManager(t, t.TempDir(), r)
