@@ -44,7 +44,8 @@ type Config struct {
 
 	// every, when set (tests), is how often the manager renews and looks instead of
 	// Lease/3, so that a test can keep a live replica's lease out of reach of a loaded
-	// machine's scheduling while it still renews.
+	// machine's scheduling while it still renews; it is also how often Watch and Cancel
+	// look at the store (poll), so that a test can show they wake on events instead.
 	every time.Duration
 }
 
@@ -144,9 +145,6 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
-	if cfg.every == 0 {
-		cfg.every = cfg.Lease / 3
-	}
 	st := cfg.Store
 	if st == nil {
 		var err error
@@ -155,7 +153,11 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 	}
 	base, stop := context.WithCancel(context.Background())
-	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning), lease: cfg.Lease, every: cfg.every,
+	every := cfg.every
+	if every == 0 {
+		every = cfg.Lease / 3
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, store: st, slots: make(chan struct{}, cfg.MaxRunning), lease: cfg.Lease, every: every,
 		running: map[string]runningJob{}, watchers: map[string]map[chan Event]struct{}{}, base: base, stop: stop}
 	if st.shared {
 		var b [6]byte
@@ -690,6 +692,9 @@ func (m *Manager) CountByState(ctx context.Context) (map[State]int, error) {
 // poll is how often Watch and Cancel look at the store for what another replica wrote
 // (a replica's own writes wake them at once).
 func (m *Manager) poll() time.Duration {
+	if m.cfg.every != 0 { // a test's
+		return m.cfg.every
+	}
 	if m.store.shared {
 		return min(time.Second, m.every)
 	}

@@ -248,7 +248,7 @@ func TestWatchFinishedJobReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, m, j.ID, Succeeded)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only against a hang
 	defer cancel()
 	n := 0
 	if err := m.Watch(ctx, "alice", j.ID, 1000, func(Event) error { n++; return nil }); err != nil || n != 0 {
@@ -371,7 +371,7 @@ type stubbornRunner struct {
 	fakeRunner
 	heedCancel bool
 	running    chan struct{} // closed when Run starts
-	sawCancel  chan struct{} // closed when Run sees ctx done (heedCancel only)
+	sawCancel  chan struct{} // closed when Run sees ctx done
 	release    chan struct{}
 	stopOnce   sync.Once
 }
@@ -386,6 +386,15 @@ func newStubbornRunner(heedCancel bool) *stubbornRunner {
 
 func (s *stubbornRunner) Run(ctx context.Context, spec Spec, progress func(Progress)) (Result, error) {
 	close(s.running)
+	if !s.heedCancel { // it ignores the cancellation, but the test may wait for it
+		go func() {
+			select {
+			case <-ctx.Done():
+				close(s.sawCancel)
+			case <-s.release:
+			}
+		}()
+	}
 	if s.heedCancel {
 		<-ctx.Done()
 		close(s.sawCancel)
@@ -399,16 +408,25 @@ func (s *stubbornRunner) Run(ctx context.Context, spec Spec, progress func(Progr
 type cancelResult struct {
 	job Job
 	err error
-	at  time.Time
 }
 
 // TestCancelReturnsWhenJobStops: Cancel waits for the job's own end, not a poll: it has
-// not returned while the runner is still stopping, and returns the cancelled job as soon
-// as the runner returns.
+// not returned while the runner is still stopping, and returns the cancelled job once
+// the runner returns. The manager looks at its store only every hour here, so a Cancel
+// that waited for a look instead of the job's end would not return before the test's
+// guard against a hang.
 func TestCancelReturnsWhenJobStops(t *testing.T) {
 	r := newStubbornRunner(true)
-	m, led := newTestManager(t, t.TempDir(), r)
+	dir := t.TempDir()
+	led, err := ledger.OpenSQLite(filepath.Join(dir, "ledger.db"), ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer led.Close()
+	m, err := NewManager(Config{StateDir: dir, Dataset: "d", Ledger: led, Runner: r, every: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer m.Close()
 	defer r.stop()
 	ctx := context.Background()
@@ -420,7 +438,7 @@ func TestCancelReturnsWhenJobStops(t *testing.T) {
 	res := make(chan cancelResult, 1)
 	go func() {
 		c, err := m.Cancel(ctx, "alice", j.ID)
-		res <- cancelResult{c, err, time.Now()}
+		res <- cancelResult{c, err}
 	}()
 	<-r.sawCancel // the runner was told to stop, and has not stopped yet
 	select {
@@ -428,21 +446,15 @@ func TestCancelReturnsWhenJobStops(t *testing.T) {
 		t.Fatalf("Cancel returned %s, %v while the job was still running", got.job.State, got.err)
 	default:
 	}
-	stopped := time.Now()
 	r.stop()
 	var got cancelResult
 	select {
 	case got = <-res:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Cancel did not return within 30 s of the job stopping")
+	case <-time.After(2 * time.Minute): // only against a hang
+		t.Fatal("Cancel did not return after the job stopped")
 	}
 	if got.err != nil || got.job.State != Cancelled {
 		t.Fatalf("Cancel = %s, %v; want cancelled", got.job.State, got.err)
-	}
-	// Recording the final state is one SQLite transaction; a second is generous on a
-	// loaded machine under -race.
-	if d := got.at.Sub(stopped); d > time.Second {
-		t.Errorf("Cancel returned %v after the job stopped, want promptly", d)
 	}
 	m.mu.Lock()
 	n := len(m.running)
@@ -479,7 +491,8 @@ func TestCancelFinishedJob(t *testing.T) {
 }
 
 // TestCancelHonoursContext: with a job that does not stop, Cancel returns ctx's error
-// as soon as ctx ends, leaves no goroutine behind, and a done ctx requests nothing.
+// once ctx ends (ended by the test once the job was told to stop), leaves no goroutine
+// behind, and a done ctx requests nothing.
 func TestCancelHonoursContext(t *testing.T) {
 	r := newStubbornRunner(false)
 	m, led := newTestManager(t, t.TempDir(), r)
@@ -494,19 +507,22 @@ func TestCancelHonoursContext(t *testing.T) {
 	<-r.running
 	waitState(t, m, j.ID, Running)
 
-	// cancelWithin calls Cancel on another goroutine so that a Cancel that ignored ctx
-	// fails the test instead of hanging it.
-	cancelWithin := func(ctx context.Context) error {
+	// cancelWithin calls Cancel on another goroutine, then runs meanwhile (if set), so
+	// that a Cancel that ignored ctx fails the test instead of hanging it.
+	cancelWithin := func(ctx context.Context, meanwhile func()) error {
 		res := make(chan error, 1)
 		go func() {
 			_, err := m.Cancel(ctx, "alice", j.ID)
 			res <- err
 		}()
+		if meanwhile != nil {
+			meanwhile()
+		}
 		select {
 		case err := <-res:
 			return err
-		case <-time.After(30 * time.Second):
-			t.Fatal("Cancel did not return within 30 s of its ctx ending")
+		case <-time.After(2 * time.Minute): // only against a hang
+			t.Fatal("Cancel did not return after its ctx ended")
 			return nil
 		}
 	}
@@ -514,7 +530,7 @@ func TestCancelHonoursContext(t *testing.T) {
 	// An already-cancelled ctx: an error at once, and the job is not touched.
 	done, cancel := context.WithCancel(bg)
 	cancel()
-	if err := cancelWithin(done); !errors.Is(err, context.Canceled) {
+	if err := cancelWithin(done, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Cancel with a cancelled ctx: %v, want context.Canceled", err)
 	}
 	m.mu.Lock()
@@ -526,13 +542,15 @@ func TestCancelHonoursContext(t *testing.T) {
 	select {
 	case <-rj.done:
 		t.Fatal("job ended after a Cancel whose ctx was already done")
+	case <-r.sawCancel:
+		t.Fatal("job told to stop by a Cancel whose ctx was already done")
 	default:
 	}
 
-	// ctx ends while Cancel waits for a job that ignores cancellation.
+	// ctx ends while Cancel waits for a job that ignores cancellation: once the job was
+	// told to stop, Cancel waits for its end, and the test ends ctx.
 	cctx, cancel := context.WithCancel(bg)
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if err := cancelWithin(cctx); !errors.Is(err, context.Canceled) {
+	if err := cancelWithin(cctx, func() { <-r.sawCancel; cancel() }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Cancel whose ctx is cancelled while the job runs: %v, want context.Canceled", err)
 	}
 	// Twenty more whose deadline expires, one after another on one goroutine, which
@@ -540,7 +558,6 @@ func TestCancelHonoursContext(t *testing.T) {
 	type loopResult struct {
 		before, after int
 		err           error
-		slowest       time.Duration
 	}
 	loop := make(chan loopResult, 1)
 	go func() {
@@ -548,9 +565,7 @@ func TestCancelHonoursContext(t *testing.T) {
 		lr.before = runtime.NumGoroutine()
 		for range 20 {
 			ctx, cancel := context.WithTimeout(bg, 5*time.Millisecond)
-			start := time.Now()
 			_, err := m.Cancel(ctx, "alice", j.ID)
-			lr.slowest = max(lr.slowest, time.Since(start))
 			cancel()
 			if !errors.Is(err, context.DeadlineExceeded) {
 				lr.err = err
@@ -563,14 +578,11 @@ func TestCancelHonoursContext(t *testing.T) {
 	var lr loopResult
 	select {
 	case lr = <-loop:
-	case <-time.After(30 * time.Second):
-		t.Fatal("20 Cancels with a 5 ms deadline did not return within 30 s")
+	case <-time.After(2 * time.Minute): // only against a hang
+		t.Fatal("20 Cancels with a 5 ms deadline did not return")
 	}
 	if lr.err != nil {
 		t.Fatalf("Cancel whose ctx expires while the job runs: %v, want context.DeadlineExceeded", lr.err)
-	}
-	if lr.slowest > 2*time.Second {
-		t.Errorf("Cancel returned %v after a 5 ms deadline, want promptly", lr.slowest)
 	}
 	if lr.after > lr.before+2 {
 		t.Errorf("goroutines: %d before 20 abandoned Cancels, %d after; want no growth", lr.before, lr.after)

@@ -29,7 +29,7 @@ func testDSN() string {
 // pgSchema returns a new schema of the test server, dropped when t ends.
 func pgSchema(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testDSN())
 	if err != nil {
@@ -42,7 +42,7 @@ func pgSchema(t *testing.T) string {
 	rand.Read(b[:])
 	schema := "privbo_jobs_" + hex.EncodeToString(b[:])
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
@@ -50,6 +50,12 @@ func pgSchema(t *testing.T) string {
 		conn.Close(ctx)
 	})
 	return schema
+}
+
+// pgOptions opens schema with a call timeout that only guards against a hang: the
+// default (5 s) is a production bound a loaded test machine can exceed.
+func pgOptions(schema string) pgledger.Options {
+	return pgledger.Options{Schema: schema, CallTimeout: 2 * time.Minute}
 }
 
 // pgReplica is one curator replica's view of a shared PostgreSQL schema: its own
@@ -65,12 +71,12 @@ type pgReplica struct {
 func startPGReplica(t *testing.T, schema string, lease, every time.Duration, r *fakeRunner) *pgReplica {
 	t.Helper()
 	ctx := context.Background()
-	led, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema},
+	led, err := pgledger.Open(ctx, testDSN(), pgOptions(schema),
 		ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, d, err := pgledger.OpenEngine(ctx, testDSN(), pgledger.Options{Schema: schema})
+	e, d, err := pgledger.OpenEngine(ctx, testDSN(), pgOptions(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +136,7 @@ func watchAll(t *testing.T, m *Manager, id string) (<-chan []Event, <-chan error
 	evs, errs := make(chan []Event, 1), make(chan error, 1)
 	go func() {
 		var got []Event
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // only against a hang
 		defer cancel()
 		err := m.Watch(ctx, "alice", id, 0, func(e Event) error { got = append(got, e); return nil })
 		evs <- got
@@ -232,7 +238,7 @@ func TestPostgresCancelThroughAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.runner.started
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // only against a hang
 	defer cancel()
 	got, err := b.m.Cancel(cctx, "alice", j.ID)
 	if err != nil || got.State != Cancelled {
@@ -249,10 +255,12 @@ func TestPostgresCancelThroughAnotherReplica(t *testing.T) {
 
 // TestPostgresHandoverOnShutdown: a replica that shuts down hands its running job over;
 // another replica runs it at once (no lease to wait for) and nothing is charged again.
+// Both leases last an hour, so no lease runs out and no look times out however loaded
+// the machine; B looks every 50 ms.
 func TestPostgresHandoverOnShutdown(t *testing.T) {
 	schema := pgSchema(t)
 	a := startPGReplica(t, schema, time.Hour, 0, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
-	b := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{})
+	b := startPGReplica(t, schema, time.Hour, 50*time.Millisecond, &fakeRunner{})
 	ctx := context.Background()
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
 	if err != nil {
@@ -277,7 +285,7 @@ func TestPostgresStoresKeepDatasetsApart(t *testing.T) {
 	ctx := context.Background()
 	stores := map[string]*Store{}
 	for _, ds := range []string{"d1", "d2"} {
-		e, d, err := pgledger.OpenEngine(ctx, testDSN(), pgledger.Options{Schema: schema})
+		e, d, err := pgledger.OpenEngine(ctx, testDSN(), pgOptions(schema))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,9 +321,16 @@ func TestPostgresStoresKeepDatasetsApart(t *testing.T) {
 // TestPostgresTakeoversAreBounded: a job whose replicas keep dying is failed, not taken
 // over once more, after MaxTakeovers takeovers, so a job that kills its replica cannot
 // take down every replica in turn.
+//
+// A's lease (300 ms) runs out on the database's own clock once A is dead; nothing else
+// here is timed. B's lease lasts an hour, so B's claim can neither time out (a look is
+// bounded by a third of its lease: with a 300 ms lease, a claim committed after 100 ms
+// on a loaded machine was reported failed, and its lease, run out, was claimed again,
+// counting one takeover too many) nor run out before B records the job failed. B looks
+// every 50 ms, so how long the test takes does not depend on B's lease.
 func TestPostgresTakeoversAreBounded(t *testing.T) {
 	schema := pgSchema(t)
-	a := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
+	a := startPGReplica(t, schema, 300*time.Millisecond, time.Hour, &fakeRunner{block: make(chan struct{}), started: make(chan string, 1)})
 	ctx := context.Background()
 	j, err := a.m.Submit(ctx, "alice", "k1", spec(1))
 	if err != nil {
@@ -325,7 +340,7 @@ func TestPostgresTakeoversAreBounded(t *testing.T) {
 	a.m.crash()
 	// As if MaxTakeovers replicas had taken the job over and died in turn.
 	pgExec(t, `UPDATE "`+schema+`".jobs SET takeovers = $1 WHERE id = $2`, MaxTakeovers, j.ID)
-	b := startPGReplica(t, schema, 300*time.Millisecond, 0, &fakeRunner{})
+	b := startPGReplica(t, schema, time.Hour, 50*time.Millisecond, &fakeRunner{})
 	done := waitState(t, b.m, j.ID, Failed)
 	if !strings.Contains(done.Error, "stopped 3 times") || b.runs() != 0 {
 		t.Errorf("job after %d takeovers: %q, %d runs on B; want failed, not run again", MaxTakeovers+1, done.Error, b.runs())
@@ -338,7 +353,7 @@ func TestPostgresTakeoversAreBounded(t *testing.T) {
 func TestAdoptJobsDB(t *testing.T) {
 	schema := pgSchema(t)
 	ctx := context.Background()
-	led, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema},
+	led, err := pgledger.Open(ctx, testDSN(), pgOptions(schema),
 		ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 5, Delta: 0.1}, Dataset: ledger.Cost{Epsilon: 5, Delta: 0.1}})
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +393,7 @@ func TestAdoptJobsDB(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := startPGReplica(t, schema, time.Second, 0, &fakeRunner{})
+	b := startPGReplica(t, schema, time.Hour, 0, &fakeRunner{})
 	for range 2 { // copying again changes nothing
 		got, err := Adopt(ctx, b.m.store, file, led)
 		if err != nil || got.Jobs != 2 || got.Interrupted != 1 || got.Skipped != 1 {

@@ -201,58 +201,66 @@ func ledgerReason(err error) string {
 	return ""
 }
 
-// healthWatch polls the curator's health status every 10 ms and notes when it
-// changes.
+// healthWatch follows the curator's health status through the health service's Watch
+// stream, which sends the status and then each change: the test waits on those events,
+// not on a poll. await notes when each arrived, for the log only.
 type healthWatch struct {
-	mu      sync.Mutex
-	serving bool
-	since   time.Time
+	updates chan bool
+	serving bool // the last status await read
 }
 
 func watchHealth(t *testing.T, ctx context.Context, c healthpb.HealthClient) *healthWatch {
-	h := &healthWatch{serving: true, since: time.Now()}
+	t.Helper()
+	stream, err := c.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &healthWatch{updates: make(chan bool, 64), serving: true}
 	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
+		defer close(h.updates)
 		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
 			select {
+			case h.updates <- resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
 			case <-ctx.Done():
 				return
-			case <-tick.C:
 			}
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			resp, err := c.Check(cctx, &healthpb.HealthCheckRequest{})
-			cancel()
-			if err != nil {
-				continue
-			}
-			ok := resp.GetStatus() == healthpb.HealthCheckResponse_SERVING
-			h.mu.Lock()
-			if ok != h.serving {
-				h.serving, h.since = ok, time.Now()
-			}
-			h.mu.Unlock()
 		}
 	}()
 	return h
 }
 
-// await waits (at most bound) for the status to be serving, and returns when it became
-// so.
-func (h *healthWatch) await(t *testing.T, serving bool, bound time.Duration) time.Time {
+// await returns when the status is serving (at once if the last change received says
+// so), and when that was seen. Its guard against a hang is two minutes.
+func (h *healthWatch) await(t *testing.T, serving bool) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
-		h.mu.Lock()
-		ok, since := h.serving, h.since
-		h.mu.Unlock()
-		if ok == serving {
-			return since
+	for drained := false; !drained; { // the changes that came meanwhile, in order
+		select {
+		case ok, open := <-h.updates:
+			if !open {
+				t.Fatal("the health watch ended")
+			}
+			h.serving = ok
+		default:
+			drained = true
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("health did not turn serving=%v within %v", serving, bound)
-	return time.Time{}
+	guard := time.After(2 * time.Minute)
+	for h.serving != serving {
+		select {
+		case ok, open := <-h.updates:
+			if !open {
+				t.Fatal("the health watch ended")
+			}
+			h.serving = ok
+		case <-guard:
+			t.Fatalf("health did not turn serving=%v", serving)
+		}
+	}
+	return time.Now()
 }
 
 // TestLedgerOutage runs a curator on a PostgreSQL ledger through a TCP proxy the test
@@ -260,9 +268,14 @@ func (h *healthWatch) await(t *testing.T, serving bool, bound time.Duration) tim
 // a connection of the test's own) under a steady load of releases and budget reads
 // fails at most one request per terminated connection; cutting the proxy turns the
 // health NOT_SERVING and makes ledger calls fail UNAVAILABLE (reason
-// LEDGER_UNAVAILABLE) within the ledger call timeout instead of hanging until the
+// LEDGER_UNAVAILABLE), ended by the ledger call timeout instead of hanging until the
 // client's deadline; restoring it turns the health SERVING again. The times are logged
-// (docs/EXPERIMENTS.md has the figures); the test bounds them generously only.
+// (docs/EXPERIMENTS.md has the figures); the test waits on events (successful requests,
+// the health service's Watch stream) and asserts no time: a call not ended by the call
+// timeout would end with the client's deadline, DEADLINE_EXCEEDED. The terminations
+// run on a curator whose call timeout (2 min) only guards against a hang, so that a
+// request slow on a loaded machine is not failed UNAVAILABLE and counted against the
+// terminated connections; the cuts on one with a 2 s call timeout.
 func TestLedgerOutage(t *testing.T) {
 	ctx := context.Background()
 	lc := curatortest.PostgresLedger(t)
@@ -276,10 +289,9 @@ func TestLedgerOutage(t *testing.T) {
 	app := lc.Schema // the curator's connections' application_name: this test's alone
 	const callTimeout = 2 * time.Second
 	lc.DSN = withParam(viaProxy(t, lc.DSN, proxy.addr()), "application_name", app)
-	lc.CallTimeout = callTimeout
+	lc.CallTimeout = 2 * time.Minute
 	cur := curatortest.Start(t, curatortest.Options{Budget: ledger.Cost{Epsilon: 1e4, Delta: 0.5}, Ledger: lc})
-	conn := cur.Conn(t, "acme")
-	client := curatorv1.NewCuratorServiceClient(conn)
+	client := cur.Client(t, "acme")
 
 	// Terminating every backend, three times, under load.
 	var (
@@ -292,6 +304,7 @@ func TestLedgerOutage(t *testing.T) {
 		workers       = 6
 		terminated    int
 		rctx, rcancel = context.WithTimeout(ctx, 5*time.Minute)
+		succeeded     = make(chan struct{}, 1) // a request succeeded since the last look
 	)
 	defer rcancel()
 	for w := range workers {
@@ -314,18 +327,23 @@ func TestLedgerOutage(t *testing.T) {
 					continue
 				}
 				okN.Add(1)
+				select {
+				case succeeded <- struct{}{}:
+				default:
+				}
 			}
 		}()
 	}
 	waitOK := func(n int64) {
 		t.Helper()
 		target := okN.Load() + n
-		deadline := time.Now().Add(2 * time.Minute)
+		guard := time.After(5 * time.Minute) // only against a hang
 		for okN.Load() < target {
-			if time.Now().After(deadline) {
-				t.Fatalf("the load made %d of %d more successful requests within 2 min", okN.Load()-target+n, n)
+			select {
+			case <-succeeded:
+			case <-guard:
+				t.Fatalf("the load made %d of %d more successful requests", okN.Load()-target+n, n)
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	waitOK(30)
@@ -357,19 +375,25 @@ func TestLedgerOutage(t *testing.T) {
 		}
 	}
 
-	// Cutting and restoring the database, three times.
+	// Cutting and restoring the database, three times, on a curator whose ledger calls
+	// are bounded by callTimeout.
+	cur.Stop(t)
+	lc.CallTimeout = callTimeout
+	cur = curatortest.Start(t, curatortest.Options{Budget: ledger.Cost{Epsilon: 1e4, Delta: 0.5}, Ledger: lc})
+	conn := cur.Conn(t, "acme")
+	client = curatorv1.NewCuratorServiceClient(conn)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	health := watchHealth(t, hctx, healthpb.NewHealthClient(conn))
-	health.await(t, true, 30*time.Second)
+	health.await(t, true)
 	var downs, ups []time.Duration
 	for i := range 3 {
 		cutAt := time.Now()
 		proxy.Cut()
-		downs = append(downs, health.await(t, false, 30*time.Second).Sub(cutAt))
+		downs = append(downs, health.await(t, false).Sub(cutAt))
 
-		// Ledger calls fail fast, UNAVAILABLE with the reason, well before the
-		// client's deadline.
+		// Ledger calls fail UNAVAILABLE with the reason, ended by the call timeout: one
+		// that waited for the client's deadline would end DEADLINE_EXCEEDED.
 		for _, call := range []struct {
 			name string
 			do   func(context.Context) error
@@ -392,17 +416,12 @@ func TestLedgerOutage(t *testing.T) {
 			if status.Code(err) != codes.Unavailable || ledgerReason(err) != string(refusal.LedgerUnavailable) {
 				t.Errorf("%s with the database cut: %v (reason %q), want UNAVAILABLE with reason %s", call.name, err, ledgerReason(err), refusal.LedgerUnavailable)
 			}
-			// Generous: the call timeout, and as much again for a release's several calls
-			// and a loaded machine; the client's deadline is 60 s.
-			if took > 4*callTimeout {
-				t.Errorf("%s with the database cut failed after %v, want within about the ledger call timeout %v", call.name, took, callTimeout)
-			}
 			t.Logf("cut %d: %s failed after %v: %v", i, call.name, took.Round(time.Millisecond), status.Convert(err).Message())
 		}
 
 		restoredAt := time.Now()
 		proxy.Restore()
-		ups = append(ups, health.await(t, true, 30*time.Second).Sub(restoredAt))
+		ups = append(ups, health.await(t, true).Sub(restoredAt))
 		if _, err := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{}); err != nil {
 			t.Errorf("GetBudget after the database came back: %v", err)
 		}

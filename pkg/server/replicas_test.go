@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc/codes"
@@ -25,13 +26,23 @@ import (
 	curatorv1 "github.com/privbo/privbo/proto/privbo/curator/v1"
 )
 
+// replicaLedger is a PostgreSQL ledger for replicas whose ledger call timeout only
+// guards against a hang: the default (5 s) is a production bound which racing
+// releases on a loaded test machine exceed, failing UNAVAILABLE what was only slow.
+// TestLedgerOutage tests the bound itself.
+func replicaLedger(t *testing.T) config.LedgerConfig {
+	lc := curatortest.PostgresLedger(t)
+	lc.CallTimeout = 2 * time.Minute
+	return lc
+}
+
 // TestReplicasSharePostgres runs two curator replicas on one PostgreSQL ledger, each
 // with its own state directory (no shared disk): a projection released by replica A is
 // replayed by replica B byte for byte and at no cost, and the budget is one: what A
 // charges, B reports and enforces.
 func TestReplicasSharePostgres(t *testing.T) {
 	ctx := context.Background()
-	lc := curatortest.PostgresLedger(t)
+	lc := replicaLedger(t)
 	// The dataset cap is large, so that acme's own budget (ε = 2) binds; the curator's
 	// private scaling estimate (half of ε = 2, so that its forecast is not poor), charged
 	// to the dataset, leaves it alone.
@@ -129,7 +140,7 @@ func TestOpenReleasesByLedger(t *testing.T) {
 		t.Errorf("OpenReleases(sqlite) = %v, %v; want no store (the curator's files)", r.Store, err)
 	}
 	r.Close()
-	lc := curatortest.PostgresLedger(t)
+	lc := replicaLedger(t)
 	r, err = storage.OpenReleases(ctx, lc, t.TempDir())
 	if err != nil || r.Store == nil {
 		t.Fatalf("OpenReleases(postgres) = %v, %v; want the PostgreSQL blob store", r.Store, err)
@@ -159,7 +170,7 @@ func TestOpenReleasesByLedger(t *testing.T) {
 // replica, with a state directory of its own, then replays it byte for byte.
 func TestReplicasAdoptStateReleases(t *testing.T) {
 	ctx := context.Background()
-	lc := curatortest.PostgresLedger(t)
+	lc := replicaLedger(t)
 	opts := func(state string) curatortest.Options {
 		return curatortest.Options{Ledger: lc, StateDir: state}
 	}
@@ -221,7 +232,7 @@ func TestReplicasAdoptStateReleases(t *testing.T) {
 // past the limits in force.
 func TestReplicasDifferentLimits(t *testing.T) {
 	ctx := context.Background()
-	lc := curatortest.PostgresLedger(t)
+	lc := replicaLedger(t)
 	opts := func(eps float64) curatortest.Options {
 		return curatortest.Options{Scaling: curatortest.DiabetesSchema(t), Budget: ledger.Cost{Epsilon: eps, Delta: 1e-3}, DatasetBudget: ledger.Cost{Epsilon: 100, Delta: 0.5}, Ledger: lc}
 	}
