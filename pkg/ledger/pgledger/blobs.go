@@ -192,21 +192,14 @@ func (b *Blobs) List(ctx context.Context) ([]blob.Info, error) {
 	var out []blob.Info
 	err := b.e.Read(ctx, func(q ledger.Querier) error {
 		out = out[:0]
-		rows, err := q.Query(ctx, b.d.SQL(`SELECT name, size, created_ns FROM {t}blobs ORDER BY name`))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, b.d.SQL(`SELECT name, size, created_ns FROM {t}blobs ORDER BY name`), nil, func(scan func(...any) error) error {
 			var i blob.Info
 			var ns int64
-			if err := rows.Scan(&i.Name, &i.Size, &ns); err != nil {
-				return err
-			}
+			err := scan(&i.Name, &i.Size, &ns)
 			i.Created = time.Unix(0, ns)
 			out = append(out, i)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgledger: listing blobs: %w", err)
