@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,19 +68,16 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 		return nil, err
 	}
 	e.perStatement, e.retryWrites = true, false
-	quoted := e.quotedSchema()
 	b := &Blobs{e: e, d: e.dialect()}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
 		for _, stmt := range blobDDL {
-			stmt = b.d.SQL(stmt)
-			stmt = strings.ReplaceAll(stmt, "{schema}", quoted)
-			if _, err := q.Exec(ctx, stmt); err != nil {
+			if _, err := q.Exec(ctx, b.d.SQL(stmt)); err != nil {
 				return err
 			}
 		}
 		var storage string
 		if _, err := ledger.QueryRow(ctx, q, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
-			[]any{quoted + ".blob_chunks"}, &storage); err != nil {
+			[]any{b.d.SQL("{t}blob_chunks")}, &storage); err != nil {
 			return err
 		}
 		if storage != "e" {

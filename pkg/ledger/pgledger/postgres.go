@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -114,12 +113,7 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (*
 	if err != nil {
 		return nil, err
 	}
-	ddl := postgresDDL
-	ddl.Base = make([]string, len(postgresDDL.Base))
-	for i, q := range postgresDDL.Base {
-		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", e.quotedSchema())
-	}
-	s, err := ledger.OpenEngine(ctx, e, e.dialect(), ddl, limits)
+	s, err := ledger.OpenEngine(ctx, e, e.dialect(), postgresDDL, limits)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%w (postgres schema %s)", err, e.schema)
@@ -251,13 +245,10 @@ type pgEngine struct {
 	retryWrites bool
 }
 
-// quotedSchema is e's schema as an SQL identifier, for {schema} in DDL.
-func (e *pgEngine) quotedSchema() string { return `"` + e.schema + `"` }
-
 // dialect qualifies table names with e's schema and numbers placeholders $1,
 // $2, ...: the ledger's and the blobs' tables live side by side.
 func (e *pgEngine) dialect() ledger.Dialect {
-	return ledger.Dialect{Prefix: e.quotedSchema() + ".", Dollar: true}
+	return ledger.Dialect{Prefix: `"` + e.schema + `".`, Dollar: true}
 }
 
 // callTimeout is the cause of a call's context ending at the call timeout.
