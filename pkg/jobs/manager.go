@@ -547,11 +547,6 @@ func (m *Manager) Events(ctx context.Context, id string, after uint64) ([]Event,
 	return m.store.events(ctx, id, after)
 }
 
-// GetAny returns job id whatever its identity (for the operator).
-func (m *Manager) GetAny(ctx context.Context, id string) (Job, error) {
-	return m.store.get(ctx, id)
-}
-
 // List returns identity's jobs, newest first.
 func (m *Manager) List(ctx context.Context, identity string) ([]Job, error) {
 	return m.store.list(ctx, identity)

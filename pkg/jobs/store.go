@@ -115,20 +115,13 @@ func OpenSQLite(path string) (*Store, error) {
 			}
 		}
 		have := map[string]bool{}
-		rows, err := q.Query(ctx, `SELECT name FROM pragma_table_info('jobs')`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		err := ledger.EachRow(ctx, q, `SELECT name FROM pragma_table_info('jobs')`, nil, func(scan func(...any) error) error {
 			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return err
-			}
+			err := scan(&name)
 			have[name] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		for _, c := range leaseColumns {
@@ -225,14 +218,14 @@ func marshal(v any) (string, error) {
 	return string(b), nil
 }
 
-func scanJob(row interface{ Scan(...any) error }) (Job, error) {
+func scanJob(scan func(...any) error) (Job, error) {
 	var (
 		j                Job
 		spec, state      string
 		result           sql.NullString
 		created, updated int64
 	)
-	if err := row.Scan(&j.ID, &j.Identity, &j.Key, &spec, &state, &j.Cost.Epsilon, &j.Cost.Delta, &j.Guarantee, &result, &j.Error, &created, &updated); err != nil {
+	if err := scan(&j.ID, &j.Identity, &j.Key, &spec, &state, &j.Cost.Epsilon, &j.Cost.Delta, &j.Guarantee, &result, &j.Error, &created, &updated); err != nil {
 		return Job{}, err
 	}
 	if err := json.Unmarshal([]byte(spec), &j.Spec); err != nil {
@@ -251,20 +244,18 @@ func scanJob(row interface{ Scan(...any) error }) (Job, error) {
 
 // getJob reads job id in q.
 func (s *Store) getJob(ctx context.Context, q ledger.Querier, id string) (Job, error) {
-	rows, err := q.Query(ctx, s.q.get, id, s.dataset)
-	if err != nil {
+	var j Job
+	found := false
+	err := ledger.EachRow(ctx, q, s.q.get, []any{id, s.dataset}, func(scan func(...any) error) (err error) {
+		j, err = scanJob(scan)
+		found = true
+		return err
+	})
+	switch {
+	case err != nil:
 		return Job{}, fmt.Errorf("jobs: %w", err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return Job{}, fmt.Errorf("jobs: %w", err)
-		}
+	case !found:
 		return Job{}, ErrNotFound
-	}
-	j, err := scanJob(rows)
-	if err != nil {
-		return Job{}, fmt.Errorf("jobs: %w", err)
 	}
 	return j, nil
 }
@@ -315,19 +306,11 @@ func (s *Store) list(ctx context.Context, identity string) ([]Job, error) {
 	var out []Job
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
 		out = out[:0] // an engine may run fn again (ledger.Engine)
-		rows, err := q.Query(ctx, s.q.list, identity, s.dataset)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			j, err := scanJob(rows)
-			if err != nil {
-				return err
-			}
+		return ledger.EachRow(ctx, q, s.q.list, []any{identity, s.dataset}, func(scan func(...any) error) error {
+			j, err := scanJob(scan)
 			out = append(out, j)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -345,19 +328,12 @@ func (s *Store) ids(ctx context.Context, query string, args ...any) ([]string, e
 	var ids []string
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
 		ids = ids[:0] // an engine may run fn again
-		rows, err := q.Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, query, args, func(scan func(...any) error) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
+			err := scan(&id)
 			ids = append(ids, id)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -459,22 +435,15 @@ func (s *Store) events(ctx context.Context, id string, after uint64) ([]Event, e
 	var out []Event
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
 		out = out[:0] // an engine may run fn again (ledger.Engine)
-		rows, err := q.Query(ctx, s.q.events, id, int64(after))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, s.q.events, []any{id, int64(after)}, func(scan func(...any) error) error {
 			e := Event{JobID: id}
 			var t, seq int64
 			var state string
-			if err := rows.Scan(&seq, &t, &state, &e.Step, &e.Total, &e.Message); err != nil {
-				return err
-			}
+			err := scan(&seq, &t, &state, &e.Step, &e.Total, &e.Message)
 			e.Seq, e.Time, e.State = uint64(seq), time.Unix(0, t).UTC(), State(state)
 			out = append(out, e)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -486,20 +455,13 @@ func (s *Store) events(ctx context.Context, id string, after uint64) ([]Event, e
 func (s *Store) countByState(ctx context.Context) (map[State]int, error) {
 	out := map[State]int{}
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
-		rows, err := q.Query(ctx, s.q.count, s.dataset)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, s.q.count, []any{s.dataset}, func(scan func(...any) error) error {
 			var st string
 			var n int
-			if err := rows.Scan(&st, &n); err != nil {
-				return err
-			}
+			err := scan(&st, &n)
 			out[State(st)] = n
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
@@ -524,19 +486,12 @@ func (s *Store) claim(ctx context.Context, runner string, lease time.Duration, l
 	var cands []seen
 	err := s.e.Read(ctx, func(q ledger.Querier) error {
 		cands = cands[:0] // an engine may run fn again (ledger.Engine)
-		rows, err := q.Query(ctx, s.q.candidates, s.dataset, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, s.q.candidates, []any{s.dataset, limit}, func(scan func(...any) error) error {
 			var c seen
-			if err := rows.Scan(&c.id, &c.runner, &c.lease); err != nil {
-				return err
-			}
+			err := scan(&c.id, &c.runner, &c.lease)
 			cands = append(cands, c)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)

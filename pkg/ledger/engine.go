@@ -66,7 +66,7 @@ type Rows interface {
 }
 
 // SchemaDDL is an engine's schema: statements run in the migrating
-// transaction, with {t} standing for the table prefix (Dialect.Prefix).
+// transaction, through Dialect.SQL.
 type SchemaDDL struct {
 	// Base creates what holds the version (the schema_version table, and
 	// for PostgreSQL the schema), if missing.
@@ -92,10 +92,11 @@ type Dialect struct {
 	Dollar bool
 }
 
-// SQL replaces {t} in q by the table prefix and, for a Dollar dialect, each
-// ? by $1, $2, ... in order. q must not hold a ? that is not a placeholder.
+// SQL replaces {t} in q by the table prefix, {schema} by the prefix without its
+// dot and, for a Dollar dialect, each ? by $1, $2, ... in order. q must not
+// hold a ? that is not a placeholder.
 func (d Dialect) SQL(q string) string {
-	q = strings.ReplaceAll(q, "{t}", d.Prefix)
+	q = strings.ReplaceAll(strings.ReplaceAll(q, "{t}", d.Prefix), "{schema}", strings.TrimSuffix(d.Prefix, "."))
 	if !d.Dollar {
 		return q
 	}

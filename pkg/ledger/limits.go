@@ -141,19 +141,14 @@ func (s *Ledger) LimitsHistory(ctx context.Context, dataset string) ([]RecordedL
 	var out []RecordedLimits
 	err := s.e.Read(ctx, func(q Querier) error {
 		out = out[:0] // an engine may run fn again (Engine)
-		rows, err := q.Query(ctx, s.qHistory, dataset)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanLimits(rows.Scan)
+		return EachRow(ctx, q, s.qHistory, []any{dataset}, func(scan func(...any) error) error {
+			r, err := scanLimits(scan)
 			if err != nil {
 				return fmt.Errorf("ledger: limits of dataset %q: %w", dataset, err)
 			}
 			out = append(out, r)
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, wrap("limits history", err)

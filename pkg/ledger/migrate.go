@@ -122,20 +122,13 @@ func (s *Ledger) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func
 // kind.
 func (s *Ledger) setV1Relations(ctx context.Context, q Querier) error {
 	var kinds []string
-	rows, err := q.Query(ctx, s.d.SQL(qV1Kinds))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
+	err := EachRow(ctx, q, s.d.SQL(qV1Kinds), nil, func(scan func(...any) error) error {
 		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return err
-		}
+		err := scan(&k)
 		kinds = append(kinds, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	for _, k := range kinds {
@@ -154,28 +147,22 @@ func (s *Ledger) setPatientCosts(ctx context.Context, q Querier) error {
 		p   PatientCost
 	}
 	var recs []rec
-	rows, err := q.Query(ctx, s.d.SQL(qV4Entries))
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
+	err := EachRow(ctx, q, s.d.SQL(qV4Entries), nil, func(scan func(...any) error) error {
 		var r rec
 		var kind, description string
 		var rel Relation
 		var c Cost
-		if err := rows.Scan(&r.seq, &kind, &rel, &description, &c.Epsilon, &c.Delta); err != nil {
-			rows.Close()
+		if err := scan(&r.seq, &kind, &rel, &description, &c.Epsilon, &c.Delta); err != nil {
 			return err
 		}
 		if err := checkStoredCost(c); err != nil {
-			rows.Close()
 			return err
 		}
 		r.p = migratedPatientCost(kind, rel, c, description)
 		recs = append(recs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for _, r := range recs {
@@ -189,28 +176,21 @@ func (s *Ledger) setPatientCosts(ctx context.Context, q Querier) error {
 // recompute sums the records of one dataset (or of all, dataset ""), exactly,
 // into the totals the charges keep.
 func (s *Ledger) recompute(ctx context.Context, q Querier, dataset string) (map[string]*datasetTotals, error) {
-	var rows Rows
-	var err error
-	if dataset == "" {
-		rows, err = q.Query(ctx, s.d.SQL(qRecordsAll))
-	} else {
-		rows, err = q.Query(ctx, s.d.SQL(qRecordsDataset), dataset)
+	query, args := qRecordsAll, []any(nil)
+	if dataset != "" {
+		query, args = qRecordsDataset, []any{dataset}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := make(map[string]*datasetTotals)
-	for rows.Next() {
+	err := EachRow(ctx, q, s.d.SQL(query), args, func(scan func(...any) error) error {
 		var r Receipt
 		var unbounded int64
-		if err := rows.Scan(&r.Dataset, &r.Identity, &r.Relation, &r.Cost.Epsilon, &r.Cost.Delta,
+		if err := scan(&r.Dataset, &r.Identity, &r.Relation, &r.Cost.Epsilon, &r.Cost.Delta,
 			&r.Patient.Epsilon, &r.Patient.Delta, &r.Patient.Rho, &unbounded); err != nil {
-			return nil, err
+			return err
 		}
 		r.Patient.Unbounded = unbounded != 0
 		if err := checkStored(r); err != nil {
-			return nil, err
+			return err
 		}
 		d := out[r.Dataset]
 		if d == nil {
@@ -218,8 +198,9 @@ func (s *Ledger) recompute(ctx context.Context, q Querier, dataset string) (map[
 			out[r.Dataset] = d
 		}
 		d.add(r.Identity, r.Relation, r.Cost, r.Patient)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, d := range out {

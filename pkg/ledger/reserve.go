@@ -116,43 +116,35 @@ func (s *Ledger) reserved(ctx context.Context, q Querier, dataset string, now in
 // reservation, sorted.
 func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string, now int64,
 	count func(identity, key string) (bool, error)) (*datasetTotals, bool, error) {
-	rows, err := q.Query(ctx, s.qLive, dataset)
-	if err != nil {
-		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
-	}
-	defer rows.Close()
 	d := newDatasetTotals()
 	expired := false
-	for rows.Next() {
+	err := EachRow(ctx, q, s.qLive, []any{dataset}, func(scan func(...any) error) error {
 		var identity, key string
 		var rel Relation
 		var c Cost
 		var p PatientCost
 		var unbounded, expiresNS int64
-		if err := rows.Scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
-			return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
+		if err := scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
+			return err
 		}
 		if expiresNS <= now {
 			expired = true
-			continue
+			return nil
 		}
 		p.Unbounded = unbounded != 0
 		if err := checkStored(Receipt{Cost: c, Relation: rel, Patient: p}); err != nil {
-			return nil, false, fmt.Errorf("ledger: reservation %q of identity %q: %w", key, identity, err)
+			return fmt.Errorf("ledger: reservation %q of identity %q: %w", key, identity, err)
 		}
 		if count != nil {
-			ok, err := count(identity, key)
-			if err != nil {
-				return nil, false, err
-			}
-			if !ok {
-				continue
+			if ok, err := count(identity, key); err != nil || !ok {
+				return err
 			}
 		}
 		d.add(identity, rel, c, p)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("ledger: read reservations: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, false, wrap("read reservations", err) // the errors of checkStored and count say what they are
 	}
 	d.sortIdentities()
 	return d, expired, nil

@@ -4,34 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/privbo/privbo/pkg/sqlitedb"
 )
 
-// sqliteEntriesV2 is the entries table of schema version 2, named {name}.
-const sqliteEntriesV2 = `CREATE TABLE IF NOT EXISTS {name} (
-		seq INTEGER PRIMARY KEY AUTOINCREMENT,
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		entry_key TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		description TEXT NOT NULL,
-		epsilon REAL NOT NULL CHECK (epsilon >= 0),
-		delta REAL NOT NULL CHECK (delta >= 0 AND delta < 1),
-		result BLOB,
-		created_ns INTEGER NOT NULL,
-		relation TEXT NOT NULL,
-		UNIQUE (dataset, identity, entry_key))`
-
-// sqliteV4Columns are the columns version 4 adds to the entries table.
-var sqliteV4Columns = []string{
-	"patient_epsilon REAL NOT NULL DEFAULT 0",
-	"patient_delta REAL NOT NULL DEFAULT 0",
-	"patient_rho REAL NOT NULL DEFAULT 0",
-	"patient_unbounded INTEGER NOT NULL DEFAULT 0",
-}
+// sqliteTypes are SQLite's column types; seq and id must be INTEGER PRIMARY KEY to
+// be the rowid.
+var sqliteTypes = ColumnTypes{Serial: "INTEGER PRIMARY KEY AUTOINCREMENT", Real: "REAL", Int: "INTEGER", Blob: "BLOB"}
 
 var sqliteDDL = SchemaDDL{
 	Base: []string{
@@ -39,65 +19,10 @@ var sqliteDDL = SchemaDDL{
 		id INTEGER PRIMARY KEY CHECK (id = 1),
 		version INTEGER NOT NULL)`,
 	},
-	Tables: []string{
-		strings.Replace(strings.ReplaceAll(sqliteEntriesV2, "{name}", "entries"), "relation TEXT NOT NULL,",
-			"relation TEXT NOT NULL,\n\t\t"+strings.Join(sqliteV4Columns, ",\n\t\t")+",", 1),
-		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON entries (dataset, seq)`,
-		`CREATE TABLE IF NOT EXISTS totals (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		relation TEXT NOT NULL,
-		epsilon TEXT NOT NULL,
-		delta TEXT NOT NULL,
-		charges INTEGER NOT NULL,
-		PRIMARY KEY (dataset, identity, relation))`,
-		`CREATE TABLE IF NOT EXISTS patient_totals (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		epsilon TEXT NOT NULL,
-		delta TEXT NOT NULL,
-		rho TEXT NOT NULL,
-		rho_delta TEXT NOT NULL,
-		unbounded INTEGER NOT NULL,
-		charges INTEGER NOT NULL,
-		PRIMARY KEY (dataset, identity))`,
-		`CREATE TABLE IF NOT EXISTS limits_history (
-		id INTEGER PRIMARY KEY AUTOINCREMENT,
-		dataset TEXT NOT NULL,
-		identity_epsilon REAL NOT NULL,
-		identity_delta REAL NOT NULL,
-		dataset_epsilon REAL NOT NULL,
-		dataset_delta REAL NOT NULL,
-		patient_identity_epsilon REAL NOT NULL,
-		patient_identity_delta REAL NOT NULL,
-		patient_dataset_epsilon REAL NOT NULL,
-		patient_dataset_delta REAL NOT NULL,
-		recorded_ns INTEGER NOT NULL,
-		confirmed_ns INTEGER NOT NULL,
-		starts INTEGER NOT NULL)`,
-		`CREATE INDEX IF NOT EXISTS limits_history_dataset ON limits_history (dataset, id)`,
-		`CREATE TABLE IF NOT EXISTS reservations (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		entry_key TEXT NOT NULL,
-		token TEXT NOT NULL,
-		owner TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		relation TEXT NOT NULL,
-		epsilon REAL NOT NULL,
-		delta REAL NOT NULL,
-		patient_epsilon REAL NOT NULL,
-		patient_delta REAL NOT NULL,
-		patient_rho REAL NOT NULL,
-		patient_unbounded INTEGER NOT NULL,
-		created_ns INTEGER NOT NULL,
-		expires_ns INTEGER NOT NULL,
-		PRIMARY KEY (dataset, identity, entry_key))`,
-		`CREATE INDEX IF NOT EXISTS reservations_token ON reservations (dataset, token)`,
-	},
+	Tables: sqliteTypes.Tables(),
 	ToV4: func() []string {
 		var out []string
-		for _, c := range sqliteV4Columns {
+		for _, c := range sqliteTypes.v4Columns() {
 			out = append(out, "ALTER TABLE entries ADD COLUMN "+c)
 		}
 		return out
@@ -107,7 +32,7 @@ var sqliteDDL = SchemaDDL{
 	// Other Kinds Of Table Schema Changes"), keeping every seq; the rename
 	// carries the AUTOINCREMENT counter along.
 	FromV1: []string{
-		strings.ReplaceAll(sqliteEntriesV2, "{name}", "entries_v2"),
+		sqliteTypes.entries("entries_v2", false),
 		`INSERT INTO entries_v2
 		(seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, relation)
 		SELECT seq, dataset, identity, entry_key, kind, description, epsilon, delta, result, created_ns, ''

@@ -24,6 +24,23 @@ func QueryRow(ctx context.Context, q Querier, sql string, args []any, dest ...an
 	return true, nil
 }
 
+// EachRow runs sql on q and calls fn with the Scan of each row, in order, closing
+// the rows before it returns (a transaction may run statements only then). Stores
+// beside the ledger's (package jobs, pgledger's blobs) use it too.
+func EachRow(ctx context.Context, q Querier, sql string, args []any, fn func(scan func(dest ...any) error) error) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows.Scan); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // datasetRow is the identity under which the totals tables keep a dataset's own
 // row (the sum over all its identities). No identity is empty (checkName), so it
 // never names one.
@@ -215,15 +232,10 @@ func (s *Ledger) Entries(ctx context.Context, dataset string) ([]Receipt, error)
 	var out []Receipt
 	err := s.e.Read(ctx, func(q Querier) error {
 		out = out[:0] // an engine may run fn again (Engine)
-		rows, err := q.Query(ctx, s.qEntries, dataset)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return EachRow(ctx, q, s.qEntries, []any{dataset}, func(scan func(...any) error) error {
 			r := Receipt{Account: Account{Dataset: dataset}}
 			var size, createdNS, unbounded int64
-			if err := rows.Scan(&r.Identity, &r.Key, &r.Kind, &r.Relation, &r.Description,
+			if err := scan(&r.Identity, &r.Key, &r.Kind, &r.Relation, &r.Description,
 				&r.Cost.Epsilon, &r.Cost.Delta, &r.Patient.Epsilon, &r.Patient.Delta, &r.Patient.Rho, &unbounded,
 				&size, &createdNS); err != nil {
 				return err
@@ -238,8 +250,8 @@ func (s *Ledger) Entries(ctx context.Context, dataset string) ([]Receipt, error)
 			r.ResultSize = int(size)
 			r.Created = time.Unix(0, createdNS).UTC()
 			out = append(out, r)
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, wrap("entries", err)
@@ -275,23 +287,15 @@ func (s *Ledger) KindResults(ctx context.Context, kind string, fn func(a Account
 	q := s.d.SQL(`SELECT dataset, identity, entry_key, result FROM {t}entries
 		WHERE kind = ? AND result IS NOT NULL AND length(result) > 0 ORDER BY seq`)
 	err := s.e.Read(ctx, func(qr Querier) error {
-		rows, err := qr.Query(ctx, q, kind)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return EachRow(ctx, qr, q, []any{kind}, func(scan func(...any) error) error {
 			var a Account
 			var key string
 			var result []byte
-			if err := rows.Scan(&a.Dataset, &a.Identity, &key, &result); err != nil {
+			if err := scan(&a.Dataset, &a.Identity, &key, &result); err != nil {
 				return err
 			}
-			if err := fn(a, key, result); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+			return fn(a, key, result)
+		})
 	})
 	if err != nil {
 		return wrap("results", err)

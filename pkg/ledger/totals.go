@@ -170,17 +170,12 @@ func (s *Ledger) readTotalRows(ctx context.Context, q Querier, qTotals, qPatient
 
 // readRelationTotals reads the per-relation totals of the query qTotals into d.
 func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []any, d *datasetTotals) error {
-	rows, err := q.Query(ctx, qTotals, args...)
-	if err != nil {
-		return fmt.Errorf("ledger: read totals: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := EachRow(ctx, q, qTotals, args, func(scan func(...any) error) error {
 		var identity, e, dl string
 		var r Relation
 		c := new(counted)
-		if err := rows.Scan(&identity, &r, &e, &dl, &c.n); err != nil {
-			return fmt.Errorf("ledger: read totals: %w", err)
+		if err := scan(&identity, &r, &e, &dl, &c.n); err != nil {
+			return err
 		}
 		if err := checkStoredRelation(r); err != nil {
 			return err
@@ -200,7 +195,7 @@ func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []a
 		c.t.delta.Set(dr)
 		if identity == datasetRow {
 			d.ds[r] = c
-			continue
+			return nil
 		}
 		m := d.raw[identity]
 		if m == nil {
@@ -208,26 +203,22 @@ func readRelationTotals(ctx context.Context, q Querier, qTotals string, args []a
 			d.raw[identity] = m
 		}
 		m[r] = c
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("ledger: read totals: %w", err)
+		return nil
+	})
+	if err != nil {
+		return wrap("read totals", err) // the decoding errors say what is corrupt
 	}
 	return nil
 }
 
 // readPatientTotals reads the whole-patient totals of the query qPatient into d.
 func readPatientTotals(ctx context.Context, q Querier, qPatient string, args []any, d *datasetTotals) error {
-	prow, err := q.Query(ctx, qPatient, args...)
-	if err != nil {
-		return fmt.Errorf("ledger: read whole-patient totals: %w", err)
-	}
-	defer prow.Close()
-	for prow.Next() {
+	err := EachRow(ctx, q, qPatient, args, func(scan func(...any) error) error {
 		var identity string
 		var txt [4]string
 		p := newPatientTotal()
-		if err := prow.Scan(&identity, &txt[0], &txt[1], &txt[2], &txt[3], &p.Unbounded, &p.Charges); err != nil {
-			return fmt.Errorf("ledger: read whole-patient totals: %w", err)
+		if err := scan(&identity, &txt[0], &txt[1], &txt[2], &txt[3], &p.Unbounded, &p.Charges); err != nil {
+			return err
 		}
 		for i, dst := range []*big.Rat{p.Epsilon, p.Delta, p.Rho, p.RhoDelta} {
 			r, err := decodeRat(txt[i])
@@ -241,12 +232,13 @@ func readPatientTotals(ctx context.Context, q Querier, qPatient string, args []a
 		}
 		if identity == datasetRow {
 			d.dsPatient = p
-			continue
+		} else {
+			d.patient[identity] = &p
 		}
-		d.patient[identity] = &p
-	}
-	if err := prow.Err(); err != nil {
-		return fmt.Errorf("ledger: read whole-patient totals: %w", err)
+		return nil
+	})
+	if err != nil {
+		return wrap("read whole-patient totals", err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/ledger"
@@ -194,18 +193,9 @@ func testChargeAllRace(t *testing.T, loc Location, nStores int) {
 		return ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("vendor%02d", i)}
 	}
 	errs := make([]error, studies)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range studies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = stores[i%nStores].ChargeAll(ctx, studyCharges(account(i), proj, answers))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(studies, func(i int) {
+		_, errs[i] = stores[i%nStores].ChargeAll(ctx, studyCharges(account(i), proj, answers))
+	})
 	won := map[string]bool{}
 	for i, err := range errs {
 		switch {

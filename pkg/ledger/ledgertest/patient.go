@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sync"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/ledger"
@@ -257,19 +256,10 @@ func testPatientRace(t *testing.T, loc Location, nStores int) {
 	}
 	n := identities * tries
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			_, errs[i] = stores[i%nStores].Charge(ctx, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("id%d", i%identities)},
-				Key: fmt.Sprint("k", i), Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: unit / 2}})
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(n, func(i int) {
+		_, errs[i] = stores[i%nStores].Charge(ctx, ledger.Charge{Account: ledger.Account{Dataset: "diabetes", Identity: fmt.Sprintf("id%d", i%identities)},
+			Key: fmt.Sprint("k", i), Kind: "job:dphypo", Relation: ledger.RelationTrainingAddRemove, Cost: ledger.Cost{Epsilon: unit / 2}})
+	})
 	wins := 0
 	for _, err := range errs {
 		var be *ledger.BudgetError

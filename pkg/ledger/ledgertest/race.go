@@ -68,20 +68,11 @@ func race(t *testing.T, loc Location, nStores int, tt raceCase) {
 	n := raceIdentities * racePerIdentity
 	won := make([]bool, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r, err := stores[i%nStores].Charge(ctx, charge(i))
-			errs[i] = err
-			won[i] = err == nil && !r.Replayed
-		}()
-	}
-	close(start)
-	wg.Wait()
+	together(n, func(i int) {
+		r, err := stores[i%nStores].Charge(ctx, charge(i))
+		errs[i] = err
+		won[i] = err == nil && !r.Replayed
+	})
 	wins := 0
 	for i, err := range errs {
 		var be *ledger.BudgetError
@@ -157,4 +148,19 @@ func checkRaceTotals(t *testing.T, s *ledger.Ledger, tt raceCase, nPre int) []le
 		}
 	}
 	return es
+}
+
+// together runs fn(0), …, fn(n−1) in n goroutines released at once, and waits for
+// them all.
+func together(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
 }

@@ -378,29 +378,22 @@ func testReserveRace(t *testing.T, loc Location, nStores int) {
 	for i := range stores {
 		stores[i] = open(t, reserveLimits)
 	}
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var held []*ledger.Reservation
 	var keys []string
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			key := fmt.Sprint("p", i)
-			r, err := stores[i%nStores].Reserve(ctx, []ledger.Charge{projCharge(acme, key, 0.5)}, ledger.Hold{Owner: "race"})
-			if err != nil {
-				if !errors.Is(err, ledger.ErrBudgetExceeded) {
-					t.Errorf("Reserve %s: %v", key, err)
-				}
-				return
+	together(n, func(i int) {
+		key := fmt.Sprint("p", i)
+		r, err := stores[i%nStores].Reserve(ctx, []ledger.Charge{projCharge(acme, key, 0.5)}, ledger.Hold{Owner: "race"})
+		if err != nil {
+			if !errors.Is(err, ledger.ErrBudgetExceeded) {
+				t.Errorf("Reserve %s: %v", key, err)
 			}
-			mu.Lock()
-			held, keys = append(held, r), append(keys, key)
-			mu.Unlock()
-		})
-	}
-	close(start)
-	wg.Wait()
+			return
+		}
+		mu.Lock()
+		held, keys = append(held, r), append(keys, key)
+		mu.Unlock()
+	})
 	if len(held) != 2 {
 		t.Fatalf("%d reservations held with budget for 2", len(held))
 	}

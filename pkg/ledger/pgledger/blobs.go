@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -69,19 +68,16 @@ func OpenBlobs(ctx context.Context, dsn string, opt Options) (*Blobs, error) {
 		return nil, err
 	}
 	e.perStatement, e.retryWrites = true, false
-	quoted := e.quotedSchema()
 	b := &Blobs{e: e, d: e.dialect()}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
 		for _, stmt := range blobDDL {
-			stmt = b.d.SQL(stmt)
-			stmt = strings.ReplaceAll(stmt, "{schema}", quoted)
-			if _, err := q.Exec(ctx, stmt); err != nil {
+			if _, err := q.Exec(ctx, b.d.SQL(stmt)); err != nil {
 				return err
 			}
 		}
 		var storage string
 		if _, err := ledger.QueryRow(ctx, q, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,
-			[]any{quoted + ".blob_chunks"}, &storage); err != nil {
+			[]any{b.d.SQL("{t}blob_chunks")}, &storage); err != nil {
 			return err
 		}
 		if storage != "e" {
@@ -192,21 +188,14 @@ func (b *Blobs) List(ctx context.Context) ([]blob.Info, error) {
 	var out []blob.Info
 	err := b.e.Read(ctx, func(q ledger.Querier) error {
 		out = out[:0]
-		rows, err := q.Query(ctx, b.d.SQL(`SELECT name, size, created_ns FROM {t}blobs ORDER BY name`))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return ledger.EachRow(ctx, q, b.d.SQL(`SELECT name, size, created_ns FROM {t}blobs ORDER BY name`), nil, func(scan func(...any) error) error {
 			var i blob.Info
 			var ns int64
-			if err := rows.Scan(&i.Name, &i.Size, &ns); err != nil {
-				return err
-			}
+			err := scan(&i.Name, &i.Size, &ns)
 			i.Created = time.Unix(0, ns)
 			out = append(out, i)
-		}
-		return rows.Err()
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgledger: listing blobs: %w", err)

@@ -3,7 +3,6 @@ package pgledger
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -19,7 +18,7 @@ func OpenEngine(ctx context.Context, dsn string, opt Options) (ledger.Engine, le
 		return nil, ledger.Dialect{}, err
 	}
 	err = e.Write(ctx, ledger.Lock{Migrate: true}, func(q ledger.Querier) error {
-		_, err := q.Exec(ctx, strings.ReplaceAll(`CREATE SCHEMA IF NOT EXISTS {schema}`, "{schema}", e.quotedSchema()))
+		_, err := q.Exec(ctx, e.dialect().SQL(`CREATE SCHEMA IF NOT EXISTS {schema}`))
 		return err
 	})
 	if err != nil {

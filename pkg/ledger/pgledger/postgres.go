@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,77 +80,8 @@ var postgresDDL = ledger.SchemaDDL{
 		id INTEGER PRIMARY KEY CHECK (id = 1),
 		version INTEGER NOT NULL)`,
 	},
-	Tables: []string{
-		`CREATE TABLE IF NOT EXISTS {t}entries (
-		seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		entry_key TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		description TEXT NOT NULL,
-		epsilon DOUBLE PRECISION NOT NULL CHECK (epsilon >= 0),
-		delta DOUBLE PRECISION NOT NULL CHECK (delta >= 0 AND delta < 1),
-		result BYTEA,
-		created_ns BIGINT NOT NULL,
-		relation TEXT NOT NULL,
-		patient_epsilon DOUBLE PRECISION NOT NULL DEFAULT 0,
-		patient_delta DOUBLE PRECISION NOT NULL DEFAULT 0,
-		patient_rho DOUBLE PRECISION NOT NULL DEFAULT 0,
-		patient_unbounded BIGINT NOT NULL DEFAULT 0,
-		UNIQUE (dataset, identity, entry_key))`,
-		`CREATE INDEX IF NOT EXISTS entries_dataset_seq ON {t}entries (dataset, seq)`,
-		`CREATE TABLE IF NOT EXISTS {t}totals (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		relation TEXT NOT NULL,
-		epsilon TEXT NOT NULL,
-		delta TEXT NOT NULL,
-		charges BIGINT NOT NULL,
-		PRIMARY KEY (dataset, identity, relation))`,
-		`CREATE TABLE IF NOT EXISTS {t}patient_totals (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		epsilon TEXT NOT NULL,
-		delta TEXT NOT NULL,
-		rho TEXT NOT NULL,
-		rho_delta TEXT NOT NULL,
-		unbounded BIGINT NOT NULL,
-		charges BIGINT NOT NULL,
-		PRIMARY KEY (dataset, identity))`,
-		`CREATE TABLE IF NOT EXISTS {t}limits_history (
-		id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-		dataset TEXT NOT NULL,
-		identity_epsilon DOUBLE PRECISION NOT NULL,
-		identity_delta DOUBLE PRECISION NOT NULL,
-		dataset_epsilon DOUBLE PRECISION NOT NULL,
-		dataset_delta DOUBLE PRECISION NOT NULL,
-		patient_identity_epsilon DOUBLE PRECISION NOT NULL,
-		patient_identity_delta DOUBLE PRECISION NOT NULL,
-		patient_dataset_epsilon DOUBLE PRECISION NOT NULL,
-		patient_dataset_delta DOUBLE PRECISION NOT NULL,
-		recorded_ns BIGINT NOT NULL,
-		confirmed_ns BIGINT NOT NULL,
-		starts BIGINT NOT NULL)`,
-		`CREATE INDEX IF NOT EXISTS limits_history_dataset ON {t}limits_history (dataset, id)`,
-		`CREATE TABLE IF NOT EXISTS {t}reservations (
-		dataset TEXT NOT NULL,
-		identity TEXT NOT NULL,
-		entry_key TEXT NOT NULL,
-		token TEXT NOT NULL,
-		owner TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		relation TEXT NOT NULL,
-		epsilon DOUBLE PRECISION NOT NULL,
-		delta DOUBLE PRECISION NOT NULL,
-		patient_epsilon DOUBLE PRECISION NOT NULL,
-		patient_delta DOUBLE PRECISION NOT NULL,
-		patient_rho DOUBLE PRECISION NOT NULL,
-		patient_unbounded BIGINT NOT NULL,
-		created_ns BIGINT NOT NULL,
-		expires_ns BIGINT NOT NULL,
-		PRIMARY KEY (dataset, identity, entry_key))`,
-		`CREATE INDEX IF NOT EXISTS reservations_token ON {t}reservations (dataset, token)`,
-	},
+	Tables: ledger.ColumnTypes{Serial: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+		Real: "DOUBLE PRECISION", Int: "BIGINT", Blob: "BYTEA"}.Tables(),
 	ToV4: []string{
 		`ALTER TABLE {t}entries ADD COLUMN IF NOT EXISTS patient_epsilon DOUBLE PRECISION NOT NULL DEFAULT 0`,
 		`ALTER TABLE {t}entries ADD COLUMN IF NOT EXISTS patient_delta DOUBLE PRECISION NOT NULL DEFAULT 0`,
@@ -183,12 +113,7 @@ func Open(ctx context.Context, dsn string, opt Options, limits ledger.Limits) (*
 	if err != nil {
 		return nil, err
 	}
-	ddl := postgresDDL
-	ddl.Base = make([]string, len(postgresDDL.Base))
-	for i, q := range postgresDDL.Base {
-		ddl.Base[i] = strings.ReplaceAll(q, "{schema}", e.quotedSchema())
-	}
-	s, err := ledger.OpenEngine(ctx, e, e.dialect(), ddl, limits)
+	s, err := ledger.OpenEngine(ctx, e, e.dialect(), postgresDDL, limits)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%w (postgres schema %s)", err, e.schema)
@@ -320,13 +245,10 @@ type pgEngine struct {
 	retryWrites bool
 }
 
-// quotedSchema is e's schema as an SQL identifier, for {schema} in DDL.
-func (e *pgEngine) quotedSchema() string { return `"` + e.schema + `"` }
-
 // dialect qualifies table names with e's schema and numbers placeholders $1,
 // $2, ...: the ledger's and the blobs' tables live side by side.
 func (e *pgEngine) dialect() ledger.Dialect {
-	return ledger.Dialect{Prefix: e.quotedSchema() + ".", Dollar: true}
+	return ledger.Dialect{Prefix: `"` + e.schema + `".`, Dollar: true}
 }
 
 // callTimeout is the cause of a call's context ending at the call timeout.
