@@ -17,6 +17,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
 )
@@ -231,22 +232,8 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
-// LedgerConfig selects the ledger store.
-type LedgerConfig struct {
-	// Kind is "sqlite" (default; file StateDir/ledger.db) or "postgres".
-	Kind string
-	// DSN of PostgreSQL, for Kind "postgres".
-	DSN string
-	// Schema of the PostgreSQL tables; default "privbo".
-	Schema string
-	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
-	// read of a release's chunk), connecting included: a call the database does not
-	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
-	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
-	// exceed the slowest charge under load (a charge waits for the others on its
-	// dataset). See pgledger.Options.CallTimeout.
-	CallTimeout time.Duration
-}
+// LedgerConfig selects the ledger store: storage's own options (storage.Ledger).
+type LedgerConfig = storage.Ledger
 
 // DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
 // (--budget-delta): small against 1/n for datasets of up to about 10⁵ records,
@@ -262,9 +249,6 @@ const DefaultExactAnswersMaxRows = 200
 // of the per-identity budget ε spent, once, on the private scaling estimate.
 const DefaultPrivateScalingShare = 0.1
 
-// DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
-const DefaultLedgerKind = "sqlite"
-
 // DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
 const DefaultShutdownTimeout = 10 * time.Second
 
@@ -276,7 +260,7 @@ const DefaultShutdownTimeout = 10 * time.Second
 func NewConfig() Config {
 	return Config{
 		Listen:              "127.0.0.1:7070",
-		Ledger:              LedgerConfig{Kind: DefaultLedgerKind, Schema: pgledger.DefaultSchema, CallTimeout: pgledger.DefaultCallTimeout},
+		Ledger:              LedgerConfig{Kind: storage.DefaultKind, Schema: pgledger.DefaultSchema, CallTimeout: pgledger.DefaultCallTimeout},
 		Budget:              ledger.Cost{Delta: DefaultBudgetDelta}, // ε has no default: the operator states it
 		PrivateScalingShare: DefaultPrivateScalingShare,
 		Evaluation:          curator.Evaluation{Mode: curator.EvaluateColumn, Timeout: curator.DefaultEvaluationTimeout},

@@ -16,6 +16,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/worth"
 )
@@ -102,7 +103,7 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 		return cfg, nil, cfg.Refuse(&cfg.ReleaseMemory, fmt.Sprintf(cfg.Flag(&cfg.ReleaseMemory)+" (%s) exceeds "+cfg.Flag(&cfg.MemoryLimit)+" (%s), the memory the whole curator may use",
 			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))
 	}
-	cfg.Ledger.Kind = cmp.Or(cfg.Ledger.Kind, DefaultLedgerKind)
+	cfg.Ledger.Kind = cmp.Or(cfg.Ledger.Kind, storage.DefaultKind)
 	switch cfg.Ledger.Kind {
 	case "sqlite":
 	case "postgres":

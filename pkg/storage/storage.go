@@ -9,30 +9,51 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/blob"
-	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
 )
 
+// Ledger selects the ledger store, and with it where the releases and the jobs are kept.
+type Ledger struct {
+	// Kind is "sqlite" (DefaultKind; file StateDir/ledger.db) or "postgres".
+	Kind string
+	// DSN of PostgreSQL, for Kind "postgres".
+	DSN string
+	// Schema of the PostgreSQL tables; default "privbo".
+	Schema string
+	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
+	// read of a release's chunk), connecting included: a call the database does not
+	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
+	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
+	// exceed the slowest charge under load (a charge waits for the others on its
+	// dataset). See pgledger.Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultKind is the ledger store of a Ledger that names none: SQLite, in the state
+// directory.
+const DefaultKind = "sqlite"
+
 // pgOptions are the options of the PostgreSQL ledger and blob store of lc.
-func pgOptions(lc config.LedgerConfig) pgledger.Options {
+func pgOptions(lc Ledger) pgledger.Options {
 	return pgledger.Options{Schema: lc.Schema, CallTimeout: lc.CallTimeout}
 }
 
 // OpenLedger opens the configured ledger store (the SQLite file lives in stateDir).
-func OpenLedger(ctx context.Context, lc config.LedgerConfig, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
+func OpenLedger(ctx context.Context, lc Ledger, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
 	var (
 		store *ledger.Ledger
 		err   error
 	)
 	switch lc.Kind {
-	case "", config.DefaultLedgerKind:
+	case "", DefaultKind:
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
 		store, err = pgledger.Open(ctx, lc.DSN, pgOptions(lc), limits)
@@ -84,7 +105,7 @@ func AdoptReleases(ctx context.Context, log *zap.Logger, store *ledger.Ledger, d
 // older than curator.OrphanGrace (curator.RemoveOrphans), from the state directory and,
 // with PostgreSQL, the ledger's schema: what a curator killed between storing a matrix
 // and charging it left behind. A failure is logged and the curator serves anyway.
-func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc config.LedgerConfig, stateDir string, r Releases) {
+func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc Ledger, stateDir string, r Releases) {
 	var stores []curator.ReleaseStore
 	if r.Moved != nil {
 		schema := lc.Schema
@@ -125,7 +146,7 @@ func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, l
 // the ledger replays every release. Releases a curator stored as files before it used
 // PostgreSQL blobs are copied into PostgreSQL when it starts (server.Start, with
 // curator.AdoptReleases), and read from stateDir/releases (blob.Fallback) until then.
-func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) (Releases, error) {
+func OpenReleases(ctx context.Context, lc Ledger, stateDir string) (Releases, error) {
 	if lc.Kind != "postgres" {
 		return Releases{}, nil
 	}
@@ -145,7 +166,7 @@ func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) 
 // they are in stateDir/jobs.db, this curator's alone. With PostgreSQL they are tables
 // in the ledger's schema (jobs.OpenPostgres), keyed by dataset, so that every replica
 // sharing the ledger serves, cancels and takes over every job of the dataset.
-func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset string) (st *jobs.Store, err error) {
+func OpenJobs(ctx context.Context, lc Ledger, stateDir, dataset string) (st *jobs.Store, err error) {
 	defer func() {
 		if err != nil {
 			st, err = nil, fmt.Errorf("server: opening the job store: %w", err)
