@@ -232,6 +232,12 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
+// Security is the material that secures the listener (transport.ServerSecurity), as
+// Resolve has checked it against Listen.
+func (cfg Config) Security() transport.ServerSecurity {
+	return transport.ServerSecurity{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, ClientCAFile: cfg.TLS.ClientCAFile, TokensFile: cfg.TokensFile}
+}
+
 // LedgerConfig selects the ledger store: storage's own options (storage.Ledger).
 type LedgerConfig = storage.Ledger
 

@@ -24,8 +24,8 @@ import (
 // Resolve validates cfg, fills in its defaults and returns with it the projection
 // mechanism cfg.ProjectionMechanism names, parsed once, here: server.Start passes the
 // value on to the curator (curator.Config.Projection) instead of having the name
-// parsed again. What needs files (TLS material, the dataset) is checked by
-// server.CheckReport and server.Start.
+// parsed again. What needs files (TLS material, tokens, the dataset) is read and
+// checked by server.CheckReport and server.Start.
 func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -112,6 +112,9 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 		}
 	default:
 		return cfg, nil, cfg.Refuse(&cfg.Ledger.Kind, fmt.Sprintf(cfg.Flag(&cfg.Ledger.Kind)+": unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
+	}
+	if err := checkSecurity(cfg); err != nil {
+		return cfg, nil, err
 	}
 	return cfg, mech, nil
 }

@@ -141,9 +141,9 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 		return nil, err
 	}
 	log := cfg.Logger
-	tlsCfg, auth, err := security(cfg)
+	tlsCfg, auth, err := cfg.Security().Credentials()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: state directory: %w", err)
@@ -402,58 +402,6 @@ func StudyWarning(s curator.StudyCapacity) string {
 // at start (curator.Curator.StudyCapacity).
 func (s *Server) DefaultStudy() curator.StudyCapacity { return s.study }
 
-// security builds the TLS configuration and the authentication policy, refusing
-// plaintext on addresses other than loopback unless explicitly allowed, and taking
-// identities from the privbo-identity header there unless explicitly trusted
-// (trustedHeaderCheck).
-func security(cfg config.Config) (*tls.Config, transport.Auth, error) {
-	var auth transport.Auth
-	if cfg.TokensFile != "" {
-		tokens, err := transport.LoadTokens(cfg.TokensFile)
-		if err != nil {
-			return nil, auth, fmt.Errorf("server: %w", err)
-		}
-		auth.Tokens = tokens
-	}
-	t := cfg.TLS
-	if t.CertFile == "" && t.KeyFile == "" {
-		if t.ClientCAFile != "" {
-			return nil, auth, cfg.Refuse(&cfg.TLS.ClientCAFile, "client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") need TLS: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
-		}
-		if !transport.IsLoopback(cfg.Listen) && !cfg.AllowPlaintext {
-			return nil, auth, cfg.Refuse(&cfg.AllowPlaintext, fmt.Sprintf("refusing to serve plaintext on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+", "+
-				"or "+cfg.Flag(&cfg.AllowPlaintext)+" only behind a TLS-terminating proxy", cfg.Listen))
-		}
-		return nil, auth, trustedHeaderCheck(cfg, auth)
-	}
-	if t.CertFile == "" || t.KeyFile == "" {
-		missing := &cfg.TLS.KeyFile
-		if t.CertFile == "" {
-			missing = &cfg.TLS.CertFile
-		}
-		return nil, auth, cfg.Refuse(missing, "TLS needs both the certificate and its private key: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
-	}
-	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
-	if err != nil {
-		return nil, auth, fmt.Errorf("server: %w", err)
-	}
-	auth.ClientCerts = t.ClientCAFile != ""
-	return tlsCfg, auth, trustedHeaderCheck(cfg, auth)
-}
-
-// trustedHeaderCheck refuses to take identities from the privbo-identity header off
-// loopback (with plaintext or with TLS but no client authentication alike) unless
-// Config.TrustIdentityHeaderFromNetwork says to.
-func trustedHeaderCheck(cfg config.Config, auth transport.Auth) error {
-	if !auth.TrustsIdentityHeader() || transport.IsLoopback(cfg.Listen) || cfg.TrustIdentityHeaderFromNetwork {
-		return nil
-	}
-	return cfg.Refuse(&cfg.TrustIdentityHeaderFromNetwork, fmt.Sprintf("refusing to serve on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address, without authenticating callers: "+
-		"each would name its own identity in the %s header, so anyone who can reach the address could spend any identity's budget. "+
-		"Give client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+", with "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+"); "+
-		"or set "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+" only if everything that can reach %s authenticates its callers and sets the header itself", cfg.Listen, transport.IdentityHeader, cfg.Listen))
-}
-
 func (s *Server) setServing(ok bool) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
 	if ok {
@@ -550,9 +498,9 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, err
 	}
-	tlsCfg, auth, err := security(cfg)
+	tlsCfg, auth, err := cfg.Security().Credentials()
 	if err != nil {
-		return CheckResult{}, err
+		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
