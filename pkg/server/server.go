@@ -34,9 +34,7 @@ import (
 	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/jobs"
-	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/rpc"
@@ -231,7 +229,13 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
-		if jm, err = startJobs(ctx, cfg, ds, store, cur.ReservationHold(), log); err != nil {
+		runner, err := tuning.New(cfg.Jobs.Tuning(ds, log))
+		if err != nil {
+			return fail(fmt.Errorf("server: jobs: %w", err))
+		}
+		jc := jobs.Config{Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: cfg.Jobs.MaxRunning, Lease: cfg.Jobs.Lease,
+			Reservation: cur.ReservationHold()}
+		if jm, err = openJobs(ctx, cfg.Ledger, cfg.StateDir, jc); err != nil {
 			return fail(err)
 		}
 		undo = append(undo, jm.Close)
@@ -535,8 +539,8 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	if cfg.Jobs.Enabled {
-		if _, err := jobsRunner(cfg, ds, zap.NewNop()); err != nil {
-			return CheckResult{}, err
+		if _, err := tuning.New(cfg.Jobs.Tuning(ds, zap.NewNop())); err != nil {
+			return CheckResult{}, fmt.Errorf("server: jobs: %w", err)
 		}
 	}
 	rows := fmt.Sprintf("%d rows", ds.N)
@@ -549,77 +553,23 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		Warnings: warnings}, nil
 }
 
-func startJobs(ctx context.Context, cfg config.Config, ds *dataset.Dataset, store *ledger.Ledger, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
-	j := cfg.Jobs
-	runner, err := jobsRunner(cfg, ds, log)
-	if err != nil {
-		return nil, err
-	}
-	st, err := storage.OpenJobs(ctx, cfg.Ledger, cfg.StateDir, cfg.DatasetID)
+// openJobs opens the job store of lc (storage.OpenJobs), adopting the jobs of
+// stateDir's file when the store is shared, and starts the manager of jc over it.
+func openJobs(ctx context.Context, lc storage.Ledger, stateDir string, jc jobs.Config) (*jobs.Manager, error) {
+	st, err := storage.OpenJobs(ctx, lc, stateDir, jc.Dataset)
 	if err != nil {
 		return nil, err
 	}
 	if st.Shared() {
-		storage.AdoptJobs(ctx, log, st, store, cfg.StateDir)
+		storage.AdoptJobs(ctx, jc.Logger, st, jc.Ledger, stateDir)
 	}
-	m, err := jobs.NewManager(jobs.Config{Store: st, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log,
-		MaxRunning: j.MaxRunning, Lease: j.Lease, Reservation: hold})
+	jc.Store = st
+	m, err := jobs.NewManager(jc)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
 	return m, nil
-}
-
-// jobsRunner builds the tuning-job runner of cfg over ds.
-func jobsRunner(cfg config.Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runner, error) {
-	j := cfg.Jobs
-	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
-		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
-		Preprocessing: j.Preprocessing, Classes: j.Classes, TrainingConsented: j.TrainingConsented}
-	if b, ok := schemaFeatureBounds(ds); ok {
-		tc.FeatureBounds = b
-		if ds.Scaling.Mode == dataset.ScalePrivate {
-			// The scaling's own private estimate, not public bounds: the texts say so.
-			tc.FeatureBoundsEpsilon = ds.Scaling.Epsilon
-		}
-	} else if j.BoundsEpsilon > 0 {
-		tc.BoundsEpsilon = j.BoundsEpsilon
-		tc.EstimateBounds = func(x []float64, n, d int, epsilon float64) ([]learner.Bounds, error) {
-			est, err := dataset.EstimateBounds(x, n, d, epsilon, dp.CryptoSource())
-			if err != nil {
-				return nil, err
-			}
-			out := make([]learner.Bounds, len(est))
-			for k, e := range est {
-				out[k] = learner.Bounds{Lower: e.Lower, Upper: e.Upper}
-			}
-			return out, nil
-		}
-	}
-	runner, err := tuning.New(tc)
-	if err != nil {
-		return nil, fmt.Errorf("server: jobs: %w", err)
-	}
-	return runner, nil
-}
-
-// schemaFeatureBounds returns the public bounds of every feature of ds from its schema,
-// and false unless the schema gives bounds (not only a scale) for each of them.
-func schemaFeatureBounds(ds *dataset.Dataset) ([]learner.Bounds, bool) {
-	sch := ds.Scaling.Schema
-	if sch == nil {
-		return nil, false
-	}
-	out := make([]learner.Bounds, 0, ds.D)
-	for _, f := range ds.Features {
-		col, ok := sch.Column(f)
-		if !ok || !col.HasBounds {
-			return nil, false
-		}
-		out = append(out, learner.Bounds{Lower: col.Lower, Upper: col.Upper})
-	}
-	return out, true
 }
 
 // Addr is the address the server listens on.

@@ -188,7 +188,7 @@ func OpenJobs(ctx context.Context, lc Ledger, stateDir, dataset string) (st *job
 // AdoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
 // store (jobs.Adopt), so that a curator moving to PostgreSQL keeps answering for the jobs
 // it accepted before. A failure is logged; those jobs then stay in the file only.
-func AdoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led *ledger.Ledger, stateDir string) {
+func AdoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led jobs.Ledger, stateDir string) {
 	path := filepath.Join(stateDir, "jobs.db")
 	if _, err := os.Stat(path); err != nil {
 		return
