@@ -210,7 +210,7 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	ccfg := curatorConfig(cfg, ds, store)
 	ccfg.Projection = mech
 	ccfg.Releases = releases.Store
-	ccfg.Memory = releaseMemory(log, cfg, ds)
+	ccfg.Memory = releaseMemory(log, planMemory(cfg.MemoryLimit, cfg.ReleaseMemory, ds.N, ds.D))
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
 	}
@@ -312,9 +312,10 @@ type memoryPlan struct {
 	floor   bool   // the default fell below curator.MinMemory and was raised to it
 }
 
-func planMemory(cfg config.Config, n, d int) memoryPlan {
-	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: cfg.Flag(&cfg.ReleaseMemory)}
-	p.limit, p.source = memoryLimit(cfg.MemoryLimit)
+func planMemory(limit, release int64, n, d int) memoryPlan {
+	var c config.Config // names the settings
+	p := memoryPlan{data: DatasetMemory(n, d), release: release, how: c.Flag(&c.ReleaseMemory)}
+	p.limit, p.source = memoryLimit(limit)
 	if p.release == 0 && p.limit > 0 {
 		p.release = DefaultReleaseMemory(p.limit, p.data)
 		p.how = fmt.Sprintf("%.0f%% of the memory limit less the dataset and %s for the runtime", 100*ReleaseMemoryShare, memory.MiB(RuntimeReserve))
@@ -334,18 +335,17 @@ func (p memoryPlan) summary() string {
 	return fmt.Sprintf("memory limit %s (%s), releases %s at once", memory.MiB(p.limit), p.source, memory.MiB(p.release))
 }
 
-// releaseMemory is the memory budget of the curator's releases (Config.ReleaseMemory),
-// logged with how it was found; nil (no limit) when neither it nor the memory available
-// is known.
-func releaseMemory(log *zap.Logger, cfg config.Config, ds *dataset.Dataset) *memory.Budget {
-	p := planMemory(cfg, ds.N, ds.D)
+// releaseMemory is the memory budget of the curator's releases of plan p, logged with
+// how it was found; nil (no limit) when neither it nor the memory available is known.
+func releaseMemory(log *zap.Logger, p memoryPlan) *memory.Budget {
+	var c config.Config // names the settings
 	if p.release == 0 {
-		log.Warn("the memory available to the curator is unknown and " + cfg.Flag(&cfg.ReleaseMemory) + " is not set: releases are admitted without a memory limit")
+		log.Warn("the memory available to the curator is unknown and " + c.Flag(&c.ReleaseMemory) + " is not set: releases are admitted without a memory limit")
 		return nil
 	}
 	if p.floor {
 		log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
-			"which refuses all but small releases: raise the container's memory limit (or "+cfg.Flag(&cfg.MemoryLimit)+")",
+			"which refuses all but small releases: raise the container's memory limit (or "+c.Flag(&c.MemoryLimit)+")",
 			memory.MiB(p.data), memory.MiB(curator.MinMemory), memory.MiB(p.limit), p.source, memory.MiB(p.release)))
 	}
 	log.Info("release memory", zap.Int64("memory_limit_bytes", p.limit), zap.String("memory_limit_source", p.source),
@@ -518,7 +518,7 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 	scaling := string(cfg.Data.Scaling.Mode)
 	if p.Needed() {
 		var f dataset.BoundsForecast
-		if f, warnings, err = checkPlan(cfg, raw, p); err != nil {
+		if f, warnings, err = cfg.CheckScaling(raw, p); err != nil {
 			return CheckResult{}, err
 		}
 		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.What(), p.Privacy(), f.Quality)
@@ -548,7 +548,7 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		rows += fmt.Sprintf(" (%d more with a missing target: dropped)", raw.MissingTarget)
 	}
 	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %s × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Kind, planMemory(cfg, ds.N, ds.D).summary(),
+		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Kind, planMemory(cfg.MemoryLimit, cfg.ReleaseMemory, ds.N, ds.D).summary(),
 		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }
