@@ -285,8 +285,7 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
-// Security is the material that secures the listener (transport.ServerSecurity), as
-// Resolve has checked it against Listen.
+// Security is what secures the listener, as Resolve checked it against Listen.
 func (cfg Config) Security() transport.ServerSecurity {
 	return transport.ServerSecurity{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, ClientCAFile: cfg.TLS.ClientCAFile, TokensFile: cfg.TokensFile}
 }

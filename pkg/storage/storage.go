@@ -5,6 +5,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -28,17 +29,13 @@ type Ledger struct {
 	DSN string
 	// Schema of the PostgreSQL tables; default "privbo".
 	Schema string
-	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
-	// read of a release's chunk), connecting included: a call the database does not
-	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
-	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
-	// exceed the slowest charge under load (a charge waits for the others on its
-	// dataset). See pgledger.Options.CallTimeout.
+	// CallTimeout bounds each call on a PostgreSQL ledger, connecting included: a call
+	// the database does not answer within it fails at once, UNAVAILABLE to the client.
+	// Default pgledger.DefaultCallTimeout; see pgledger.Options.CallTimeout.
 	CallTimeout time.Duration
 }
 
-// DefaultKind is the ledger store of a Ledger that names none: SQLite, in the state
-// directory.
+// DefaultKind is the ledger store of a Ledger that names none: SQLite, in stateDir.
 const DefaultKind = "sqlite"
 
 // pgOptions are the options of the PostgreSQL ledger and blob store of lc.
@@ -48,10 +45,8 @@ func pgOptions(lc Ledger) pgledger.Options {
 
 // OpenLedger opens the configured ledger store (the SQLite file lives in stateDir).
 func OpenLedger(ctx context.Context, lc Ledger, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
-	var (
-		store *ledger.Ledger
-		err   error
-	)
+	var store *ledger.Ledger
+	var err error
 	switch lc.Kind {
 	case "", DefaultKind:
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
@@ -108,11 +103,7 @@ func AdoptReleases(ctx context.Context, log *zap.Logger, store *ledger.Ledger, d
 func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc Ledger, stateDir string, r Releases) {
 	var stores []curator.ReleaseStore
 	if r.Moved != nil {
-		schema := lc.Schema
-		if schema == "" {
-			schema = pgledger.DefaultSchema
-		}
-		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + schema, Store: r.Moved})
+		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + cmp.Or(lc.Schema, pgledger.DefaultSchema), Store: r.Moved})
 	}
 	dir := curator.ReleasesDir(stateDir)
 	files := r.Files

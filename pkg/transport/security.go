@@ -2,15 +2,10 @@ package transport
 
 import "crypto/tls"
 
-// ServerSecurity names the material that secures a server: its TLS certificate and
-// key (none: plaintext), the CA whose client certificates identify callers (mutual
-// TLS) and the bearer-token file (LoadTokens). Which combinations may serve where is
-// the configuration's to check; ServerSecurity only loads them.
-type ServerSecurity struct {
-	CertFile, KeyFile string
-	ClientCAFile      string
-	TokensFile        string
-}
+// ServerSecurity names what secures a server: its TLS certificate and key (none:
+// plaintext), the CA of its callers' certificates (mutual TLS) and its bearer-token file
+// (LoadTokens). Which of them may serve where is the configuration's to check.
+type ServerSecurity struct{ CertFile, KeyFile, ClientCAFile, TokensFile string }
 
 // Credentials loads s: the TLS configuration (nil: plaintext) and the authentication
 // policy of the callers.
