@@ -226,6 +226,17 @@ type JobsConfig struct {
 	Lease time.Duration
 }
 
+// Curator is the curator's configuration of cfg (after Resolve) over ds, charging
+// led; the caller adds what it opens or parses (Projection, Releases, Memory).
+func (cfg Config) Curator(ds *dataset.Dataset, led curator.Ledger) curator.Config {
+	return curator.Config{
+		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: led, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
+		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger, ProjectionMechanism: cfg.ProjectionMechanism,
+		StudyEpsilon: cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta, AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
+		ExactAnswers: curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
+	}
+}
+
 // Tuning is the configuration of the tuning-job runner (tuning.New) of j over ds: the
 // feature bounds of the built-in learner are the schema's when it gives them for every
 // feature, else each job's private estimate at j.BoundsEpsilon (none when 0).

@@ -207,9 +207,8 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 		storage.AdoptReleases(ctx, log, store, cfg.DatasetID, releases)
 	}
 	storage.RemoveOrphans(ctx, log, store, cfg.Ledger, cfg.StateDir, releases)
-	ccfg := curatorConfig(cfg, ds, store)
-	ccfg.Projection = mech
-	ccfg.Releases = releases.Store
+	ccfg := cfg.Curator(ds, store)
+	ccfg.Projection, ccfg.Releases, ccfg.ReservationOwner = mech, releases.Store, reservationOwner(cfg.StateDir)
 	ccfg.Memory = releaseMemory(log, planMemory(cfg.MemoryLimit, cfg.ReleaseMemory, ds.N, ds.D))
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
@@ -454,19 +453,6 @@ func (s *Server) watchReadiness() {
 				s.log.Error("ledger unreachable; health NOT_SERVING", zap.Error(err))
 			}
 		}
-	}
-}
-
-// curatorConfig is the curator's configuration of cfg (after Resolve).
-func curatorConfig(cfg config.Config, ds *dataset.Dataset, store *ledger.Ledger) curator.Config {
-	return curator.Config{
-		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
-		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
-		ProjectionMechanism: cfg.ProjectionMechanism,
-		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
-		ExactAnswers:             curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
-		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
-		ReservationOwner:         reservationOwner(cfg.StateDir),
 	}
 }
 
