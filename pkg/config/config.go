@@ -12,11 +12,14 @@ import (
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/jobs"
+	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
 )
@@ -223,6 +226,68 @@ type JobsConfig struct {
 	Lease time.Duration
 }
 
+// Curator is the curator's configuration of cfg (after Resolve) over ds, charging
+// led; the caller adds what it opens or parses (Projection, Releases, Memory).
+func (cfg Config) Curator(ds *dataset.Dataset, led curator.Ledger) curator.Config {
+	return curator.Config{
+		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: led, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
+		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger, ProjectionMechanism: cfg.ProjectionMechanism,
+		StudyEpsilon: cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta, AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
+		ExactAnswers: curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
+	}
+}
+
+// Tuning is the configuration of the tuning-job runner (tuning.New) of j over ds: the
+// feature bounds of the built-in learner are the schema's when it gives them for every
+// feature, else each job's private estimate at j.BoundsEpsilon (none when 0).
+func (j JobsConfig) Tuning(ds *dataset.Dataset, log *zap.Logger) tuning.Config {
+	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
+		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
+		Preprocessing: j.Preprocessing, Classes: j.Classes, TrainingConsented: j.TrainingConsented}
+	if b, ok := schemaFeatureBounds(ds); ok {
+		tc.FeatureBounds = b
+		if ds.Scaling.Mode == dataset.ScalePrivate {
+			// The scaling's own private estimate, not public bounds: the texts say so.
+			tc.FeatureBoundsEpsilon = ds.Scaling.Epsilon
+		}
+	} else if j.BoundsEpsilon > 0 {
+		tc.BoundsEpsilon = j.BoundsEpsilon
+		tc.EstimateBounds = estimateBounds
+	}
+	return tc
+}
+
+// estimateBounds is dataset.EstimateBounds for the learner (tuning.Config.EstimateBounds).
+func estimateBounds(x []float64, n, d int, epsilon float64) ([]learner.Bounds, error) {
+	est, err := dataset.EstimateBounds(x, n, d, epsilon, dp.CryptoSource())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]learner.Bounds, len(est))
+	for k, e := range est {
+		out[k] = learner.Bounds{Lower: e.Lower, Upper: e.Upper}
+	}
+	return out, nil
+}
+
+// schemaFeatureBounds returns the public bounds of every feature of ds from its schema,
+// and false unless the schema gives bounds (not only a scale) for each of them.
+func schemaFeatureBounds(ds *dataset.Dataset) ([]learner.Bounds, bool) {
+	sch := ds.Scaling.Schema
+	if sch == nil {
+		return nil, false
+	}
+	out := make([]learner.Bounds, 0, ds.D)
+	for _, f := range ds.Features {
+		col, ok := sch.Column(f)
+		if !ok || !col.HasBounds {
+			return nil, false
+		}
+		out = append(out, learner.Bounds{Lower: col.Lower, Upper: col.Upper})
+	}
+	return out, true
+}
+
 // TLSConfig names the curator's TLS material.
 type TLSConfig struct {
 	CertFile string
@@ -231,22 +296,13 @@ type TLSConfig struct {
 	ClientCAFile string
 }
 
-// LedgerConfig selects the ledger store.
-type LedgerConfig struct {
-	// Kind is "sqlite" (default; file StateDir/ledger.db) or "postgres".
-	Kind string
-	// DSN of PostgreSQL, for Kind "postgres".
-	DSN string
-	// Schema of the PostgreSQL tables; default "privbo".
-	Schema string
-	// CallTimeout bounds each call on a PostgreSQL ledger (a charge, a balance, a
-	// read of a release's chunk), connecting included: a call the database does not
-	// answer within it fails at once, UNAVAILABLE to the client, instead of waiting
-	// for the client's deadline. Default pgledger.DefaultCallTimeout (5 s); it must
-	// exceed the slowest charge under load (a charge waits for the others on its
-	// dataset). See pgledger.Options.CallTimeout.
-	CallTimeout time.Duration
+// Security is what secures the listener, as Resolve checked it against Listen.
+func (cfg Config) Security() transport.ServerSecurity {
+	return transport.ServerSecurity{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, ClientCAFile: cfg.TLS.ClientCAFile, TokensFile: cfg.TokensFile}
 }
+
+// LedgerConfig selects the ledger store: storage's own options (storage.Ledger).
+type LedgerConfig = storage.Ledger
 
 // DefaultBudgetDelta is the default per-identity δ budget of cmd/curator
 // (--budget-delta): small against 1/n for datasets of up to about 10⁵ records,
@@ -262,9 +318,6 @@ const DefaultExactAnswersMaxRows = 200
 // of the per-identity budget ε spent, once, on the private scaling estimate.
 const DefaultPrivateScalingShare = 0.1
 
-// DefaultLedgerKind is the ledger store of a Config that names none: SQLite, in StateDir.
-const DefaultLedgerKind = "sqlite"
-
 // DefaultShutdownTimeout bounds the graceful drain when Config.ShutdownTimeout is unset.
 const DefaultShutdownTimeout = 10 * time.Second
 
@@ -276,7 +329,7 @@ const DefaultShutdownTimeout = 10 * time.Second
 func NewConfig() Config {
 	return Config{
 		Listen:              "127.0.0.1:7070",
-		Ledger:              LedgerConfig{Kind: DefaultLedgerKind, Schema: pgledger.DefaultSchema, CallTimeout: pgledger.DefaultCallTimeout},
+		Ledger:              LedgerConfig{Kind: storage.DefaultKind, Schema: pgledger.DefaultSchema, CallTimeout: pgledger.DefaultCallTimeout},
 		Budget:              ledger.Cost{Delta: DefaultBudgetDelta}, // ε has no default: the operator states it
 		PrivateScalingShare: DefaultPrivateScalingShare,
 		Evaluation:          curator.Evaluation{Mode: curator.EvaluateColumn, Timeout: curator.DefaultEvaluationTimeout},

@@ -62,7 +62,7 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	cur, err := curator.New(curatorConfig(cfg, ds, store))
+	cur, err := curator.New(cfg.Curator(ds, store))
 	if err != nil {
 		t.Fatal(err)
 	}

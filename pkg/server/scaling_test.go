@@ -226,7 +226,7 @@ func TestOutputRangePrecedence(t *testing.T) {
 	// When no source gives a range, the error names all three ways.
 	ds := &dataset.Dataset{Target: "y"}
 	cfg := config.Config{Output: curator.OutputPrivacy{Mechanism: "laplace", Epsilon: 1}}
-	err = resolveOutputRange(&cfg, ds, nil)
+	err = cfg.ResolveOutputRange(ds, nil)
 	for _, want := range []string{"--output-lower and --output-upper", "target's line of the schema, --schema", "estimate it privately"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no range: %v, want an error naming %q", err, want)

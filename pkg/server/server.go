@@ -34,9 +34,7 @@ import (
 	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/jobs"
-	"github.com/privbo/privbo/pkg/learner"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/rpc"
@@ -141,9 +139,9 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 		return nil, err
 	}
 	log := cfg.Logger
-	tlsCfg, auth, err := security(cfg)
+	tlsCfg, auth, err := cfg.Security().Credentials()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: state directory: %w", err)
@@ -209,10 +207,9 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 		storage.AdoptReleases(ctx, log, store, cfg.DatasetID, releases)
 	}
 	storage.RemoveOrphans(ctx, log, store, cfg.Ledger, cfg.StateDir, releases)
-	ccfg := curatorConfig(cfg, ds, store)
-	ccfg.Projection = mech
-	ccfg.Releases = releases.Store
-	ccfg.Memory = releaseMemory(log, cfg, ds)
+	ccfg := cfg.Curator(ds, store)
+	ccfg.Projection, ccfg.Releases, ccfg.ReservationOwner = mech, releases.Store, reservationOwner(cfg.StateDir)
+	ccfg.Memory = releaseMemory(log, planMemory(cfg.MemoryLimit, cfg.ReleaseMemory, ds.N, ds.D))
 	if cfg.SimulationHooks != nil {
 		cfg.SimulationHooks(&ccfg)
 	}
@@ -231,7 +228,12 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	logStudy(log, study)
 	var jm *jobs.Manager
 	if cfg.Jobs.Enabled {
-		if jm, err = startJobs(ctx, cfg, ds, store, cur.ReservationHold(), log); err != nil {
+		runner, err := tuning.New(cfg.Jobs.Tuning(ds, log))
+		if err != nil {
+			return fail(fmt.Errorf("server: jobs: %w", err))
+		}
+		jc := jobs.Config{Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log, MaxRunning: cfg.Jobs.MaxRunning, Lease: cfg.Jobs.Lease, Reservation: cur.ReservationHold()}
+		if jm, err = openJobs(ctx, cfg.Ledger, cfg.StateDir, jc); err != nil {
 			return fail(err)
 		}
 		undo = append(undo, jm.Close)
@@ -308,9 +310,10 @@ type memoryPlan struct {
 	floor   bool   // the default fell below curator.MinMemory and was raised to it
 }
 
-func planMemory(cfg config.Config, n, d int) memoryPlan {
-	p := memoryPlan{data: DatasetMemory(n, d), release: cfg.ReleaseMemory, how: cfg.Flag(&cfg.ReleaseMemory)}
-	p.limit, p.source = memoryLimit(cfg.MemoryLimit)
+func planMemory(limit, release int64, n, d int) memoryPlan {
+	var c config.Config // names the settings
+	p := memoryPlan{data: DatasetMemory(n, d), release: release, how: c.Flag(&c.ReleaseMemory)}
+	p.limit, p.source = memoryLimit(limit)
 	if p.release == 0 && p.limit > 0 {
 		p.release = DefaultReleaseMemory(p.limit, p.data)
 		p.how = fmt.Sprintf("%.0f%% of the memory limit less the dataset and %s for the runtime", 100*ReleaseMemoryShare, memory.MiB(RuntimeReserve))
@@ -330,18 +333,17 @@ func (p memoryPlan) summary() string {
 	return fmt.Sprintf("memory limit %s (%s), releases %s at once", memory.MiB(p.limit), p.source, memory.MiB(p.release))
 }
 
-// releaseMemory is the memory budget of the curator's releases (Config.ReleaseMemory),
-// logged with how it was found; nil (no limit) when neither it nor the memory available
-// is known.
-func releaseMemory(log *zap.Logger, cfg config.Config, ds *dataset.Dataset) *memory.Budget {
-	p := planMemory(cfg, ds.N, ds.D)
+// releaseMemory is the memory budget of the curator's releases of plan p, logged with
+// how it was found; nil (no limit) when neither it nor the memory available is known.
+func releaseMemory(log *zap.Logger, p memoryPlan) *memory.Budget {
+	var c config.Config // names the settings
 	if p.release == 0 {
-		log.Warn("the memory available to the curator is unknown and " + cfg.Flag(&cfg.ReleaseMemory) + " is not set: releases are admitted without a memory limit")
+		log.Warn("the memory available to the curator is unknown and " + c.Flag(&c.ReleaseMemory) + " is not set: releases are admitted without a memory limit")
 		return nil
 	}
 	if p.floor {
 		log.Warn(fmt.Sprintf("WARNING: the dataset (%s) leaves less than %s of the memory limit (%s, %s) for releases; the curator admits %s of releases at once, "+
-			"which refuses all but small releases: raise the container's memory limit (or "+cfg.Flag(&cfg.MemoryLimit)+")",
+			"which refuses all but small releases: raise the container's memory limit (or "+c.Flag(&c.MemoryLimit)+")",
 			memory.MiB(p.data), memory.MiB(curator.MinMemory), memory.MiB(p.limit), p.source, memory.MiB(p.release)))
 	}
 	log.Info("release memory", zap.Int64("memory_limit_bytes", p.limit), zap.String("memory_limit_source", p.source),
@@ -402,58 +404,6 @@ func StudyWarning(s curator.StudyCapacity) string {
 // at start (curator.Curator.StudyCapacity).
 func (s *Server) DefaultStudy() curator.StudyCapacity { return s.study }
 
-// security builds the TLS configuration and the authentication policy, refusing
-// plaintext on addresses other than loopback unless explicitly allowed, and taking
-// identities from the privbo-identity header there unless explicitly trusted
-// (trustedHeaderCheck).
-func security(cfg config.Config) (*tls.Config, transport.Auth, error) {
-	var auth transport.Auth
-	if cfg.TokensFile != "" {
-		tokens, err := transport.LoadTokens(cfg.TokensFile)
-		if err != nil {
-			return nil, auth, fmt.Errorf("server: %w", err)
-		}
-		auth.Tokens = tokens
-	}
-	t := cfg.TLS
-	if t.CertFile == "" && t.KeyFile == "" {
-		if t.ClientCAFile != "" {
-			return nil, auth, cfg.Refuse(&cfg.TLS.ClientCAFile, "client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") need TLS: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
-		}
-		if !transport.IsLoopback(cfg.Listen) && !cfg.AllowPlaintext {
-			return nil, auth, cfg.Refuse(&cfg.AllowPlaintext, fmt.Sprintf("refusing to serve plaintext on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+", "+
-				"or "+cfg.Flag(&cfg.AllowPlaintext)+" only behind a TLS-terminating proxy", cfg.Listen))
-		}
-		return nil, auth, trustedHeaderCheck(cfg, auth)
-	}
-	if t.CertFile == "" || t.KeyFile == "" {
-		missing := &cfg.TLS.KeyFile
-		if t.CertFile == "" {
-			missing = &cfg.TLS.CertFile
-		}
-		return nil, auth, cfg.Refuse(missing, "TLS needs both the certificate and its private key: set "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile))
-	}
-	tlsCfg, err := transport.ServerTLS(t.CertFile, t.KeyFile, t.ClientCAFile, len(auth.Tokens) > 0)
-	if err != nil {
-		return nil, auth, fmt.Errorf("server: %w", err)
-	}
-	auth.ClientCerts = t.ClientCAFile != ""
-	return tlsCfg, auth, trustedHeaderCheck(cfg, auth)
-}
-
-// trustedHeaderCheck refuses to take identities from the privbo-identity header off
-// loopback (with plaintext or with TLS but no client authentication alike) unless
-// Config.TrustIdentityHeaderFromNetwork says to.
-func trustedHeaderCheck(cfg config.Config, auth transport.Auth) error {
-	if !auth.TrustsIdentityHeader() || transport.IsLoopback(cfg.Listen) || cfg.TrustIdentityHeaderFromNetwork {
-		return nil
-	}
-	return cfg.Refuse(&cfg.TrustIdentityHeaderFromNetwork, fmt.Sprintf("refusing to serve on %s ("+cfg.Flag(&cfg.Listen)+"), which is not a loopback address, without authenticating callers: "+
-		"each would name its own identity in the %s header, so anyone who can reach the address could spend any identity's budget. "+
-		"Give client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+", with "+cfg.Flag(&cfg.TLS.CertFile)+" and "+cfg.Flag(&cfg.TLS.KeyFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+"); "+
-		"or set "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+" only if everything that can reach %s authenticates its callers and sets the header itself", cfg.Listen, transport.IdentityHeader, cfg.Listen))
-}
-
 func (s *Server) setServing(ok bool) {
 	st := healthpb.HealthCheckResponse_NOT_SERVING
 	if ok {
@@ -506,19 +456,6 @@ func (s *Server) watchReadiness() {
 	}
 }
 
-// curatorConfig is the curator's configuration of cfg (after Resolve).
-func curatorConfig(cfg config.Config, ds *dataset.Dataset, store *ledger.Ledger) curator.Config {
-	return curator.Config{
-		Dataset: ds, DatasetID: cfg.DatasetID, Ledger: store, StateDir: cfg.StateDir, NoiseSD: cfg.NoiseSD, Output: cfg.Output, Evaluation: cfg.Evaluation,
-		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger,
-		ProjectionMechanism: cfg.ProjectionMechanism,
-		StudyEpsilon:        cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta,
-		ExactAnswers:             curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
-		AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
-		ReservationOwner:         reservationOwner(cfg.StateDir),
-	}
-}
-
 // reservationOwner names a curator process in the ledger's reservations: its host and
 // its state directory, which a restart keeps and replicas sharing a host do not share,
 // so that a start frees only what this curator left reserved (RecoverReservations).
@@ -550,9 +487,9 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 	if err != nil {
 		return CheckResult{}, err
 	}
-	tlsCfg, auth, err := security(cfg)
+	tlsCfg, auth, err := cfg.Security().Credentials()
 	if err != nil {
-		return CheckResult{}, err
+		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	raw, err := dataset.LoadRaw(cfg.DataPath, cfg.Data)
 	if err != nil {
@@ -566,7 +503,7 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 	scaling := string(cfg.Data.Scaling.Mode)
 	if p.Needed() {
 		var f dataset.BoundsForecast
-		if f, warnings, err = checkPlan(cfg, raw, p); err != nil {
+		if f, warnings, err = cfg.CheckScaling(raw, p); err != nil {
 			return CheckResult{}, err
 		}
 		scaling += fmt.Sprintf(" (private estimate of %s with %s, charged once at the first start to the dataset cap; forecast %s)", p.What(), p.Privacy(), f.Quality)
@@ -587,8 +524,8 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		return CheckResult{}, fmt.Errorf("server: %w", err)
 	}
 	if cfg.Jobs.Enabled {
-		if _, err := jobsRunner(cfg, ds, zap.NewNop()); err != nil {
-			return CheckResult{}, err
+		if _, err := tuning.New(cfg.Jobs.Tuning(ds, zap.NewNop())); err != nil {
+			return CheckResult{}, fmt.Errorf("server: jobs: %w", err)
 		}
 	}
 	rows := fmt.Sprintf("%d rows", ds.N)
@@ -596,82 +533,28 @@ func CheckReport(cfg config.Config) (CheckResult, error) {
 		rows += fmt.Sprintf(" (%d more with a missing target: dropped)", raw.MissingTarget)
 	}
 	return CheckResult{Summary: fmt.Sprintf("dataset %s (id %s): %s × %d features, target %s; scaling %s; answers %s; ledger %s; %s; listen %s (tls %v, client certificates %v, %d tokens)",
-		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Kind, planMemory(cfg, ds.N, ds.D).summary(),
+		ds.Name, cfg.DatasetID, rows, ds.D, ds.Target, scaling, cfg.Output.Mechanism, cfg.Ledger.Kind, planMemory(cfg.MemoryLimit, cfg.ReleaseMemory, ds.N, ds.D).summary(),
 		cfg.Listen, tlsCfg != nil, auth.ClientCerts, len(auth.Tokens)),
 		Warnings: warnings}, nil
 }
 
-func startJobs(ctx context.Context, cfg config.Config, ds *dataset.Dataset, store *ledger.Ledger, hold ledger.Hold, log *zap.Logger) (*jobs.Manager, error) {
-	j := cfg.Jobs
-	runner, err := jobsRunner(cfg, ds, log)
-	if err != nil {
-		return nil, err
-	}
-	st, err := storage.OpenJobs(ctx, cfg.Ledger, cfg.StateDir, cfg.DatasetID)
+// openJobs opens the job store of lc (storage.OpenJobs), adopting the jobs of
+// stateDir's file when the store is shared, and starts the manager of jc over it.
+func openJobs(ctx context.Context, lc storage.Ledger, stateDir string, jc jobs.Config) (*jobs.Manager, error) {
+	st, err := storage.OpenJobs(ctx, lc, stateDir, jc.Dataset)
 	if err != nil {
 		return nil, err
 	}
 	if st.Shared() {
-		storage.AdoptJobs(ctx, log, st, store, cfg.StateDir)
+		storage.AdoptJobs(ctx, jc.Logger, st, jc.Ledger, stateDir)
 	}
-	m, err := jobs.NewManager(jobs.Config{Store: st, Dataset: cfg.DatasetID, Ledger: store, Runner: runner, Logger: log,
-		MaxRunning: j.MaxRunning, Lease: j.Lease, Reservation: hold})
+	jc.Store = st
+	m, err := jobs.NewManager(jc)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("server: jobs: %w", err)
 	}
 	return m, nil
-}
-
-// jobsRunner builds the tuning-job runner of cfg over ds.
-func jobsRunner(cfg config.Config, ds *dataset.Dataset, log *zap.Logger) (*tuning.Runner, error) {
-	j := cfg.Jobs
-	tc := tuning.Config{Dataset: ds, ValidationFraction: j.ValidationFraction, SplitSeed: j.SplitSeed,
-		Evaluators: j.Evaluators, Kusner: j.Kusner, MaxGrid: j.MaxGrid, MaxIterations: j.MaxIterations, Logger: log,
-		Preprocessing: j.Preprocessing, Classes: j.Classes, TrainingConsented: j.TrainingConsented}
-	if b, ok := schemaFeatureBounds(ds); ok {
-		tc.FeatureBounds = b
-		if ds.Scaling.Mode == dataset.ScalePrivate {
-			// The scaling's own private estimate, not public bounds: the texts say so.
-			tc.FeatureBoundsEpsilon = ds.Scaling.Epsilon
-		}
-	} else if j.BoundsEpsilon > 0 {
-		tc.BoundsEpsilon = j.BoundsEpsilon
-		tc.EstimateBounds = func(x []float64, n, d int, epsilon float64) ([]learner.Bounds, error) {
-			est, err := dataset.EstimateBounds(x, n, d, epsilon, dp.CryptoSource())
-			if err != nil {
-				return nil, err
-			}
-			out := make([]learner.Bounds, len(est))
-			for k, e := range est {
-				out[k] = learner.Bounds{Lower: e.Lower, Upper: e.Upper}
-			}
-			return out, nil
-		}
-	}
-	runner, err := tuning.New(tc)
-	if err != nil {
-		return nil, fmt.Errorf("server: jobs: %w", err)
-	}
-	return runner, nil
-}
-
-// schemaFeatureBounds returns the public bounds of every feature of ds from its schema,
-// and false unless the schema gives bounds (not only a scale) for each of them.
-func schemaFeatureBounds(ds *dataset.Dataset) ([]learner.Bounds, bool) {
-	sch := ds.Scaling.Schema
-	if sch == nil {
-		return nil, false
-	}
-	out := make([]learner.Bounds, 0, ds.D)
-	for _, f := range ds.Features {
-		col, ok := sch.Column(f)
-		if !ok || !col.HasBounds {
-			return nil, false
-		}
-		out = append(out, learner.Bounds{Lower: col.Lower, Upper: col.Upper})
-	}
-	return out, true
 }
 
 // Addr is the address the server listens on.
@@ -735,4 +618,55 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.log.Info("curator stopped")
 	})
 	return err
+}
+
+// scaleDataset scales raw as cfg says, first estimating privately (and charging, or
+// reusing the ledger's stored estimate) what no public source gives, and fills in
+// cfg.Output's range (config.Config.ResolveOutputRange).
+func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config, raw *dataset.Raw) (*dataset.Dataset, error) {
+	p := curator.PlanScaling(raw, cfg.Data.Scaling, cfg.Output, cfg.PrivateScalingShare, cfg.Budget, cfg.DatasetBudget)
+	sc := cfg.Data.Scaling
+	var estimated *dataset.Bounds
+	if p.Needed() {
+		f, warnings, err := cfg.CheckScaling(raw, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range warnings {
+			cfg.Logger.Warn(w)
+			if cfg.Warn != nil {
+				cfg.Warn(w)
+			}
+		}
+		if len(warnings) == 0 {
+			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
+		}
+		if sc, estimated, err = p.Estimate(ctx, store, cfg.DatasetID, sc, raw, cfg.Logger); err != nil {
+			if be := (*ledger.BudgetError)(nil); errors.As(err, &be) {
+				f := cfg.Flag
+				return nil, fmt.Errorf("%w; raise %s and %s (or %s and %s, their defaults), lower %s, or give public bounds and the target's range in a schema, %s (and %s/%s)",
+					err, f(&cfg.DatasetBudget.Epsilon), f(&cfg.DatasetBudget.Delta), f(&cfg.Budget.Epsilon), f(&cfg.Budget.Delta),
+					f(&cfg.PrivateScalingShare), f(&cfg.Data.Scaling.Schema), f(&cfg.Output.Lower), f(&cfg.Output.Upper))
+			}
+			return nil, err
+		}
+	}
+	ds, err := raw.Scale(sc)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.DatasetName != "" {
+		ds.Name = cfg.DatasetName
+	}
+	if err := cfg.ResolveOutputRange(ds, estimated); err != nil {
+		return nil, err
+	}
+	if p.Target {
+		// The range came from the private estimate: the answers' guarantee states its ε.
+		cfg.Output.RangeEpsilon = p.EpsilonTarget
+	}
+	if err := cfg.Output.Validate(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return ds, nil
 }

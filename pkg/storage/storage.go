@@ -5,34 +5,50 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/blob"
-	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
 )
 
+// Ledger selects the ledger store, and with it where the releases and the jobs are kept.
+type Ledger struct {
+	// Kind is "sqlite" (DefaultKind; file StateDir/ledger.db) or "postgres".
+	Kind string
+	// DSN of PostgreSQL, for Kind "postgres".
+	DSN string
+	// Schema of the PostgreSQL tables; default "privbo".
+	Schema string
+	// CallTimeout bounds each call on a PostgreSQL ledger, connecting included: a call
+	// the database does not answer within it fails at once, UNAVAILABLE to the client.
+	// Default pgledger.DefaultCallTimeout; see pgledger.Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// DefaultKind is the ledger store of a Ledger that names none: SQLite, in stateDir.
+const DefaultKind = "sqlite"
+
 // pgOptions are the options of the PostgreSQL ledger and blob store of lc.
-func pgOptions(lc config.LedgerConfig) pgledger.Options {
+func pgOptions(lc Ledger) pgledger.Options {
 	return pgledger.Options{Schema: lc.Schema, CallTimeout: lc.CallTimeout}
 }
 
 // OpenLedger opens the configured ledger store (the SQLite file lives in stateDir).
-func OpenLedger(ctx context.Context, lc config.LedgerConfig, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
-	var (
-		store *ledger.Ledger
-		err   error
-	)
+func OpenLedger(ctx context.Context, lc Ledger, stateDir string, limits ledger.Limits) (*ledger.Ledger, error) {
+	var store *ledger.Ledger
+	var err error
 	switch lc.Kind {
-	case "", config.DefaultLedgerKind:
+	case "", DefaultKind:
 		store, err = ledger.OpenSQLite(filepath.Join(stateDir, "ledger.db"), limits)
 	case "postgres":
 		store, err = pgledger.Open(ctx, lc.DSN, pgOptions(lc), limits)
@@ -84,14 +100,10 @@ func AdoptReleases(ctx context.Context, log *zap.Logger, store *ledger.Ledger, d
 // older than curator.OrphanGrace (curator.RemoveOrphans), from the state directory and,
 // with PostgreSQL, the ledger's schema: what a curator killed between storing a matrix
 // and charging it left behind. A failure is logged and the curator serves anyway.
-func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc config.LedgerConfig, stateDir string, r Releases) {
+func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, lc Ledger, stateDir string, r Releases) {
 	var stores []curator.ReleaseStore
 	if r.Moved != nil {
-		schema := lc.Schema
-		if schema == "" {
-			schema = pgledger.DefaultSchema
-		}
-		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + schema, Store: r.Moved})
+		stores = append(stores, curator.ReleaseStore{Where: "postgres schema " + cmp.Or(lc.Schema, pgledger.DefaultSchema), Store: r.Moved})
 	}
 	dir := curator.ReleasesDir(stateDir)
 	files := r.Files
@@ -125,7 +137,7 @@ func RemoveOrphans(ctx context.Context, log *zap.Logger, store *ledger.Ledger, l
 // the ledger replays every release. Releases a curator stored as files before it used
 // PostgreSQL blobs are copied into PostgreSQL when it starts (server.Start, with
 // curator.AdoptReleases), and read from stateDir/releases (blob.Fallback) until then.
-func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) (Releases, error) {
+func OpenReleases(ctx context.Context, lc Ledger, stateDir string) (Releases, error) {
 	if lc.Kind != "postgres" {
 		return Releases{}, nil
 	}
@@ -145,7 +157,7 @@ func OpenReleases(ctx context.Context, lc config.LedgerConfig, stateDir string) 
 // they are in stateDir/jobs.db, this curator's alone. With PostgreSQL they are tables
 // in the ledger's schema (jobs.OpenPostgres), keyed by dataset, so that every replica
 // sharing the ledger serves, cancels and takes over every job of the dataset.
-func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset string) (st *jobs.Store, err error) {
+func OpenJobs(ctx context.Context, lc Ledger, stateDir, dataset string) (st *jobs.Store, err error) {
 	defer func() {
 		if err != nil {
 			st, err = nil, fmt.Errorf("server: opening the job store: %w", err)
@@ -167,7 +179,7 @@ func OpenJobs(ctx context.Context, lc config.LedgerConfig, stateDir, dataset str
 // AdoptJobs copies the jobs of stateDir/jobs.db, if there is one, into the shared job
 // store (jobs.Adopt), so that a curator moving to PostgreSQL keeps answering for the jobs
 // it accepted before. A failure is logged; those jobs then stay in the file only.
-func AdoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led *ledger.Ledger, stateDir string) {
+func AdoptJobs(ctx context.Context, log *zap.Logger, to *jobs.Store, led jobs.Ledger, stateDir string) {
 	path := filepath.Join(stateDir, "jobs.db")
 	if _, err := os.Stat(path); err != nil {
 		return
