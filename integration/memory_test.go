@@ -28,7 +28,7 @@ func errorInfo(err error) *errdetails.ErrorInfo {
 // TestReleaseMemoryLimit runs a real curator process over a synthetic file of 20,000
 // rows of 10 features with the lifted mechanism (the one that releases r > d), told it
 // may use 128 MiB (--memory-limit, which also sets the Go runtime's soft limit to 90% of
-// it) and 48 MiB for its releases at once (--release-memory). Asked for r = 1024, it
+// it) and 56 MiB for its releases at once (--release-memory). Asked for r = 1024, it
 // refuses before computing anything: RESOURCE_EXHAUSTED, reason MEMORY_LIMIT, the bytes
 // needed and admitted and the largest r that fits as metadata, nothing charged. Asked
 // for that r, it serves a release larger than its whole memory limit (about 150 MB of
@@ -40,12 +40,12 @@ func TestReleaseMemoryLimit(t *testing.T) {
 		t.Skip("builds and runs a real curator")
 	}
 	const n, d = 20000, 10
-	const memoryLimit, releaseMemory = 128 << 20, 48 << 20
+	const memoryLimit, releaseMemory = 128 << 20, 56 << 20
 	bin := buildBinary(t, "./cmd/curator")
 	data := syntheticCSV(t, t.TempDir(), n, d)
 	c := startRealCurator(t, bin, "--data", data, "--target", "y", "--dataset-id", "memory", "--state", t.TempDir(),
 		"--budget-epsilon", "100", "--budget-delta", "0.5", "--scaling", "none", "--output-lower", "-10", "--output-upper", "10",
-		"--projection-mechanism", "lifted", "--memory-limit", strconv.Itoa(memoryLimit), "--release-memory", "48MiB")
+		"--projection-mechanism", "lifted", "--memory-limit", strconv.Itoa(memoryLimit), "--release-memory", "56MiB")
 	defer c.kill()
 	ctx := context.Background()
 	client := curatorv1.NewCuratorServiceClient(dial(t, c.addr, "vendor"))

@@ -146,7 +146,7 @@ func (d *Dir) Put(ctx context.Context, name string, r io.Reader) (sum []byte, er
 		}
 	}()
 	h := sha256.New()
-	w := bufio.NewWriterSize(f, putBuffer)
+	w := bufio.NewWriterSize(&writeback{f: f}, putBuffer)
 	if _, err = io.Copy(io.MultiWriter(w, h), r); err != nil {
 		return nil, fmt.Errorf("blob: write %s: %w", path, err)
 	}
@@ -163,6 +163,21 @@ func (d *Dir) Put(ctx context.Context, name string, r io.Reader) (sum []byte, er
 		return nil, err
 	}
 	return h.Sum(nil), nil
+}
+
+// writeback writes to f and has each write start on its way to disk at once
+// (startWriteback), so that the fsync that ends Put waits for the last buffers rather
+// than for the whole file, whose writing overlaps the computation of its bytes.
+type writeback struct {
+	f   *os.File
+	off int64
+}
+
+func (w *writeback) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	startWriteback(w.f, w.off, int64(n))
+	w.off += int64(n)
+	return n, err
 }
 
 // putBuffer is the size of Put's write buffer.

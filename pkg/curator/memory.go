@@ -40,7 +40,7 @@ func (e *MemoryError) Error() string {
 }
 
 // computeNeed is the memory a new release of dimension r holds while it is computed and
-// stored: the projection's (projection.MemoryNeed: one window of rows, M, the lifted
+// stored: the projection's (projection.MemoryNeed: two windows of rows, M, the lifted
 // mechanism's factorisation) and the store's (blob.PutMemory: a file's write buffer, or
 // PostgreSQL's chunks).
 func (c *Curator) computeNeed(r int) int64 {

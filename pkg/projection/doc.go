@@ -112,12 +112,12 @@
 // Z = A·B (A the centred data or U, B a small matrix derived from M) is computed
 // a window of WindowBytes (8 MiB) of rows at a time. ProjectStream and
 // ProjectGaussianStream return it as a Stream, a reader of its bytes in package
-// matrixio's format that computes the next window when the last is read, so a
+// matrixio's format that computes the next window while the last is read, so a
 // release can be hashed, stored and sent without ever being held whole; Project
 // and ProjectGaussian fill one slice through the same windows, with the same
 // bytes. MemoryNeed bounds what a Stream allocates from public quantities
 // (n, d, r, the mechanism), so that a curator can admit a release before
-// touching the data: about one window, M and the q×q matrices derived from it
+// touching the data: about two windows, M and the q×q matrices derived from it
 // (q = max(d, r)), and for the lifted mechanism the SVD route's copies of the
 // n×d data (about 5·n·d values), which the data decide whether it needs.
 package projection

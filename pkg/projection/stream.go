@@ -11,9 +11,9 @@ import (
 	"github.com/privbo/privbo/pkg/dp"
 )
 
-// WindowBytes bounds the bytes of a release's rows computed at once: a Stream (and
-// Project and ProjectGaussian, which compute through the same windows) holds one window
-// of Z, never the whole of it.
+// WindowBytes bounds the bytes of a release's rows computed at once: a Stream holds two
+// windows of Z (Project and ProjectGaussian compute through the same windows), never the
+// whole of it.
 const WindowBytes = 8 << 20
 
 // windowRows is the number of rows of an n×r release computed at once: a fixed
@@ -89,8 +89,9 @@ func (p *product) fill(dst []float64, lo, hi int) error {
 
 // Stream is a release computed while it is read: Read returns the n×r matrix Z in
 // package matrixio's format (row-major, little-endian IEEE-754 binary64), computing
-// WindowBytes of it at a time, so that storing or sending a release needs memory for
-// one window rather than for all of Z (MemoryNeed states how much). The bytes are those
+// WindowBytes of it at a time, the next window while the last is read, so that storing
+// or sending a release needs memory for two windows rather than for all of Z
+// (MemoryNeed states how much). The bytes are those
 // of the matching in-memory call (Project, ProjectGaussian) with the same sources.
 //
 // Read uses the context the Stream was made with and returns its error when it is
@@ -101,11 +102,14 @@ func (p *product) fill(dst []float64, lo, hi int) error {
 type Stream struct {
 	p       *product
 	rep     Report
-	win     []float64 // one window
+	win     []float64  // the window being read
+	spare   []float64  // the window computed ahead
+	ahead   chan error // the computation of spare's rows [next, aheadHi); nil if none
+	aheadHi int
 	vals    []float64 // values of the current window not yet read
 	partial [8]byte   // a value read in part
 	pending int       // its bytes not yet read (at the end of partial)
-	next    int       // first row not yet computed
+	next    int       // first row not yet read into win
 	err     error     // sticky; io.EOF at the end
 }
 
@@ -159,23 +163,42 @@ func (s *Stream) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// compute fills the next window, or returns io.EOF after the last.
+// compute makes the next window current, or returns io.EOF after the last. The window
+// after it is computed meanwhile, on its own goroutine, so that the rows are projected
+// and noised while the reader hashes, stores or sends the previous ones; windows are
+// still filled one at a time and in order.
 func (s *Stream) compute() error {
-	p := s.p
-	if s.next == p.n {
-		return io.EOF
+	if s.ahead == nil {
+		if s.next == s.p.n {
+			return io.EOF
+		}
+		s.computeAhead()
 	}
-	rows := windowRows(p.n, p.r)
-	if s.win == nil {
-		s.win = make([]float64, rows*p.r)
-	}
-	hi := min(s.next+rows, p.n)
-	w := s.win[:(hi-s.next)*p.r]
-	if err := p.fill(w, s.next, hi); err != nil {
+	err := <-s.ahead
+	s.ahead = nil
+	if err != nil {
 		return err
 	}
-	s.vals, s.next = w, hi
+	s.win, s.spare = s.spare, s.win
+	s.vals = s.win[:(s.aheadHi-s.next)*s.p.r]
+	s.next = s.aheadHi
+	if s.next < s.p.n {
+		s.computeAhead()
+	}
 	return nil
+}
+
+// computeAhead starts filling spare with the window that follows the current one.
+func (s *Stream) computeAhead() {
+	p := s.p
+	rows := windowRows(p.n, p.r)
+	if s.spare == nil {
+		s.spare = make([]float64, rows*p.r)
+	}
+	lo, hi := s.next, min(s.next+rows, p.n)
+	w, done := s.spare[:(hi-lo)*p.r], make(chan error, 1)
+	s.ahead, s.aheadHi = done, hi
+	go func() { done <- p.fill(w, lo, hi) }()
 }
 
 // finish ends the stream with err, clearing the projection matrix and letting go of the
@@ -185,9 +208,14 @@ func (s *Stream) finish(err error) {
 		return
 	}
 	s.err = err
+	if s.ahead != nil { // one window at most; a cancelled context stops it sooner
+		<-s.ahead
+		s.ahead = nil
+	}
 	clear(s.p.b)
 	clear(s.win)
-	s.p.b, s.p.a, s.win, s.vals = nil, nil, nil, nil
+	clear(s.spare)
+	s.p.b, s.p.a, s.win, s.spare, s.vals = nil, nil, nil, nil, nil
 }
 
 // Close ends the stream; reading after Close returns an error. It never fails.
@@ -217,8 +245,8 @@ func (s *Stream) all() ([]float64, error) {
 // itself and whatever the reader of the stream keeps. It depends on public quantities
 // only, so a curator can admit a release before touching the data:
 //
-//   - one window of Z (WindowBytes, or all of Z when smaller) and a block of centred
-//     rows per row partition;
+//   - two windows of Z (WindowBytes each, or all of Z when smaller: the one being read
+//     and the one computed meanwhile) and a block of centred rows per row partition;
 //   - M and the matrices derived from it: d×r matrices, and q×q ones with q = max(d, r)
 //     (the orthonormal factor of M's QR factorisation, the Gram matrix and its
 //     eigenvectors);
@@ -242,7 +270,7 @@ func MemoryNeed(n, d, r int, mechanism string) int64 {
 func memoryNeed(n, d, r int, svd bool) int64 {
 	n64, d64, r64 := int64(n), int64(d), int64(r)
 	q := max(d64, r64)
-	floats := int64(windowRows(n, r))*r64 + maxParts*blockRows*d64 + 8*d64*r64 + 4*q*q
+	floats := 2*int64(windowRows(n, r))*r64 + maxParts*blockRows*d64 + 8*d64*r64 + 4*q*q
 	if svd {
 		floats += 6 * n64 * min(n64, d64)
 	}
