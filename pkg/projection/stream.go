@@ -16,10 +16,13 @@ import (
 // whole of it.
 const WindowBytes = 8 << 20
 
+// windowBytes is WindowBytes, smaller only in the tests that cross windows.
+var windowBytes = WindowBytes
+
 // windowRows is the number of rows of an n×r release computed at once: a fixed
 // function of n and r, never of the number of workers, so that a release drawn from
 // seeded sources is the same however it is computed.
-func windowRows(n, r int) int { return max(1, min(n, WindowBytes/(8*r))) }
+func windowRows(n, r int) int { return max(1, min(n, windowBytes/(8*r))) }
 
 // product computes the rows of Z = s·(A − 1 meanᵀ)·B, plus the Gaussian noise of mech
 // when it is set, for the row-major n×k matrix A and k×r matrix B, one window of rows

@@ -27,10 +27,12 @@ func (o *oddReader) Read(p []byte) (int, error) {
 
 // TestStreamBytes checks that a Stream's bytes, read whole or a few bytes at a time,
 // are the in-memory release of the same sources in matrixio's format, over releases of
-// several windows (r = 1024: 1024 rows per window; n = 2049 makes two whole windows and
-// a last one of one row) and of one, for both mechanisms and both of the lifted
-// mechanism's routes.
+// several windows (windows of 16 KiB and r = 8: 256 rows per window; n = 513 makes two
+// whole windows and a last one of one row) and of one, for both mechanisms and both of
+// the lifted mechanism's routes. The windows are small so that crossing them costs
+// little under the race detector; their size enters only windowRows.
 func TestStreamBytes(t *testing.T) {
+	setWindowBytes(t, 16<<10)
 	const d = 5
 	tests := []struct {
 		name    string
@@ -39,14 +41,17 @@ func TestStreamBytes(t *testing.T) {
 		rankDef bool // a repeated column: the lifted mechanism takes the SVD route
 		route   string
 	}{
-		{"gaussian, 3 windows", 2049, 1024, false, false, "product"},
+		{"gaussian, 3 windows", 513, 8, false, false, "product"},
 		{"gaussian, 1 window", 300, 3, false, false, "product"},
-		{"lifted gram, 3 windows", 2049, 1024, true, false, RouteGram},
-		{"lifted svd, 3 windows", 2049, 1024, true, true, RouteSVD},
+		{"lifted gram, 3 windows", 513, 8, true, false, RouteGram},
+		{"lifted svd, 3 windows", 513, 8, true, true, RouteSVD},
 		{"lifted gram, 1 window", 300, 4, true, false, RouteGram},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if w := windowRows(tt.n, tt.r); strings.HasSuffix(tt.name, "3 windows") != ((tt.n+w-1)/w == 3) {
+				t.Fatalf("n=%d r=%d stream %d windows of %d rows; the case's name says otherwise", tt.n, tt.r, (tt.n+w-1)/w, w)
+			}
 			x := gaussianData(7, tt.n, d, 1)
 			if tt.rankDef {
 				for i := range tt.n {
@@ -109,8 +114,9 @@ func TestStreamBytes(t *testing.T) {
 // sources of a window's partitions continue where the previous window left them (were
 // they drawn again, seeded sources would repeat the same noise in every window).
 func TestStreamNoiseDiffersAcrossWindows(t *testing.T) {
-	const n, d, r = 3000, 4, 1024 // windows of 1024 rows
-	x := make([]float64, n*d)     // all zero: Z is the noise alone
+	setWindowBytes(t, 16<<10)
+	const n, d, r = 600, 4, 8 // windows of 256 rows
+	x := make([]float64, n*d) // all zero: Z is the noise alone
 	z, _, err := ProjectGaussian(context.Background(), x, n, d, Params{R: r, Epsilon: 1, Delta: 1e-6}, SeededSource(1), seededNoise(2))
 	if err != nil {
 		t.Fatal(err)
@@ -254,4 +260,12 @@ func TestStreamErrors(t *testing.T) {
 	if n, err := s.Read(make([]byte, 8)); n != 0 || err == nil {
 		t.Errorf("Read after Close = %d, %v; want an error", n, err)
 	}
+}
+
+// setWindowBytes makes the streams of t compute windows of b bytes; the package's
+// tests do not run in parallel, so the change is seen by t alone.
+func setWindowBytes(t *testing.T, b int) {
+	old := windowBytes
+	windowBytes = b
+	t.Cleanup(func() { windowBytes = old })
 }
