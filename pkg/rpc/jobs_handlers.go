@@ -52,23 +52,20 @@ func (h *handlers) QuoteJob(ctx context.Context, req *curatorv1.QuoteJobRequest)
 }
 
 func (h *handlers) GetJob(ctx context.Context, req *curatorv1.GetJobRequest) (*curatorv1.Job, error) {
-	m, err := h.jobManager()
-	if err != nil {
-		return nil, err
-	}
-	j, err := m.Get(ctx, identity(ctx), req.GetId())
-	if err != nil {
-		return nil, h.jobStatus(ctx, err)
-	}
-	return jobpb.JobProto(j), nil
+	return h.oneJob(ctx, req.GetId(), (*jobs.Manager).Get)
 }
 
 func (h *handlers) CancelJob(ctx context.Context, req *curatorv1.CancelJobRequest) (*curatorv1.Job, error) {
+	return h.oneJob(ctx, req.GetId(), (*jobs.Manager).Cancel)
+}
+
+// oneJob answers a request about the caller's job id with what op makes of it.
+func (h *handlers) oneJob(ctx context.Context, id string, op func(*jobs.Manager, context.Context, string, string) (jobs.Job, error)) (*curatorv1.Job, error) {
 	m, err := h.jobManager()
 	if err != nil {
 		return nil, err
 	}
-	j, err := m.Cancel(ctx, identity(ctx), req.GetId())
+	j, err := op(m, ctx, identity(ctx), id)
 	if err != nil {
 		return nil, h.jobStatus(ctx, err)
 	}
