@@ -33,8 +33,12 @@ lint: deps
 	$(GO) vet $(PKGS)
 	$(BIN)/staticcheck $(PKGS)
 
+# Two passes: every test under the race detector, except the statistical ones, which
+# scripts/statistical.sh then runs without it (internal/testrace). Lint has already run
+# go vet over every package, so the passes do not vet again.
 test: check-generate lint
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -vet=off -count=1 -timeout 20m $(PKGS)
+	./scripts/statistical.sh -vet=off
 
 test-short:
 	$(GO) test -short -race $(PKGS)

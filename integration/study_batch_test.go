@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
 )
@@ -52,6 +53,7 @@ func binomialUpperTail(n, k int) float64 {
 // fails when P[Binomial(a + b, 1/2) ≥ a] < 0.001. If q = 5 within 48 is at least as good
 // as q = 1 within 40, the false-failure rate is at most 0.001.
 func TestBatchVersusSequential(t *testing.T) {
+	testrace.Statistical(t)
 	if testing.Short() {
 		t.Skip("80 studies; run without -short")
 	}

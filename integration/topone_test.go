@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -82,6 +83,7 @@ func hitProbabilityRandom(n, k, T int) float64 {
 // number of runs is 32 at p = 0.82 (the demo configuration's measured rate), 42 at 0.74
 // and 66 at 0.65, instead of 120.
 func TestDiabetesTopOnePercent(t *testing.T) {
+	testrace.Statistical(t)
 	if testing.Short() {
 		t.Skip("up to 120 studies; run without -short")
 	}

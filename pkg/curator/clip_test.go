@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -64,6 +65,7 @@ func TestClipRangeRefused(t *testing.T) {
 // (hi − lo)/ε. Ignoring the clip range (the public range's scale 2400, clipping to 0 or
 // 1200) or calibrating to the public width fails by hundreds of standard errors.
 func TestClipNoiseCalibrated(t *testing.T) {
+	testrace.Statistical(t)
 	const eps, lo, hi = 0.5, 100.0, 140.0
 	r, err := newOutputReleaser(OutputPrivacy{Mechanism: "laplace", Epsilon: eps, Lower: 0, Upper: 1200})
 	if err != nil {

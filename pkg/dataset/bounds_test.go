@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
@@ -446,6 +447,7 @@ func TestBoundsAcceptanceShipped(t *testing.T) {
 // 0/1 column, a 1/2 code, an all-negative column, a column concentrated far
 // from zero (refined by release 2) and one beyond the grid's largest edge.
 func TestEstimateBoundsShapes(t *testing.T) {
+	testrace.Statistical(t)
 	const n = 5000
 	rng := rand.New(rand.NewPCG(11, 12))
 	gens := []struct {

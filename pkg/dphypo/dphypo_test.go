@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
@@ -46,6 +47,7 @@ func TestNegBinPMF(t *testing.T) {
 // quantile): each case fails spuriously with probability ≤ 1e-6 for a
 // random seed, the whole test ≤ 1e-5; seeds are fixed (dptest.Source).
 func TestSampleNegBinChiSquare(t *testing.T) {
+	testrace.Statistical(t)
 	const n = 20000
 	for idx, tc := range []struct{ theta, gamma float64 }{
 		{0, 0.2}, {0.5, 0.25}, {1, 0.3}, {2, 0.4}, {-0.5, 0.2}, {2.5, 0.5},
@@ -290,6 +292,7 @@ func grid20() []float64 {
 // draws ≈ 0.01); the GP's is far higher in every run seen, so the margin
 // 0.05 (5 standard errors) fails spuriously with negligible probability.
 func TestRunGPConcentrates(t *testing.T) {
+	testrace.Statistical(t)
 	coords := grid20()
 	mean := func(uniform bool, seed uint64) float64 {
 		src := dptest.Source(seed)

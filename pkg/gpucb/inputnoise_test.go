@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privbo/privbo/internal/gptest"
+	"github.com/privbo/privbo/internal/testrace"
 )
 
 // noisePosterior is an independent transcription (dense gonum algebra) of the row prior
@@ -189,6 +190,7 @@ func monteCarloKernel(t *testing.T, rng *rand.Rand, np noisePosterior, zi, zj []
 // mean. It also checks that the GP's kernel row equals the dense formula (1e-12) for
 // another candidate and is σ_y² for the candidate itself.
 func TestExpectedSEMonteCarlo(t *testing.T) {
+	testrace.Statistical(t)
 	const draws = 200_000
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, c := range []struct {
@@ -247,6 +249,7 @@ func TestExpectedSEMonteCarlo(t *testing.T) {
 // variance at every candidate against the dense posterior (gonum's Cholesky) built with
 // the expected kernel, to 1e-9, for both kernels, raw and standardised outputs.
 func TestInputNoisePosteriorMatchesDense(t *testing.T) {
+	testrace.Statistical(t)
 	const (
 		n, dim, steps = 100, 3, 30
 		tol           = 1e-9
@@ -484,6 +487,7 @@ func TestInputNoiseValidation(t *testing.T) {
 // posterior (100,000 draws) for pairs at distances 0, l/2, l and 2l along a direction
 // of S: it must be within 15% of the expectation.
 func TestMaternInputNoiseApproximation(t *testing.T) {
+	testrace.Statistical(t)
 	const draws = 100_000
 	rng := rand.New(rand.NewPCG(31, 32))
 	matern := func(l float64) func(d2 float64) float64 {

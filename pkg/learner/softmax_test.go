@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
@@ -305,6 +306,7 @@ func TestSoftmaxNearNonPrivate(t *testing.T) {
 // run; the grid's best configurations average about 0.9, docs/EXPERIMENTS.md), and
 // without noise for 30 epochs 0.92 (non-private L-BFGS on the same split: 0.9388).
 func TestDigitsDPSGD(t *testing.T) {
+	testrace.Statistical(t)
 	train, val := digits(t)
 	for _, tt := range []struct {
 		cfg  DPSGDConfig

@@ -232,8 +232,8 @@
 // # Tests
 //
 // The same suite, package ledgertest (Run), runs against both stores, as do
-// the fixtures of the version 1 and 2 upgrades. The PostgreSQL tests (in
-// package pgledger) use PRIVBO_TEST_POSTGRES_DSN, or
+// the fixtures of the version 1 and 2 upgrades. The PostgreSQL tests (also in
+// package ledgertest) use PRIVBO_TEST_POSTGRES_DSN, or
 // postgres://postgres@127.0.0.1:5432/test, each in a fresh random schema that
 // is dropped afterwards. If PostgreSQL cannot be reached they fail, unless
 // PRIVBO_SKIP_POSTGRES=1 is set.

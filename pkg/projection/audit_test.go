@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/dptest"
@@ -60,6 +61,7 @@ type auditCase struct {
 }
 
 func TestAuditGaussianProjection(t *testing.T) {
+	testrace.Statistical(t)
 	releases := auditReleases
 	if v := os.Getenv("PRIVBO_AUDIT_RELEASES"); v != "" {
 		if _, err := fmt.Sscan(v, &releases); err != nil || releases < 100 {

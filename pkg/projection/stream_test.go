@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/matrixio"
 )
 
@@ -148,15 +149,11 @@ func TestStreamNoiseDiffersAcrossWindows(t *testing.T) {
 // window adds up past the bound: allocation is flat in the number of windows (25.9 MiB
 // for 20 Gaussian windows, 25.3 MiB for 6; the lifted mechanism's 8.7 MiB for either),
 // and the slack to MemoryNeed is 16 MiB (Gaussian) and 42 MiB (lifted), so a leak of
-// 0.8 MiB (2.1 MiB) per window fails the test. Under the race detector, where the test took
-// 41 s of CPU, they stream 6 windows (n = 6144): a leak of 2.8 MiB (6 MiB)
-// per window still fails it, a window's 8 MiB allocated afresh for each window among
-// them; everything else is checked at the same size.
+// 0.8 MiB (2.1 MiB) per window fails the test. It runs without the race detector, which
+// made it take 41 s of CPU (internal/testrace).
 func TestMemoryNeed(t *testing.T) {
-	bigN := 20000
-	if raceEnabled {
-		bigN = 6144
-	}
+	testrace.Statistical(t)
+	const bigN = 20000
 	tests := []struct {
 		n, d, r int
 		lifted  bool

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/projection"
@@ -169,6 +170,7 @@ func TestSimulateOutputDefaults(t *testing.T) {
 // crypto/rand and has no simulation hook for it yet (curator.Config would need a
 // SimulationOutputSource func() *dp.Source, as SimulationProjectionSource).
 func TestSimulateRegretCSVReproducible(t *testing.T) {
+	testrace.Statistical(t)
 	path := writeToy(t)
 	for _, tc := range []struct{ batch, fitEvery int }{{1, 0}, {3, 3}} {
 		run := func(seed uint64) []byte {

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/projection"
 )
 
 // TestRunSmall runs the harness on a 20×20 synthetic grid, 3 runs, three methods, and
 // checks the CSV, the regret's properties, the plot and reproducibility.
 func TestRunSmall(t *testing.T) {
+	testrace.Statistical(t)
 	out := t.TempDir()
 	cfg := Config{
 		Synthetic:  &SyntheticConfig{Grid: 20},
@@ -164,6 +166,7 @@ func TestRunSmall(t *testing.T) {
 // TestRunData runs the three methods over a small CSV written by the test, maximising
 // and minimising a log-transformed target.
 func TestRunData(t *testing.T) {
+	testrace.Statistical(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "toy.csv")
 	var b strings.Builder

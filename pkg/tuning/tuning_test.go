@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
@@ -123,6 +124,7 @@ func TestPlanRefusesBadSpecs(t *testing.T) {
 // does not rest on the count: noise that did not shrink with ε would fail it half the
 // time, at 5 runs as at 20.
 func TestKusnerOnBreastCancer(t *testing.T) {
+	testrace.Statistical(t)
 	r := breastCancer(t)
 	ctx := context.Background()
 	space, err := r.space(grid)

@@ -1,9 +1,7 @@
-// Package ledgertest is the conformance suite of the privacy ledger's stores
-// (package ledger): every engine's tests run the same behaviour through Run,
-// so that SQLite (ledger.OpenSQLite) and PostgreSQL (package pgledger) cannot
-// drift apart. It also holds the fixtures of the schema upgrades (FillV1 and
-// CheckUpgradedV1, FillV3 and CheckUpgradedV3), which each engine's test
-// writes in its own version 1 or 2 tables, and the charge benchmark.
-//
-// Only tests import it.
+// Package ledgertest holds the tests of the privacy ledger's two engines (package
+// ledger's SQLite store and package pgledger's PostgreSQL store). Its conformance
+// suite (Run) runs the same behaviour on both, so that they cannot drift apart;
+// beside it are each engine's own tests, the fixtures of the schema upgrades, and
+// the charge benchmarks. All of it is test code: only this file is compiled into
+// a build, so that the package exists.
 package ledgertest

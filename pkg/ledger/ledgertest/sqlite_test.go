@@ -1,4 +1,4 @@
-package ledger_test
+package ledgertest
 
 import (
 	"context"
@@ -11,12 +11,6 @@ import (
 	"time"
 
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/ledger/ledgertest"
-)
-
-var (
-	ctx  = context.Background()
-	acme = ledger.Account{Dataset: "diabetes", Identity: "acme"}
 )
 
 // sqliteV1DDL is the tables of schema version 1, as that version created them.
@@ -38,7 +32,7 @@ var sqliteV1DDL = []string{
 }
 
 // sqliteLocation is a fresh ledger file per test.
-func sqliteLocation(t *testing.T) ledgertest.Opener {
+func sqliteLocation(t *testing.T) Opener {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	return func(t *testing.T, limits ledger.Limits) *ledger.Ledger {
 		s, err := ledger.OpenSQLite(path, limits)
@@ -50,7 +44,7 @@ func sqliteLocation(t *testing.T) ledgertest.Opener {
 	}
 }
 
-func TestSQLiteStore(t *testing.T) { ledgertest.Run(t, sqliteLocation) }
+func TestSQLiteStore(t *testing.T) { Run(t, sqliteLocation) }
 
 func TestOpenSQLiteArguments(t *testing.T) {
 	dir := t.TempDir()
@@ -59,12 +53,12 @@ func TestOpenSQLiteArguments(t *testing.T) {
 		limits  ledger.Limits
 		wantErr string
 	}{
-		{"", ledgertest.StdLimits, "path must not be empty"},
-		{":memory:", ledgertest.StdLimits, "must name a file"},
-		{"file:x.db?mode=memory", ledgertest.StdLimits, "must name a file"},
-		{filepath.Join(dir, "a?b.db"), ledgertest.StdLimits, "must not contain"},
+		{"", StdLimits, "path must not be empty"},
+		{":memory:", StdLimits, "must name a file"},
+		{"file:x.db?mode=memory", StdLimits, "must name a file"},
+		{filepath.Join(dir, "a?b.db"), StdLimits, "must not contain"},
 		{filepath.Join(dir, "ok.db"), ledger.Limits{}, "limit epsilon"},
-		{filepath.Join(dir, "missing", "dir", "x.db"), ledgertest.StdLimits, "ledger:"},
+		{filepath.Join(dir, "missing", "dir", "x.db"), StdLimits, "ledger:"},
 	}
 	for _, tt := range tests {
 		s, err := ledger.OpenSQLite(tt.path, tt.limits)
@@ -94,13 +88,13 @@ func rawSQLite(t *testing.T, path string, stmts ...string) {
 
 func TestSQLiteSchemaVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	s, err := ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	rawSQLite(t, path, `UPDATE schema_version SET version = 99`)
-	if s, err := ledger.OpenSQLite(path, ledgertest.StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
+	if s, err := ledger.OpenSQLite(path, StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
 		if err == nil {
 			s.Close()
 		}
@@ -110,12 +104,12 @@ func TestSQLiteSchemaVersion(t *testing.T) {
 
 func TestSQLiteCorruptTotal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	s, err := ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}})
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5, Delta: 0}})
 	rawSQLite(t, path, `UPDATE totals SET epsilon = '-1/2'`)
 	if _, err := s.Balance(ctx, acme, ledger.RelationRecord); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("Balance(corrupt total) error = %v, want a corruption error", err)
@@ -136,7 +130,7 @@ func TestSQLiteUpgradeV1(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ledgertest.FillV1(t, func(q string, args ...any) error {
+	FillV1(t, func(q string, args ...any) error {
 		_, err := db.Exec(strings.ReplaceAll(q, "{t}", ""), args...)
 		return err
 	})
@@ -147,8 +141,8 @@ func TestSQLiteUpgradeV1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OpenSQLite(version 1) error: %v", err)
 	}
-	ledgertest.CheckUpgradedV1(t, s, limits)
-	ledgertest.CheckUpgradedV1Writes(t, s)
+	CheckUpgradedV1(t, s, limits)
+	CheckUpgradedV1Writes(t, s)
 	s.Close()
 
 	// The upgrade is recorded and not repeated; the schema is version 2's.
@@ -165,15 +159,15 @@ func TestSQLiteUpgradeV1(t *testing.T) {
 	if err := db.QueryRow(`SELECT "notnull" FROM pragma_table_info('entries') WHERE name = 'relation'`).Scan(&nullable); err != nil || nullable != 1 {
 		t.Errorf("entries.relation NOT NULL = %d, %v; want 1", nullable, err)
 	}
-	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'entries'`).Scan(&sequence); err != nil || sequence != int64(ledgertest.V1Records()+1) {
-		t.Errorf("entries sequence after upgrade and one charge = %d, %v; want %d", sequence, err, ledgertest.V1Records()+1)
+	if err := db.QueryRow(`SELECT seq FROM sqlite_sequence WHERE name = 'entries'`).Scan(&sequence); err != nil || sequence != int64(V1Records()+1) {
+		t.Errorf("entries sequence after upgrade and one charge = %d, %v; want %d", sequence, err, V1Records()+1)
 	}
 	s, err = ledger.OpenSQLite(path, limits)
 	if err != nil {
 		t.Fatalf("reopen error: %v", err)
 	}
 	defer s.Close()
-	if b := ledgertest.MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
+	if b := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
 		t.Errorf("after reopen acme record charges = %d, want 4", b.Charges)
 	}
 }
@@ -218,17 +212,17 @@ func TestSQLiteUpgradeV3(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ledgertest.FillV3(t, version, func(q string, args ...any) error {
+			FillV3(t, version, func(q string, args ...any) error {
 				_, err := db.Exec(strings.ReplaceAll(q, "{t}", ""), args...)
 				return err
 			})
 			db.Close()
-			s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+			s, err := ledger.OpenSQLite(path, StdLimits)
 			if err != nil {
 				t.Fatalf("OpenSQLite(version %d): %v", version, err)
 			}
 			defer s.Close()
-			ledgertest.CheckUpgradedV3(t, s, version)
+			CheckUpgradedV3(t, s, version)
 			var v, limitsTables int
 			rawSQLiteQuery(t, path, `SELECT version FROM schema_version`, &v)
 			rawSQLiteQuery(t, path, `SELECT count(*) FROM sqlite_master WHERE name = 'limits'`, &limitsTables)
@@ -240,12 +234,12 @@ func TestSQLiteUpgradeV3(t *testing.T) {
 }
 
 func BenchmarkChargeSQLite(b *testing.B) {
-	s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), ledgertest.BenchLimits)
+	s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), BenchLimits)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ledgertest.BenchCharge(b, s)
+	BenchCharge(b, s)
 }
 
 // BenchmarkChargeIdentitiesSQLite: a charge on a dataset of 10 and of 10,000
@@ -253,12 +247,12 @@ func BenchmarkChargeSQLite(b *testing.B) {
 func BenchmarkChargeIdentitiesSQLite(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
-			s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), ledgertest.BenchLimits)
+			s, err := ledger.OpenSQLite(filepath.Join(b.TempDir(), "ledger.db"), BenchLimits)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			ledgertest.BenchChargeIdentities(b, s, n)
+			BenchChargeIdentities(b, s, n)
 		})
 	}
 }
@@ -266,12 +260,12 @@ func BenchmarkChargeIdentitiesSQLite(b *testing.B) {
 // TestSQLiteVerify: a total changed behind the ledger's back is reported by Verify.
 func TestSQLiteVerify(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	s, err := ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "k", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
 	if inc, err := s.Verify(ctx, "diabetes"); err != nil || len(inc) != 0 {
 		t.Fatalf("Verify = %v, %v; want consistent", inc, err)
 	}
@@ -281,7 +275,7 @@ func TestSQLiteVerify(t *testing.T) {
 		t.Errorf("Verify after changing two totals = %v, %v; want the dataset's record total and acme's whole-patient total", inc, err)
 	}
 	// A corrupt live reservation would refuse every charge: Verify says so.
-	ledgertest.MustReserve(t, s, ledger.Hold{TTL: time.Hour}, ledger.Charge{Account: acme, Key: "r", Kind: "query", Relation: ledger.RelationRecord,
+	MustReserve(t, s, ledger.Hold{TTL: time.Hour}, ledger.Charge{Account: acme, Key: "r", Kind: "query", Relation: ledger.RelationRecord,
 		Cost: ledger.Cost{Epsilon: 0.25}})
 	rawSQLite(t, path, `UPDATE reservations SET epsilon = -1`)
 	if _, err := s.Verify(ctx, "diabetes"); err == nil || !strings.Contains(err.Error(), `reservation "r"`) {
@@ -305,26 +299,26 @@ func rawSQLiteQuery(t *testing.T, path, q string, dest ...any) {
 // the current version in place, its records and totals kept, and reserves.
 func TestSQLiteUpgradeV4(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	s, err := ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	acct := ledger.Account{Dataset: "d", Identity: "acme"}
-	ledgertest.MustCharge(t, s, ledger.Charge{Account: acct, Key: "k1", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	MustCharge(t, s, ledger.Charge{Account: acct, Key: "k1", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
 	s.Close()
 	rawSQLite(t, path, `DROP TABLE reservations`)
 	rawSQLite(t, path, `UPDATE schema_version SET version = 4`)
-	s, err = ledger.OpenSQLite(path, ledgertest.StdLimits)
+	s, err = ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
 		t.Fatalf("OpenSQLite(version 4): %v", err)
 	}
 	defer s.Close()
-	if b := ledgertest.MustBalance(t, s, acct, ledger.RelationRecord); b.Charges != 1 || b.Spent.Epsilon != 0.5 {
+	if b := MustBalance(t, s, acct, ledger.RelationRecord); b.Charges != 1 || b.Spent.Epsilon != 0.5 {
 		t.Errorf("after the upgrade: %d charges, spent %+v; want the record kept", b.Charges, b.Spent)
 	}
 	if _, err := s.Reserve(context.Background(), []ledger.Charge{{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord,
 		Cost: ledger.Cost{Epsilon: 0.75}}}, ledger.Hold{}); !errors.Is(err, ledger.ErrBudgetExceeded) {
 		t.Errorf("Reserve beyond the limit after the upgrade: %v, want refused", err)
 	}
-	ledgertest.MustReserve(t, s, ledger.Hold{}, ledger.Charge{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	MustReserve(t, s, ledger.Hold{}, ledger.Charge{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
 }

@@ -1,4 +1,4 @@
-package pgledger
+package ledgertest
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/blob/blobtest"
-	"github.com/privbo/privbo/pkg/ledger/ledgertest"
+	"github.com/privbo/privbo/pkg/ledger/pgledger"
 )
 
-func openTestBlobs(t *testing.T, schema string) *Blobs {
+func openTestBlobs(t *testing.T, schema string) *pgledger.Blobs {
 	t.Helper()
-	b, err := OpenBlobs(ctx, testDSN(), Options{Schema: schema})
+	b, err := pgledger.OpenBlobs(ctx, testDSN(), pgledger.Options{Schema: schema})
 	if err != nil {
 		t.Fatalf("OpenBlobs: %v", err)
 	}
@@ -23,7 +23,7 @@ func openTestBlobs(t *testing.T, schema string) *Blobs {
 
 func TestBlobs(t *testing.T) {
 	conn := requirePostgres(t)
-	blobtest.Run(t, func(t *testing.T) blob.Store { return openTestBlobs(t, randomSchema(t, conn)) }, 2*ChunkSize+12345)
+	blobtest.Run(t, func(t *testing.T) blob.Store { return openTestBlobs(t, randomSchema(t, conn)) }, 2*pgledger.ChunkSize+12345)
 }
 
 // TestBlobsShareSchema checks that the blobs live beside the ledger's tables, and
@@ -31,13 +31,13 @@ func TestBlobs(t *testing.T) {
 func TestBlobsShareSchema(t *testing.T) {
 	conn := requirePostgres(t)
 	schema := randomSchema(t, conn)
-	s, err := Open(ctx, testDSN(), Options{Schema: schema}, ledgertest.StdLimits)
+	s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema}, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	a, b := openTestBlobs(t, schema), openTestBlobs(t, schema)
-	data := bytes.Repeat([]byte("0123456789abcdef"), ChunkSize/16+1)
+	data := bytes.Repeat([]byte("0123456789abcdef"), pgledger.ChunkSize/16+1)
 	if _, err := a.Put(ctx, "shared", bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestBlobsShareSchema(t *testing.T) {
 	}
 	var chunks int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".blob_chunks WHERE name = 'shared'`).Scan(&chunks); err != nil || chunks != 2 {
-		t.Errorf("blob of ChunkSize+16 bytes stored in %d chunks, %v; want 2", chunks, err)
+		t.Errorf("blob of pgledger.ChunkSize+16 bytes stored in %d chunks, %v; want 2", chunks, err)
 	}
 	var storage string
 	if err := conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'data'`,

@@ -1,4 +1,4 @@
-package pgledger
+package ledgertest
 
 import (
 	"context"
@@ -16,10 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/ledger/ledgertest"
+	"github.com/privbo/privbo/pkg/ledger/pgledger"
 )
-
-var ctx = context.Background()
 
 // The PostgreSQL tests need a server: PRIVBO_TEST_POSTGRES_DSN, or the
 // local default below. They fail if it cannot be reached, unless
@@ -72,11 +70,11 @@ func randomSchema(t testing.TB, conn *pgx.Conn) string {
 
 // postgresLocation returns a Location: a fresh schema per test, dropped
 // when the test ends.
-func postgresLocation(conn *pgx.Conn) ledgertest.Location {
-	return func(t *testing.T) ledgertest.Opener {
+func postgresLocation(conn *pgx.Conn) Location {
+	return func(t *testing.T) Opener {
 		schema := randomSchema(t, conn)
 		return func(t *testing.T, limits ledger.Limits) *ledger.Ledger {
-			s, err := Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
+			s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
 			if err != nil {
 				t.Fatalf("Open error: %v", err)
 			}
@@ -88,13 +86,13 @@ func postgresLocation(conn *pgx.Conn) ledgertest.Location {
 
 func TestPostgresStore(t *testing.T) {
 	conn := requirePostgres(t)
-	ledgertest.Run(t, postgresLocation(conn))
+	Run(t, postgresLocation(conn))
 }
 
 func TestPostgresSchemaVersion(t *testing.T) {
 	conn := requirePostgres(t)
 	schema := randomSchema(t, conn)
-	s, err := Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, ledgertest.StdLimits)
+	s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,43 +100,38 @@ func TestPostgresSchemaVersion(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE "`+schema+`".schema_version SET version = 99`); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, ledgertest.StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
+	if s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, StdLimits); err == nil || !strings.Contains(err.Error(), "newer than this program") {
 		if err == nil {
 			s.Close()
 		}
-		t.Errorf("Open(version 99) error = %v, want a schema version error", err)
+		t.Errorf("pgledger.Open(version 99) error = %v, want a schema version error", err)
 	}
 }
 
 func TestOpenPostgresArguments(t *testing.T) {
 	tests := []struct {
 		dsn     string
-		opt     Options
+		opt     pgledger.Options
 		limits  ledger.Limits
 		wantErr string
 	}{
-		{testDSN(), Options{Schema: "Privbo"}, ledgertest.StdLimits, "must match"},
-		{testDSN(), Options{Schema: "1abc"}, ledgertest.StdLimits, "must match"},
-		{testDSN(), Options{Schema: `a"; DROP TABLE x; --`}, ledgertest.StdLimits, "must match"},
-		{testDSN(), Options{Schema: "pg_ledger"}, ledgertest.StdLimits, "not start with pg_"},
-		{testDSN(), Options{Schema: strings.Repeat("a", 64)}, ledgertest.StdLimits, "at most 63"},
-		{testDSN(), Options{MaxConns: -1}, ledgertest.StdLimits, "MaxConns"},
-		{testDSN(), Options{}, ledger.Limits{}, "limit epsilon"},
-		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{Schema: "unused"}, ledgertest.StdLimits, "connect to postgres"},
-		{"://not a dsn", Options{Schema: "unused"}, ledgertest.StdLimits, "pgledger: postgres"},
+		{testDSN(), pgledger.Options{Schema: "Privbo"}, StdLimits, "must match"},
+		{testDSN(), pgledger.Options{Schema: "1abc"}, StdLimits, "must match"},
+		{testDSN(), pgledger.Options{Schema: `a"; DROP TABLE x; --`}, StdLimits, "must match"},
+		{testDSN(), pgledger.Options{Schema: "pg_ledger"}, StdLimits, "not start with pg_"},
+		{testDSN(), pgledger.Options{Schema: strings.Repeat("a", 64)}, StdLimits, "at most 63"},
+		{testDSN(), pgledger.Options{MaxConns: -1}, StdLimits, "MaxConns"},
+		{testDSN(), pgledger.Options{}, ledger.Limits{}, "limit epsilon"},
+		{"postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", pgledger.Options{Schema: "unused"}, StdLimits, "connect to postgres"},
+		{"://not a dsn", pgledger.Options{Schema: "unused"}, StdLimits, "pgledger: postgres"},
 	}
 	for _, tt := range tests {
-		s, err := Open(ctx, tt.dsn, tt.opt, tt.limits)
+		s, err := pgledger.Open(ctx, tt.dsn, tt.opt, tt.limits)
 		if err == nil {
 			s.Close()
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("Open(%q, %+v) error = %v, want one containing %q", tt.dsn, tt.opt, err, tt.wantErr)
-		}
-	}
-	for _, tt := range []struct{ in, want string }{{"", DefaultSchema}, {"ledger_2", "ledger_2"}, {"_x", "_x"}} {
-		if got, err := (Options{Schema: tt.in}).schema(); err != nil || got != tt.want {
-			t.Errorf("Options{Schema: %q}.schema() = %q, %v, want %q", tt.in, got, err, tt.want)
+			t.Errorf("pgledger.Open(%q, %+v) error = %v, want one containing %q", tt.dsn, tt.opt, err, tt.wantErr)
 		}
 	}
 }
@@ -150,7 +143,7 @@ func TestOpenPostgresArguments(t *testing.T) {
 func TestPostgresUnavailable(t *testing.T) {
 	conn := requirePostgres(t)
 	schema := randomSchema(t, conn)
-	s, err := Open(ctx, withApplicationName(testDSN(), schema), Options{Schema: schema, MaxConns: 1, CallTimeout: testCallTimeout}, ledgertest.StdLimits)
+	s, err := pgledger.Open(ctx, withApplicationName(testDSN(), schema), pgledger.Options{Schema: schema, MaxConns: 1, CallTimeout: testCallTimeout}, StdLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +178,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	if b, err := s.Balance(ctx, acct, ledger.RelationRecord); err != nil || b.Charges != 2 {
 		t.Errorf("after the charges: %+v, %v; want 2 charges", b, err)
 	}
-	if _, err := Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", Options{}, ledgertest.StdLimits); !errors.Is(err, ledger.ErrUnavailable) {
+	if _, err := pgledger.Open(ctx, "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=2", pgledger.Options{}, StdLimits); !errors.Is(err, ledger.ErrUnavailable) {
 		t.Errorf("Open on a closed port: %v, want ErrUnavailable", err)
 	}
 }
@@ -223,15 +216,15 @@ func TestPostgresUpgradeV1(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ledgertest.FillV1(t, exec)
+	FillV1(t, exec)
 
 	limits := ledger.Limits{PerIdentity: ledger.Cost{Epsilon: 1, Delta: 1e-5}, Dataset: ledger.Cost{Epsilon: 2, Delta: 1e-4}}
-	s, err := Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
+	s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
 	if err != nil {
-		t.Fatalf("Open(version 1) error: %v", err)
+		t.Fatalf("pgledger.Open(version 1) error: %v", err)
 	}
-	ledgertest.CheckUpgradedV1(t, s, limits)
-	ledgertest.CheckUpgradedV1Writes(t, s)
+	CheckUpgradedV1(t, s, limits)
+	CheckUpgradedV1Writes(t, s)
 	s.Close()
 
 	var version int
@@ -243,12 +236,12 @@ func TestPostgresUpgradeV1(t *testing.T) {
 		WHERE table_schema = $1 AND table_name = 'entries' AND column_name = 'relation'`, schema).Scan(&nullable); err != nil || nullable != "NO" {
 		t.Errorf("entries.relation is_nullable = %q, %v; want NO", nullable, err)
 	}
-	s, err = Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
+	s, err = pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, limits)
 	if err != nil {
 		t.Fatalf("reopen error: %v", err)
 	}
 	defer s.Close()
-	if b := ledgertest.MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
+	if b := MustBalance(t, s, ledger.Account{Dataset: "d1", Identity: "acme"}, ledger.RelationRecord); b.Charges != 4 {
 		t.Errorf("after reopen acme record charges = %d, want 4", b.Charges)
 	}
 }
@@ -298,13 +291,13 @@ func TestPostgresUpgradeV3(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			ledgertest.FillV3(t, version, exec)
-			s, err := Open(ctx, testDSN(), Options{Schema: schema, CallTimeout: testCallTimeout}, ledgertest.StdLimits)
+			FillV3(t, version, exec)
+			s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: schema, CallTimeout: testCallTimeout}, StdLimits)
 			if err != nil {
-				t.Fatalf("Open(version %d): %v", version, err)
+				t.Fatalf("pgledger.Open(version %d): %v", version, err)
 			}
 			defer s.Close()
-			ledgertest.CheckUpgradedV3(t, s, version)
+			CheckUpgradedV3(t, s, version)
 			var v, limitsTables int
 			if err := conn.QueryRow(ctx, `SELECT version FROM `+quoted+`.schema_version`).Scan(&v); err != nil || v != ledger.SchemaVersion {
 				t.Errorf("schema version after upgrade = %d, %v; want %d", v, err, ledger.SchemaVersion)
@@ -322,24 +315,24 @@ func BenchmarkChargeIdentitiesPostgres(b *testing.B) {
 	conn := requirePostgres(b)
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprint("identities=", n), func(b *testing.B) {
-			s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn), CallTimeout: testCallTimeout}, ledgertest.BenchLimits)
+			s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: randomSchema(b, conn), CallTimeout: testCallTimeout}, BenchLimits)
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			ledgertest.BenchChargeIdentities(b, s, n)
+			BenchChargeIdentities(b, s, n)
 		})
 	}
 }
 
 func BenchmarkChargePostgres(b *testing.B) {
 	conn := requirePostgres(b)
-	s, err := Open(ctx, testDSN(), Options{Schema: randomSchema(b, conn), CallTimeout: testCallTimeout}, ledgertest.BenchLimits)
+	s, err := pgledger.Open(ctx, testDSN(), pgledger.Options{Schema: randomSchema(b, conn), CallTimeout: testCallTimeout}, BenchLimits)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ledgertest.BenchCharge(b, s)
+	BenchCharge(b, s)
 }
 
 // TestPostgresCallTimeout opens a store on an address that accepts connections and
@@ -378,7 +371,7 @@ func TestPostgresCallTimeout(t *testing.T) {
 	start := time.Now()
 	opened := make(chan error, 1)
 	go func() {
-		s, err := Open(ctx, "postgres://postgres@"+lis.Addr().String()+"/test?sslmode=disable", Options{CallTimeout: timeout}, ledgertest.StdLimits)
+		s, err := pgledger.Open(ctx, "postgres://postgres@"+lis.Addr().String()+"/test?sslmode=disable", pgledger.Options{CallTimeout: timeout}, StdLimits)
 		if err == nil {
 			s.Close()
 		}

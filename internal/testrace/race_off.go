@@ -1,0 +1,6 @@
+//go:build !race
+
+package testrace
+
+// Enabled reports whether the build has the race detector.
+const Enabled = false
