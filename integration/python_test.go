@@ -350,10 +350,8 @@ func testReadme(t *testing.T, bin, home string, blocks []readmeBlock) {
 			Delta      float64 `json:"delta"`
 			InitialRow int     `json:"initial_row"`
 		} `json:"settings"`
-		Release struct {
-			Identity string `json:"identity"`
-		} `json:"release"`
-		Queried []int `json:"queried"`
+		Identity string `json:"identity"`
+		Queried  []int  `json:"queried"`
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		t.Fatal(err)
@@ -373,7 +371,7 @@ func testReadme(t *testing.T, bin, home string, blocks []readmeBlock) {
 		t.Fatalf("the study printed recommendations %q, want two, the last after %d rows, each before the highest noisy answer", recs, it)
 	}
 
-	client := curatorv1.NewCuratorServiceClient(dial(t, addr, st.Release.Identity))
+	client := curatorv1.NewCuratorServiceClient(dial(t, addr, st.Identity))
 	ctx := context.Background()
 	spent := func() float64 {
 		b, err := client.GetBudget(ctx, &curatorv1.GetBudgetRequest{})
@@ -388,7 +386,7 @@ func testReadme(t *testing.T, bin, home string, blocks []readmeBlock) {
 	}
 	want := st.Settings.Epsilon + info.GetOutputPrivacy().GetEpsilonPerIndex()
 	if got := spent(); math.Abs(got-want) > 1e-9 {
-		t.Errorf("the study's identity %s spent ε = %g, want one study's %g", st.Release.Identity, got, want)
+		t.Errorf("the study's identity %s spent ε = %g, want one study's %g", st.Identity, got, want)
 	}
 	cfg := modeler.NewConfig()
 	cfg.R, cfg.Epsilon, cfg.Delta, cfg.Iterations, cfg.InitialIndex = st.Settings.Dimension, st.Settings.Epsilon, st.Settings.Delta, it, st.Settings.InitialRow
@@ -396,13 +394,14 @@ func testReadme(t *testing.T, bin, home string, blocks []readmeBlock) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same rows and row, and the mean as printed, to 4 significant digits.
 	rec, _ := strconv.Atoi(recs[1][1])
 	mean, _ := strconv.ParseFloat(recs[1][2], 64)
-	if !slices.Equal(res.Queried, st.Queried) || res.Recommended != rec || math.Abs(res.RecommendedMean-mean) > 5e-4*math.Abs(mean) {
+	if !slices.Equal(res.Queried, st.Queried) || res.Recommended != rec || math.Abs(res.RecommendedMean-mean) > 1e-3*math.Abs(mean) {
 		t.Errorf("the Go modeler queried %v and recommends row %d (posterior mean %.4g); privbo.Study queried %v and recommends row %d (%s)",
 			res.Queried, res.Recommended, res.RecommendedMean, st.Queried, rec, recs[1][2])
 	}
 	if got := spent(); math.Abs(got-want) > 1e-9 {
-		t.Errorf("after the Go modeler's replay %s spent ε = %g, want still %g", st.Release.Identity, got, want)
+		t.Errorf("after the Go modeler's replay %s spent ε = %g, want still %g", st.Identity, got, want)
 	}
 }

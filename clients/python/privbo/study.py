@@ -198,6 +198,10 @@ class Study:
                 if v is not None and k != "iterations" and v != st["settings"][k]:
                     raise StudyStateError(f"{self.path}: the study was created with {k} = {st['settings'][k]}, not {v}; "
                                           "give the stored value or none to resume, or name a new state file")
+            who = self.curator.get_budget().identity  # free; a release to another identity would not be
+            if who != st["identity"]:
+                raise StudyStateError(f"{self.path}: the study runs as identity {st['identity']!r}, not {who!r}: "
+                                      "its answers and budget belong to that identity")
             it = self.asked["iterations"]
             if it is not None and it < len(st["queried"]):
                 raise StudyStateError(f"{self.path}: {len(st['queried'])} rows are answered already, more than {it} iterations")
@@ -216,7 +220,7 @@ class Study:
         if not 0 <= first < info.rows or settings["iterations"] > info.rows:
             raise ValueError(f"initial row {first} and {settings['iterations']} iterations: the dataset has {info.rows} rows")
         op = info.output_privacy
-        st = {"version": STATE_VERSION, "settings": settings, "answers_noise": [op.lower, op.upper, op.noise_sd, op.noise.name],
+        st = {"version": STATE_VERSION, "identity": info.budget.identity, "settings": settings, "answers_noise": [op.lower, op.upper, op.noise_sd, op.noise.name],
               "release": None, "queried": [], "answers": []}
         self._save(st)  # before anything is charged: a crash from here on resumes this study
         self.log(f"New study in {self.path}: r = {q.projection.dimension}, ε = {q.projection.epsilon:.4g}, "
@@ -228,13 +232,13 @@ class Study:
         st = self._load_or_create()
         s = st["settings"]
         z = self.curator.release_projection(s["dimension"], s["epsilon"], s["delta"], as_numpy=True)
-        got = {"id": z.release_id, "sha256": z.sha256.hex(), "identity": z.budget.identity, "noise_sd": z.noise_sd}
+        got = {"id": z.release_id, "sha256": z.sha256.hex(), "noise_sd": z.noise_sd}
         if st["release"] is None:
             st["release"] = got
             self._save(st)
         elif st["release"] != got:
-            raise StudyStateError(f"{self.path}: the curator released {got['id']} to {got['identity']!r}, the study "
-                                  f"holds {st['release']['id']} of {st['release']['identity']!r}")
+            raise StudyStateError(f"{self.path}: the curator released {got['id']} (SHA-256 {got['sha256'][:12]}…), "
+                                  f"the study holds {st['release']['id']} ({st['release']['sha256'][:12]}…)")
         lower, upper, noise_sd, family = st["answers_noise"]
         gp = _GP(np.asarray(z.matrix), z.noise_sd, noise_sd, lower, upper)
         rows, ys = st["queried"], st["answers"]

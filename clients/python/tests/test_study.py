@@ -150,7 +150,7 @@ class StudyTest(unittest.TestCase):
         self.assertEqual(len(lines), 6)
         st = self.stored()
         self.assertEqual((st["queried"], st["answers"]), (list(res.queried), list(res.answers)))
-        self.assertEqual(st["release"]["identity"], "alice")
+        self.assertEqual(st["identity"], "alice")
 
     def test_resume_repeats_no_query_and_asks_the_same_release(self):
         first = privbo.Study(self.client, self.state, iterations=3).run()
@@ -184,7 +184,7 @@ class StudyTest(unittest.TestCase):
         self.assertEqual(len(set(res.queried)), 4)
 
     def test_other_settings_refused_before_any_release(self):
-        privbo.Study(self.client, self.state, iterations=2, dimension=3).run()
+        privbo.Study(self.client, self.state, iterations=2, dimension=3, initial_row=0).run()
         for kw in ({"dimension": 2}, {"epsilon": 2.0}, {"initial_row": 6}, {"iterations": 1}):
             with self.subTest(kw=kw), self.assertRaises(privbo.StudyStateError):
                 privbo.Study(self.client, self.state, **kw).run()
@@ -199,6 +199,16 @@ class StudyTest(unittest.TestCase):
         with self.assertRaises(privbo.StudyStateError):
             privbo.Study(self.client, self.state).run()
         self.assertEqual(len(self.fake.queries), 2)
+
+    def test_another_identity_refused_before_any_release(self):
+        privbo.Study(self.client, self.state, iterations=2).run()
+        st = self.stored()
+        st["identity"] = "bob"
+        with open(self.state, "w", encoding="utf-8") as f:
+            json.dump(st, f)
+        with self.assertRaisesRegex(privbo.StudyStateError, "runs as identity 'bob', not 'alice'"):
+            privbo.Study(self.client, self.state).run()
+        self.assertEqual(len(self.fake.releases), 1)
 
     def test_unaffordable_study_refused_before_it_is_stored(self):
         self.fake.quote_fits = False
