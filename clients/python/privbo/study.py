@@ -49,7 +49,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from privbo.client import Client, NoiseFamily, StudyUnaffordable, connect
+from privbo.client import Client, CuratorError, NoiseFamily, StudyUnaffordable, connect
 
 # Defaults of the Go modeler (pkg/modeler NewConfig) and of its GP's prior.
 ITERATIONS = 50
@@ -274,9 +274,12 @@ def main(argv: Sequence[str]) -> int:
         try:
             res = Study(curator, args.state, iterations=args.iterations, dimension=args.dimension,
                         epsilon=args.epsilon, delta=args.delta, log=print).run()
-        except (StudyUnaffordable, StudyStateError) as e:
+        except (CuratorError, StudyStateError) as e:
             print(f"The study was refused: {getattr(e, 'message', e)}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            print(f"Stopped. The answers so far are in {args.state}; the same command resumes the study.", file=sys.stderr)
+            return 130
         print(res)
     return 0
 

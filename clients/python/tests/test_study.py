@@ -7,6 +7,8 @@ that it queries the rows the Go modeler queries.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -113,7 +115,7 @@ class StudyTest(unittest.TestCase):
         fixture = test_client.ClientTest("test_query")
         fixture.setUp()
         self.addCleanup(fixture.tearDown)
-        self.fake, self.client = fixture.fake, fixture.client
+        self.fake, self.client, self.target = fixture.fake, fixture.client, "127.0.0.1:%d" % fixture.port
         tmp = tempfile.TemporaryDirectory()
         self.addCleanup(tmp.cleanup)
         self.state = os.path.join(tmp.name, "study.json")
@@ -216,6 +218,25 @@ class StudyTest(unittest.TestCase):
             privbo.Study(self.client, self.state).run()
         self.assertFalse(os.path.exists(self.state))
         self.assertEqual(self.fake.releases, [])
+
+    def test_command_prints_the_recommendation_first_and_says_why_it_stopped(self):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = study.main([self.target, "alice", self.state, "--iterations", "3"])
+        self.assertEqual((code, err.getvalue()), (0, ""))
+        lines = out.getvalue().splitlines()
+        starts = ["New study in ", "Query 1: ", "Query 2: ", "Query 3: ", "Recommended row ", "Highest noisy answer: "]
+        self.assertEqual(len(lines), len(starts), lines)
+        for line, start in zip(lines, starts):
+            self.assertTrue(line.startswith(start), (line, start))
+        self.assertTrue(all(len(l) <= 300 for l in lines), lines)
+        # A refusal: its message, and the exit status 1.
+        self.fake.quote_fits = False
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = study.main([self.target, "alice", self.state + ".new"])
+        self.assertEqual(code, 1)
+        self.assertTrue(err.getvalue().startswith("The study was refused: the study's projection (r=3"), err.getvalue())
 
 
 if __name__ == "__main__":
