@@ -198,7 +198,7 @@ class Study:
                 if v is not None and k != "iterations" and v != st["settings"][k]:
                     raise StudyStateError(f"{self.path}: the study was created with {k} = {st['settings'][k]}, not {v}; "
                                           "give the stored value or none to resume, or name a new state file")
-            who = self.curator.get_budget().identity  # free; a release to another identity would not be
+            who = self.curator.get_budget().identity  # costs nothing; a release to another identity would
             if who != st["identity"]:
                 raise StudyStateError(f"{self.path}: the study runs as identity {st['identity']!r}, not {who!r}: "
                                       "its answers and budget belong to that identity")
@@ -217,11 +217,11 @@ class Study:
         settings = dict(iterations=a["iterations"] or ITERATIONS, dimension=q.projection.dimension,
                         epsilon=q.projection.epsilon, delta=q.projection.delta, initial_row=first,
                         delta_ucb=a["delta_ucb"] or DELTA_UCB)
-        if not 0 <= first < info.rows or settings["iterations"] > info.rows:
+        if not 0 <= first < info.rows or settings["iterations"] > info.rows:  # refused before any charge
             raise ValueError(f"initial row {first} and {settings['iterations']} iterations: the dataset has {info.rows} rows")
         op = info.output_privacy
-        st = {"version": STATE_VERSION, "identity": info.budget.identity, "settings": settings, "answers_noise": [op.lower, op.upper, op.noise_sd, op.noise.name],
-              "release": None, "queried": [], "answers": []}
+        st = {"version": STATE_VERSION, "identity": info.budget.identity, "settings": settings,
+              "answers_noise": [op.lower, op.upper, op.noise_sd, op.noise.name], "release": None, "queried": [], "answers": []}
         self._save(st)  # before anything is charged: a crash from here on resumes this study
         self.log(f"New study in {self.path}: r = {q.projection.dimension}, ε = {q.projection.epsilon:.4g}, "
                  f"δ = {q.projection.delta:.4g}, {settings['iterations']} iterations.")
@@ -239,6 +239,8 @@ class Study:
         elif st["release"] != got:
             raise StudyStateError(f"{self.path}: the curator released {got['id']} (SHA-256 {got['sha256'][:12]}…), "
                                   f"the study holds {st['release']['id']} ({st['release']['sha256'][:12]}…)")
+        if s["iterations"] > z.rows:
+            raise StudyStateError(f"{self.path}: {s['iterations']} iterations, but the projection has {z.rows} rows to query")
         lower, upper, noise_sd, family = st["answers_noise"]
         gp = _GP(np.asarray(z.matrix), z.noise_sd, noise_sd, lower, upper)
         rows, ys = st["queried"], st["answers"]
@@ -252,12 +254,12 @@ class Study:
             self.log(f"Query {t}: row {i}, answer {obs.value:.4g}" + (" (replayed at no cost)." if obs.replayed else "."))
         laplace = family == NoiseFamily.LAPLACE.name and noise_sd > 0 and len(rows) > 1
         mean, sd = laplace_posterior(gp, rows, ys, noise_sd) if laplace else gp.posterior(rows, ys)
-        best = max(rows, key=lambda i: mean[i]) if rows else -1
-        j = int(np.argmax(ys)) if ys else -1
+        best = max(rows, key=lambda i: mean[i])  # iterations ≥ 1: rows is not empty
+        j = int(np.argmax(ys))
         return StudyResult(recommended=best, mean=float(mean[best]), sd=float(sd[best]),
                            likelihood="laplace" if laplace else "gaussian", queried=tuple(rows), answers=tuple(ys),
-                           best_row=rows[j] if ys else -1, best_answer=ys[j] if ys else math.nan,
-                           answer_noise_sd=noise_sd, release_id=z.release_id, iterations=s["iterations"])
+                           best_row=rows[j], best_answer=ys[j], answer_noise_sd=noise_sd, release_id=z.release_id,
+                           iterations=s["iterations"])
 
 
 def main(argv: Sequence[str]) -> int:

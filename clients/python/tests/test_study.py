@@ -185,12 +185,13 @@ class StudyTest(unittest.TestCase):
         self.assertEqual(len(self.fake.queries), 4)
         self.assertEqual(len(set(res.queried)), 4)
 
-    def test_other_settings_refused_before_any_release(self):
+    def test_other_settings_refused_before_any_query(self):
         privbo.Study(self.client, self.state, iterations=2, dimension=3, initial_row=0).run()
-        for kw in ({"dimension": 2}, {"epsilon": 2.0}, {"initial_row": 6}, {"iterations": 1}):
+        for kw in ({"dimension": 2}, {"epsilon": 2.0}, {"initial_row": 6}, {"iterations": 1}, {"iterations": test_client.ROWS + 1}):
             with self.subTest(kw=kw), self.assertRaises(privbo.StudyStateError):
                 privbo.Study(self.client, self.state, **kw).run()
-        self.assertEqual(len(self.fake.releases), 1)
+        self.assertEqual(len(self.fake.releases), 2, "the one before the check of iterations against the rows")
+        self.assertEqual(len(self.fake.queries), 2)
 
     def test_another_release_refused(self):
         privbo.Study(self.client, self.state, iterations=2).run()
@@ -211,6 +212,12 @@ class StudyTest(unittest.TestCase):
         with self.assertRaisesRegex(privbo.StudyStateError, "runs as identity 'bob', not 'alice'"):
             privbo.Study(self.client, self.state).run()
         self.assertEqual(len(self.fake.releases), 1)
+
+    def test_more_iterations_than_rows_refused_before_any_charge(self):
+        with self.assertRaises(ValueError):
+            privbo.Study(self.client, self.state, iterations=test_client.ROWS + 1).run()
+        self.assertFalse(os.path.exists(self.state))
+        self.assertEqual(self.fake.releases, [])
 
     def test_unaffordable_study_refused_before_it_is_stored(self):
         self.fake.quote_fits = False
