@@ -83,6 +83,8 @@ if [ "$out" != proto ]; then
     fi
   }
   compare "$out" proto -name '*.pb.go'
-  compare "$pyout" clients/python \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' \)
+  # Only the package's directory, where protoc writes: a build or a virtual environment
+  # elsewhere under clients/python holds copies that are no part of the committed code.
+  compare "$pyout/privbo" clients/python/privbo \( -name '*_pb2.py' -o -name '*_pb2.pyi' -o -name '*_pb2_grpc.py' \)
   exit $status
 fi

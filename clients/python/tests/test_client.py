@@ -251,7 +251,7 @@ class ClientTest(unittest.TestCase):
         self.fake = FakeCurator()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         pb_grpc.add_CuratorServiceServicer_to_server(self.fake, self.server)
-        port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
         self.client = privbo.connect("127.0.0.1:%d" % port, identity="alice", connect_timeout=10)
         self.clock = FakeClock()
