@@ -274,11 +274,6 @@ func (s *Server) serve(tlsCfg *tls.Config, auth transport.Auth) error {
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	if rpcMetrics != nil {
-		// Every method's series exist from the start, at zero, so that rates and
-		// alerts on them are defined before the first call.
-		rpcMetrics.InitializeMetrics(s.grpc)
-	}
 	s.setServing(true)
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {
