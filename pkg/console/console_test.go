@@ -103,7 +103,7 @@ func TestPage(t *testing.T) {
 	}
 	total := rep.Patient.Dataset.Total.Cost().Epsilon // 2.25: each identity's answers (ε 1) and the estimate (0.25)
 	for _, want := range []string{
-		"<td>vendor-a</td>", "<td>vendor-b</td>", "_curator (the curator&#39;s own estimates",
+		"<td>vendor-a</td>", "<td>vendor-b</td>", "_curator (the curator&#39;s own records",
 		fmt.Sprintf(`<td>dataset (all identities and the curator&#39;s own estimates)</td><td class="num">%s</td>`, fig(total)),
 		"<td>ε 20, δ 1e-05</td>", // the whole-patient cap of the dataset
 		// record: vendor-a spent 1; left is the dataset's 3 − 2.25 = 0.75, not its own 9.

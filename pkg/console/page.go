@@ -99,7 +99,7 @@ func who(identity string) string {
 	case identity == "":
 		return "dataset (all identities and the curator's own estimates)"
 	case ledger.IsReserved(identity):
-		return identity + " (the curator's own estimates, on which every identity's releases depend)"
+		return identity + " (the curator's own records: estimates, on which every identity's releases depend, and evaluations)"
 	}
 	return identity
 }
