@@ -120,14 +120,18 @@ func (cfg Config) read(ctx context.Context) (*page, error) {
 	p.relations(rep)
 	p.releases(entries)
 	p.Chart = spendChart(entries, limits.Patient.Dataset.Epsilon)
+	p.Jobs = table{Head: []string{"job", "identity", "kind", "state", "ε", "created (UTC)", "error"}, Note: "This curator runs no jobs."}
 	if cfg.Jobs != nil {
-		p.JobsOn = true
+		p.Jobs.Note = ""
 		for _, r := range rep.Patient.Identities {
 			js, err := cfg.Jobs.List(ctx, r.Identity)
 			if err != nil {
 				return nil, fmt.Errorf("console: listing the jobs: %w", err)
 			}
 			p.jobs(js)
+		}
+		if len(p.Jobs.Rows) == 0 {
+			p.Jobs.Note = "No job yet."
 		}
 	}
 	if err := p.studies(ctx, cfg); err != nil {

@@ -21,54 +21,35 @@ const maxReleases, maxRows = 20, 25
 // page is what the template shows; every figure is already text.
 type page struct {
 	Dataset, Generated string
-	Patient            []patientRow
-	Relations          []relationTable
-	Limits             []limitRow
+	Patient, Limits    table
 	Chart              template.HTML
-	Releases           []releaseRow
-	ReleasesTotal      int
-	JobsOn             bool
-	Jobs               []jobRow
+	Relations          []table
+	Releases, Jobs     table
 	Outcome            string
 	RankedAmong        int
-	Studies            []studyRow
+	Studies            []table
 }
 
-type patientRow struct {
-	Who, Epsilon, Delta, Reserved, Cap, Left string
-	Over                                     bool
+// table is a titled, annotated HTML table; Mark highlights a row (over a limit).
+type table struct {
+	Title, Note string
+	Head        []string
+	Rows        []row
 }
 
-type relationTable struct {
-	Relation string
-	Rows     []budgetRow
+type row struct {
+	Cells []cell
+	Mark  bool
 }
 
-type budgetRow struct {
-	Who, SpentEps, SpentDelta, Reserved, LeftEps, LeftDelta string
-	Charges                                                 int
-	Over                                                    bool
+// cell is a table cell; a numeric one is right-aligned.
+type cell struct {
+	Text string
+	Num  bool
 }
 
-type limitRow struct{ Since, Identity, Dataset, PatientIdentity, PatientDataset string }
-
-type releaseRow struct{ Time, Identity, Kind, Relation, Epsilon, Delta, Patient string }
-
-type jobRow struct{ ID, Identity, Kind, State, Epsilon, Created, Error string }
-
-type studyRow struct {
-	Identity                 string
-	Answered, Projections    int
-	Best, BestTrue, BestRank string
-	TopOnePercent            int
-	Rows                     []answerRow
-	More                     int
-}
-
-type answerRow struct {
-	Order, Row                           int
-	True, Rank, Percentile, Answer, Time string
-}
+func txt(s string) cell { return cell{Text: s} }
+func num(s string) cell { return cell{Text: s, Num: true} }
 
 // fig is x to 4 significant digits; inf says "not bounded".
 func fig(x float64) string {
@@ -105,51 +86,63 @@ func who(identity string) string {
 }
 
 func (p *page) patient(rep ledger.Report) {
+	p.Patient = table{Head: []string{"who", "ε", "δ", "reserved ε", "cap", "left"}}
 	for _, r := range append([]ledger.PatientRow{rep.Patient.Dataset}, rep.Patient.Identities...) {
 		c := r.Total.Cost()
-		row := patientRow{Who: who(r.Identity), Epsilon: fig(c.Epsilon), Delta: fig(c.Delta), Reserved: exact(r.Reserved.Epsilon), Cap: "none", Left: "–", Over: r.OverLimit}
+		w, delta, capText, leftText := who(r.Identity), fig(c.Delta), "none", "–"
+		if r.OverLimit {
+			w += " (over its cap)"
+		}
 		if !r.Total.Bounded() {
-			row.Delta = "–"
+			delta = "–"
 		}
 		if r.Cap.Epsilon > 0 {
-			row.Cap = "ε " + fig(r.Cap.Epsilon) + ", δ " + fig(r.Cap.Delta)
+			capText = "ε " + fig(r.Cap.Epsilon) + ", δ " + fig(r.Cap.Delta)
 			if r.Left.Epsilon != nil {
-				row.Left = "ε " + left(r.Left.Epsilon) + ", δ " + left(r.Left.Delta)
+				leftText = "ε " + left(r.Left.Epsilon) + ", δ " + left(r.Left.Delta)
 			}
 		}
-		p.Patient = append(p.Patient, row)
+		p.Patient.Rows = append(p.Patient.Rows, row{Mark: r.OverLimit,
+			Cells: []cell{txt(w), num(fig(c.Epsilon)), num(delta), num(exact(r.Reserved.Epsilon)), txt(capText), txt(leftText)}})
 	}
 }
 
 func (p *page) relations(rep ledger.Report) {
 	for _, rr := range rep.Relations {
-		t := relationTable{Relation: string(rr.Relation)}
+		t := table{Title: string(rr.Relation), Head: []string{"who", "charges", "spent ε", "spent δ", "reserved ε", "left ε", "left δ"}}
 		for _, r := range append([]ledger.ReportRow{rr.Dataset}, rr.Identities...) {
-			t.Rows = append(t.Rows, budgetRow{Who: who(r.Identity), SpentEps: exact(r.Spent.Epsilon), SpentDelta: exact(r.Spent.Delta),
-				Reserved: exact(r.Reserved.Epsilon), LeftEps: left(r.Left.Epsilon), LeftDelta: left(r.Left.Delta), Charges: r.Charges, Over: r.OverLimit})
+			w := who(r.Identity)
+			if r.OverLimit {
+				w += " (over its limit)"
+			}
+			t.Rows = append(t.Rows, row{Mark: r.OverLimit, Cells: []cell{txt(w), num(strconv.Itoa(r.Charges)), num(exact(r.Spent.Epsilon)),
+				num(exact(r.Spent.Delta)), num(exact(r.Reserved.Epsilon)), num(left(r.Left.Epsilon)), num(left(r.Left.Delta))}})
 		}
 		p.Relations = append(p.Relations, t)
 	}
+	if len(p.Relations) == 0 {
+		p.Relations = []table{{Note: "Nothing is spent yet."}}
+	}
 }
 
-func limitRows(inForce ledger.Limits, history []ledger.RecordedLimits) []limitRow {
-	cost := func(c ledger.Cost) string {
+func limitRows(inForce ledger.Limits, history []ledger.RecordedLimits) table {
+	cost := func(c ledger.Cost) cell {
 		if c.Epsilon == 0 {
-			return "no cap"
+			return txt("no cap")
 		}
-		return "ε " + fig(c.Epsilon) + ", δ " + fig(c.Delta)
+		return txt("ε " + fig(c.Epsilon) + ", δ " + fig(c.Delta))
 	}
-	row := func(since string, l ledger.Limits) limitRow {
-		return limitRow{Since: since, Identity: cost(l.PerIdentity), Dataset: cost(l.Dataset), PatientIdentity: cost(l.Patient.PerIdentity), PatientDataset: cost(l.Patient.Dataset)}
+	t := table{Head: []string{"in force since (UTC)", "per identity", "dataset", "whole patient, per identity", "whole patient, dataset"}}
+	add := func(since string, l ledger.Limits) {
+		t.Rows = append(t.Rows, row{Cells: []cell{txt(since), cost(l.PerIdentity), cost(l.Dataset), cost(l.Patient.PerIdentity), cost(l.Patient.Dataset)}})
+	}
+	for _, h := range history {
+		add(h.Recorded.UTC().Format(stamp), h.Limits)
 	}
 	if len(history) == 0 {
-		return []limitRow{row("this curator's, not recorded yet", inForce)}
+		add("this curator's, not recorded yet", inForce)
 	}
-	var out []limitRow
-	for _, h := range history {
-		out = append(out, row(h.Recorded.UTC().Format("2006-01-02 15:04:05"), h.Limits))
-	}
-	return out
+	return t
 }
 
 // isRelease reports whether e is a charged release: evaluations and pending marks are
@@ -164,28 +157,33 @@ func isRelease(e ledger.Receipt) bool {
 }
 
 func (p *page) releases(entries []ledger.Receipt) {
+	p.Releases = table{Head: []string{"time (UTC)", "identity", "kind", "relation", "ε", "δ", "whole-patient ε"}}
+	n := 0
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		if !isRelease(e) {
 			continue
 		}
-		p.ReleasesTotal++
-		if len(p.Releases) == maxReleases {
+		if n++; n > maxReleases {
 			continue
 		}
 		wp := "not bounded"
 		if !e.Patient.Unbounded {
 			wp = fig(e.Patient.Epsilon)
 		}
-		p.Releases = append(p.Releases, releaseRow{Time: e.Created.UTC().Format("2006-01-02 15:04:05"), Identity: e.Identity, Kind: e.Kind,
-			Relation: string(e.Relation), Epsilon: fig(e.Cost.Epsilon), Delta: fig(e.Cost.Delta), Patient: wp})
+		p.Releases.Rows = append(p.Releases.Rows, row{Cells: []cell{txt(e.Created.UTC().Format(stamp)), txt(e.Identity), txt(e.Kind),
+			txt(string(e.Relation)), num(fig(e.Cost.Epsilon)), num(fig(e.Cost.Delta)), num(wp)}})
+	}
+	p.Releases.Note = "No release yet."
+	if n > 0 {
+		p.Releases.Note = fmt.Sprintf("The latest %d of %d charged releases, newest first (an identity's answers are one charge; they are listed below).", len(p.Releases.Rows), n)
 	}
 }
 
 func (p *page) jobs(js []jobs.Job) {
 	for _, j := range js {
-		p.Jobs = append(p.Jobs, jobRow{ID: j.ID, Identity: j.Identity, Kind: j.Spec.Kind(), State: string(j.State), Epsilon: fig(j.Cost.Epsilon),
-			Created: j.Created.UTC().Format("2006-01-02 15:04:05"), Error: j.Error})
+		p.Jobs.Rows = append(p.Jobs.Rows, row{Cells: []cell{txt(j.ID), txt(j.Identity), txt(j.Spec.Kind()), txt(string(j.State)),
+			num(fig(j.Cost.Epsilon)), txt(j.Created.UTC().Format(stamp)), txt(j.Error)}})
 	}
 }
 
@@ -211,83 +209,69 @@ func (p *page) studies(ctx context.Context, cfg Config) error {
 	rk := curator.NewRanking(values, true)
 	p.RankedAmong = rk.N()
 	for _, id := range ids {
-		s := studyRow{Identity: id.Identity, Projections: len(id.Projections), Best: "–", BestTrue: "–", BestRank: "–"}
-		bestRank := 0
+		t := table{Title: id.Identity, Head: []string{"order", "row", "true outcome", "rank", "percentile", "answer released", "answered at (UTC)"}}
+		answered, best, bestText, top := 0, 0, "none", 0
 		for k, a := range id.Rows {
-			if a.Pass == 0 {
-				s.Answered++
-			}
-			r := answerRow{Order: k + 1, Row: a.Index, True: "–", Rank: "–", Percentile: "–", Answer: fig(a.Answer), Time: a.Time.Format("2006-01-02 15:04:05")}
+			trueText, rankText, pctText := "–", "–", "–"
 			if v, ok := values[a.Index]; ok {
-				rank, pct, top := rk.Rank(v)
-				r.True, r.Rank, r.Percentile = fig(v), strconv.Itoa(rank), fig(100*pct)+"%"
-				if a.Pass == 0 && top {
-					s.TopOnePercent++
+				rank, pct, isTop := rk.Rank(v)
+				trueText, rankText, pctText = fig(v), strconv.Itoa(rank), fig(100*pct)+"%"
+				if a.Pass == 0 && isTop {
+					top++
 				}
-				if a.Pass == 0 && (bestRank == 0 || rank < bestRank) {
-					bestRank, s.Best, s.BestTrue, s.BestRank = rank, strconv.Itoa(a.Index), fig(v), strconv.Itoa(rank)
+				if a.Pass == 0 && (best == 0 || rank < best) {
+					best, bestText = rank, fmt.Sprintf("row %d = %s, rank %d", a.Index, fig(v), rank)
 				}
 			}
-			if len(s.Rows) < maxRows {
-				s.Rows = append(s.Rows, r)
+			if a.Pass == 0 {
+				answered++
+			}
+			if k < maxRows {
+				t.Rows = append(t.Rows, row{Cells: []cell{num(strconv.Itoa(k + 1)), num(strconv.Itoa(a.Index)), num(trueText), num(rankText), num(pctText),
+					num(fig(a.Answer)), txt(a.Time.Format(stamp))}})
 			}
 		}
-		s.More = len(id.Rows) - len(s.Rows)
-		p.Studies = append(p.Studies, s)
+		t.Note = fmt.Sprintf("%d rows answered, %d projections; best true outcome: %s; rows in the top 1%%: %d.", answered, len(id.Projections), bestText, top)
+		if more := len(id.Rows) - len(t.Rows); more > 0 {
+			t.Note += fmt.Sprintf(" The first %d rows are listed; curator results lists all %d.", len(t.Rows), len(id.Rows))
+		}
+		p.Studies = append(p.Studies, t)
 	}
 	return nil
 }
 
-var pageTmpl = template.Must(template.New("console").Funcs(template.FuncMap{"css": func() template.CSS { return htmlstyle.CSS }}).Parse(`<!DOCTYPE html>
+// stamp is the page's time format (UTC).
+const stamp = "2006-01-02 15:04:05"
+
+var pageTmpl = template.Must(template.New("console").Funcs(template.FuncMap{"css": func() template.CSS { return htmlstyle.CSS }}).Parse(`
+{{- define "table"}}{{with .Title}}<h3>{{.}}</h3>{{end}}{{with .Note}}<p>{{.}}</p>{{end}}
+{{if .Rows}}<table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr{{if .Mark}} class="best"{{end}}>{{range .Cells}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table>{{end}}{{end -}}
+<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>privbo console: {{.Dataset}}</title>
 <style>{{css}}</style></head><body>
 <h1>Privacy console: dataset {{.Dataset}}</h1>
 <p class="sub">Read-only, for the curator's operators; generated {{.Generated}}.</p>
 <p class="warn">This page shows true outcomes of the data. It releases nothing and costs no privacy budget; do not forward it.</p>
-
 <h2>What one patient can lose</h2>
 <p>Whole-patient totals: each release's (ε, δ) for replacing one patient's record by any other, added over every relation.</p>
-<table id="patient"><tr><th>who</th><th>ε</th><th>δ</th><th>reserved ε</th><th>cap</th><th>left</th></tr>
-{{range .Patient}}<tr{{if .Over}} class="best"{{end}}><td>{{.Who}}{{if .Over}} (over its cap){{end}}</td><td class="num">{{.Epsilon}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Reserved}}</td><td>{{.Cap}}</td><td>{{.Left}}</td></tr>
-{{end}}</table>
-
+{{template "table" .Patient}}
 <h2>Spend over time</h2>
-<p>The dataset's whole-patient ε after each release{{if .Chart}}; a dashed line marks its cap{{end}}.</p>
+<p>The dataset's whole-patient ε after each release; a dashed line marks its cap, if any.</p>
 {{.Chart}}
-
 <h2>Budgets by neighbour relation</h2>
 <p>Spent and left as a charge finds them: an identity's left is the smaller of its own and the dataset's.</p>
-{{range .Relations}}<h3>{{.Relation}}</h3>
-<table><tr><th>who</th><th>charges</th><th>spent ε</th><th>spent δ</th><th>reserved ε</th><th>left ε</th><th>left δ</th></tr>
-{{range .Rows}}<tr{{if .Over}} class="best"{{end}}><td>{{.Who}}{{if .Over}} (over its limit){{end}}</td><td class="num">{{.Charges}}</td><td class="num">{{.SpentEps}}</td><td class="num">{{.SpentDelta}}</td><td class="num">{{.Reserved}}</td><td class="num">{{.LeftEps}}</td><td class="num">{{.LeftDelta}}</td></tr>
-{{end}}</table>
-{{else}}<p>Nothing is spent yet.</p>{{end}}
-
+{{range .Relations}}{{template "table" .}}{{end}}
 <h2>Limits history</h2>
-<table><tr><th>in force since (UTC)</th><th>per identity</th><th>dataset</th><th>whole patient, per identity</th><th>whole patient, dataset</th></tr>
-{{range .Limits}}<tr><td>{{.Since}}</td><td>{{.Identity}}</td><td>{{.Dataset}}</td><td>{{.PatientIdentity}}</td><td>{{.PatientDataset}}</td></tr>
-{{end}}</table>
-
+{{template "table" .Limits}}
 <h2>Latest releases</h2>
-{{if .Releases}}<p>The latest {{len .Releases}} of {{.ReleasesTotal}} charged releases, newest first (an identity's answers are one charge; they are listed below).</p>
-<table><tr><th>time (UTC)</th><th>identity</th><th>kind</th><th>relation</th><th>ε</th><th>δ</th><th>whole-patient ε</th></tr>
-{{range .Releases}}<tr><td>{{.Time}}</td><td>{{.Identity}}</td><td>{{.Kind}}</td><td>{{.Relation}}</td><td class="num">{{.Epsilon}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Patient}}</td></tr>
-{{end}}</table>{{else}}<p>No release yet.</p>{{end}}
-
+{{template "table" .Releases}}
 <h2>Jobs</h2>
-{{if not .JobsOn}}<p>This curator runs no jobs.</p>{{else if .Jobs}}<table><tr><th>job</th><th>identity</th><th>kind</th><th>state</th><th>ε</th><th>created (UTC)</th><th>error</th></tr>
-{{range .Jobs}}<tr><td>{{.ID}}</td><td>{{.Identity}}</td><td>{{.Kind}}</td><td>{{.State}}</td><td class="num">{{.Epsilon}}</td><td>{{.Created}}</td><td>{{.Error}}</td></tr>
-{{end}}</table>{{else}}<p>No job yet.</p>{{end}}
-
+{{template "table" .Jobs}}
 <h2>What each study found</h2>
 <p>True outcome: {{.Outcome}}; rank 1 is the highest of {{.RankedAmong}} rows. The ledger keeps answers per identity, not per study.</p>
-{{range .Studies}}<h3>{{.Identity}}</h3>
-<p>{{.Answered}} rows answered, {{.Projections}} projections; best true outcome: row {{.Best}} = {{.BestTrue}}, rank {{.BestRank}}; rows in the top 1%: {{.TopOnePercent}}.</p>
-{{if .Rows}}<table><tr><th>order</th><th>row</th><th>true outcome</th><th>rank</th><th>percentile</th><th>answer released</th><th>answered at (UTC)</th></tr>
-{{range .Rows}}<tr><td class="num">{{.Order}}</td><td class="num">{{.Row}}</td><td class="num">{{.True}}</td><td class="num">{{.Rank}}</td><td class="num">{{.Percentile}}</td><td class="num">{{.Answer}}</td><td>{{.Time}}</td></tr>
-{{end}}</table>{{end}}
-{{if .More}}<p>{{.More}} more rows: curator results lists them all.</p>{{end}}
-{{else}}<p>No identity has been answered yet.</p>{{end}}
+{{range .Studies}}{{template "table" .}}{{else}}<p>No identity has been answered yet.</p>{{end}}
 </body></html>
 `))
