@@ -45,8 +45,8 @@ func checkConsole(cfg Config) error {
 	}
 	if cfg.TLS.CertFile == "" || cfg.TLS.ClientCAFile == "" || len(cfg.ConsoleOperators) == 0 {
 		return cfg.Refuse(&cfg.ConsoleListen, "refusing to serve the console on "+cfg.ConsoleListen+" without TLS and an operator's client certificate: it shows true outcomes. "+
-			"Serve it on a loopback address, or set "+cfg.Flag(&cfg.TLS.CertFile)+", "+cfg.Flag(&cfg.TLS.KeyFile)+", "+cfg.Flag(&cfg.TLS.ClientCAFile)+
-			" and "+cfg.Flag(&cfg.ConsoleOperators)+" (the identities of the operators' client certificates)")
+			"Serve it on a loopback address without "+cfg.Flag(&cfg.ConsoleOperators)+", or set "+cfg.Flag(&cfg.TLS.CertFile)+", "+cfg.Flag(&cfg.TLS.KeyFile)+", "+cfg.Flag(&cfg.TLS.ClientCAFile)+
+			" and "+cfg.Flag(&cfg.ConsoleOperators)+" (the operators' certificates' identities)")
 	}
 	return nil
 }
