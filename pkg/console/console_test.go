@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -194,5 +195,25 @@ func TestOperatorsOnly(t *testing.T) {
 	defer plain.Close()
 	if code, _ := get(t, plain.Client(), plain.URL+"/"); code != http.StatusForbidden {
 		t.Errorf("GET / over plain HTTP with operators named = %d, want 403", code)
+	}
+}
+
+// TestLeftRoundsDown: a remainder shows at most 4 significant digits and never more
+// than is left.
+func TestLeftRoundsDown(t *testing.T) {
+	for _, tc := range []struct {
+		r    *big.Rat
+		want string
+	}{
+		{big.NewRat(3, 4), "0.75"},
+		{big.NewRat(99996, 100), "999.9"}, // not 1000
+		{big.NewRat(2, 3), "0.6666"},      // not 0.6667
+		{big.NewRat(1, 3_000_000), "3.333e-07"},
+		{big.NewRat(0, 1), "0"},
+		{big.NewRat(12345678, 1000), "1.234e+04"},
+	} {
+		if got := left(tc.r); got != tc.want {
+			t.Errorf("left(%s) = %s, want %s", tc.r.RatString(), got, tc.want)
+		}
 	}
 }

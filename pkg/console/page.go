@@ -66,8 +66,11 @@ func left(r *big.Rat) string {
 	if x <= 0 {
 		return "0"
 	}
-	p := math.Pow(10, math.Floor(math.Log10(x))-3)
-	return fig(math.Floor(x/p) * p)
+	s := fig(x)
+	if v, _ := strconv.ParseFloat(s, 64); new(big.Rat).SetFloat64(v).Cmp(r) > 0 {
+		s = fig(v - math.Pow(10, math.Floor(math.Log10(x))-3))
+	}
+	return s
 }
 
 func exact(r *big.Rat) string {
