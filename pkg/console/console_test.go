@@ -17,6 +17,7 @@ import (
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/devca"
+	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/transport"
 )
@@ -73,6 +74,13 @@ func newFixture(t *testing.T) fixture {
 	return fixture{cfg: Config{Dataset: "small", Ledger: led, Limits: limits, Outcomes: ds.Y}, ds: ds}
 }
 
+// fakeJobs lists each identity's jobs.
+type fakeJobs map[string][]jobs.Job
+
+func (f fakeJobs) List(_ context.Context, identity string) ([]jobs.Job, error) {
+	return f[identity], nil
+}
+
 func get(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	resp, err := c.Get(url)
@@ -92,6 +100,7 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 // the chart, and each identity's true outcomes and ranks; it runs no script.
 func TestPage(t *testing.T) {
 	f := newFixture(t)
+	f.cfg.Jobs = fakeJobs{"vendor-b": {{ID: "job-7", Identity: "vendor-b", State: jobs.Failed, Error: "interrupted"}}}
 	srv := httptest.NewServer(Handler(f.cfg))
 	defer srv.Close()
 	code, page := get(t, srv.Client(), srv.URL+"/")
@@ -114,6 +123,7 @@ func TestPage(t *testing.T) {
 		"rank 1 is the highest of 20 rows",
 		// vendor-a's rows 3, 4, 9 have outcomes 3, 4, 4: row 4 is its best, tied at rank 1 with 3 others.
 		"best true outcome: row 4 = 4, rank 1",
+		"<td>job-7</td><td>vendor-b</td><td></td><td>failed</td>",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
