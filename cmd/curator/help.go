@@ -28,7 +28,7 @@ var serveSections = []struct {
 		"max-job-iterations", "max-running-jobs", "job-lease", "kusner-k1", "kusner-noise-variance", "kusner-gamma-t", "kusner-a", "kusner-tau"}},
 	{"Limits", []string{"max-query-indices", "max-projection-dim", "memory-limit", "release-memory", "rate-limit", "rate-burst",
 		"max-in-flight", "max-header-bytes"}},
-	{"Operations", []string{"config", "addr-file", "metrics-listen", "shutdown-timeout", "log-level", "log-format"}},
+	{"Operations", []string{"config", "addr-file", "metrics-listen", "console-listen", "console-operators", "shutdown-timeout", "log-level", "log-format"}},
 }
 
 // groupedUsage prints fs's flags by section, each as the flag package prints it.

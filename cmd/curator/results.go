@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -279,28 +278,11 @@ type resultRow struct {
 }
 
 func buildResults(datasetID string, t truth, maximize bool, ids []curator.IdentityResults) (*resultsReport, error) {
-	sorted := make([]float64, 0, len(t.values))
-	for _, v := range t.values {
-		sorted = append(sorted, v)
-	}
-	sort.Float64s(sorted)
-	n := len(sorted)
-	rep := &resultsReport{DatasetID: datasetID, Outcome: t.source, Evaluate: t.mode, Direction: "maximize", RankedAmong: n, Identities: []identityResults{}}
+	rk := curator.NewRanking(t.values, maximize)
+	rep := &resultsReport{DatasetID: datasetID, Outcome: t.source, Evaluate: t.mode, Direction: "maximize", RankedAmong: rk.N(),
+		TopOnePercent: rk.TopOnePercent, Identities: []identityResults{}}
 	if !maximize {
 		rep.Direction = "minimize"
-	}
-	if n > 0 {
-		rep.TopOnePercent = quantile(sorted, 0.99)
-		if !maximize {
-			rep.TopOnePercent = quantile(sorted, 0.01)
-		}
-	}
-	// better is the number of rows whose outcome is strictly better than v.
-	better := func(v float64) int {
-		if maximize {
-			return n - sort.Search(n, func(i int) bool { return sorted[i] > v })
-		}
-		return sort.SearchFloat64s(sorted, v)
 	}
 	for _, id := range ids {
 		ir := identityResults{Identity: id.Identity, Projections: id.Projections, Rows: []resultRow{}, TopOnePercentRows: []int{}}
@@ -314,9 +296,7 @@ func buildResults(datasetID string, t truth, maximize bool, ids []curator.Identi
 			r := resultRow{Order: k + 1, Index: a.Index, Answer: a.Answer, Time: a.Time.UTC(), Pass: a.Pass}
 			if v, ok := t.values[a.Index]; ok {
 				r.TrueValue = &v
-				r.Rank = 1 + better(v)
-				r.Percentile = float64(n-r.Rank+1) / float64(n)
-				r.TopOne = maximize && v >= rep.TopOnePercent || !maximize && v <= rep.TopOnePercent
+				r.Rank, r.Percentile, r.TopOne = rk.Rank(v)
 				if r.Pass > 0 { // a row answered again: counted with its first answer
 					ir.Rows = append(ir.Rows, r)
 					continue
@@ -334,17 +314,6 @@ func buildResults(datasetID string, t truth, maximize bool, ids []curator.Identi
 		rep.Identities = append(rep.Identities, ir)
 	}
 	return rep, nil
-}
-
-// quantile is the q-quantile of sorted values, interpolated linearly between order
-// statistics (numpy's default; simulate.TopOnePercentThreshold for q = 0.99).
-func quantile(sorted []float64, q float64) float64 {
-	pos := q * float64(len(sorted)-1)
-	lo := int(pos)
-	if lo+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
 func writeResultsText(out io.Writer, rep *resultsReport) error {

@@ -84,6 +84,8 @@ func (c *Config) Bind() *setting.Set {
 		setting.Int(&c.AuthFailures.MaxPeers, "auth-failure-peers", setting.AtLeast(1), "peers with recent failed authentications remembered (the least recent is forgotten beyond)"),
 		setting.Int(&c.MaxHeaderBytes, "max-header-bytes", setting.AtLeast(1024), "largest request headers (metadata) accepted, in bytes; read before authentication"),
 		setting.String(&c.MetricsListen, "metrics-listen", "serve Prometheus metrics at http://ADDR/metrics"),
+		setting.String(&c.ConsoleListen, "console-listen", "serve the privacy officer's read-only console at ADDR/ (whole-patient totals, budgets, limits history, releases, jobs, each study's true outcomes): plain HTTP on loopback only; elsewhere it needs --tls-cert, --tls-key, --client-ca and --console-operators"),
+		setting.Var(&c.ConsoleOperators, (*identities)(&c.ConsoleOperators), "console-operators", nil, "comma-separated `identities` (client certificates' common names, from --client-ca) the console serves over TLS; required when --console-listen is not loopback"),
 		setting.Bool(&c.Jobs.Enabled, "jobs", "accept private hyperparameter-tuning jobs on this dataset (the target must be a class label: 0/1, or 0 … K−1 with K from the schema's target bounds [0, K−1])"),
 		setting.Float(&c.Jobs.ValidationFraction, "job-validation-fraction", setting.Open01, "fraction of rows forming the sensitive validation part of tuning jobs"),
 		setting.Uint64(&c.Jobs.SplitSeed, "job-split-seed", "seed of the training/validation split of tuning jobs"),

@@ -172,6 +172,14 @@ type Config struct {
 	// MetricsListen, when set, serves Prometheus metrics at /metrics on this address,
 	// and plain-HTTP probes at /healthz (the gRPC health status) and /livez.
 	MetricsListen string
+	// ConsoleListen, when set, serves the privacy officer's read-only console (package
+	// console) at / on this address: plain HTTP on a loopback address; elsewhere only
+	// over TLS (TLS.CertFile, TLS.KeyFile) to a client certificate of TLS.ClientCAFile
+	// whose identity is in ConsoleOperators, and a start is refused without them.
+	ConsoleListen string
+	// ConsoleOperators are the identities (client certificates' common names) the
+	// console serves; with them the console requires TLS even on loopback.
+	ConsoleOperators []string
 	// Jobs enables private tuning jobs on the dataset (its target must be a class label:
 	// 0/1, or 0 … K−1 with K public, see tuning.Config.Classes).
 	Jobs JobsConfig

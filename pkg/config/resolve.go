@@ -113,6 +113,9 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	default:
 		return cfg, nil, cfg.Refuse(&cfg.Ledger.Kind, fmt.Sprintf(cfg.Flag(&cfg.Ledger.Kind)+": unknown ledger kind %q (want sqlite or postgres)", cfg.Ledger.Kind))
 	}
+	if err := checkConsole(cfg); err != nil {
+		return cfg, nil, err
+	}
 	if err := checkSecurity(cfg); err != nil {
 		return cfg, nil, err
 	}

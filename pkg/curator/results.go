@@ -3,6 +3,7 @@ package curator
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -149,4 +150,60 @@ func rowOfKey(key, prefix string) (int, bool) {
 	}
 	i, err := strconv.Atoi(s)
 	return i, err == nil && i >= 0
+}
+
+// Ranking ranks rows by their true outcome among a set of outcomes (every row of the
+// data file, or the rows evaluated so far), in a direction: rank 1 is the best, ties
+// share the best rank. It is `curator results`' and the console's rule.
+type Ranking struct {
+	sorted   []float64
+	maximize bool
+	// TopOnePercent is the outcome a row must reach to be in the top 1%: the 99th
+	// percentile in the direction (linear interpolation, numpy's default; 0 without
+	// outcomes).
+	TopOnePercent float64
+}
+
+// NewRanking ranks among values, the highest first when maximize is set.
+func NewRanking(values map[int]float64, maximize bool) Ranking {
+	r := Ranking{sorted: make([]float64, 0, len(values)), maximize: maximize}
+	for _, v := range values {
+		r.sorted = append(r.sorted, v)
+	}
+	sort.Float64s(r.sorted)
+	if len(r.sorted) > 0 {
+		r.TopOnePercent = quantile(r.sorted, 0.99)
+		if !maximize {
+			r.TopOnePercent = quantile(r.sorted, 0.01)
+		}
+	}
+	return r
+}
+
+// N is the number of outcomes ranked among.
+func (r Ranking) N() int { return len(r.sorted) }
+
+// Rank is v's rank (1 + the outcomes strictly better), the share of outcomes no better
+// than it, and whether it is in the top 1%.
+func (r Ranking) Rank(v float64) (rank int, percentile float64, top bool) {
+	n := len(r.sorted)
+	if r.maximize {
+		rank = 1 + n - sort.Search(n, func(i int) bool { return r.sorted[i] > v })
+		top = v >= r.TopOnePercent
+	} else {
+		rank = 1 + sort.SearchFloat64s(r.sorted, v)
+		top = v <= r.TopOnePercent
+	}
+	return rank, float64(n-rank+1) / float64(n), top
+}
+
+// quantile is the q-quantile of sorted values, interpolated linearly between order
+// statistics (numpy's default; simulate.TopOnePercentThreshold for q = 0.99).
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
 }

@@ -35,7 +35,8 @@ func TestBudgetShowsReservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gauge := func(name, identity, rel string) float64 {
+	// gauge is the value of name{identity, relation}, and whether the scrape has it.
+	gauge := func(name, identity, rel string) (float64, bool) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(newBudgetCollector(&Server{ledger: led}, "small"))
@@ -49,12 +50,11 @@ func TestBudgetShowsReservations(t *testing.T) {
 			}
 			for _, m := range f.GetMetric() {
 				if hasLabels(m, map[string]string{"identity": identity, "relation": rel}) {
-					return m.GetGauge().GetValue()
+					return m.GetGauge().GetValue(), true
 				}
 			}
 		}
-		t.Fatalf("no %s{identity=%q, relation=%q}", name, identity, rel)
-		return 0
+		return 0, false
 	}
 	check := func(what string, reserved, patientReserved float64) {
 		t.Helper()
@@ -77,11 +77,12 @@ func TestBudgetShowsReservations(t *testing.T) {
 			!near(wp.GetEpsilonRemaining(), 19-patientReserved) {
 			t.Errorf("%s: whole patient %v; want ε %g reserved, %g remaining", what, wp, patientReserved, 19-patientReserved)
 		}
-		if g, w := gauge("privbo_budget_reserved_epsilon", "tuner", "feature-unit"), reserved; !near(g, w) {
-			t.Errorf("%s: privbo_budget_reserved_epsilon = %g, want %g", what, g, w)
+		// Reserved series exist while a reservation is live, and only then.
+		if g, ok := gauge("privbo_budget_reserved_epsilon", "tuner", "feature-unit"); ok != (reserved > 0) || !near(g, reserved) {
+			t.Errorf("%s: privbo_budget_reserved_epsilon = %g (found %v), want %g (found %v)", what, g, ok, reserved, reserved > 0)
 		}
-		if g, w := gauge("privbo_budget_remaining_epsilon", "tuner", "feature-unit"), 4-reserved; !near(g, w) {
-			t.Errorf("%s: privbo_budget_remaining_epsilon = %g, want %g", what, g, w)
+		if g, ok := gauge("privbo_budget_remaining_epsilon", "tuner", "feature-unit"); !ok || !near(g, 4-reserved) {
+			t.Errorf("%s: privbo_budget_remaining_epsilon = %g (found %v), want %g", what, g, ok, 4-reserved)
 		}
 	}
 	check("reserved", 1.5, 7)

@@ -27,7 +27,9 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 // several servers in one process, as in tests, each report their own): the standard
 // gRPC server metrics of go-grpc-middleware (grpc_server_started_total,
 // grpc_server_handled_total, grpc_server_handling_seconds, grpc_server_msg_*_total,
-// labelled grpc_type, grpc_service, grpc_method and, when handled, grpc_code), privbo's
+// labelled grpc_type, grpc_service, grpc_method and, when handled, grpc_code; a
+// method's series appear with its first call, so a scrape carries no zeros of methods
+// and codes never seen), privbo's
 // budget and job gauges (budgetCollector), and the Go runtime and process metrics.
 func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.ServerMetrics) {
 	reg := prometheus.NewRegistry()
@@ -49,17 +51,22 @@ func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.Ser
 	return reg, rpc
 }
 
-// budgetCollector reports privbo's gauges, read at every scrape: the budget of each
-// identity and neighbour relation (one ledger read for the six series) and the jobs
-// by state. Label values are identities, relations and states — never data.
+// budgetCollector reports privbo's gauges, read at every scrape from one ledger report
+// (Ledger.Report under the limits in force): the whole-patient totals and caps, each
+// relation's spent, reserved and remaining budget, the limits, and the jobs by state.
+// Label values are identities, relations, scopes and states — never data. An identity
+// has series only once it has a charge or a live reservation; reserved series only
+// while a reservation is live.
 type budgetCollector struct {
-	s                                    *Server
-	dataset                              string
-	patientEps, patientDelta             *prometheus.Desc
-	patientCapEps, patientCapDelta       *prometheus.Desc
-	spentEps, spentDelta, remEps, remDel *prometheus.Desc
-	resEps, resDelta                     *prometheus.Desc
-	jobs                                 *prometheus.Desc
+	s                              *Server
+	dataset                        string
+	patientEps, patientDelta       *prometheus.Desc
+	patientCapEps, patientCapDelta *prometheus.Desc
+	spentEps, spentDelta           *prometheus.Desc
+	remEps, remDelta               *prometheus.Desc
+	resEps, resDelta               *prometheus.Desc
+	limitEps, limitDelta           *prometheus.Desc
+	jobs                           *prometheus.Desc
 }
 
 func newBudgetCollector(s *Server, dataset string) *budgetCollector {
@@ -69,29 +76,33 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 	patient := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"dataset", "identity"}, nil)
 	}
-	patientCap := func(name, help string) *prometheus.Desc {
+	scoped := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, []string{"dataset", "scope"}, nil)
 	}
 	return &budgetCollector{s: s, dataset: dataset,
 		patientEps: patient("privbo_whole_patient_epsilon", "What one patient can lose, ε: every release's (ε, δ) for replacing one patient's record "+
-			"by any other, added over every relation; identity=\"\" is the dataset's total over all identities. +Inf when a release has no finite figure."),
+			"by any other, added over every relation; identity=\"\" is the dataset's total over all identities and the curator's own estimates. +Inf when a release has no finite figure."),
 		patientDelta:    patient("privbo_whole_patient_delta", "What one patient can lose, δ (see privbo_whole_patient_epsilon)."),
-		patientCapEps:   patientCap("privbo_whole_patient_cap_epsilon", "The whole-patient cap in force, ε, by scope (identity or dataset); absent without a cap."),
-		patientCapDelta: patientCap("privbo_whole_patient_cap_delta", "The whole-patient cap in force, δ, by scope (identity or dataset); absent without a cap."),
-		spentEps:        budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation."),
-		spentDelta:      budget("privbo_budget_spent_delta", "Privacy budget δ spent, by identity and neighbour relation."),
-		remEps: budget("privbo_budget_remaining_epsilon", "Privacy budget ε remaining, by identity and neighbour relation: "+
-			"the limit less what is spent and what is reserved, as a charge finds it."),
-		remDel: budget("privbo_budget_remaining_delta", "Privacy budget δ remaining, by identity and neighbour relation (see privbo_budget_remaining_epsilon)."),
+		patientCapEps:   scoped("privbo_whole_patient_cap_epsilon", "The whole-patient cap in force, ε, by scope (identity or dataset); absent without a cap."),
+		patientCapDelta: scoped("privbo_whole_patient_cap_delta", "The whole-patient cap in force, δ, by scope (identity or dataset); absent without a cap."),
+		spentEps: budget("privbo_budget_spent_epsilon", "Privacy budget ε spent, by identity and neighbour relation; "+
+			"identity=\"\" is the dataset's total over all identities, which the dataset cap bounds."),
+		spentDelta: budget("privbo_budget_spent_delta", "Privacy budget δ spent (see privbo_budget_spent_epsilon)."),
+		remEps: budget("privbo_budget_remaining_epsilon", "Privacy budget ε a charge can still spend, by identity and neighbour relation: "+
+			"the smaller of the identity's limit and the dataset cap, less what is spent and reserved, as a charge finds it; identity=\"\" is the dataset cap's remainder."),
+		remDelta: budget("privbo_budget_remaining_delta", "Privacy budget δ a charge can still spend (see privbo_budget_remaining_epsilon)."),
 		resEps: budget("privbo_budget_reserved_epsilon", "Privacy budget ε reserved by releases being computed, by identity and neighbour relation: "+
-			"spent when they are committed, given back if they fail or expire."),
-		resDelta: budget("privbo_budget_reserved_delta", "Privacy budget δ reserved by releases being computed, by identity and neighbour relation."),
-		jobs:     prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
+			"spent when they are committed, given back if they fail or expire; absent while nothing is reserved."),
+		resDelta:   budget("privbo_budget_reserved_delta", "Privacy budget δ reserved by releases being computed (see privbo_budget_reserved_epsilon)."),
+		limitEps:   scoped("privbo_budget_limit_epsilon", "The budget limit in force, ε, of each relation, by scope: identity (each identity's) or dataset (all identities together)."),
+		limitDelta: scoped("privbo_budget_limit_delta", "The budget limit in force, δ, of each relation, by scope (see privbo_budget_limit_epsilon)."),
+		jobs:       prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
 	}
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta, c.remEps, c.remDel, c.resEps, c.resDelta, c.jobs} {
+	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta,
+		c.remEps, c.remDelta, c.resEps, c.resDelta, c.limitEps, c.limitDelta, c.jobs} {
 		ch <- d
 	}
 }
@@ -102,22 +113,11 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	c.collectPatient(ctx, ch)
-	accts, err := c.s.ledger.Accounts(ctx, c.dataset)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.spentEps, fmt.Errorf("server: reading the ledger's accounts: %w", err))
-	}
-	for _, b := range accts {
-		if ledger.IsReserved(b.Identity) {
-			continue
-		}
-		labels := []string{c.dataset, b.Identity, string(b.Relation)}
-		ch <- prometheus.MustNewConstMetric(c.spentEps, prometheus.GaugeValue, b.Spent.Epsilon, labels...)
-		ch <- prometheus.MustNewConstMetric(c.spentDelta, prometheus.GaugeValue, b.Spent.Delta, labels...)
-		ch <- prometheus.MustNewConstMetric(c.remEps, prometheus.GaugeValue, b.Remaining.Epsilon, labels...)
-		ch <- prometheus.MustNewConstMetric(c.remDel, prometheus.GaugeValue, b.Remaining.Delta, labels...)
-		ch <- prometheus.MustNewConstMetric(c.resEps, prometheus.GaugeValue, b.Reserved.Epsilon, labels...)
-		ch <- prometheus.MustNewConstMetric(c.resDelta, prometheus.GaugeValue, b.Reserved.Delta, labels...)
+	if rep, err := c.s.budgetReport(ctx, c.dataset); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.spentEps, fmt.Errorf("server: reading the ledger's report: %w", err))
+	} else {
+		c.collectPatient(ch, rep)
+		c.collectRelations(ch, rep)
 	}
 	if c.s.jobs == nil {
 		return
@@ -132,38 +132,73 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// collectPatient sends the whole-patient gauges: the dataset's total and each modeler
-// identity's, and the caps in force.
-func (c *budgetCollector) collectPatient(ctx context.Context, ch chan<- prometheus.Metric) {
-	limits := c.s.ledger.Limits()
-	if rec, ok, err := c.s.ledger.RecordedLimits(ctx, c.dataset); err == nil && ok {
+// budgetReport is the ledger's report of dataset under the limits in force (the
+// ledger's recorded ones, else this curator's).
+func (s *Server) budgetReport(ctx context.Context, dataset string) (ledger.Report, error) {
+	limits := s.ledger.Limits()
+	rec, ok, err := s.ledger.RecordedLimits(ctx, dataset)
+	if err != nil {
+		return ledger.Report{}, err
+	}
+	if ok {
 		limits = rec.Limits
 	}
-	rep, err := c.s.ledger.Report(ctx, c.dataset, limits)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.patientEps, fmt.Errorf("server: reading the ledger's whole-patient totals: %w", err))
-		return
-	}
-	send := func(identity string, t ledger.PatientTotal) {
-		cost := t.Cost()
-		ch <- prometheus.MustNewConstMetric(c.patientEps, prometheus.GaugeValue, cost.Epsilon, c.dataset, identity)
-		if t.Bounded() {
-			ch <- prometheus.MustNewConstMetric(c.patientDelta, prometheus.GaugeValue, cost.Delta, c.dataset, identity)
+	return s.ledger.Report(ctx, dataset, limits)
+}
+
+// collectPatient sends the whole-patient gauges: the dataset's total and each modeler
+// identity's, and the caps in force.
+func (c *budgetCollector) collectPatient(ch chan<- prometheus.Metric, rep ledger.Report) {
+	for _, r := range append([]ledger.PatientRow{rep.Patient.Dataset}, rep.Patient.Identities...) {
+		if ledger.IsReserved(r.Identity) || r.Identity != "" && r.Total.Charges+r.Reserved.Charges == 0 {
+			continue
+		}
+		cost := r.Total.Cost()
+		ch <- prometheus.MustNewConstMetric(c.patientEps, prometheus.GaugeValue, cost.Epsilon, c.dataset, r.Identity)
+		if r.Total.Bounded() {
+			ch <- prometheus.MustNewConstMetric(c.patientDelta, prometheus.GaugeValue, cost.Delta, c.dataset, r.Identity)
 		}
 	}
-	send("", rep.Patient.Dataset.Total)
-	for _, r := range rep.Patient.Identities {
-		if !ledger.IsReserved(r.Identity) {
-			send(r.Identity, r.Total)
+	c.scoped(ch, c.patientCapEps, c.patientCapDelta, rep.Limits.Patient.PerIdentity, rep.Limits.Patient.Dataset)
+}
+
+// collectRelations sends, per relation, the dataset's and each modeler identity's
+// spent, remaining and (while any) reserved budget, and the limits in force.
+func (c *budgetCollector) collectRelations(ch chan<- prometheus.Metric, rep ledger.Report) {
+	gauge := func(d *prometheus.Desc, v float64, labels []string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, rr := range rep.Relations {
+		for _, r := range append([]ledger.ReportRow{rr.Dataset}, rr.Identities...) {
+			if ledger.IsReserved(r.Identity) {
+				continue
+			}
+			labels := []string{c.dataset, r.Identity, string(rr.Relation)}
+			spent, left := r.Spent.Cost(), r.Left.Cost()
+			gauge(c.spentEps, spent.Epsilon, labels)
+			gauge(c.spentDelta, spent.Delta, labels)
+			gauge(c.remEps, left.Epsilon, labels)
+			gauge(c.remDelta, left.Delta, labels)
+			if r.Reservations > 0 {
+				res := r.Reserved.Cost()
+				gauge(c.resEps, res.Epsilon, labels)
+				gauge(c.resDelta, res.Delta, labels)
+			}
 		}
 	}
+	c.scoped(ch, c.limitEps, c.limitDelta, rep.Limits.PerIdentity, rep.Limits.Dataset)
+}
+
+// scoped sends the identity's and the dataset's (ε, δ) of a limit or cap, each when
+// its ε is set.
+func (c *budgetCollector) scoped(ch chan<- prometheus.Metric, eps, delta *prometheus.Desc, identity, dataset ledger.Cost) {
 	for _, s := range []struct {
 		scope string
-		cap   ledger.Cost
-	}{{ledger.ScopeIdentity, limits.Patient.PerIdentity}, {ledger.ScopeDataset, limits.Patient.Dataset}} {
-		if s.cap.Epsilon > 0 {
-			ch <- prometheus.MustNewConstMetric(c.patientCapEps, prometheus.GaugeValue, s.cap.Epsilon, c.dataset, s.scope)
-			ch <- prometheus.MustNewConstMetric(c.patientCapDelta, prometheus.GaugeValue, s.cap.Delta, c.dataset, s.scope)
+		cost  ledger.Cost
+	}{{ledger.ScopeIdentity, identity}, {ledger.ScopeDataset, dataset}} {
+		if s.cost.Epsilon > 0 {
+			ch <- prometheus.MustNewConstMetric(eps, prometheus.GaugeValue, s.cost.Epsilon, c.dataset, s.scope)
+			ch <- prometheus.MustNewConstMetric(delta, prometheus.GaugeValue, s.cost.Delta, c.dataset, s.scope)
 		}
 	}
 }

@@ -118,6 +118,8 @@ type Server struct {
 	metrics    *prometheus.Registry
 	metricsSrv *http.Server
 	metricsLis net.Listener
+	consoleSrv *http.Server
+	consoleLis net.Listener
 
 	serveErr chan error
 	stopOnce sync.Once
@@ -274,14 +276,15 @@ func (s *Server) serve(tlsCfg *tls.Config, auth transport.Auth) error {
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	if rpcMetrics != nil {
-		// Every method's series exist from the start, at zero, so that rates and
-		// alerts on them are defined before the first call.
-		rpcMetrics.InitializeMetrics(s.grpc)
-	}
 	s.setServing(true)
+	if cfg.ConsoleListen != "" {
+		if err := s.serveConsole(tlsCfg); err != nil {
+			return err
+		}
+	}
 	if cfg.MetricsListen != "" {
 		if err := s.serveMetrics(); err != nil {
+			s.closeConsole()
 			return err
 		}
 	}
@@ -606,6 +609,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.metricsSrv != nil {
 			s.metricsSrv.Close()
 		}
+		s.closeConsole()
 		if s.jobs != nil {
 			if err := s.jobs.Close(); err != nil {
 				s.log.Error("closing the job store", zap.Error(err))

@@ -18,6 +18,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/privbo/privbo/internal/htmlstyle"
 )
 
 // Report file names inside the output directory.
@@ -449,28 +451,12 @@ func savePNG(p *plot.Plot) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"g": g, "g3": g3, "g4": g4}).Parse(`<!DOCTYPE html>
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"g": g, "g3": g3, "g4": g4, "css": func() template.CSS { return htmlstyle.CSS }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>privbo study {{.Study.Name}}</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1000px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.sub { color: #666; margin-top: 0; }
-.cards { display: flex; gap: 1em; flex-wrap: wrap; }
-.card { background: #f4f7fb; border: 1px solid #d8e1ec; border-radius: 6px; padding: 0.7em 1.1em; min-width: 10em; }
-.card .k { color: #666; font-size: 0.85em; }
-.card .v { font-size: 1.4em; font-weight: 600; }
-.card.rec { background: #eaf5ea; border-color: #b9dcb9; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.3em 0.7em; text-align: left; vertical-align: top; }
-th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-img { max-width: 100%; border: 1px solid #eee; }
-.err { color: #a00; }
-</style>
+<style>{{css}}</style>
 </head>
 <body>
 <h1>Study {{.Study.Name}}</h1>

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privbo/privbo/internal/htmlstyle"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/jobs/jobspec"
@@ -295,24 +296,10 @@ func gridSVG(space hparam.Space, res *jobs.Result, tr *jobs.Trace) template.HTML
 	return template.HTML(b.String()) //nolint:gosec // built from numbers and escaped names only
 }
 
-var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"css": func() template.CSS { return htmlstyle.CSS }}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>privbo job {{.R.Job.ID}}</title>
-<style>
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1000px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; }
-h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
-.sub { color: #666; margin-top: 0; }
-.cards { display: flex; gap: 1em; flex-wrap: wrap; }
-.card { background: #f4f7fb; border: 1px solid #d8e1ec; border-radius: 6px; padding: 0.7em 1.1em; min-width: 10em; }
-.card .k { color: #666; font-size: 0.85em; }
-.card .v { font-size: 1.4em; font-weight: 600; }
-table { border-collapse: collapse; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.3em 0.7em; text-align: left; vertical-align: top; }
-th { background: #f0f0f0; }
-tr.best td { background: #fff4d6; }
-.warn { background: #fff0f0; border: 1px solid #e8c0c0; padding: 0.5em 1em; border-radius: 6px; }
-</style></head><body>
+<style>{{css}}</style></head><body>
 <h1>Job {{.R.Job.ID}} ({{.Kind}})</h1>
 <p class="sub">State {{.R.Job.State}}; created {{.R.Job.Created.Format "2006-01-02 15:04:05 MST"}}; report for the {{.Audience}}, generated {{.R.Generated.Format "2006-01-02 15:04:05 MST"}}.</p>
 <div class="cards">
