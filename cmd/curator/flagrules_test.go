@@ -51,6 +51,8 @@ output-upper = 400
 		{"rate-limit", []string{"-1"}, []string{"0", "5"}},
 		{"rate-burst", []string{"0", "-1"}, []string{"3"}},
 		{"max-in-flight", []string{"-1"}, []string{"0", "4"}},
+		{"max-streams-per-identity", []string{"0", "-1"}, []string{"1", "16"}},
+		{"stream-idle-timeout", []string{"0s", "-1s"}, []string{"1s", "5m"}},
 		{"job-validation-fraction", []string{"0", "1"}, []string{"0.25"}},
 		{"evaluator-timeout", []string{"0s"}, []string{"1m"}},
 		{"max-job-grid", []string{"0"}, []string{"10"}},

@@ -28,7 +28,8 @@ func (e *refusedError) ExitCode() int { return exitRefused }
 
 // transientError is a refusal that asking again may not meet (LEDGER_UNAVAILABLE: the
 // curator could not reach its privacy ledger; RELEASE_IN_PROGRESS: the same release is
-// being computed for another request): the error, then that the same command can be run
+// being computed for another request; MEMORY_LIMIT with held_bytes: the request waited
+// for memory other releases held): the error, then that the same command can be run
 // again. Its exit status is the ordinary 1, not exitRefused.
 type transientError struct {
 	err    error
@@ -37,8 +38,11 @@ type transientError struct {
 
 func (e *transientError) Error() string {
 	why := "the curator cannot reach its privacy ledger right now"
-	if e.reason == refusal.ReleaseInProgress {
+	switch e.reason {
+	case refusal.ReleaseInProgress:
 		why = "the curator is computing this same release for another request (another run of this study?)"
+	case refusal.MemoryLimit:
+		why = "the curator's memory for releases was taken by other releases until shortly before the request's deadline"
 	}
 	return e.err.Error() + "\n  " + why + "; nothing is known to be wrong with the request: " +
 		"run the same command again shortly (a release already charged is replayed at no cost)"
@@ -56,7 +60,7 @@ func explainRefusal(err error) error {
 	}
 	var re *refusal.Error
 	if errors.As(err, &re) {
-		if re.Reason == refusal.LedgerUnavailable || re.Reason == refusal.ReleaseInProgress {
+		if _, waited := re.Metadata[refusal.KeyHeldBytes]; re.Reason == refusal.LedgerUnavailable || re.Reason == refusal.ReleaseInProgress || waited {
 			return &transientError{err: err, reason: re.Reason}
 		}
 		if hint := refusalHint(re); hint != "" {

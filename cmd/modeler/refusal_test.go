@@ -140,19 +140,22 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-// TestLedgerUnavailableIsTransient: a refusal for LEDGER_UNAVAILABLE or RELEASE_IN_PROGRESS
-// says to run the command again and exits 1, not exitRefused (which says asking again
+// TestLedgerUnavailableIsTransient: a refusal for LEDGER_UNAVAILABLE, RELEASE_IN_PROGRESS
+// or MEMORY_LIMIT after a wait (with held_bytes) says to run the command again and exits 1, not exitRefused (which says asking again
 // unchanged would be refused again).
 func TestLedgerUnavailableIsTransient(t *testing.T) {
 	for _, tc := range []struct {
 		reason refusal.Reason
+		meta   map[string]string
 		is     error
 		says   string
 	}{
-		{refusal.LedgerUnavailable, refusal.ErrLedgerUnavailable, "cannot reach its privacy ledger"},
-		{refusal.ReleaseInProgress, refusal.ErrReleaseInProgress, "computing this same release for another request"},
+		{refusal.LedgerUnavailable, nil, refusal.ErrLedgerUnavailable, "cannot reach its privacy ledger"},
+		{refusal.ReleaseInProgress, nil, refusal.ErrReleaseInProgress, "computing this same release for another request"},
+		{refusal.MemoryLimit, map[string]string{"needed_bytes": "1048576", "available_bytes": "16777216", "held_bytes": "16252928"},
+			refusal.ErrMemoryLimit, "memory for releases was taken by other releases"},
 	} {
-		e := &refusal.Error{Reason: tc.reason, Err: errors.New("rpc error: the curator's message")}
+		e := &refusal.Error{Reason: tc.reason, Metadata: tc.meta, Err: errors.New("rpc error: the curator's message")}
 		err := explainRefusal(fmt.Errorf("modeler: query: %w", e))
 		if !errors.Is(err, tc.is) {
 			t.Errorf("%v is not %v", err, tc.is)

@@ -77,6 +77,10 @@ func (c *Config) Bind() *setting.Set {
 		setting.Float(&c.Limits.Rate, "rate-limit", setting.NonNegative, "requests per second per identity (0: unlimited)"),
 		setting.Int(&c.Limits.Burst, "rate-burst", setting.AtLeast(1).Why("leave it unset for the rate"), "burst of requests per identity (default: the rate)"),
 		setting.Int(&c.Limits.Concurrent, "max-in-flight", setting.AtLeast(0), "concurrent requests per identity (0: unlimited)"),
+		setting.Int(&c.Streams.PerIdentity, "max-streams-per-identity", setting.AtLeast(1), "release streams (projections being sent, replays included) one identity may have open at once; "+
+			"each holds up to 9MiB of --release-memory, so one identity holds at most this many times 9MiB; one more is refused with a retry hint before anything is computed or charged"),
+		setting.Duration(&c.Streams.IdleTimeout, "stream-idle-timeout", setting.PositiveDuration, "how long a release stream may wait for its client to read: "+
+			"a stream whose client reads nothing for as long is cut and its memory given back (the client may ask again: a replay costs nothing)"),
 		setting.Float(&c.AuthFailures.Rate, "auth-failure-rate", authFailureRate, "failed authentications per second one peer (IPv4 address or IPv6 /64) may cause after its burst; beyond, its requests are refused before authentication (negative: no throttle)"),
 		setting.Int(&c.AuthFailures.Burst, "auth-failure-burst", setting.AtLeast(1), "failed authentications one peer may cause at once"),
 		setting.Int(&c.AuthFailures.Logged, "auth-failures-logged", setting.AtLeast(1), "failed or refused requests of one peer logged a line each per --auth-failure-log-interval; the rest are summarised in one line"),

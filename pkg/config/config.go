@@ -19,6 +19,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/ledger/pgledger"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/rpc"
 	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/tuning"
@@ -160,6 +161,10 @@ type Config struct {
 	TrustIdentityHeaderFromNetwork bool
 	// Limits bounds each identity's request rate and concurrency.
 	Limits transport.Limits
+	// Streams bounds each identity's release streams: how many it may have open at
+	// once, and how long one may wait for its client to read; zero fields take
+	// rpc.DefaultStreamsPerIdentity and rpc.DefaultStreamIdleTimeout.
+	Streams rpc.Streams
 	// AuthFailures throttles each peer's failed authentications (before they are
 	// authenticated, so Limits cannot) and samples their log lines; zero fields take
 	// transport's defaults (DefaultAuthFailureRate, DefaultAuthFailureBurst,
@@ -350,6 +355,7 @@ func NewConfig() Config {
 		AuthFailures: transport.AuthFailureLimits{Rate: transport.DefaultAuthFailureRate, Burst: transport.DefaultAuthFailureBurst,
 			Logged: transport.DefaultAuthFailuresLogged, LogInterval: transport.DefaultAuthFailureLogInterval, MaxPeers: transport.DefaultAuthFailurePeers},
 		MaxHeaderBytes: transport.DefaultMaxHeaderListBytes,
+		Streams:        rpc.Streams{PerIdentity: rpc.DefaultStreamsPerIdentity, IdleTimeout: rpc.DefaultStreamIdleTimeout},
 		Jobs: JobsConfig{ValidationFraction: 0.3, SplitSeed: 1, MaxGrid: 5000, MaxIterations: 500, MaxRunning: 1, Lease: jobs.DefaultLease,
 			Kusner: tuning.KusnerAssumptions{NoiseVariance: 0.01}},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/projection"
+	"github.com/privbo/privbo/pkg/rpc"
 	"github.com/privbo/privbo/pkg/storage"
 	"github.com/privbo/privbo/pkg/transport"
 	"github.com/privbo/privbo/pkg/worth"
@@ -99,6 +100,8 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	}
 	cfg.AuthFailures = cfg.AuthFailures.WithDefaults()
 	cfg.MaxHeaderBytes = cmp.Or(cfg.MaxHeaderBytes, transport.DefaultMaxHeaderListBytes)
+	cfg.Streams.PerIdentity = cmp.Or(cfg.Streams.PerIdentity, rpc.DefaultStreamsPerIdentity)
+	cfg.Streams.IdleTimeout = cmp.Or(cfg.Streams.IdleTimeout, rpc.DefaultStreamIdleTimeout)
 	if cfg.MemoryLimit > 0 && cfg.ReleaseMemory > cfg.MemoryLimit {
 		return cfg, nil, cfg.Refuse(&cfg.ReleaseMemory, fmt.Sprintf(cfg.Flag(&cfg.ReleaseMemory)+" (%s) exceeds "+cfg.Flag(&cfg.MemoryLimit)+" (%s), the memory the whole curator may use",
 			memory.MiB(cfg.ReleaseMemory), memory.MiB(cfg.MemoryLimit)))

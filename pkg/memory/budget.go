@@ -3,7 +3,8 @@
 // Budget admits it only while the needs of the releases admitted together stay within
 // a limit. A need larger than the whole limit is refused at once, with the numbers
 // (*LimitError); a need that fits the limit but not what the others leave waits, first
-// come first served, for as long as its context allows.
+// come first served, for as long as its context allows, and gives up a little before
+// its context's deadline with a *WaitError, so that its caller can still say why.
 //
 // Available finds the memory the process may use: the memory limit of its cgroup
 // (version 2 memory.max, version 1 memory.limit_in_bytes, the smallest along the path
@@ -15,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Budget is a semaphore of bytes, safe for concurrent use. Waiters are served in the
@@ -25,6 +27,7 @@ type Budget struct {
 	capacity int64
 	held     int64
 	queue    list.List // of *waiter, in arrival order
+	waits    int64     // needs that had to wait, since the budget was made
 }
 
 type waiter struct {
@@ -48,6 +51,33 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("memory: %s needed, more than the %s admitted at once", MiB(e.Need), MiB(e.Capacity))
+}
+
+// WaitError is a need that was still waiting when its context ended (or was about to
+// end: see Acquire): the needs admitted before it held the memory all along. It wraps
+// the context's error.
+type WaitError struct {
+	// Need is the bytes asked for; Held what was admitted to others when it gave up, of
+	// Capacity.
+	Need, Held, Capacity int64
+	Err                  error
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("memory: %s needed was not admitted in time: %s of the %s admitted at once were held", MiB(e.Need), MiB(e.Held), MiB(e.Capacity))
+}
+
+// Unwrap returns the context's error.
+func (e *WaitError) Unwrap() error { return e.Err }
+
+// giveUpEarly is how long before its context's deadline a waiting need gives up: a
+// tenth of the time left when it starts waiting, at most this much.
+const giveUpEarly = time.Second
+
+// giveUpAt is when a need waiting from now gives up under deadline: a tenth of the time
+// left before it, at most giveUpEarly.
+func giveUpAt(deadline, now time.Time) time.Time {
+	return deadline.Add(-min(deadline.Sub(now)/10, giveUpEarly))
 }
 
 // MiB formats a number of bytes in mebibytes for people.
@@ -77,7 +107,9 @@ func (b *Budget) TryAcquire(need int64) (release func(), ok bool) {
 
 // Acquire admits need bytes, waiting for the releases admitted before to give back
 // enough, in arrival order. It returns a *LimitError at once if need exceeds the
-// capacity, and ctx's error if ctx ends first (nothing is held then). The returned
+// capacity, and a *WaitError if ctx ends first (nothing is held then); a need waiting
+// under a deadline gives up a tenth of the time left before it (at most giveUpEarly),
+// so that the caller can still answer before its client's deadline. The returned
 // function gives the bytes back; it may be called more than once.
 func (b *Budget) Acquire(ctx context.Context, need int64) (release func(), err error) {
 	if b == nil {
@@ -94,12 +126,18 @@ func (b *Budget) Acquire(ctx context.Context, need int64) (release func(), err e
 		return b.releaser(need), nil
 	}
 	if err := ctx.Err(); err != nil {
-		b.mu.Unlock()
-		return nil, err
+		defer b.mu.Unlock()
+		return nil, &WaitError{Need: need, Held: b.held, Capacity: b.capacity, Err: err}
 	}
 	w := &waiter{need: need, ready: make(chan struct{})}
 	elem := b.queue.PushBack(w)
+	b.waits++
 	b.mu.Unlock()
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, giveUpAt(d, time.Now()))
+		defer cancel()
+	}
 
 	select {
 	case <-w.ready:
@@ -115,8 +153,8 @@ func (b *Budget) Acquire(ctx context.Context, need int64) (release func(), err e
 		}
 		// Leaving the queue (or giving bytes back) may let the next waiters in.
 		b.grantLocked()
-		b.mu.Unlock()
-		return nil, ctx.Err()
+		defer b.mu.Unlock()
+		return nil, &WaitError{Need: need, Held: b.held, Capacity: b.capacity, Err: ctx.Err()}
 	}
 }
 
@@ -163,6 +201,17 @@ func (b *Budget) Held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.held
+}
+
+// Waits is the number of needs that had to wait since the budget was made (0 for the
+// nil Budget): those admitted after a wait, and those that gave up waiting.
+func (b *Budget) Waits() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waits
 }
 
 // Waiting is the number of needs waiting to be admitted.

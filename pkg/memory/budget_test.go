@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // waitFor returns once b has n waiters; the test's deadline bounds it.
@@ -119,6 +120,48 @@ func TestBudgetCancel(t *testing.T) {
 	hold()
 	if _, err := b.Acquire(ctx, 10); err != nil {
 		t.Errorf("Acquire with an ended context but room at once = %v, want success", err)
+	}
+}
+
+// TestBudgetWaitError: a need still waiting when its context ends says so, with the
+// figures, and counts among the waits; one admitted at once does not count.
+func TestBudgetWaitError(t *testing.T) {
+	b := NewBudget(100)
+	hold, _ := b.Acquire(context.Background(), 70)
+	defer hold()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := b.Acquire(ctx, 40)
+	var we *WaitError
+	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) || *we != (WaitError{Need: 40, Held: 70, Capacity: 100, Err: we.Err}) {
+		t.Fatalf("Acquire(40) beside 70 of 100 until the deadline = %v, want a WaitError{40, 70, 100} wrapping DeadlineExceeded", err)
+	}
+	if b.Waits() != 1 || b.Waiting() != 0 || b.Held() != 70 {
+		t.Errorf("Waits() = %d, Waiting() = %d, Held() = %d; want 1, 0, 70", b.Waits(), b.Waiting(), b.Held())
+	}
+	rel, err := b.Acquire(context.Background(), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+	if b.Waits() != 1 {
+		t.Errorf("Waits() = %d after a need admitted at once, want 1", b.Waits())
+	}
+}
+
+// TestGiveUpAt: a waiting need gives up a tenth of the time left before its deadline,
+// at most a second, so that its caller can still answer.
+func TestGiveUpAt(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tt := range []struct{ left, want time.Duration }{
+		{2 * time.Second, 1800 * time.Millisecond},
+		{20 * time.Second, 19 * time.Second},
+		{time.Hour, time.Hour - time.Second},
+		{0, 0},
+	} {
+		if got := giveUpAt(now.Add(tt.left), now).Sub(now); got != tt.want {
+			t.Errorf("giveUpAt(now+%v) = now+%v, want now+%v", tt.left, got, tt.want)
+		}
 	}
 }
 

@@ -46,7 +46,10 @@ const (
 	// computed than the curator admits for all its releases at once, so it can never be
 	// made as asked (metadata: needed_bytes, available_bytes, dimension, and
 	// max_dimension, the largest r that fits, 0 if none); nothing was computed or
-	// charged. A smaller r fits.
+	// charged. A smaller r fits. With held_bytes instead of the dimensions, and a
+	// RetryInfo: the request waited for memory that releases in progress held (of
+	// available_bytes, the curator's whole memory for releases) until shortly before
+	// its deadline; retrying may meet it (a charged release is replayed at no cost).
 	MemoryLimit Reason = "MEMORY_LIMIT"
 	// Uninformative: FAILED_PRECONDITION, a Kusner job whose forecast says its releases
 	// would be no better than a uniform pick (metadata: epsilon_needed, selection_lift,
@@ -79,6 +82,7 @@ const (
 	KeyRequested        = "requested"
 	KeyNeededBytes      = "needed_bytes"
 	KeyAvailableBytes   = "available_bytes"
+	KeyHeldBytes        = "held_bytes"
 	KeyDimension        = "dimension"
 	KeyMaxDimension     = "max_dimension"
 	KeyEpsilonNeeded    = "epsilon_needed"

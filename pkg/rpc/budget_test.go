@@ -138,7 +138,7 @@ func budgetHandlers(t *testing.T, limits ledger.Limits) (*handlers, *ledger.Ledg
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &handlers{cur: cur, log: zap.NewNop()}, led
+	return New(cur, nil, ledger.Limits{}, Streams{}, zap.NewNop()).(*handlers), led
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*max(1, math.Abs(b)) }

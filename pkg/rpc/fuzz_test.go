@@ -48,7 +48,7 @@ func fuzzHandlers(f *testing.F) *handlers {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return &handlers{cur: cur, log: zap.NewNop()}
+	return New(cur, nil, ledger.Limits{}, Streams{}, zap.NewNop()).(*handlers)
 }
 
 // allowed are the codes a fuzzed request may get; anything else (Internal above all)

@@ -5,6 +5,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -12,16 +13,21 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/matrixio"
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
 	"github.com/privbo/privbo/pkg/refusal"
@@ -31,10 +37,33 @@ import (
 
 // New returns the curator service over gRPC for cur, with the tuning jobs of jm (nil
 // when jobs are not enabled); limits are the ledger's limits, which name a refusal's
-// limit when the refusing code did not.
-func New(cur *curator.Curator, jm *jobs.Manager, limits ledger.Limits, log *zap.Logger) curatorv1.CuratorServiceServer {
-	return &handlers{cur: cur, jobs: jm, log: log, limits: limits}
+// limit when the refusing code did not; streams bounds each identity's release streams
+// (zero fields take the defaults).
+func New(cur *curator.Curator, jm *jobs.Manager, limits ledger.Limits, streams Streams, log *zap.Logger) curatorv1.CuratorServiceServer {
+	streams.PerIdentity = cmp.Or(streams.PerIdentity, DefaultStreamsPerIdentity)
+	streams.IdleTimeout = cmp.Or(streams.IdleTimeout, DefaultStreamIdleTimeout)
+	return &handlers{cur: cur, jobs: jm, log: log, limits: limits, streams: streams, open: map[string]int{}}
 }
+
+// Streams bounds each identity's release streams (ReleaseProjection), each of which
+// holds memory of the curator's releases (curator.Config.Memory) while it is open.
+type Streams struct {
+	// PerIdentity is the most release streams one identity may have open at once; one
+	// more is refused (RESOURCE_EXHAUSTED with a RetryInfo) before anything is computed
+	// or charged. Default DefaultStreamsPerIdentity.
+	PerIdentity int
+	// IdleTimeout is how long a stream may wait for its client to read: one whose
+	// client reads nothing for as long is cut (DEADLINE_EXCEEDED), and its memory given
+	// back. Default DefaultStreamIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// The defaults of Streams: with them one identity holds at most 4 streams of at most
+// 9 MiB each (curator's streamNeed), for at most 30 s after its client stops reading.
+const (
+	DefaultStreamsPerIdentity = 4
+	DefaultStreamIdleTimeout  = 30 * time.Second
+)
 
 // handlers adapts the curator service to gRPC: protobuf ⇄ domain types, errors ⇄ status
 // codes. No privacy logic lives here.
@@ -46,6 +75,10 @@ type handlers struct {
 	// limits are the ledger's limits, which name a refusal's limit when the
 	// refusing code did not (see ledger.BudgetError.ZeroDeltaLimit).
 	limits ledger.Limits
+
+	streams Streams
+	mu      sync.Mutex
+	open    map[string]int // release streams open per identity
 }
 
 func identity(ctx context.Context) string {
@@ -154,7 +187,13 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if err := h.cur.CheckProjection(preq); err != nil {
 		return h.status(ctx, err)
 	}
-	p, err := h.cur.ReleaseProjection(ctx, identity(ctx), preq)
+	id := identity(ctx)
+	closed, err := h.openStream(id)
+	if err != nil {
+		return err
+	}
+	defer closed()
+	p, err := h.cur.ReleaseProjection(ctx, id, preq)
 	if err != nil {
 		return h.status(ctx, err)
 	}
@@ -162,7 +201,70 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	if err != nil {
 		return h.status(ctx, err)
 	}
-	defer f.Close()
+	return h.pump(ctx, p, f, func(progress func()) error { return h.send(ctx, stream, p, f, progress) })
+}
+
+// openStream counts a release stream of identity id, refused beyond Streams.PerIdentity
+// (before anything is computed or charged), and returns the function that closes it.
+func (h *handlers) openStream(id string) (closed func(), err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.open[id]; n >= h.streams.PerIdentity {
+		return nil, withRetry(status.New(codes.ResourceExhausted, fmt.Sprintf(
+			"identity %q already has %d release streams open, the most it may have at once; retry when one ends", id, n)), time.Second)
+	}
+	h.open[id]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.open[id]--; h.open[id] == 0 {
+			delete(h.open, id)
+		}
+	}, nil
+}
+
+// pump runs send, which streams p from f and calls progress after each message, in a
+// goroutine, and cuts the stream when its client reads nothing for Streams.IdleTimeout:
+// the handler returns, gRPC cancels the stream, the blocked send returns and f is
+// closed, giving back the stream's memory. f is closed before pump returns otherwise.
+func (h *handlers) pump(ctx context.Context, p *curator.Projection, f io.Closer, send func(progress func()) error) error {
+	moved := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	var cut atomic.Bool
+	go func() {
+		err := send(func() {
+			select {
+			case moved <- struct{}{}:
+			default:
+			}
+		})
+		f.Close()
+		if err != nil && cut.Load() {
+			h.log.Info("release stream cut: its client read nothing for the idle timeout; its memory is given back",
+				zap.String("release", p.ID), zap.String("identity", identity(ctx)), zap.Duration("idle_timeout", h.streams.IdleTimeout),
+				zap.String("request_id", transport.RequestIDFromContext(ctx)))
+		}
+		done <- err
+	}()
+	idle := time.NewTimer(h.streams.IdleTimeout)
+	defer idle.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-moved:
+			idle.Reset(h.streams.IdleTimeout)
+		case <-idle.C:
+			cut.Store(true)
+			return status.Errorf(codes.DeadlineExceeded, "the curator cut this stream: its client read nothing for %s; asking again replays release %s at no cost",
+				h.streams.IdleTimeout, p.ID)
+		}
+	}
+}
+
+// send streams p from f: the header, the matrix in chunks, the trailer with its
+// SHA-256, checked against the recorded one. It calls progress after each message.
+func (h *handlers) send(ctx context.Context, stream curatorv1.CuratorService_ReleaseProjectionServer, p *curator.Projection, f io.Reader, progress func()) error {
 	if err := stream.Send(&curatorv1.ReleaseProjectionResponse{Part: &curatorv1.ReleaseProjectionResponse_Header{Header: &curatorv1.ProjectionHeader{
 		ReleaseId: p.ID, Rows: uint64(p.Rows), Cols: uint32(p.Cols), Replayed: p.Replayed,
 		Budget: budgetProto(p.Budget), Guarantee: p.Guarantee, NoiseSd: p.NoiseSD,
@@ -170,6 +272,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 	}}}); err != nil {
 		return err
 	}
+	progress()
 	rowsPer := matrixio.RowsPerChunk(p.Cols)
 	buf := make([]byte, rowsPer*p.Cols*8)
 	sum := sha256.New()
@@ -186,6 +289,7 @@ func (h *handlers) ReleaseProjection(req *curatorv1.ReleaseProjectionRequest, st
 		}}}); err != nil {
 			return err
 		}
+		progress()
 	}
 	got := sum.Sum(nil)
 	if string(got) != string(p.SHA256) {
@@ -366,7 +470,15 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	var be *ledger.BudgetError
 	var rl *curator.ExactRowLimitError
 	var me *curator.MemoryError
+	var we *memory.WaitError
 	switch {
+	case errors.As(err, &we) && !errors.Is(err, context.Canceled):
+		// Before the context's errors: the wait gave up before the client's deadline, so
+		// that the client learns why.
+		st := status.New(codes.ResourceExhausted, fmt.Sprintf("the curator's memory for releases stayed taken by releases in progress until shortly before this request's deadline "+
+			"(it needs %s; %s of %s were held); retry shortly, or with a longer deadline", memory.MiB(we.Need), memory.MiB(we.Held), memory.MiB(we.Capacity)))
+		return withRetry(withInfo(st, refusal.MemoryLimit, map[string]string{refusal.KeyNeededBytes: fmt.Sprint(we.Need),
+			refusal.KeyAvailableBytes: fmt.Sprint(we.Capacity), refusal.KeyHeldBytes: fmt.Sprint(we.Held)}), time.Second)
 	case errors.As(err, &me):
 		return withReason(codes.ResourceExhausted, me.Error(), refusal.MemoryLimit, map[string]string{
 			refusal.KeyNeededBytes: fmt.Sprint(me.Need), refusal.KeyAvailableBytes: fmt.Sprint(me.Limit),
@@ -431,8 +543,21 @@ func (h *handlers) status(ctx context.Context, err error) error {
 
 // withReason is the status (code, msg) with an ErrorInfo of reason and meta.
 func withReason(code codes.Code, msg string, reason refusal.Reason, meta map[string]string) error {
-	st := status.New(code, msg)
+	return withInfo(status.New(code, msg), reason, meta).Err()
+}
+
+// withInfo is st with an ErrorInfo of reason and meta.
+func withInfo(st *status.Status, reason refusal.Reason, meta map[string]string) *status.Status {
 	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: string(reason), Domain: refusal.Domain, Metadata: meta}); err == nil {
+		st = d
+	}
+	return st
+}
+
+// withRetry is st with a RetryInfo asking the client to retry after delay: waiting
+// may change the answer (the clients retry such a RESOURCE_EXHAUSTED as asked).
+func withRetry(st *status.Status, delay time.Duration) error {
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}); err == nil {
 		st = d
 	}
 	return st.Err()

@@ -132,7 +132,7 @@ func newPathCurator(t *testing.T) *pathCurator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pathCurator{h: &handlers{cur: cur, log: zap.NewNop(), limits: limits}, gate: gate, store: store}
+	return &pathCurator{h: New(cur, nil, limits, Streams{}, zap.NewNop()).(*handlers), gate: gate, store: store}
 }
 
 // charges returns identity's ledger records.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/privbo/privbo/pkg/ledger"
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/refusal"
 )
 
@@ -65,3 +66,61 @@ func errorInfo(st *status.Status) *errdetails.ErrorInfo {
 func reasonOf(st *status.Status) string { return errorInfo(st).GetReason() }
 
 func metadataOf(st *status.Status) map[string]string { return errorInfo(st).GetMetadata() }
+
+// TestMemoryWaitStatus: a request whose wait for memory gave up before its deadline is
+// RESOURCE_EXHAUSTED, reason MEMORY_LIMIT, with the figures in bytes (held_bytes tells
+// it from a release that never fits) and a retry hint; one whose client cancelled is
+// CANCELLED.
+func TestMemoryWaitStatus(t *testing.T) {
+	h := &handlers{log: zap.NewNop()}
+	we := &memory.WaitError{Need: 3 << 20, Held: 60 << 20, Capacity: 64 << 20, Err: context.DeadlineExceeded}
+	st := status.Convert(h.status(context.Background(), fmt.Errorf("curator: waiting for memory: %w", we)))
+	md := metadataOf(st)
+	var retry *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			retry = ri
+		}
+	}
+	if st.Code() != codes.ResourceExhausted || reasonOf(st) != string(refusal.MemoryLimit) || retry.GetRetryDelay().AsDuration() <= 0 ||
+		md[refusal.KeyNeededBytes] != "3145728" || md[refusal.KeyHeldBytes] != "62914560" || md[refusal.KeyAvailableBytes] != "67108864" {
+		t.Errorf("status(WaitError) = %v, metadata %v, retry %v; want RESOURCE_EXHAUSTED, MEMORY_LIMIT with the bytes and a retry hint", st, md, retry)
+	}
+	if !strings.Contains(st.Message(), "it needs 3 MiB; 60 MiB of 64 MiB were held") || len(st.Message()) > 300 {
+		t.Errorf("message %q: want the figures in MiB, at most 300 characters", st.Message())
+	}
+	we.Err = context.Canceled
+	if st := status.Convert(h.status(context.Background(), we)); st.Code() != codes.Canceled {
+		t.Errorf("status(WaitError, cancelled) = %v, want CANCELLED", st)
+	}
+}
+
+// TestStreamsPerIdentity: an identity's streams beyond Streams.PerIdentity are refused
+// with a retry hint, others' are not, and a closed stream frees its place.
+func TestStreamsPerIdentity(t *testing.T) {
+	h := New(nil, nil, ledger.Limits{}, Streams{PerIdentity: 2}, zap.NewNop()).(*handlers)
+	var closers []func()
+	for range 2 {
+		closed, err := h.openStream("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, closed)
+	}
+	_, err := h.openStream("a")
+	st := status.Convert(err)
+	var retry bool
+	for _, d := range st.Details() {
+		_, retry = d.(*errdetails.RetryInfo)
+	}
+	if st.Code() != codes.ResourceExhausted || !retry || !strings.Contains(st.Message(), `identity "a" already has 2 release streams open`) {
+		t.Errorf("a third stream of a: %v (retry hint %v), want RESOURCE_EXHAUSTED with a retry hint", err, retry)
+	}
+	if _, err := h.openStream("b"); err != nil {
+		t.Errorf("b's stream beside a's two: %v", err)
+	}
+	closers[0]()
+	if _, err := h.openStream("a"); err != nil {
+		t.Errorf("a's stream after one closed: %v", err)
+	}
+}

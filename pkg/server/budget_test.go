@@ -112,7 +112,7 @@ func budgetHandlers(t *testing.T, limits ledger.Limits) (curatorv1.CuratorServic
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rpc.New(cur, nil, ledger.Limits{}, zap.NewNop()), led
+	return rpc.New(cur, nil, ledger.Limits{}, rpc.Streams{}, zap.NewNop()), led
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*max(1, math.Abs(b)) }

@@ -66,7 +66,7 @@ func TestDatasetInfoStatesProtection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := rpc.New(cur, nil, ledger.Limits{}, zap.NewNop())
+	h := rpc.New(cur, nil, ledger.Limits{}, rpc.Streams{}, zap.NewNop())
 	ctx := context.Background()
 	info, err := h.GetDatasetInfo(ctx, &curatorv1.GetDatasetInfoRequest{})
 	if err != nil {

@@ -272,7 +272,7 @@ func (s *Server) serve(tlsCfg *tls.Config, auth transport.Auth) error {
 	}
 	// Stop waits for running handlers too, so nothing runs once the ledger is closed.
 	s.grpc = grpc.NewServer(append(transport.ServerOptions(tc), grpc.WaitForHandlers(true))...)
-	curatorv1.RegisterCuratorServiceServer(s.grpc, rpc.New(s.curator, s.jobs, s.ledger.Limits(), log))
+	curatorv1.RegisterCuratorServiceServer(s.grpc, rpc.New(s.curator, s.jobs, s.ledger.Limits(), cfg.Streams, log))
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
