@@ -39,6 +39,7 @@ func Run(t *testing.T, loc Location) {
 		{"KeyConflict", testKeyConflict},
 		{"BudgetExceeded", testBudgetExceeded},
 		{"ZeroCost", testZeroCost},
+		{"FreeCharges", testFreeCharges},
 		{"InvalidRefused", testInvalidRefused},
 		{"SetResult", testSetResult},
 		{"BalanceAccounts", testBalanceAccounts},
