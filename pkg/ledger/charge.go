@@ -93,6 +93,9 @@ func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receip
 			return err
 		}
 		if m.reserve != nil {
+			if err := s.checkStored(ctx, q, b, h.rt, m.reserve.quota); err != nil {
+				return err
+			}
 			return s.writeReservation(ctx, q, b, m.reserve, now)
 		}
 		return s.writeCharges(ctx, q, b, h.dt, now)
@@ -217,8 +220,9 @@ func (s *Ledger) readBudget(ctx context.Context, q Querier, b *batch, m txMode, 
 	return h, nil
 }
 
-// free reports whether no fresh charge spends anything: each costs zero, has a
-// zero (bounded) whole-patient cost and stores nothing.
+// free reports whether no fresh charge spends anything: each costs zero and has
+// a zero (bounded) whole-patient cost. (What a charge stores is checked when it is
+// reserved, not when it is recorded.)
 func (b *batch) free() bool {
 	for _, i := range b.fresh {
 		if b.cs[i].Cost != (Cost{}) || b.patients[i] != (PatientCost{}) {
@@ -309,7 +313,7 @@ func (s *Ledger) writeReservation(ctx context.Context, q Querier, b *batch, r *r
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qReserve, c.Dataset, c.Identity, c.Key, r.token, r.owner, c.Kind, string(c.Relation),
-			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, r.expiresNS); err != nil {
+			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, r.expiresNS, c.Stored); err != nil {
 			return fmt.Errorf("ledger: reserve: record: %w", err)
 		}
 		b.out[i] = Receipt{Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
@@ -361,7 +365,7 @@ func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *data
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
-			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, now); err != nil {
+			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, now, c.Stored); err != nil {
 			return fmt.Errorf("ledger: charge: record: %w", err)
 		}
 		if dt != nil {
@@ -373,6 +377,9 @@ func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *data
 			Cost: c.Cost, Patient: p, Result: c.Result, ResultSize: len(c.Result),
 			Created: time.Unix(0, now).UTC(),
 		}
+	}
+	if err := s.writeStored(ctx, q, b); err != nil {
+		return err
 	}
 	return s.writeTotals(ctx, q, b.dataset, dt, &ch)
 }

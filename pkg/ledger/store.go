@@ -56,7 +56,7 @@ type Ledger struct {
 	d      Dialect
 
 	qGet, qInsert, qUpsert, qPatientUpsert, qSetResult, qEntries string
-	qCount, qPatientCount                                        string
+	qCount, qPatientCount, qStoredAdd, qStoredAll                string
 	qTotalsAll, qPatientAll                                      string
 	qInForce, qHistory, qConfirm, qNewLimits                     string
 	qReserve, qUnreserve, qExpire, qLive, qExtend, qDropOwner    string
@@ -78,8 +78,8 @@ func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
 	s.qPatientAll = s.d.SQL(`SELECT identity, epsilon, delta, rho, rho_delta, unbounded, charges FROM {t}patient_totals WHERE dataset = ?`)
 	s.qInsert = s.d.SQL(`INSERT INTO {t}entries
 		(dataset, identity, entry_key, kind, relation, description, epsilon, delta,
-		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns, stored_bytes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUpsert = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset, identity, relation) DO UPDATE
@@ -107,6 +107,7 @@ func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
 		patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
 		recorded_ns, confirmed_ns, starts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`)
 	s.reservationQueries()
+	s.storedQueries()
 	return s
 }
 

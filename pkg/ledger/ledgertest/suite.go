@@ -40,6 +40,7 @@ func Run(t *testing.T, loc Location) {
 		{"BudgetExceeded", testBudgetExceeded},
 		{"ZeroCost", testZeroCost},
 		{"FreeCharges", testFreeCharges},
+		{"StoredQuota", testStoredQuota},
 		{"InvalidRefused", testInvalidRefused},
 		{"SetResult", testSetResult},
 		{"BalanceAccounts", testBalanceAccounts},
