@@ -366,7 +366,12 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	var be *ledger.BudgetError
 	var rl *curator.ExactRowLimitError
 	var me *curator.MemoryError
+	var se *ledger.StoredBytesError
 	switch {
+	case errors.As(err, &se):
+		return withReason(codes.ResourceExhausted, se.Error(), refusal.StoredBytes, map[string]string{refusal.KeyScope: se.Scope,
+			refusal.KeyRequestedBytes: fmt.Sprint(se.Requested), refusal.KeyStoredBytes: fmt.Sprint(se.Stored),
+			refusal.KeyReservedBytes: fmt.Sprint(se.Reserved), refusal.KeyQuotaBytes: fmt.Sprint(se.Quota)})
 	case errors.As(err, &me):
 		return withReason(codes.ResourceExhausted, me.Error(), refusal.MemoryLimit, map[string]string{
 			refusal.KeyNeededBytes: fmt.Sprint(me.Need), refusal.KeyAvailableBytes: fmt.Sprint(me.Limit),
