@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -304,7 +305,24 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	if reserved {
 		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
 	}
-	return writeRelationsText(out, w, lim, rep.Relations, reserved)
+	if err := writeRelationsText(out, w, lim, rep.Relations, reserved); err != nil {
+		return err
+	}
+	return writeStoredText(out, w, rep.Stored)
+}
+
+// writeStoredText lists what the releases keep for replay, which the stored-bytes
+// quotas bound when a release is reserved (nothing when none keeps any).
+func writeStoredText(out io.Writer, w *tabwriter.Writer, rows []ledger.StoredRow) error {
+	if len(rows) == 0 || rows[0].Releases == 0 && rows[0].Reserved == 0 {
+		return nil
+	}
+	fmt.Fprintln(out, "\nWhat the releases keep for replay (bounded by serve's --stored-bytes-per-identity and --stored-bytes-per-dataset)")
+	fmt.Fprintln(w, "IDENTITY\tSTORED\tRELEASES\tRESERVED")
+	for _, r := range append(rows[1:], rows[0]) {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", cmp.Or(r.Identity, "(dataset)"), ledger.FormatBytes(r.Bytes), r.Releases, ledger.FormatBytes(r.Reserved))
+	}
+	return w.Flush()
 }
 
 // writePatientText comes first because what one patient can lose, over every

@@ -25,3 +25,7 @@ func DefaultStoredQuota(n, d int) ledger.StoredQuota {
 // storedBytes is what a projection of dimension r stores for replay: its n×r matrix
 // of float64s.
 func (c *Curator) storedBytes(r int) int64 { return 8 * int64(c.ds.N) * int64(r) }
+
+// StoredQuota is the stored-bytes quotas this curator reserves its releases under
+// (Config.Stored, resolved).
+func (c *Curator) StoredQuota() ledger.StoredQuota { return c.cfg.Stored }
