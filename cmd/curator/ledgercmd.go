@@ -50,7 +50,7 @@ func printLedger(args []string) error {
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document with exact figures (see README) instead of tables")
 	fs.BoolVar(&asCSV, "csv", false, "print the budget per relation and identity as CSV with exact figures instead of tables")
 	fs.BoolVar(&verify, "verify", false, "check that every total the ledger keeps (per identity and relation, per relation for the dataset, "+
-		"and the whole-patient ones) equals the exact sum of its records, and print nothing else; fails when one does not")
+		"the whole-patient ones and the stored bytes) equals the exact sum of its records, and print nothing else; fails when one does not")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: curator ledger --state DIR --dataset-id ID [--json | --csv | --verify] [--all]\n\n"+
 			"First what one patient can lose (the whole-patient account, over every relation), then the\n"+
@@ -137,7 +137,7 @@ func verifyLedger(ctx context.Context, out io.Writer, store ledgerView, dataset 
 		return err
 	}
 	if len(inc) == 0 {
-		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, and the whole-patient ones) "+
+		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, the whole-patient ones and the stored bytes) "+
 			"equals the exact sum of its records\n", dataset)
 		// Reservations are no totals, but an operator checking the ledger while the
 		// curator computes releases should see that budget is held beyond them.

@@ -257,7 +257,7 @@ func New(cfg Config) (*Curator, error) {
 	if cfg.ReservationTTL == 0 {
 		cfg.ReservationTTL = ledger.DefaultReservationTTL
 	}
-	def := DefaultStoredQuota(cfg.Dataset.N, cfg.Dataset.D)
+	def := DefaultStoredQuota(cfg.Dataset.N, widest(cfg, proj))
 	cfg.Stored.PerIdentity, cfg.Stored.Dataset = cmp.Or(cfg.Stored.PerIdentity, def.PerIdentity), cmp.Or(cfg.Stored.Dataset, def.Dataset)
 	if cfg.Stored.PerIdentity < 0 || cfg.Stored.Dataset < 0 {
 		return nil, fmt.Errorf("curator: the stored-bytes quotas must not be negative, got %d and %d", cfg.Stored.PerIdentity, cfg.Stored.Dataset)

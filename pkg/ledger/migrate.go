@@ -261,8 +261,9 @@ func (s *Ledger) rebuildTotals(ctx context.Context, q Querier) error {
 }
 
 // Verify recomputes every total of dataset kept by the charges (per identity
-// and relation, per relation for the dataset, and the whole-patient ones) from
-// the records, exactly, and reports each that differs from the stored one. It
+// and relation, per relation for the dataset, the whole-patient ones and the
+// stored bytes) from the records, exactly, and reports each that differs from
+// the stored one. It
 // also reads the live reservations, which are no totals (Report shows them),
 // and fails if one is corrupt. It writes nothing.
 func (s *Ledger) Verify(ctx context.Context, dataset string) ([]Inconsistency, error) {
@@ -299,7 +300,9 @@ func (s *Ledger) Verify(ctx context.Context, dataset string) ([]Inconsistency, e
 			want = newDatasetTotals()
 		}
 		out = compareTotals(after, want)
-		return nil
+		stored, err := s.verifyStored(ctx, q, dataset)
+		out = append(out, stored...)
+		return err
 	})
 	if err != nil {
 		return nil, wrap("verify", err)

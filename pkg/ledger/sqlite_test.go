@@ -358,3 +358,23 @@ func TestSQLiteUpgradeV5(t *testing.T) {
 		t.Errorf("Reserve past the stored-bytes quota after the upgrade: %v, want ErrStoredBytes", err)
 	}
 }
+
+// TestSQLiteVerifyStored: a stored-bytes total changed behind the ledger's back is
+// reported by Verify, as the other totals are.
+func TestSQLiteVerifyStored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, ledgertest.StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ledgertest.MustCharge(t, s, ledger.Charge{Account: acme, Key: "p", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5}, Stored: 4096})
+	if inc, err := s.Verify(ctx, "diabetes"); err != nil || len(inc) != 0 {
+		t.Fatalf("Verify = %v, %v; want consistent", inc, err)
+	}
+	rawSQLite(t, path, `UPDATE stored_totals SET bytes = 1 WHERE identity = 'acme'`)
+	inc, err := s.Verify(ctx, "diabetes")
+	if err != nil || len(inc) != 1 || inc[0].What != "stored bytes, identity acme" || inc[0].Recomputed != "4096 bytes over 1 releases" {
+		t.Errorf("Verify after changing acme's stored bytes = %v, %v; want that total reported", inc, err)
+	}
+}

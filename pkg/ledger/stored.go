@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -68,42 +69,33 @@ func (s *Ledger) storedQueries() {
 	s.qStoredAll = s.d.SQL(`SELECT identity, bytes, releases FROM {t}stored_totals WHERE dataset = ? ORDER BY identity`)
 }
 
-// stores is what the fresh charges of b store, per identity and in all.
-func (b *batch) stores() (map[string]int64, int64) {
-	per, all := map[string]int64{}, int64(0)
-	for _, i := range b.fresh {
-		per[b.cs[i].Identity] += b.cs[i].Stored
-		all += b.cs[i].Stored
-	}
-	return per, all
-}
-
-// checkStored checks the fresh charges of b against quota: what each identity's
-// recorded releases and reservations store plus its fresh charges' bytes, then
-// the same for the dataset. rt holds the live reservations' bytes.
+// checkStored checks the fresh charges of b against quota: for each identity,
+// then for the dataset, what the recorded releases and the live reservations (rt)
+// store plus what the fresh charges would.
 func (s *Ledger) checkStored(ctx context.Context, q Querier, b *batch, rt *datasetTotals, quota StoredQuota) error {
-	per, all := b.stores()
-	if all == 0 || quota == (StoredQuota{}) {
+	add, whos := map[string]int64{}, []string{}
+	for _, i := range b.fresh {
+		add[b.cs[i].Identity] += b.cs[i].Stored
+		add[datasetRow] += b.cs[i].Stored
+		whos = append(whos, b.cs[i].Identity)
+	}
+	if add[datasetRow] == 0 || quota == (StoredQuota{}) {
 		return nil
 	}
 	stored, err := s.storedRows(ctx, q, b.dataset)
 	if err != nil {
 		return err
 	}
-	check := func(scope, who string, a Account, add, limit int64) error {
-		have, res := stored[who].Bytes, rt.stored[who]
-		if limit == 0 || add == 0 || have+res+add <= limit {
-			return nil
+	for _, who := range append(whos, datasetRow) {
+		scope, limit, a := ScopeIdentity, quota.PerIdentity, Account{Dataset: b.dataset, Identity: who}
+		if who == datasetRow {
+			scope, limit, a = ScopeDataset, quota.Dataset, b.cs[b.fresh[0]].Account
 		}
-		return &StoredBytesError{Scope: scope, Account: a, Requested: add, Stored: have, Reserved: res, Quota: limit}
-	}
-	for _, i := range b.fresh {
-		a := b.cs[i].Account
-		if err := check(ScopeIdentity, a.Identity, a, per[a.Identity], quota.PerIdentity); err != nil {
-			return err
+		if have, res := stored[who].Bytes, rt.stored[who]; limit > 0 && add[who] > 0 && have+res+add[who] > limit {
+			return &StoredBytesError{Scope: scope, Account: a, Requested: add[who], Stored: have, Reserved: res, Quota: limit}
 		}
 	}
-	return check(ScopeDataset, datasetRow, b.cs[b.fresh[0]].Account, all, quota.Dataset)
+	return nil
 }
 
 // storedRows reads the stored-bytes totals of dataset, by identity (datasetRow:
@@ -179,5 +171,56 @@ func (s *Ledger) Stored(ctx context.Context, dataset string) ([]StoredRow, error
 		out = append(out, StoredRow{})
 	}
 	slices.SortFunc(out, func(a, b StoredRow) int { return strings.Compare(a.Identity, b.Identity) })
+	return out, nil
+}
+
+// verifyStored compares the stored-bytes totals of dataset with the sums of its
+// records, as Verify does the other totals: read before and after the records, and
+// reported only when both readings agree.
+func (s *Ledger) verifyStored(ctx context.Context, q Querier, dataset string) ([]Inconsistency, error) {
+	before, err := s.storedRows(ctx, q, dataset)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]StoredRow{}
+	err = EachRow(ctx, q, s.d.SQL(`SELECT identity, SUM(stored_bytes), COUNT(*) FROM {t}entries
+		WHERE dataset = ? AND stored_bytes > 0 GROUP BY identity`), []any{dataset}, func(scan func(...any) error) error {
+		var r StoredRow
+		if err := scan(&r.Identity, &r.Bytes, &r.Releases); err != nil {
+			return err
+		}
+		ds := want[datasetRow]
+		ds.Bytes, ds.Releases = ds.Bytes+r.Bytes, ds.Releases+r.Releases
+		want[r.Identity], want[datasetRow] = r, ds
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	after, err := s.storedRows(ctx, q, dataset)
+	if err != nil {
+		return nil, err
+	}
+	if !maps.Equal(before, after) {
+		return nil, fmt.Errorf("ledger: verify: dataset %q was charged while it was read; verify again", dataset)
+	}
+	var out []Inconsistency
+	text := func(r StoredRow) string { return fmt.Sprintf("%d bytes over %d releases", r.Bytes, r.Releases) }
+	whos := slices.Collect(maps.Keys(after))
+	for who := range want {
+		if _, ok := after[who]; !ok {
+			whos = append(whos, who)
+		}
+	}
+	slices.Sort(whos)
+	for _, who := range whos {
+		if g, w := after[who], want[who]; g.Bytes != w.Bytes || g.Releases != w.Releases {
+			name := "stored bytes, identity " + who
+			if who == datasetRow {
+				name = "stored bytes, dataset"
+			}
+			out = append(out, Inconsistency{What: name, Stored: text(g), Recomputed: text(w)})
+		}
+	}
 	return out, nil
 }

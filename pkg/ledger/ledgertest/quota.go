@@ -82,4 +82,5 @@ func testStoredQuota(t *testing.T, loc Location) {
 	if got, want := fmt.Sprint(rows), "[{ 200 5 0} {acme 80 2 0} {bob 80 2 0} {carol 40 1 0}]"; got != want {
 		t.Errorf("Stored = %s, want %s", got, want)
 	}
+	mustVerify(t, s, acme.Dataset)
 }
