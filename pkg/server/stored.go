@@ -12,30 +12,31 @@ import (
 // replay (the dataset's total, identity "", and each identity's, recorded and
 // reserved) and the stored-bytes quotas in force.
 type storedCollector struct {
-	s                    *Server
-	dataset              string
-	stored, quota, count *prometheus.Desc
+	s                                *Server
+	dataset                          string
+	stored, count, quotaID, quotaSet *prometheus.Desc
 }
 
 func newStoredCollector(s *Server, dataset string) *storedCollector {
 	return &storedCollector{s: s, dataset: dataset,
 		stored: prometheus.NewDesc("privbo_stored_bytes", "Bytes the releases keep for replay, recorded and reserved by releases being computed; "+
 			"identity=\"\" is the dataset's total.", []string{"dataset", "identity"}, nil),
-		count: prometheus.NewDesc("privbo_stored_releases", "Releases that keep bytes for replay; identity=\"\" is the dataset's total.", []string{"dataset", "identity"}, nil),
-		quota: prometheus.NewDesc("privbo_stored_bytes_quota", "The stored-bytes quota in force, by scope (identity or dataset).", []string{"dataset", "scope"}, nil),
+		count:    prometheus.NewDesc("privbo_stored_releases", "Releases that keep bytes for replay; identity=\"\" is the dataset's total.", []string{"dataset", "identity"}, nil),
+		quotaID:  prometheus.NewDesc("privbo_stored_bytes_quota_identity", "The stored-bytes quota of each identity.", []string{"dataset"}, nil),
+		quotaSet: prometheus.NewDesc("privbo_stored_bytes_quota_dataset", "The stored-bytes quota of the dataset, all identities together.", []string{"dataset"}, nil),
 	}
 }
 
 func (c *storedCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.stored
-	ch <- c.count
-	ch <- c.quota
+	for _, d := range []*prometheus.Desc{c.stored, c.count, c.quotaID, c.quotaSet} {
+		ch <- d
+	}
 }
 
 func (c *storedCollector) Collect(ch chan<- prometheus.Metric) {
 	q := c.s.curator.StoredQuota()
-	ch <- prometheus.MustNewConstMetric(c.quota, prometheus.GaugeValue, float64(q.PerIdentity), c.dataset, "identity")
-	ch <- prometheus.MustNewConstMetric(c.quota, prometheus.GaugeValue, float64(q.Dataset), c.dataset, "dataset")
+	ch <- prometheus.MustNewConstMetric(c.quotaID, prometheus.GaugeValue, float64(q.PerIdentity), c.dataset)
+	ch <- prometheus.MustNewConstMetric(c.quotaSet, prometheus.GaugeValue, float64(q.Dataset), c.dataset)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	rows, err := c.s.ledger.Stored(ctx, c.dataset)

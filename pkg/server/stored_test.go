@@ -140,7 +140,8 @@ func TestStoredBytesQuota(t *testing.T) {
 	for _, want := range []string{
 		`privbo_stored_bytes{dataset="stored",identity="acme"} 64000`,
 		`privbo_stored_releases{dataset="stored",identity=""} 6`,
-		`privbo_stored_bytes_quota{dataset="stored",scope="identity"} 65536`,
+		`privbo_stored_bytes_quota_identity{dataset="stored"} 65536`,
+		`privbo_stored_bytes_quota_dataset{dataset="stored"} 262144`,
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("metrics lack %q", want)
