@@ -53,9 +53,9 @@ func (s *Ledger) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) 
 // live reservations of the dataset (reserve.go). Charges that spend nothing
 // (batch.free: a paid identity's answers) read none of these: they fit any
 // limit, reservation and cap, and only the totals' numbers of charges change.
-// m says whether the transaction
-// records the charges, consumes a reservation while it does (Commit), or only
-// reserves them (Reserve).
+// m says whether the transaction records the charges, consumes a reservation
+// while it does (Commit), or only reserves them (Reserve), checking what they
+// store against the stored-bytes quotas (stored.go).
 func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
 	if len(cs) == 0 {
 		return nil, nil
