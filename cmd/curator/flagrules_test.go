@@ -74,6 +74,8 @@ output-upper = 400
 		{"max-header-bytes", []string{"-1", "1023"}, []string{"1024", "65536"}},
 		{"memory-limit", []string{"0", "-1GiB", "100MiB"}, []string{"2GiB", "4294967296"}},
 		{"release-memory", []string{"0", "15MiB"}, []string{"16MiB", "1.5GiB"}},
+		{"stored-bytes-per-identity", []string{"0", "63KiB", "-1"}, []string{"64KiB", "2GiB"}},
+		{"stored-bytes-per-dataset", []string{"0", "60KiB"}, []string{"1MiB", "1TiB"}},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {

@@ -26,7 +26,7 @@ var serveSections = []struct {
 	{"Jobs", []string{"jobs", "job-validation-fraction", "job-split-seed", "job-classes", "job-preprocessing", "job-bounds-epsilon",
 		"job-training-consented", "evaluators", "evaluator-epsilons", "evaluator-rdp", "evaluator-timeout", "max-job-grid",
 		"max-job-iterations", "max-running-jobs", "job-lease", "kusner-k1", "kusner-noise-variance", "kusner-gamma-t", "kusner-a", "kusner-tau"}},
-	{"Limits", []string{"max-query-indices", "max-projection-dim", "memory-limit", "release-memory", "rate-limit", "rate-burst",
+	{"Limits", []string{"max-query-indices", "max-projection-dim", "memory-limit", "release-memory", "stored-bytes-per-identity", "stored-bytes-per-dataset", "rate-limit", "rate-burst",
 		"max-in-flight", "max-streams-per-identity", "stream-idle-timeout", "max-header-bytes"}},
 	{"Operations", []string{"config", "addr-file", "metrics-listen", "console-listen", "console-operators", "shutdown-timeout", "log-level", "log-format"}},
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -49,7 +50,7 @@ func printLedger(args []string) error {
 	fs.BoolVar(&asJSON, "json", false, "print one JSON document with exact figures (see README) instead of tables")
 	fs.BoolVar(&asCSV, "csv", false, "print the budget per relation and identity as CSV with exact figures instead of tables")
 	fs.BoolVar(&verify, "verify", false, "check that every total the ledger keeps (per identity and relation, per relation for the dataset, "+
-		"and the whole-patient ones) equals the exact sum of its records, and print nothing else; fails when one does not")
+		"the whole-patient ones and the stored bytes) equals the exact sum of its records, and print nothing else; fails when one does not")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: curator ledger --state DIR --dataset-id ID [--json | --csv | --verify] [--all]\n\n"+
 			"First what one patient can lose (the whole-patient account, over every relation), then the\n"+
@@ -136,7 +137,7 @@ func verifyLedger(ctx context.Context, out io.Writer, store ledgerView, dataset 
 		return err
 	}
 	if len(inc) == 0 {
-		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, and the whole-patient ones) "+
+		fmt.Fprintf(out, "ledger consistent: every total of dataset %s (per identity and relation, per relation for the dataset, the whole-patient ones and the stored bytes) "+
 			"equals the exact sum of its records\n", dataset)
 		// Reservations are no totals, but an operator checking the ledger while the
 		// curator computes releases should see that budget is held beyond them.
@@ -304,7 +305,24 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	if reserved {
 		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
 	}
-	return writeRelationsText(out, w, lim, rep.Relations, reserved)
+	if err := writeRelationsText(out, w, lim, rep.Relations, reserved); err != nil {
+		return err
+	}
+	return writeStoredText(out, w, rep.Stored)
+}
+
+// writeStoredText lists what the releases keep for replay, which the stored-bytes
+// quotas bound when a release is reserved (nothing when none keeps any).
+func writeStoredText(out io.Writer, w *tabwriter.Writer, rows []ledger.StoredRow) error {
+	if len(rows) == 0 || rows[0].Releases == 0 && rows[0].Reserved == 0 {
+		return nil
+	}
+	fmt.Fprintln(out, "\nWhat the releases keep for replay (bounded by serve's --stored-bytes-per-identity and --stored-bytes-per-dataset)")
+	fmt.Fprintln(w, "IDENTITY\tSTORED\tRELEASES\tRESERVED")
+	for _, r := range append(rows[1:], rows[0]) {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", cmp.Or(r.Identity, "(dataset)"), ledger.FormatBytes(r.Bytes), r.Releases, ledger.FormatBytes(r.Reserved))
+	}
+	return w.Flush()
 }
 
 // writePatientText comes first because what one patient can lose, over every

@@ -125,6 +125,16 @@ func refusalHint(e *refusal.Error) string {
 			return what + "; no dimension fits: ask the curator's operator to raise its memory for releases"
 		}
 		return fmt.Sprintf("%s: ask for --r %d or less", what, maxR)
+	case refusal.StoredBytes:
+		who := "this identity's releases"
+		if e.Metadata[refusal.KeyScope] == "dataset" {
+			who = "the releases of every identity together"
+		}
+		need, _ := e.Int(refusal.KeyRequestedBytes)
+		stored, _ := e.Int(refusal.KeyStoredBytes)
+		quota, _ := e.Int(refusal.KeyQuotaBytes)
+		return fmt.Sprintf("the curator keeps at most %s for %s, %s is used, and this release needs %s; nothing was charged. "+
+			"Releases already made are replayed at no cost; ask for a smaller --r, or ask the curator's operator to raise the quota", mib(quota), who, mib(stored), mib(need))
 	case refusal.Uninformative:
 		eps, ok := e.Float(refusal.KeyEpsilonNeeded)
 		if ok && !math.IsInf(eps, 1) {

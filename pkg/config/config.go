@@ -142,6 +142,11 @@ type Config struct {
 	// (DefaultReleaseMemory), at least curator.MinMemory. Large releases are computed a
 	// window of rows at a time, so it rarely refuses.
 	ReleaseMemory int64
+	// StoredBytesPerIdentity and StoredBytesPerDataset bound the bytes the releases
+	// keep for replay (a projection's n×r matrix), per identity and for the dataset
+	// (curator.Config.Stored): a new release that would pass either is refused when it
+	// is reserved. Default (0): sized from the table (curator.DefaultStoredQuota).
+	StoredBytesPerIdentity, StoredBytesPerDataset int64
 	// ShutdownTimeout bounds the graceful drain; default 10 s.
 	ShutdownTimeout time.Duration
 	// TLS serves TLS when CertFile is set; ClientCAFile turns on mutual TLS.
@@ -247,6 +252,7 @@ func (cfg Config) Curator(ds *dataset.Dataset, led curator.Ledger) curator.Confi
 		MaxQueryIndices: cfg.MaxQueryIndices, MaxProjectionDim: cfg.MaxProjectionDim, Logger: cfg.Logger, ProjectionMechanism: cfg.ProjectionMechanism,
 		StudyEpsilon: cfg.DefaultStudy.Epsilon, StudyDelta: cfg.DefaultStudy.Delta, AllowExactProgramAnswers: cfg.AllowExactProgramAnswers,
 		ExactAnswers: curator.ExactAnswerLimits{MaxRows: cfg.ExactAnswersMaxRows, RequireProjection: true},
+		Stored:       ledger.StoredQuota{PerIdentity: cfg.StoredBytesPerIdentity, Dataset: cfg.StoredBytesPerDataset},
 	}
 }
 

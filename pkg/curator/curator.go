@@ -107,6 +107,11 @@ type Config struct {
 	// the curator extends it every third of that while the release is computed. 0 means
 	// ledger.DefaultReservationTTL.
 	ReservationTTL time.Duration
+	// Stored bounds what the releases store for replay (a projection's matrix), per
+	// identity and for the dataset: a new release that would store more is refused
+	// when it is reserved (a *ledger.StoredBytesError). A zero field takes
+	// DefaultStoredQuota's.
+	Stored ledger.StoredQuota
 	// SimulationProjectionSource, when set, replaces the crypto-seeded generator of M.
 	// For simulations and tests only: a known seed reveals M, which the lifted
 	// mechanism relies on keeping secret.
@@ -251,6 +256,11 @@ func New(cfg Config) (*Curator, error) {
 	}
 	if cfg.ReservationTTL == 0 {
 		cfg.ReservationTTL = ledger.DefaultReservationTTL
+	}
+	def := DefaultStoredQuota(cfg.Dataset.N, widest(cfg, proj))
+	cfg.Stored.PerIdentity, cfg.Stored.Dataset = cmp.Or(cfg.Stored.PerIdentity, def.PerIdentity), cmp.Or(cfg.Stored.Dataset, def.Dataset)
+	if cfg.Stored.PerIdentity < 0 || cfg.Stored.Dataset < 0 {
+		return nil, fmt.Errorf("curator: the stored-bytes quotas must not be negative, got %d and %d", cfg.Stored.PerIdentity, cfg.Stored.Dataset)
 	}
 	if err := checkExact(cfg); err != nil {
 		return nil, err

@@ -58,10 +58,7 @@ func streamNeed(store blob.Store, rows, cols int) int64 {
 // maxDimension is the largest r such that every projection dimension up to it that the
 // curator releases fits its memory (0 when none does).
 func (c *Curator) maxDimension() int {
-	limit := c.cfg.MaxProjectionDim
-	if c.proj.AddsNoise() && !c.cfg.AllowWideProjection {
-		limit = min(limit, c.ds.D)
-	}
+	limit := widest(c.cfg, c.proj)
 	capacity := c.cfg.Memory.Capacity()
 	r := 0
 	for r < limit && c.computeNeed(r+1) <= capacity {

@@ -407,7 +407,7 @@ func (c *Curator) reserveProjection(ctx context.Context, identity string, acct l
 		}
 	}
 	lower := c.nominalPatientLowerBound(req.Epsilon, req.Delta)
-	held := []ledger.Charge{{Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Patient: &lower,
+	held := []ledger.Charge{{Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Patient: &lower, Stored: c.storedBytes(req.R),
 		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q, being computed", req.R, req.Epsilon, req.Delta, req.Label)}}
 	if answers != nil {
 		held = append(held, *answers)
@@ -562,7 +562,7 @@ func (c *Curator) projectionCharge(acct ledger.Account, key string, req Projecti
 	}
 	return ledger.Charge{
 		Account: acct, Key: key, Kind: ledger.KindProjection, Relation: ledger.RelationFeatureUnit, Cost: cost, Result: result, Patient: &patient,
-		Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
+		Stored: c.storedBytes(req.R), Description: fmt.Sprintf("private projection r=%d ε=%g δ=%g label=%q; relation %s (one protected unit of one record's scaled features); %s",
 			req.R, req.Epsilon, req.Delta, req.Label, ledger.RelationFeatureUnit, w.short()),
 	}, guarantee, nil
 }

@@ -42,7 +42,7 @@ func (c *Curator) ReservationHold() ledger.Hold { return c.hold() }
 
 // hold is the ledger.Hold of this curator's reservations.
 func (c *Curator) hold() ledger.Hold {
-	return ledger.Hold{Owner: c.cfg.ReservationOwner, TTL: c.cfg.ReservationTTL}
+	return ledger.Hold{Owner: c.cfg.ReservationOwner, TTL: c.cfg.ReservationTTL, Stored: c.cfg.Stored}
 }
 
 // reservation is a release's budget held in the ledger while it is computed

@@ -50,9 +50,12 @@ func (s *Ledger) ChargeAll(ctx context.Context, cs []Charge) ([]Receipt, error) 
 // together against both limits of every relation they count towards and
 // against the whole-patient caps, and records them all or none, updating the
 // totals it read. The limits are checked against the committed totals plus the
-// live reservations of the dataset (reserve.go); m says whether the transaction
-// records the charges, consumes a reservation while it does (Commit), or only
-// reserves them (Reserve).
+// live reservations of the dataset (reserve.go). Charges that spend nothing
+// (batch.free: a paid identity's answers) read none of these: they fit any
+// limit, reservation and cap, and only the totals' numbers of charges change.
+// m says whether the transaction records the charges, consumes a reservation
+// while it does (Commit), or only reserves them (Reserve), checking what they
+// store against the stored-bytes quotas (stored.go).
 func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receipt, error) {
 	if len(cs) == 0 {
 		return nil, nil
@@ -73,6 +76,11 @@ func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receip
 		if err := s.replay(ctx, q, b); err != nil || len(b.fresh) == 0 {
 			return err
 		}
+		if m.reserve == nil && b.free() {
+			// Nothing to check: a record that spends nothing fits any limit, any
+			// reservation and any cap (the answers of a paid identity).
+			return s.writeCharges(ctx, q, b, nil, now)
+		}
 		h, err := s.readBudget(ctx, q, b, m, now)
 		if err != nil {
 			return err
@@ -85,6 +93,9 @@ func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receip
 			return err
 		}
 		if m.reserve != nil {
+			if err := s.checkStored(ctx, q, b, h.rt, m.reserve.quota); err != nil {
+				return err
+			}
 			return s.writeReservation(ctx, q, b, m.reserve, now)
 		}
 		return s.writeCharges(ctx, q, b, h.dt, now)
@@ -209,6 +220,18 @@ func (s *Ledger) readBudget(ctx context.Context, q Querier, b *batch, m txMode, 
 	return h, nil
 }
 
+// free reports whether no fresh charge spends anything: each costs zero and has
+// a zero (bounded) whole-patient cost. (What a charge stores is checked when it is
+// reserved, not when it is recorded.)
+func (b *batch) free() bool {
+	for _, i := range b.fresh {
+		if b.cs[i].Cost != (Cost{}) || b.patients[i] != (PatientCost{}) {
+			return false
+		}
+	}
+	return true
+}
+
 // sums are the exact sums of the fresh charges, kept as the totals are: per
 // identity and relation, per relation for the dataset, and whole-patient.
 func (b *batch) sums() *datasetTotals {
@@ -290,7 +313,7 @@ func (s *Ledger) writeReservation(ctx context.Context, q Querier, b *batch, r *r
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qReserve, c.Dataset, c.Identity, c.Key, r.token, r.owner, c.Kind, string(c.Relation),
-			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, r.expiresNS); err != nil {
+			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), now, r.expiresNS, c.Stored); err != nil {
 			return fmt.Errorf("ledger: reserve: record: %w", err)
 		}
 		b.out[i] = Receipt{Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
@@ -335,16 +358,19 @@ func (ch *changed) note(identity string, r Relation) {
 // own relation only, the identity's and the dataset's (the implied relations'
 // totals are sums over relations, formed when read), and its whole-patient cost
 // to the identity's and the dataset's whole-patient totals, in dt; then it writes
-// each total it changed once (writeTotals).
+// each total it changed once (writeTotals). With dt nil the charges are free
+// (batch.free) and only the totals' numbers of charges change.
 func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *datasetTotals, now int64) error {
 	ch := changed{added: make(map[whoRel]int64), patient: make(map[string]int64)}
 	for _, i := range b.fresh {
 		c, p := b.cs[i], b.patients[i]
 		if _, err := q.Exec(ctx, s.qInsert, c.Dataset, c.Identity, c.Key, c.Kind, string(c.Relation), c.Description,
-			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, now); err != nil {
+			c.Cost.Epsilon, c.Cost.Delta, p.Epsilon, p.Delta, p.Rho, boolInt(p.Unbounded), c.Result, now, c.Stored); err != nil {
 			return fmt.Errorf("ledger: charge: record: %w", err)
 		}
-		dt.add(c.Identity, c.Relation, c.Cost, p)
+		if dt != nil {
+			dt.add(c.Identity, c.Relation, c.Cost, p)
+		}
 		ch.note(c.Identity, c.Relation)
 		b.out[i] = Receipt{
 			Account: c.Account, Key: c.Key, Kind: c.Kind, Relation: c.Relation, Description: c.Description,
@@ -352,21 +378,31 @@ func (s *Ledger) writeCharges(ctx context.Context, q Querier, b *batch, dt *data
 			Created: time.Unix(0, now).UTC(),
 		}
 	}
+	if err := s.writeStored(ctx, q, b); err != nil {
+		return err
+	}
 	return s.writeTotals(ctx, q, b.dataset, dt, &ch)
 }
 
 // writeTotals writes each total of dt that ch names, with the number of charges
-// it gained.
+// it gained; with dt nil, it adds the numbers of charges only, to the totals as
+// they are (or to zero totals).
 func (s *Ledger) writeTotals(ctx context.Context, q Querier, dataset string, dt *datasetTotals, ch *changed) error {
+	upsert, patientUpsert := s.qCount, s.qPatientCount
+	if dt != nil {
+		upsert, patientUpsert = s.qUpsert, s.qPatientUpsert
+	} else {
+		dt = newDatasetTotals()
+	}
 	for _, k := range ch.rels {
 		t := dt.own(k.who, k.rel)
-		if _, err := q.Exec(ctx, s.qUpsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), ch.added[k]); err != nil {
+		if _, err := q.Exec(ctx, upsert, dataset, k.who, string(k.rel), encodeRat(&t.t.eps), encodeRat(&t.t.delta), ch.added[k]); err != nil {
 			return fmt.Errorf("ledger: charge: update totals: %w", err)
 		}
 	}
 	for _, who := range ch.whos {
 		pt := dt.patientRef(who)
-		if _, err := q.Exec(ctx, s.qPatientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
+		if _, err := q.Exec(ctx, patientUpsert, dataset, who, encodeRat(pt.Epsilon), encodeRat(pt.Delta),
 			encodeRat(pt.Rho), encodeRat(pt.RhoDelta), pt.Unbounded, ch.patient[who]); err != nil {
 			return fmt.Errorf("ledger: charge: update whole-patient totals: %w", err)
 		}

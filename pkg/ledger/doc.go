@@ -135,7 +135,17 @@
 // the dataset's reservations, counts the live ones (a handful: one per release in
 // progress, so the cost stays independent of the number of identities and
 // records) and deletes the expired ones it finds: one more read per charge when
-// nothing is reserved. A reservation left by a crash stops counting when it
+// nothing is reserved. A Charge, ChargeAll or Commit whose new charges all cost
+// zero, with a zero whole-patient cost (the answers of a paid identity, most
+// records), reads neither the reservations nor the limits and totals: it fits
+// whatever they hold, and only the totals' numbers of charges change.
+//
+// A reservation also holds what its releases will store for replay
+// (Charge.Stored, a projection's matrix): Reserve checks it against
+// Hold.Stored, the stored-bytes quotas of each identity and of the dataset,
+// counting the recorded releases' bytes (kept per identity and dataset, schema
+// version 6) and the live reservations', and refuses with a *StoredBytesError
+// (ErrStoredBytes). Only reservations that store bytes are checked. A reservation left by a crash stops counting when it
 // expires, or at once when its owner starts again and calls
 // DropReservations(dataset, owner), which also removes expired ones. Expiry is
 // judged by the clock of the process that checks, against the expiry written by
@@ -215,6 +225,11 @@
 // owner, kind, relation, the cost and the whole-patient cost, created and expiry
 // times); a version 4 database is upgraded by creating it, and a version 4
 // program, which would not count reservations, refuses a version 5 database.
+//
+// Schema version 6 adds the stored_bytes column to the entries and
+// reservations tables and the stored_totals table (dataset, identity, bytes,
+// releases; identity "" for the dataset); an older database is upgraded by
+// adding them at zero, so releases recorded before count as storing nothing.
 //
 // # Reports and display
 //

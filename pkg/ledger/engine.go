@@ -18,8 +18,10 @@ import (
 // limits; opening a version 1, 2 or 3 database upgrades it in place. Version 5
 // adds the reservations table (Ledger.Reserve): a version 4 program, which would
 // not count reservations, refuses it; opening a version 4 database adds the
-// table.
-const SchemaVersion = 5
+// table. Version 6 records what each release stores for replay (Charge.Stored) and
+// keeps its totals per identity and dataset (StoredQuota); opening an older
+// database adds them, at zero.
+const SchemaVersion = 6
 
 // The engine interface below is for packages that open a Ledger over a
 // database (OpenSQLite here; package pgledger for PostgreSQL, kept apart so

@@ -123,6 +123,10 @@ type Charge struct {
 	// or replaced later with SetResult. A replay ignores it and returns the
 	// stored payload.
 	Result []byte
+	// Stored is how many bytes the release keeps for replay beyond its record (a
+	// projection's matrix in the release store): counted by the stored-bytes
+	// quotas (StoredQuota) when reserved. A replay does not compare it.
+	Stored int64
 }
 
 // Receipt is a stored record.
@@ -358,6 +362,9 @@ func (c Charge) Validate() error {
 		if err := c.Patient.Validate(); err != nil {
 			return err
 		}
+	}
+	if c.Stored < 0 {
+		return fmt.Errorf("ledger: stored bytes must not be negative, got %d", c.Stored)
 	}
 	return c.Cost.Validate()
 }

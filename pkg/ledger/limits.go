@@ -236,6 +236,8 @@ type Report struct {
 	// Patient is the whole-patient account, over every relation.
 	Patient   PatientReport
 	Relations []RelationReport
+	// Stored is what the releases keep for replay (Ledger.Stored).
+	Stored []StoredRow
 }
 
 // Report returns the dataset's exact totals, committed and reserved, and
@@ -255,6 +257,9 @@ func (s *Ledger) Report(ctx context.Context, dataset string, limits Limits) (Rep
 		return Report{}, wrap("report", err)
 	}
 	out := Report{Dataset: dataset, Limits: limits}
+	if out.Stored, err = s.Stored(ctx, dataset); err != nil {
+		return Report{}, err
+	}
 	prow := func(identity string, t, res PatientTotal, cap Cost) PatientRow {
 		r := PatientRow{Identity: identity, Total: t.clone(), Reserved: res.clone(), Cap: cap}
 		if cap.Epsilon > 0 {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -75,6 +76,9 @@ func (s *Ledger) migrate(ctx context.Context, ddl SchemaDDL) error {
 // upgrade turns a database of version v < SchemaVersion into the current one
 // within the migrating transaction:
 //
+//   - from version 5, the stored-bytes column is added to the records and the
+//     reservations, and the stored-bytes totals are created, all zero: releases
+//     recorded before count as storing nothing;
 //   - from version 4, the reservations table is created (empty);
 //   - from version 1, each record is given the relation its kind is stated for
 //     (relationOfV1Kind);
@@ -87,7 +91,11 @@ func (s *Ledger) migrate(ctx context.Context, ddl SchemaDDL) error {
 // The records themselves (keys, costs, results, order) are kept as they are.
 func (s *Ledger) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func(Querier, []string) error, v int64) error {
 	if v >= 4 {
-		// Version 5 only adds the reservations table, which starts empty.
+		// Version 5 only adds the reservations table, which starts empty; version 6
+		// the stored-bytes column and totals, which start at zero.
+		if err := run(q, toV6(v)); err != nil {
+			return err
+		}
 		return run(q, ddl.Tables)
 	}
 	if v == 1 {
@@ -101,7 +109,7 @@ func (s *Ledger) upgrade(ctx context.Context, q Querier, ddl SchemaDDL, run func
 			return err
 		}
 	}
-	if err := run(q, ddl.ToV4); err != nil {
+	if err := run(q, append(slices.Clone(ddl.ToV4), toV6(v)...)); err != nil {
 		return err
 	}
 	if err := run(q, ddl.Tables); err != nil {
@@ -253,8 +261,9 @@ func (s *Ledger) rebuildTotals(ctx context.Context, q Querier) error {
 }
 
 // Verify recomputes every total of dataset kept by the charges (per identity
-// and relation, per relation for the dataset, and the whole-patient ones) from
-// the records, exactly, and reports each that differs from the stored one. It
+// and relation, per relation for the dataset, the whole-patient ones and the
+// stored bytes) from the records, exactly, and reports each that differs from
+// the stored one. It
 // also reads the live reservations, which are no totals (Report shows them),
 // and fails if one is corrupt. It writes nothing.
 func (s *Ledger) Verify(ctx context.Context, dataset string) ([]Inconsistency, error) {
@@ -291,7 +300,9 @@ func (s *Ledger) Verify(ctx context.Context, dataset string) ([]Inconsistency, e
 			want = newDatasetTotals()
 		}
 		out = compareTotals(after, want)
-		return nil
+		stored, err := s.verifyStored(ctx, q, dataset)
+		out = append(out, stored...)
+		return err
 	})
 	if err != nil {
 		return nil, wrap("verify", err)

@@ -32,6 +32,9 @@ type Hold struct {
 	// TTL is how long the reservation holds its budget unless extended; 0 means
 	// DefaultReservationTTL.
 	TTL time.Duration
+	// Stored bounds what the releases store for replay (Charge.Stored); the
+	// zero value bounds nothing.
+	Stored StoredQuota
 }
 
 // Reservation is budget held, under the limits, for releases being computed
@@ -73,17 +76,18 @@ type txMode struct {
 type reserveRows struct {
 	token, owner string
 	expiresNS    int64
+	quota        StoredQuota
 }
 
 const reservationColumns = `identity, entry_key, relation, epsilon, delta, patient_epsilon, patient_delta, patient_rho, patient_unbounded`
 
 func (s *Ledger) reservationQueries() {
 	s.qReserve = s.d.SQL(`INSERT INTO {t}reservations (dataset, identity, entry_key, token, owner, kind, relation, epsilon, delta,
-		patient_epsilon, patient_delta, patient_rho, patient_unbounded, created_ns, expires_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded, created_ns, expires_ns, stored_bytes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUnreserve = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND token = ?`)
 	s.qExpire = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND expires_ns <= ?`)
-	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns FROM {t}reservations WHERE dataset = ?`)
+	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns, stored_bytes FROM {t}reservations WHERE dataset = ?`)
 	s.qExtend = s.d.SQL(`UPDATE {t}reservations SET expires_ns = ? WHERE dataset = ? AND token = ? AND expires_ns > ?`)
 	s.qDropOwner = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND (owner = ? OR expires_ns <= ?)`)
 }
@@ -123,8 +127,8 @@ func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string
 		var rel Relation
 		var c Cost
 		var p PatientCost
-		var unbounded, expiresNS int64
-		if err := scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS); err != nil {
+		var unbounded, expiresNS, stored int64
+		if err := scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS, &stored); err != nil {
 			return err
 		}
 		if expiresNS <= now {
@@ -141,6 +145,8 @@ func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string
 			}
 		}
 		d.add(identity, rel, c, p)
+		d.stored[identity] += stored
+		d.stored[datasetRow] += stored
 		return nil
 	})
 	if err != nil {
@@ -187,7 +193,7 @@ func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation
 		return nil, err
 	}
 	expires := time.Now().Add(h.TTL)
-	rs, err := s.chargeAll(ctx, cs, txMode{reserve: &reserveRows{token: token, owner: h.Owner, expiresNS: expires.UnixNano()}})
+	rs, err := s.chargeAll(ctx, cs, txMode{reserve: &reserveRows{token: token, owner: h.Owner, expiresNS: expires.UnixNano(), quota: h.Stored}})
 	if err != nil {
 		return nil, wrap("reserve", err)
 	}

@@ -22,12 +22,16 @@ func (ty ColumnTypes) v4Columns() []string {
 	}
 }
 
+// storedColumn is the column version 6 adds to the entries and reservations
+// tables: Charge.Stored.
+const storedColumn = "stored_bytes {int} NOT NULL DEFAULT 0"
+
 // entries is the entries table, named name (with the table prefix {t}): of schema
 // version 2, or of the current version with v4.
 func (ty ColumnTypes) entries(name string, v4 bool) string {
 	cols := ""
 	if v4 {
-		cols = strings.Join(ty.v4Columns(), ",\n\t\t") + ",\n\t\t"
+		cols = strings.Join(append(ty.v4Columns(), ty.sql(storedColumn)), ",\n\t\t") + ",\n\t\t"
 	}
 	return ty.sql(`CREATE TABLE IF NOT EXISTS {t}` + name + ` (
 		seq {serial},
@@ -99,7 +103,26 @@ func (ty ColumnTypes) Tables() []string {
 		patient_unbounded {int} NOT NULL,
 		created_ns {int} NOT NULL,
 		expires_ns {int} NOT NULL,
+		` + storedColumn + `,
 		PRIMARY KEY (dataset, identity, entry_key))`),
 		`CREATE INDEX IF NOT EXISTS reservations_token ON {t}reservations (dataset, token)`,
+		ty.sql(`CREATE TABLE IF NOT EXISTS {t}stored_totals (
+		dataset TEXT NOT NULL,
+		identity TEXT NOT NULL,
+		bytes {int} NOT NULL,
+		releases {int} NOT NULL,
+		PRIMARY KEY (dataset, identity))`),
 	}
+}
+
+// toV6 adds version 6's column to the tables of a version v database that lack
+// it: the entries table, and the reservations table of version 5 (BIGINT has
+// SQLite's integer affinity).
+func toV6(v int64) []string {
+	col := strings.ReplaceAll(storedColumn, "{int}", "BIGINT")
+	out := []string{`ALTER TABLE {t}entries ADD COLUMN ` + col}
+	if v == 5 {
+		out = append(out, `ALTER TABLE {t}reservations ADD COLUMN `+col)
+	}
+	return out
 }

@@ -56,6 +56,7 @@ type Ledger struct {
 	d      Dialect
 
 	qGet, qInsert, qUpsert, qPatientUpsert, qSetResult, qEntries string
+	qCount, qPatientCount, qStoredAdd, qStoredAll                string
 	qTotalsAll, qPatientAll                                      string
 	qInForce, qHistory, qConfirm, qNewLimits                     string
 	qReserve, qUnreserve, qExpire, qLive, qExtend, qDropOwner    string
@@ -77,8 +78,8 @@ func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
 	s.qPatientAll = s.d.SQL(`SELECT identity, epsilon, delta, rho, rho_delta, unbounded, charges FROM {t}patient_totals WHERE dataset = ?`)
 	s.qInsert = s.d.SQL(`INSERT INTO {t}entries
 		(dataset, identity, entry_key, kind, relation, description, epsilon, delta,
-		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		patient_epsilon, patient_delta, patient_rho, patient_unbounded, result, created_ns, stored_bytes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUpsert = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (dataset, identity, relation) DO UPDATE
@@ -88,6 +89,13 @@ func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
 		ON CONFLICT (dataset, identity) DO UPDATE
 		SET epsilon = excluded.epsilon, delta = excluded.delta, rho = excluded.rho, rho_delta = excluded.rho_delta,
 		unbounded = excluded.unbounded, charges = t.charges + excluded.charges`)
+	// A free charge (batch.free) adds to the numbers of charges only.
+	s.qCount = s.d.SQL(`INSERT INTO {t}totals AS t (dataset, identity, relation, epsilon, delta, charges)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dataset, identity, relation) DO UPDATE SET charges = t.charges + excluded.charges`)
+	s.qPatientCount = s.d.SQL(`INSERT INTO {t}patient_totals AS t (dataset, identity, epsilon, delta, rho, rho_delta, unbounded, charges)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (dataset, identity) DO UPDATE SET charges = t.charges + excluded.charges`)
 	s.qSetResult = s.d.SQL(`UPDATE {t}entries SET result = ? WHERE dataset = ? AND identity = ? AND entry_key = ?`)
 	s.qEntries = s.d.SQL(`SELECT identity, entry_key, kind, relation, description, epsilon, delta,
 		patient_epsilon, patient_delta, patient_rho, patient_unbounded,
@@ -99,6 +107,7 @@ func newLedger(e Engine, limits Limits, d Dialect) *Ledger {
 		patient_identity_epsilon, patient_identity_delta, patient_dataset_epsilon, patient_dataset_delta,
 		recorded_ns, confirmed_ns, starts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`)
 	s.reservationQueries()
+	s.storedQueries()
 	return s
 }
 

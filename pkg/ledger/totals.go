@@ -26,11 +26,12 @@ type datasetTotals struct {
 	ds         map[Relation]*counted
 	patient    map[string]*PatientTotal
 	dsPatient  PatientTotal
+	stored     map[string]int64 // reservations' Charge.Stored, by identity and datasetRow
 }
 
 func newDatasetTotals() *datasetTotals {
 	return &datasetTotals{raw: make(map[string]map[Relation]*counted), ds: make(map[Relation]*counted),
-		patient: make(map[string]*PatientTotal), dsPatient: newPatientTotal()}
+		patient: make(map[string]*PatientTotal), dsPatient: newPatientTotal(), stored: make(map[string]int64)}
 }
 
 // own returns the stored sum of who (an identity, or datasetRow) under r

@@ -64,6 +64,12 @@ const (
 	// request, through this curator or a replica sharing its ledger; retrying once it is
 	// charged replays it at no cost. Nothing was charged.
 	ReleaseInProgress Reason = "RELEASE_IN_PROGRESS"
+	// StoredBytes: RESOURCE_EXHAUSTED, the release would keep more bytes for replay than
+	// the curator stores for this identity (scope "identity") or for the dataset (scope
+	// "dataset"; metadata: scope, requested_bytes, stored_bytes, reserved_bytes held by
+	// releases being computed, quota_bytes); nothing was computed or charged. Releases
+	// already made are still replayed, and a smaller r stores less.
+	StoredBytes Reason = "STORED_BYTES"
 )
 
 // Metadata keys the curator sets (see the reasons).
@@ -86,6 +92,10 @@ const (
 	KeyDimension        = "dimension"
 	KeyMaxDimension     = "max_dimension"
 	KeyEpsilonNeeded    = "epsilon_needed"
+	KeyRequestedBytes   = "requested_bytes"
+	KeyStoredBytes      = "stored_bytes"
+	KeyReservedBytes    = "reserved_bytes"
+	KeyQuotaBytes       = "quota_bytes"
 )
 
 // WholePatient is the value of KeyBudget when the refusing budget is the whole-patient
@@ -102,6 +112,7 @@ var (
 	ErrUninformative          = errors.New("the job's releases would be no better than a uniform pick")
 	ErrLedgerUnavailable      = errors.New("the curator cannot reach its privacy ledger right now")
 	ErrReleaseInProgress      = errors.New("the same release is being computed for another request")
+	ErrStoredBytes            = errors.New("the release would store more than the curator keeps for replay")
 )
 
 var sentinels = map[Reason]error{
@@ -113,11 +124,12 @@ var sentinels = map[Reason]error{
 	Uninformative:          ErrUninformative,
 	LedgerUnavailable:      ErrLedgerUnavailable,
 	ReleaseInProgress:      ErrReleaseInProgress,
+	StoredBytes:            ErrStoredBytes,
 }
 
 // Reasons returns every reason the curator sets.
 func Reasons() []Reason {
-	return []Reason{BudgetExceeded, DeltaBudgetZero, DimensionAboveFeatures, ExactRowLimit, MemoryLimit, Uninformative, LedgerUnavailable, ReleaseInProgress}
+	return []Reason{BudgetExceeded, DeltaBudgetZero, DimensionAboveFeatures, ExactRowLimit, MemoryLimit, Uninformative, LedgerUnavailable, ReleaseInProgress, StoredBytes}
 }
 
 // Error is a request the curator refused, as a client holds it: the reason and the

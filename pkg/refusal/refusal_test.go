@@ -32,7 +32,7 @@ func TestReasonsAreTheProtoEnum(t *testing.T) {
 // TestErrorIs checks that an Error matches the value of its own reason and no other,
 // through wrapping, and that an unknown reason matches none.
 func TestErrorIs(t *testing.T) {
-	all := []error{ErrBudgetExceeded, ErrDeltaBudgetZero, ErrDimensionAboveFeatures, ErrExactRowLimit, ErrMemoryLimit, ErrUninformative, ErrLedgerUnavailable, ErrReleaseInProgress}
+	all := []error{ErrBudgetExceeded, ErrDeltaBudgetZero, ErrDimensionAboveFeatures, ErrExactRowLimit, ErrMemoryLimit, ErrUninformative, ErrLedgerUnavailable, ErrReleaseInProgress, ErrStoredBytes}
 	if len(Reasons()) != len(all) || len(sentinels) != len(all) {
 		t.Fatalf("%d reasons, %d values, want %d of each", len(Reasons()), len(sentinels), len(all))
 	}

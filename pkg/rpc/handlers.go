@@ -471,7 +471,12 @@ func (h *handlers) status(ctx context.Context, err error) error {
 	var rl *curator.ExactRowLimitError
 	var me *curator.MemoryError
 	var we *memory.WaitError
+	var se *ledger.StoredBytesError
 	switch {
+	case errors.As(err, &se):
+		return withReason(codes.ResourceExhausted, se.Error(), refusal.StoredBytes, map[string]string{refusal.KeyScope: se.Scope,
+			refusal.KeyRequestedBytes: fmt.Sprint(se.Requested), refusal.KeyStoredBytes: fmt.Sprint(se.Stored),
+			refusal.KeyReservedBytes: fmt.Sprint(se.Reserved), refusal.KeyQuotaBytes: fmt.Sprint(se.Quota)})
 	case errors.As(err, &we) && !errors.Is(err, context.Canceled):
 		// Before the context's errors: the wait gave up before the client's deadline, so
 		// that the client learns why.

@@ -34,7 +34,7 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.ServerMetrics) {
 	reg := prometheus.NewRegistry()
 	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(latencyBuckets)))
-	reg.MustRegister(rpc, newBudgetCollector(s, dataset),
+	reg.MustRegister(rpc, newBudgetCollector(s, dataset), newStoredCollector(s, dataset),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if m := s.memory; m != nil {
 		reg.MustRegister(

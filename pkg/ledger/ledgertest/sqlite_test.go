@@ -306,7 +306,7 @@ func TestSQLiteUpgradeV4(t *testing.T) {
 	acct := ledger.Account{Dataset: "d", Identity: "acme"}
 	MustCharge(t, s, ledger.Charge{Account: acct, Key: "k1", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
 	s.Close()
-	rawSQLite(t, path, `DROP TABLE reservations`)
+	rawSQLite(t, path, `DROP TABLE reservations`, `DROP TABLE stored_totals`, `ALTER TABLE entries DROP COLUMN stored_bytes`)
 	rawSQLite(t, path, `UPDATE schema_version SET version = 4`)
 	s, err = ledger.OpenSQLite(path, StdLimits)
 	if err != nil {
@@ -321,4 +321,54 @@ func TestSQLiteUpgradeV4(t *testing.T) {
 		t.Errorf("Reserve beyond the limit after the upgrade: %v, want refused", err)
 	}
 	MustReserve(t, s, ledger.Hold{}, ledger.Charge{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+}
+
+// TestSQLiteUpgradeV5: a version 5 ledger (no stored bytes) with a live
+// reservation is upgraded in place: the reservation still holds its budget, the
+// records count as storing nothing, and the stored-bytes quota applies from then on.
+func TestSQLiteUpgradeV5(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := ledger.Account{Dataset: "d", Identity: "acme"}
+	MustCharge(t, s, ledger.Charge{Account: acct, Key: "k1", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.25}})
+	MustReserve(t, s, ledger.Hold{TTL: time.Hour}, ledger.Charge{Account: acct, Key: "k2", Kind: "query", Relation: ledger.RelationRecord, Cost: ledger.Cost{Epsilon: 0.5}})
+	s.Close()
+	rawSQLite(t, path, `DROP TABLE stored_totals`, `ALTER TABLE entries DROP COLUMN stored_bytes`, `ALTER TABLE reservations DROP COLUMN stored_bytes`,
+		`UPDATE schema_version SET version = 5`)
+	s, err = ledger.OpenSQLite(path, StdLimits)
+	if err != nil {
+		t.Fatalf("OpenSQLite(version 5): %v", err)
+	}
+	defer s.Close()
+	if b := MustBalance(t, s, acct, ledger.RelationRecord); b.Charges != 1 || b.Spent.Epsilon != 0.25 || b.Reserved.Epsilon != 0.5 {
+		t.Errorf("after the upgrade: %d charges, spent %+v, reserved %+v; want the record and the reservation kept", b.Charges, b.Spent, b.Reserved)
+	}
+	quota := ledger.Hold{Stored: ledger.StoredQuota{PerIdentity: 100}}
+	MustReserve(t, s, quota, ledger.Charge{Account: acct, Key: "k3", Kind: "projection", Relation: ledger.RelationRecord, Stored: 100})
+	if _, err := s.Reserve(ctx, []ledger.Charge{{Account: acct, Key: "k4", Kind: "projection", Relation: ledger.RelationRecord, Stored: 1}}, quota); !errors.Is(err, ledger.ErrStoredBytes) {
+		t.Errorf("Reserve past the stored-bytes quota after the upgrade: %v, want ErrStoredBytes", err)
+	}
+}
+
+// TestSQLiteVerifyStored: a stored-bytes total changed behind the ledger's back is
+// reported by Verify, as the other totals are.
+func TestSQLiteVerifyStored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(path, StdLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	MustCharge(t, s, ledger.Charge{Account: acme, Key: "p", Kind: "projection", Relation: ledger.RelationFeatureUnit, Cost: ledger.Cost{Epsilon: 0.5}, Stored: 4096})
+	if inc, err := s.Verify(ctx, "diabetes"); err != nil || len(inc) != 0 {
+		t.Fatalf("Verify = %v, %v; want consistent", inc, err)
+	}
+	rawSQLite(t, path, `UPDATE stored_totals SET bytes = 1 WHERE identity = 'acme'`)
+	inc, err := s.Verify(ctx, "diabetes")
+	if err != nil || len(inc) != 1 || inc[0].What != "stored bytes, identity acme" || inc[0].Recomputed != "4096 bytes over 1 releases" {
+		t.Errorf("Verify after changing acme's stored bytes = %v, %v; want that total reported", inc, err)
+	}
 }

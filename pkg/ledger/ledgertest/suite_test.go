@@ -39,6 +39,8 @@ func Run(t *testing.T, loc Location) {
 		{"KeyConflict", testKeyConflict},
 		{"BudgetExceeded", testBudgetExceeded},
 		{"ZeroCost", testZeroCost},
+		{"FreeCharges", testFreeCharges},
+		{"StoredQuota", testStoredQuota},
 		{"InvalidRefused", testInvalidRefused},
 		{"SetResult", testSetResult},
 		{"BalanceAccounts", testBalanceAccounts},

@@ -213,6 +213,7 @@ const (
 	RefusalReason_KUSNER_RELEASE_UNINFORMATIVE RefusalReason = 6
 	RefusalReason_LEDGER_UNAVAILABLE           RefusalReason = 7
 	RefusalReason_RELEASE_IN_PROGRESS          RefusalReason = 8
+	RefusalReason_STORED_BYTES                 RefusalReason = 9
 )
 
 // Enum value maps for RefusalReason.
@@ -227,6 +228,7 @@ var (
 		6: "KUSNER_RELEASE_UNINFORMATIVE",
 		7: "LEDGER_UNAVAILABLE",
 		8: "RELEASE_IN_PROGRESS",
+		9: "STORED_BYTES",
 	}
 	RefusalReason_value = map[string]int32{
 		"REFUSAL_REASON_UNSPECIFIED":   0,
@@ -238,6 +240,7 @@ var (
 		"KUSNER_RELEASE_UNINFORMATIVE": 6,
 		"LEDGER_UNAVAILABLE":           7,
 		"RELEASE_IN_PROGRESS":          8,
+		"STORED_BYTES":                 9,
 	}
 )
 
@@ -4775,7 +4778,7 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\x11JOB_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13JOB_STATE_SUCCEEDED\x10\x03\x12\x14\n" +
 	"\x10JOB_STATE_FAILED\x10\x04\x12\x17\n" +
-	"\x13JOB_STATE_CANCELLED\x10\x05*\xf3\x01\n" +
+	"\x13JOB_STATE_CANCELLED\x10\x05*\x85\x02\n" +
 	"\rRefusalReason\x12\x1e\n" +
 	"\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fBUDGET_EXCEEDED\x10\x01\x12\x15\n" +
@@ -4785,7 +4788,8 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\fMEMORY_LIMIT\x10\x05\x12 \n" +
 	"\x1cKUSNER_RELEASE_UNINFORMATIVE\x10\x06\x12\x16\n" +
 	"\x12LEDGER_UNAVAILABLE\x10\a\x12\x17\n" +
-	"\x13RELEASE_IN_PROGRESS\x10\b2\xb1\a\n" +
+	"\x13RELEASE_IN_PROGRESS\x10\b\x12\x10\n" +
+	"\fSTORED_BYTES\x10\t2\xb1\a\n" +
 	"\x0eCuratorService\x12e\n" +
 	"\x0eGetDatasetInfo\x12(.privbo.curator.v1.GetDatasetInfoRequest\x1a).privbo.curator.v1.GetDatasetInfoResponse\x12V\n" +
 	"\tGetBudget\x12#.privbo.curator.v1.GetBudgetRequest\x1a$.privbo.curator.v1.GetBudgetResponse\x12p\n" +

@@ -24,6 +24,7 @@ NOISE_FAMILY_NONE: NoiseFamily
 NOISE_FAMILY_UNSPECIFIED: NoiseFamily
 REFUSAL_REASON_UNSPECIFIED: RefusalReason
 RELEASE_IN_PROGRESS: RefusalReason
+STORED_BYTES: RefusalReason
 
 class AnswersQuote(_message.Message):
     __slots__ = ["delta", "epsilon", "included", "lower", "mechanism", "noise", "noise_sd", "paid", "relation", "upper"]
