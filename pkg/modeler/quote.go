@@ -32,7 +32,9 @@ type UnaffordableError struct {
 	text   string
 }
 
-func (e *UnaffordableError) Error() string        { return "modeler: " + ErrStudyUnaffordable.Error() + ": " + e.text }
+func (e *UnaffordableError) Error() string {
+	return "modeler: " + ErrStudyUnaffordable.Error() + ": " + e.text
+}
 func (e *UnaffordableError) Is(target error) bool { return target == ErrStudyUnaffordable }
 
 // QuoteRequest asks the curator what a study would cost: the projection of dimension R
