@@ -77,17 +77,66 @@ func Create(dir string, hosts, identities []string, validFor time.Duration) erro
 		return err
 	}
 	for _, id := range identities {
-		cli := &x509.Certificate{
-			SerialNumber: serial(), Subject: pkix.Name{CommonName: id},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validFor),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		c, k := ClientFiles(id)
-		if err := issue(dir, c, k, cli, ca, caKey); err != nil {
+		if err := issueClient(dir, id, now.Add(validFor), ca, caKey); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// AddClient issues a client certificate for identity from the CA that Create wrote into
+// dir, valid for validFor from now (at most until the CA expires). It refuses to replace
+// a certificate the identity has already.
+func AddClient(dir, identity string, validFor time.Duration) error {
+	ca, err := readPEM(dir, CAFile, "CERTIFICATE")
+	if err != nil {
+		return err
+	}
+	cert, err := x509.ParseCertificate(ca)
+	if err != nil {
+		return fmt.Errorf("devca: %s: %w", CAFile, err)
+	}
+	der, err := readPEM(dir, CAKeyFile, "EC PRIVATE KEY")
+	if err != nil {
+		return err
+	}
+	key, err := x509.ParseECPrivateKey(der)
+	if err != nil {
+		return fmt.Errorf("devca: %s: %w", CAKeyFile, err)
+	}
+	c, _ := ClientFiles(identity)
+	if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
+		return fmt.Errorf("devca: %s already holds a client certificate for %q", dir, identity)
+	}
+	notAfter := time.Now().Add(validFor)
+	if notAfter.After(cert.NotAfter) {
+		notAfter = cert.NotAfter
+	}
+	return issueClient(dir, identity, notAfter, cert, key)
+}
+
+// readPEM returns the DER bytes of the one PEM block of type typ in dir/name.
+func readPEM(dir, name, typ string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, fmt.Errorf("devca: the CA's files: %w", err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil || blk.Type != typ {
+		return nil, fmt.Errorf("devca: %s holds no %s block", filepath.Join(dir, name), typ)
+	}
+	return blk.Bytes, nil
+}
+
+// issueClient writes a client certificate for identity (its common name) signed by ca.
+func issueClient(dir, identity string, notAfter time.Time, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+	cli := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: identity},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	c, k := ClientFiles(identity)
+	return issue(dir, c, k, cli, ca, caKey)
 }
 
 func serial() *big.Int {
