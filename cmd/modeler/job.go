@@ -52,7 +52,9 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serverName, "server-name", "", "name to verify in the curator's certificate (default: the host of --curator)")
 }
 
-func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
+// client dials the curator, saying on notice which port it dials when --curator names
+// none. An --identity other than the --cert's is refused before anything is sent.
+func (c *connFlags) client(notice io.Writer) (curatorv1.CuratorServiceClient, func(), error) {
 	cfg := transport.ClientConfig{Identity: c.identity}
 	var err error
 	if (c.cert == "") != (c.key == "") {
@@ -70,7 +72,13 @@ func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 	}
+	if target, added := transport.Target(c.addr); added {
+		fmt.Fprintf(notice, "modeler: --curator %s names no port, so this client dials %s (the port gRPC takes by default); the curator listens on 7070 unless told otherwise.\n", c.addr, target)
+	}
 	conn, err := transport.Dial(c.addr, cfg)
+	if errors.Is(err, transport.ErrIdentityNotCertificate) {
+		return nil, nil, fmt.Errorf("%w.\n  Drop --identity (the certificate decides), or give --cert and --key issued to %s", err, c.identity)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +140,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	conn, closeConn, err := f.conn.client()
+	conn, closeConn, err := f.conn.client(stderr)
 	if err != nil {
 		return err
 	}

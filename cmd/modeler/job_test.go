@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func TestJobCommands(t *testing.T) {
 	}
 	spentUnder := func(rel ledger.Relation) float64 {
 		t.Helper()
-		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client()
+		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

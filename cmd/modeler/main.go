@@ -23,6 +23,7 @@ import (
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/transport"
 )
 
 const usage = `usage: modeler <command> [flags]
@@ -84,10 +85,25 @@ func (e *textError) Unwrap() error { return e.err }
 // exit status 3).
 func run(args []string, stdout, stderr io.Writer) error {
 	err := runCommand(args, stdout, stderr)
+	var de *transport.DialError
+	if errors.As(err, &de) {
+		return &textError{text: err.Error() + "\n  " + dialFixes[de.Failure], err: err}
+	}
 	if errors.Is(err, modeler.ErrUnreachable) {
 		return &textError{text: err.Error() + " (--curator, --ca, --cert, --key, --server-name)", err: err}
 	}
 	return explainRefusal(err)
+}
+
+// dialFixes is the step that helps against each failure to reach the curator.
+var dialFixes = [...]string{
+	transport.Unknown:              "Check that the curator runs at --curator, and the TLS settings (--ca, --cert, --key, --server-name).",
+	transport.NothingListens:       "Check --curator: is the curator running, and listening at that host and port?",
+	transport.ServerWantsTLS:       "Give --ca with the CA that signed the curator's certificate (and --cert, --key if it asks for a client certificate).",
+	transport.ServerWantsPlaintext: "Drop --ca, --cert and --key, or ask the curator's operator for its TLS address.",
+	transport.ServerNotTrusted:     "Give --ca with the CA that signed the curator's certificate, or --server-name with the name it is issued for.",
+	transport.ClientCertMissing:    "Give --cert and --key with the client certificate the curator's operator issued to you.",
+	transport.ClientCertRefused:    "Give --cert and --key issued by a CA the curator trusts (its operator's; for a development CA, curator dev-ca --add-client).",
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
@@ -183,7 +199,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	client, closeConn, err := conn.client()
+	client, closeConn, err := conn.client(stderr)
 	if err != nil {
 		return err
 	}

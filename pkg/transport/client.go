@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -39,6 +40,9 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 			return nil, err
 		}
 	}
+	if err := checkCertIdentity(cfg); err != nil {
+		return nil, err
+	}
 	recv := cfg.MaxRecvMsgBytes
 	if recv <= 0 {
 		recv = 8 << 20
@@ -57,19 +61,43 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 		}
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(cfg.Token)))
 	}
-	if id := cfg.Identity; id != "" {
-		opts = append(opts,
-			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
-				return inv(OutgoingIdentity(ctx, id), method, req, reply, cc, o...)
-			}),
-			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
-				return s(OutgoingIdentity(ctx, id), desc, cc, method, o...)
-			}),
-		)
-	}
+	id := cfg.Identity
+	opts = append(opts,
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
+			if id != "" {
+				ctx = OutgoingIdentity(ctx, id)
+			}
+			return Diagnose(inv(ctx, method, req, reply, cc, o...), addr, cfg)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
+			if id != "" {
+				ctx = OutgoingIdentity(ctx, id)
+			}
+			cs, err := s(ctx, desc, cc, method, o...)
+			return cs, Diagnose(err, addr, cfg)
+		}),
+	)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
 	return conn, nil
 }
+
+// checkCertIdentity refuses an Identity other than the common name of the client
+// certificate: a curator taking identities from certificates charges the certificate's
+// and ignores the one named, so naming another is a mistake to be told at once, before
+// anything is charged to an identity the caller did not mean.
+func checkCertIdentity(cfg ClientConfig) error {
+	if cfg.Identity == "" || cfg.TLS == nil || len(cfg.TLS.Certificates) == 0 || cfg.TLS.Certificates[0].Leaf == nil {
+		return nil
+	}
+	if cn := cfg.TLS.Certificates[0].Leaf.Subject.CommonName; cn != cfg.Identity {
+		return fmt.Errorf("transport: %w: identity %q named, the client certificate is %q's", ErrIdentityNotCertificate, cfg.Identity, cn)
+	}
+	return nil
+}
+
+// ErrIdentityNotCertificate is returned by Dial for an identity other than the one its
+// client certificate names.
+var ErrIdentityNotCertificate = errors.New("the curator charges the identity of the client certificate, not another one named")
