@@ -140,6 +140,7 @@ type runFlags struct {
 	studyName, studiesDir string
 	known                 knownBestFlag
 	asJSON, quiet, dryRun bool
+	newStudy              bool
 	timeout               time.Duration
 }
 
@@ -153,6 +154,7 @@ func (o *runFlags) register(fs *flag.FlagSet) {
 	o.conn.register(fs)
 	fs.StringVar(&o.studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
 	fs.StringVar(&o.studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	fs.BoolVar(&o.newStudy, "new-study", false, "with --study: create it, though its name is within 2 edits of a stored study's (refused if it exists)")
 	fs.Var(&o.known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
@@ -179,11 +181,21 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer store.Close()
-		if err := fillFromStudy(context.Background(), fs, store, studyName); err != nil {
+		found, err := fillFromStudy(context.Background(), fs, store, studyName)
+		if err != nil {
 			return err
 		}
-	} else if known.set {
-		return errors.New("--known-best needs --study")
+		if err := checkNewStudy(context.Background(), store, studyName, found, o.newStudy); err != nil {
+			return err
+		}
+		switch {
+		case !found && o.dryRun:
+			fmt.Fprintf(stderr, "modeler: no study is named %q yet in %s; a dry run creates none.\n", studyName, store.Dir())
+		case !found:
+			fmt.Fprintf(stderr, "modeler: new study %q, kept in %s.\n", studyName, store.Dir())
+		}
+	} else if known.set || o.newStudy {
+		return errors.New("--known-best and --new-study need --study")
 	}
 	cfg, conn, asJSON := o.cfg, o.conn, o.asJSON // as given, or filled from the stored study
 	narrate(&cfg, o.quiet, stderr)

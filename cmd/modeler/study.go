@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/privbo/privbo/internal/cli"
@@ -50,15 +51,19 @@ func storedValues(st *study.Study) (map[string]string, error) {
 // fillFromStudy sets every flag that the command line did not set from the stored study
 // name (its settings and connection: each is stored under its flag's name), so that
 // `modeler run --study NAME` alone resumes it. Flags that were set are left for modeler.RunStudy to compare
-// with the stored ones. A study that does not exist yet is left alone.
-func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) error {
+// with the stored ones. A study that does not exist yet is left alone (found false).
+func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) (found bool, err error) {
 	st, err := store.Get(ctx, name)
 	if errors.Is(err, study.ErrNotFound) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
+	return true, fillFlags(fs, st, name)
+}
+
+func fillFlags(fs *flag.FlagSet, st *study.Study, name string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	vals, err := storedValues(st)
@@ -77,6 +82,55 @@ func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, na
 		}
 	}
 	return nil
+}
+
+// checkNewStudy guards against a mistyped --study name, which would create a study and
+// pay for it instead of resuming the one meant: a new name within edit distance 2 of a
+// stored study's (ignoring case) is refused unless --new-study confirms it, and
+// --new-study is refused for a name that exists. Distinct names need no flag, so
+// starting a study stays one command.
+func checkNewStudy(ctx context.Context, store *study.Store, name string, found, confirmed bool) error {
+	if found {
+		if confirmed {
+			return fmt.Errorf("--new-study: study %q exists already in %s; drop --new-study to resume it, or choose another name", name, store.Dir())
+		}
+		return nil
+	}
+	if confirmed {
+		return nil
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if editDistance(strings.ToLower(s.Name), strings.ToLower(name)) <= 2 {
+			return fmt.Errorf("no study is named %q, but %q is (in %s): give --study %s to resume it, or add --new-study to create %q",
+				name, s.Name, store.Dir(), s.Name, name)
+		}
+	}
+	return nil
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	row := make([]int, len(y)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := range x {
+		prev := row[0]
+		row[0] = i + 1
+		for j := range y {
+			cost := 1
+			if x[i] == y[j] {
+				cost = 0
+			}
+			prev, row[j+1] = row[j+1], min(row[j+1]+1, row[j]+1, prev+cost)
+		}
+	}
+	return row[len(y)]
 }
 
 // studyConnection is c as a study stores it, with absolute file paths so that the study
