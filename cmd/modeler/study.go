@@ -195,8 +195,28 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The recommended row leads: the answers are noisy, so the best single answer is
+	// mostly the luckiest noise draw (see the report).
+	type listed struct {
+		study.Summary
+		Recommended *recommended `json:"recommended"`
+	}
+	rows := make([]listed, len(list))
+	for i, s := range list {
+		rows[i].Summary = s
+		if s.Done == 0 {
+			continue
+		}
+		rec, err := recommendation(store, s.Name)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			rows[i].Recommended = &recommended{Index: rec.Index, Mean: rec.Mean, SD: rec.SD}
+		}
+	}
 	if *asJSON {
-		b, err := json.Marshal(list)
+		b, err := json.Marshal(rows)
 		if err != nil {
 			return err
 		}
@@ -204,11 +224,15 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tDATASET\tITERATIONS\tBEST ANSWER\tITS ROW\tSTATE\tUPDATED")
-	for _, s := range list {
-		best, row := "-", "-"
+	fmt.Fprintln(w, "NAME\tRECOMMENDED ROW\tPOSTERIOR MEAN ± SD\tDATASET\tITERATIONS\tSTATE\tUPDATED\tBEST SINGLE ANSWER (ROW)")
+	for _, r := range rows {
+		s := r.Summary
+		rec, mean, best := "-", "-", "-"
+		if p := r.Recommended; p != nil {
+			rec, mean = strconv.Itoa(p.Index), fmt.Sprintf("%.4g ± %.3g", p.Mean, p.SD)
+		}
 		if s.BestValue != nil {
-			best, row = strconv.FormatFloat(*s.BestValue, 'g', 6, 64), strconv.Itoa(s.BestIndex)
+			best = fmt.Sprintf("%.4g (%d)", *s.BestValue, s.BestIndex)
 		}
 		ds := s.Dataset
 		if ds == "" {
@@ -218,9 +242,35 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		if s.Error != "" && s.State != "done" {
 			state += " (" + truncate(s.Error, 60) + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, ds, s.Done, s.Total, best, row, state, s.Updated.Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", s.Name, rec, mean, ds, s.Done, s.Total, state, s.Updated.Format("2006-01-02 15:04:05"), best)
 	}
 	return w.Flush()
+}
+
+// recommended is a study's recommended row in `modeler studies --json`.
+type recommended struct {
+	Index int     `json:"index"`
+	Mean  float64 `json:"posterior_mean"`
+	SD    float64 `json:"posterior_sd"`
+}
+
+// recommendation is the stored study name's recommended row, the GP's, rebuilt from the
+// stored projection and answers (modeler.Replay); nil before its projection or its
+// first answer.
+func recommendation(store *study.Store, name string) (*study.Recommendation, error) {
+	st, err := store.Get(context.Background(), name)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := store.Observations(context.Background(), name)
+	if err != nil || st.Release == nil || len(obs) == 0 {
+		return nil, err
+	}
+	res, err := modeler.Replay(store, st, obs)
+	if err != nil {
+		return nil, err
+	}
+	return res.Recommendation(), nil
 }
 
 func truncate(s string, n int) string {
@@ -268,14 +318,9 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The recommendation is the GP's: rebuilt from the stored projection and answers.
-	var rec *study.Recommendation
-	if st.Release != nil {
-		res, err := modeler.Replay(store, st, obs)
-		if err != nil {
-			return err
-		}
-		rec = res.Recommendation()
+	rec, err := recommendation(store, *name)
+	if err != nil {
+		return err
 	}
 	path, err := study.WriteReport(st, obs, rec, *out)
 	if err != nil {

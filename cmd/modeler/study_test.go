@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,31 @@ func TestStudyCommands(t *testing.T) {
 	}
 	if !hasLineWithFields(out, "s1", "diabetes", "9/9", "done") {
 		t.Errorf("studies output lacks a line for s1 with diabetes, 9/9, done:\n%s", out)
+	}
+	// The list leads with the recommended row, the run's, with its posterior mean ± sd;
+	// the best single answer comes last.
+	recRow := fmt.Sprint(first["recommended_index"])
+	recMean := fmt.Sprintf("%.4g ± %.3g", first["recommended_mean"], first["recommended_sd"])
+	if header, line, _ := strings.Cut(out, "\n"); !strings.HasPrefix(strings.Join(strings.Fields(header), " "), "NAME RECOMMENDED ROW POSTERIOR MEAN ± SD") ||
+		!strings.HasPrefix(strings.Join(strings.Fields(line), " "), "s1 "+recRow+" "+recMean+" diabetes") ||
+		!strings.HasSuffix(strings.TrimSpace(header), "BEST SINGLE ANSWER (ROW)") {
+		t.Errorf("studies output does not lead with the recommended row %s (%s):\n%s", recRow, recMean, out)
+	}
+	out, _, err = cmd("studies", "--studies-dir", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		Name        string `json:"name"`
+		Recommended *struct {
+			Index int     `json:"index"`
+			Mean  float64 `json:"posterior_mean"`
+			SD    float64 `json:"posterior_sd"`
+		} `json:"recommended"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1 || listed[0].Recommended == nil ||
+		float64(listed[0].Recommended.Index) != first["recommended_index"] || listed[0].Recommended.Mean != first["recommended_mean"] {
+		t.Errorf("studies --json = %s (%v), want s1 with the run's recommended row", out, err)
 	}
 	rep := filepath.Join(t.TempDir(), "rep")
 	out, errOut, err = cmd("report", "--study", "s1", "--studies-dir", dir, "--out", rep)
