@@ -129,16 +129,10 @@ func printLedger(args []string) error {
 	return writeLedgerText(os.Stdout, lim, history, rep, entries, evaluations, all)
 }
 
-// ownRecord reports whether e is one of the curator's own no-cost records (its
-// evaluation of a row, a row waiting for one), not a release.
-func ownRecord(e ledger.Receipt) bool {
-	return e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending
-}
-
-// releasesOnly takes the curator's own records out of rep's counts, which the ledger
-// keeps over every record, so that every count a view shows is of releases, and out
-// of entries; rows left with no record go. They cost nothing, so no total changes.
-// n is their number.
+// releasesOnly takes the curator's own records (its evaluations of rows, rows waiting
+// for one; n of them) out of rep's counts, which the ledger keeps over every record, and
+// out of entries, so that every count a view shows is of releases; rows left with no
+// record go. They cost nothing, so no total changes.
 func releasesOnly(rep ledger.Report, entries []ledger.Receipt) (_ ledger.Report, _ []ledger.Receipt, n int) {
 	type key struct {
 		id  string
@@ -147,7 +141,7 @@ func releasesOnly(rep ledger.Report, entries []ledger.Receipt) (_ ledger.Report,
 	own := map[key]int{}
 	out := entries[:0:0]
 	for _, e := range entries {
-		if !ownRecord(e) {
+		if e.Kind != ledger.KindEvaluation && e.Kind != ledger.KindPending {
 			out = append(out, e)
 			continue
 		}

@@ -60,28 +60,24 @@ func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, na
 	if err != nil {
 		return false, err
 	}
-	return true, fillFlags(fs, st, name)
-}
-
-func fillFlags(fs *flag.FlagSet, st *study.Study, name string) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	vals, err := storedValues(st)
 	if err != nil {
-		return err
+		return true, err
 	}
 	for k, v := range vals {
 		if fs.Lookup(k) == nil {
-			return fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
+			return true, fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
 		}
 		if set[k] {
 			continue
 		}
 		if err := fs.Set(k, v); err != nil {
-			return fmt.Errorf("study %s: stored --%s = %q: %w", name, k, v, err)
+			return true, fmt.Errorf("study %s: stored --%s = %q: %w", name, k, v, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // checkNewStudy guards against a mistyped --study name, which would create a study and
@@ -90,13 +86,10 @@ func fillFlags(fs *flag.FlagSet, st *study.Study, name string) error {
 // --new-study is refused for a name that exists. Distinct names need no flag, so
 // starting a study stays one command.
 func checkNewStudy(ctx context.Context, store *study.Store, name string, found, confirmed bool) error {
-	if found {
-		if confirmed {
-			return fmt.Errorf("--new-study: study %q exists already in %s; drop --new-study to resume it, or choose another name", name, store.Dir())
-		}
-		return nil
+	if found && confirmed {
+		return fmt.Errorf("--new-study: study %q exists already in %s; drop --new-study to resume it, or choose another name", name, store.Dir())
 	}
-	if confirmed {
+	if found || confirmed {
 		return nil
 	}
 	list, err := store.List(ctx)
@@ -199,7 +192,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 	// mostly the luckiest noise draw (see the report).
 	type listed struct {
 		study.Summary
-		Recommended *recommended `json:"recommended"`
+		Recommended *study.Recommendation `json:"recommended"`
 	}
 	rows := make([]listed, len(list))
 	for i, s := range list {
@@ -207,12 +200,8 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		if s.Done == 0 {
 			continue
 		}
-		rec, err := recommendation(store, s.Name)
-		if err != nil {
+		if rows[i].Recommended, err = recommendation(store, s.Name); err != nil {
 			return err
-		}
-		if rec != nil {
-			rows[i].Recommended = &recommended{Index: rec.Index, Mean: rec.Mean, SD: rec.SD}
 		}
 	}
 	if *asJSON {
@@ -245,13 +234,6 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", s.Name, rec, mean, ds, s.Done, s.Total, state, s.Updated.Format("2006-01-02 15:04:05"), best)
 	}
 	return w.Flush()
-}
-
-// recommended is a study's recommended row in `modeler studies --json`.
-type recommended struct {
-	Index int     `json:"index"`
-	Mean  float64 `json:"posterior_mean"`
-	SD    float64 `json:"posterior_sd"`
 }
 
 // recommendation is the stored study name's recommended row, the GP's, rebuilt from the

@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -88,44 +89,23 @@ func Create(dir string, hosts, identities []string, validFor time.Duration) erro
 // dir, valid for validFor from now (at most until the CA expires). It refuses to replace
 // a certificate the identity has already.
 func AddClient(dir, identity string, validFor time.Duration) error {
-	ca, err := readPEM(dir, CAFile, "CERTIFICATE")
+	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, CAFile), filepath.Join(dir, CAKeyFile))
 	if err != nil {
-		return err
+		return fmt.Errorf("devca: the CA in %s: %w", dir, err)
 	}
-	cert, err := x509.ParseCertificate(ca)
-	if err != nil {
-		return fmt.Errorf("devca: %s: %w", CAFile, err)
-	}
-	der, err := readPEM(dir, CAKeyFile, "EC PRIVATE KEY")
-	if err != nil {
-		return err
-	}
-	key, err := x509.ParseECPrivateKey(der)
-	if err != nil {
-		return fmt.Errorf("devca: %s: %w", CAKeyFile, err)
+	key, ok := ca.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return fmt.Errorf("devca: the CA key in %s is not an ECDSA key", dir)
 	}
 	c, _ := ClientFiles(identity)
 	if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
 		return fmt.Errorf("devca: %s already holds a client certificate for %q", dir, identity)
 	}
 	notAfter := time.Now().Add(validFor)
-	if notAfter.After(cert.NotAfter) {
-		notAfter = cert.NotAfter
+	if notAfter.After(ca.Leaf.NotAfter) {
+		notAfter = ca.Leaf.NotAfter
 	}
-	return issueClient(dir, identity, notAfter, cert, key)
-}
-
-// readPEM returns the DER bytes of the one PEM block of type typ in dir/name.
-func readPEM(dir, name, typ string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		return nil, fmt.Errorf("devca: the CA's files: %w", err)
-	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != typ {
-		return nil, fmt.Errorf("devca: %s holds no %s block", filepath.Join(dir, name), typ)
-	}
-	return blk.Bytes, nil
+	return issueClient(dir, identity, notAfter, ca.Leaf, key)
 }
 
 // issueClient writes a client certificate for identity (its common name) signed by ca.

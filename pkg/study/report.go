@@ -373,8 +373,8 @@ var (
 // valuesPlot draws each answer and, leading the legend, the recommended row rec (nil:
 // none) at the iteration it was first queried, with its posterior mean ± sd; with
 // private answers the range the values are clipped to before noise, against which the
-// noise reads.
-// Without a recommendation the best answer so far is drawn instead.
+// noise reads. The best single answer is not drawn: with private answers it is mostly
+// the luckiest noise draw.
 func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "value of each query"
@@ -396,15 +396,12 @@ func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, 
 		}
 	}
 	last := float64(max(obs[len(obs)-1].Iteration, 2))
-	hline := func(y float64, c color.Color, dashed bool) (*plotter.Line, error) {
+	hline := func(y float64, c color.Color) (*plotter.Line, error) {
 		l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: last, Y: y}})
 		if err != nil {
 			return nil, fmt.Errorf("study: plot: %w", err)
 		}
-		l.Color = c
-		if dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
+		l.Color, l.Dashes = c, []vg.Length{vg.Points(4), vg.Points(3)}
 		return l, nil
 	}
 	if rec != nil && recAt >= 0 {
@@ -421,14 +418,6 @@ func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, 
 		p.Add(bar, mean)
 		p.Legend.Add(fmt.Sprintf("recommended row %d: posterior mean %s ± %s", rec.Index, g4(rec.Mean), g3(rec.SD)), mean, bar)
 		lo, hi = min(lo, rec.Mean-rec.SD), max(hi, rec.Mean+rec.SD)
-	} else {
-		best, err := plotter.NewLine(runningBest(obs, st.Settings.Direction))
-		if err != nil {
-			return nil, fmt.Errorf("study: plot: %w", err)
-		}
-		best.Color, best.Width, best.StepStyle = red, vg.Points(1.5), plotter.PostStep
-		p.Add(best)
-		p.Legend.Add("best answer so far", best)
 	}
 	sc, err := plotter.NewScatter(pts)
 	if err != nil {
@@ -439,11 +428,11 @@ func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, 
 	p.Legend.Add("each answer", sc)
 	if rel := st.Release; rel != nil && !rel.OutputPrivacy.Exact() && rel.OutputPrivacy.Upper > rel.OutputPrivacy.Lower {
 		op := rel.OutputPrivacy
-		lower, err := hline(op.Lower, color.Gray{Y: 0x80}, true)
+		lower, err := hline(op.Lower, color.Gray{Y: 0x80})
 		if err != nil {
 			return nil, err
 		}
-		upper, err := hline(op.Upper, color.Gray{Y: 0x80}, true)
+		upper, err := hline(op.Upper, color.Gray{Y: 0x80})
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +441,7 @@ func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, 
 		lo, hi = min(lo, op.Lower), max(hi, op.Upper)
 	}
 	if st.KnownBest != nil {
-		opt, err := hline(*st.KnownBest, green, true)
+		opt, err := hline(*st.KnownBest, green)
 		if err != nil {
 			return nil, err
 		}

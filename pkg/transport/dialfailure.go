@@ -27,31 +27,19 @@ func Target(addr string) (string, bool) {
 }
 
 // DialFailure is why a client could not talk to a curator at all, as far as the error
-// of a call and what the client sent tell it.
-type DialFailure int
+// of a call and what the client sent tell it, in words.
+type DialFailure string
 
 // The failures Diagnose tells apart.
 const (
-	Unknown              DialFailure = iota // unavailable for another reason (a curator that is down or restarting)
-	NothingListens                          // connection refused
-	ServerWantsTLS                          // a plaintext client to a TLS server
-	ServerWantsPlaintext                    // a TLS client to a plaintext server
-	ServerNotTrusted                        // the server's certificate does not verify
-	ClientCertMissing                       // the server requires a client certificate; none was sent
-	ClientCertRefused                       // the server refused the client certificate
+	Unknown              DialFailure = "the curator did not answer"
+	NothingListens       DialFailure = "nothing accepts connections at that address"
+	ServerWantsTLS       DialFailure = "the curator speaks TLS and this client dialled plaintext"
+	ServerWantsPlaintext DialFailure = "the curator serves plaintext and this client dialled TLS"
+	ServerNotTrusted     DialFailure = "the curator's certificate is not signed by the CA this client trusts, or is not issued for the name dialled"
+	ClientCertMissing    DialFailure = "the curator requires a client certificate and this client sent none"
+	ClientCertRefused    DialFailure = "the curator refused this client's certificate (not signed by a CA it trusts, expired, or not for client use)"
 )
-
-var causes = [...]string{
-	Unknown:              "the curator did not answer",
-	NothingListens:       "nothing accepts connections at that address",
-	ServerWantsTLS:       "the curator speaks TLS and this client dialled plaintext",
-	ServerWantsPlaintext: "the curator serves plaintext and this client dialled TLS",
-	ServerNotTrusted:     "the curator's certificate is not signed by the CA this client trusts, or is not issued for the name dialled",
-	ClientCertMissing:    "the curator requires a client certificate and this client sent none",
-	ClientCertRefused:    "the curator refused this client's certificate (not signed by a CA it trusts, expired, or not for client use)",
-}
-
-func (f DialFailure) String() string { return causes[f] }
 
 // DialError is an UNAVAILABLE call with its likely cause; it unwraps to the call's error,
 // so status.Code still reads it.
