@@ -81,7 +81,7 @@ func TestDialAdvice(t *testing.T) {
 		{"plaintext", nil, []string{"the curator speaks TLS and this client dialled plaintext", "Give --ca"}},
 		{"no client certificate", []string{"--ca", f(devca.CAFile)}, []string{"requires a client certificate and this client sent none", "Give --cert and --key"}},
 		{"another identity", []string{"--ca", f(devca.CAFile), "--cert", f("acme.pem"), "--key", f("acme-key.pem"), "--identity", "beta"},
-			[]string{`identity "beta" named, the client certificate is "acme"'s`, "Drop --identity"}},
+			[]string{"--identity beta is not what the curator charges: it charges the identity of the client certificate (--cert), acme.", "Drop --identity"}},
 	} {
 		err := run(append([]string{"job", "list", "--curator", cur.Addr}, tc.args...), io.Discard, io.Discard)
 		for _, w := range tc.want {

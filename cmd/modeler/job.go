@@ -65,6 +65,15 @@ func (c *connFlags) client(notice io.Writer) (curatorv1.CuratorServiceClient, fu
 			return nil, nil, fmt.Errorf("TLS files (--ca, --cert, --key): %w", err)
 		}
 	}
+	// A curator taking identities from certificates charges the certificate's and
+	// ignores --identity: naming another is a mistake to be told before anything is
+	// charged to an identity the caller did not mean.
+	if c.identity != "" && cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 && cfg.TLS.Certificates[0].Leaf != nil {
+		if cn := cfg.TLS.Certificates[0].Leaf.Subject.CommonName; cn != c.identity {
+			return nil, nil, fmt.Errorf("--identity %s is not what the curator charges: it charges the identity of the client certificate (--cert), %s.\n"+
+				"  Drop --identity, or give --cert and --key issued to %s", c.identity, cn, c.identity)
+		}
+	}
 	if c.tokenFile != "" {
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
@@ -76,9 +85,6 @@ func (c *connFlags) client(notice io.Writer) (curatorv1.CuratorServiceClient, fu
 		fmt.Fprintf(notice, "modeler: --curator %s names no port, so this client dials %s (the port gRPC takes by default); the curator listens on 7070 unless told otherwise.\n", c.addr, target)
 	}
 	conn, err := transport.Dial(c.addr, cfg)
-	if errors.Is(err, transport.ErrIdentityNotCertificate) {
-		return nil, nil, fmt.Errorf("%w.\n  Drop --identity (the certificate decides), or give --cert and --key issued to %s", err, c.identity)
-	}
 	if err != nil {
 		return nil, nil, err
 	}

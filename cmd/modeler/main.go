@@ -97,7 +97,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // dialFixes is the step that helps against each failure to reach the curator.
 var dialFixes = map[transport.DialFailure]string{
-	transport.Unknown:              "Check that the curator runs at --curator, and the TLS settings (--ca, --cert, --key, --server-name).",
 	transport.NothingListens:       "Check --curator: is the curator running, and listening at that host and port?",
 	transport.ServerWantsTLS:       "Give --ca with the CA that signed the curator's certificate (and --cert, --key if it asks for a client certificate).",
 	transport.ServerWantsPlaintext: "Drop --ca, --cert and --key, or ask the curator's operator for its TLS address.",

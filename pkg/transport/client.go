@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -39,9 +38,6 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 		if err := ValidateIdentity(cfg.Identity); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkCertIdentity(cfg); err != nil {
-		return nil, err
 	}
 	recv := cfg.MaxRecvMsgBytes
 	if recv <= 0 {
@@ -83,21 +79,3 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 	}
 	return conn, nil
 }
-
-// checkCertIdentity refuses an Identity other than the common name of the client
-// certificate: a curator taking identities from certificates charges the certificate's
-// and ignores the one named, so naming another is a mistake to be told at once, before
-// anything is charged to an identity the caller did not mean.
-func checkCertIdentity(cfg ClientConfig) error {
-	if cfg.Identity == "" || cfg.TLS == nil || len(cfg.TLS.Certificates) == 0 || cfg.TLS.Certificates[0].Leaf == nil {
-		return nil
-	}
-	if cn := cfg.TLS.Certificates[0].Leaf.Subject.CommonName; cn != cfg.Identity {
-		return fmt.Errorf("transport: %w: identity %q named, the client certificate is %q's", ErrIdentityNotCertificate, cfg.Identity, cn)
-	}
-	return nil
-}
-
-// ErrIdentityNotCertificate is returned by Dial for an identity other than the one its
-// client certificate names.
-var ErrIdentityNotCertificate = errors.New("the curator charges the identity of the client certificate, not another one named")

@@ -32,7 +32,6 @@ type DialFailure string
 
 // The failures Diagnose tells apart.
 const (
-	Unknown              DialFailure = "the curator did not answer"
 	NothingListens       DialFailure = "nothing accepts connections at that address"
 	ServerWantsTLS       DialFailure = "the curator speaks TLS and this client dialled plaintext"
 	ServerWantsPlaintext DialFailure = "the curator serves plaintext and this client dialled TLS"
@@ -55,8 +54,9 @@ func (e *DialError) Error() string {
 
 func (e *DialError) Unwrap() error { return e.Err }
 
-// Diagnose returns err, when it is UNAVAILABLE, as a *DialError with the failure the
-// error's text and what the client sent (cfg) point to; other errors as they are. The
+// Diagnose returns err, when it is an UNAVAILABLE of the connection (not one the curator
+// sent, which carries details such as its ErrorInfo) with a failure that the error's text
+// and what the client sent (cfg) point to, as a *DialError; other errors as they are. The
 // text is gRPC's and the TLS stack's: a refused client certificate shows as "certificate
 // required", "bad certificate" or, when the server closes first, "broken pipe".
 func Diagnose(err error, addr string, cfg ClientConfig) error {
@@ -67,7 +67,11 @@ func Diagnose(err error, addr string, cfg ClientConfig) error {
 	if errors.As(err, &de) {
 		return err
 	}
-	msg := status.Convert(err).Message()
+	st := status.Convert(err)
+	if len(st.Details()) > 0 {
+		return err
+	}
+	msg := st.Message()
 	has := func(s ...string) bool {
 		for _, x := range s {
 			if strings.Contains(msg, x) {
@@ -76,7 +80,7 @@ func Diagnose(err error, addr string, cfg ClientConfig) error {
 		}
 		return false
 	}
-	f := Unknown
+	var f DialFailure
 	switch {
 	case has("connection refused"):
 		f = NothingListens
@@ -88,11 +92,14 @@ func Diagnose(err error, addr string, cfg ClientConfig) error {
 	case has("x509:", "failed to verify certificate"):
 		f = ServerNotTrusted
 	case has("certificate required", "bad certificate", "unknown certificate authority", "expired certificate",
-		"broken pipe", "connection reset", "error reading server preface"):
+		"broken pipe", "error reading server preface"):
 		f = ClientCertRefused
 		if len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetClientCertificate == nil {
 			f = ClientCertMissing
 		}
+	}
+	if f == "" {
+		return err
 	}
 	target, _ := Target(addr)
 	return &DialError{Failure: f, Addr: target, Err: err}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -120,24 +121,19 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-// TestDialRefusesOtherIdentity: an identity other than the client certificate's is
-// refused at Dial; the certificate's own is accepted.
-func TestDialRefusesOtherIdentity(t *testing.T) {
-	dir := t.TempDir()
-	if err := devca.Create(dir, []string{"127.0.0.1"}, []string{"acme"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	tc, err := ClientTLS(filepath.Join(dir, devca.CAFile), filepath.Join(dir, "acme.pem"), filepath.Join(dir, "acme-key.pem"), "")
+// TestDiagnoseLeavesCuratorStatuses: an UNAVAILABLE the curator sent (with details, such
+// as its LEDGER_UNAVAILABLE ErrorInfo), one whose cause is not known and any other code
+// are returned as they are, however their text reads.
+func TestDiagnoseLeavesCuratorStatuses(t *testing.T) {
+	sent, err := status.New(codes.Unavailable, "ledger: dial tcp 127.0.0.1:5432: connect: connection refused").
+		WithDetails(&errdetails.ErrorInfo{Reason: "LEDGER_UNAVAILABLE", Domain: "privbo.curator.v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial("127.0.0.1:7070", ClientConfig{Identity: "beta", TLS: tc}); !errors.Is(err, ErrIdentityNotCertificate) ||
-		!strings.Contains(err.Error(), `"acme"`) {
-		t.Errorf("Dial as beta with acme's certificate: %v, want ErrIdentityNotCertificate naming acme", err)
+	for _, in := range []error{sent.Err(), status.Error(codes.Unavailable, "transport is closing"),
+		status.Error(codes.ResourceExhausted, "connection refused"), errors.New("connection refused")} {
+		if got := Diagnose(in, "127.0.0.1:7070", ClientConfig{}); got != in {
+			t.Errorf("Diagnose(%v) = %v, want it as it was", in, got)
+		}
 	}
-	conn, err := Dial("127.0.0.1:7070", ClientConfig{Identity: "acme", TLS: tc})
-	if err != nil {
-		t.Fatalf("Dial as acme with acme's certificate: %v", err)
-	}
-	conn.Close()
 }
