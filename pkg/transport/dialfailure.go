@@ -48,8 +48,14 @@ type DialError struct {
 	Err     error
 }
 
+// Error is the cause, then on a line of its own gRPC's words, cut to 200 characters
+// (Unwrap has them whole).
 func (e *DialError) Error() string {
-	return fmt.Sprintf("%s (%s): %v", e.Failure, e.Addr, e.Err)
+	detail := []rune(status.Convert(e.Err).Message())
+	if len(detail) > 200 {
+		detail = append(detail[:199], '…')
+	}
+	return fmt.Sprintf("%s (%s).\n  gRPC says: %s", e.Failure, e.Addr, string(detail))
 }
 
 func (e *DialError) Unwrap() error { return e.Err }

@@ -96,6 +96,11 @@ func TestDiagnoseDialFailures(t *testing.T) {
 			if status.Code(err) != codes.Unavailable || !strings.HasPrefix(err.Error(), string(tc.want)) {
 				t.Errorf("Check: %v (code %v), want UNAVAILABLE saying %q first", err, status.Code(err), tc.want)
 			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if n := len([]rune(line)); n > 300 {
+					t.Errorf("a line of %d characters: %s", n, line)
+				}
+			}
 		})
 	}
 }
