@@ -108,13 +108,14 @@ func TestRefusals(t *testing.T) {
 		args  []string
 		flags map[string]bool
 		is    error
-		want  []string // in the error text
+		want  []string // in the error text or stderr (the quote)
 	}{
 		{"study unaffordable", study(small.Addr, "--r", "3", "--epsilon", "2.5", "--delta", "1e-7"), runFlags,
 			modeler.ErrStudyUnaffordable, []string{"does not fit the budget", "This identity's budget leaves ε=3, δ=0.001: ask for less",
 				"ask the curator's operator to raise it (the curator's --budget-epsilon)"}},
 		{"dataset cap spent", study(shared.Addr, "--r", "3", "--epsilon", "0.5", "--delta", "1e-7"), runFlags,
 			modeler.ErrStudyUnaffordable, []string{"where the dataset's cap, shared by every identity, leaves ε=0,", "not your own budget",
+				"cost under the feature-unit relation: ε=1.5, δ=1e-07; the dataset's cap, shared by every identity, leaves ε=0,",
 				"asking for less will not help", "the curator's --dataset-budget-epsilon"}},
 		{"dimension above features", study(small.Addr, "--r", "11", "--allow-r-above-d", "--epsilon", "0.5", "--delta", "1e-7"), runFlags,
 			refusal.ErrDimensionAboveFeatures, []string{"ask for a smaller --r"}},
@@ -141,8 +142,8 @@ func TestRefusals(t *testing.T) {
 			}
 			text := errorLine(err)
 			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("error text does not say %q:\n%s", w, text)
+				if !strings.Contains(text+"\n"+stderr.String(), w) {
+					t.Errorf("neither the error text nor stderr says %q:\n%s\n%s", w, text, stderr.String())
 				}
 			}
 			for _, m := range regexp.MustCompile(`(^|[^-\w])(the curator's )?--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(text+stderr.String(), -1) {
