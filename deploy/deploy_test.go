@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -173,4 +175,80 @@ func TestReplicasCompose(t *testing.T) {
 	if !strings.Contains(string(conf), "stream {") {
 		t.Error("nginx-replicas.conf does not balance TCP (stream): a layer-7 proxy would terminate TLS and lose the client certificate")
 	}
+}
+
+// deltaFlags are the curator's δ limits and the modeler's δ; a δ flag not listed here
+// fails TestDeployDeltaRule, so that a new one is checked too.
+var deltaFlags = map[string]bool{"budget-delta": true, "dataset-budget-delta": true, "patient-budget-delta": true,
+	"patient-dataset-budget-delta": true, "study-delta": true, "delta": true}
+
+// largestUnknownN is the largest dataset for which README's default δ budget (1e-6) is
+// small against 1/n (pkg/config.DefaultBudgetDelta): what a file serving a hospital's
+// own data, of a size it does not know, must assume.
+const largestUnknownN = 1e5
+
+// TestDeployDeltaRule checks README's δ rule in the files that start a curator and a
+// modeler: every δ they set (and the default δ budget when they set none) is small
+// against 1/n — at most 1/(10 n), with n the rows of the shipped example a file serves or
+// largestUnknownN for a hospital's own data — and the modeler's δ fits the curator's δ
+// budget in the same file, so the shipped study is not refused.
+func TestDeployDeltaRule(t *testing.T) {
+	kv := regexp.MustCompile(`(?:^|[\s"'\[,])--([a-z][a-z0-9-]*)[= ]([^\s"'\\,\]]+)`)
+	for _, f := range []string{"systemd/privbo-curator.service", "compose/compose.yaml", "compose/replicas.yaml", "k8s/curator.yaml", "../scripts/demo.sh"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltas := map[string][]float64{}
+		n := largestUnknownN
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			for _, m := range kv.FindAllStringSubmatch(line, -1) {
+				name, val := m[1], m[2]
+				if name == "data" && filepath.Base(val) == "diabetes.csv" {
+					n = float64(exampleRows(t, "diabetes.csv"))
+				}
+				if !strings.HasSuffix(name, "delta") {
+					continue
+				}
+				if !deltaFlags[name] {
+					t.Errorf("%s sets --%s, a δ flag this test does not know", f, name)
+				}
+				d, err := strconv.ParseFloat(val, 64)
+				if err != nil {
+					t.Errorf("%s: --%s %q is not a number", f, name, val)
+					continue
+				}
+				deltas[name] = append(deltas[name], d)
+			}
+		}
+		budget := deltas["budget-delta"]
+		if len(budget) == 0 {
+			budget = []float64{1e-6} // README: "--budget-delta defaults to 1e-6"
+		}
+		for name, ds := range deltas {
+			for _, d := range ds {
+				if d*n > 0.1 {
+					t.Errorf("%s: --%s %g is not small against 1/n = %.3g (n = %g): README's rule asks δ ≪ 1/n; at most %.3g", f, name, d, 1/n, n, 0.1/n)
+				}
+			}
+		}
+		for _, d := range deltas["delta"] {
+			if d > slices.Min(budget) {
+				t.Errorf("%s: the modeler's --delta %g exceeds the curator's --budget-delta %g: its study would be refused", f, d, slices.Min(budget))
+			}
+		}
+	}
+}
+
+// exampleRows counts the data rows (lines after the header) of a shipped example.
+func exampleRows(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "examples", "data", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(strings.TrimSpace(string(b)), "\n")
 }

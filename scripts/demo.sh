@@ -29,7 +29,7 @@ echo "== starting the curator (hospital) on loopback with mutual TLS; its log: $
   --schema examples/data/diabetes.schema.csv --output-epsilon 2.5 \
   --listen 127.0.0.1:0 --addr-file "$state/addr" --state "$state/curator" \
   --tls-cert "$state/pki/server.pem" --tls-key "$state/pki/server-key.pem" --client-ca "$state/pki/ca.pem" \
-  --budget-epsilon 10 --budget-delta 1e-3 2>"$log" &
+  --budget-epsilon 10 --budget-delta 2e-4 2>"$log" &
 curator_pid=$!
 for _ in $(seq 100); do [ -s "$state/addr" ] && break; sleep 0.1; done
 [ -s "$state/addr" ] || { echo "curator did not start:"; cat "$log"; exit 1; }

@@ -120,13 +120,65 @@ func printLedger(args []string) error {
 	if err != nil {
 		return err
 	}
+	rep, entries, evaluations := releasesOnly(rep, entries)
 	switch {
 	case asJSON:
-		return writeLedgerJSON(os.Stdout, lim, history, warnings, rep, entries)
+		return writeLedgerJSON(os.Stdout, lim, history, warnings, rep, entries, evaluations)
 	case asCSV:
 		return writeLedgerCSV(os.Stdout, rep)
 	}
-	return writeLedgerText(os.Stdout, lim, history, rep, entries, all)
+	return writeLedgerText(os.Stdout, lim, history, rep, entries, evaluations, all)
+}
+
+// releasesOnly takes the curator's own records (its evaluations of rows, rows waiting
+// for one; n of them) out of rep's counts, which the ledger keeps over every record, and
+// out of entries, so that every count a view shows is of releases; rows left with no
+// record go. They cost nothing, so no total changes.
+func releasesOnly(rep ledger.Report, entries []ledger.Receipt) (_ ledger.Report, _ []ledger.Receipt, n int) {
+	type key struct {
+		id  string
+		rel ledger.Relation
+	}
+	own := map[key]int{}
+	out := entries[:0:0]
+	for _, e := range entries {
+		if e.Kind != ledger.KindEvaluation && e.Kind != ledger.KindPending {
+			out = append(out, e)
+			continue
+		}
+		own[key{"", ""}]++
+		own[key{e.Identity, ""}]++
+		for _, r := range e.Relation.CountsTowards() {
+			own[key{"", r}]++
+			own[key{e.Identity, r}]++
+		}
+	}
+	if len(own) == 0 {
+		return rep, entries, 0
+	}
+	rep.Patient.Dataset.Total.Charges -= int64(own[key{"", ""}])
+	ids := rep.Patient.Identities[:0:0]
+	for _, r := range rep.Patient.Identities {
+		if r.Total.Charges -= int64(own[key{r.Identity, ""}]); r.Total.Charges > 0 || r.Reserved.Charges > 0 {
+			ids = append(ids, r)
+		}
+	}
+	rep.Patient.Identities = ids
+	rels := rep.Relations[:0:0]
+	for _, rr := range rep.Relations {
+		rr.Dataset.Charges -= own[key{"", rr.Relation}]
+		rows := rr.Identities[:0:0]
+		for _, r := range rr.Identities {
+			if r.Charges -= own[key{r.Identity, rr.Relation}]; r.Charges > 0 || r.Reservations > 0 {
+				rows = append(rows, r)
+			}
+		}
+		if rr.Identities = rows; rr.Dataset.Charges > 0 || rr.Dataset.Reservations > 0 {
+			rels = append(rels, rr)
+		}
+	}
+	rep.Relations = rels
+	return rep, out, own[key{"", ""}]
 }
 
 // verifyLedger is 'curator ledger --verify': every total the charges keep against the
@@ -291,13 +343,13 @@ const patientConversions = "Each charge's whole-patient figure is its (ε, δ) f
 // writeLedgerText writes the ledger for a person, section by section. out and
 // the tables' writer share one stream: each section flushes its table before
 // out writes again, so the tables and the sentences between them stay in order.
-func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, rep ledger.Report, entries []ledger.Receipt, all bool) error {
+func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, rep ledger.Report, entries []ledger.Receipt, evaluations int, all bool) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if err := writePatientText(out, w, lim, rep); err != nil {
 		return err
 	}
 	writeLimitsText(out, lim, history)
-	if err := writeEntriesText(out, w, entries, all); err != nil {
+	if err := writeEntriesText(out, w, entries, evaluations, all); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
@@ -402,14 +454,11 @@ func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 
 // writeEntriesText lists the releases; records that cost nothing are only
 // counted unless all, since they would bury the ones that did.
-func writeEntriesText(out io.Writer, w *tabwriter.Writer, entries []ledger.Receipt, all bool) error {
+func writeEntriesText(out io.Writer, w *tabwriter.Writer, entries []ledger.Receipt, evaluations int, all bool) error {
 	fmt.Fprintln(out)
 	fmt.Fprintln(w, ledgerEntriesHeader)
 	free := 0
 	for _, e := range entries {
-		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
-			continue // the curator's own records, not releases
-		}
 		if !all && e.Cost == (ledger.Cost{}) && !e.Patient.Unbounded {
 			free++
 			continue
@@ -421,6 +470,9 @@ func writeEntriesText(out io.Writer, w *tabwriter.Writer, entries []ledger.Recei
 	}
 	if free > 0 {
 		fmt.Fprintf(out, "(and %d records at no cost: query answers, exact ones or private ones covered by their identity's query-answers charge; --all lists them)\n", free)
+	}
+	if evaluations > 0 {
+		fmt.Fprintf(out, "Evaluation records of the curator (rows evaluated, or waiting for it): %d. They cost nothing, are not releases, and no count in this listing includes them.\n", evaluations)
 	}
 	return nil
 }
@@ -641,10 +693,13 @@ type jsonLedger struct {
 	Warnings      []string       `json:"warnings"`
 	Relations     []jsonRelation `json:"relations"`
 	Entries       []jsonEntry    `json:"entries"`
+	// Evaluations counts the curator's own records of rows evaluated or waiting for
+	// it: not releases, so in no count and not in Entries.
+	Evaluations int `json:"evaluations"`
 }
 
-func writeLedgerJSON(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, warnings []string, rep ledger.Report, entries []ledger.Receipt) error {
-	doc := jsonLedger{DatasetID: rep.Dataset, Warnings: append([]string{}, warnings...), Relations: []jsonRelation{}, Entries: []jsonEntry{},
+func writeLedgerJSON(out io.Writer, lim reportLimits, history []ledger.RecordedLimits, warnings []string, rep ledger.Report, entries []ledger.Receipt, evaluations int) error {
+	doc := jsonLedger{DatasetID: rep.Dataset, Evaluations: evaluations, Warnings: append([]string{}, warnings...), Relations: []jsonRelation{}, Entries: []jsonEntry{},
 		Limits: limitsJSON(lim.Limits), LimitsHistory: []jsonLimits{}}
 	doc.Limits.Source = "flags"
 	if lim.Recorded {
@@ -675,9 +730,6 @@ func writeLedgerJSON(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		doc.Relations = append(doc.Relations, jr)
 	}
 	for _, e := range entries {
-		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
-			continue
-		}
 		doc.Entries = append(doc.Entries, jsonEntry{Time: e.Created.UTC(), Identity: e.Identity, Kind: e.Kind, Relation: e.Relation,
 			Epsilon: e.Cost.Epsilon, Delta: e.Cost.Delta, Key: e.Key, Description: e.Description,
 			WholePatient: jsonWholePatient{Bounded: !e.Patient.Unbounded, Epsilon: e.Patient.Epsilon, Delta: e.Patient.Delta, Rho: e.Patient.Rho}})

@@ -277,3 +277,104 @@ func TestLedgerWithoutRecordedLimits(t *testing.T) {
 		t.Errorf("curator ledger created a ledger in an empty state directory")
 	}
 }
+
+// TestLedgerCountsReleasesApart: the curator's own evaluation records (one per row it
+// evaluated) are counted apart from releases: every count of 'curator ledger' --json,
+// --csv and the text is the number of releases listed, and the evaluations have their
+// own count.
+func TestLedgerCountsReleasesApart(t *testing.T) {
+	// Scaled by the schema, so that the curator makes no release of its own.
+	c := curatortest.Start(t, curatortest.Options{Scaling: curatortest.DiabetesSchema(t)})
+	ctx := context.Background()
+	cur := c.Server.Curator()
+	if _, err := cur.ReleaseProjection(ctx, "acme", curator.ProjectionRequest{R: 2, Epsilon: 0.5, Delta: 1e-6}); err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{1, 2, 3}
+	if _, _, err := cur.Query(ctx, "acme", rows); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(t)
+	args := []string{"ledger", "--state", c.Config.StateDir, "--dataset-id", "diabetes"}
+	out, errOut, err := captureOutput(t, func() error { return run(append(args, "--json")) })
+	if err != nil {
+		t.Fatalf("curator ledger --json: %v\n%s", err, errOut)
+	}
+	var doc struct {
+		Evaluations  int `json:"evaluations"`
+		WholePatient struct {
+			Dataset struct {
+				Releases int `json:"releases"`
+			} `json:"dataset"`
+			Identities []struct {
+				Identity string `json:"identity"`
+				Releases int    `json:"releases"`
+			} `json:"identities"`
+		} `json:"whole_patient"`
+		Relations []struct {
+			Relation ledger.Relation `json:"relation"`
+			Dataset  struct {
+				Charges int `json:"charges"`
+			} `json:"dataset"`
+			Identities []struct {
+				Identity string `json:"identity"`
+				Charges  int    `json:"charges"`
+			} `json:"identities"`
+		} `json:"relations"`
+		Entries []struct {
+			Identity string          `json:"identity"`
+			Kind     string          `json:"kind"`
+			Relation ledger.Relation `json:"relation"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Evaluations != len(rows) {
+		t.Errorf("evaluations = %d, want %d (one per row evaluated)", doc.Evaluations, len(rows))
+	}
+	perIdentity := map[string]int{}
+	towards := map[ledger.Relation]map[string]int{}
+	for _, e := range doc.Entries {
+		if e.Kind == ledger.KindEvaluation || e.Kind == ledger.KindPending {
+			t.Errorf("entry %+v is an evaluation record, listed as a release", e)
+		}
+		perIdentity[e.Identity]++
+		for _, r := range e.Relation.CountsTowards() {
+			if towards[r] == nil {
+				towards[r] = map[string]int{}
+			}
+			towards[r][""]++
+			towards[r][e.Identity]++
+		}
+	}
+	// The projection, the query answers' charge and one query record per row.
+	if want := 2 + len(rows); len(doc.Entries) != want || doc.WholePatient.Dataset.Releases != want {
+		t.Errorf("%d entries, whole-patient releases %d, want %d each", len(doc.Entries), doc.WholePatient.Dataset.Releases, want)
+	}
+	for _, r := range doc.WholePatient.Identities {
+		if r.Releases != perIdentity[r.Identity] {
+			t.Errorf("whole-patient releases of %q = %d, want %d", r.Identity, r.Releases, perIdentity[r.Identity])
+		}
+	}
+	for _, rr := range doc.Relations {
+		if rr.Dataset.Charges != towards[rr.Relation][""] {
+			t.Errorf("%s: dataset charges %d, want %d", rr.Relation, rr.Dataset.Charges, towards[rr.Relation][""])
+		}
+		for _, r := range rr.Identities {
+			if r.Charges != towards[rr.Relation][r.Identity] {
+				t.Errorf("%s: charges of %q = %d, want %d", rr.Relation, r.Identity, r.Charges, towards[rr.Relation][r.Identity])
+			}
+		}
+	}
+	text, _, err := captureOutput(t, func() error { return run(args) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("Evaluation records of the curator (rows evaluated, or waiting for it): %d.", len(rows)); !strings.Contains(text, want) {
+		t.Errorf("the text does not say %q:\n%s", want, text)
+	}
+	if strings.Contains(text, curator.CuratorIdentity) {
+		t.Errorf("the text lists the curator's identity, which made no release:\n%s", text)
+	}
+}

@@ -443,6 +443,7 @@ func devCA(args []string) error {
 	out := fs.String("out", "", "directory for the CA, server and client certificates (required)")
 	hosts := fs.String("hosts", "127.0.0.1,localhost", "comma-separated server host names and addresses")
 	clients := fs.String("clients", "", "comma-separated modeler identities to issue client certificates for")
+	add := fs.String("add-client", "", "comma-separated identities to add client certificates for, from the CA already in --out")
 	valid := 30 * 24 * time.Hour
 	settings := setting.New(setting.Duration(&valid, "valid-for", setting.PositiveDuration, "validity of the certificates"))
 	settings.Register(fs)
@@ -456,17 +457,30 @@ func devCA(args []string) error {
 	if *out == "" {
 		return errors.New("dev-ca: --out is required")
 	}
+	if *add != "" && (*clients != "" || *force) {
+		return errors.New("dev-ca: --add-client adds to the CA in --out; it goes with neither --clients nor --force")
+	}
 	var ids []string
-	if *clients != "" {
-		ids = strings.Split(*clients, ",")
+	if list := max(*clients, *add); list != "" {
+		ids = strings.Split(list, ",")
 	}
 	for _, id := range ids {
 		if err := transport.ValidateIdentity(id); err != nil {
 			return err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(*out, "ca.pem")); err == nil && !*force {
-		return fmt.Errorf("dev-ca: %s already holds a CA; replacing it would invalidate every certificate it issued (--force replaces it)", *out)
+	if *add != "" {
+		for _, id := range ids {
+			if err := devca.AddClient(*out, id, valid); err != nil {
+				return err
+			}
+			c, k := devca.ClientFiles(id)
+			fmt.Printf("wrote a client certificate for %s to %s and %s\n", id, filepath.Join(*out, c), filepath.Join(*out, k))
+		}
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(*out, devca.CAFile)); err == nil && !*force {
+		return fmt.Errorf("dev-ca: %s already holds a CA; --add-client NAME adds a client certificate from it, --force replaces it (which invalidates every certificate it issued)", *out)
 	}
 	if err := devca.Create(*out, strings.Split(*hosts, ","), ids, valid); err != nil {
 		return err

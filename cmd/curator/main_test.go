@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,6 +115,18 @@ func TestDevCAAndHashToken(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); string(again) != string(ca) {
 		t.Error("a refused dev-ca replaced the CA")
+	}
+	if err := run([]string{"dev-ca", "--out", dir, "--add-client", "vendor-d"}); err != nil {
+		t.Errorf("dev-ca --add-client: %v", err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "ca.pem")); string(again) != string(ca) {
+		t.Error("dev-ca --add-client replaced the CA")
+	}
+	if _, err := tls.LoadX509KeyPair(filepath.Join(dir, "vendor-d.pem"), filepath.Join(dir, "vendor-d-key.pem")); err != nil {
+		t.Errorf("dev-ca --add-client wrote no usable key pair: %v", err)
+	}
+	if err := run([]string{"dev-ca", "--out", dir, "--add-client", "vendor-e", "--force"}); err == nil {
+		t.Error("dev-ca --add-client --force was accepted")
 	}
 	if err := run([]string{"dev-ca", "--out", dir, "--clients", "vendor-c", "--force"}); err != nil {
 		t.Errorf("dev-ca --force: %v", err)

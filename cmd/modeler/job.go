@@ -52,7 +52,9 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serverName, "server-name", "", "name to verify in the curator's certificate (default: the host of --curator)")
 }
 
-func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
+// client dials the curator, saying on notice which port it dials when --curator names
+// none. An --identity other than the --cert's is refused before anything is sent.
+func (c *connFlags) client(notice io.Writer) (curatorv1.CuratorServiceClient, func(), error) {
 	cfg := transport.ClientConfig{Identity: c.identity}
 	var err error
 	if (c.cert == "") != (c.key == "") {
@@ -63,12 +65,24 @@ func (c *connFlags) client() (curatorv1.CuratorServiceClient, func(), error) {
 			return nil, nil, fmt.Errorf("TLS files (--ca, --cert, --key): %w", err)
 		}
 	}
+	// A curator taking identities from certificates charges the certificate's and
+	// ignores --identity: naming another is a mistake to be told before anything is
+	// charged to an identity the caller did not mean.
+	if c.identity != "" && cfg.TLS != nil && len(cfg.TLS.Certificates) > 0 && cfg.TLS.Certificates[0].Leaf != nil {
+		if cn := cfg.TLS.Certificates[0].Leaf.Subject.CommonName; cn != c.identity {
+			return nil, nil, fmt.Errorf("--identity %s is not what the curator charges: it charges the identity of the client certificate (--cert), %s.\n"+
+				"  Drop --identity, or give --cert and --key issued to %s", c.identity, cn, c.identity)
+		}
+	}
 	if c.tokenFile != "" {
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("token file: %w", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
+	}
+	if target, added := transport.Target(c.addr); added {
+		fmt.Fprintf(notice, "modeler: --curator %s names no port, so this client dials %s (the port gRPC takes by default); the curator listens on 7070 unless told otherwise.\n", c.addr, target)
 	}
 	conn, err := transport.Dial(c.addr, cfg)
 	if err != nil {
@@ -132,7 +146,7 @@ func jobCommand(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	conn, closeConn, err := f.conn.client()
+	conn, closeConn, err := f.conn.client(stderr)
 	if err != nil {
 		return err
 	}

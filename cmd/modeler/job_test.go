@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func TestJobCommands(t *testing.T) {
 	}
 	spentUnder := func(rel ledger.Relation) float64 {
 		t.Helper()
-		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client()
+		client, closeConn, err := (&connFlags{addr: cur.Addr, identity: "cli-jobs"}).client(io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

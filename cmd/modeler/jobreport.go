@@ -42,7 +42,7 @@ func jobReportCommand(args []string, stdout, stderr io.Writer) error {
 	if len(ids) != 1 || out == "" {
 		return errors.New("job report: give one job id and --out DIR")
 	}
-	pc, closeConn, err := conn.client()
+	pc, closeConn, err := conn.client(stderr)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
+	"github.com/privbo/privbo/pkg/transport"
 )
 
 const usage = `usage: modeler <command> [flags]
@@ -84,10 +85,24 @@ func (e *textError) Unwrap() error { return e.err }
 // exit status 3).
 func run(args []string, stdout, stderr io.Writer) error {
 	err := runCommand(args, stdout, stderr)
+	var de *transport.DialError
+	if errors.As(err, &de) {
+		return &textError{text: err.Error() + "\n  " + dialFixes[de.Failure], err: err}
+	}
 	if errors.Is(err, modeler.ErrUnreachable) {
 		return &textError{text: err.Error() + " (--curator, --ca, --cert, --key, --server-name)", err: err}
 	}
 	return explainRefusal(err)
+}
+
+// dialFixes is the step that helps against each failure to reach the curator.
+var dialFixes = map[transport.DialFailure]string{
+	transport.NothingListens:       "Check --curator: is the curator running, and listening at that host and port?",
+	transport.ServerWantsTLS:       "Give --ca with the CA that signed the curator's certificate (and --cert, --key if it asks for a client certificate).",
+	transport.ServerWantsPlaintext: "Drop --ca, --cert and --key, or ask the curator's operator for its TLS address.",
+	transport.ServerNotTrusted:     "Give --ca with the CA that signed the curator's certificate, or --server-name with the name it is issued for.",
+	transport.ClientCertMissing:    "Give --cert and --key with the client certificate the curator's operator issued to you.",
+	transport.ClientCertRefused:    "Give --cert and --key issued by a CA the curator trusts (its operator's; for a development CA, curator dev-ca --add-client).",
 }
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
@@ -124,6 +139,7 @@ type runFlags struct {
 	studyName, studiesDir string
 	known                 knownBestFlag
 	asJSON, quiet, dryRun bool
+	newStudy              bool
 	timeout               time.Duration
 }
 
@@ -137,6 +153,7 @@ func (o *runFlags) register(fs *flag.FlagSet) {
 	o.conn.register(fs)
 	fs.StringVar(&o.studyName, "study", "", "keep the study under this name and resume it if it exists (flags not given are taken from it)")
 	fs.StringVar(&o.studiesDir, "studies-dir", "", "studies directory (default: $XDG_STATE_HOME/privbo or ~/.local/state/privbo)")
+	fs.BoolVar(&o.newStudy, "new-study", false, "with --study: create it, though its name is within 2 edits of a stored study's (refused if it exists)")
 	fs.Var(&o.known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
@@ -163,11 +180,21 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer store.Close()
-		if err := fillFromStudy(context.Background(), fs, store, studyName); err != nil {
+		found, err := fillFromStudy(context.Background(), fs, store, studyName)
+		if err != nil {
 			return err
 		}
-	} else if known.set {
-		return errors.New("--known-best needs --study")
+		if err := checkNewStudy(context.Background(), store, studyName, found, o.newStudy); err != nil {
+			return err
+		}
+		switch {
+		case !found && o.dryRun:
+			fmt.Fprintf(stderr, "modeler: no study is named %q yet in %s; a dry run creates none.\n", studyName, store.Dir())
+		case !found:
+			fmt.Fprintf(stderr, "modeler: new study %q, kept in %s.\n", studyName, store.Dir())
+		}
+	} else if known.set || o.newStudy {
+		return errors.New("--known-best and --new-study need --study")
 	}
 	cfg, conn, asJSON := o.cfg, o.conn, o.asJSON // as given, or filled from the stored study
 	narrate(&cfg, o.quiet, stderr)
@@ -183,7 +210,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	client, closeConn, err := conn.client()
+	client, closeConn, err := conn.client(stderr)
 	if err != nil {
 		return err
 	}

@@ -52,12 +52,15 @@ func printQuote(w io.Writer, q *modeler.Quote) {
 		fmt.Fprintf(w, "  worth: %s\n", q.Worth())
 	}
 	for _, c := range q.Charges {
-		verdict := "fits"
+		verdict, who := "fits", "this identity can spend"
 		if !c.Fits {
 			verdict = "does NOT fit"
 		}
-		fmt.Fprintf(w, "  cost under the %s relation: ε=%g, δ=%g; this identity can spend ε=%g, δ=%g: %s\n",
-			c.Relation, c.Epsilon, c.Delta, c.EpsilonAvailable, c.DeltaAvailable, verdict)
+		if c.Scope == "dataset" {
+			who = "the dataset's cap, shared by every identity, leaves"
+		}
+		fmt.Fprintf(w, "  cost under the %s relation: ε=%g, δ=%g; %s ε=%g, δ=%g: %s\n",
+			c.Relation, c.Epsilon, c.Delta, who, c.EpsilonAvailable, c.DeltaAvailable, verdict)
 	}
 	if len(q.Charges) == 0 {
 		fmt.Fprintln(w, "  cost: nothing new (the study is paid already)")

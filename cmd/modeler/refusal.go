@@ -68,11 +68,43 @@ func explainRefusal(err error) error {
 		}
 		return err
 	}
-	if errors.Is(err, modeler.ErrStudyUnaffordable) {
-		return &refusedError{hint: "the study does not fit the budget this identity has left (see the quote above); nothing was charged: " +
-			"ask for less (a smaller --epsilon or --delta, or a smaller --r), or ask the curator's operator to raise the per-identity budget", err: err}
+	var ue *modeler.UnaffordableError
+	if errors.As(err, &ue) {
+		c := ue.Charge
+		return &refusedError{hint: "the study does not fit the budget (see the quote above); nothing was charged.\n  " +
+			budgetAdvice(c.Scope, false, c.Epsilon > c.EpsilonAvailable, c.EpsilonAvailable, c.DeltaAvailable), err: err}
 	}
 	return err
+}
+
+// budgetAdvice is the one step that can get a refused charge paid, by the budget that
+// refuses it (scope "identity" or "dataset", of the whole-patient cap or not) and what
+// it leaves; epsShort says ε, not δ, is what falls short. Asking for less helps only
+// while the budget leaves something; a cap shared by every identity is raised only by
+// the curator's operator, with the curator's flag named.
+func budgetAdvice(scope string, wholePatient, epsShort bool, leftEps, leftDelta float64) string {
+	flag := "budget"
+	if scope == "dataset" {
+		flag = "dataset-budget"
+	}
+	if wholePatient {
+		flag = "patient-" + flag
+	}
+	if epsShort {
+		flag += "-epsilon"
+	} else {
+		flag += "-delta"
+	}
+	raise := "ask the curator's operator to raise it (the curator's --" + flag + ")."
+	if scope != "dataset" {
+		return fmt.Sprintf("This identity's budget leaves ε=%.4g, δ=%.4g: ask for less (a smaller --epsilon or --delta, fewer --iterations), or %s",
+			leftEps, leftDelta, raise)
+	}
+	shared := "The dataset's budget, shared by every identity, is what refuses, not your own budget"
+	if epsShort && leftEps > 0 || !epsShort && leftDelta > 0 {
+		return fmt.Sprintf("%s; it leaves ε=%.4g, δ=%.4g.\n  Ask for at most that, or %s", shared, leftEps, leftDelta, raise)
+	}
+	return shared + ", and it is spent: asking for less will not help.\n  Only the curator's operator can raise it, with the curator's --" + flag + "."
 }
 
 // refusalHint says what to do about a refusal of reason e.Reason, with its figures; ""
@@ -87,23 +119,29 @@ func refusalHint(e *refusal.Error) string {
 	}
 	switch e.Reason {
 	case refusal.BudgetExceeded:
-		who, raise := "this identity's privacy budget", "the curator's operator can raise the per-identity budget"
+		who := "this identity's privacy budget"
+		whole, scope := e.Metadata[refusal.KeyBudget] == refusal.WholePatient, e.Metadata[refusal.KeyScope]
 		switch {
-		case e.Metadata[refusal.KeyBudget] == refusal.WholePatient:
-			who, raise = "the curator's cap on what one whole patient can lose", "only the curator's operator can raise that cap"
-		case e.Metadata[refusal.KeyScope] == "dataset":
-			who, raise = "the dataset's budget, shared by every identity,", "only the curator's operator can raise it"
+		case whole && scope == "dataset":
+			who = "the curator's cap on what one whole patient can lose to all identities together"
+		case whole:
+			who = "the curator's cap on what one whole patient can lose to this identity"
+		case scope == "dataset":
+			who = "the dataset's privacy budget, shared by every identity"
 		}
 		asked := fmt.Sprintf("ε=%s, δ=%s asked, ε=%s, δ=%s left", num(refusal.KeyRequestedEpsilon), num(refusal.KeyRequestedDelta),
 			num(refusal.KeyRemainingEpsilon), num(refusal.KeyRemainingDelta))
-		if v, ok := e.Float(refusal.KeyRequestedEpsilon); ok && math.IsInf(v, 1) {
+		reqEps, _ := e.Float(refusal.KeyRequestedEpsilon)
+		if math.IsInf(reqEps, 1) {
 			asked = "the release has no finite whole-patient guarantee"
 		}
 		if r := e.Metadata[refusal.KeyRelation]; r != "" {
 			asked += " under the " + r + " relation"
 		}
-		return fmt.Sprintf("refused by %s (%s); nothing was charged for this request. Ask for less (a smaller --epsilon or --delta, "+
-			"fewer --iterations), or %s", who, asked, raise)
+		leftEps, _ := e.Float(refusal.KeyRemainingEpsilon)
+		leftDelta, _ := e.Float(refusal.KeyRemainingDelta)
+		return fmt.Sprintf("refused by %s (%s); nothing was charged for this request.\n  %s", who, asked,
+			budgetAdvice(scope, whole, reqEps > leftEps, leftEps, leftDelta))
 	case refusal.DeltaBudgetZero:
 		return "the curator's δ budget is 0, so nothing that needs δ > 0 (as this request does) can ever be released to you; " +
 			"this is not a spent budget: ask the curator's operator for a δ budget"

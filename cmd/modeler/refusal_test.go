@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,10 +67,19 @@ func TestRefusals(t *testing.T) {
 	}
 	runFlags := ownFlags(t, "run")
 	jobFlags := ownFlags(t, "job", "kusner")
+	// Flags named as "the curator's --flag": its operator's.
+	curatorFlags := map[string]bool{"budget-epsilon": true, "budget-delta": true, "dataset-budget-epsilon": true}
 
 	// A curator whose identity budget holds ε = 3: a study of ε 2.5 plus the answers' 1
 	// does not fit its quote; r = 11 on d = 10 is refused by the curator.
 	small := curatortest.Start(t, curatortest.Options{Scaling: diabetes, Budget: ledger.Cost{Epsilon: 3, Delta: 1e-3}, Output: laplace})
+	// A dataset cap of ε = 2.5 that another identity's study (ε 1.5 plus the answers' 1)
+	// spends.
+	shared := curatortest.Start(t, curatortest.Options{Scaling: diabetes, DatasetBudget: ledger.Cost{Epsilon: 2.5, Delta: 1e-3}, Output: laplace})
+	if err := run([]string{"run", "--curator", shared.Addr, "--identity", "other", "--iterations", "2", "--initial-index", "0",
+		"--r", "3", "--epsilon", "1.5", "--delta", "1e-7"}, io.Discard, io.Discard); err != nil {
+		t.Fatalf("the study spending the dataset cap: %v", err)
+	}
 	// δ budget 0.
 	noDelta := curatortest.Start(t, curatortest.Options{Scaling: diabetes, Budget: ledger.Cost{Epsilon: 3}, Output: laplace})
 	// Exact answers for at most 2 rows.
@@ -98,10 +108,15 @@ func TestRefusals(t *testing.T) {
 		args  []string
 		flags map[string]bool
 		is    error
-		want  []string // in the error text
+		want  []string // in the error text or stderr (the quote)
 	}{
 		{"study unaffordable", study(small.Addr, "--r", "3", "--epsilon", "2.5", "--delta", "1e-7"), runFlags,
-			modeler.ErrStudyUnaffordable, []string{"does not fit the budget", "ask the curator's operator to raise the per-identity budget"}},
+			modeler.ErrStudyUnaffordable, []string{"does not fit the budget", "This identity's budget leaves ε=3, δ=0.001: ask for less",
+				"ask the curator's operator to raise it (the curator's --budget-epsilon)"}},
+		{"dataset cap spent", study(shared.Addr, "--r", "3", "--epsilon", "0.5", "--delta", "1e-7"), runFlags,
+			modeler.ErrStudyUnaffordable, []string{"where the dataset's cap, shared by every identity, leaves ε=0,", "not your own budget",
+				"cost under the feature-unit relation: ε=1.5, δ=1e-07; the dataset's cap, shared by every identity, leaves ε=0,",
+				"asking for less will not help", "the curator's --dataset-budget-epsilon"}},
 		{"dimension above features", study(small.Addr, "--r", "11", "--allow-r-above-d", "--epsilon", "0.5", "--delta", "1e-7"), runFlags,
 			refusal.ErrDimensionAboveFeatures, []string{"ask for a smaller --r"}},
 		{"zero δ budget", study(noDelta.Addr, "--r", "3", "--epsilon", "0.5", "--delta", "1e-7"), runFlags,
@@ -114,7 +129,7 @@ func TestRefusals(t *testing.T) {
 			refusal.ErrUninformative, []string{"see the forecast above"}},
 		{"budget exceeded", kusner("4", "--idempotency-key", "b1"), jobFlags,
 			refusal.ErrBudgetExceeded, []string{"refused by this identity's privacy budget", "ε=8, δ=0.002 asked", "nothing was charged",
-				"the curator's operator can raise the per-identity budget"}},
+				"ask the curator's operator to raise it (the curator's --budget-epsilon)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -127,13 +142,13 @@ func TestRefusals(t *testing.T) {
 			}
 			text := errorLine(err)
 			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("error text does not say %q:\n%s", w, text)
+				if !strings.Contains(text+"\n"+stderr.String(), w) {
+					t.Errorf("neither the error text nor stderr says %q:\n%s\n%s", w, text, stderr.String())
 				}
 			}
-			for _, m := range regexp.MustCompile(`(^|[^-\w])--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(text+stderr.String(), -1) {
-				if !tc.flags[m[2]] {
-					t.Errorf("the modeler's output names --%s, not one of its own flags:\n%s\n%s", m[2], text, stderr.String())
+			for _, m := range regexp.MustCompile(`(^|[^-\w])(the curator's )?--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(text+stderr.String(), -1) {
+				if m[2] == "" && !tc.flags[m[3]] || m[2] != "" && !curatorFlags[m[3]] {
+					t.Errorf("the modeler's output names --%s, not one of its own flags nor one of the curator's operator's:\n%s\n%s", m[3], text, stderr.String())
 				}
 			}
 		})
@@ -186,10 +201,22 @@ func TestRefusalHintFigures(t *testing.T) {
 	}{
 		{"dataset budget", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "dataset", "requested_epsilon": "1",
 			"requested_delta": "0", "remaining_epsilon": "0.5", "remaining_delta": "0", "relation": "feature-unit"}},
-			"the dataset's budget, shared by every identity, (ε=1, δ=0 asked, ε=0.5, δ=0 left under the feature-unit relation)"},
+			"the dataset's privacy budget, shared by every identity (ε=1, δ=0 asked, ε=0.5, δ=0 left under the feature-unit relation)"},
+		{"dataset budget, ε left", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "dataset", "requested_epsilon": "1",
+			"requested_delta": "0", "remaining_epsilon": "0.5", "remaining_delta": "0"}},
+			"Ask for at most that, or ask the curator's operator to raise it (the curator's --dataset-budget-epsilon)."},
+		{"dataset budget spent", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "dataset", "requested_epsilon": "1",
+			"requested_delta": "0", "remaining_epsilon": "0", "remaining_delta": "0"}},
+			"is spent: asking for less will not help.\n  Only the curator's operator can raise it, with the curator's --dataset-budget-epsilon."},
+		{"dataset δ spent", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "dataset", "requested_epsilon": "0.1",
+			"requested_delta": "1e-06", "remaining_epsilon": "2", "remaining_delta": "0"}},
+			"with the curator's --dataset-budget-delta."},
+		{"whole patient, dataset", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "dataset", "budget": "whole-patient",
+			"requested_epsilon": "2", "requested_delta": "1e-05", "remaining_epsilon": "0", "remaining_delta": "0"}},
+			"with the curator's --patient-dataset-budget-epsilon."},
 		{"whole patient", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"scope": "identity", "budget": "whole-patient",
 			"requested_epsilon": "2", "requested_delta": "1e-05", "remaining_epsilon": "1", "remaining_delta": "0"}},
-			"refused by the curator's cap on what one whole patient can lose (ε=2, δ=1e-05 asked, ε=1, δ=0 left)"},
+			"refused by the curator's cap on what one whole patient can lose to this identity (ε=2, δ=1e-05 asked, ε=1, δ=0 left)"},
 		{"no finite whole-patient figure", &refusal.Error{Reason: refusal.BudgetExceeded, Metadata: map[string]string{"budget": "whole-patient",
 			"requested_epsilon": "+Inf"}}, "(the release has no finite whole-patient guarantee)"},
 		{"no dimension fits", &refusal.Error{Reason: refusal.MemoryLimit, Metadata: map[string]string{"needed_bytes": "104857600",

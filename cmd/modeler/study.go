@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/privbo/privbo/internal/cli"
@@ -50,33 +51,79 @@ func storedValues(st *study.Study) (map[string]string, error) {
 // fillFromStudy sets every flag that the command line did not set from the stored study
 // name (its settings and connection: each is stored under its flag's name), so that
 // `modeler run --study NAME` alone resumes it. Flags that were set are left for modeler.RunStudy to compare
-// with the stored ones. A study that does not exist yet is left alone.
-func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) error {
+// with the stored ones. A study that does not exist yet is left alone (found false).
+func fillFromStudy(ctx context.Context, fs *flag.FlagSet, store *study.Store, name string) (found bool, err error) {
 	st, err := store.Get(ctx, name)
 	if errors.Is(err, study.ErrNotFound) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	vals, err := storedValues(st)
 	if err != nil {
-		return err
+		return true, err
 	}
 	for k, v := range vals {
 		if fs.Lookup(k) == nil {
-			return fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
+			return true, fmt.Errorf("study %s: stored setting %s has no flag of modeler run (a study from a newer modeler?)", name, k)
 		}
 		if set[k] {
 			continue
 		}
 		if err := fs.Set(k, v); err != nil {
-			return fmt.Errorf("study %s: stored --%s = %q: %w", name, k, v, err)
+			return true, fmt.Errorf("study %s: stored --%s = %q: %w", name, k, v, err)
+		}
+	}
+	return true, nil
+}
+
+// checkNewStudy guards against a mistyped --study name, which would create a study and
+// pay for it instead of resuming the one meant: a new name within edit distance 2 of a
+// stored study's (ignoring case) is refused unless --new-study confirms it, and
+// --new-study is refused for a name that exists. Distinct names need no flag, so
+// starting a study stays one command.
+func checkNewStudy(ctx context.Context, store *study.Store, name string, found, confirmed bool) error {
+	if found && confirmed {
+		return fmt.Errorf("--new-study: study %q exists already in %s; drop --new-study to resume it, or choose another name", name, store.Dir())
+	}
+	if found || confirmed {
+		return nil
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if editDistance(strings.ToLower(s.Name), strings.ToLower(name)) <= 2 {
+			return fmt.Errorf("no study is named %q, but %q is (in %s): give --study %s to resume it, or add --new-study to create %q",
+				name, s.Name, store.Dir(), s.Name, name)
 		}
 	}
 	return nil
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	row := make([]int, len(y)+1)
+	for j := range row {
+		row[j] = j
+	}
+	for i := range x {
+		prev := row[0]
+		row[0] = i + 1
+		for j := range y {
+			cost := 1
+			if x[i] == y[j] {
+				cost = 0
+			}
+			prev, row[j+1] = row[j+1], min(row[j+1]+1, row[j]+1, prev+cost)
+		}
+	}
+	return row[len(y)]
 }
 
 // studyConnection is c as a study stores it, with absolute file paths so that the study
@@ -141,8 +188,24 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The recommended row leads: the answers are noisy, so the best single answer is
+	// mostly the luckiest noise draw (see the report).
+	type listed struct {
+		study.Summary
+		Recommended *study.Recommendation `json:"recommended"`
+	}
+	rows := make([]listed, len(list))
+	for i, s := range list {
+		rows[i].Summary = s
+		if s.Done == 0 {
+			continue
+		}
+		if rows[i].Recommended, err = recommendation(store, s.Name); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
-		b, err := json.Marshal(list)
+		b, err := json.Marshal(rows)
 		if err != nil {
 			return err
 		}
@@ -150,11 +213,15 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tDATASET\tITERATIONS\tBEST ANSWER\tITS ROW\tSTATE\tUPDATED")
-	for _, s := range list {
-		best, row := "-", "-"
+	fmt.Fprintln(w, "NAME\tRECOMMENDED ROW\tPOSTERIOR MEAN ± SD\tDATASET\tITERATIONS\tSTATE\tUPDATED\tBEST SINGLE ANSWER (ROW)")
+	for _, r := range rows {
+		s := r.Summary
+		rec, mean, best := "-", "-", "-"
+		if p := r.Recommended; p != nil {
+			rec, mean = strconv.Itoa(p.Index), fmt.Sprintf("%.4g ± %.3g", p.Mean, p.SD)
+		}
 		if s.BestValue != nil {
-			best, row = strconv.FormatFloat(*s.BestValue, 'g', 6, 64), strconv.Itoa(s.BestIndex)
+			best = fmt.Sprintf("%.4g (%d)", *s.BestValue, s.BestIndex)
 		}
 		ds := s.Dataset
 		if ds == "" {
@@ -164,9 +231,28 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		if s.Error != "" && s.State != "done" {
 			state += " (" + truncate(s.Error, 60) + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", s.Name, ds, s.Done, s.Total, best, row, state, s.Updated.Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", s.Name, rec, mean, ds, s.Done, s.Total, state, s.Updated.Format("2006-01-02 15:04:05"), best)
 	}
 	return w.Flush()
+}
+
+// recommendation is the stored study name's recommended row, the GP's, rebuilt from the
+// stored projection and answers (modeler.Replay); nil before its projection or its
+// first answer.
+func recommendation(store *study.Store, name string) (*study.Recommendation, error) {
+	st, err := store.Get(context.Background(), name)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := store.Observations(context.Background(), name)
+	if err != nil || st.Release == nil || len(obs) == 0 {
+		return nil, err
+	}
+	res, err := modeler.Replay(store, st, obs)
+	if err != nil {
+		return nil, err
+	}
+	return res.Recommendation(), nil
 }
 
 func truncate(s string, n int) string {
@@ -214,14 +300,9 @@ func reportCommand(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The recommendation is the GP's: rebuilt from the stored projection and answers.
-	var rec *study.Recommendation
-	if st.Release != nil {
-		res, err := modeler.Replay(store, st, obs)
-		if err != nil {
-			return err
-		}
-		rec = res.Recommendation()
+	rec, err := recommendation(store, *name)
+	if err != nil {
+		return err
 	}
 	path, err := study.WriteReport(st, obs, rec, *out)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,31 @@ func TestStudyCommands(t *testing.T) {
 	}
 	if !hasLineWithFields(out, "s1", "diabetes", "9/9", "done") {
 		t.Errorf("studies output lacks a line for s1 with diabetes, 9/9, done:\n%s", out)
+	}
+	// The list leads with the recommended row, the run's, with its posterior mean ± sd;
+	// the best single answer comes last.
+	recRow := fmt.Sprint(first["recommended_index"])
+	recMean := fmt.Sprintf("%.4g ± %.3g", first["recommended_mean"], first["recommended_sd"])
+	if header, line, _ := strings.Cut(out, "\n"); !strings.HasPrefix(strings.Join(strings.Fields(header), " "), "NAME RECOMMENDED ROW POSTERIOR MEAN ± SD") ||
+		!strings.HasPrefix(strings.Join(strings.Fields(line), " "), "s1 "+recRow+" "+recMean+" diabetes") ||
+		!strings.HasSuffix(strings.TrimSpace(header), "BEST SINGLE ANSWER (ROW)") {
+		t.Errorf("studies output does not lead with the recommended row %s (%s):\n%s", recRow, recMean, out)
+	}
+	out, _, err = cmd("studies", "--studies-dir", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		Name        string `json:"name"`
+		Recommended *struct {
+			Index int     `json:"index"`
+			Mean  float64 `json:"posterior_mean"`
+			SD    float64 `json:"posterior_sd"`
+		} `json:"recommended"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1 || listed[0].Recommended == nil ||
+		float64(listed[0].Recommended.Index) != first["recommended_index"] || listed[0].Recommended.Mean != first["recommended_mean"] {
+		t.Errorf("studies --json = %s (%v), want s1 with the run's recommended row", out, err)
 	}
 	rep := filepath.Join(t.TempDir(), "rep")
 	out, errOut, err = cmd("report", "--study", "s1", "--studies-dir", dir, "--out", rep)
@@ -152,4 +178,64 @@ func lastJSON(t *testing.T, out string) map[string]any {
 		t.Fatalf("last line of stdout is not JSON: %v\n%s", err, out)
 	}
 	return m
+}
+
+// TestNewStudyGuard: a new study is named on the run's first line; a name within two
+// edits of a stored study's is refused before anything is charged, unless --new-study
+// confirms it; --new-study on a stored name is refused.
+func TestNewStudyGuard(t *testing.T) {
+	srv := startDiabetesCurator(t)
+	dir := t.TempDir()
+	study := func(name string, extra ...string) (string, error) {
+		_, errOut, err := cmd(append([]string{"run", "--curator", srv.Addr(), "--identity", "cli-guard", "--study", name, "--studies-dir", dir,
+			"--r", "3", "--epsilon", "1", "--delta", "1e-4", "--iterations", "2"}, extra...)...)
+		return errOut, err
+	}
+	errOut, err := study("diabetes-lasso")
+	if err != nil {
+		t.Fatalf("first study: %v\n%s", err, errOut)
+	}
+	if first, _, _ := strings.Cut(errOut, "\n"); first != `modeler: new study "diabetes-lasso", kept in `+dir+"." {
+		t.Errorf("first line %q, want it to name the new study", first)
+	}
+	spent := func() string {
+		out, _, err := cmd("run", "--curator", srv.Addr(), "--identity", "cli-guard", "--dry-run", "--r", "3", "--epsilon", "1", "--delta", "1e-4", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := spent()
+	for _, typo := range []string{"diabetes-Lasso", "diabetes-laso", "diabetes-lass0x"} {
+		if _, err := study(typo); err == nil || !strings.Contains(err.Error(), `no study is named "`+typo+`", but "diabetes-lasso" is`) ||
+			!strings.Contains(err.Error(), "--new-study") {
+			t.Errorf("--study %s: %v, want a refusal naming diabetes-lasso and --new-study", typo, err)
+		}
+	}
+	if after := spent(); after != before {
+		t.Errorf("a refused name charged the curator: quote before %s, after %s", before, after)
+	}
+	// Dry runs: the guard comes before the quote.
+	if errOut, err := study("diabetes-laso", "--new-study", "--dry-run"); err != nil || !strings.HasPrefix(errOut, `modeler: no study is named "diabetes-laso" yet`) {
+		t.Errorf("--new-study diabetes-laso: %v\n%s", err, errOut)
+	}
+	if _, err := study("diabetes-lasso", "--new-study", "--dry-run"); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Errorf("--new-study on a stored study: %v, want a refusal", err)
+	}
+	if errOut, err := study("ridge", "--dry-run"); err != nil {
+		t.Errorf("a distinct new name: %v\n%s", err, errOut)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"lasso", "laso", 1}, {"étude", "etude", 1}, {"ab", "ba", 2},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
 }

@@ -299,6 +299,9 @@ type RelationQuote struct {
 	Charge    ledger.Cost
 	Available ledger.Cost
 	Fits      bool
+	// Scope, when the charge does not fit, is the budget that refuses it
+	// (ledger.ScopeIdentity or ledger.ScopeDataset).
+	Scope string
 }
 
 // autoSquaredDistance is the typical squared distance D² of the rule choosing r: the
@@ -413,6 +416,9 @@ func (c *Curator) Quote(ctx context.Context, identity string, req QuoteRequest) 
 				return nil, fmt.Errorf("curator: %w", rerr)
 			}
 			rq.Fits = false
+			if be := (*ledger.BudgetError)(nil); errors.As(rerr, &be) {
+				rq.Scope = be.Scope
+			}
 			if q.Fits {
 				q.Fits, q.Refusal = false, rerr.Error()
 			}

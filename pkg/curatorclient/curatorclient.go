@@ -152,7 +152,7 @@ func QuoteOf(m *curatorv1.QuoteStudyResponse) *modeler.Quote {
 	}
 	for _, c := range m.GetCharges() {
 		q.Charges = append(q.Charges, modeler.RelationCharge{Relation: c.GetRelation(), Epsilon: c.GetEpsilon(), Delta: c.GetDelta(),
-			EpsilonAvailable: c.GetEpsilonAvailable(), DeltaAvailable: c.GetDeltaAvailable(), Fits: c.GetFits()})
+			EpsilonAvailable: c.GetEpsilonAvailable(), DeltaAvailable: c.GetDeltaAvailable(), Fits: c.GetFits(), Scope: c.GetScope()})
 	}
 	return q
 }

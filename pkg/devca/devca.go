@@ -8,6 +8,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -77,17 +78,45 @@ func Create(dir string, hosts, identities []string, validFor time.Duration) erro
 		return err
 	}
 	for _, id := range identities {
-		cli := &x509.Certificate{
-			SerialNumber: serial(), Subject: pkix.Name{CommonName: id},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validFor),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		c, k := ClientFiles(id)
-		if err := issue(dir, c, k, cli, ca, caKey); err != nil {
+		if err := issueClient(dir, id, now.Add(validFor), ca, caKey); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// AddClient issues a client certificate for identity from the CA that Create wrote into
+// dir, valid for validFor from now (at most until the CA expires). It refuses to replace
+// a certificate the identity has already.
+func AddClient(dir, identity string, validFor time.Duration) error {
+	ca, err := tls.LoadX509KeyPair(filepath.Join(dir, CAFile), filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		return fmt.Errorf("devca: the CA in %s: %w", dir, err)
+	}
+	key, ok := ca.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return fmt.Errorf("devca: the CA key in %s is not an ECDSA key", dir)
+	}
+	c, _ := ClientFiles(identity)
+	if _, err := os.Stat(filepath.Join(dir, c)); err == nil {
+		return fmt.Errorf("devca: %s already holds a client certificate for %q", dir, identity)
+	}
+	notAfter := time.Now().Add(validFor)
+	if notAfter.After(ca.Leaf.NotAfter) {
+		notAfter = ca.Leaf.NotAfter
+	}
+	return issueClient(dir, identity, notAfter, ca.Leaf, key)
+}
+
+// issueClient writes a client certificate for identity (its common name) signed by ca.
+func issueClient(dir, identity string, notAfter time.Time, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+	cli := &x509.Certificate{
+		SerialNumber: serial(), Subject: pkix.Name{CommonName: identity},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	c, k := ClientFiles(identity)
+	return issue(dir, c, k, cli, ca, caKey)
 }
 
 func serial() *big.Int {

@@ -25,6 +25,18 @@ import (
 // projection and answers the caller's budget cannot both pay.
 var ErrStudyUnaffordable = errors.New("the budget cannot pay the study's projection and its answers")
 
+// UnaffordableError is ErrStudyUnaffordable with the quote's charge that does not fit
+// (zero when the whole-patient cap refuses and every relation's charge fits).
+type UnaffordableError struct {
+	Charge RelationCharge
+	text   string
+}
+
+func (e *UnaffordableError) Error() string {
+	return "modeler: " + ErrStudyUnaffordable.Error() + ": " + e.text
+}
+func (e *UnaffordableError) Is(target error) bool { return target == ErrStudyUnaffordable }
+
 // QuoteRequest asks the curator what a study would cost: the projection of dimension R
 // (0: the curator chooses) at (Epsilon, Delta) (0: the curator's default study's), and
 // with WithAnswers the caller's answers paid with it.
@@ -115,6 +127,9 @@ type RelationCharge struct {
 	EpsilonAvailable float64 `json:"epsilon_available"`
 	DeltaAvailable   float64 `json:"delta_available"`
 	Fits             bool    `json:"fits"`
+	// Scope, when the charge does not fit, is the budget that refuses it: "identity"
+	// or "dataset" (refusal.KeyScope's values; "" from curators that predate it).
+	Scope string `json:"scope,omitempty"`
 }
 
 // DefaultStudy is the curator's default study (what a caller naming no ε, δ is
@@ -162,18 +177,29 @@ func (q *Quote) shortfall() string {
 		}
 		b.WriteString(")")
 	}
-	for _, c := range q.Charges {
-		if !c.Fits {
-			fmt.Fprintf(&b, " would charge ε=%g, δ=%g under the %s relation, where this identity can spend ε=%g, δ=%g",
-				c.Epsilon, c.Delta, c.Relation, c.EpsilonAvailable, c.DeltaAvailable)
-			break
+	if c := q.unfit(); c.Relation != "" {
+		who := "this identity"
+		if c.Scope == "dataset" {
+			who = "the dataset's cap, shared by every identity,"
 		}
+		fmt.Fprintf(&b, " would charge ε=%.4g, δ=%.4g under the %s relation, where %s leaves ε=%.4g, δ=%.4g",
+			c.Epsilon, c.Delta, c.Relation, who, c.EpsilonAvailable, c.DeltaAvailable)
 	}
 	b.WriteString("; nothing was charged")
 	if q.Refusal != "" {
 		b.WriteString(" (the curator: " + q.Refusal + ")")
 	}
 	return b.String()
+}
+
+// unfit is the first of q's charges that does not fit (zero if none).
+func (q *Quote) unfit() RelationCharge {
+	for _, c := range q.Charges {
+		if !c.Fits {
+			return c
+		}
+	}
+	return RelationCharge{}
 }
 
 // plan asks the curator to quote the study cfg asks for, with its answers, calls
@@ -196,7 +222,7 @@ func plan(ctx context.Context, cur Curator, cfg *Config, info *DatasetInfo) (*Qu
 		cfg.Quoted(q)
 	}
 	if !q.Fits {
-		return q, fmt.Errorf("modeler: %w: %s", ErrStudyUnaffordable, q.shortfall())
+		return q, &UnaffordableError{Charge: q.unfit(), text: q.shortfall()}
 	}
 	cfg.R, cfg.Epsilon, cfg.Delta = q.R, q.Epsilon, q.Delta
 	return q, nil

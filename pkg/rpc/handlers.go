@@ -376,7 +376,7 @@ func quoteProto(q *curator.Quote, s curator.StudyCapacity) *curatorv1.QuoteStudy
 	for _, c := range q.Costs {
 		resp.Charges = append(resp.Charges, &curatorv1.RelationCharge{Relation: string(c.Relation),
 			Epsilon: c.Charge.Epsilon, Delta: c.Charge.Delta,
-			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})
+			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits, Scope: c.Scope})
 	}
 	return resp
 }

@@ -99,7 +99,7 @@ func (l *Local) Quote(ctx context.Context, req modeler.QuoteRequest) (*modeler.Q
 	}
 	for _, c := range q.Costs {
 		out.Charges = append(out.Charges, modeler.RelationCharge{Relation: string(c.Relation), Epsilon: c.Charge.Epsilon, Delta: c.Charge.Delta,
-			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits})
+			EpsilonAvailable: c.Available.Epsilon, DeltaAvailable: c.Available.Delta, Fits: c.Fits, Scope: c.Scope})
 	}
 	return out, nil
 }

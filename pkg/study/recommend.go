@@ -8,11 +8,12 @@ import "fmt"
 type Recommendation struct {
 	// Index is the recommended row; Mean and SD are the GP's posterior mean and standard
 	// deviation of the objective at that row, in the answers' units.
-	Index    int
-	Mean, SD float64
+	Index int     `json:"index"`
+	Mean  float64 `json:"posterior_mean"`
+	SD    float64 `json:"posterior_sd"`
 	// AnswerNoiseSD is the standard deviation of the noise in each answer (0 for exact
 	// answers, or when it could not be computed from the curator's settings).
-	AnswerNoiseSD float64
+	AnswerNoiseSD float64 `json:"answer_noise_sd"`
 }
 
 // AnswerNoiseText says what answers released under op, each with noise of standard

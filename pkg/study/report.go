@@ -81,7 +81,11 @@ func WriteReport(st *Study, obs []Observation, rec *Recommendation, dir string) 
 	}
 	d.Rounds = rounds
 
-	png, err := valuesPlot(st, obs)
+	vp, err := valuesPlot(st, obs, d.Rec)
+	if err != nil {
+		return "", err
+	}
+	png, err := savePNG(vp)
 	if err != nil {
 		return "", err
 	}
@@ -368,52 +372,89 @@ var (
 	green = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-func valuesPlot(st *Study, obs []Observation) ([]byte, error) {
+// valuesPlot draws each answer and, leading the legend, the recommended row rec (nil:
+// none) at the iteration it was first queried, with its posterior mean ± sd; with
+// private answers the range the values are clipped to before noise, against which the
+// noise reads. The best single answer is not drawn: with private answers it is mostly
+// the luckiest noise draw.
+func valuesPlot(st *Study, obs []Observation, rec *Recommendation) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "value of each query"
 	p.X.Label.Text = "iteration t"
 	p.Y.Label.Text = "answer y_t"
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Add(plotter.NewGrid())
-	if len(obs) > 0 {
-		pts := make(plotter.XYs, len(obs))
-		for k, o := range obs {
-			pts[k] = plotter.XY{X: float64(o.Iteration), Y: o.Value}
-		}
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, fmt.Errorf("study: plot: %w", err)
-		}
-		sc.Color, sc.Shape, sc.Radius = blue, draw.CircleGlyph{}, vg.Points(2.5)
-		best, err := plotter.NewLine(runningBest(obs, st.Settings.Direction))
-		if err != nil {
-			return nil, fmt.Errorf("study: plot: %w", err)
-		}
-		best.Color, best.Width, best.StepStyle = red, vg.Points(1.5), plotter.PostStep
-		p.Add(sc, best)
-		p.Legend.Add("y_t", sc)
-		p.Legend.Add("best answer so far", best)
-		if st.KnownBest != nil {
-			opt, err := plotter.NewLine(plotter.XYs{{X: 1, Y: *st.KnownBest}, {X: float64(max(obs[len(obs)-1].Iteration, 2)), Y: *st.KnownBest}})
-			if err != nil {
-				return nil, fmt.Errorf("study: plot: %w", err)
-			}
-			opt.Color, opt.Dashes = green, []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(opt)
-			p.Legend.Add("known optimum", opt)
-		}
-		// Room below the data for the legend (bottom right).
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, o := range obs {
-			lo, hi = min(lo, o.Value), max(hi, o.Value)
-		}
-		if st.KnownBest != nil {
-			hi = max(hi, *st.KnownBest)
-		}
-		span := max(hi-lo, math.Abs(hi)*1e-3, 1e-9)
-		p.Y.Min, p.Y.Max = lo-0.3*span, hi+0.05*span
+	if len(obs) == 0 {
+		return p, nil
 	}
-	return savePNG(p)
+	pts := make(plotter.XYs, len(obs))
+	lo, hi := math.Inf(1), math.Inf(-1)
+	recAt := -1.0
+	for k, o := range obs {
+		pts[k] = plotter.XY{X: float64(o.Iteration), Y: o.Value}
+		lo, hi = min(lo, o.Value), max(hi, o.Value)
+		if rec != nil && o.Index == rec.Index && recAt < 0 {
+			recAt = float64(o.Iteration)
+		}
+	}
+	last := float64(max(obs[len(obs)-1].Iteration, 2))
+	hline := func(y float64, c color.Color) (*plotter.Line, error) {
+		l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: last, Y: y}})
+		if err != nil {
+			return nil, fmt.Errorf("study: plot: %w", err)
+		}
+		l.Color, l.Dashes = c, []vg.Length{vg.Points(4), vg.Points(3)}
+		return l, nil
+	}
+	if rec != nil && recAt >= 0 {
+		bar, err := plotter.NewLine(plotter.XYs{{X: recAt, Y: rec.Mean - rec.SD}, {X: recAt, Y: rec.Mean + rec.SD}})
+		if err != nil {
+			return nil, fmt.Errorf("study: plot: %w", err)
+		}
+		bar.Color, bar.Width = red, vg.Points(2)
+		mean, err := plotter.NewScatter(plotter.XYs{{X: recAt, Y: rec.Mean}})
+		if err != nil {
+			return nil, fmt.Errorf("study: plot: %w", err)
+		}
+		mean.Color, mean.Shape, mean.Radius = red, draw.BoxGlyph{}, vg.Points(4)
+		p.Add(bar, mean)
+		p.Legend.Add(fmt.Sprintf("recommended row %d: posterior mean %s ± %s", rec.Index, g4(rec.Mean), g3(rec.SD)), mean, bar)
+		lo, hi = min(lo, rec.Mean-rec.SD), max(hi, rec.Mean+rec.SD)
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return nil, fmt.Errorf("study: plot: %w", err)
+	}
+	sc.Color, sc.Shape, sc.Radius = blue, draw.CircleGlyph{}, vg.Points(2.5)
+	p.Add(sc)
+	p.Legend.Add("each answer", sc)
+	if rel := st.Release; rel != nil && !rel.OutputPrivacy.Exact() && rel.OutputPrivacy.Upper > rel.OutputPrivacy.Lower {
+		op := rel.OutputPrivacy
+		lower, err := hline(op.Lower, color.Gray{Y: 0x80})
+		if err != nil {
+			return nil, err
+		}
+		upper, err := hline(op.Upper, color.Gray{Y: 0x80})
+		if err != nil {
+			return nil, err
+		}
+		p.Add(lower, upper)
+		p.Legend.Add(fmt.Sprintf("range of the values, before noise: [%s, %s]", g(op.Lower), g(op.Upper)), lower)
+		lo, hi = min(lo, op.Lower), max(hi, op.Upper)
+	}
+	if st.KnownBest != nil {
+		opt, err := hline(*st.KnownBest, green)
+		if err != nil {
+			return nil, err
+		}
+		p.Add(opt)
+		p.Legend.Add("known optimum", opt)
+		hi = max(hi, *st.KnownBest)
+	}
+	// Room below the data for the legend (bottom right).
+	span := max(hi-lo, math.Abs(hi)*1e-3, 1e-9)
+	p.Y.Min, p.Y.Max = lo-0.35*span, hi+0.05*span
+	return p, nil
 }
 
 func regretPlot(known float64, obs []Observation, d Direction) ([]byte, error) {

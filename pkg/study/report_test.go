@@ -3,6 +3,7 @@ package study
 import (
 	"bytes"
 	"encoding/base64"
+	"gonum.org/v1/plot/vg"
 	"html"
 	"image/png"
 	"os"
@@ -289,5 +290,47 @@ func TestReportWholePatientFirst(t *testing.T) {
 		if row[0] == "whole patient, this study" {
 			t.Errorf("a release without a recorded whole-patient figure shows %q", row[1])
 		}
+	}
+}
+
+// TestValuesPlotLeadsWithRecommendation renders the values plot as SVG and checks its
+// legend: the recommended row with its posterior mean ± sd first, then the answers and,
+// for private answers, the range of the values before noise; never the best single
+// answer.
+func TestValuesPlotLeadsWithRecommendation(t *testing.T) {
+	rel := testRelease
+	rel.OutputPrivacy = OutputPrivacy{Mechanism: "laplace", EpsilonPerIndex: 1, Lower: 0, Upper: 400}
+	st := &Study{Name: "plot", Settings: testSettings, Connection: testConn, Release: &rel}
+	obs := []Observation{{Iteration: 1, Round: 1, Index: 3, Value: 900}, {Iteration: 2, Round: 2, Index: 7, Value: -300}, {Iteration: 3, Round: 3, Index: 5, Value: 120}}
+	svg := func(rec *Recommendation) string {
+		t.Helper()
+		p, err := valuesPlot(st, obs, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if _, err := w.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return html.UnescapeString(b.String())
+	}
+	got := svg(&Recommendation{Index: 7, Mean: 210.4, SD: 31.27})
+	at := -1
+	for _, want := range []string{"recommended row 7: posterior mean 210.4 ± 31.3", "each answer", "range of the values, before noise: [0, 400]"} {
+		i := strings.Index(got, want)
+		if i <= at {
+			t.Errorf("the plot's legend lacks %q after the entries before it", want)
+		}
+		at = max(at, i)
+	}
+	if strings.Contains(got, "best answer so far") {
+		t.Error("the plot shows the best single answer beside the recommendation")
+	}
+	if got := svg(nil); !strings.Contains(got, "each answer") || strings.Contains(got, "recommended row") {
+		t.Error("without a recommendation the plot does not show the answers alone")
 	}
 }

@@ -57,16 +57,22 @@ func Dial(addr string, cfg ClientConfig) (*grpc.ClientConn, error) {
 		}
 		opts = append(opts, grpc.WithPerRPCCredentials(bearer(cfg.Token)))
 	}
-	if id := cfg.Identity; id != "" {
-		opts = append(opts,
-			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
-				return inv(OutgoingIdentity(ctx, id), method, req, reply, cc, o...)
-			}),
-			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
-				return s(OutgoingIdentity(ctx, id), desc, cc, method, o...)
-			}),
-		)
-	}
+	id := cfg.Identity
+	opts = append(opts,
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, o ...grpc.CallOption) error {
+			if id != "" {
+				ctx = OutgoingIdentity(ctx, id)
+			}
+			return Diagnose(inv(ctx, method, req, reply, cc, o...), addr, cfg)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, s grpc.Streamer, o ...grpc.CallOption) (grpc.ClientStream, error) {
+			if id != "" {
+				ctx = OutgoingIdentity(ctx, id)
+			}
+			cs, err := s(ctx, desc, cc, method, o...)
+			return cs, Diagnose(err, addr, cfg)
+		}),
+	)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)

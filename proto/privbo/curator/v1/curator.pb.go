@@ -3882,8 +3882,11 @@ type RelationCharge struct {
 	EpsilonAvailable float64                `protobuf:"fixed64,4,opt,name=epsilon_available,json=epsilonAvailable,proto3" json:"epsilon_available,omitempty"`
 	DeltaAvailable   float64                `protobuf:"fixed64,5,opt,name=delta_available,json=deltaAvailable,proto3" json:"delta_available,omitempty"`
 	Fits             bool                   `protobuf:"varint,6,opt,name=fits,proto3" json:"fits,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// When fits is false, the budget that refuses the charge: "identity" (the caller's
+	// own) or "dataset" (the cap shared by every identity), as refusal metadata's scope.
+	Scope         string `protobuf:"bytes,7,opt,name=scope,proto3" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RelationCharge) Reset() {
@@ -3956,6 +3959,13 @@ func (x *RelationCharge) GetFits() bool {
 		return x.Fits
 	}
 	return false
+}
+
+func (x *RelationCharge) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
 }
 
 // DefaultStudy is what the curator quotes to a caller that names no ε, δ: a projection
@@ -4718,14 +4728,15 @@ const file_privbo_curator_v1_curator_proto_rawDesc = "" +
 	"\bnoise_sd\x18\b \x01(\x01R\anoiseSd\x12\x12\n" +
 	"\x04paid\x18\t \x01(\bR\x04paid\x124\n" +
 	"\x05noise\x18\n" +
-	" \x01(\x0e2\x1e.privbo.curator.v1.NoiseFamilyR\x05noise\"\xc6\x01\n" +
+	" \x01(\x0e2\x1e.privbo.curator.v1.NoiseFamilyR\x05noise\"\xdc\x01\n" +
 	"\x0eRelationCharge\x12\x1a\n" +
 	"\brelation\x18\x01 \x01(\tR\brelation\x12\x18\n" +
 	"\aepsilon\x18\x02 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x03 \x01(\x01R\x05delta\x12+\n" +
 	"\x11epsilon_available\x18\x04 \x01(\x01R\x10epsilonAvailable\x12'\n" +
 	"\x0fdelta_available\x18\x05 \x01(\x01R\x0edeltaAvailable\x12\x12\n" +
-	"\x04fits\x18\x06 \x01(\bR\x04fits\"\x96\x02\n" +
+	"\x04fits\x18\x06 \x01(\bR\x04fits\x12\x14\n" +
+	"\x05scope\x18\a \x01(\tR\x05scope\"\x96\x02\n" +
 	"\fDefaultStudy\x12-\n" +
 	"\x12projection_epsilon\x18\x01 \x01(\x01R\x11projectionEpsilon\x12)\n" +
 	"\x10projection_delta\x18\x02 \x01(\x01R\x0fprojectionDelta\x12'\n" +

@@ -630,20 +630,22 @@ class RelationBudget(_message.Message):
     def __init__(self, relation: _Optional[str] = ..., epsilon_limit: _Optional[float] = ..., delta_limit: _Optional[float] = ..., epsilon_spent: _Optional[float] = ..., delta_spent: _Optional[float] = ..., epsilon_remaining: _Optional[float] = ..., delta_remaining: _Optional[float] = ..., dataset_epsilon_limit: _Optional[float] = ..., dataset_delta_limit: _Optional[float] = ..., dataset_epsilon_spent: _Optional[float] = ..., dataset_delta_spent: _Optional[float] = ..., dataset_epsilon_remaining: _Optional[float] = ..., dataset_delta_remaining: _Optional[float] = ..., epsilon_reserved: _Optional[float] = ..., delta_reserved: _Optional[float] = ..., dataset_epsilon_reserved: _Optional[float] = ..., dataset_delta_reserved: _Optional[float] = ...) -> None: ...
 
 class RelationCharge(_message.Message):
-    __slots__ = ["delta", "delta_available", "epsilon", "epsilon_available", "fits", "relation"]
+    __slots__ = ["delta", "delta_available", "epsilon", "epsilon_available", "fits", "relation", "scope"]
     DELTA_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     DELTA_FIELD_NUMBER: _ClassVar[int]
     EPSILON_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     EPSILON_FIELD_NUMBER: _ClassVar[int]
     FITS_FIELD_NUMBER: _ClassVar[int]
     RELATION_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
     delta: float
     delta_available: float
     epsilon: float
     epsilon_available: float
     fits: bool
     relation: str
-    def __init__(self, relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_available: _Optional[float] = ..., delta_available: _Optional[float] = ..., fits: bool = ...) -> None: ...
+    scope: str
+    def __init__(self, relation: _Optional[str] = ..., epsilon: _Optional[float] = ..., delta: _Optional[float] = ..., epsilon_available: _Optional[float] = ..., delta_available: _Optional[float] = ..., fits: bool = ..., scope: _Optional[str] = ...) -> None: ...
 
 class ReleaseProjectionRequest(_message.Message):
     __slots__ = ["delta", "dimension", "epsilon", "label", "with_answers"]
