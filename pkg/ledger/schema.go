@@ -101,5 +101,13 @@ func (ty ColumnTypes) Tables() []string {
 		expires_ns {int} NOT NULL,
 		PRIMARY KEY (dataset, identity, entry_key))`),
 		`CREATE INDEX IF NOT EXISTS reservations_token ON {t}reservations (dataset, token)`,
+		// Each reservation owner's heartbeat (liveness.go); added to version 5
+		// databases when they are opened: older programs ignore it.
+		ty.sql(`CREATE TABLE IF NOT EXISTS {t}owners (
+		dataset TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		seen_ns {int} NOT NULL,
+		alive_until_ns {int} NOT NULL,
+		PRIMARY KEY (dataset, owner))`),
 	}
 }
