@@ -32,7 +32,7 @@ func (s *Ledger) livenessQueries() {
 	s.qPrune = s.d.SQL(`DELETE FROM {t}owners WHERE dataset = ? AND alive_until_ns <= ?
 		AND owner NOT IN (SELECT owner FROM {t}reservations WHERE dataset = ?)`)
 	s.qWho = s.d.SQL(`SELECT DISTINCT o.owner, o.seen_ns, o.alive_until_ns FROM {t}owners o
-		JOIN {t}reservations r ON r.dataset = o.dataset AND r.owner = o.owner WHERE o.dataset = ?`)
+		JOIN {t}reservations r ON r.dataset = o.dataset AND r.owner = o.owner WHERE o.dataset = ? AND (? = '' OR r.identity = ?)`)
 }
 
 // SetClock replaces the clock that judges when reservations and heartbeats
@@ -126,13 +126,14 @@ type StaleOwner struct {
 	Seen, Until time.Time
 }
 
-// staleOwner returns the holder of reservations on dataset whose heartbeat is
-// late by more than half its window and has been the longest (nil if none).
-func (s *Ledger) staleOwner(ctx context.Context, dataset string) (*StaleOwner, error) {
+// staleOwner returns the holder of reservations on dataset (of identity, if not
+// empty) whose heartbeat is late by more than half its window, and has been the
+// longest (nil if none).
+func (s *Ledger) staleOwner(ctx context.Context, dataset, identity string) (*StaleOwner, error) {
 	now := s.now().UnixNano()
 	var out *StaleOwner
 	err := s.e.Read(ctx, func(q Querier) error {
-		return EachRow(ctx, q, s.qWho, []any{dataset}, func(scan func(...any) error) error {
+		return EachRow(ctx, q, s.qWho, []any{dataset, identity, identity}, func(scan func(...any) error) error {
 			var owner string
 			var seen, until int64
 			if err := scan(&owner, &seen, &until); err != nil {
@@ -155,6 +156,6 @@ func (o *StaleOwner) staleClause() string {
 	if o == nil {
 		return ""
 	}
-	return fmt.Sprintf("; the reservations of curator %q are stale: it was last seen at %s, and they stop counting at %s unless it returns",
+	return fmt.Sprintf("; those of curator %q are stale (last seen at %s, cleared at %s)",
 		o.Owner, o.Seen.Format(time.TimeOnly+" UTC"), o.Until.Format(time.TimeOnly+" UTC"))
 }

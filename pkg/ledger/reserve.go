@@ -195,7 +195,11 @@ func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation
 	rs, err := s.chargeAll(ctx, cs, txMode{reserve: &reserveRows{token: token, owner: h.Owner, expiresNS: expires.UnixNano()}})
 	var be *BudgetError
 	if errors.As(err, &be) && !be.Reserved.IsZero() {
-		be.Stale, _ = s.staleOwner(ctx, cs[0].Dataset) // the refusal stands without it
+		var identity string
+		if be.Scope == ScopeIdentity {
+			identity = be.Account.Identity
+		}
+		be.Stale, _ = s.staleOwner(ctx, cs[0].Dataset, identity) // the refusal stands without it
 	}
 	if err != nil {
 		return nil, wrap("reserve", err)

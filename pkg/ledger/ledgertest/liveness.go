@@ -38,6 +38,7 @@ func at(base time.Time, d time.Duration) func() time.Time {
 // heartbeat is late, and can reserve once it lapsed, within the liveness window
 // and not the reservation's time to live; the reservation is then removed. An
 // owner that never beat keeps its reservation until its time to live.
+// Refusals name only the stale holders of the refused identity's budget.
 func testLivenessLapse(t *testing.T, loc Location) {
 	open := loc(t)
 	a, b := open(t, livenessLimits), open(t, livenessLimits)
@@ -50,6 +51,14 @@ func testLivenessLapse(t *testing.T, loc Location) {
 	held := MustReserve(t, a, ledger.Hold{Owner: "pod-a", TTL: ledger.DefaultReservationTTL}, projCharge(acme, "p1", 1))
 	bob := ledger.Account{Dataset: acme.Dataset, Identity: "bob"}
 	MustReserve(t, a, ledger.Hold{Owner: "legacy", TTL: ledger.DefaultReservationTTL}, projCharge(bob, "p1", 1))
+	// pod-c, late longer than pod-a but holding another identity's budget, is not
+	// named in acme's refusals.
+	c := open(t, livenessLimits)
+	c.SetClock(at(base, -time.Second))
+	if err := c.Heartbeat(ctx, acme.Dataset, "pod-c", window); err != nil {
+		t.Fatal(err)
+	}
+	MustReserve(t, c, ledger.Hold{Owner: "pod-c"}, projCharge(ledger.Account{Dataset: acme.Dataset, Identity: "carol"}, "p1", 1))
 
 	for _, tc := range []struct {
 		after time.Duration
@@ -71,7 +80,7 @@ func testLivenessLapse(t *testing.T, loc Location) {
 		if be.Stale == nil || be.Stale.Owner != "pod-a" || !be.Stale.Seen.Equal(base.UTC()) || !be.Stale.Until.Equal(base.Add(window).UTC()) {
 			t.Errorf("%v after pod-a's heartbeat: stale %+v, want pod-a seen at %v until %v", tc.after, be.Stale, base.UTC(), base.Add(window).UTC())
 		}
-		if msg := err.Error(); !strings.Contains(msg, `"pod-a" are stale`) || !strings.Contains(msg, base.UTC().Format(time.TimeOnly)) {
+		if msg := err.Error(); !strings.Contains(msg, `"pod-a" are stale`) || !strings.Contains(msg, "cleared at "+base.Add(window).UTC().Format(time.TimeOnly)) || !strings.Contains(msg, base.UTC().Format(time.TimeOnly)) {
 			t.Errorf("the refusal does not say which reservation is stale since when: %s", msg)
 		}
 	}
