@@ -19,7 +19,7 @@ const DefaultLivenessWindow = 20 * time.Second
 // failed, retried by RetryCancels.
 type liveness struct {
 	clockFn                          func() time.Time
-	mu                               sync.Mutex
+	pendingMu                        sync.Mutex
 	pending                          map[string]*Reservation
 	qBeat, qDropLapsed, qPrune, qWho string
 }
@@ -80,8 +80,8 @@ func (s *Ledger) Heartbeat(ctx context.Context, dataset, owner string, window ti
 
 // notePending keeps r, whose cancel failed, for RetryCancels until it expires.
 func (s *Ledger) notePending(r *Reservation, failed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
 	if !failed {
 		delete(s.pending, r.Token)
 		return
@@ -96,7 +96,7 @@ func (s *Ledger) notePending(r *Reservation, failed bool) {
 // outage), forgetting those that expired meanwhile; it returns how many it
 // released and the first error. A curator calls it while its ledger answers.
 func (s *Ledger) RetryCancels(ctx context.Context) (int, error) {
-	s.mu.Lock()
+	s.pendingMu.Lock()
 	var todo []*Reservation
 	for tok, r := range s.pending {
 		if !s.now().Before(r.Expires) {
@@ -105,7 +105,7 @@ func (s *Ledger) RetryCancels(ctx context.Context) (int, error) {
 			todo = append(todo, r)
 		}
 	}
-	s.mu.Unlock()
+	s.pendingMu.Unlock()
 	var errs []error
 	n := 0
 	for _, r := range todo {
