@@ -93,8 +93,9 @@ func (s *Ledger) notePending(r *Reservation, failed bool) {
 }
 
 // RetryCancels cancels again the reservations whose Cancel failed (in an
-// outage), forgetting those that expired meanwhile; it returns how many it
-// released and the first error. A curator calls it while its ledger answers.
+// outage), and those a Reserve that failed without an answer may have written,
+// forgetting those that expired meanwhile; it returns how many it cancelled and
+// the errors. A curator calls it while its ledger answers.
 func (s *Ledger) RetryCancels(ctx context.Context) (int, error) {
 	s.pendingMu.Lock()
 	var todo []*Reservation

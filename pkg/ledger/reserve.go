@@ -201,6 +201,10 @@ func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation
 		}
 		be.Stale, _ = s.staleOwner(ctx, cs[0].Dataset, identity) // the refusal stands without it
 	}
+	if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		// The reservation may have been written before the answer was lost.
+		s.notePending(&Reservation{Dataset: cs[0].Dataset, Token: token, Owner: h.Owner, Expires: expires.UTC()}, true)
+	}
 	if err != nil {
 		return nil, wrap("reserve", err)
 	}

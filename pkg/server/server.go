@@ -446,7 +446,12 @@ func (s *Server) watchReadiness() {
 		ctx, cancel := context.WithTimeout(context.Background(), LedgerCheckTimeout)
 		err := s.ledger.Ping(ctx)
 		if err == nil {
-			err = s.tendReservations(ctx, &beat)
+			// Failed cancels hold back a return to SERVING, not a curator serving.
+			if terr := s.tendReservations(ctx, &beat); terr != nil && !ready {
+				err = terr
+			} else if terr != nil {
+				s.log.Warn("cancelling again reservations whose cancel failed; retried at the next ledger check", zap.Error(terr))
+			}
 		}
 		cancel()
 		select {
@@ -467,8 +472,8 @@ func (s *Server) watchReadiness() {
 }
 
 // tendReservations cancels again the reservations whose cancel failed in an outage
-// (ledger.Ledger.RetryCancels): a ledger that cannot take them is not ready, so at a
-// return to SERVING their budget is available again. It also renews this curator's
+// (ledger.Ledger.RetryCancels): until they succeed a ledger back from an outage is not
+// ready, so at a return to SERVING their budget is available again. It also renews this curator's
 // heartbeat every third of ledger.DefaultLivenessWindow, which keeps its reservations
 // counting.
 func (s *Server) tendReservations(ctx context.Context, beat *time.Time) error {

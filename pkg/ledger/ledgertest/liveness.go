@@ -119,7 +119,8 @@ func testLivenessBeating(t *testing.T, loc Location) {
 }
 
 // testCancelRetried: a reservation whose Cancel failed holds its budget until
-// RetryCancels cancels it; one that expired before the retry is forgotten.
+// RetryCancels cancels it; one that expired before the retry is forgotten; one
+// that a Reserve without an answer may have written is cancelled too.
 func testCancelRetried(t *testing.T, loc Location) {
 	s := loc(t)(t, livenessLimits)
 	base := time.Now()
@@ -150,4 +151,12 @@ func testCancelRetried(t *testing.T, loc Location) {
 		t.Errorf("RetryCancels of an expired reservation = %d, %v; want it forgotten", n, err)
 	}
 	MustReserve(t, s, ledger.Hold{Owner: "a"}, projCharge(acme, "p3", 1))
+	// A Reserve that failed without an answer may have written its reservation:
+	// it is cancelled too.
+	if _, err := s.Reserve(dead, []ledger.Charge{projCharge(acme, "p4", 0)}, ledger.Hold{Owner: "a"}); err == nil {
+		t.Fatal("Reserve with a cancelled context succeeded")
+	}
+	if n, err := s.RetryCancels(ctx); n != 1 || err != nil {
+		t.Errorf("RetryCancels after a Reserve that failed = %d, %v; want 1, nil", n, err)
+	}
 }
