@@ -482,7 +482,7 @@ func (s *Server) tendReservations(ctx context.Context, beat *time.Time) error {
 		return err
 	}
 	if n > 0 {
-		s.log.Info("reservations whose cancel failed in a ledger outage released", zap.Int("reservations", n))
+		s.log.Info("reservations whose cancel failed, or whose reserve got no answer, cancelled again", zap.Int("reservations", n))
 	}
 	if time.Since(*beat) < ledger.DefaultLivenessWindow/3 {
 		return nil
