@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -95,7 +94,7 @@ func (s *Ledger) notePending(r *Reservation, failed bool) {
 // RetryCancels cancels again the reservations whose Cancel failed (in an
 // outage), and those a Reserve that failed without an answer may have written,
 // forgetting those that expired meanwhile; it returns how many it cancelled and
-// the errors. A curator calls it while its ledger answers.
+// the first error. A curator calls it while its ledger answers.
 func (s *Ledger) RetryCancels(ctx context.Context) (int, error) {
 	s.pendingMu.Lock()
 	var todo []*Reservation
@@ -107,16 +106,15 @@ func (s *Ledger) RetryCancels(ctx context.Context) (int, error) {
 		}
 	}
 	s.pendingMu.Unlock()
-	var errs []error
-	n := 0
+	n, first := 0, error(nil)
 	for _, r := range todo {
-		if err := s.Cancel(ctx, r); err != nil {
-			errs = append(errs, err)
-		} else {
+		if err := s.Cancel(ctx, r); err == nil {
 			n++
+		} else if first == nil {
+			first = err
 		}
 	}
-	return n, errors.Join(errs...)
+	return n, first
 }
 
 // StaleOwner names the holder of reservations that a refusal counted while the
