@@ -108,7 +108,7 @@ func (res *reservation) done(ctx context.Context) {
 		return
 	}
 	if err := res.c.ledger.Cancel(context.WithoutCancel(ctx), res.r); err != nil {
-		res.c.log.Warn("cancelling a reservation; it holds its budget until it expires",
+		res.c.log.Warn("cancelling a reservation failed; it is retried while the ledger answers, and holds its budget until then or until it expires",
 			zap.Time("expires", res.r.Expires), zap.Error(err))
 	}
 }

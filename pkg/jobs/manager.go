@@ -298,7 +298,7 @@ func (m *Manager) Submit(ctx context.Context, identity, key string, spec Spec) (
 	defer func() {
 		if !committed {
 			if err := m.cfg.Ledger.Cancel(context.WithoutCancel(ctx), res); err != nil {
-				m.log.Warn("cancelling a job's reservation; it holds its budget until it expires", zap.String("job", id), zap.Error(err))
+				m.log.Warn("cancelling a job's reservation failed; it is retried while the ledger answers, and holds its budget until then or until it expires", zap.String("job", id), zap.Error(err))
 			}
 		}
 	}()

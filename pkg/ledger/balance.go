@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"slices"
-	"time"
 )
 
 // readViews reads, outside a transaction, the limits in force, the totals of
@@ -23,7 +22,7 @@ func (s *Ledger) readViews(ctx context.Context, dataset, identity string) (d, rt
 		if err != nil {
 			return err
 		}
-		rt, _, err = s.liveReservations(ctx, q, dataset, time.Now().UnixNano(), nil)
+		rt, _, err = s.liveReservations(ctx, q, dataset, s.now().UnixNano(), nil)
 		return err
 	})
 	return d, rt, l, err

@@ -65,7 +65,7 @@ func (s *Ledger) chargeAll(ctx context.Context, cs []Charge, m txMode) ([]Receip
 		return nil, err
 	}
 	err = s.e.Write(ctx, Lock{Dataset: b.dataset}, func(q Querier) error {
-		now := time.Now().UnixNano()
+		now := s.now().UnixNano()
 		// A commit consumes its reservation first: what it reserved is checked
 		// again below as the charges themselves.
 		if m.commit != "" {

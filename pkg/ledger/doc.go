@@ -129,7 +129,8 @@
 //     were lowered; replays are ChargeAll's, so repeating a release costs nothing.
 //     A failed commit leaves r in place.
 //  4. Cancel(r), on any failure, deletes r's rows: the budget is available again
-//     at once.
+//     at once. A Cancel that fails is kept, and RetryCancels tries it again until
+//     it succeeds or r expires.
 //
 // Every check-and-charge transaction — Charge, ChargeAll, Reserve, Commit — reads
 // the dataset's reservations, counts the live ones (a handful: one per release in
@@ -145,8 +146,11 @@
 // Hold.Stored, the stored-bytes quotas of each identity and of the dataset,
 // counting the recorded releases' bytes (kept per identity and dataset, schema
 // version 6) and the live reservations', and refuses with a *StoredBytesError
-// (ErrStoredBytes). Only reservations that store bytes are checked. A reservation left by a crash stops counting when it
-// expires, or at once when its owner starts again and calls
+// (ErrStoredBytes). Only reservations that store bytes are checked.
+//
+// A reservation left by a crash stops counting when it expires, when its
+// owner's heartbeat lapses (Heartbeat: an owner that beat once is judged by
+// its heartbeat as well), or at once when its owner starts again and calls
 // DropReservations(dataset, owner), which also removes expired ones. Expiry is
 // judged by the clock of the process that checks, against the expiry written by
 // the process that reserved: clocks of replicas that differ by s make a

@@ -250,6 +250,9 @@ type BudgetError struct {
 	// (Ledger.Reserve): Remaining is what is left after them. It comes back if
 	// they are cancelled or expire.
 	Reserved Cost
+	// Stale, when Reserved counts reservations whose holder's heartbeat is late
+	// (Ledger.Heartbeat), names the one late the longest; nil otherwise.
+	Stale *StaleOwner
 }
 
 // reservedClause says, for a refusal, what releases in progress hold.
@@ -257,7 +260,7 @@ func (e *BudgetError) reservedClause() string {
 	if e.Reserved.IsZero() {
 		return ""
 	}
-	return fmt.Sprintf(" (after ε=%g, δ=%g reserved by releases being computed)", e.Reserved.Epsilon, e.Reserved.Delta)
+	return fmt.Sprintf(" (after ε=%g, δ=%g reserved by releases being computed%s)", e.Reserved.Epsilon, e.Reserved.Delta, e.Stale.staleClause())
 }
 
 // ZeroDeltaLimit reports whether the charge was refused because it needs δ > 0

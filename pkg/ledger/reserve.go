@@ -86,10 +86,15 @@ func (s *Ledger) reservationQueries() {
 		patient_epsilon, patient_delta, patient_rho, patient_unbounded, created_ns, expires_ns, stored_bytes)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.qUnreserve = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND token = ?`)
-	s.qExpire = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND expires_ns <= ?`)
-	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns, stored_bytes FROM {t}reservations WHERE dataset = ?`)
+	s.qExpire = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND (expires_ns <= ?
+		OR owner IN (SELECT owner FROM {t}owners WHERE dataset = ? AND alive_until_ns <= ?))`)
+	// A reservation stops counting at its expiry or its owner's lapsed heartbeat,
+	// whichever is first (liveness.go).
+	s.qLive = s.d.SQL(`SELECT ` + reservationColumns + `, expires_ns, COALESCE(o.alive_until_ns, expires_ns), stored_bytes
+		FROM {t}reservations r LEFT JOIN {t}owners o ON o.dataset = r.dataset AND o.owner = r.owner WHERE r.dataset = ?`)
 	s.qExtend = s.d.SQL(`UPDATE {t}reservations SET expires_ns = ? WHERE dataset = ? AND token = ? AND expires_ns > ?`)
 	s.qDropOwner = s.d.SQL(`DELETE FROM {t}reservations WHERE dataset = ? AND (owner = ? OR expires_ns <= ?)`)
+	s.livenessQueries()
 }
 
 // reserved returns the sums of the dataset's live reservations (those expiring
@@ -106,7 +111,7 @@ func (s *Ledger) reserved(ctx context.Context, q Querier, dataset string, now in
 		return nil, err
 	}
 	if expired {
-		if _, err := q.Exec(ctx, s.qExpire, dataset, now); err != nil {
+		if _, err := q.Exec(ctx, s.qExpire, dataset, now, dataset, now); err != nil {
 			return nil, fmt.Errorf("ledger: remove expired reservations: %w", err)
 		}
 	}
@@ -127,11 +132,11 @@ func (s *Ledger) liveReservations(ctx context.Context, q Querier, dataset string
 		var rel Relation
 		var c Cost
 		var p PatientCost
-		var unbounded, expiresNS, stored int64
-		if err := scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS, &stored); err != nil {
+		var unbounded, expiresNS, aliveNS, stored int64
+		if err := scan(&identity, &key, &rel, &c.Epsilon, &c.Delta, &p.Epsilon, &p.Delta, &p.Rho, &unbounded, &expiresNS, &aliveNS, &stored); err != nil {
 			return err
 		}
-		if expiresNS <= now {
+		if min(expiresNS, aliveNS) <= now {
 			expired = true
 			return nil
 		}
@@ -192,8 +197,20 @@ func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation
 	if err != nil {
 		return nil, err
 	}
-	expires := time.Now().Add(h.TTL)
+	expires := s.now().Add(h.TTL)
 	rs, err := s.chargeAll(ctx, cs, txMode{reserve: &reserveRows{token: token, owner: h.Owner, expiresNS: expires.UnixNano(), quota: h.Stored}})
+	var be *BudgetError
+	if errors.As(err, &be) && !be.Reserved.IsZero() {
+		var identity string
+		if be.Scope == ScopeIdentity {
+			identity = be.Account.Identity
+		}
+		be.Stale, _ = s.staleOwner(ctx, cs[0].Dataset, identity) // the refusal stands without it
+	}
+	if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		// The reservation may have been written before the answer was lost.
+		s.notePending(&Reservation{Dataset: cs[0].Dataset, Token: token, Owner: h.Owner, Expires: expires.UTC()}, true)
+	}
 	if err != nil {
 		return nil, wrap("reserve", err)
 	}
@@ -221,7 +238,8 @@ func (s *Ledger) Commit(ctx context.Context, r *Reservation, cs []Charge) ([]Rec
 	return rs, nil
 }
 
-// Cancel releases r's budget (nothing if it was committed, or has lapsed).
+// Cancel releases r's budget (nothing if it was committed, or has lapsed). If
+// it fails, r is kept for RetryCancels until it expires.
 func (s *Ledger) Cancel(ctx context.Context, r *Reservation) error {
 	if r == nil || r.Token == "" {
 		return nil
@@ -230,6 +248,7 @@ func (s *Ledger) Cancel(ctx context.Context, r *Reservation) error {
 		_, err := q.Exec(ctx, s.qUnreserve, r.Dataset, r.Token)
 		return err
 	})
+	s.notePending(r, err != nil)
 	if err != nil {
 		return wrap("cancel reservation", err)
 	}
@@ -245,7 +264,7 @@ func (s *Ledger) Extend(ctx context.Context, r *Reservation, ttl time.Duration) 
 	if ttl <= 0 {
 		ttl = DefaultReservationTTL
 	}
-	now := time.Now()
+	now := s.now()
 	expires := now.Add(ttl)
 	err := s.e.Write(ctx, Lock{Dataset: r.Dataset}, func(q Querier) error {
 		n, err := q.Exec(ctx, s.qExtend, expires.UnixNano(), r.Dataset, r.Token, now.UnixNano())
@@ -277,7 +296,7 @@ func (s *Ledger) DropReservations(ctx context.Context, dataset, owner string) (i
 	var n int64
 	err := s.e.Write(ctx, Lock{Dataset: dataset}, func(q Querier) error {
 		var err error
-		n, err = q.Exec(ctx, s.qDropOwner, dataset, owner, time.Now().UnixNano())
+		n, err = q.Exec(ctx, s.qDropOwner, dataset, owner, s.now().UnixNano())
 		return err
 	})
 	if err != nil {

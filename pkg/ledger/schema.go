@@ -112,6 +112,14 @@ func (ty ColumnTypes) Tables() []string {
 		bytes {int} NOT NULL,
 		releases {int} NOT NULL,
 		PRIMARY KEY (dataset, identity))`),
+		// Each reservation owner's heartbeat (liveness.go); added to version 5
+		// databases when they are opened: older programs ignore it.
+		ty.sql(`CREATE TABLE IF NOT EXISTS {t}owners (
+		dataset TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		seen_ns {int} NOT NULL,
+		alive_until_ns {int} NOT NULL,
+		PRIMARY KEY (dataset, owner))`),
 	}
 }
 

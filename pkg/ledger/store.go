@@ -60,6 +60,7 @@ type Ledger struct {
 	qTotalsAll, qPatientAll                                      string
 	qInForce, qHistory, qConfirm, qNewLimits                     string
 	qReserve, qUnreserve, qExpire, qLive, qExtend, qDropOwner    string
+	liveness
 }
 
 // entryColumns are the columns of a record read by get.

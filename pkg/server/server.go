@@ -219,8 +219,12 @@ func start(ctx context.Context, cfg config.Config, lis net.Listener) (*Server, e
 	if err != nil {
 		return fail(fmt.Errorf("server: %w", err))
 	}
-	// Budget left reserved by releases this curator was computing when it stopped.
+	// Budget left reserved by releases this curator was computing when it stopped;
+	// the heartbeat bounds what it reserves from now on (watchReadiness renews it).
 	if _, err := cur.RecoverReservations(ctx); err != nil {
+		return fail(fmt.Errorf("server: %w", err))
+	}
+	if err := store.Heartbeat(ctx, cfg.DatasetID, ccfg.ReservationOwner, ledger.DefaultLivenessWindow); err != nil {
 		return fail(fmt.Errorf("server: %w", err))
 	}
 	study, err := cur.StudyCapacity(ctx)
@@ -428,11 +432,14 @@ const (
 )
 
 // watchReadiness keeps the health status in line with the ledger's reachability: a
-// curator that cannot charge cannot release anything.
+// curator that cannot charge cannot release anything. While the ledger answers, it
+// also tends the curator's reservations (tendReservations), before a return to
+// SERVING is announced.
 func (s *Server) watchReadiness() {
 	tick := time.NewTicker(LedgerCheckInterval)
 	defer tick.Stop()
 	ready := true
+	beat := time.Now() // Start's heartbeat
 	for {
 		select {
 		case <-s.stopped:
@@ -441,6 +448,14 @@ func (s *Server) watchReadiness() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), LedgerCheckTimeout)
 		err := s.ledger.Ping(ctx)
+		if err == nil {
+			// Failed cancels hold back a return to SERVING, not a curator serving.
+			if terr := s.tendReservations(ctx, &beat); terr != nil && !ready {
+				err = terr
+			} else if terr != nil {
+				s.log.Warn("cancelling again reservations whose cancel failed; retried at the next ledger check", zap.Error(terr))
+			}
+		}
 		cancel()
 		select {
 		case <-s.stopped:
@@ -457,6 +472,30 @@ func (s *Server) watchReadiness() {
 			}
 		}
 	}
+}
+
+// tendReservations cancels again the reservations whose cancel failed in an outage
+// (ledger.Ledger.RetryCancels): until they succeed a ledger back from an outage is not
+// ready, so at a return to SERVING their budget is available again. It also renews this curator's
+// heartbeat every third of ledger.DefaultLivenessWindow, which keeps its reservations
+// counting.
+func (s *Server) tendReservations(ctx context.Context, beat *time.Time) error {
+	n, err := s.ledger.RetryCancels(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("reservations whose cancel failed, or whose reserve got no answer, cancelled again", zap.Int("reservations", n))
+	}
+	if time.Since(*beat) < ledger.DefaultLivenessWindow/3 {
+		return nil
+	}
+	if err := s.ledger.Heartbeat(ctx, s.cfg.DatasetID, s.curator.ReservationHold().Owner, ledger.DefaultLivenessWindow); err != nil {
+		s.log.Warn("renewing this curator's heartbeat in the ledger failed; retried at the next ledger check", zap.Error(err))
+		return nil
+	}
+	*beat = time.Now()
+	return nil
 }
 
 // reservationOwner names a curator process in the ledger's reservations: its host and

@@ -63,6 +63,7 @@ func Run(t *testing.T, loc Location) {
 	}
 	t.Run("Patient", func(t *testing.T) { RunPatient(t, loc) })
 	t.Run("Reserve", func(t *testing.T) { RunReserve(t, loc) })
+	t.Run("Liveness", func(t *testing.T) { RunLiveness(t, loc) })
 }
 
 // StdLimits are the limits most of the suite runs under: per identity
