@@ -112,7 +112,7 @@ func (ty ColumnTypes) Tables() []string {
 		bytes {int} NOT NULL,
 		releases {int} NOT NULL,
 		PRIMARY KEY (dataset, identity))`),
-		// Each reservation owner's heartbeat (liveness.go); added to version 5
+		// Each reservation owner's heartbeat (liveness.go); added to older
 		// databases when they are opened: older programs ignore it.
 		ty.sql(`CREATE TABLE IF NOT EXISTS {t}owners (
 		dataset TEXT NOT NULL,
