@@ -174,7 +174,8 @@ func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 }
 
 // Warnings are what an operator must be told before serving cfg: a data-dependent
-// scaling named explicitly, and exact, unprotected query answers. server.Start logs each; cmd/curator also prints them on standard error.
+// scaling named explicitly, and exact, unprotected query answers. server.Start logs each,
+// once; check-config prints them.
 func Warnings(cfg Config) []string {
 	var w []string
 	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the

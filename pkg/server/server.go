@@ -634,9 +634,6 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 		}
 		for _, w := range warnings {
 			cfg.Logger.Warn(w)
-			if cfg.Warn != nil {
-				cfg.Warn(w)
-			}
 		}
 		if len(warnings) == 0 {
 			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
