@@ -17,6 +17,7 @@ import (
 
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -306,18 +307,38 @@ func answerRange(lo, hi float64) (float64, float64) {
 // describe is the ledger record's description: what was estimated, with which ε and δ.
 func (p ScalingPlan) describe(raw *dataset.Raw) string {
 	var parts []string
+	f, t := estimateParts(p.EpsilonFeatures, p.EpsilonTarget, p.Delta)
 	if p.Features {
-		parts = append(parts, fmt.Sprintf("bounds of %d feature columns (ε=%g of it)", raw.D, p.EpsilonFeatures))
+		parts = append(parts, fmt.Sprintf("bounds of %d feature columns (%s of it)", raw.D, f))
 	}
 	if p.Target {
-		parts = append(parts, fmt.Sprintf("the range of target %s (ε=%g of it)", raw.Target, p.EpsilonTarget))
+		parts = append(parts, fmt.Sprintf("the range of target %s (%s of it)", raw.Target, t))
 	}
 	mech := "noisy log-histograms, discrete Gaussian noise, zCDP"
 	if p.Delta == 0 {
 		mech = "noisy log-histograms, discrete Laplace noise"
 	}
 	return "private scaling estimate (" + mech + ", record replacement; share " +
-		strconv.FormatFloat(p.Share, 'g', -1, 64) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
+		privacy.Figure(p.Share) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
+}
+
+// estimateParts states the parts of a private scaling estimate, the feature bounds
+// (ε features) and the target's range (ε target), one release of (features + target, δ).
+// With δ > 0 the release is ρ-zCDP, ρ = dp.ZCDPRho(ε, δ), split between the columns'
+// histograms in proportion to the parts' ε (package dataset), so a part is its share
+// of ρ, with the ε that share alone converts to at δ (dp.ZCDPEpsilon), which is more
+// than its linear share of ε. With δ = 0 the release is pure ε-DP and the parts are ε
+// shares (basic composition). A part that is the whole release is its ε.
+func estimateParts(features, target, delta float64) (string, string) {
+	total := features + target
+	part := func(eps float64) string {
+		if eps == total || delta == 0 {
+			return "ε=" + privacy.FigureUp(eps)
+		}
+		rho := dp.ZCDPRho(total, delta) * eps / total
+		return fmt.Sprintf("ρ=%s of zCDP, ε=%s at δ=%s", privacy.FigureUp(rho), privacy.FigureUp(dp.ZCDPEpsilon(rho, delta)), privacy.Figure(delta))
+	}
+	return part(features), part(target)
 }
 
 // check verifies that a stored estimate covers what p needs of raw.

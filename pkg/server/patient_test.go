@@ -50,7 +50,7 @@ func TestWholePatientReported(t *testing.T) {
 		t.Errorf("GetBudget whole patient = %v, want ε %g, δ 1e-5, no cap", wp, want)
 	}
 	lines := strings.Join(c.Server.PatientStatement(), "\n")
-	for _, want := range []string{"whole patient: no cap on what one patient can lose", "one default study", "costs a whole patient ε=",
+	for _, want := range []string{"Whole patient: no cap on what one patient can lose", "one default study", "costs a whole patient ε=",
 		"one projection spending the dataset's feature-unit cap"} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("start statement lacks %q:\n%s", want, lines)

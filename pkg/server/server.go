@@ -659,8 +659,8 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 		return nil, err
 	}
 	if p.Target {
-		// The range came from the private estimate: the answers' guarantee states its ε.
-		cfg.Output.RangeEpsilon = p.EpsilonTarget
+		// The range came from the private estimate: the answers' guarantee states its part.
+		cfg.Output.RangeEstimate = &p
 	}
 	if err := cfg.Output.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -40,3 +40,17 @@ func round(x float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', Digits, 64), 64)
 	return r
 }
+
+// RecordProtectingEpsilon is the largest whole-patient ε that privbo's texts present as
+// protecting a whole record (docs/PRIVACY.md, section 0): above it a patient's record
+// may change what a modeler sees by a factor e^10 ≈ 22,000 or more.
+const RecordProtectingEpsilon = 10
+
+// WholeRecordWords is what the texts add after a whole-patient ε: that it protects no
+// whole record when it is above RecordProtectingEpsilon, "" otherwise.
+func WholeRecordWords(eps float64) string {
+	if eps <= RecordProtectingEpsilon {
+		return ""
+	}
+	return ", which protects no whole record (above ε=10)"
+}
