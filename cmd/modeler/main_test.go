@@ -117,7 +117,7 @@ func TestRunJSON(t *testing.T) {
 		t.Errorf("JSON protection = %+v", p)
 	}
 	// The answers cost one ε_out for all 12 rows: 2 + 1.
-	if !strings.Contains(stdout.String(), "privacy spent by this identity: ε=3 δ=0.0001") {
+	if !strings.Contains(stdout.String(), "privacy spent by this identity: ε=3, δ=0.0001") {
 		t.Errorf("stdout does not report ε = 2 + 1 spent:\n%s", stdout.String())
 	}
 

@@ -6,9 +6,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 )
@@ -251,10 +251,10 @@ func (c *Curator) OutputGuarantee() string {
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
 		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
 		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again"
-	if p := o.RangeEstimate; p != nil {
+	if p := o.RangeEstimate; p.Target {
 		_, part := estimateParts(p.EpsilonFeatures, p.EpsilonTarget, p.Delta)
 		once += fmt.Sprintf("; the range [%s, %s] was estimated from the data with %s under the %s neighbour relation, once for the dataset "+
-			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", privacy.Figure(o.Lower), privacy.Figure(o.Upper), part, AnswerRelation)
+			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", figure.Text(o.Lower), figure.Text(o.Upper), part, AnswerRelation)
 	}
 	g := c.out.mech.Guarantee()
 	if g.Holds() {

@@ -29,9 +29,9 @@ type OutputPrivacy struct {
 	Epsilon, Delta float64
 	Lower, Upper   float64
 	// RangeEstimate is the private scaling estimate [Lower, Upper] came from (record
-	// relation, once for the dataset, by the curator's own account); nil when the range
-	// is public. The answers' guarantee states its part of the estimate.
-	RangeEstimate *ScalingPlan
+	// relation, once for the dataset, by the curator's own account); its Target is false
+	// when the range is public. The answers' guarantee states its part of the estimate.
+	RangeEstimate ScalingPlan
 }
 
 // DefaultOutputEpsilon is the ε of each private answer when the daemon's operator

@@ -13,11 +13,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/dp/answer"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -319,7 +319,7 @@ func (p ScalingPlan) describe(raw *dataset.Raw) string {
 		mech = "noisy log-histograms, discrete Laplace noise"
 	}
 	return "private scaling estimate (" + mech + ", record replacement; share " +
-		privacy.Figure(p.Share) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
+		figure.Text(p.Share) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
 }
 
 // estimateParts states the parts of a private scaling estimate, the feature bounds
@@ -333,10 +333,10 @@ func estimateParts(features, target, delta float64) (string, string) {
 	total := features + target
 	part := func(eps float64) string {
 		if eps == total || delta == 0 {
-			return "ε=" + privacy.FigureUp(eps)
+			return "ε=" + figure.Up(eps)
 		}
 		rho := dp.ZCDPRho(total, delta) * eps / total
-		return fmt.Sprintf("ρ=%s of zCDP, ε=%s at δ=%s", privacy.FigureUp(rho), privacy.FigureUp(dp.ZCDPEpsilon(rho, delta)), privacy.Figure(delta))
+		return fmt.Sprintf("ρ=%s of zCDP, ε=%s at δ=%s", figure.Up(rho), figure.Up(dp.ZCDPEpsilon(rho, delta)), figure.Text(delta))
 	}
 	return part(features), part(target)
 }

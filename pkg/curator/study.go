@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/projection"
@@ -158,7 +158,7 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 	o := c.out.cfg
 	out := StudyCapacity{StudySize: s, Own: own,
 		PerIdentity: fitCount(lim.PerIdentity, t), Dataset: fitCount(room, t), DatasetLeft: fitCount(b.DatasetRemaining, t),
-		AnswersMechanism: c.out.name(), AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper, RangeEstimated: o.RangeEstimate != nil}
+		AnswersMechanism: c.out.name(), AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper, RangeEstimated: o.RangeEstimate.Target}
 	if s.Projection.Delta > 0 {
 		a, err := projection.AutoDimensionFor(c.ds.N, c.ds.D, c.proj, s.Projection.Epsilon, s.Projection.Delta, autoSquaredDistance)
 		if err != nil {
@@ -175,7 +175,7 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 // log line's fields carry the rest.
 func (s StudyCapacity) Statement() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Default study: a projection at ε=%s, δ=%s", privacy.Figure(s.Projection.Epsilon), privacy.Figure(s.Projection.Delta))
+	fmt.Fprintf(&b, "Default study: a projection at ε=%s, δ=%s", figure.Text(s.Projection.Epsilon), figure.Text(s.Projection.Delta))
 	if s.R > 0 {
 		fmt.Fprintf(&b, " (r=%d)", s.R)
 	}
@@ -187,7 +187,7 @@ func (s StudyCapacity) Statement() string {
 			rng = "privately estimated"
 		}
 		fmt.Fprintf(&b, " and %s answers at ε=%s (noise sd %s on the target's %s range [%s, %s])", s.AnswersMechanism,
-			privacy.Figure(s.Answers.Epsilon), privacy.Figure(s.AnswersNoiseSD), rng, privacy.Figure(s.Lower), privacy.Figure(s.Upper))
+			figure.Text(s.Answers.Epsilon), figure.Text(s.AnswersNoiseSD), rng, figure.Text(s.Lower), figure.Text(s.Upper))
 	}
 	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", studies(s.PerIdentity), studies(s.Dataset))
 	if !s.Own.IsZero() {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/projection"
 )
@@ -238,15 +238,15 @@ func TestEstimateParts(t *testing.T) {
 	rho := dp.ZCDPRho(eps, delta)
 	rf, rt := rho*d/(d+1), rho/(d+1)
 	f, tg := estimateParts(eps*d/(d+1), eps/(d+1), delta)
-	wantF := "ρ=" + privacy.FigureUp(rf) + " of zCDP, ε=" + privacy.FigureUp(dp.ZCDPEpsilon(rf, delta)) + " at δ=1e-07"
-	wantT := "ρ=" + privacy.FigureUp(rt) + " of zCDP, ε=" + privacy.FigureUp(dp.ZCDPEpsilon(rt, delta)) + " at δ=1e-07"
+	wantF := "ρ=" + figure.Up(rf) + " of zCDP, ε=" + figure.Up(dp.ZCDPEpsilon(rf, delta)) + " at δ=1e-07"
+	wantT := "ρ=" + figure.Up(rt) + " of zCDP, ε=" + figure.Up(dp.ZCDPEpsilon(rt, delta)) + " at δ=1e-07"
 	if f != wantF || tg != wantT {
 		t.Errorf("estimateParts(%g, %g, %g) = %q, %q; want %q, %q", eps*d/(d+1), eps/(d+1), delta, f, tg, wantF, wantT)
 	}
-	if linear := eps / (d + 1); !(dp.ZCDPEpsilon(rt, delta) > 2*linear) || strings.Contains(tg, "ε="+privacy.FigureUp(linear)) {
-		t.Errorf("the target's part %q states its linear share ε=%s, or its converted ε is not above twice it", tg, privacy.FigureUp(linear))
+	if linear := eps / (d + 1); !(dp.ZCDPEpsilon(rt, delta) > 2*linear) || strings.Contains(tg, "ε="+figure.Up(linear)) {
+		t.Errorf("the target's part %q states its linear share ε=%s, or its converted ε is not above twice it", tg, figure.Up(linear))
 	}
-	if f, tg := estimateParts(2*d/(d+1), 2/(d+1), 0); f != "ε="+privacy.FigureUp(2*d/(d+1)) || tg != "ε="+privacy.FigureUp(2/(d+1)) {
+	if f, tg := estimateParts(2*d/(d+1), 2/(d+1), 0); f != "ε="+figure.Up(2*d/(d+1)) || tg != "ε="+figure.Up(2/(d+1)) {
 		t.Errorf("pure ε-DP parts = %q, %q; want ε shares", f, tg)
 	}
 	if f, _ := estimateParts(eps, 0, delta); f != "ε=1" {

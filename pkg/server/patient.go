@@ -3,8 +3,8 @@ package server
 import (
 	"fmt"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/curator"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -23,13 +23,13 @@ func (s *Server) patientStatement() []string {
 		if c.Unbounded {
 			return "NOT BOUNDED"
 		}
-		return fmt.Sprintf("ε=%s, δ=%s", privacy.FigureUp(c.Epsilon), privacy.Figure(c.Delta)) + privacy.WholeRecordWords(c.Epsilon)
+		return fmt.Sprintf("ε=%s, δ=%s", figure.Up(c.Epsilon), figure.Text(c.Delta)) + figure.WholeRecordWords(c.Epsilon)
 	}
 	// Each identity's total leaves out the curator's own estimate, which every release
 	// depends on: the texts add it (docs/PRIVACY.md, section 0).
 	own := ""
 	if !st.Own.IsZero() {
-		own = fmt.Sprintf(" plus the curator's own estimate (ε=%s, δ=%s)", privacy.FigureUp(st.Own.Epsilon), privacy.Figure(st.Own.Delta))
+		own = fmt.Sprintf(" plus the curator's own estimate (ε=%s, δ=%s)", figure.Up(st.Own.Epsilon), figure.Text(st.Own.Delta))
 	}
 	var out []string
 	l := cfg.LedgerLimits().Patient
@@ -63,7 +63,7 @@ func capText(c ledger.Cost) string {
 	if c.Epsilon == 0 {
 		return "no cap"
 	}
-	return fmt.Sprintf("ε=%s, δ=%s", privacy.Figure(c.Epsilon), privacy.Figure(c.Delta))
+	return fmt.Sprintf("ε=%s, δ=%s", figure.Text(c.Epsilon), figure.Text(c.Delta))
 }
 
 func sumPatient(ps ...ledger.PatientCost) ledger.PatientCost {

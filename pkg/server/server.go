@@ -660,7 +660,7 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 	}
 	if p.Target {
 		// The range came from the private estimate: the answers' guarantee states its part.
-		cfg.Output.RangeEstimate = &p
+		cfg.Output.RangeEstimate = p
 	}
 	if err := cfg.Output.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/internal/testlog"
 	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/dp/privacy"
 	"github.com/privbo/privbo/pkg/ledger"
 )
 
@@ -42,13 +42,13 @@ func TestStartTextsTrueFigures(t *testing.T) {
 	defer srv.Shutdown(context.Background())
 	share := config.DefaultPrivateScalingShare
 	st := srv.DefaultStudy()
-	wantOwn := "plus the curator's own estimate (ε=" + privacy.FigureUp(share*cfg.Budget.Epsilon) + ", δ=" + privacy.Figure(share*cfg.Budget.Delta) + ")"
+	wantOwn := "plus the curator's own estimate (ε=" + figure.Up(share*cfg.Budget.Epsilon) + ", δ=" + figure.Text(share*cfg.Budget.Delta) + ")"
 	lines := srv.PatientStatement()
 	if !strings.Contains(lines[0], "for each identity "+wantOwn) {
 		t.Errorf("the cap line %q does not state the per-identity cap %s", lines[0], wantOwn)
 	}
 	whole := srv.Curator().WholePatientOf(st.Projection.Epsilon, st.Projection.Delta).Epsilon + ledger.DefaultPatientCost(curator.AnswerRelation, st.Answers).Epsilon
-	if want := "costs a whole patient ε=" + privacy.FigureUp(whole) + ", δ="; whole <= privacy.RecordProtectingEpsilon ||
+	if want := "costs a whole patient ε=" + figure.Up(whole) + ", δ="; whole <= figure.RecordProtectingEpsilon ||
 		!strings.Contains(lines[1], want) || !strings.Contains(lines[1], "which protects no whole record") {
 		t.Errorf("the default study's line %q lacks %q and that ε=%g protects no whole record", lines[1], want, whole)
 	}

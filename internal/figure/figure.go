@@ -1,4 +1,7 @@
-package privacy
+// Package figure writes the figures of text a person reads: at most four significant
+// digits, never float noise, and in words when a whole-patient figure protects no
+// record. Every command and library text uses it; JSON and the ledger keep figures exact.
+package figure
 
 import (
 	"math"
@@ -9,15 +12,15 @@ import (
 // the ledger keep figures exact.
 const Digits = 4
 
-// Figure is x in text a person reads: the nearest number of at most Digits significant
+// Text is x in text a person reads: the nearest number of at most Digits significant
 // digits, in its shortest form ("7.389", "0.0008", "1e-07", "4310", "∞"), so that no
 // float noise (7.38905609893065, 0.0007999999999999999) reaches a person.
-func Figure(x float64) string { return figure(x, false) }
+func Text(x float64) string { return figure(x, false) }
 
-// FigureUp is Figure rounded up, for a bound that must stay one: an ε no release
+// Up is Text rounded up, for a bound that must stay one: an ε no release
 // exceeds is never printed below its value, but for the representation error of
 // decimal costs (0.1 + 0.2 is 0.30000000000000004, printed 0.3; relative 1e-9).
-func FigureUp(x float64) string { return figure(x, true) }
+func Up(x float64) string { return figure(x, true) }
 
 func figure(x float64, up bool) string {
 	switch {

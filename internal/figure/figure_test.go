@@ -1,4 +1,4 @@
-package privacy
+package figure
 
 import (
 	"math"
@@ -9,7 +9,7 @@ import (
 
 // TestFigure pins the text of figures: at most four significant digits, the nearest
 // (or, for FigureUp, never below the value), and no float noise.
-func TestFigure(t *testing.T) {
+func TestText(t *testing.T) {
 	tenth := 0.1 // a variable: 0.1 + 0.2 in float64, not the constant 0.3
 	for _, tc := range []struct {
 		x        float64
@@ -27,18 +27,18 @@ func TestFigure(t *testing.T) {
 		{math.Inf(1), "∞", "∞"},
 		{0, "0", "0"},
 	} {
-		if got := Figure(tc.x); got != tc.near {
-			t.Errorf("Figure(%v) = %s, want %s", tc.x, got, tc.near)
+		if got := Text(tc.x); got != tc.near {
+			t.Errorf("Text(%v) = %s, want %s", tc.x, got, tc.near)
 		}
-		if got := FigureUp(tc.x); got != tc.up {
-			t.Errorf("FigureUp(%v) = %s, want %s", tc.x, got, tc.up)
+		if got := Up(tc.x); got != tc.up {
+			t.Errorf("Up(%v) = %s, want %s", tc.x, got, tc.up)
 		}
-		if v, err := strconv.ParseFloat(FigureUp(tc.x), 64); err == nil && v < tc.x*(1-1e-9) {
-			t.Errorf("FigureUp(%v) = %v, below the value", tc.x, v)
+		if v, err := strconv.ParseFloat(Up(tc.x), 64); err == nil && v < tc.x*(1-1e-9) {
+			t.Errorf("Up(%v) = %v, below the value", tc.x, v)
 		}
-		mant, _, _ := strings.Cut(strings.TrimLeft(Figure(tc.x), "0."), "e")
+		mant, _, _ := strings.Cut(strings.TrimLeft(Text(tc.x), "0."), "e")
 		if n := len(strings.TrimLeft(strings.ReplaceAll(mant, ".", ""), "0")); n > Digits {
-			t.Errorf("Figure(%v) = %s has %d significant digits, want at most %d", tc.x, Figure(tc.x), n, Digits)
+			t.Errorf("Text(%v) = %s has %d significant digits, want at most %d", tc.x, Text(tc.x), n, Digits)
 		}
 	}
 }
