@@ -88,8 +88,8 @@ func TestDemoScript(t *testing.T) {
 		`top 1%: ≥ 319.36`,
 		`identity vendor-demo: 40 rows answered`,
 		// e² for the projection and ε_out = 2.5 once for all 40 answers.
-		`privacy spent by this identity: ε=9.88905609893065 δ=0.0001`,
-		`projection (mechanism gaussian): (ε=7.38905609893065, δ=0.0001)-DP under the feature-unit neighbour relation`,
+		`privacy spent by this identity: ε=9.89, δ=0.0001`,
+		`projection (mechanism gaussian): (ε=7.39, δ=0.0001)-DP under the feature-unit neighbour relation`,
 		`answers (mechanism laplace): each answer (ε=2.5, δ=0)-DP under the record neighbour relation`,
 		`== the curator's privacy ledger`,
 		`query-answers`,
