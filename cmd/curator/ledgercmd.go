@@ -326,6 +326,11 @@ func writePatientText(out io.Writer, w *tabwriter.Writer, lim reportLimits, rep 
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	for _, r := range p.Identities {
+		if ledger.IsReserved(r.Identity) && (r.Total.Epsilon.Sign() != 0 || r.Total.Delta.Sign() != 0) {
+			fmt.Fprintf(out, "Each identity's row leaves out the %s row, the curator's own estimates that every release depends on: what one identity's releases cost a patient is its row plus the dataset's estimate (docs/PRIVACY.md, section 0).\n", r.Identity)
+		}
+	}
 	if r := p.Dataset.Reserved; r.Charges > 0 {
 		eps, del := ledger.FormatBound(ratOrZero(r.Epsilon)), ledger.FormatBound(ratOrZero(r.Delta))
 		if r.Bounded() {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+
+	"github.com/privbo/privbo/internal/figure"
 )
 
 // DisplayDigits is the number of significant decimal digits of the figures
@@ -127,7 +129,7 @@ func FormatBound(x *big.Rat) string {
 func PatientStatement(who string, t PatientTotal, cap Cost) string {
 	capText := "no whole-patient cap is set"
 	if cap.Epsilon > 0 {
-		capText = fmt.Sprintf("the ledger caps it at ε = %g, δ = %g", cap.Epsilon, cap.Delta)
+		capText = fmt.Sprintf("the ledger caps it at ε = %s, δ = %s", figure.Text(cap.Epsilon), figure.Text(cap.Delta))
 	}
 	if !t.Bounded() {
 		return fmt.Sprintf("Whole patient (%s): NOT BOUNDED — %d of %d releases have no finite guarantee for replacing one patient's record by any other "+

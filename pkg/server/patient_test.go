@@ -46,7 +46,7 @@ func TestWholePatientReported(t *testing.T) {
 	// private scaling estimate.
 	if want := w.GetEpsilon() + 1; !wp.GetBounded() || wp.GetEpsilonSpent() != want || wp.GetDeltaSpent() != 1e-5 ||
 		!(wp.GetDatasetEpsilonSpent() > want) || wp.GetEpsilonLimit() != 0 || wp.GetEpsilonRemaining() != 0 ||
-		!strings.HasPrefix(wp.GetStatement(), "Whole patient (identity acme on dataset diabetes: every release to it): no patient can lose more than ε = ") {
+		!strings.HasPrefix(wp.GetStatement(), "Whole patient (identity acme on dataset diabetes: every release to it, plus the dataset's estimate if the curator made one, counted in the dataset's total): no patient can lose more than ε = ") {
 		t.Errorf("GetBudget whole patient = %v, want ε %g, δ 1e-5, no cap", wp, want)
 	}
 	lines := strings.Join(c.Server.PatientStatement(), "\n")
