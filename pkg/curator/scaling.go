@@ -198,7 +198,7 @@ func privateScaling(ctx context.Context, store Ledger, datasetID string, sc data
 	logEst := func(est scalingEstimate, replayed bool) {
 		b, _ := json.Marshal(est)
 		log.Info("private scaling estimate (differentially private; for the operator only)", zap.String("key", key), zap.Bool("reused", replayed),
-			zap.Float64("epsilon_features", p.EpsilonFeatures), zap.Float64("epsilon_target", p.EpsilonTarget), zap.Float64("delta", p.Delta), zap.String("bounds", string(b)))
+			zap.String("parts", p.describe(raw)), zap.String("bounds", string(b)))
 	}
 	if rec, ok, err := store.Get(ctx, acct, key); err != nil {
 		return scalingEstimate{}, fmt.Errorf("server: reading the scaling estimate from the ledger: %w", err)

@@ -19,14 +19,16 @@ func (s *Server) LimitsStart() ledger.LimitsStart { return s.limitsStart }
 
 func (s *Server) patientStatement() []string {
 	cfg, st := s.cfg, s.study
-	fmtCost := func(c ledger.PatientCost) string {
+	// fmtCost states a whole-patient cost, with extra (the curator's own estimate, which
+	// every identity's releases depend on) before the words on what the figure protects.
+	fmtCost := func(c ledger.PatientCost, extra string) string {
 		if c.Unbounded {
 			return "NOT BOUNDED"
 		}
-		return fmt.Sprintf("ε=%s, δ=%s", figure.Up(c.Epsilon), figure.Text(c.Delta)) + figure.WholeRecordWords(c.Epsilon)
+		return fmt.Sprintf("ε=%s, δ=%s", figure.Up(c.Epsilon), figure.Text(c.Delta)) + extra + figure.WholeRecordWords(c.Epsilon)
 	}
-	// Each identity's total leaves out the curator's own estimate, which every release
-	// depends on: the texts add it (docs/PRIVACY.md, section 0).
+	// Each identity's total leaves out the curator's own estimate: the texts add it
+	// (docs/PRIVACY.md, section 0).
 	own := ""
 	if !st.Own.IsZero() {
 		own = fmt.Sprintf(" plus the curator's own estimate (ε=%s, δ=%s)", figure.Up(st.Own.Epsilon), figure.Text(st.Own.Delta))
@@ -42,13 +44,12 @@ func (s *Server) patientStatement() []string {
 	}
 	proj := s.curator.WholePatientOf(st.Projection.Epsilon, st.Projection.Delta)
 	ans := ledger.DefaultPatientCost(curator.AnswerRelation, st.Answers)
-	out = append(out, fmt.Sprintf("Whole patient: one default study costs a whole patient %s%s (the projection by group privacy at the clip diameter, the answers as stated).",
-		fmtCost(sumPatient(proj, ans)), own))
+	out = append(out, fmt.Sprintf("Whole patient: one default study costs a whole patient %s, its projection by group privacy at the clip diameter.", fmtCost(sumPatient(proj, ans), own)))
 	fu := s.curator.WholePatientOf(cfg.DatasetBudget.Epsilon, cfg.DatasetBudget.Delta)
-	out = append(out, fmt.Sprintf("Whole patient: one projection spending the dataset's feature-unit cap would cost a whole patient %s; record-level releases cost what they state.", fmtCost(fu)))
+	out = append(out, fmt.Sprintf("Whole patient: one projection spending the dataset's feature-unit cap would cost a whole patient %s; record-level releases cost what they state.", fmtCost(fu, "")))
 	if cfg.Jobs.Enabled {
 		tar := ledger.DefaultPatientCost(ledger.RelationTrainingAddRemove, cfg.DatasetBudget)
-		out = append(out, fmt.Sprintf("Whole patient: DP-HyPO jobs cost a whole patient two add/remove steps, at most %s for the cap.", fmtCost(tar)))
+		out = append(out, fmt.Sprintf("Whole patient: DP-HyPO jobs cost a whole patient two add/remove steps, at most %s for the cap.", fmtCost(tar, "")))
 		if cfg.Jobs.TrainingConsented {
 			out = append(out, "Whole patient: Kusner jobs cost their validation part's (ε, δ), the training part being declared consented ("+cfg.Flag(&cfg.Jobs.TrainingConsented)+").")
 		} else {
