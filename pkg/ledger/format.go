@@ -137,6 +137,14 @@ func PatientStatement(who string, t PatientTotal, cap Cost) string {
 			"the others add up to ε = %s, δ = %s; %s.", who, t.Unbounded, t.Charges, FormatBound(t.Epsilon), FormatBound(t.Delta), capText)
 	}
 	return fmt.Sprintf("Whole patient (%s): no patient can lose more than ε = %s, δ = %s from these releases — each release's (ε, δ) "+
-		"for replacing one patient's record by any other, added by basic composition over %d releases and every neighbour relation; %s.",
-		who, FormatBound(t.Epsilon), FormatBound(t.Delta), t.Charges, capText)
+		"for replacing one patient's record by any other, added by basic composition over %s and every neighbour relation; %s.",
+		who, FormatBound(t.Epsilon), FormatBound(t.Delta), releasesText(t.Charges), capText)
+}
+
+// releasesText is "1 release" or "n releases".
+func releasesText(n int64) string {
+	if n == 1 {
+		return "1 release"
+	}
+	return strconv.FormatInt(n, 10) + " releases"
 }
