@@ -383,7 +383,11 @@ func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		if i == len(history)-1 {
 			mark = "  ← in force"
 		}
-		fmt.Fprintf(out, "  %s to %s (%d starts): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), h.Starts, limitsText(h.Limits), mark)
+		starts := fmt.Sprintf("%d starts", h.Starts)
+		if h.Starts == 1 {
+			starts = "1 start"
+		}
+		fmt.Fprintf(out, "  %s to %s (%s): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), starts, limitsText(h.Limits), mark)
 	}
 }
 
