@@ -205,7 +205,7 @@ func TestStudyWithoutAnswersRefused(t *testing.T) {
 	cur := startCuratorBinary(t, curBin, "--data", diabetesPath, "--target", "progression", "--dataset-id", "diabetes",
 		"--schema", diabetesSchema, "--state", state, "--budget-epsilon", "3")
 	if m := studyLine.FindStringSubmatch(cur.stderr.String()); m == nil || m[2] != "1" ||
-		!strings.Contains(cur.stderr.String(), "WARNING: the dataset cap holds 1 default studies") ||
+		!strings.Contains(cur.stderr.String(), "WARNING: the dataset cap holds 1 default study") ||
 		!strings.Contains(cur.stderr.String(), "--dataset-budget-epsilon") {
 		t.Errorf("start-up does not state, with a warning naming the flags, that the cap holds one default study:\n%s", cur.stderr.String())
 	}

@@ -189,7 +189,7 @@ func (s StudyCapacity) Statement() string {
 		fmt.Fprintf(&b, " and %s answers at ε=%s (noise sd %s on the target's %s range [%s, %s])", s.AnswersMechanism,
 			figure.Text(s.Answers.Epsilon), figure.Text(s.AnswersNoiseSD), rng, figure.Text(s.Lower), figure.Text(s.Upper))
 	}
-	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", studies(s.PerIdentity), studies(s.Dataset))
+	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", Studies(s.PerIdentity), Studies(s.Dataset))
 	if !s.Own.IsZero() {
 		b.WriteString(" after the curator's own estimate")
 	}
@@ -203,7 +203,8 @@ func (s StudyCapacity) Worth() worth.Forecast {
 	return worth.Study(s.AnswersNoiseSD, s.Lower, s.Upper, s.Answers.Epsilon)
 }
 
-func studies(n int) string {
+// Studies is "1 default study" or "n default studies".
+func Studies(n int) string {
 	if n == 1 {
 		return "1 default study"
 	}

@@ -388,16 +388,16 @@ func logStudy(log *zap.Logger, s curator.StudyCapacity) {
 }
 
 // StudyWarning is the warning due when the budgets hold fewer than two default studies
-// in the dataset cap (or none per identity), "" otherwise.
+// in the dataset cap (or none per identity), "" otherwise: at most 300 characters, the
+// default study's size being in the start-up's statement of it.
 func StudyWarning(s curator.StudyCapacity) string {
 	var c config.Config // names the settings
 	if s.Dataset >= 2 && s.PerIdentity >= 1 {
 		return ""
 	}
-	return fmt.Sprintf("WARNING: the dataset cap holds %d default studies and one identity's budget %d (a default study is a projection at ε=%g, δ=%g "+
-		"and the answers at ε=%g, δ=%g), so modelers that name no ε, δ cannot all complete one. Raise "+c.Flag(&c.DatasetBudget.Epsilon)+" (which weakens the bound on "+
-		"what all modelers together learn) or "+c.Flag(&c.Budget.Epsilon)+", or make the default study smaller ("+c.Flag(&c.DefaultStudy.Epsilon)+", "+c.Flag(&c.Output.Epsilon)+")",
-		s.Dataset, s.PerIdentity, s.Projection.Epsilon, s.Projection.Delta, s.Answers.Epsilon, s.Answers.Delta)
+	return fmt.Sprintf("WARNING: the dataset cap holds %s and one identity's budget %s, so modelers that name no ε, δ cannot all complete one. "+
+		"Raise %s (which weakens the bound on what all modelers together learn) or %s, or make the default study smaller (%s, %s).",
+		curator.Studies(s.Dataset), curator.Studies(s.PerIdentity), c.Flag(&c.DatasetBudget.Epsilon), c.Flag(&c.Budget.Epsilon), c.Flag(&c.DefaultStudy.Epsilon), c.Flag(&c.Output.Epsilon))
 }
 
 // DefaultStudy returns the default study and how many such studies the budgets held

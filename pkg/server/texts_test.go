@@ -65,3 +65,28 @@ func TestStartTextsTrueFigures(t *testing.T) {
 		t.Errorf("the log does not hold the default study's whole-patient line once:\n%s", logs.String())
 	}
 }
+
+// TestStudyWarningShort: the warning that the dataset cap holds fewer than two default
+// studies counts them in words ("1 default study"), names the flags and fits 300
+// characters.
+func TestStudyWarningShort(t *testing.T) {
+	for _, tc := range []struct {
+		dataset, perIdentity int
+		want                 string
+	}{
+		{1, 5, "holds 1 default study and one identity's budget 5 default studies"},
+		{0, 0, "holds 0 default studies and one identity's budget 0 default studies"},
+		{2, 1, ""},
+	} {
+		w := StudyWarning(curator.StudyCapacity{Dataset: tc.dataset, PerIdentity: tc.perIdentity})
+		if tc.want == "" {
+			if w != "" {
+				t.Errorf("StudyWarning(%d, %d) = %q, want none", tc.dataset, tc.perIdentity, w)
+			}
+			continue
+		}
+		if !strings.Contains(w, tc.want) || !strings.Contains(w, "--dataset-budget-epsilon") || len([]rune(w)) > 300 {
+			t.Errorf("StudyWarning(%d, %d) = %q (%d characters), want %q, the flag, at most 300 characters", tc.dataset, tc.perIdentity, w, len([]rune(w)), tc.want)
+		}
+	}
+}
