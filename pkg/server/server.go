@@ -396,7 +396,7 @@ func StudyWarning(s curator.StudyCapacity) string {
 		return ""
 	}
 	return fmt.Sprintf("WARNING: the dataset cap holds %s and one identity's budget %s, so modelers that name no ε, δ cannot all complete one. "+
-		"Raise %s (which weakens the bound on what all modelers together learn) or %s, or make the default study smaller (%s, %s).",
+		"Raise %s (a weaker bound for all modelers together) or %s, or make the default study smaller (%s, %s).",
 		curator.Studies(s.Dataset), curator.Studies(s.PerIdentity), c.Flag(&c.DatasetBudget.Epsilon), c.Flag(&c.Budget.Epsilon), c.Flag(&c.DefaultStudy.Epsilon), c.Flag(&c.Output.Epsilon))
 }
 
