@@ -395,8 +395,8 @@ func StudyWarning(s curator.StudyCapacity) string {
 	if s.Dataset >= 2 && s.PerIdentity >= 1 {
 		return ""
 	}
-	return fmt.Sprintf("WARNING: the dataset cap holds %s and one identity's budget %s, so modelers that name no ε, δ cannot all complete one. "+
-		"Raise %s (a weaker bound for all modelers together) or %s, or make the default study smaller (%s, %s).",
+	return fmt.Sprintf("WARNING: the dataset cap holds %s and one identity's budget %s, so not every modeler naming no ε, δ completes one. "+
+		"Raise %s (a weaker bound for all modelers) or %s, or shrink the default study (%s, %s).",
 		curator.Studies(s.Dataset), curator.Studies(s.PerIdentity), c.Flag(&c.DatasetBudget.Epsilon), c.Flag(&c.Budget.Epsilon), c.Flag(&c.DefaultStudy.Epsilon), c.Flag(&c.Output.Epsilon))
 }
 
