@@ -178,32 +178,29 @@ func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 // once; check-config prints them.
 func Warnings(cfg Config) []string {
 	var w []string
+	f := cfg.Flag
 	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the
 	// only way to a zero δ limit.
 	if cfg.Budget.Epsilon > 0 && cfg.Budget.Delta == 0 {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Budget.Delta)+" is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
-			"("+cfg.Flag(&cfg.ProjectionMechanism)+" gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
-			"Set "+cfg.Flag(&cfg.Budget.Delta)+" above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
+		w = append(w, fmt.Sprintf("WARNING: %s is 0, so every release that needs δ > 0 is refused, the default Gaussian projection among them; only pure ε-DP releases (laplace answers) can be made. "+
+			"Set %s above 0, for instance %g.", f(&cfg.Budget.Delta), f(&cfg.Budget.Delta), DefaultBudgetDelta))
 	}
 	if cfg.TrustIdentityHeaderFromNetwork && cfg.TLS.ClientCAFile == "" && cfg.TokensFile == "" && !transport.IsLoopback(cfg.Listen) {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+": the curator charges whatever identity each caller names in its %s header, "+
-			"and %s ("+cfg.Flag(&cfg.Listen)+") is not a loopback address: anyone who can reach it can spend any identity's budget. "+
-			"Use client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+") unless everything in front of the curator authenticates callers and sets the header",
-			transport.IdentityHeader, cfg.Listen))
+		w = append(w, fmt.Sprintf("WARNING: with %s, anyone who reaches %s can name any identity in the %s header and spend its budget. "+
+			"Use client certificates (%s) or bearer tokens (%s) unless a proxy in front authenticates callers.",
+			f(&cfg.TrustIdentityHeaderFromNetwork), cfg.Listen, transport.IdentityHeader, f(&cfg.TLS.ClientCAFile), f(&cfg.TokensFile)))
 	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Data.Scaling.Mode)+" %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
-			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds ("+cfg.Flag(&cfg.Data.Scaling.Schema)+") or the default private scaling "+
-			"unless the data are public", m))
+		w = append(w, fmt.Sprintf("WARNING: %s %s scales with the data's own statistics, so the (ε, δ) guarantee of every release DOES NOT HOLD. "+
+			"Use public bounds (%s) or the default private scaling unless the data are public.", f(&cfg.Data.Scaling.Mode), m, f(&cfg.Data.Scaling.Schema)))
 	}
 	if cfg.Jobs.Enabled && !cfg.Jobs.TrainingConsented && (cfg.PatientBudget.Epsilon > 0 || cfg.PatientDatasetBudget.Epsilon > 0) {
-		w = append(w, "WARNING: a whole-patient cap ("+cfg.Flag(&cfg.PatientBudget.Epsilon)+") with tuning jobs ("+cfg.Flag(&cfg.Jobs.Enabled)+"): every Kusner job will be refused, "+
-			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
-			cfg.Flag(&cfg.Jobs.TrainingConsented)+" declares the training part's patients consented, if they are")
+		w = append(w, fmt.Sprintf("WARNING: with a whole-patient cap (%s) every Kusner job will be refused, since it trains with no mechanism; DP-HyPO jobs are accepted. "+
+			"%s declares the training part's patients consented, if they are.", f(&cfg.PatientBudget.Epsilon), f(&cfg.Jobs.TrainingConsented)))
 	}
 	if !answer.IsExact(cfg.Output.Mechanism) {
-		if f, ok := answersForecast(cfg.Output); ok && f.Class == worth.NearRandom {
-			w = append(w, "WARNING: "+f.String()+" ("+cfg.Flag(&cfg.Output.Epsilon)+"; or a public range nearer the target's values, "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper)+")")
+		if fc, ok := answersForecast(cfg.Output); ok && fc.Class == worth.NearRandom {
+			w = append(w, "WARNING: "+fc.String()+" ("+f(&cfg.Output.Epsilon)+"; or a public range nearer the target's values, "+f(&cfg.Output.Lower)+" and "+f(&cfg.Output.Upper)+")")
 		}
 		return w
 	}
@@ -211,12 +208,11 @@ func Warnings(cfg Config) []string {
 	if limit == 0 {
 		limit = DefaultExactAnswersMaxRows
 	}
-	w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Output.Mechanism)+" none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
-		"identities holding a projection release can read the exact target of up to %d rows of the dataset, all of them together ("+cfg.Flag(&cfg.ExactAnswersMaxRows)+"). "+
-		"Use "+cfg.Flag(&cfg.Output.Mechanism)+" laplace or gaussian unless the outputs are truly not sensitive", limit))
+	w = append(w, fmt.Sprintf("WARNING: %s none: query answers are EXACT and UNPROTECTED (ε = ∞) and cost no budget; identities holding a projection can read the exact target of up to %d rows (%s). "+
+		"Use laplace or gaussian unless the outputs are not sensitive.", f(&cfg.Output.Mechanism), limit, f(&cfg.ExactAnswersMaxRows)))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
-		w = append(w, "WARNING: "+cfg.Flag(&cfg.Evaluation.Mode)+" program with exact answers ("+cfg.Flag(&cfg.AllowExactProgramAnswers)+"): every answer is an exact function of one record's features, "+
-			"so the features of queried records are not protected by the projection's (ε, δ)")
+		w = append(w, fmt.Sprintf("WARNING: %s program with exact answers (%s): each answer is an exact function of one record's features, which the projection's (ε, δ) then does not protect.",
+			f(&cfg.Evaluation.Mode), f(&cfg.AllowExactProgramAnswers)))
 	}
 	return w
 }
