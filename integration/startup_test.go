@@ -9,8 +9,8 @@ import (
 // TestStartupNoticesOnce starts `curator serve` with settings that draw several
 // notices (a coarse private scaling estimate, a warned-about answer noise, the
 // whole-patient lines) and reads its standard error, which is no terminal: every line
-// is one JSON event, no event's message appears twice, and none names a Go field
-// (Config.…) where the operator sets a flag.
+// is one JSON event, no event's message appears twice or runs over 300 characters a
+// line, and none names a Go field (Config.…) where the operator sets a flag.
 func TestStartupNoticesOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -31,6 +31,11 @@ func TestStartupNoticesOnce(t *testing.T) {
 		}
 		if seen[ev.Msg]++; seen[ev.Msg] == 2 {
 			t.Errorf("start-up states %q twice", ev.Msg)
+		}
+		for _, l := range strings.Split(ev.Msg, "\n") {
+			if n := len([]rune(l)); n > 300 {
+				t.Errorf("start-up notice of %d characters, want at most 300: %s", n, l)
+			}
 		}
 	}
 	if len(seen) < 5 {

@@ -308,19 +308,21 @@ func (cfg Config) CheckScaling(raw *dataset.Raw, p curator.ScalingPlan) (dataset
 	case dataset.BoundsPoor:
 		return f, nil, cfg.Refuse(&cfg.PrivateScalingShare, fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
 			"It would spend %s of the dataset's budget and locate little of the data. %s",
-			p.What(), f, p.Privacy(), remedies(cfg, raw, p, f)))
+			p.What(), f, p.Privacy(), strings.Join(remedies(cfg, raw, p, f), " ")))
 	case dataset.BoundsCoarse:
-		return f, []string{fmt.Sprintf("WARNING: the private estimate of %s will be coarse (it is made, once, at the first start): %s. Expect intervals up to about 4× the width of a column's "+
-			"1st–99th percentile range, and up to a tenth of a column's rows clamped (more for heavy-tailed, zero-centred or narrowly "+
-			"concentrated columns); the scaled features keep less of their signal and the answers' range is wider than the target's. %s",
-			p.What(), f, remedies(cfg, raw, p, f))}, nil
+		// One fact a warning, each at most 300 characters but the schema lines to fill in.
+		return f, append([]string{
+			fmt.Sprintf("WARNING: the private estimate of %s will be coarse (made once, at the first start): %d records, %d columns at %s: each noisy count has sd %.3g records (%.2g%% of the rows).",
+				p.What(), f.N, f.Columns, f.Privacy, f.NoiseSD, 100*f.NoiseShare),
+			"Expect intervals up to about 4× a column's 1st–99th percentile range and up to a tenth of its rows clamped: the scaled features keep less signal, and the answers' range is wider than the target's.",
+		}, remedies(cfg, raw, p, f)...), nil
 	}
 	return f, nil, nil
 }
 
 // remedies says how to do better than forecast f: public bounds in a schema (the lines
-// to write) or a larger share of the budget.
-func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.BoundsForecast) string {
+// to write) or a larger share of the budget, one sentence each.
+func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.BoundsForecast) []string {
 	var lines []string
 	if p.Features {
 		for _, c := range raw.Features {
@@ -338,14 +340,14 @@ func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.Bou
 		}
 		where += " (or " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + ")"
 	}
-	msg := fmt.Sprintf("Public bounds cost no privacy and fit better: give them in %s, a CSV with the header line column,lower,upper and one line per column, "+
-		"each column's public range (what its values can be, not read from the data):\n  column,lower,upper\n  %s\n", where, strings.Join(lines, "\n  "))
+	msg := fmt.Sprintf("Public bounds cost no privacy and fit better: give each column's public range (what its values can be, not read from the data) in %s, these lines:\n  column,lower,upper\n  %s",
+		where, strings.Join(lines, "\n  "))
 	var need []string
 	if f.Quality == dataset.BoundsPoor {
 		need = append(need, spend(cfg, "a coarse", f.EpsilonFor(dataset.BoundsCoarse)))
 	}
 	need = append(need, spend(cfg, "a good", f.EpsilonFor(dataset.BoundsGood)))
-	return msg + "Or spend more on the estimate: " + strings.Join(need, "; ") + "."
+	return []string{msg, "Or spend more on the estimate: " + strings.Join(need, "; ") + "."}
 }
 
 // spend says what ε an estimate of some quality needs and, when the budget allows it,
