@@ -186,7 +186,7 @@ func Warnings(cfg Config) []string {
 			"Set %s above 0, for instance %g.", f(&cfg.Budget.Delta), f(&cfg.Budget.Delta), DefaultBudgetDelta))
 	}
 	if cfg.TrustIdentityHeaderFromNetwork && cfg.TLS.ClientCAFile == "" && cfg.TokensFile == "" && !transport.IsLoopback(cfg.Listen) {
-		w = append(w, fmt.Sprintf("WARNING: with %s, anyone who reaches %s can name any identity in the %s header and spend its budget. "+
+		w = append(w, fmt.Sprintf("WARNING: %s: anyone who reaches %s can name any identity in the %s header and spend its budget. "+
 			"Use client certificates (%s) or bearer tokens (%s) unless a proxy in front authenticates callers.",
 			f(&cfg.TrustIdentityHeaderFromNetwork), cfg.Listen, transport.IdentityHeader, f(&cfg.TLS.ClientCAFile), f(&cfg.TokensFile)))
 	}
