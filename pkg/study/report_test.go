@@ -233,6 +233,28 @@ func TestReportWholePatient(t *testing.T) {
 	}
 }
 
+// TestReportProtectedUnitOnce: the protected unit's paragraph is in the report once:
+// on its own row only when the guarantee does not already state it.
+func TestReportProtectedUnitOnce(t *testing.T) {
+	unit := "Neighbouring datasets differ in one record's feature vector by at most 1 in Euclidean norm after scaling."
+	rel := testRelease
+	rel.ProtectedUnit = unit
+	st := &Study{Name: "unit", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
+	for _, g := range []string{
+		"(ε=1, δ=1e-05)-DP under the feature-unit neighbour relation: mechanism gaussian. One protected unit: " + unit,
+		"(ε=1, δ=1e-05)-DP under the feature-unit neighbour relation: mechanism gaussian.",
+	} {
+		rel.Guarantee = g
+		n := 0
+		for _, r := range privacyRows(st, nil) {
+			n += strings.Count(r[1], unit)
+		}
+		if n != 1 {
+			t.Errorf("guarantee %q: the protected unit appears %d times in the report's rows, want once", g, n)
+		}
+	}
+}
+
 // TestSettingRowsDefaults checks that settings whose stored value is the empty default
 // read as what they mean, never as an empty cell.
 func TestSettingRowsDefaults(t *testing.T) {
