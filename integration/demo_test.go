@@ -43,7 +43,7 @@ func TestDemoScript(t *testing.T) {
 	// ε = 2.5 on [0, 400]: sd √2·160 = 226), then the highest answer, labelled a noisy
 	// answer.
 	lead := regexp.MustCompile(`(?m)^dataset diabetes: recommended row (\d+): posterior mean \S+ ± \S+ \(1 sd\), the highest posterior mean among the \d+ queried rows \(maximize; 40 queries,.*\n` +
-		`answer noise: sd 226 per answer \(laplace mechanism\) against the target's public range \[0, 400\]: 0\.57 of its width; .*\n` +
+		`answer noise: sd 226 per answer \(laplace mechanism\) against the target's range \[0, 400\]: 0\.57 of its width; .*\n` +
 		`highest noisy answer: \S+ at row (\d+) \(a noisy answer, not the row's value\)\n`).FindStringSubmatch(out)
 	if lead == nil {
 		t.Fatalf("demo does not lead with the recommended row, the answer noise and the highest noisy answer, in that order:\n%s", out)

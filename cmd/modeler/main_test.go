@@ -83,7 +83,7 @@ func TestRunJSON(t *testing.T) {
 	}
 	for k, want := range []string{
 		fmt.Sprintf("dataset diabetes: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the highest posterior mean among the ", rec.Index, rec.Mean, rec.SD),
-		"answer noise: sd 566 per answer (laplace mechanism) against the target's public range [0, 400]: 1.4 times its width; a single answer says little about its row",
+		"answer noise: sd 566 per answer (laplace mechanism) against the target's range [0, 400]: 1.4 times its width; a single answer says little about its row",
 		fmt.Sprintf("highest noisy answer: %.6g at row %d (a noisy answer, not the row's value)", *res.BestValue, *res.BestIndex),
 	} {
 		if k >= len(lines) || !strings.HasPrefix(lines[k], want) {

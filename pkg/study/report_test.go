@@ -51,7 +51,7 @@ func TestWriteReport(t *testing.T) {
 				`answer noise sd, on [0, 400]</div><div class="v">5.66e+04</div>`,
 				`highest noisy answer</div><div class="v">45</div>`, `row of the highest noisy answer</div><div class="v">2</div>`,
 				`Row <b>0</b> has the highest posterior mean among the 4 queried rows (maximize):`,
-				"Answer noise: sd 5.66e+04 per answer (laplace mechanism) against the target's public range [0, 400]: 141 times its width; a single answer says little about its row",
+				"Answer noise: sd 5.66e+04 per answer (laplace mechanism) against the target's range [0, 400]: 141 times its width; a single answer says little about its row",
 				"<h2>Highest answers (noisy answers, not the rows' values)</h2>", "<th>noisy answer</th>"}
 			at := -1
 			for _, want := range order {
