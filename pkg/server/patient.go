@@ -44,7 +44,7 @@ func (s *Server) patientStatement() []string {
 	}
 	proj := s.curator.WholePatientOf(st.Projection.Epsilon, st.Projection.Delta)
 	ans := ledger.DefaultPatientCost(curator.AnswerRelation, st.Answers)
-	out = append(out, fmt.Sprintf("Whole patient: one default study costs a whole patient %s, its projection by group privacy at the clip diameter.", fmtCost(sumPatient(proj, ans), own)))
+	out = append(out, fmt.Sprintf("Whole patient: one default study costs a whole patient %s.", fmtCost(sumPatient(proj, ans), " (its projection by group privacy at the clip diameter)"+own)))
 	fu := s.curator.WholePatientOf(cfg.DatasetBudget.Epsilon, cfg.DatasetBudget.Delta)
 	out = append(out, fmt.Sprintf("Whole patient: one projection spending the dataset's feature-unit cap would cost a whole patient %s; record-level releases cost what they state.", fmtCost(fu, "")))
 	if cfg.Jobs.Enabled {
