@@ -43,7 +43,7 @@ func TestDemoScript(t *testing.T) {
 	// ε = 2.5 on [0, 400]: sd √2·160 = 226), then the highest answer, labelled a noisy
 	// answer.
 	lead := regexp.MustCompile(`(?m)^dataset diabetes: recommended row (\d+): posterior mean \S+ ± \S+ \(1 sd\), the highest posterior mean among the \d+ queried rows \(maximize; 40 queries,.*\n` +
-		`answer noise: sd 226 per answer \(laplace mechanism\) against the target's public range \[0, 400\]: 0\.57 of its width; .*\n` +
+		`answer noise: sd 226 per answer \(laplace mechanism\) against the target's range \[0, 400\]: 0\.57 of its width; .*\n` +
 		`highest noisy answer: \S+ at row (\d+) \(a noisy answer, not the row's value\)\n`).FindStringSubmatch(out)
 	if lead == nil {
 		t.Fatalf("demo does not lead with the recommended row, the answer noise and the highest noisy answer, in that order:\n%s", out)
@@ -88,8 +88,8 @@ func TestDemoScript(t *testing.T) {
 		`top 1%: ≥ 319.36`,
 		`identity vendor-demo: 40 rows answered`,
 		// e² for the projection and ε_out = 2.5 once for all 40 answers.
-		`privacy spent by this identity: ε=9.88905609893065 δ=0.0001`,
-		`projection (mechanism gaussian): (ε=7.38905609893065, δ=0.0001)-DP under the feature-unit neighbour relation`,
+		`privacy spent by this identity: ε=9.89, δ=0.0001`,
+		`projection (mechanism gaussian): (ε=7.39, δ=0.0001)-DP under the feature-unit neighbour relation`,
 		`answers (mechanism laplace): each answer (ε=2.5, δ=0)-DP under the record neighbour relation`,
 		`== the curator's privacy ledger`,
 		`query-answers`,

@@ -76,7 +76,10 @@ dataset-id = "diabetes"
 	// Per relation, never summed across: feature-unit 1 + 0.5 (the record-level
 	// query counts there too), record 0.5, validation-record 2; the curator's own
 	// private scaling estimate (record, ε = 1) is listed and spends the dataset cap.
+	// Each identity's whole-patient row leaves out the curator's estimate, and the
+	// listing says so (docs/PRIVACY.md, section 0).
 	for _, want := range []string{"acme  ", " record  ", " validation-record  ", " scaling-estimate ",
+		"Each identity's row leaves out the _curator row, the curator's own estimates that every release depends on: what one identity's releases cost a patient is its row plus the dataset's estimate",
 		"Budget under the feature-unit neighbour relation (including the record releases, which also hold under it):\n" +
 			"IDENTITY   EPSILON SPENT  DELTA SPENT  EPSILON LEFT  DELTA LEFT\n" +
 			"_curator   1              0            9             0.0009\n" +

@@ -396,6 +396,11 @@ func writePatientText(out io.Writer, w *tabwriter.Writer, lim reportLimits, rep 
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	for _, r := range p.Identities {
+		if ledger.IsReserved(r.Identity) && (r.Total.Epsilon.Sign() != 0 || r.Total.Delta.Sign() != 0) {
+			fmt.Fprintf(out, "Each identity's row leaves out the %s row, the curator's own estimates that every release depends on: what one identity's releases cost a patient is its row plus the dataset's estimate (docs/PRIVACY.md, section 0).\n", r.Identity)
+		}
+	}
 	if r := p.Dataset.Reserved; r.Charges > 0 {
 		eps, del := ledger.FormatBound(ratOrZero(r.Epsilon)), ledger.FormatBound(ratOrZero(r.Delta))
 		if r.Bounded() {
@@ -448,7 +453,11 @@ func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		if i == len(history)-1 {
 			mark = "  ← in force"
 		}
-		fmt.Fprintf(out, "  %s to %s (%d starts): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), h.Starts, limitsText(h.Limits), mark)
+		starts := fmt.Sprintf("%d starts", h.Starts)
+		if h.Starts == 1 {
+			starts = "1 start"
+		}
+		fmt.Fprintf(out, "  %s to %s (%s): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), starts, limitsText(h.Limits), mark)
 	}
 }
 

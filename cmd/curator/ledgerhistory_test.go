@@ -47,8 +47,8 @@ func TestLedgerAfterLoweredLimit(t *testing.T) {
 	}
 	for _, want := range []string{
 		"History of the limits",
-		"(1 starts): per identity ε=2, δ=0.0001; dataset ε=10, δ=0.001; whole patient: no cap\n",
-		"(1 starts): per identity ε=1, δ=0.0001; dataset ε=10, δ=0.001; whole patient: no cap  ← in force",
+		"(1 start): per identity ε=2, δ=0.0001; dataset ε=10, δ=0.001; whole patient: no cap\n",
+		"(1 start): per identity ε=1, δ=0.0001; dataset ε=10, δ=0.001; whole patient: no cap  ← in force",
 		"acme       1.5            1e-05        0             9e-05  OVER LIMIT\n",
 	} {
 		if !strings.Contains(text, want) {

@@ -172,7 +172,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.evaluatorEpsilons, "evaluator-epsilons", "", "declared per-run pure-DP ε of evaluators usable by DP-HyPO: NAME=EPS[,NAME=EPS]")
 	fs.StringVar(&f.evaluatorRDP, "evaluator-rdp", "", "declared per-run Rényi-DP curve of evaluators usable by DP-HyPO: NAME=ALPHA:EPS/ALPHA:EPS/...[,NAME=...]")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&f.logFormat, "log-format", "", "log format: text or json (default: text when standard error is a terminal, json otherwise)")
 }
 
 // parseServe parses args, then the environment and the configuration file.
@@ -348,11 +348,8 @@ func serve(args []string) error {
 		return err
 	}
 	defer log.Sync()
+	// Start logs every notice once, in the one format of --log-format.
 	cfg.Logger = log
-	for _, w := range config.Warnings(cfg) {
-		fmt.Fprintln(os.Stderr, "curator:", w)
-	}
-	cfg.Warn = func(w string) { fmt.Fprintln(os.Stderr, "curator:", w) }
 
 	// The garbage collector works harder as the heap nears the memory limit, rather than
 	// letting the kernel kill the process; an explicit GOMEMLIMIT wins.
@@ -367,19 +364,6 @@ func serve(args []string) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
-	}
-	if p := srv.LimitsStart().Previous; p != nil {
-		fmt.Fprintf(os.Stderr, "curator: WARNING: the ledger's limits in force changed with this start (--change-limits): they were %s since %s and are now %s; "+
-			"every curator sharing the ledger enforces them from its next charge, and curator ledger marks spending above a lowered limit OVER LIMIT\n",
-			ledger.LimitsText(p.Limits), p.Recorded.Format(time.RFC3339), ledger.LimitsText(srv.LimitsStart().InForce.Limits))
-	}
-	for _, line := range srv.PatientStatement() {
-		fmt.Fprintln(os.Stderr, "curator:", line)
-	}
-	study := srv.DefaultStudy()
-	fmt.Fprintln(os.Stderr, "curator:", study.Statement())
-	if w := server.StudyWarning(study); w != "" {
-		fmt.Fprintln(os.Stderr, "curator:", w)
 	}
 	if f.addrFile != "" {
 		if err := os.WriteFile(f.addrFile, []byte(srv.Addr()+"\n"), 0o644); err != nil {

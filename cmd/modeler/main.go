@@ -16,8 +16,10 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/privbo/privbo/internal/cli"
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/internal/setting"
 	"github.com/privbo/privbo/pkg/curatorclient"
 	"github.com/privbo/privbo/pkg/modeler"
@@ -47,17 +49,49 @@ func main() {
 }
 
 // printProtection states the guarantee and mechanism of the projection and of the
-// answers the study received, as the curator stated them.
-func printProtection(w io.Writer, p modeler.Protection) {
+// answers the study received, as the curator stated them: each in its first sentence
+// (at most 300 characters), or in full with --explain.
+func printProtection(w io.Writer, p modeler.Protection, explain bool) {
 	mech := p.ProjectionMechanism
 	if mech == "" {
 		mech = "not stated"
 	}
-	fmt.Fprintf(w, "projection (mechanism %s): %s\n", mech, p.ProjectionGuarantee)
-	fmt.Fprintf(w, "answers (mechanism %s): %s\n", p.AnswersMechanism, p.AnswersGuarantee)
-	if p.ExactAnswers {
-		fmt.Fprintln(w, "note: the answers this study received are exact and unprotected (ε = ∞); the projection's guarantee does not cover them")
+	say := func(g string) string { return g }
+	if !explain {
+		say = firstSentence
 	}
+	fmt.Fprintf(w, "projection (mechanism %s): %s\n", mech, say(p.ProjectionGuarantee))
+	fmt.Fprintf(w, "answers (mechanism %s): %s\n", p.AnswersMechanism, say(p.AnswersGuarantee))
+	if p.ExactAnswers {
+		fmt.Fprintln(w, "note: the answers this study received are exact and unprotected (ε = ∞); the projection's guarantee does not cover them.")
+	}
+	if !explain {
+		fmt.Fprintln(w, "--explain prints the curator's full guarantees; docs/PRIVACY.md explains them.")
+	}
+}
+
+// firstSentence is the first sentence of a guarantee text, what it means in at most 240
+// characters: up to its first full stop, or its last clause (cut at "; " or ": ")
+// within 240 characters, ending in a full stop.
+func firstSentence(g string) string {
+	const limit = 240
+	for i := 0; ; i++ {
+		j := strings.Index(g[i:], ". ")
+		if j < 0 {
+			break
+		}
+		// "et al. 2013" ends no sentence; a capital after the stop begins one.
+		if i += j; !strings.HasSuffix(g[:i], " al") && i+2 < len(g) && unicode.IsUpper(rune(g[i+2])) {
+			g = g[:i]
+			break
+		}
+	}
+	g = strings.TrimSuffix(g, ".")
+	if r := []rune(g); len(r) > limit {
+		cut := string(r[:limit])
+		g = cut[:max(strings.LastIndex(cut, "; "), strings.LastIndex(cut, ": "), 0)]
+	}
+	return g + "."
 }
 
 // errorLine is err as printed: prefixed "modeler: " once, library errors carrying it
@@ -140,6 +174,7 @@ type runFlags struct {
 	known                 knownBestFlag
 	asJSON, quiet, dryRun bool
 	newStudy              bool
+	explain               bool
 	timeout               time.Duration
 }
 
@@ -157,6 +192,7 @@ func (o *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&o.known, "known-best", "with --study: record the known optimum max f (simulations) for the report's regret curve")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as one JSON object on the last line of stdout")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&o.explain, "explain", false, "print the curator's full guarantee texts (default: what each means, in one sentence)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the curator's quote of the study (its cost, noise and what its recommendation is likely worth), pay nothing and run nothing")
 }
 
@@ -240,7 +276,7 @@ func runStudy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return stopped(res, err)
 	}
-	return reportRun(stdout, res, cfg, time.Since(start), asJSON)
+	return reportRun(stdout, res, cfg, time.Since(start), asJSON, o.explain)
 }
 
 // narrate sets the hooks through which a run tells the person at the
@@ -276,7 +312,7 @@ func narrate(cfg *modeler.Config, quiet bool, stderr io.Writer) {
 
 // reportRun prints what a finished run found and what it cost, then, with
 // --json, the whole result as the last line of stdout.
-func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took time.Duration, asJSON bool) error {
+func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took time.Duration, asJSON, explain bool) error {
 	printResult(stdout, res, cfg.Direction, took)
 	fitted := "fixed"
 	if cfg.FitEvery > 0 {
@@ -295,9 +331,9 @@ func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took t
 		fmt.Fprintf(stdout, "GP prior for private answers: rule %s, answer noise variance %.4g (the curator's mechanism)\n",
 			res.NoisePrior, res.AnswerNoiseVariance)
 	}
-	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%g δ=%g; remaining ε=%g δ=%g (its feature-unit budget, which holds the projection and the answers)\n",
-		res.EpsilonSpent, res.DeltaSpent, res.EpsilonRemaining, res.DeltaRemaining)
-	printProtection(stdout, res.Protection)
+	fmt.Fprintf(stdout, "privacy spent by this identity: ε=%s, δ=%s; remaining ε=%s, δ=%s (its feature-unit budget, which holds the projection and the answers)\n",
+		figure.Up(res.EpsilonSpent), figure.Up(res.DeltaSpent), figure.Text(res.EpsilonRemaining), figure.Text(res.DeltaRemaining))
+	printProtection(stdout, res.Protection, explain)
 	if !asJSON {
 		return nil
 	}

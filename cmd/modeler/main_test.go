@@ -83,7 +83,7 @@ func TestRunJSON(t *testing.T) {
 	}
 	for k, want := range []string{
 		fmt.Sprintf("dataset diabetes: recommended row %d: posterior mean %.4g ± %.3g (1 sd), the highest posterior mean among the ", rec.Index, rec.Mean, rec.SD),
-		"answer noise: sd 566 per answer (laplace mechanism) against the target's public range [0, 400]: 1.4 times its width; a single answer says little about its row",
+		"answer noise: sd 566 per answer (laplace mechanism) against the target's range [0, 400]: 1.4 times its width; a single answer says little about its row",
 		fmt.Sprintf("highest noisy answer: %.6g at row %d (a noisy answer, not the row's value)", *res.BestValue, *res.BestIndex),
 	} {
 		if k >= len(lines) || !strings.HasPrefix(lines[k], want) {
@@ -117,7 +117,7 @@ func TestRunJSON(t *testing.T) {
 		t.Errorf("JSON protection = %+v", p)
 	}
 	// The answers cost one ε_out for all 12 rows: 2 + 1.
-	if !strings.Contains(stdout.String(), "privacy spent by this identity: ε=3 δ=0.0001") {
+	if !strings.Contains(stdout.String(), "privacy spent by this identity: ε=3, δ=0.0001") {
 		t.Errorf("stdout does not report ε = 2 + 1 spent:\n%s", stdout.String())
 	}
 

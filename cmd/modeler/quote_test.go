@@ -18,7 +18,7 @@ func TestRunDefaultStudyStoredAndResumed(t *testing.T) {
 		t.Fatalf("run with the defaults: %v\n%s", err, errOut)
 	}
 	if !strings.Contains(errOut, "study quoted by the curator (nothing is charged yet)") || !strings.Contains(errOut, "(the curator's default study)") ||
-		!strings.Contains(errOut, "against the target's public range [0, 400]") {
+		!strings.Contains(errOut, "on the target's range [0, 400]") {
 		t.Errorf("no quote of the default study on stderr:\n%s", errOut)
 	}
 	first := lastJSON(t, out)

@@ -1,29 +1,47 @@
 // Package logging builds the zap loggers of privbo's binaries: JSON lines on stderr with
-// ISO-8601 times, or a console encoder for people.
+// ISO-8601 times, or text lines for people.
 package logging
 
 import (
 	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
-// New returns a logger at level ("debug", "info", "warn", "error") in format ("json" or
-// "console") writing to stderr.
+// Format is the format of log lines for format ("text", "json", or "" for text when
+// standard error is a terminal and json otherwise; "console" is text's older name).
+func Format(format string) (string, error) {
+	switch format {
+	case "text", "console":
+		return "text", nil
+	case "json":
+		return "json", nil
+	case "":
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return "text", nil
+		}
+		return "json", nil
+	}
+	return "", fmt.Errorf("logging: unknown format %q (want text or json)", format)
+}
+
+// New returns a logger at level ("debug", "info", "warn", "error") in format (Format)
+// writing to stderr: each event once, in one format.
 func New(level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("logging: %w", err)
 	}
-	var cfg zap.Config
-	switch format {
-	case "json", "":
-		cfg = zap.NewProductionConfig()
-	case "console":
-		cfg = zap.NewDevelopmentConfig()
-	default:
-		return nil, fmt.Errorf("logging: unknown format %q (want json or console)", format)
+	if format, err = Format(format); err != nil {
+		return nil, err
+	}
+	cfg := zap.NewProductionConfig()
+	if format == "text" {
+		cfg.Encoding = "console"
+		cfg.DisableCaller = true
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
 	// No stack of the logging call at error level: that call is always the RPC
 	// interceptor or a handler's error path, whose stack says nothing about the

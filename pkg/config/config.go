@@ -195,11 +195,6 @@ type Config struct {
 	Jobs JobsConfig
 	// Logger; default a no-op logger.
 	Logger *zap.Logger
-	// Warn, if set, also receives as plain text the warnings about the data that
-	// server.Start logs after loading it, before anything is charged (today the forecast of
-	// a coarse private scaling estimate, with the schema lines that would replace
-	// it), for a command line to print; Warnings(cfg) gives the others beforehand.
-	Warn func(msg string)
 	// Curator hooks for simulations and tests (see curator.Config).
 	SimulationHooks func(*curator.Config)
 }

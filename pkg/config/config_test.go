@@ -77,3 +77,23 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestWarningsShort: every warning a start can give is at most 300 characters and
+// names flags, never Go fields.
+func TestWarningsShort(t *testing.T) {
+	cfg := NewConfig()
+	cfg.Budget = ledger.Cost{Epsilon: 1}
+	cfg.TrustIdentityHeaderFromNetwork, cfg.Listen = true, "0.0.0.0:7070"
+	cfg.Data.Scaling.Mode = dataset.ScaleStandardiseNonprivate
+	cfg.Jobs.Enabled, cfg.PatientBudget = true, ledger.Cost{Epsilon: 10}
+	cfg.Output.Mechanism, cfg.Evaluation.Mode = "none", curator.EvaluateProgram
+	ws := Warnings(cfg)
+	if len(ws) != 6 {
+		t.Errorf("Warnings gave %d warnings, want 6: %q", len(ws), ws)
+	}
+	for _, w := range ws {
+		if n := len([]rune(w)); n > 300 || strings.Contains(w, "Config.") || !strings.Contains(w, "--") {
+			t.Errorf("a warning of %d characters (want at most 300, naming flags): %s", n, w)
+		}
+	}
+}

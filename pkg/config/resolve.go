@@ -180,35 +180,33 @@ func patientCapConflict(cfg Config, mech projection.Mechanism) error {
 }
 
 // Warnings are what an operator must be told before serving cfg: a data-dependent
-// scaling named explicitly, and exact, unprotected query answers. server.Start logs each; cmd/curator also prints them on standard error.
+// scaling named explicitly, and exact, unprotected query answers. server.Start logs each,
+// once; check-config prints them.
 func Warnings(cfg Config) []string {
 	var w []string
+	f := cfg.Flag
 	// The dataset's δ cap defaults to the identity's, so a zero identity δ is the
 	// only way to a zero δ limit.
 	if cfg.Budget.Epsilon > 0 && cfg.Budget.Delta == 0 {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Budget.Delta)+" is 0: every release that needs δ > 0 is refused whatever has been spent, among them the Gaussian projection "+
-			"("+cfg.Flag(&cfg.ProjectionMechanism)+" gaussian, the default) and gaussian answers; only pure ε-DP releases (laplace answers) can be made. "+
-			"Set "+cfg.Flag(&cfg.Budget.Delta)+" above 0 (for instance %g, the curator command's default)", DefaultBudgetDelta))
+		w = append(w, fmt.Sprintf("WARNING: %s is 0, so every release that needs δ > 0 is refused, the default Gaussian projection among them; only pure ε-DP releases (laplace answers) can be made. "+
+			"Set %s above 0, for instance %g.", f(&cfg.Budget.Delta), f(&cfg.Budget.Delta), DefaultBudgetDelta))
 	}
 	if cfg.TrustIdentityHeaderFromNetwork && cfg.TLS.ClientCAFile == "" && cfg.TokensFile == "" && !transport.IsLoopback(cfg.Listen) {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.TrustIdentityHeaderFromNetwork)+": the curator charges whatever identity each caller names in its %s header, "+
-			"and %s ("+cfg.Flag(&cfg.Listen)+") is not a loopback address: anyone who can reach it can spend any identity's budget. "+
-			"Use client certificates ("+cfg.Flag(&cfg.TLS.ClientCAFile)+") or bearer tokens ("+cfg.Flag(&cfg.TokensFile)+") unless everything in front of the curator authenticates callers and sets the header",
-			transport.IdentityHeader, cfg.Listen))
+		w = append(w, fmt.Sprintf("WARNING: %s: anyone who reaches %s can name any identity in the %s header and spend its budget. "+
+			"Use client certificates (%s) or bearer tokens (%s) unless a proxy in front authenticates callers.",
+			f(&cfg.TrustIdentityHeaderFromNetwork), cfg.Listen, transport.IdentityHeader, f(&cfg.TLS.ClientCAFile), f(&cfg.TokensFile)))
 	}
 	if m := cfg.Data.Scaling.Mode; m != "" && !m.Private() {
-		w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Data.Scaling.Mode)+" %s scales the features with the data's own statistics, so one record's change moves every scaled row: "+
-			"the (ε, δ) guarantee of the projection and of every release DOES NOT HOLD. Use public bounds ("+cfg.Flag(&cfg.Data.Scaling.Schema)+") or the default private scaling "+
-			"unless the data are public", m))
+		w = append(w, fmt.Sprintf("WARNING: %s %s scales with the data's own statistics, so the (ε, δ) guarantee of every release DOES NOT HOLD. "+
+			"Use public bounds (%s) or the default private scaling unless the data are public.", f(&cfg.Data.Scaling.Mode), m, f(&cfg.Data.Scaling.Schema)))
 	}
 	if cfg.Jobs.Enabled && !cfg.Jobs.TrainingConsented && (cfg.PatientBudget.Epsilon > 0 || cfg.PatientDatasetBudget.Epsilon > 0) {
-		w = append(w, "WARNING: a whole-patient cap ("+cfg.Flag(&cfg.PatientBudget.Epsilon)+") with tuning jobs ("+cfg.Flag(&cfg.Jobs.Enabled)+"): every Kusner job will be refused, "+
-			"since it trains on the training part with no mechanism and so has no whole-patient bound; DP-HyPO jobs are accepted. "+
-			cfg.Flag(&cfg.Jobs.TrainingConsented)+" declares the training part's patients consented, if they are")
+		w = append(w, fmt.Sprintf("WARNING: with a whole-patient cap (%s) every Kusner job will be refused, since it trains with no mechanism; DP-HyPO jobs are accepted. "+
+			"%s declares the training part's patients consented, if they are.", f(&cfg.PatientBudget.Epsilon), f(&cfg.Jobs.TrainingConsented)))
 	}
 	if !answer.IsExact(cfg.Output.Mechanism) {
-		if f, ok := answersForecast(cfg.Output); ok && f.Class == worth.NearRandom {
-			w = append(w, "WARNING: "+f.String()+" ("+cfg.Flag(&cfg.Output.Epsilon)+"; or a public range nearer the target's values, "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper)+")")
+		if fc, ok := answersForecast(cfg.Output); ok && fc.Class == worth.NearRandom {
+			w = append(w, "WARNING: "+fc.String()+" ("+f(&cfg.Output.Epsilon)+"; or a public range nearer the target's values, "+f(&cfg.Output.Lower)+" and "+f(&cfg.Output.Upper)+")")
 		}
 		return w
 	}
@@ -216,12 +214,11 @@ func Warnings(cfg Config) []string {
 	if limit == 0 {
 		limit = DefaultExactAnswersMaxRows
 	}
-	w = append(w, fmt.Sprintf("WARNING: "+cfg.Flag(&cfg.Output.Mechanism)+" none: query answers are EXACT and UNPROTECTED (no differential privacy, ε = ∞) and cost no budget; "+
-		"identities holding a projection release can read the exact target of up to %d rows of the dataset, all of them together ("+cfg.Flag(&cfg.ExactAnswersMaxRows)+"). "+
-		"Use "+cfg.Flag(&cfg.Output.Mechanism)+" laplace or gaussian unless the outputs are truly not sensitive", limit))
+	w = append(w, fmt.Sprintf("WARNING: %s none: query answers are EXACT and UNPROTECTED (ε = ∞) and cost no budget; identities holding a projection can read the exact target of up to %d rows (%s). "+
+		"Use laplace or gaussian unless the outputs are not sensitive.", f(&cfg.Output.Mechanism), limit, f(&cfg.ExactAnswersMaxRows)))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
-		w = append(w, "WARNING: "+cfg.Flag(&cfg.Evaluation.Mode)+" program with exact answers ("+cfg.Flag(&cfg.AllowExactProgramAnswers)+"): every answer is an exact function of one record's features, "+
-			"so the features of queried records are not protected by the projection's (ε, δ)")
+		w = append(w, fmt.Sprintf("WARNING: %s program with exact answers (%s): each answer is an exact function of one record's features, which the projection's (ε, δ) then does not protect.",
+			f(&cfg.Evaluation.Mode), f(&cfg.AllowExactProgramAnswers)))
 	}
 	return w
 }
@@ -317,19 +314,21 @@ func (cfg Config) CheckScaling(raw *dataset.Raw, p curator.ScalingPlan) (dataset
 	case dataset.BoundsPoor:
 		return f, nil, cfg.Refuse(&cfg.PrivateScalingShare, fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
 			"It would spend %s of the dataset's budget and locate little of the data. %s",
-			p.What(), f, p.Privacy(), remedies(cfg, raw, p, f)))
+			p.What(), f, p.Privacy(), strings.Join(remedies(cfg, raw, p, f), " ")))
 	case dataset.BoundsCoarse:
-		return f, []string{fmt.Sprintf("WARNING: the private estimate of %s will be coarse (it is made, once, at the first start): %s. Expect intervals up to about 4× the width of a column's "+
-			"1st–99th percentile range, and up to a tenth of a column's rows clamped (more for heavy-tailed, zero-centred or narrowly "+
-			"concentrated columns); the scaled features keep less of their signal and the answers' range is wider than the target's. %s",
-			p.What(), f, remedies(cfg, raw, p, f))}, nil
+		// One fact a warning, each at most 300 characters but the schema lines to fill in.
+		return f, append([]string{
+			fmt.Sprintf("WARNING: the private estimate of %s will be coarse (made once, at the first start): %d records, %d columns at %s: each noisy count has sd %.3g records (%.2g%% of the rows).",
+				p.What(), f.N, f.Columns, f.Privacy, f.NoiseSD, 100*f.NoiseShare),
+			"Expect intervals up to about 4× a column's 1st–99th percentile range and up to a tenth of its rows clamped: the scaled features keep less signal, and the answers' range is wider than the target's.",
+		}, remedies(cfg, raw, p, f)...), nil
 	}
 	return f, nil, nil
 }
 
 // remedies says how to do better than forecast f: public bounds in a schema (the lines
-// to write) or a larger share of the budget.
-func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.BoundsForecast) string {
+// to write) or a larger share of the budget, one sentence each.
+func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.BoundsForecast) []string {
 	var lines []string
 	if p.Features {
 		for _, c := range raw.Features {
@@ -347,14 +346,14 @@ func remedies(cfg Config, raw *dataset.Raw, p curator.ScalingPlan, f dataset.Bou
 		}
 		where += " (or " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + ")"
 	}
-	msg := fmt.Sprintf("Public bounds cost no privacy and fit better: give them in %s, a CSV with the header line column,lower,upper and one line per column, "+
-		"each column's public range (what its values can be, not read from the data):\n  column,lower,upper\n  %s\n", where, strings.Join(lines, "\n  "))
+	msg := fmt.Sprintf("Public bounds cost no privacy and fit better: give each column's public range (what its values can be, not read from the data) in %s, these lines:\n  column,lower,upper\n  %s",
+		where, strings.Join(lines, "\n  "))
 	var need []string
 	if f.Quality == dataset.BoundsPoor {
 		need = append(need, spend(cfg, "a coarse", f.EpsilonFor(dataset.BoundsCoarse)))
 	}
 	need = append(need, spend(cfg, "a good", f.EpsilonFor(dataset.BoundsGood)))
-	return msg + "Or spend more on the estimate: " + strings.Join(need, "; ") + "."
+	return []string{msg, "Or spend more on the estimate: " + strings.Join(need, "; ") + "."}
 }
 
 // spend says what ε an estimate of some quality needs and, when the budget allows it,

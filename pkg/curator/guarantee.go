@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -214,25 +214,12 @@ func (c *Curator) scalingNote() string {
 	if sc.Mode != dataset.ScalePrivate {
 		return ""
 	}
-	s := "the scaling's feature bounds were estimated from the data with ε_s=" + shareEpsilon(sc.Epsilon)
+	f, t := estimateParts(sc.Epsilon, sc.TargetEpsilon, sc.Delta)
+	s := "the scaling's feature bounds were estimated from the data with " + f
 	if sc.TargetEpsilon > 0 {
-		s += " (and the target's range with ε=" + shareEpsilon(sc.TargetEpsilon) + ")"
+		s += " (and the target's range with " + t + ")"
 	}
 	return s + " under the " + string(AnswerRelation) + " neighbour relation, once for the dataset, which adds to any whole-patient ε"
-}
-
-// shareEpsilon states the ε of a part of the private scaling estimate: as it is when
-// its shortest decimal has at most four significant digits (an ε the operator set, such
-// as 0.1), otherwise rounded up to three (dp.RoundUpEpsilon): the parts are shares such
-// as 2·10/11 = 1.8181818181818181, which the text states as 1.82, never below the ε
-// charged. The ledger keeps them exact.
-func shareEpsilon(eps float64) string {
-	s := strconv.FormatFloat(eps, 'g', -1, 64)
-	digits := strings.TrimLeft(strings.ReplaceAll(s, ".", ""), "0")
-	if !strings.ContainsAny(s, "e") && len(digits) <= 4 {
-		return s
-	}
-	return dp.RoundUpEpsilon(eps)
 }
 
 // unitText is Dataset.Unit ending in a full stop ("" if there is none).
@@ -264,9 +251,10 @@ func (c *Curator) OutputGuarantee() string {
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
 		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
 		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again"
-	if o.RangeEpsilon > 0 {
-		once += fmt.Sprintf("; the range [%g, %g] was estimated from the data with ε=%s under the %s neighbour relation, once for the dataset "+
-			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", o.Lower, o.Upper, shareEpsilon(o.RangeEpsilon), AnswerRelation)
+	if p := o.RangeEstimate; p.Target {
+		_, part := estimateParts(p.EpsilonFeatures, p.EpsilonTarget, p.Delta)
+		once += fmt.Sprintf("; the range [%s, %s] was estimated from the data with %s under the %s neighbour relation, once for the dataset "+
+			"(charged to the curator's own account), which adds to the whole-patient ε of everything released", figure.Text(o.Lower), figure.Text(o.Upper), part, AnswerRelation)
 	}
 	g := c.out.mech.Guarantee()
 	if g.Holds() {

@@ -28,10 +28,10 @@ type OutputPrivacy struct {
 	Mechanism      string
 	Epsilon, Delta float64
 	Lower, Upper   float64
-	// RangeEpsilon is the ε spent estimating [Lower, Upper] from the data (record
-	// relation, once for the dataset, by the curator's own account); 0 when the range
-	// is public. The answers' guarantee states it.
-	RangeEpsilon float64
+	// RangeEstimate is the private scaling estimate [Lower, Upper] came from (record
+	// relation, once for the dataset, by the curator's own account); its Target is false
+	// when the range is public. The answers' guarantee states its part of the estimate.
+	RangeEstimate ScalingPlan
 }
 
 // DefaultOutputEpsilon is the ε of each private answer when the daemon's operator

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"go.uber.org/zap"
 
 	"github.com/privbo/privbo/pkg/dataset"
@@ -197,7 +198,7 @@ func privateScaling(ctx context.Context, store Ledger, datasetID string, sc data
 	logEst := func(est scalingEstimate, replayed bool) {
 		b, _ := json.Marshal(est)
 		log.Info("private scaling estimate (differentially private; for the operator only)", zap.String("key", key), zap.Bool("reused", replayed),
-			zap.Float64("epsilon_features", p.EpsilonFeatures), zap.Float64("epsilon_target", p.EpsilonTarget), zap.Float64("delta", p.Delta), zap.String("bounds", string(b)))
+			zap.String("parts", p.describe(raw)), zap.String("bounds", string(b)))
 	}
 	if rec, ok, err := store.Get(ctx, acct, key); err != nil {
 		return scalingEstimate{}, fmt.Errorf("server: reading the scaling estimate from the ledger: %w", err)
@@ -306,18 +307,38 @@ func answerRange(lo, hi float64) (float64, float64) {
 // describe is the ledger record's description: what was estimated, with which ε and δ.
 func (p ScalingPlan) describe(raw *dataset.Raw) string {
 	var parts []string
+	f, t := estimateParts(p.EpsilonFeatures, p.EpsilonTarget, p.Delta)
 	if p.Features {
-		parts = append(parts, fmt.Sprintf("bounds of %d feature columns (ε=%g of it)", raw.D, p.EpsilonFeatures))
+		parts = append(parts, fmt.Sprintf("bounds of %d feature columns (%s of it)", raw.D, f))
 	}
 	if p.Target {
-		parts = append(parts, fmt.Sprintf("the range of target %s (ε=%g of it)", raw.Target, p.EpsilonTarget))
+		parts = append(parts, fmt.Sprintf("the range of target %s (%s of it)", raw.Target, t))
 	}
 	mech := "noisy log-histograms, discrete Gaussian noise, zCDP"
 	if p.Delta == 0 {
 		mech = "noisy log-histograms, discrete Laplace noise"
 	}
 	return "private scaling estimate (" + mech + ", record replacement; share " +
-		strconv.FormatFloat(p.Share, 'g', -1, 64) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
+		figure.Text(p.Share) + " of the budget): " + strings.Join(parts, " and ") + ", one release of " + p.Privacy().String()
+}
+
+// estimateParts states the parts of a private scaling estimate, the feature bounds
+// (ε features) and the target's range (ε target), one release of (features + target, δ).
+// With δ > 0 the release is ρ-zCDP, ρ = dp.ZCDPRho(ε, δ), split between the columns'
+// histograms in proportion to the parts' ε (package dataset), so a part is its share
+// of ρ, with the ε that share alone converts to at δ (dp.ZCDPEpsilon), which is more
+// than its linear share of ε. With δ = 0 the release is pure ε-DP and the parts are ε
+// shares (basic composition). A part that is the whole release is its ε.
+func estimateParts(features, target, delta float64) (string, string) {
+	total := features + target
+	part := func(eps float64) string {
+		if eps == total || delta == 0 {
+			return "ε=" + figure.Up(eps)
+		}
+		rho := dp.ZCDPRho(total, delta) * eps / total
+		return fmt.Sprintf("ρ=%s of zCDP, ε=%s at δ=%s", figure.Up(rho), figure.Up(dp.ZCDPEpsilon(rho, delta)), figure.Text(delta))
+	}
+	return part(features), part(target)
 }
 
 // check verifies that a stored estimate covers what p needs of raw.

@@ -17,7 +17,8 @@ import (
 
 // TestPrivateScalingDescription pins the guarantee text the private scaling estimate's
 // ledger record states: the mechanism, the neighbour relation (record replacement), the
-// share of the budget, the ε of each part and the (ε, δ) of the one release.
+// share of the budget, each part's share of ρ with its ε (TestEstimateParts computes
+// them) and the (ε, δ) of the one release.
 func TestPrivateScalingDescription(t *testing.T) {
 	raw := &dataset.Raw{D: 10, Target: "progression"}
 	for _, tc := range []struct {
@@ -26,7 +27,7 @@ func TestPrivateScalingDescription(t *testing.T) {
 	}{
 		{ScalingPlan{Features: true, Target: true, EpsilonFeatures: 5 * 10.0 / 11, EpsilonTarget: 5.0 / 11, Delta: 2.5e-6, Share: 0.25},
 			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.25 of the budget): " +
-				"bounds of 10 feature columns (ε=4.545454545454546 of it) and the range of target progression (ε=0.45454545454545453 of it), one release of ε = 5, δ = 2.5e-06"},
+				"bounds of 10 feature columns (ρ=0.4496 of zCDP, ε=4.737 at δ=2.5e-06 of it) and the range of target progression (ρ=0.04496 of zCDP, ε=1.33 at δ=2.5e-06 of it), one release of ε = 5, δ = 2.5e-06"},
 		{ScalingPlan{Features: true, EpsilonFeatures: 2, Delta: 1e-7, Share: 0.1},
 			"private scaling estimate (noisy log-histograms, discrete Gaussian noise, zCDP, record replacement; share 0.1 of the budget): " +
 				"bounds of 10 feature columns (ε=2 of it), one release of ε = 2, δ = 1e-07"},

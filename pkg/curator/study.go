@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/noise"
@@ -58,10 +59,12 @@ type StudyCapacity struct {
 	R                 int
 	ProjectionNoiseSD float64
 	// AnswersMechanism, AnswersNoiseSD and [Lower, Upper]: the noise of each answer
-	// against the target's public range (0 for exact answers).
+	// against the target's range (0 for exact answers), which is public unless
+	// RangeEstimated (estimated privately, OutputPrivacy.RangeEstimate).
 	AnswersMechanism string
 	AnswersNoiseSD   float64
 	Lower, Upper     float64
+	RangeEstimated   bool
 }
 
 // DefaultStudy sizes the default study, once per curator. Its projection's ε is
@@ -155,7 +158,7 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 	o := c.out.cfg
 	out := StudyCapacity{StudySize: s, Own: own,
 		PerIdentity: fitCount(lim.PerIdentity, t), Dataset: fitCount(room, t), DatasetLeft: fitCount(b.DatasetRemaining, t),
-		AnswersMechanism: c.out.name(), AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper}
+		AnswersMechanism: c.out.name(), AnswersNoiseSD: c.out.noiseSD(), Lower: o.Lower, Upper: o.Upper, RangeEstimated: o.RangeEstimate.Target}
 	if s.Projection.Delta > 0 {
 		a, err := projection.AutoDimensionFor(c.ds.N, c.ds.D, c.proj, s.Projection.Epsilon, s.Projection.Delta, autoSquaredDistance)
 		if err != nil {
@@ -166,25 +169,31 @@ func (c *Curator) StudyCapacity(ctx context.Context) (StudyCapacity, error) {
 	return out, nil
 }
 
-// Statement is the capacity in words, for the operator's start-up log: the default
-// study, the noise of its releases, and how many such studies the budgets hold.
+// Statement is the capacity in words, for the operator's start-up log, in at most 300
+// characters: the default study, the noise of its answers against the target's range
+// (public, or estimated privately), and how many such studies the budgets hold. The
+// log line's fields carry the rest.
 func (s StudyCapacity) Statement() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "default study (what a modeler naming no ε, δ is quoted): a projection at ε=%g, δ=%g", s.Projection.Epsilon, s.Projection.Delta)
+	fmt.Fprintf(&b, "Default study: a projection at ε=%s, δ=%s", figure.Text(s.Projection.Epsilon), figure.Text(s.Projection.Delta))
 	if s.R > 0 {
-		fmt.Fprintf(&b, " (r=%d chosen from n, d, ε, δ: noise sd %.4g per entry)", s.R, s.ProjectionNoiseSD)
+		fmt.Fprintf(&b, " (r=%d)", s.R)
 	}
 	if s.Answers.IsZero() {
 		b.WriteString(" and exact answers (no charge)")
 	} else {
-		fmt.Fprintf(&b, " and the answers' one charge ε=%g, δ=%g (%s: answer noise sd %.4g against the target's public range [%g, %g], width %.4g)",
-			s.Answers.Epsilon, s.Answers.Delta, s.AnswersMechanism, s.AnswersNoiseSD, s.Lower, s.Upper, s.Upper-s.Lower)
+		rng := "public"
+		if s.RangeEstimated {
+			rng = "privately estimated"
+		}
+		fmt.Fprintf(&b, " and %s answers at ε=%s (noise sd %s on the target's %s range [%s, %s])", s.AnswersMechanism,
+			figure.Text(s.Answers.Epsilon), figure.Text(s.AnswersNoiseSD), rng, figure.Text(s.Lower), figure.Text(s.Upper))
 	}
-	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", studies(s.PerIdentity), studies(s.Dataset))
+	fmt.Fprintf(&b, "; one identity's budget holds %s, the dataset cap %s", Studies(s.PerIdentity), Studies(s.Dataset))
 	if !s.Own.IsZero() {
-		fmt.Fprintf(&b, " besides the curator's own ε=%g, δ=%g (the private scaling estimate)", s.Own.Epsilon, s.Own.Delta)
+		b.WriteString(" after the curator's own estimate")
 	}
-	fmt.Fprintf(&b, ", of which %s still fit", studies(s.DatasetLeft))
+	fmt.Fprintf(&b, "; %d still fit.", s.DatasetLeft)
 	return b.String()
 }
 
@@ -194,7 +203,8 @@ func (s StudyCapacity) Worth() worth.Forecast {
 	return worth.Study(s.AnswersNoiseSD, s.Lower, s.Upper, s.Answers.Epsilon)
 }
 
-func studies(n int) string {
+// Studies is "1 default study" or "n default studies".
+func Studies(n int) string {
 	if n == 1 {
 		return "1 default study"
 	}

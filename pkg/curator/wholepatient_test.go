@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
@@ -142,7 +143,7 @@ func TestWholePatientUnitAndPrivateScaling(t *testing.T) {
 	}
 
 	c, led := scaledCurator(t, 20, dataset.Scaling{Mode: dataset.ScalePrivate, Epsilon: 0.1})
-	note := "; the scaling's feature bounds were estimated from the data with ε_s=0.1 (and the target's range with ε=0.05) " +
+	note := "; the scaling's feature bounds were estimated from the data with ε=0.1 (and the target's range with ε=0.05) " +
 		"under the record neighbour relation, once for the dataset, which adds to any whole-patient ε"
 	want = testHead + testWhole50 + note + "."
 	if got := c.ProjectionGuarantee(1, 1e-5); got != want {
@@ -226,19 +227,29 @@ func TestNominalFiguresBoundEveryRelease(t *testing.T) {
 	}
 }
 
-// TestShareEpsilon: the ε of a part of the private scaling estimate is stated as set
-// when it is a short decimal, and rounded up to three digits when it is a share such as
-// 2·10/11 — never below the ε charged, never as float noise.
-func TestShareEpsilon(t *testing.T) {
-	for _, tc := range []struct {
-		eps  float64
-		want string
-	}{
-		{0.1, "0.1"}, {0.05, "0.05"}, {2, "2"}, {1.25, "1.25"},
-		{2 * 10.0 / 11, "1.82"}, {2.0 / 11, "0.182"}, {5.0 / 11, "0.455"}, {1e-7 / 3, "3.34e-08"},
-	} {
-		if got := shareEpsilon(tc.eps); got != tc.want {
-			t.Errorf("shareEpsilon(%v) = %s, want %s", tc.eps, got, tc.want)
-		}
+// TestEstimateParts: the parts of the private scaling estimate are stated as their
+// shares of its zCDP budget ρ, each with the ε that share converts to at the
+// estimate's δ — not as linear shares of ε, which understate them (the audit's
+// "ε = 0.091" for a target's range that is ε = 0.283 at the same δ). Expected figures
+// are computed from the parameters: diabetes' 10 features and target at ε_s = 1,
+// δ_s = 1e-7, split 10:1; with δ = 0 the parts are ε shares; a lone part is the whole.
+func TestEstimateParts(t *testing.T) {
+	const eps, delta, d = 1.0, 1e-7, 10.0
+	rho := dp.ZCDPRho(eps, delta)
+	rf, rt := rho*d/(d+1), rho/(d+1)
+	f, tg := estimateParts(eps*d/(d+1), eps/(d+1), delta)
+	wantF := "ρ=" + figure.Up(rf) + " of zCDP, ε=" + figure.Up(dp.ZCDPEpsilon(rf, delta)) + " at δ=1e-07"
+	wantT := "ρ=" + figure.Up(rt) + " of zCDP, ε=" + figure.Up(dp.ZCDPEpsilon(rt, delta)) + " at δ=1e-07"
+	if f != wantF || tg != wantT {
+		t.Errorf("estimateParts(%g, %g, %g) = %q, %q; want %q, %q", eps*d/(d+1), eps/(d+1), delta, f, tg, wantF, wantT)
+	}
+	if linear := eps / (d + 1); !(dp.ZCDPEpsilon(rt, delta) > 2*linear) || strings.Contains(tg, "ε="+figure.Up(linear)) {
+		t.Errorf("the target's part %q states its linear share ε=%s, or its converted ε is not above twice it", tg, figure.Up(linear))
+	}
+	if f, tg := estimateParts(2*d/(d+1), 2/(d+1), 0); f != "ε="+figure.Up(2*d/(d+1)) || tg != "ε="+figure.Up(2/(d+1)) {
+		t.Errorf("pure ε-DP parts = %q, %q; want ε shares", f, tg)
+	}
+	if f, _ := estimateParts(eps, 0, delta); f != "ε=1" {
+		t.Errorf("a lone part = %q, want the whole estimate's ε=1", f)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+
+	"github.com/privbo/privbo/internal/figure"
 )
 
 // DisplayDigits is the number of significant decimal digits of the figures
@@ -127,7 +129,7 @@ func FormatBound(x *big.Rat) string {
 func PatientStatement(who string, t PatientTotal, cap Cost) string {
 	capText := "no whole-patient cap is set"
 	if cap.Epsilon > 0 {
-		capText = fmt.Sprintf("the ledger caps it at ε = %g, δ = %g", cap.Epsilon, cap.Delta)
+		capText = fmt.Sprintf("the ledger caps it at ε = %s, δ = %s", figure.Text(cap.Epsilon), figure.Text(cap.Delta))
 	}
 	if !t.Bounded() {
 		return fmt.Sprintf("Whole patient (%s): NOT BOUNDED — %d of %d releases have no finite guarantee for replacing one patient's record by any other "+
@@ -135,6 +137,14 @@ func PatientStatement(who string, t PatientTotal, cap Cost) string {
 			"the others add up to ε = %s, δ = %s; %s.", who, t.Unbounded, t.Charges, FormatBound(t.Epsilon), FormatBound(t.Delta), capText)
 	}
 	return fmt.Sprintf("Whole patient (%s): no patient can lose more than ε = %s, δ = %s from these releases — each release's (ε, δ) "+
-		"for replacing one patient's record by any other, added by basic composition over %d releases and every neighbour relation; %s.",
-		who, FormatBound(t.Epsilon), FormatBound(t.Delta), t.Charges, capText)
+		"for replacing one patient's record by any other, added by basic composition over %s and every neighbour relation; %s.",
+		who, FormatBound(t.Epsilon), FormatBound(t.Delta), releasesText(t.Charges), capText)
+}
+
+// releasesText is "1 release" or "n releases".
+func releasesText(n int64) string {
+	if n == 1 {
+		return "1 release"
+	}
+	return strconv.FormatInt(n, 10) + " releases"
 }

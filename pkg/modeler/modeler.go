@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/gpucb"
 	"github.com/privbo/privbo/pkg/noise"
 	"github.com/privbo/privbo/pkg/study"
@@ -383,7 +384,7 @@ func answersGuarantee(mechanism, stated string, exact bool, eps, delta float64) 
 	case exact:
 		return "no guarantee (ε = ∞): exact answers"
 	}
-	return fmt.Sprintf("each answer (ε=%g, δ=%g)-DP (%s mechanism), as the curator's settings state", eps, delta, mechanism)
+	return fmt.Sprintf("each answer (ε=%s, δ=%s)-DP (%s mechanism), as the curator's settings state", figure.Up(eps), figure.Up(delta), mechanism)
 }
 
 // protectionOf is the Protection of a stored release.

@@ -416,7 +416,7 @@ func wholePatientProto(b ledger.PatientBalance) *curatorv1.WholePatientBudget {
 		Bounded: b.IdentityTotal.Bounded(), DatasetBounded: b.DatasetTotal.Bounded(),
 		EpsilonLimit: b.Limits.PerIdentity.Epsilon, DeltaLimit: b.Limits.PerIdentity.Delta,
 		DatasetEpsilonLimit: b.Limits.Dataset.Epsilon, DatasetDeltaLimit: b.Limits.Dataset.Delta,
-		Statement: ledger.PatientStatement(fmt.Sprintf("identity %s on dataset %s: every release to it", b.Account.Identity, b.Account.Dataset), b.IdentityTotal, b.Limits.PerIdentity),
+		Statement: ledger.PatientStatement(fmt.Sprintf("identity %s on dataset %s: every release to it, plus the dataset's estimate if the curator made one, counted in the dataset's total", b.Account.Identity, b.Account.Dataset), b.IdentityTotal, b.Limits.PerIdentity),
 	}
 	if w.Bounded {
 		w.EpsilonSpent, w.DeltaSpent = id.Epsilon, id.Delta

@@ -2,9 +2,8 @@ package server
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/ledger"
 )
@@ -20,41 +19,44 @@ func (s *Server) LimitsStart() ledger.LimitsStart { return s.limitsStart }
 
 func (s *Server) patientStatement() []string {
 	cfg, st := s.cfg, s.study
-	fmtCost := func(c ledger.PatientCost) string {
+	// fmtCost states a whole-patient cost, with extra (the curator's own estimate, which
+	// every identity's releases depend on) before the words on what the figure protects.
+	fmtCost := func(c ledger.PatientCost, extra string) string {
 		if c.Unbounded {
 			return "NOT BOUNDED"
 		}
-		return fmt.Sprintf("ε=%s, δ=%g", roundUp(c.Epsilon), c.Delta)
+		return fmt.Sprintf("ε=%s, δ=%s", figure.Up(c.Epsilon), figure.Text(c.Delta)) + extra + figure.WholeRecordWords(c.Epsilon)
+	}
+	// Each identity's total leaves out the curator's own estimate: the texts add it
+	// (docs/PRIVACY.md, section 0).
+	own := ""
+	if !st.Own.IsZero() {
+		own = fmt.Sprintf(" plus the curator's own estimate (ε=%s, δ=%s)", figure.Up(st.Own.Epsilon), figure.Text(st.Own.Delta))
 	}
 	var out []string
 	l := cfg.LedgerLimits().Patient
 	if l.Enabled() {
-		out = append(out, fmt.Sprintf("whole patient: the ledger caps what one patient can lose, over every relation and release: %s for each identity, %s for all of them together (dataset %s)",
-			capText(l.PerIdentity), capText(l.Dataset), cfg.DatasetID))
+		out = append(out, fmt.Sprintf("Whole patient: the ledger caps what one patient can lose at %s for each identity%s, and at %s for all of them together.",
+			capText(l.PerIdentity), own, capText(l.Dataset)))
 	} else {
-		out = append(out, fmt.Sprintf("whole patient: no cap on what one patient can lose over all relations ("+s.cfg.Flag(&s.cfg.PatientBudget.Epsilon)+"); the ledger keeps the total "+
-			"(curator ledger, GetBudget, /metrics) and only the per-relation caps bound it, as follows (dataset %s)", cfg.DatasetID))
+		out = append(out, "Whole patient: no cap on what one patient can lose over all relations ("+cfg.Flag(&cfg.PatientBudget.Epsilon)+"); "+
+			"the per-relation caps bound it, and curator ledger shows the total.")
 	}
 	proj := s.curator.WholePatientOf(st.Projection.Epsilon, st.Projection.Delta)
 	ans := ledger.DefaultPatientCost(curator.AnswerRelation, st.Answers)
-	study := sumPatient(proj, ans)
-	out = append(out, fmt.Sprintf("whole patient: one default study (a projection at ε=%g, δ=%g and the answers at ε=%g, δ=%g) costs a whole patient %s "+
-		"(the projection %s by group privacy at the clip diameter, the answers %s as stated)",
-		st.Projection.Epsilon, st.Projection.Delta, st.Answers.Epsilon, st.Answers.Delta, fmtCost(study), fmtCost(proj), fmtCost(ans)))
+	out = append(out, fmt.Sprintf("Whole patient: one default study costs a whole patient %s.", fmtCost(sumPatient(proj, ans), " (its projection by group privacy at the clip diameter)"+own)))
 	fu := s.curator.WholePatientOf(cfg.DatasetBudget.Epsilon, cfg.DatasetBudget.Delta)
-	full := fmt.Sprintf("whole patient: one projection spending the dataset's feature-unit cap (ε=%g, δ=%g) would cost a whole patient %s; "+
-		"record-level releases (answers, estimates) cost what they state, up to the record cap",
-		cfg.DatasetBudget.Epsilon, cfg.DatasetBudget.Delta, fmtCost(fu))
+	out = append(out, fmt.Sprintf("Whole patient: one projection spending the dataset's feature-unit cap would cost a whole patient %s; record-level releases cost what they state.", fmtCost(fu, "")))
 	if cfg.Jobs.Enabled {
 		tar := ledger.DefaultPatientCost(ledger.RelationTrainingAddRemove, cfg.DatasetBudget)
-		full += fmt.Sprintf("; DP-HyPO jobs (one training record added or removed) cost a whole patient their replacement, two steps: at most %s for the cap", fmtCost(tar))
+		out = append(out, fmt.Sprintf("Whole patient: DP-HyPO jobs cost a whole patient two add/remove steps, at most %s for the cap.", fmtCost(tar, "")))
 		if cfg.Jobs.TrainingConsented {
-			full += "; Kusner jobs their validation part's (ε, δ), the operator having declared the training part consented (" + s.cfg.Flag(&s.cfg.Jobs.TrainingConsented) + ")"
+			out = append(out, "Whole patient: Kusner jobs cost their validation part's (ε, δ), the training part being declared consented ("+cfg.Flag(&cfg.Jobs.TrainingConsented)+").")
 		} else {
-			full += "; Kusner jobs are NOT BOUNDED for a patient of the training part, which they use without any mechanism (" + s.cfg.Flag(&s.cfg.Jobs.TrainingConsented) + " declares it consented)"
+			out = append(out, "Whole patient: Kusner jobs are NOT BOUNDED for a patient of the training part ("+cfg.Flag(&cfg.Jobs.TrainingConsented)+" declares it consented).")
 		}
 	}
-	return append(out, full)
+	return out
 }
 
 // capText prints a whole-patient cap ("no cap" for ε 0).
@@ -62,16 +64,7 @@ func capText(c ledger.Cost) string {
 	if c.Epsilon == 0 {
 		return "no cap"
 	}
-	return fmt.Sprintf("ε=%g, δ=%g", c.Epsilon, c.Delta)
-}
-
-// roundUp prints ε to three significant digits, rounded up (a bound stays a bound).
-func roundUp(e float64) string {
-	if e == 0 || math.IsInf(e, 0) {
-		return strconv.FormatFloat(e, 'g', -1, 64)
-	}
-	p := math.Pow(10, math.Floor(math.Log10(e))-2)
-	return strconv.FormatFloat(math.Ceil(e/p)*p, 'g', 3, 64)
+	return fmt.Sprintf("ε=%s, δ=%s", figure.Text(c.Epsilon), figure.Text(c.Delta))
 }
 
 func sumPatient(ps ...ledger.PatientCost) ledger.PatientCost {

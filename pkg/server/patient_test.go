@@ -46,11 +46,11 @@ func TestWholePatientReported(t *testing.T) {
 	// private scaling estimate.
 	if want := w.GetEpsilon() + 1; !wp.GetBounded() || wp.GetEpsilonSpent() != want || wp.GetDeltaSpent() != 1e-5 ||
 		!(wp.GetDatasetEpsilonSpent() > want) || wp.GetEpsilonLimit() != 0 || wp.GetEpsilonRemaining() != 0 ||
-		!strings.HasPrefix(wp.GetStatement(), "Whole patient (identity acme on dataset diabetes: every release to it): no patient can lose more than ε = ") {
+		!strings.HasPrefix(wp.GetStatement(), "Whole patient (identity acme on dataset diabetes: every release to it, plus the dataset's estimate if the curator made one, counted in the dataset's total): no patient can lose more than ε = ") {
 		t.Errorf("GetBudget whole patient = %v, want ε %g, δ 1e-5, no cap", wp, want)
 	}
 	lines := strings.Join(c.Server.PatientStatement(), "\n")
-	for _, want := range []string{"whole patient: no cap on what one patient can lose", "one default study", "costs a whole patient ε=",
+	for _, want := range []string{"Whole patient: no cap on what one patient can lose", "one default study", "costs a whole patient ε=",
 		"one projection spending the dataset's feature-unit cap"} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("start statement lacks %q:\n%s", want, lines)

@@ -9,14 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/internal/testlog"
 	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
+	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/ledger"
 	"github.com/privbo/privbo/pkg/storage"
 )
@@ -239,8 +240,7 @@ func TestOutputRangePrecedence(t *testing.T) {
 // columns) is coarse: a WARNING, logged before the estimate's charge and returned by
 // CheckReport, with the schema lines that would replace it; at ε = 2 (ε_s = 0.2) it is
 // poor: Start and Check refuse with the same lines and the share that would do, and
-// the ledger holds nothing. Start also hands the warning to Config.Warn, for the command
-// line to print.
+// the ledger holds nothing. Start logs the warning once, as CheckReport says it.
 func TestScalingForecast(t *testing.T) {
 	lines := []string{"column,lower,upper", "age,LOWER,UPPER", "s6,LOWER,UPPER", "progression,LOWER,UPPER"}
 	t.Run("coarse warns", func(t *testing.T) {
@@ -263,17 +263,17 @@ func TestScalingForecast(t *testing.T) {
 		}
 		log, logs := testlog.New()
 		cfg.Logger = log
-		var told []string
-		cfg.Warn = func(w string) { told = append(told, w) }
 		srv, err := Start(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv.Shutdown(context.Background())
-		if !slices.Equal(told, rep.Warnings) {
-			t.Errorf("Start told Config.Warn %q, want what CheckReport said, %q", told, rep.Warnings)
-		}
 		text := logs.String()
+		for _, w := range rep.Warnings {
+			if n := strings.Count(text, strings.Split(w, "\n")[0]); n != 1 {
+				t.Errorf("Start logged the warning %q %d times, want once:\n%s", w, n, text)
+			}
+		}
 		warn, charged := strings.Index(text, "will be coarse"), strings.Index(text, "private scaling estimate (differentially private")
 		if warn < 0 || charged < 0 || warn > charged || !strings.Contains(text[:charged], `"level":"warn"`) {
 			t.Errorf("Start logged the coarse forecast at %d and the estimate at %d; want a warning before the estimate:\n%s", warn, charged, text)
@@ -431,8 +431,15 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 			t.Errorf("a bound or the width prints as %s: want at most four significant digits and no exponent", b)
 		}
 	}
-	epsT := 0.1 * cfg.Budget.Epsilon / float64(ds.D+1)
-	epsTText := strconv.FormatFloat(math.Ceil(epsT*1000)/1000, 'f', -1, 64) // 0.182: rounded up, three digits
+	// The estimate is one zCDP release of ρ at (ε_s, δ_s) = 0.1 × the budget, split
+	// between the columns: the target's part is ρ/(d+1), stated with the ε it converts
+	// to at δ_s, the features' ρ·d/(d+1) (not linear shares of ε_s).
+	epsS, deltaS := 0.1*cfg.Budget.Epsilon, 0.1*cfg.Budget.Delta
+	rho, d := dp.ZCDPRho(epsS, deltaS), float64(ds.D)
+	part := func(r float64) string {
+		return "ρ=" + figure.Up(r) + " of zCDP, ε=" + figure.Up(dp.ZCDPEpsilon(r, deltaS)) + " at δ=" + figure.Text(deltaS)
+	}
+	epsTText := part(rho / (d + 1))
 	rng := "[" + lo + ", " + hi + "]"
 	want := "each answer (ε=1, δ=0)-DP under the record neighbour relation (one record replaced by any other): mechanism laplace, " +
 		"the recorded value clipped to " + rng + " plus Laplace noise calibrated to the sensitivity " + fmt.Sprint(out.Upper-out.Lower) + "; " +
@@ -440,17 +447,16 @@ func TestEstimatedRangeStatedAsUsed(t *testing.T) {
 		"so an identity is charged (ε, δ) once for all its answers; each identity gets fresh noise and pays once; " +
 		"a query may ask for a clip range inside the public one, whose fresh answers carry noise calibrated to its width at the same (ε, δ) and cost nothing more; " +
 		"a confirmation pass (rows answered again with fresh noise, each at most once in the pass) is a new release, charged (ε, δ) again; " +
-		"the range " + rng + " was estimated from the data with ε=" + epsTText + " under the record neighbour relation, once for the dataset " +
+		"the range " + rng + " was estimated from the data with " + epsTText + " under the record neighbour relation, once for the dataset " +
 		"(charged to the curator's own account), which adds to the whole-patient ε of everything released; " +
 		"whole patient: the same (ε=1, δ=0), the relation being record-level already (every answer lies in " + rng + " whatever the patient, " +
 		"so replacing a whole patient moves it by at most the sensitivity)"
 	if g != want {
 		t.Errorf("answers' guarantee\n got: %s\nwant: %s", g, want)
 	}
-	epsF := 0.1 * cfg.Budget.Epsilon * float64(ds.D) / float64(ds.D+1) // 1.8181…, stated 1.82
-	note := "; the scaling's feature bounds were estimated from the data with ε_s=" + strconv.FormatFloat(math.Ceil(epsF*100)/100, 'f', -1, 64) +
-		" (and the target's range with ε=" + epsTText + ") under the record neighbour relation, once for the dataset, which adds to any whole-patient ε. Query answers: "
-	if !strings.Contains(stmt, note) || strings.Contains(stmt, "e-07") {
+	note := "; the scaling's feature bounds were estimated from the data with " + part(rho*d/(d+1)) +
+		" (and the target's range with " + epsTText + ") under the record neighbour relation, once for the dataset, which adds to any whole-patient ε. Query answers: "
+	if !strings.Contains(stmt, note) || longDecimal.MatchString(stmt) {
 		t.Errorf("guarantee statement lacks %q, or shows float noise:\n%s", note, stmt)
 	}
 }

@@ -395,16 +395,16 @@ func logStudy(log *zap.Logger, s curator.StudyCapacity) {
 }
 
 // StudyWarning is the warning due when the budgets hold fewer than two default studies
-// in the dataset cap (or none per identity), "" otherwise.
+// in the dataset cap (or none per identity), "" otherwise: at most 300 characters, the
+// default study's size being in the start-up's statement of it.
 func StudyWarning(s curator.StudyCapacity) string {
 	var c config.Config // names the settings
 	if s.Dataset >= 2 && s.PerIdentity >= 1 {
 		return ""
 	}
-	return fmt.Sprintf("WARNING: the dataset cap holds %d default studies and one identity's budget %d (a default study is a projection at ε=%g, δ=%g "+
-		"and the answers at ε=%g, δ=%g), so modelers that name no ε, δ cannot all complete one. Raise "+c.Flag(&c.DatasetBudget.Epsilon)+" (which weakens the bound on "+
-		"what all modelers together learn) or "+c.Flag(&c.Budget.Epsilon)+", or make the default study smaller ("+c.Flag(&c.DefaultStudy.Epsilon)+", "+c.Flag(&c.Output.Epsilon)+")",
-		s.Dataset, s.PerIdentity, s.Projection.Epsilon, s.Projection.Delta, s.Answers.Epsilon, s.Answers.Delta)
+	return fmt.Sprintf("WARNING: the dataset cap holds %s and one identity's budget %s, so not every modeler naming no ε, δ completes one. "+
+		"Raise %s (a weaker bound for all modelers) or %s, or shrink the default study (%s, %s).",
+		curator.Studies(s.Dataset), curator.Studies(s.PerIdentity), c.Flag(&c.DatasetBudget.Epsilon), c.Flag(&c.Budget.Epsilon), c.Flag(&c.DefaultStudy.Epsilon), c.Flag(&c.Output.Epsilon))
 }
 
 // DefaultStudy returns the default study and how many such studies the budgets held
@@ -677,9 +677,6 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 		}
 		for _, w := range warnings {
 			cfg.Logger.Warn(w)
-			if cfg.Warn != nil {
-				cfg.Warn(w)
-			}
 		}
 		if len(warnings) == 0 {
 			cfg.Logger.Info("private scaling estimate forecast", zap.String("forecast", f.String()))
@@ -705,8 +702,8 @@ func scaleDataset(ctx context.Context, store curator.Ledger, cfg *config.Config,
 		return nil, err
 	}
 	if p.Target {
-		// The range came from the private estimate: the answers' guarantee states its ε.
-		cfg.Output.RangeEpsilon = p.EpsilonTarget
+		// The range came from the private estimate: the answers' guarantee states its part.
+		cfg.Output.RangeEstimate = p
 	}
 	if err := cfg.Output.Validate(); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

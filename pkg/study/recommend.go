@@ -40,6 +40,6 @@ func AnswerNoiseText(op OutputPrivacy, sd float64) string {
 	case ratio >= 1:
 		share = fmt.Sprintf("%.2g times its width", ratio)
 	}
-	return fmt.Sprintf("sd %s per answer (%s mechanism) against the target's public range [%s, %s]: %s; %s",
+	return fmt.Sprintf("sd %s per answer (%s mechanism) against the target's range [%s, %s]: %s; %s",
 		g3(sd), op.Mechanism, g(op.Lower), g(op.Upper), share, says)
 }

@@ -239,7 +239,7 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 		if rel.Guarantee != "" {
 			add("guarantee", rel.Guarantee)
 		}
-		if rel.ProtectedUnit != "" {
+		if rel.ProtectedUnit != "" && !strings.Contains(rel.Guarantee, rel.ProtectedUnit) { // said once: the guarantee states it
 			add("protected unit", rel.ProtectedUnit)
 		}
 	}

@@ -52,7 +52,7 @@ func TestWriteReport(t *testing.T) {
 				`answer noise sd, on [0, 400]</div><div class="v">5.66e+04</div>`,
 				`highest noisy answer</div><div class="v">45</div>`, `row of the highest noisy answer</div><div class="v">2</div>`,
 				`Row <b>0</b> has the highest posterior mean among the 4 queried rows (maximize):`,
-				"Answer noise: sd 5.66e+04 per answer (laplace mechanism) against the target's public range [0, 400]: 141 times its width; a single answer says little about its row",
+				"Answer noise: sd 5.66e+04 per answer (laplace mechanism) against the target's range [0, 400]: 141 times its width; a single answer says little about its row",
 				"<h2>Highest answers (noisy answers, not the rows' values)</h2>", "<th>noisy answer</th>"}
 			at := -1
 			for _, want := range order {
@@ -231,6 +231,28 @@ func TestReportWholePatient(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if page := html.UnescapeString(string(b)); !strings.Contains(page, whole) || !strings.Contains(page, "whole patient") {
 		t.Errorf("report page lacks the whole-patient row")
+	}
+}
+
+// TestReportProtectedUnitOnce: the protected unit's paragraph is in the report once:
+// on its own row only when the guarantee does not already state it.
+func TestReportProtectedUnitOnce(t *testing.T) {
+	unit := "Neighbouring datasets differ in one record's feature vector by at most 1 in Euclidean norm after scaling."
+	rel := testRelease
+	rel.ProtectedUnit = unit
+	st := &Study{Name: "unit", Settings: testSettings, Connection: testConn, Release: &rel, InitialIndex: 0}
+	for _, g := range []string{
+		"(ε=1, δ=1e-05)-DP under the feature-unit neighbour relation: mechanism gaussian. One protected unit: " + unit,
+		"(ε=1, δ=1e-05)-DP under the feature-unit neighbour relation: mechanism gaussian.",
+	} {
+		rel.Guarantee = g
+		n := 0
+		for _, r := range privacyRows(st, nil) {
+			n += strings.Count(r[1], unit)
+		}
+		if n != 1 {
+			t.Errorf("guarantee %q: the protected unit appears %d times in the report's rows, want once", g, n)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package privacy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/privbo/privbo/internal/figure"
+)
 
 // Guarantee is what a mechanism states about one release, as data: its name, the
 // (ε, δ) and the relation they are stated for, how it works and where that is
@@ -37,10 +41,10 @@ func (g Guarantee) String() string {
 	case g.None:
 		return fmt.Sprintf("no guarantee (ε = ∞): %s (%s)", g.Method, g.Claim)
 	case g.Broken != "":
-		return fmt.Sprintf("mechanism %s (%s): (ε=%g, δ=%g) under the %s neighbour relation %s, which does not hold: %s",
-			g.Mechanism, g.Reference, g.Epsilon, g.Delta, g.Relation, g.Claim, g.Broken)
+		return fmt.Sprintf("mechanism %s (%s): (ε=%s, δ=%s) under the %s neighbour relation %s, which does not hold: %s",
+			g.Mechanism, g.Reference, figure.Up(g.Epsilon), figure.Up(g.Delta), g.Relation, g.Claim, g.Broken)
 	}
-	s := fmt.Sprintf("(ε=%g, δ=%g)-DP under the %s neighbour relation (%s): mechanism %s, %s", g.Epsilon, g.Delta, g.Relation, g.Neighbours, g.Mechanism, g.Method)
+	s := fmt.Sprintf("(ε=%s, δ=%s)-DP under the %s neighbour relation (%s): mechanism %s, %s", figure.Up(g.Epsilon), figure.Up(g.Delta), g.Relation, g.Neighbours, g.Mechanism, g.Method)
 	if g.Reference != "" {
 		s += " (" + g.Reference + ")"
 	}
