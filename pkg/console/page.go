@@ -92,7 +92,7 @@ func (p *page) patient(rep ledger.Report) {
 	p.Patient = table{Head: []string{"who", "ε", "δ", "reserved ε", "cap", "left"}}
 	for _, r := range append([]ledger.PatientRow{rep.Patient.Dataset}, rep.Patient.Identities...) {
 		c := r.Total.Cost()
-		w, delta, capText, leftText := who(r.Identity), fig(c.Delta), "none", "–"
+		w, delta, capText, leftText := who(r.Identity), fig(c.Delta), "no cap", "–"
 		if r.OverLimit {
 			w += " (over its cap)"
 		}
@@ -213,7 +213,7 @@ func (p *page) studies(ctx context.Context, cfg Config) error {
 	p.RankedAmong = rk.N()
 	for _, id := range ids {
 		t := table{Title: id.Identity, Head: []string{"order", "row", "true outcome", "rank", "percentile", "answer released", "answered at (UTC)"}}
-		answered, best, bestText, top := 0, 0, "none", 0
+		answered, best, bestText, top := 0, 0, "no answer", 0
 		for k, a := range id.Rows {
 			trueText, rankText, pctText := "–", "–", "–"
 			if v, ok := values[a.Index]; ok {
