@@ -34,8 +34,9 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 func (s *Server) newMetrics(dataset string) (*prometheus.Registry, *grpcprom.ServerMetrics) {
 	reg := prometheus.NewRegistry()
 	rpc := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(latencyBuckets)))
-	reg.MustRegister(rpc, newBudgetCollector(s, dataset), newStoredCollector(s, dataset),
+	reg.MustRegister(rpc, newBudgetCollector(s, dataset),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(s.storedQuotaGauges(dataset)...)
 	if m := s.memory; m != nil {
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "privbo_release_memory_limit_bytes",
@@ -67,6 +68,7 @@ type budgetCollector struct {
 	resEps, resDelta               *prometheus.Desc
 	limitEps, limitDelta           *prometheus.Desc
 	jobs                           *prometheus.Desc
+	stored                         storedDescs
 }
 
 func newBudgetCollector(s *Server, dataset string) *budgetCollector {
@@ -97,12 +99,14 @@ func newBudgetCollector(s *Server, dataset string) *budgetCollector {
 		limitEps:   scoped("privbo_budget_limit_epsilon", "The budget limit in force, ε, of each relation, by scope: identity (each identity's) or dataset (all identities together)."),
 		limitDelta: scoped("privbo_budget_limit_delta", "The budget limit in force, δ, of each relation, by scope (see privbo_budget_limit_epsilon)."),
 		jobs:       prometheus.NewDesc("privbo_jobs", "Jobs of the dataset by state (with a PostgreSQL ledger, every replica's: the same on each).", []string{"state"}, nil),
+		stored:     newStoredDescs(),
 	}
 }
 
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.patientEps, c.patientDelta, c.patientCapEps, c.patientCapDelta, c.spentEps, c.spentDelta,
-		c.remEps, c.remDelta, c.resEps, c.resDelta, c.limitEps, c.limitDelta, c.jobs} {
+		c.remEps, c.remDelta, c.resEps, c.resDelta, c.limitEps, c.limitDelta, c.jobs,
+		c.stored.bytes, c.stored.count} {
 		ch <- d
 	}
 }
@@ -118,6 +122,7 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		c.collectPatient(ch, rep)
 		c.collectRelations(ch, rep)
+		c.collectStored(ch, rep.Stored)
 	}
 	if c.s.jobs == nil {
 		return
