@@ -139,7 +139,7 @@ func (d *Dataset) RawRow(i int) []float64 {
 	return out
 }
 
-// LoadCSV reads and scales the CSV file at path: LoadRaw, then Raw.Scale
+// LoadCSV reads and scales the data file at path (CSV, or Parquet: LoadRaw): LoadRaw, then Raw.Scale
 // with opt.Scaling. Private mode needs bounds estimated from the data first
 // (LoadRaw, Raw.EstimateScaling, Raw.Scale); LoadCSV accepts it only with
 // the estimated bounds already in opt.Scaling.Schema. Errors are *ParseError
@@ -184,15 +184,25 @@ func checkBeforeRead(file string, s Scaling) error {
 
 var errPrivateNeedsBounds = errors.New("private scaling needs per-column bounds estimated from the data first: load the raw table (LoadRaw), charge the ε to the ledger, estimate the bounds (Raw.EstimateScaling or EstimateBounds), then Raw.Scale")
 
-// LoadRaw reads the CSV file at path without scaling it; see ParseRaw. The
-// Raw's Name is the file name without directory and extension.
+// LoadRaw reads the data file at path without scaling it: a Parquet file if
+// its name ends in .parquet (see the package documentation, "Input format"),
+// CSV otherwise (see ParseRaw). The Raw's Name is the file name without
+// directory and extension.
 func LoadRaw(path string, opt Options) (*Raw, error) {
 	f, err := openFile(path)
 	if err != nil {
 		return nil, &ParseError{File: path, Err: err}
 	}
 	defer f.Close()
-	r, err := parseRaw(f, path, opt)
+	var r *Raw
+	if isParquet(path) {
+		var t *parquetTable
+		if t, err = openParquet(f, path); err == nil {
+			r, err = parseTable(t, path, opt)
+		}
+	} else {
+		r, err = parseRaw(f, path, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
