@@ -240,7 +240,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 // table is a data file's cells, one record at a time: the lines of a CSV file
 // or the column chunks of a Parquet file.
 type table interface {
-	// header returns the column names, checked (headerIndex), and the header's
+	// header returns the column names, checked (checkHeader), and the header's
 	// line (0 if the file has none).
 	header() ([]string, int)
 	// use says which columns (header indices) read must fill; it refuses one
@@ -523,7 +523,7 @@ func enoughRows(n, missingTarget int) error {
 	return nil
 }
 
-// readHeader reads the header row: the column names, checked (headerIndex), and
+// readHeader reads the header row: the column names, checked (checkHeader), and
 // its line.
 func readHeader(cr *csv.Reader, file string) ([]string, int, error) {
 	rec, err := cr.Read()
