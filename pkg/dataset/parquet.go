@@ -26,16 +26,18 @@ type parquetTable struct {
 	names []string
 	cols  []*parquet.Column // top-level, header order
 
-	used    []int                            // header indices in use
-	text    []func(parquet.Value) string     // per column in use
-	readers []parquet.ColumnChunkValueReader // per column in use, of row group group-1
-	cells   [][]string                       // per column in use, the batch's cells
-	scratch []parquet.Value                  // values of one ReadValues call
-	rec     []string                         // the record read returns
-	group   int                              // next row group
-	left    int64                            // rows of the current row group not yet in a batch
-	i, n    int                              // next row in the batch, rows in the batch
-	row     int                              // rows read so far
+	used    []int                                // header indices in use
+	text    []func([]byte, parquet.Value) []byte // per column in use
+	readers []parquet.ColumnChunkValueReader     // per column in use, of row group group-1
+	cells   [][]string                           // per column in use, the batch's cells
+	scratch []parquet.Value                      // values of one ReadValues call
+	buf     []byte                               // one column's batch of cells, end to end
+	ends    []int                                // where each cell ends in buf
+	rec     []string                             // the record read returns
+	group   int                                  // next row group
+	left    int64                                // rows of the current row group not yet in a batch
+	i, n    int                                  // next row in the batch, rows in the batch
+	row     int                                  // rows read so far
 }
 
 // openParquet opens the Parquet file at path; the caller closes f.
@@ -77,7 +79,7 @@ func (t *parquetTable) header() ([]string, int) { return t.names, 0 }
 func (t *parquetTable) pos(int) int             { return t.row }
 
 func (t *parquetTable) use(cols []int) error {
-	t.used, t.text, t.cells = cols, make([]func(parquet.Value) string, len(cols)), make([][]string, len(cols))
+	t.used, t.text, t.cells = cols, make([]func([]byte, parquet.Value) []byte, len(cols)), make([][]string, len(cols))
 	for j, k := range cols {
 		fn, err := cellText(t.cols[k])
 		if err != nil {
@@ -85,7 +87,7 @@ func (t *parquetTable) use(cols []int) error {
 		}
 		t.text[j], t.cells[j] = fn, make([]string, parquetBatch)
 	}
-	t.rec, t.scratch = make([]string, len(t.names)), make([]parquet.Value, 256)
+	t.rec, t.scratch, t.ends = make([]string, len(t.names)), make([]parquet.Value, 256), make([]int, parquetBatch)
 	return nil
 }
 
@@ -123,16 +125,22 @@ func (t *parquetTable) fill() (err error) {
 	}
 	t.i, t.n = 0, int(min(t.left, parquetBatch))
 	for j, r := range t.readers {
+		t.buf = t.buf[:0]
 		for got := 0; got < t.n; {
 			// No value: the chunk ends before the row group's rows, or a page does not decode.
 			m, _ := r.ReadValues(t.scratch[:min(len(t.scratch), t.n-got)])
 			for _, v := range t.scratch[:m] { // converted before the next read releases the page
-				t.cells[j][got] = t.text[j](v)
+				t.buf = t.text[j](t.buf, v)
+				t.ends[got] = len(t.buf)
 				got++
 			}
 			if m == 0 {
 				return corruptParquet(t.file, fmt.Sprintf("row group %d of column %s", t.group, quoteName(t.names[t.used[j]])))
 			}
+		}
+		text, start := string(t.buf), 0 // one string per column and batch, not one per cell
+		for i, end := range t.ends[:t.n] {
+			t.cells[j][i], start = text[start:end], end
 		}
 	}
 	t.left -= int64(t.n)
@@ -151,12 +159,12 @@ func (t *parquetTable) close() {
 // (missing), a bool as 1 or 0, an integer or a decimal as its number, a float by the
 // shortest text that gives it back (the text a CSV export shows), text as itself. A
 // nested, repeated or other column (a date, a time) is refused.
-func cellText(c *parquet.Column) (func(parquet.Value) string, error) {
+func cellText(c *parquet.Column) (func([]byte, parquet.Value) []byte, error) {
 	typ := c.Type()
 	if !c.Leaf() || c.Repeated() {
 		return nil, errors.New("a nested or repeated Parquet column cannot be read as one value per row; exclude it")
 	}
-	var fn func(parquet.Value) string
+	var fn func([]byte, parquet.Value) []byte
 	lt := typ.LogicalType()
 	if lt == nil {
 		lt = &format.LogicalType{}
@@ -167,55 +175,57 @@ func cellText(c *parquet.Column) (func(parquet.Value) string, error) {
 	case *format.IntType:
 		fn = plainText(typ.Kind())
 		if !l.IsSigned {
-			fn = func(v parquet.Value) string { return strconv.FormatUint(v.Uint64()&(1<<l.BitWidth-1), 10) }
+			fn = func(b []byte, v parquet.Value) []byte { return strconv.AppendUint(b, v.Uint64()&(1<<l.BitWidth-1), 10) }
 		}
 	case *format.DecimalType:
-		fn = func(v parquet.Value) string { return decimalText(v) + "e-" + strconv.Itoa(int(l.Scale)) }
+		fn = func(b []byte, v parquet.Value) []byte {
+			return strconv.AppendInt(append(appendDecimal(b, v), "e-"...), int64(l.Scale), 10)
+		}
 	}
 	if fn == nil {
 		return nil, fmt.Errorf("a column of Parquet type %s is not read (numbers, booleans and text are); cast it to a number or text, or exclude it", typ)
 	}
-	return func(v parquet.Value) string {
+	return func(b []byte, v parquet.Value) []byte {
 		if v.IsNull() {
-			return ""
+			return b
 		}
-		return fn(v)
+		return fn(b, v)
 	}, nil
 }
 
 // plainText is cellText for a value of physical type k without a logical type that
 // changes its meaning; nil for INT96.
-func plainText(k parquet.Kind) func(parquet.Value) string {
+func plainText(k parquet.Kind) func([]byte, parquet.Value) []byte {
 	switch k {
 	case parquet.Boolean:
-		return func(v parquet.Value) string { return strconv.Itoa(b2i(v.Boolean())) }
+		return func(b []byte, v parquet.Value) []byte { return append(b, '0'+byte(b2i(v.Boolean()))) }
 	case parquet.Int32:
-		return func(v parquet.Value) string { return strconv.FormatInt(int64(v.Int32()), 10) }
+		return func(b []byte, v parquet.Value) []byte { return strconv.AppendInt(b, int64(v.Int32()), 10) }
 	case parquet.Int64:
-		return func(v parquet.Value) string { return strconv.FormatInt(v.Int64(), 10) }
+		return func(b []byte, v parquet.Value) []byte { return strconv.AppendInt(b, v.Int64(), 10) }
 	case parquet.Float:
-		return func(v parquet.Value) string { return strconv.FormatFloat(float64(v.Float()), 'g', -1, 32) }
+		return func(b []byte, v parquet.Value) []byte { return strconv.AppendFloat(b, float64(v.Float()), 'g', -1, 32) }
 	case parquet.Double:
-		return func(v parquet.Value) string { return strconv.FormatFloat(v.Double(), 'g', -1, 64) }
+		return func(b []byte, v parquet.Value) []byte { return strconv.AppendFloat(b, v.Double(), 'g', -1, 64) }
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return func(v parquet.Value) string { return string(v.ByteArray()) }
+		return func(b []byte, v parquet.Value) []byte { return append(b, v.ByteArray()...) }
 	}
 	return nil
 }
 
-// decimalText is the unscaled integer of a DECIMAL value: an INT32, an INT64, or a
-// big-endian two's complement byte array.
-func decimalText(v parquet.Value) string {
+// appendDecimal appends the unscaled integer of a DECIMAL value: an INT32, an INT64,
+// or a big-endian two's complement byte array.
+func appendDecimal(dst []byte, v parquet.Value) []byte {
 	switch v.Kind() {
 	case parquet.Int32:
-		return strconv.FormatInt(int64(v.Int32()), 10)
+		return strconv.AppendInt(dst, int64(v.Int32()), 10)
 	case parquet.Int64:
-		return strconv.FormatInt(v.Int64(), 10)
+		return strconv.AppendInt(dst, v.Int64(), 10)
 	}
 	b := v.ByteArray()
 	x := new(big.Int).SetBytes(b)
 	if len(b) > 0 && b[0]&0x80 != 0 {
 		x.Sub(x, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 	}
-	return x.String()
+	return x.Append(dst, 10)
 }
