@@ -43,7 +43,7 @@ func (c *Config) Bind() *setting.Set {
 	return c.BindLedger().With(
 		setting.Bool(&c.ChangeLimits, "change-limits", "make this start's budget flags the limits in force when they differ from those the ledger records "+
 			"(every curator sharing the ledger enforces them from its next charge; curator ledger lists the change); without it such a start is refused"),
-		setting.String(&c.DataPath, "data", "CSV file with a header row (required)"),
+		setting.String(&c.DataPath, "data", "CSV file with a header row, or a .parquet file (required)"),
 		setting.String(&c.Data.Target, "target", "column holding the objective f(x) (required)"),
 		setting.Float(&c.PrivateScalingShare, "private-scaling-share", setting.Open01, "fraction in (0, 1) of --budget-epsilon (and of the δ budget) spent once, at the first start, on estimating privately what no public source gives: the feature bounds (--scaling private, the default without --schema) and, with them, the target's range of private answers; charged to the dataset cap under the identity _curator. The start forecasts the estimate's quality from the number of rows and columns: coarse is warned about, poor is refused (also by check-config)"),
 		setting.Bool(&c.EstimateTargetRange, "estimate-target-range", "with a public scaling (--schema, fixed, none) whose schema has no line for the target, and private answers without --output-lower/--output-upper: estimate the target's range privately (--private-scaling-share of the budget) instead of refusing to start"),

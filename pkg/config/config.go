@@ -32,7 +32,7 @@ import (
 type Config struct {
 	// Listen is the TCP address to serve on, e.g. "127.0.0.1:7070" or "127.0.0.1:0".
 	Listen string
-	// DataPath is the CSV file; Data says how to read and scale it.
+	// DataPath is the CSV or .parquet file; Data says how to read and scale it.
 	// A zero Data.Scaling.Mode means dataset.ScalePrivate here (bounds estimated with
 	// differential privacy at first start, see PrivateScalingShare), not the dataset
 	// package's standardise-nonprivate: the data-dependent modes give no guarantee and

@@ -139,7 +139,7 @@ func (d *Dataset) RawRow(i int) []float64 {
 	return out
 }
 
-// LoadCSV reads and scales the CSV file at path: LoadRaw, then Raw.Scale
+// LoadCSV reads and scales the data file at path (CSV, or Parquet: LoadRaw): LoadRaw, then Raw.Scale
 // with opt.Scaling. Private mode needs bounds estimated from the data first
 // (LoadRaw, Raw.EstimateScaling, Raw.Scale); LoadCSV accepts it only with
 // the estimated bounds already in opt.Scaling.Schema. Errors are *ParseError
@@ -184,15 +184,25 @@ func checkBeforeRead(file string, s Scaling) error {
 
 var errPrivateNeedsBounds = errors.New("private scaling needs per-column bounds estimated from the data first: load the raw table (LoadRaw), charge the ε to the ledger, estimate the bounds (Raw.EstimateScaling or EstimateBounds), then Raw.Scale")
 
-// LoadRaw reads the CSV file at path without scaling it; see ParseRaw. The
-// Raw's Name is the file name without directory and extension.
+// LoadRaw reads the data file at path without scaling it: a Parquet file if
+// its name ends in .parquet (see the package documentation, "Input format"),
+// CSV otherwise (see ParseRaw). The Raw's Name is the file name without
+// directory and extension.
 func LoadRaw(path string, opt Options) (*Raw, error) {
 	f, err := openFile(path)
 	if err != nil {
 		return nil, &ParseError{File: path, Err: err}
 	}
 	defer f.Close()
-	r, err := parseRaw(f, path, opt)
+	var r *Raw
+	if isParquet(path) {
+		var t *parquetTable
+		if t, err = openParquet(f, path); err == nil {
+			r, err = parseTable(t, path, opt)
+		}
+	} else {
+		r, err = parseRaw(f, path, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -217,13 +227,43 @@ func ParseRaw(r io.Reader, name string, opt Options) (*Raw, error) {
 	return raw, nil
 }
 
-// parseRaw does the work of LoadRaw and ParseRaw; file names the input in
-// errors.
+// parseRaw does the work of LoadRaw and ParseRaw for CSV; file names the input
+// in errors.
 func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
-	fail := func(line int, col string, err error) (*Raw, error) {
-		return nil, &ParseError{File: file, Line: line, Column: col, Err: err}
+	t, err := newCSVTable(r, file)
+	if err != nil {
+		return nil, err
 	}
+	return parseTable(t, file, opt)
+}
 
+// table is a data file's cells, one record at a time: the lines of a CSV file
+// or the column chunks of a Parquet file.
+type table interface {
+	// header returns the column names, checked (checkHeader), and the header's
+	// line (0 if the file has none).
+	header() ([]string, int)
+	// use says which columns (header indices) read must fill; it refuses one
+	// that cannot be read as cells.
+	use(cols []int) error
+	// read returns the next record, one cell per column (those not in use may be
+	// empty), valid until the next call; io.EOF after the last. Other errors are
+	// *ParseError values.
+	read() ([]string, error)
+	// pos is the position of cell k of the last record read: its line in a CSV
+	// file, its 1-based row in a Parquet file.
+	pos(k int) int
+}
+
+// csvTable is a CSV file's table.
+type csvTable struct {
+	cr    *csv.Reader
+	file  string
+	names []string
+	line  int
+}
+
+func newCSVTable(r io.Reader, file string) (*csvTable, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
 		br.Discard(3)
@@ -232,17 +272,54 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
-
-	header, index, headerLine, err := readHeader(cr, file)
+	names, line, err := readHeader(cr, file)
 	if err != nil {
 		return nil, err
 	}
+	return &csvTable{cr: cr, file: file, names: names, line: line}, nil
+}
 
+func (t *csvTable) header() ([]string, int) { return t.names, t.line }
+func (t *csvTable) use([]int) error         { return nil }
+func (t *csvTable) pos(k int) int           { l, _ := t.cr.FieldPos(k); return l }
+
+func (t *csvTable) read() ([]string, error) {
+	rec, err := t.cr.Read()
+	if err == io.EOF {
+		return nil, err
+	}
+	if err != nil {
+		_, err = readError(t.file, err)
+		return nil, err
+	}
+	if len(rec) != len(t.names) {
+		return nil, &ParseError{File: t.file, Line: t.pos(0), Err: fmt.Errorf("row has %d fields, the header has %d", len(rec), len(t.names))}
+	}
+	return rec, nil
+}
+
+// parseTable reads t's records into a Raw; file names the input in errors.
+func parseTable(t table, file string, opt Options) (*Raw, error) {
+	fail := func(line int, col string, err error) (*Raw, error) {
+		return nil, &ParseError{File: file, Line: line, Column: col, Err: err}
+	}
+	header, headerLine := t.header()
+	index := make(map[string]int, len(header))
+	for k, h := range header {
+		index[h] = k
+	}
 	target, features, err := selectColumns(header, index, headerLine, file, opt)
 	if err != nil {
 		return nil, err
 	}
 	ti := index[target]
+	cols := []int{ti}
+	for _, f := range features {
+		cols = append(cols, index[f])
+	}
+	if err := t.use(cols); err != nil {
+		return nil, err
+	}
 	sch := opt.Scaling.Schema
 	srcs, expanded := sourcesOf(features, index, sch)
 	if c, ok := sch.columnOf(target); ok && c.Missing != "" {
@@ -276,17 +353,14 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	var lines []int
 	n := 0
 	for {
-		rec, err := cr.Read()
+		rec, err := t.read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return readError(file, err)
+			return nil, err
 		}
-		line, _ := cr.FieldPos(0)
-		if len(rec) != len(header) {
-			return fail(line, "", fmt.Errorf("row has %d fields, the header has %d", len(rec), len(header)))
-		}
+		line := t.pos(0)
 		if isMissing(rec[ti], targetCats) {
 			missingTarget++ // not a candidate
 			continue
@@ -302,14 +376,12 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 			undeclared[j] += b2i(missing && s.miss == "") // the file is refused below, once every row is counted
 			if x, err = s.append(x, rec[s.k], missing, sch); err != nil {
 				// The cell is data: the message names where it is, not what it holds.
-				l, _ := cr.FieldPos(s.k)
-				return fail(l, header[s.k], err)
+				return fail(t.pos(s.k), header[s.k], err)
 			}
 		}
 		v, err := targetValue(rec[ti], targetCats, sch, targetLine)
 		if err != nil {
-			l, _ := cr.FieldPos(ti)
-			return fail(l, target, err)
+			return fail(t.pos(ti), target, err)
 		}
 		y = append(y, v)
 		n++
@@ -451,34 +523,38 @@ func enoughRows(n, missingTarget int) error {
 	return nil
 }
 
-// readHeader reads the header row: the column names and their indices.
-func readHeader(cr *csv.Reader, file string) (header []string, index map[string]int, line int, err error) {
-	fail := func(line int, col string, err error) ([]string, map[string]int, int, error) {
-		return nil, nil, 0, &ParseError{File: file, Line: line, Column: col, Err: err}
-	}
+// readHeader reads the header row: the column names, checked (checkHeader), and
+// its line.
+func readHeader(cr *csv.Reader, file string) ([]string, int, error) {
 	rec, err := cr.Read()
 	if err == io.EOF {
-		return fail(0, "", errors.New("empty file, want a header row of column names"))
+		return nil, 0, &ParseError{File: file, Err: errors.New("empty file, want a header row of column names")}
 	}
 	if err != nil {
 		_, err = readError(file, err)
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
-	line, _ = cr.FieldPos(0)
-	header = make([]string, len(rec))
-	index = make(map[string]int, len(rec))
+	line, _ := cr.FieldPos(0)
+	header := make([]string, len(rec))
 	for k, h := range rec {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			return fail(line, "", fmt.Errorf("header field %d is empty; every column needs a name", k+1))
-		}
-		if _, dup := index[h]; dup {
-			return fail(line, h, errors.New("column name appears twice in the header"))
-		}
-		header[k] = h
-		index[h] = k
+		header[k] = strings.TrimSpace(h)
 	}
-	return header, index, line, nil
+	return header, line, checkHeader(header, line, file)
+}
+
+// checkHeader refuses an empty column name and a name given twice.
+func checkHeader(header []string, line int, file string) error {
+	seen := make(map[string]bool, len(header))
+	for k, h := range header {
+		if h == "" {
+			return &ParseError{File: file, Line: line, Err: fmt.Errorf("header field %d is empty; every column needs a name", k+1)}
+		}
+		if seen[h] {
+			return &ParseError{File: file, Line: line, Column: h, Err: errors.New("column name appears twice in the header")}
+		}
+		seen[h] = true
+	}
+	return nil
 }
 
 // selectColumns resolves opt's target and feature columns against the header.

@@ -1,5 +1,5 @@
-// Package dataset loads a curator's CSV file and scales its features to the
-// protected unit.
+// Package dataset loads a curator's CSV or Parquet file and scales its features
+// to the protected unit.
 //
 // # The protected unit
 //
@@ -174,6 +174,14 @@
 // record alone, so the Lipschitz argument above holds unchanged; the
 // guarantee is for the replacement of one record among those with a present
 // target (a target turning missing is a removal, which it does not cover).
+//
+// A file whose name ends in .parquet is read as Parquet, one row group and page
+// at a time and only the selected columns, each value as the cell a CSV export
+// would hold: a null as an empty cell, a boolean as 1 or 0, an integer or
+// decimal as its number, a float as its shortest round-trip text, text (plain
+// or dictionary-encoded) as itself; so the same table gives the same Raw. Its
+// columns are the schema's top-level fields; a selected nested, repeated,
+// date or time column is refused. Errors give the 1-based row for the line.
 //
 // # Errors never echo data
 //

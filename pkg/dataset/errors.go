@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -15,7 +16,7 @@ import (
 // cell's content (header names are quoted).
 type ParseError struct {
 	File   string // file path or the name given to ParseCSV; may be empty
-	Line   int    // 1-based line in the file; 0 if the problem has no line
+	Line   int    // 1-based line in the file (a Parquet file: row); 0 if none applies
 	Column string // header name of the column; empty if none applies
 	Err    error  // what is wrong
 }
@@ -26,6 +27,11 @@ func (e *ParseError) Error() string {
 	var b strings.Builder
 	b.WriteString("dataset: ")
 	switch {
+	case isParquet(e.File) && e.Line > 0:
+		b.WriteString(e.File)
+		b.WriteString(": row ")
+		b.WriteString(strconv.Itoa(e.Line))
+		b.WriteString(": ")
 	case e.File != "" && e.Line > 0:
 		b.WriteString(e.File)
 		b.WriteByte(':')
@@ -104,4 +110,10 @@ func nameList(names []string) string {
 		b.WriteString(quoteName(n))
 	}
 	return b.String()
+}
+
+// isParquet reports whether the data file path is read as Parquet: its name ends
+// in .parquet, in any case.
+func isParquet(path string) bool {
+	return strings.EqualFold(filepath.Ext(path), ".parquet")
 }

@@ -73,7 +73,7 @@ func (c *Config) Bind() *setting.Set {
 // bind declares the settings of a data set.
 func (d *DataConfig) bind() []setting.Setting {
 	return []setting.Setting{
-		setting.String(&d.Path, "data", "CSV data set (the curator's file)"),
+		setting.String(&d.Path, "data", "CSV or .parquet data set (the curator's file)"),
 		setting.String(&d.Options.Target, "target", "target column (default: the last column)"),
 		setting.Bool(&d.Minimize, "minimize", "the same as --direction minimize"),
 		setting.Bool(&d.LogOutputs, "log-outputs", "take the natural log of the target (must be positive)"),
