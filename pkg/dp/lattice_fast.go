@@ -61,24 +61,10 @@ func pow2(e int) (float64, bool) {
 // 2^k·(round(x[j]/2^k) + Y_j), Y_j i.i.d. discrete Gaussian with parameters p:
 // the loop of VectorGaussian.AddNoise. Entries must be finite.
 func (s *Source) addLatticeGaussianLocked(p *dgParams, x []float64, k int) error {
-	// The release's case, hoisted out of the loop: for k ≤ 0 (scaling up loses no bit)
-	// and normal 2^±k, |x| < 2^(52+k) is latticeIndexFast's condition, and both its
-	// product and latticeValueFast's are then the multiplications below.
-	up, okUp := pow2(-k)
-	down, okDown := pow2(k)
-	limit, okLimit := pow2(52 + k)
-	words := k <= 0 && okUp && okDown && okLimit
 	for j, v := range x {
 		z, zb, err := s.dgInt64Locked(p)
 		if err != nil {
 			return err
-		}
-		if zb == nil && words && math.Abs(v) < limit {
-			// n + z may wrap when |z| nears 2⁶³, but a wrapped value lies outside ±2⁵³.
-			if t := int64(math.Round(v*up)) + z; -1<<53 <= t && t <= 1<<53 {
-				x[j] = float64(t) * down
-				continue
-			}
 		}
 		if zb == nil {
 			if n, ok := latticeIndexFast(v, k); ok {
