@@ -108,7 +108,9 @@ func BenchmarkProjectionStream(b *testing.B) {
 	data := tallCSV(b, n, d)
 	lifted := benchCurator(b, data, "y", "bench-stream", projection.MechanismLifted)
 	ctx := context.Background()
-	fetchFrom := func(b *testing.B, client curatorv1.CuratorServiceClient, label string) {
+	// fetchFrom fetches the release of label and fails unless the curator replayed it
+	// exactly when *replayed (nil: either way).
+	fetchFrom := func(b *testing.B, client curatorv1.CuratorServiceClient, label string, replayed *bool) {
 		p, err := curatorclient.FetchProjection(ctx, client, &curatorv1.ReleaseProjectionRequest{Dimension: r, Epsilon: 2, Delta: 1e-7, Label: label})
 		if err != nil {
 			b.Fatal(err)
@@ -116,14 +118,21 @@ func BenchmarkProjectionStream(b *testing.B) {
 		if p.Rows != n || p.Cols != r || len(p.Z) != n*r {
 			b.Fatalf("received %d×%d, want %d×%d", p.Rows, p.Cols, n, r)
 		}
+		if replayed != nil && p.Replayed != *replayed {
+			b.Fatalf("release %q: replayed = %v, want %v", label, p.Replayed, *replayed)
+		}
 	}
-	fetch := func(b *testing.B, label string) { fetchFrom(b, lifted, label) }
+	fresh, replay := new(bool), new(bool)
+	*replay = true
+	fetch := func(b *testing.B, label string, replayed *bool) { fetchFrom(b, lifted, label, replayed) }
+	// Labels count across -count's repeats, which reuse the curator: a repeated label
+	// would be a replay.
+	k := 0
 	b.Run("fresh", func(b *testing.B) {
 		defer reportCPU(b)()
-		k := 0
 		for b.Loop() {
 			k++
-			fetch(b, fmt.Sprintf("fresh-%d", k))
+			fetch(b, fmt.Sprintf("fresh-%d", k), fresh)
 		}
 		b.ReportMetric(float64(n*r*8)/1e6, "MB")
 	})
@@ -135,16 +144,16 @@ func BenchmarkProjectionStream(b *testing.B) {
 		k := 0
 		for b.Loop() {
 			k++
-			fetchFrom(b, gauss, fmt.Sprintf("fresh-%d", k))
+			fetchFrom(b, gauss, fmt.Sprintf("fresh-%d", k), fresh)
 		}
 		b.ReportMetric(float64(n*r*8)/1e6, "MB")
 	})
 	b.Run("replay", func(b *testing.B) {
-		fetch(b, "replay")
+		fetch(b, "replay", nil)
 		b.ResetTimer()
 		defer reportCPU(b)()
 		for b.Loop() {
-			fetch(b, "replay")
+			fetch(b, "replay", replay)
 		}
 		b.ReportMetric(float64(n*r*8)/1e6, "MB")
 	})
