@@ -71,6 +71,7 @@ func TestAddNoiseMatchesReference(t *testing.T) {
 		{1, 1e-5, 2.2, 2_000_000},
 		{0.5, 1e-6, 1e-3, 10},
 		{3, 1e-5, 1e6, 1000},
+		{1, 1e-5, 1e12, 10}, // a lattice step above 1
 	} {
 		g, err := NewVectorGaussian(tc.eps, tc.delta, tc.sens, tc.m)
 		if err != nil {
@@ -81,7 +82,10 @@ func TestAddNoiseMatchesReference(t *testing.T) {
 		for i := range x {
 			x[i] = 5 * rng.NormFloat64() * tc.sens
 		}
-		x[0], x[1] = 0, math.Ldexp(1, g.k-1) // zero and a tie
+		x[0], x[1], x[2] = 0, math.Ldexp(1, g.k-1), -math.Ldexp(3, g.k-1) // zero and ties
+		x[3], x[4] = 5e-324, -math.Copysign(0, 1)                         // subnormal, −0
+		limit := math.Ldexp(1, 52+g.k)                                    // the word path's bound
+		x[5], x[6], x[7] = math.Nextafter(limit, 0), limit, -1e300
 		got := append([]float64(nil), x...)
 		if err := g.AddNoise(newSource(rand.NewChaCha8([32]byte{1})), got); err != nil {
 			t.Fatal(err)
