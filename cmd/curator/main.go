@@ -211,18 +211,11 @@ func (f *serveFlags) build() (config.Config, error) {
 			"never gives the same records a fresh budget; declare a stable id for these records (an existing deployment keeps its ledger " +
 			"with the dataset name it used so far: the file name without extension, or its --name)")
 	}
-	if f.features != "" {
-		cfg.Data.Features = strings.Split(f.features, ",")
-	}
-	if f.exclude != "" {
-		cfg.Data.Exclude = strings.Split(f.exclude, ",")
-	}
-	cfg.Data.MissingMarkers = strings.Split(f.missingMarkers, ",")
-	sc, err := scalingOf(f.scaling, &f.schema)
+	data, err := f.data()
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Data.Scaling = sc
+	cfg.Data = data
 	if answer.IsExact(cfg.Output.Mechanism) && !f.set[f.settings.Name(&f.cfg.Output.Epsilon)] {
 		cfg.Output.Epsilon = 0 // the default ε is that of private answers
 	}
@@ -235,6 +228,22 @@ func (f *serveFlags) build() (config.Config, error) {
 	}
 	cfg.Jobs.Evaluators = evs
 	return cfg, nil
+}
+
+// data is how the data file is read: cfg's options with the lists and the scaling the
+// command parses itself.
+func (f *serveFlags) data() (dataset.Options, error) {
+	opt := f.cfg.Data
+	if f.features != "" {
+		opt.Features = strings.Split(f.features, ",")
+	}
+	if f.exclude != "" {
+		opt.Exclude = strings.Split(f.exclude, ",")
+	}
+	opt.MissingMarkers = strings.Split(f.missingMarkers, ",")
+	sc, err := scalingOf(f.scaling, &f.schema)
+	opt.Scaling = sc
+	return opt, err
 }
 
 // scalingOf is the scaling of --scaling and --schema: the named scaling, schema with
@@ -494,33 +503,46 @@ func hashToken(args []string) error {
 	return nil
 }
 
-// evaluationStore opens the ledger for recording evaluations. Recorded values cost
-// nothing, so the budget limits the store is opened with play no part.
-func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, *flag.FlagSet, error) {
+// evaluationStore opens the ledger for recording evaluations (readLedger).
+func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, error) {
 	var lf ledgerFlags
 	lf.register(fs)
 	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")
 	alias := fs.String("dataset", "", "the same as --dataset-id (older name of the flag)")
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
 	if err := lf.set.CheckFlags(fs); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
-	if *alias != "" {
-		*name = *alias
-	}
-	if *name == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
-		return nil, "", nil, errors.New("--dataset-id and --state (or --ledger postgres) are required")
+	*name = cmp.Or(*alias, *name)
+	store, err := readLedger(fs, lf, *name)
+	return store, *name, err
+}
+
+// readLedger opens the ledger of lf for the command of fs, which reads it or records
+// evaluations: neither charges, so the budget limits it is opened with play no part. A
+// SQLite ledger must exist already: reading never creates an empty one.
+func readLedger(fs *flag.FlagSet, lf ledgerFlags, datasetID string) (*ledger.Ledger, error) {
+	if datasetID == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
+		where := ""
+		if fs.Lookup("config") != nil {
+			where = ", on the command line or in --config"
+		}
+		return nil, fmt.Errorf("%s: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required%s", fs.Name(), where)
 	}
 	lc, _, _ := lf.config()
+	if lc.Kind == "sqlite" {
+		if _, err := os.Stat(filepath.Join(lf.cfg.StateDir, "ledger.db")); err != nil {
+			return nil, fmt.Errorf("%s: no ledger in --state %s: %w", fs.Name(), lf.cfg.StateDir, err)
+		}
+	}
 	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := storage.OpenLedger(context.Background(), lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
-	return store, *name, fs, err
+	return storage.OpenLedger(context.Background(), lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 }
 
 func pending(args []string) error {
-	store, name, _, err := evaluationStore(flag.NewFlagSet("curator pending", flag.ContinueOnError), args)
+	store, name, err := evaluationStore(flag.NewFlagSet("curator pending", flag.ContinueOnError), args)
 	if err != nil {
 		return err
 	}
@@ -543,7 +565,7 @@ func record(args []string) error {
 	fs := flag.NewFlagSet("curator record", flag.ContinueOnError)
 	index := fs.Int("index", -1, "row index (required)")
 	value := fs.Float64("value", math.NaN(), "evaluated value (required)")
-	store, name, _, err := evaluationStore(fs, args)
+	store, name, err := evaluationStore(fs, args)
 	if err != nil {
 		return err
 	}
