@@ -115,16 +115,11 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	l.set.Register(fs)
 }
 
-func (l *ledgerFlags) config() (config.LedgerConfig, ledger.Cost, ledger.Cost) {
-	// Each part of the dataset cap defaults to the identity budget's on its own.
-	ds := l.cfg.DatasetBudget
-	ds.Epsilon, ds.Delta = cmp.Or(ds.Epsilon, l.cfg.Budget.Epsilon), cmp.Or(ds.Delta, l.cfg.Budget.Delta)
-	return l.cfg.Ledger, l.cfg.Budget, ds
-}
-
-// limits are the ledger limits the flags set, with the defaults serve fills in.
+// limits are the ledger limits the flags set, with the defaults serve fills in (each
+// part of the dataset cap defaults to the identity budget's on its own).
 func (l *ledgerFlags) limits() ledger.Limits {
-	_, per, ds := l.config()
+	per, ds := l.cfg.Budget, l.cfg.DatasetBudget
+	ds.Epsilon, ds.Delta = cmp.Or(ds.Epsilon, per.Epsilon), cmp.Or(ds.Delta, per.Delta)
 	p, pd := config.PatientCaps(per, l.cfg.PatientBudget, l.cfg.PatientDatasetBudget)
 	return ledger.Limits{PerIdentity: per, Dataset: ds, Patient: ledger.PatientLimits{PerIdentity: p, Dataset: pd}}
 }
@@ -531,7 +526,7 @@ func readLedger(fs *flag.FlagSet, lf ledgerFlags, datasetID string) (*ledger.Led
 		}
 		return nil, fmt.Errorf("%s: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required%s", fs.Name(), where)
 	}
-	lc, _, _ := lf.config()
+	lc := lf.cfg.Ledger
 	if lc.Kind == "sqlite" {
 		if _, err := os.Stat(filepath.Join(lf.cfg.StateDir, "ledger.db")); err != nil {
 			return nil, fmt.Errorf("%s: no ledger in --state %s: %w", fs.Name(), lf.cfg.StateDir, err)
