@@ -44,21 +44,30 @@ import (
 	"github.com/privbo/privbo/pkg/tuning"
 )
 
-const usage = `usage: curator <command> [flags]
+// commands are curator's commands, in the order its usage lists them.
+var commands = []struct {
+	name, help string
+	run        func(args []string) error
+}{
+	{"serve", "load a dataset and serve private releases over gRPC", serve},
+	{"ledger", "print the privacy ledger: every charge, and each identity's remaining budget", printLedger},
+	{"results", "the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)", results},
+	{"pending", "list the rows waiting for a recorded evaluation (--evaluate manual)", pending},
+	{"record", "record the evaluation of a pending row", record},
+	{"check-config", "validate a serve configuration (flags, file, environment) without serving", checkConfig},
+	{"dev-ca", "create a development CA, a server certificate and client certificates", devCA},
+	{"hash-token", "print the line of a token file for a bearer token read from stdin", hashToken},
+	{"job-report", "write a job's operator report (HTML), with the path the modeler never sees", jobReport},
+}
 
-commands:
-  serve         load a dataset and serve private releases over gRPC
-  ledger        print the privacy ledger: every charge, and each identity's remaining budget
-  results       the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)
-  pending       list the rows waiting for a recorded evaluation (--evaluate manual)
-  record        record the evaluation of a pending row
-  check-config  validate a serve configuration (flags, file, environment) without serving
-  dev-ca        create a development CA, a server certificate and client certificates
-  hash-token    print the line of a token file for a bearer token read from stdin
-  job-report    write a job's operator report (HTML), with the path the modeler never sees
-
-Run 'curator <command> -h' for the flags of a command.
-`
+// usage lists the commands.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: curator <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.help)
+	}
+	fmt.Fprint(w, "\nRun 'curator <command> -h' for the flags of a command.\n")
+}
 
 func main() {
 	err := run(os.Args[1:])
@@ -71,33 +80,19 @@ func main() {
 // run runs a command.
 func run(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
+		usage(os.Stderr)
 		return errors.New("no command given")
 	}
-	switch args[0] {
-	case "serve":
-		return serve(args[1:])
-	case "ledger":
-		return printLedger(args[1:])
-	case "results":
-		return results(args[1:])
-	case "pending":
-		return pending(args[1:])
-	case "record":
-		return record(args[1:])
-	case "check-config":
-		return checkConfig(args[1:])
-	case "dev-ca":
-		return devCA(args[1:])
-	case "hash-token":
-		return hashToken(args[1:])
-	case "job-report":
-		return jobReport(args[1:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(os.Stdout)
 		return nil
 	}
-	fmt.Fprint(os.Stderr, usage)
+	usage(os.Stderr)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
