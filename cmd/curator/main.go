@@ -174,9 +174,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, err
 	}
-	if f.configFile == "" {
-		f.configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
+	f.configFile = cmp.Or(f.configFile, os.Getenv(flagconf.EnvName(envPrefix, "config")))
 	if err := flagconf.Apply(fs, f.configFile, envPrefix); err != nil {
 		return nil, err
 	}

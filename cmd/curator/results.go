@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,9 +141,7 @@ func serveSettings(fs *flag.FlagSet, configFile string) (sf *serveFlags, full *f
 	if err := full.Parse(nil); err != nil {
 		return nil, nil, err
 	}
-	if configFile == "" {
-		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
+	configFile = cmp.Or(configFile, os.Getenv(flagconf.EnvName(envPrefix, "config")))
 	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
 		return nil, nil, err
 	}
@@ -178,9 +177,7 @@ type truth struct {
 // i); for program and manual evaluation it leaves values nil for fromEvaluations.
 func outcomes(sf *serveFlags) (truth, error) {
 	mode := sf.cfg.Evaluation.Mode
-	if mode == "" {
-		mode = curator.EvaluateColumn
-	}
+	mode = cmp.Or(mode, curator.EvaluateColumn)
 	switch mode {
 	case curator.EvaluateProgram, curator.EvaluateManual:
 		return truth{mode: mode, source: fmt.Sprintf("the curator's recorded evaluations (--evaluate %s)", mode)}, nil

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,9 +63,7 @@ func main() {
 // (at most 300 characters), or in full with --explain.
 func printProtection(w io.Writer, p modeler.Protection, explain bool) {
 	mech := p.ProjectionMechanism
-	if mech == "" {
-		mech = "not stated"
-	}
+	mech = cmp.Or(mech, "not stated")
 	say := func(g string) string { return g }
 	if !explain {
 		say = firstSentence

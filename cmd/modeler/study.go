@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -224,9 +225,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 			best = fmt.Sprintf("%.4g (%d)", *s.BestValue, s.BestIndex)
 		}
 		ds := s.Dataset
-		if ds == "" {
-			ds = "-"
-		}
+		ds = cmp.Or(ds, "-")
 		state := s.State
 		if s.Error != "" && s.State != "done" {
 			state += " (" + truncate(s.Error, 60) + ")"

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"image/color"
@@ -220,9 +221,7 @@ func MarkdownTable(sums []Summary, lifts []Lift) string {
 	for _, s := range sums {
 		m, se := s.Final()
 		l := lifted[s.Method]
-		if l == "" {
-			l = "—"
-		}
+		l = cmp.Or(l, "—")
 		hit := "—"
 		if !math.IsNaN(s.TopOne) {
 			hit = fmt.Sprintf("%.3f ± %.3f", s.TopOne, s.TopOneSE)
@@ -275,9 +274,7 @@ func outputDescription(cfg *Config) string {
 		return "exact answers"
 	}
 	rule := cfg.GP.NoiseRule
-	if rule == "" {
-		rule = DefaultNoiseRule
-	}
+	rule = cmp.Or(rule, DefaultNoiseRule)
 	out := "standardised"
 	if !cfg.standardise {
 		out = fmt.Sprintf("raw, offset %.4g", cfg.offset)

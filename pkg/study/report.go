@@ -2,6 +2,7 @@ package study
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"html/template"
@@ -283,9 +284,7 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 	b := st.Budget
 	if b.EpsilonLimit > 0 {
 		who := b.Identity
-		if who == "" {
-			who = "the identity"
-		}
+		who = cmp.Or(who, "the identity")
 		add("budget of "+who, fmt.Sprintf("spent (ε, δ) = (%s, %s) of (%s, %s); remaining (%s, %s) at the last contact",
 			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
 	}

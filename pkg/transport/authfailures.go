@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"math"
@@ -52,21 +53,11 @@ const (
 
 // WithDefaults returns l with its zero fields set to the defaults.
 func (l AuthFailureLimits) WithDefaults() AuthFailureLimits {
-	if l.Rate == 0 {
-		l.Rate = DefaultAuthFailureRate
-	}
-	if l.Burst == 0 {
-		l.Burst = DefaultAuthFailureBurst
-	}
-	if l.Logged == 0 {
-		l.Logged = DefaultAuthFailuresLogged
-	}
-	if l.LogInterval == 0 {
-		l.LogInterval = DefaultAuthFailureLogInterval
-	}
-	if l.MaxPeers == 0 {
-		l.MaxPeers = DefaultAuthFailurePeers
-	}
+	l.Rate = cmp.Or(l.Rate, DefaultAuthFailureRate)
+	l.Burst = cmp.Or(l.Burst, DefaultAuthFailureBurst)
+	l.Logged = cmp.Or(l.Logged, DefaultAuthFailuresLogged)
+	l.LogInterval = cmp.Or(l.LogInterval, DefaultAuthFailureLogInterval)
+	l.MaxPeers = cmp.Or(l.MaxPeers, DefaultAuthFailurePeers)
 	return l
 }
 
