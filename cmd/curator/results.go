@@ -176,8 +176,7 @@ type truth struct {
 // read with the curator's own loader and options, so that row i is the curator's row
 // i); for program and manual evaluation it leaves values nil for fromEvaluations.
 func outcomes(sf *serveFlags) (truth, error) {
-	mode := sf.cfg.Evaluation.Mode
-	mode = cmp.Or(mode, curator.EvaluateColumn)
+	mode := cmp.Or(sf.cfg.Evaluation.Mode, curator.EvaluateColumn)
 	switch mode {
 	case curator.EvaluateProgram, curator.EvaluateManual:
 		return truth{mode: mode, source: fmt.Sprintf("the curator's recorded evaluations (--evaluate %s)", mode)}, nil

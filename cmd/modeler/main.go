@@ -62,8 +62,7 @@ func main() {
 // answers the study received, as the curator stated them: each in its first sentence
 // (at most 300 characters), or in full with --explain.
 func printProtection(w io.Writer, p modeler.Protection, explain bool) {
-	mech := p.ProjectionMechanism
-	mech = cmp.Or(mech, "not stated")
+	mech := cmp.Or(p.ProjectionMechanism, "not stated")
 	say := func(g string) string { return g }
 	if !explain {
 		say = firstSentence

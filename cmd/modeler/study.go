@@ -224,8 +224,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		if s.BestValue != nil {
 			best = fmt.Sprintf("%.4g (%d)", *s.BestValue, s.BestIndex)
 		}
-		ds := s.Dataset
-		ds = cmp.Or(ds, "-")
+		ds := cmp.Or(s.Dataset, "-")
 		state := s.State
 		if s.Error != "" && s.State != "done" {
 			state += " (" + truncate(s.Error, 60) + ")"

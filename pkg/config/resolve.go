@@ -28,9 +28,7 @@ import (
 // parsed again. What needs files (TLS material, tokens, the dataset) is read and
 // checked by server.CheckReport and server.Start.
 func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	// Every setting's range, as the command line checks it; a zero field is unset.
 	if err := cfg.Bind().Check(); err != nil {
 		var se *setting.Error
@@ -198,8 +196,7 @@ func Warnings(cfg Config) []string {
 		}
 		return w
 	}
-	limit := cfg.ExactAnswersMaxRows
-	limit = cmp.Or(limit, DefaultExactAnswersMaxRows)
+	limit := cmp.Or(cfg.ExactAnswersMaxRows, DefaultExactAnswersMaxRows)
 	w = append(w, fmt.Sprintf("WARNING: %s none: query answers are EXACT and UNPROTECTED (ε = ∞) and cost no budget; identities holding a projection can read the exact target of up to %d rows (%s). "+
 		"Use laplace or gaussian unless the outputs are not sensitive.", f(&cfg.Output.Mechanism), limit, f(&cfg.ExactAnswersMaxRows)))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
@@ -213,8 +210,7 @@ func Warnings(cfg Config) []string {
 // range is known: the noise sd of a range of width one, which is the ratio of sd to
 // width whatever the range, since the noise is calibrated to the width.
 func answersForecast(o curator.OutputPrivacy) (worth.Forecast, bool) {
-	eps := o.Epsilon
-	eps = cmp.Or(eps, curator.DefaultOutputEpsilon)
+	eps := cmp.Or(o.Epsilon, curator.DefaultOutputEpsilon)
 	m, err := answer.New(o.Mechanism, answer.Params{Epsilon: eps, Delta: o.Delta, Lower: 0, Upper: 1})
 	if err != nil {
 		return worth.Forecast{}, false
@@ -359,8 +355,7 @@ func errTargetRangeMissing(cfg Config, raw *dataset.Raw, p curator.ScalingPlan) 
 	what := "scaling " + string(sc.Mode) + " gives none"
 	fix := "Set " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + " to the target's public range"
 	if sc.Schema != nil {
-		file := sc.Schema.File
-		file = cmp.Or(file, "(built in code)")
+		file := cmp.Or(sc.Schema.File, "(built in code)")
 		what = "the schema " + file + " has no line for it"
 		fix = fmt.Sprintf("Add the target's public range to the schema, the line\n  %s\n(fields as in its header %s), or set "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper),
 			sc.Schema.LineFor(raw.Target, "LOWER", "UPPER"), sc.Schema.HeaderLine())

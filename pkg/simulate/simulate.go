@@ -317,8 +317,7 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	c.output = o
-	rule := c.GP.NoiseRule
-	rule = cmp.Or(rule, DefaultNoiseRule)
+	rule := cmp.Or(c.GP.NoiseRule, DefaultNoiseRule)
 	if rule == NoiseRuleOff {
 		return nil
 	}

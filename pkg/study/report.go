@@ -283,8 +283,7 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 	}
 	b := st.Budget
 	if b.EpsilonLimit > 0 {
-		who := b.Identity
-		who = cmp.Or(who, "the identity")
+		who := cmp.Or(b.Identity, "the identity")
 		add("budget of "+who, fmt.Sprintf("spent (ε, δ) = (%s, %s) of (%s, %s); remaining (%s, %s) at the last contact",
 			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
 	}

@@ -89,9 +89,7 @@ type peerFailures struct {
 // NewAuthFailures returns the throttle and log sampler of lim (defaults filled in),
 // logging to log. lim's fields must not be negative, except Rate, nor NaN or infinite.
 func NewAuthFailures(lim AuthFailureLimits, log *zap.Logger) *AuthFailures {
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log = cmp.Or(log, zap.NewNop())
 	return &AuthFailures{lim: lim.WithDefaults(), log: log, now: time.Now, peers: map[string]*list.Element{}, lru: list.New()}
 }
 
