@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,13 +175,8 @@ func topRecords(obs []Observation, n int, d Direction) []record {
 
 func settingRows(s Settings) [][2]string {
 	fv := s.Named()
-	names := make([]string, 0, len(fv))
-	for k := range fv {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	rows := make([][2]string, 0, len(names))
-	for _, k := range names {
+	rows := make([][2]string, 0, len(fv))
+	for _, k := range slices.Sorted(maps.Keys(fv)) {
 		v := fv[k]
 		switch {
 		case k == "lengthscale" && s.Lengthscale == 0:
