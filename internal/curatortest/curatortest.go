@@ -222,10 +222,7 @@ func Conn(t testing.TB, addr, identity string) *grpc.ClientConn {
 // PostgresDSN is the test PostgreSQL server: PRIVBO_TEST_POSTGRES_DSN, or the local
 // default postgres://postgres@127.0.0.1:5432/test.
 func PostgresDSN() string {
-	if dsn := os.Getenv("PRIVBO_TEST_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return cmp.Or(os.Getenv("PRIVBO_TEST_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 }
 
 // PostgresLedger returns the configuration of a PostgreSQL ledger in a new schema of
