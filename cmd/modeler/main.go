@@ -338,12 +338,7 @@ func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took t
 	if !asJSON {
 		return nil
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, string(b))
-	return nil
+	return json.NewEncoder(stdout).Encode(res)
 }
 
 // printResult prints a finished study's result, the recommended row first: its posterior

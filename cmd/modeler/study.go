@@ -206,12 +206,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		b, err := json.Marshal(rows)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(b))
-		return nil
+		return json.NewEncoder(stdout).Encode(rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tRECOMMENDED ROW\tPOSTERIOR MEAN ± SD\tDATASET\tITERATIONS\tSTATE\tUPDATED\tBEST SINGLE ANSWER (ROW)")
