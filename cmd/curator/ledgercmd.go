@@ -277,16 +277,6 @@ func reservedText(rep ledger.Report) string {
 	return strings.Join(parts, "; ")
 }
 
-// anyReserved reports whether a live reservation counts towards any relation of rep.
-func anyReserved(rep ledger.Report) bool {
-	for _, rr := range rep.Relations {
-		if rr.Dataset.Reservations > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // ratOrZero is r, or 0 when r is nil (a report row built without reservations).
 func ratOrZero(r *big.Rat) *big.Rat {
 	if r == nil {
@@ -338,7 +328,7 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		return err
 	}
 	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
-	reserved := anyReserved(rep)
+	reserved := reservedText(rep) != "" // a live reservation counts towards some relation
 	if reserved {
 		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
 	}

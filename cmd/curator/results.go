@@ -105,7 +105,7 @@ func results(args []string) error {
 		if err != nil {
 			return err
 		}
-		truth.fromEvaluations(ev)
+		truth.values = ev
 	}
 	if *identity != "" {
 		var only []curator.IdentityResults
@@ -174,7 +174,7 @@ type truth struct {
 
 // outcomes reads the data file's target when rows are evaluated from it (the file is
 // read with the curator's own loader and options, so that row i is the curator's row
-// i); for program and manual evaluation it leaves values nil for fromEvaluations.
+// i); for program and manual evaluation it leaves values nil, for the recorded evaluations.
 func outcomes(sf *serveFlags) (truth, error) {
 	mode := cmp.Or(sf.cfg.Evaluation.Mode, curator.EvaluateColumn)
 	switch mode {
@@ -202,8 +202,6 @@ func outcomes(sf *serveFlags) (truth, error) {
 	}
 	return t, nil
 }
-
-func (t *truth) fromEvaluations(ev map[int]float64) { t.values = ev }
 
 // resultsReport is the JSON document of 'curator results' (and what its tables show).
 type resultsReport struct {
