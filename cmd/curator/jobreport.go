@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,9 +39,7 @@ func jobReport(args []string) error {
 	case id == "" || out == "":
 		return errors.New("job-report: --job and --out are required")
 	case kind == "postgres":
-		if dsn == "" {
-			dsn = os.Getenv("PRIVBO_CURATOR_LEDGER_DSN")
-		}
+		dsn = cmp.Or(dsn, os.Getenv("PRIVBO_CURATOR_LEDGER_DSN"))
 		if dsn == "" || dataset == "" {
 			return errors.New("job-report: --ledger postgres needs --ledger-dsn (or PRIVBO_CURATOR_LEDGER_DSN) and --dataset-id")
 		}

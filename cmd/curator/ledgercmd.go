@@ -12,16 +12,13 @@ import (
 	"math"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/privbo/privbo/internal/cli"
-	"github.com/privbo/privbo/internal/flagconf"
 	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/storage"
 )
 
 // budgetFlags are the flags of the limits; 'curator ledger' compares them, when
@@ -66,39 +63,29 @@ func printLedger(args []string) error {
 	if asJSON && asCSV {
 		return errors.New("curator ledger: give --json or --csv, not both")
 	}
-	given, err := ledgerSettingsFromServeConfig(fs, configFile)
+	// The ledger's settings, and the budget to compare with the recorded limits, as
+	// serve reads them: the command line wins over the environment and --config.
+	sf, full, err := serveSettings(fs, configFile)
 	if err != nil {
 		return err
 	}
-	if err := lf.set.CheckFlags(fs); err != nil {
+	if err := sf.lf.set.CheckFlags(full); err != nil {
 		return err
 	}
-	if alias != "" {
-		name = alias
-	}
-	if name == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
-		return errors.New("curator ledger: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required")
-	}
-	lc, _, _ := lf.config()
-	if lc.Kind == "sqlite" {
-		// Reading must not create an empty ledger where none is.
-		if _, err := os.Stat(filepath.Join(lf.cfg.StateDir, "ledger.db")); err != nil {
-			return fmt.Errorf("curator ledger: no ledger in --state %s: %w", lf.cfg.StateDir, err)
-		}
+	given := map[string]bool{}
+	full.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	name = cmp.Or(alias, sf.cfg.DatasetID)
+	store, err := readLedger(fs, sf.lf, name)
+	if err != nil {
+		return err
 	}
 	ctx := context.Background()
-	// Reading spends nothing: the store's own limits play no part, the report's do.
-	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := storage.OpenLedger(ctx, lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
-	if err != nil {
-		return err
-	}
 	defer store.Close()
 
 	if verify {
 		return verifyLedger(ctx, os.Stdout, store, name)
 	}
-	lim, warnings, err := ledgerLimits(ctx, store, name, lf.limits(), given)
+	lim, warnings, err := ledgerLimits(ctx, store, name, sf.lf.limits(), given)
 	if err != nil {
 		return err
 	}
@@ -248,7 +235,7 @@ func ledgerLimits(ctx context.Context, store ledgerView, dataset string, configu
 			w = append(w, fmt.Sprintf("WARNING: the budget given here (%s, from the command line, --config or the environment: %s) differs from the limits "+
 				"the curator recorded when it last started, at %s (%s); the figures below use the recorded limits, the limits in force, which every curator "+
 				"sharing the ledger enforces until one starts with --change-limits",
-				strings.Join(budgetGiven, ", "), limitsText(configured), rec.Recorded.Format(time.RFC3339), limitsText(rec.Limits)))
+				strings.Join(budgetGiven, ", "), ledger.LimitsText(configured), rec.Recorded.Format(time.RFC3339), ledger.LimitsText(rec.Limits)))
 		}
 		return reportLimits{Limits: rec.Limits, Recorded: true, RecordedAt: rec.Recorded}, w, nil
 	}
@@ -261,10 +248,8 @@ func ledgerLimits(ctx context.Context, store ledgerView, dataset string, configu
 		return reportLimits{}, nil, fmt.Errorf("curator ledger: --budget-epsilon, --budget-delta: %w", err)
 	}
 	return reportLimits{Limits: configured}, []string{fmt.Sprintf("no budget limits are recorded for dataset id %q (the curator records them when it starts): "+
-		"the figures below use the budget given here (%s), which may not be what the curator enforces", dataset, limitsText(configured))}, nil
+		"the figures below use the budget given here (%s), which may not be what the curator enforces", dataset, ledger.LimitsText(configured))}, nil
 }
-
-func limitsText(l ledger.Limits) string { return ledger.LimitsText(l) }
 
 // shownRows are the identities of a relation worth listing: the modelers, and the
 // curator's own records when they cost something (the private scaling estimate, which
@@ -290,16 +275,6 @@ func reservedText(rep ledger.Report) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// anyReserved reports whether a live reservation counts towards any relation of rep.
-func anyReserved(rep ledger.Report) bool {
-	for _, rr := range rep.Relations {
-		if rr.Dataset.Reservations > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // ratOrZero is r, or 0 when r is nil (a report row built without reservations).
@@ -353,7 +328,7 @@ func writeLedgerText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		return err
 	}
 	fmt.Fprintf(out, "\nLEFT is what a charge may still spend: an identity's own remainder, capped by the dataset's; figures are rounded to %d significant digits (remainders never to more than can be spent, whole-patient totals up; --json or --csv give them exactly).\n", ledger.DisplayDigits)
-	reserved := anyReserved(rep)
+	reserved := reservedText(rep) != "" // a live reservation counts towards some relation
 	if reserved {
 		fmt.Fprintln(out, "RESERVED is what releases being computed hold: not spent yet (charged when they end, given back if they fail or expire), but no longer LEFT.")
 	}
@@ -443,7 +418,7 @@ func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 	if lim.Recorded {
 		src = "in force since " + lim.RecordedAt.Format(time.RFC3339) + ", recorded by the curator"
 	}
-	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, limitsText(lim.Limits))
+	fmt.Fprintf(out, "\nLimits (%s): %s\n", src, ledger.LimitsText(lim.Limits))
 	if len(history) <= 1 {
 		return
 	}
@@ -457,7 +432,7 @@ func writeLimitsText(out io.Writer, lim reportLimits, history []ledger.RecordedL
 		if h.Starts == 1 {
 			starts = "1 start"
 		}
-		fmt.Fprintf(out, "  %s to %s (%s): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), starts, limitsText(h.Limits), mark)
+		fmt.Fprintf(out, "  %s to %s (%s): %s%s\n", h.Recorded.Format(time.RFC3339), h.Confirmed.Format(time.RFC3339), starts, ledger.LimitsText(h.Limits), mark)
 	}
 }
 
@@ -811,35 +786,4 @@ func writeLedgerCSV(out io.Writer, rep ledger.Report) error {
 	}
 	w.Flush()
 	return w.Error()
-}
-
-// ledgerSettingsFromServeConfig sets the flags of fs that the command line did not set
-// from the curator's configuration file and environment, exactly as serve would read
-// them. It returns the names of the flags given on the command line, in the file or
-// in the environment.
-func ledgerSettingsFromServeConfig(fs *flag.FlagSet, configFile string) (map[string]bool, error) {
-	full := flag.NewFlagSet("curator serve", flag.ContinueOnError)
-	var sf serveFlags
-	sf.register(full)
-	if err := full.Parse(nil); err != nil {
-		return nil, err
-	}
-	if configFile == "" {
-		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
-	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
-		return nil, err
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	fromConfig := map[string]bool{}
-	full.Visit(func(f *flag.Flag) { fromConfig[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if g := full.Lookup(f.Name); err == nil && !given[f.Name] && fromConfig[f.Name] && g != nil && f.Name != "config" {
-			err = fs.Set(f.Name, g.Value.String())
-			given[f.Name] = true
-		}
-	})
-	return given, err
 }

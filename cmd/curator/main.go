@@ -44,21 +44,30 @@ import (
 	"github.com/privbo/privbo/pkg/tuning"
 )
 
-const usage = `usage: curator <command> [flags]
+// commands are curator's commands, in the order its usage lists them.
+var commands = []struct {
+	name, help string
+	run        func(args []string) error
+}{
+	{"serve", "load a dataset and serve private releases over gRPC", serve},
+	{"ledger", "print the privacy ledger: every charge, and each identity's remaining budget", printLedger},
+	{"results", "the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)", results},
+	{"pending", "list the rows waiting for a recorded evaluation (--evaluate manual)", pending},
+	{"record", "record the evaluation of a pending row", record},
+	{"check-config", "validate a serve configuration (flags, file, environment) without serving", checkConfig},
+	{"dev-ca", "create a development CA, a server certificate and client certificates", devCA},
+	{"hash-token", "print the line of a token file for a bearer token read from stdin", hashToken},
+	{"job-report", "write a job's operator report (HTML), with the path the modeler never sees", jobReport},
+}
 
-commands:
-  serve         load a dataset and serve private releases over gRPC
-  ledger        print the privacy ledger: every charge, and each identity's remaining budget
-  results       the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)
-  pending       list the rows waiting for a recorded evaluation (--evaluate manual)
-  record        record the evaluation of a pending row
-  check-config  validate a serve configuration (flags, file, environment) without serving
-  dev-ca        create a development CA, a server certificate and client certificates
-  hash-token    print the line of a token file for a bearer token read from stdin
-  job-report    write a job's operator report (HTML), with the path the modeler never sees
-
-Run 'curator <command> -h' for the flags of a command.
-`
+// usage lists the commands.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: curator <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.help)
+	}
+	fmt.Fprint(w, "\nRun 'curator <command> -h' for the flags of a command.\n")
+}
 
 func main() {
 	err := run(os.Args[1:])
@@ -71,33 +80,19 @@ func main() {
 // run runs a command.
 func run(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
+		usage(os.Stderr)
 		return errors.New("no command given")
 	}
-	switch args[0] {
-	case "serve":
-		return serve(args[1:])
-	case "ledger":
-		return printLedger(args[1:])
-	case "results":
-		return results(args[1:])
-	case "pending":
-		return pending(args[1:])
-	case "record":
-		return record(args[1:])
-	case "check-config":
-		return checkConfig(args[1:])
-	case "dev-ca":
-		return devCA(args[1:])
-	case "hash-token":
-		return hashToken(args[1:])
-	case "job-report":
-		return jobReport(args[1:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(os.Stdout)
 		return nil
 	}
-	fmt.Fprint(os.Stderr, usage)
+	usage(os.Stderr)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
@@ -115,16 +110,11 @@ func (l *ledgerFlags) register(fs *flag.FlagSet) {
 	l.set.Register(fs)
 }
 
-func (l *ledgerFlags) config() (config.LedgerConfig, ledger.Cost, ledger.Cost) {
-	// Each part of the dataset cap defaults to the identity budget's on its own.
-	ds := l.cfg.DatasetBudget
-	ds.Epsilon, ds.Delta = cmp.Or(ds.Epsilon, l.cfg.Budget.Epsilon), cmp.Or(ds.Delta, l.cfg.Budget.Delta)
-	return l.cfg.Ledger, l.cfg.Budget, ds
-}
-
-// limits are the ledger limits the flags set, with the defaults serve fills in.
+// limits are the ledger limits the flags set, with the defaults serve fills in (each
+// part of the dataset cap defaults to the identity budget's on its own).
 func (l *ledgerFlags) limits() ledger.Limits {
-	_, per, ds := l.config()
+	per, ds := l.cfg.Budget, l.cfg.DatasetBudget
+	ds.Epsilon, ds.Delta = cmp.Or(ds.Epsilon, per.Epsilon), cmp.Or(ds.Delta, per.Delta)
 	p, pd := config.PatientCaps(per, l.cfg.PatientBudget, l.cfg.PatientDatasetBudget)
 	return ledger.Limits{PerIdentity: per, Dataset: ds, Patient: ledger.PatientLimits{PerIdentity: p, Dataset: pd}}
 }
@@ -184,9 +174,7 @@ func parseServe(name string, args []string) (*serveFlags, error) {
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
 		return nil, err
 	}
-	if f.configFile == "" {
-		f.configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
+	f.configFile = cmp.Or(f.configFile, os.Getenv(flagconf.EnvName(envPrefix, "config")))
 	if err := flagconf.Apply(fs, f.configFile, envPrefix); err != nil {
 		return nil, err
 	}
@@ -211,18 +199,11 @@ func (f *serveFlags) build() (config.Config, error) {
 			"never gives the same records a fresh budget; declare a stable id for these records (an existing deployment keeps its ledger " +
 			"with the dataset name it used so far: the file name without extension, or its --name)")
 	}
-	if f.features != "" {
-		cfg.Data.Features = strings.Split(f.features, ",")
-	}
-	if f.exclude != "" {
-		cfg.Data.Exclude = strings.Split(f.exclude, ",")
-	}
-	cfg.Data.MissingMarkers = strings.Split(f.missingMarkers, ",")
-	sc, err := scalingOf(f.scaling, &f.schema)
+	data, err := f.data()
 	if err != nil {
 		return cfg, err
 	}
-	cfg.Data.Scaling = sc
+	cfg.Data = data
 	if answer.IsExact(cfg.Output.Mechanism) && !f.set[f.settings.Name(&f.cfg.Output.Epsilon)] {
 		cfg.Output.Epsilon = 0 // the default ε is that of private answers
 	}
@@ -235,6 +216,22 @@ func (f *serveFlags) build() (config.Config, error) {
 	}
 	cfg.Jobs.Evaluators = evs
 	return cfg, nil
+}
+
+// data is how the data file is read: cfg's options with the lists and the scaling the
+// command parses itself.
+func (f *serveFlags) data() (dataset.Options, error) {
+	opt := f.cfg.Data
+	if f.features != "" {
+		opt.Features = strings.Split(f.features, ",")
+	}
+	if f.exclude != "" {
+		opt.Exclude = strings.Split(f.exclude, ",")
+	}
+	opt.MissingMarkers = strings.Split(f.missingMarkers, ",")
+	sc, err := scalingOf(f.scaling, &f.schema)
+	opt.Scaling = sc
+	return opt, err
 }
 
 // scalingOf is the scaling of --scaling and --schema: the named scaling, schema with
@@ -494,33 +491,46 @@ func hashToken(args []string) error {
 	return nil
 }
 
-// evaluationStore opens the ledger for recording evaluations. Recorded values cost
-// nothing, so the budget limits the store is opened with play no part.
-func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, *flag.FlagSet, error) {
+// evaluationStore opens the ledger for recording evaluations (readLedger).
+func evaluationStore(fs *flag.FlagSet, args []string) (*ledger.Ledger, string, error) {
 	var lf ledgerFlags
 	lf.register(fs)
 	name := fs.String("dataset-id", "", "dataset id, as the curator's --dataset-id (required)")
 	alias := fs.String("dataset", "", "the same as --dataset-id (older name of the flag)")
 	if err := cli.Parse(fs, args, os.Stdout); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
 	if err := lf.set.CheckFlags(fs); err != nil {
-		return nil, "", nil, err
+		return nil, "", err
 	}
-	if *alias != "" {
-		*name = *alias
+	*name = cmp.Or(*alias, *name)
+	store, err := readLedger(fs, lf, *name)
+	return store, *name, err
+}
+
+// readLedger opens the ledger of lf for the command of fs, which reads it or records
+// evaluations: neither charges, so the budget limits it is opened with play no part. A
+// SQLite ledger must exist already: reading never creates an empty one.
+func readLedger(fs *flag.FlagSet, lf ledgerFlags, datasetID string) (*ledger.Ledger, error) {
+	if datasetID == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
+		where := ""
+		if fs.Lookup("config") != nil {
+			where = ", on the command line or in --config"
+		}
+		return nil, fmt.Errorf("%s: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required%s", fs.Name(), where)
 	}
-	if *name == "" || lf.cfg.StateDir == "" && lf.cfg.Ledger.Kind == "sqlite" {
-		return nil, "", nil, errors.New("--dataset-id and --state (or --ledger postgres) are required")
+	lc := lf.cfg.Ledger
+	if lc.Kind == "sqlite" {
+		if _, err := os.Stat(filepath.Join(lf.cfg.StateDir, "ledger.db")); err != nil {
+			return nil, fmt.Errorf("%s: no ledger in --state %s: %w", fs.Name(), lf.cfg.StateDir, err)
+		}
 	}
-	lc, _, _ := lf.config()
 	placeholder := ledger.Cost{Epsilon: 1}
-	store, err := storage.OpenLedger(context.Background(), lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
-	return store, *name, fs, err
+	return storage.OpenLedger(context.Background(), lc, lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
 }
 
 func pending(args []string) error {
-	store, name, _, err := evaluationStore(flag.NewFlagSet("curator pending", flag.ContinueOnError), args)
+	store, name, err := evaluationStore(flag.NewFlagSet("curator pending", flag.ContinueOnError), args)
 	if err != nil {
 		return err
 	}
@@ -543,7 +553,7 @@ func record(args []string) error {
 	fs := flag.NewFlagSet("curator record", flag.ContinueOnError)
 	index := fs.Int("index", -1, "row index (required)")
 	value := fs.Float64("value", math.NaN(), "evaluated value (required)")
-	store, name, _, err := evaluationStore(fs, args)
+	store, name, err := evaluationStore(fs, args)
 	if err != nil {
 		return err
 	}

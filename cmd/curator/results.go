@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,8 +18,6 @@ import (
 	"github.com/privbo/privbo/pkg/config"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
-	"github.com/privbo/privbo/pkg/ledger"
-	"github.com/privbo/privbo/pkg/storage"
 )
 
 // resultsServeFlags are the settings of c that 'curator results' shares with serve, under
@@ -83,32 +81,21 @@ func results(args []string) error {
 	if err != nil {
 		return err
 	}
-	sf, err := serveSettings(fs, *configFile)
+	sf, _, err := serveSettings(fs, *configFile)
 	if err != nil {
 		return err
 	}
 	datasetID := sf.cfg.DatasetID
-	if datasetID == "" || sf.lf.cfg.StateDir == "" && sf.lf.cfg.Ledger.Kind == "sqlite" {
-		return errors.New("curator results: --dataset-id and --state (or --ledger postgres with --ledger-dsn) are required, on the command line or in --config")
-	}
-	truth, err := outcomes(sf)
-	if err != nil {
-		return err
-	}
-	lc, _, _ := sf.lf.config()
-	if lc.Kind == "sqlite" {
-		// Reading must not create an empty ledger where none is.
-		if _, err := os.Stat(filepath.Join(sf.lf.cfg.StateDir, "ledger.db")); err != nil {
-			return fmt.Errorf("curator results: no ledger in --state %s: %w", sf.lf.cfg.StateDir, err)
-		}
-	}
-	ctx := context.Background()
-	placeholder := ledger.Cost{Epsilon: 1} // reading charges nothing: the limits play no part
-	store, err := storage.OpenLedger(ctx, lc, sf.lf.cfg.StateDir, ledger.Limits{PerIdentity: placeholder, Dataset: placeholder})
+	store, err := readLedger(fs, sf.lf, datasetID)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	truth, err := outcomes(sf)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
 	ids, err := curator.Results(ctx, store, datasetID)
 	if err != nil {
 		return err
@@ -118,7 +105,7 @@ func results(args []string) error {
 		if err != nil {
 			return err
 		}
-		truth.fromEvaluations(ev)
+		truth.values = ev
 	}
 	if *identity != "" {
 		var only []curator.IdentityResults
@@ -145,27 +132,25 @@ func results(args []string) error {
 }
 
 // serveSettings reads the curator's settings as serve does — its configuration file and
-// environment — with the flags given on fs's command line winning.
-func serveSettings(fs *flag.FlagSet, configFile string) (*serveFlags, error) {
-	full := flag.NewFlagSet("curator serve", flag.ContinueOnError)
-	sf := &serveFlags{}
+// environment — with the flags given on fs's command line winning. full holds them, under
+// fs's name; the flags it visits are those given in any of the three.
+func serveSettings(fs *flag.FlagSet, configFile string) (sf *serveFlags, full *flag.FlagSet, err error) {
+	full = flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	sf = &serveFlags{}
 	sf.register(full)
 	if err := full.Parse(nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if configFile == "" {
-		configFile = os.Getenv(flagconf.EnvName(envPrefix, "config"))
-	}
+	configFile = cmp.Or(configFile, os.Getenv(flagconf.EnvName(envPrefix, "config")))
 	if err := flagconf.Apply(full, configFile, envPrefix); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var err error
 	fs.Visit(func(f *flag.Flag) {
 		if full.Lookup(f.Name) != nil && err == nil {
 			err = full.Set(f.Name, f.Value.String())
 		}
 	})
-	return sf, err
+	return sf, full, err
 }
 
 func parseRankDirection(s string) (maximize bool, err error) {
@@ -189,12 +174,9 @@ type truth struct {
 
 // outcomes reads the data file's target when rows are evaluated from it (the file is
 // read with the curator's own loader and options, so that row i is the curator's row
-// i); for program and manual evaluation it leaves values nil for fromEvaluations.
+// i); for program and manual evaluation it leaves values nil, for the recorded evaluations.
 func outcomes(sf *serveFlags) (truth, error) {
-	mode := sf.cfg.Evaluation.Mode
-	if mode == "" {
-		mode = curator.EvaluateColumn
-	}
+	mode := cmp.Or(sf.cfg.Evaluation.Mode, curator.EvaluateColumn)
 	switch mode {
 	case curator.EvaluateProgram, curator.EvaluateManual:
 		return truth{mode: mode, source: fmt.Sprintf("the curator's recorded evaluations (--evaluate %s)", mode)}, nil
@@ -205,19 +187,10 @@ func outcomes(sf *serveFlags) (truth, error) {
 	if sf.cfg.DataPath == "" || sf.cfg.Data.Target == "" {
 		return truth{}, errors.New("curator results: with --evaluate column the true outcome of a row is its target in the data file: give --data and --target (or the curator's --config)")
 	}
-	opt := sf.cfg.Data
-	if sf.features != "" {
-		opt.Features = strings.Split(sf.features, ",")
-	}
-	if sf.exclude != "" {
-		opt.Exclude = strings.Split(sf.exclude, ",")
-	}
-	opt.MissingMarkers = strings.Split(sf.missingMarkers, ",")
-	sc, err := scalingOf(sf.scaling, &sf.schema)
+	opt, err := sf.data()
 	if err != nil {
 		return truth{}, err
 	}
-	opt.Scaling = sc
 	raw, err := dataset.LoadRaw(sf.cfg.DataPath, opt)
 	if err != nil {
 		return truth{}, fmt.Errorf("curator results: %w", err)
@@ -229,8 +202,6 @@ func outcomes(sf *serveFlags) (truth, error) {
 	}
 	return t, nil
 }
-
-func (t *truth) fromEvaluations(ev map[int]float64) { t.values = ev }
 
 // resultsReport is the JSON document of 'curator results' (and what its tables show).
 type resultsReport struct {

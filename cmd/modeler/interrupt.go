@@ -107,11 +107,9 @@ func interrupted(ctx context.Context, err error, res *modeler.Result, store *stu
 		msg += fmt.Sprintf("; recommended row so far: %d (posterior mean %.4g ± %.3g)", res.Recommended, res.RecommendedMean, res.RecommendedSD)
 	}
 	if asJSON {
-		b, jerr := json.Marshal(res)
-		if jerr != nil {
-			return fmt.Errorf("%s; JSON result: %w", msg, jerr)
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return fmt.Errorf("%s; JSON result: %w", msg, err)
 		}
-		fmt.Fprintln(stdout, string(b))
 	}
 	code := 128 + 2 // SIGINT
 	if s, ok := cause.sig.(syscall.Signal); ok {

@@ -6,10 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -404,12 +405,7 @@ func printJob(w io.Writer, j jobs.Job) {
 		return
 	}
 	if r.HasHyperparameters {
-		names := make([]string, 0, len(r.Hyperparameters))
-		for k := range r.Hyperparameters {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(r.Hyperparameters)) {
 			fmt.Fprintf(w, "  released %s = %g\n", k, r.Hyperparameters[k])
 		}
 	}

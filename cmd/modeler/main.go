@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,17 +29,26 @@ import (
 	"github.com/privbo/privbo/pkg/transport"
 )
 
-const usage = `usage: modeler <command> [flags]
+// commands are modeler's commands, in the order its usage lists them.
+var commands = []struct {
+	name, help string
+	run        func(args []string, stdout, stderr io.Writer) error
+}{
+	{"run", "run a PO-GP-UCB study against a curator (--study NAME keeps it and resumes it)", runStudy},
+	{"studies", "list the stored studies", studiesCommand},
+	{"report", "write an HTML report (and PNGs) of a stored study", reportCommand},
+	{"job", "private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)", jobCommand},
+	{"simulate", "compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)", runSimulate},
+}
 
-commands:
-  run      run a PO-GP-UCB study against a curator (--study NAME keeps it and resumes it)
-  studies  list the stored studies
-  report   write an HTML report (and PNGs) of a stored study
-  job      private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)
-  simulate compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)
-
-Run 'modeler <command> -h' for the flags of a command.
-`
+// usage lists the commands.
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: modeler <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.help)
+	}
+	fmt.Fprint(w, "\nRun 'modeler <command> -h' for the flags of a command.\n")
+}
 
 func main() {
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
@@ -52,10 +62,7 @@ func main() {
 // answers the study received, as the curator stated them: each in its first sentence
 // (at most 300 characters), or in full with --explain.
 func printProtection(w io.Writer, p modeler.Protection, explain bool) {
-	mech := p.ProjectionMechanism
-	if mech == "" {
-		mech = "not stated"
-	}
+	mech := cmp.Or(p.ProjectionMechanism, "not stated")
 	say := func(g string) string { return g }
 	if !explain {
 		say = firstSentence
@@ -141,25 +148,19 @@ var dialFixes = map[transport.DialFailure]string{
 
 func runCommand(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		usage(stderr)
 		return errors.New("no command given")
 	}
-	switch args[0] {
-	case "run":
-		return runStudy(args[1:], stdout, stderr)
-	case "studies":
-		return studiesCommand(args[1:], stdout, stderr)
-	case "report":
-		return reportCommand(args[1:], stdout, stderr)
-	case "job":
-		return jobCommand(args[1:], stdout, stderr)
-	case "simulate":
-		return runSimulate(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
+	usage(stderr)
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
@@ -337,12 +338,7 @@ func reportRun(stdout io.Writer, res *modeler.Result, cfg modeler.Config, took t
 	if !asJSON {
 		return nil
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, string(b))
-	return nil
+	return json.NewEncoder(stdout).Encode(res)
 }
 
 // printResult prints a finished study's result, the recommended row first: its posterior

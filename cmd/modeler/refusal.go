@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
+	"github.com/privbo/privbo/pkg/memory"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/refusal"
 )
@@ -158,7 +158,7 @@ func refusalHint(e *refusal.Error) string {
 		avail, _ := e.Int(refusal.KeyAvailableBytes)
 		r, _ := e.Int(refusal.KeyDimension)
 		maxR, _ := e.Int(refusal.KeyMaxDimension)
-		what := fmt.Sprintf("a projection of dimension %d needs %s of memory while the curator computes it, and it admits %s for its releases", r, mib(need), mib(avail))
+		what := fmt.Sprintf("a projection of dimension %d needs %s of memory while the curator computes it, and it admits %s for its releases", r, memory.MiB(need), memory.MiB(avail))
 		if maxR <= 0 {
 			return what + "; no dimension fits: ask the curator's operator to raise its memory for releases"
 		}
@@ -172,7 +172,7 @@ func refusalHint(e *refusal.Error) string {
 		stored, _ := e.Int(refusal.KeyStoredBytes)
 		quota, _ := e.Int(refusal.KeyQuotaBytes)
 		return fmt.Sprintf("the curator keeps at most %s for %s, %s is used, and this release needs %s; nothing was charged. "+
-			"Releases already made are replayed at no cost; ask for a smaller --r, or ask the curator's operator to raise the quota", mib(quota), who, mib(stored), mib(need))
+			"Releases already made are replayed at no cost; ask for a smaller --r, or ask the curator's operator to raise the quota", memory.MiB(quota), who, memory.MiB(stored), memory.MiB(need))
 	case refusal.Uninformative:
 		eps, ok := e.Float(refusal.KeyEpsilonNeeded)
 		if ok && !math.IsInf(eps, 1) {
@@ -181,10 +181,4 @@ func refusalHint(e *refusal.Error) string {
 		return "the job's forecast finds its releases no better than a uniform pick at any ε, so it was refused before any charge: add --force to run and pay for it anyway"
 	}
 	return ""
-}
-
-// mib formats a byte count in MiB.
-func mib(b int64) string {
-	s := fmt.Sprintf("%.1f", float64(b)/(1<<20))
-	return strings.TrimSuffix(s, ".0") + " MiB"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -205,12 +206,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *asJSON {
-		b, err := json.Marshal(rows)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(b))
-		return nil
+		return json.NewEncoder(stdout).Encode(rows)
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tRECOMMENDED ROW\tPOSTERIOR MEAN ± SD\tDATASET\tITERATIONS\tSTATE\tUPDATED\tBEST SINGLE ANSWER (ROW)")
@@ -223,10 +219,7 @@ func studiesCommand(args []string, stdout, stderr io.Writer) error {
 		if s.BestValue != nil {
 			best = fmt.Sprintf("%.4g (%d)", *s.BestValue, s.BestIndex)
 		}
-		ds := s.Dataset
-		if ds == "" {
-			ds = "-"
-		}
+		ds := cmp.Or(s.Dataset, "-")
 		state := s.State
 		if s.Error != "" && s.State != "done" {
 			state += " (" + truncate(s.Error, 60) + ")"

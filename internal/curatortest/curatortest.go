@@ -10,6 +10,7 @@
 package curatortest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -114,15 +115,9 @@ func (o Options) Config(t testing.TB) config.Config {
 		Limits:        o.Limits,
 		Ledger:        o.Ledger,
 	}
-	if cfg.DataPath == "" {
-		cfg.DataPath = Diabetes
-	}
-	if cfg.Data.Target == "" {
-		cfg.Data.Target = "progression"
-	}
-	if cfg.DatasetID == "" {
-		cfg.DatasetID = "diabetes"
-	}
+	cfg.DataPath = cmp.Or(cfg.DataPath, Diabetes)
+	cfg.Data.Target = cmp.Or(cfg.Data.Target, "progression")
+	cfg.DatasetID = cmp.Or(cfg.DatasetID, "diabetes")
 	if cfg.StateDir == "" {
 		cfg.StateDir = t.TempDir()
 	}
@@ -161,9 +156,7 @@ func Start(t testing.TB, o Options) *Curator {
 // Curator.Logs; a logger given is kept and Logs stays empty), and stops it when t ends.
 func StartConfig(t testing.TB, cfg config.Config) *Curator {
 	t.Helper()
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
+	cfg.Listen = cmp.Or(cfg.Listen, "127.0.0.1:0")
 	if cfg.StateDir == "" {
 		cfg.StateDir = t.TempDir()
 	}
@@ -229,10 +222,7 @@ func Conn(t testing.TB, addr, identity string) *grpc.ClientConn {
 // PostgresDSN is the test PostgreSQL server: PRIVBO_TEST_POSTGRES_DSN, or the local
 // default postgres://postgres@127.0.0.1:5432/test.
 func PostgresDSN() string {
-	if dsn := os.Getenv("PRIVBO_TEST_POSTGRES_DSN"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	return cmp.Or(os.Getenv("PRIVBO_TEST_POSTGRES_DSN"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 }
 
 // PostgresLedger returns the configuration of a PostgreSQL ledger in a new schema of

@@ -28,9 +28,7 @@ import (
 // parsed again. What needs files (TLS material, tokens, the dataset) is read and
 // checked by server.CheckReport and server.Start.
 func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, zap.NewNop())
 	// Every setting's range, as the command line checks it; a zero field is unset.
 	if err := cfg.Bind().Check(); err != nil {
 		var se *setting.Error
@@ -55,12 +53,8 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	}
 	// Each part of the dataset cap defaults to the identity budget's on its own, so
 	// that setting only DatasetBudget.Epsilon does not leave a δ cap of zero.
-	if cfg.DatasetBudget.Epsilon == 0 {
-		cfg.DatasetBudget.Epsilon = cfg.Budget.Epsilon
-	}
-	if cfg.DatasetBudget.Delta == 0 {
-		cfg.DatasetBudget.Delta = cfg.Budget.Delta
-	}
+	cfg.DatasetBudget.Epsilon = cmp.Or(cfg.DatasetBudget.Epsilon, cfg.Budget.Epsilon)
+	cfg.DatasetBudget.Delta = cmp.Or(cfg.DatasetBudget.Delta, cfg.Budget.Delta)
 	mech, err := projection.ParseMechanism(cmp.Or(cfg.ProjectionMechanism, projection.MechanismGaussian))
 	if err != nil {
 		return cfg, nil, cfg.Refuse(&cfg.ProjectionMechanism, fmt.Sprintf(cfg.Flag(&cfg.ProjectionMechanism)+": unknown projection mechanism %q (want %s)",
@@ -73,9 +67,7 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	if err := patientCapConflict(cfg, mech); err != nil {
 		return cfg, nil, err
 	}
-	if cfg.Output.Mechanism == "" {
-		cfg.Output.Mechanism = answer.Default
-	}
+	cfg.Output.Mechanism = cmp.Or(cfg.Output.Mechanism, answer.Default)
 	if !answer.IsExact(cfg.Output.Mechanism) && cfg.Output.Epsilon == 0 {
 		cfg.Output.Epsilon = curator.DefaultOutputEpsilon
 	}
@@ -88,9 +80,7 @@ func (cfg Config) Resolve() (Config, projection.Mechanism, error) {
 	if err := probe.Validate(); err != nil {
 		return cfg, nil, fmt.Errorf("server: %w", err)
 	}
-	if cfg.Data.Scaling.Mode == "" {
-		cfg.Data.Scaling.Mode = dataset.ScalePrivate
-	}
+	cfg.Data.Scaling.Mode = cmp.Or(cfg.Data.Scaling.Mode, dataset.ScalePrivate)
 	cfg.PrivateScalingShare = cmp.Or(cfg.PrivateScalingShare, DefaultPrivateScalingShare)
 	cfg.ExactAnswersMaxRows = cmp.Or(cfg.ExactAnswersMaxRows, DefaultExactAnswersMaxRows)
 	if answer.IsExact(cfg.Output.Mechanism) && cfg.Evaluation.Mode == curator.EvaluateProgram && !cfg.AllowExactProgramAnswers {
@@ -133,14 +123,10 @@ func PatientCaps(budget, perIdentity, dataset ledger.Cost) (ledger.Cost, ledger.
 	if perIdentity.Epsilon > 0 && perIdentity.Delta == 0 {
 		perIdentity.Delta = budget.Delta
 	}
-	if dataset.Epsilon == 0 {
-		dataset.Epsilon = perIdentity.Epsilon
-	}
+	dataset.Epsilon = cmp.Or(dataset.Epsilon, perIdentity.Epsilon)
 	if dataset.Epsilon > 0 && dataset.Delta == 0 {
 		dataset.Delta = perIdentity.Delta
-		if dataset.Delta == 0 {
-			dataset.Delta = budget.Delta
-		}
+		dataset.Delta = cmp.Or(dataset.Delta, budget.Delta)
 	}
 	return perIdentity, dataset
 }
@@ -210,10 +196,7 @@ func Warnings(cfg Config) []string {
 		}
 		return w
 	}
-	limit := cfg.ExactAnswersMaxRows
-	if limit == 0 {
-		limit = DefaultExactAnswersMaxRows
-	}
+	limit := cmp.Or(cfg.ExactAnswersMaxRows, DefaultExactAnswersMaxRows)
 	w = append(w, fmt.Sprintf("WARNING: %s none: query answers are EXACT and UNPROTECTED (ε = ∞) and cost no budget; identities holding a projection can read the exact target of up to %d rows (%s). "+
 		"Use laplace or gaussian unless the outputs are not sensitive.", f(&cfg.Output.Mechanism), limit, f(&cfg.ExactAnswersMaxRows)))
 	if cfg.Evaluation.Mode == curator.EvaluateProgram {
@@ -227,10 +210,7 @@ func Warnings(cfg Config) []string {
 // range is known: the noise sd of a range of width one, which is the ratio of sd to
 // width whatever the range, since the noise is calibrated to the width.
 func answersForecast(o curator.OutputPrivacy) (worth.Forecast, bool) {
-	eps := o.Epsilon
-	if eps == 0 {
-		eps = curator.DefaultOutputEpsilon
-	}
+	eps := cmp.Or(o.Epsilon, curator.DefaultOutputEpsilon)
 	m, err := answer.New(o.Mechanism, answer.Params{Epsilon: eps, Delta: o.Delta, Lower: 0, Upper: 1})
 	if err != nil {
 		return worth.Forecast{}, false
@@ -375,10 +355,7 @@ func errTargetRangeMissing(cfg Config, raw *dataset.Raw, p curator.ScalingPlan) 
 	what := "scaling " + string(sc.Mode) + " gives none"
 	fix := "Set " + cfg.Flag(&cfg.Output.Lower) + " and " + cfg.Flag(&cfg.Output.Upper) + " to the target's public range"
 	if sc.Schema != nil {
-		file := sc.Schema.File
-		if file == "" {
-			file = "(built in code)"
-		}
+		file := cmp.Or(sc.Schema.File, "(built in code)")
 		what = "the schema " + file + " has no line for it"
 		fix = fmt.Sprintf("Add the target's public range to the schema, the line\n  %s\n(fields as in its header %s), or set "+cfg.Flag(&cfg.Output.Lower)+" and "+cfg.Flag(&cfg.Output.Upper),
 			sc.Schema.LineFor(raw.Target, "LOWER", "UPPER"), sc.Schema.HeaderLine())

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/privbo/privbo/internal/figure"
 	"github.com/privbo/privbo/internal/htmlstyle"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/jobs"
@@ -51,12 +52,13 @@ type cell struct {
 func txt(s string) cell { return cell{Text: s} }
 func num(s string) cell { return cell{Text: s, Num: true} }
 
-// fig is x to 4 significant digits; inf says "not bounded".
+// fig is x as every text of privbo writes a figure (figure.Text: at most 4 significant
+// digits, "12340", not "1.234e+04"); inf says "not bounded".
 func fig(x float64) string {
 	if math.IsInf(x, 1) {
 		return "not bounded"
 	}
-	return strconv.FormatFloat(x, 'g', 4, 64)
+	return figure.Text(x)
 }
 
 // left is a remainder to 4 significant digits, rounded down so that it never shows

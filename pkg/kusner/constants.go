@@ -1,6 +1,7 @@
 package kusner
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -245,9 +246,7 @@ func (c Config) plan() (Constants, *dp.Laplace, error) {
 		k.LaplaceSensitivity = k.Regret + k.CValue
 	case Lipschitz:
 		k.NoiseVariance = c.NoiseVariance
-		if k.NoiseVariance == 0 {
-			k.NoiseVariance = NoiseFreeJitter
-		}
+		k.NoiseVariance = cmp.Or(k.NoiseVariance, NoiseFreeJitter)
 		k.LaplaceSensitivity = LipschitzDelta(c.LambdaMin, c.LambdaMax, c.L, c.GStar, c.M)
 	}
 	if c.Algorithm != Lipschitz {

@@ -1,6 +1,7 @@
 package kusner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -83,9 +84,7 @@ func (c Config) Forecast(k Constants, objectiveRange, gap float64) (Forecast, er
 	if !(objectiveRange > 0) || math.IsInf(objectiveRange, 0) {
 		return Forecast{}, fmt.Errorf("kusner: forecast needs a positive finite objective range, got %g", objectiveRange)
 	}
-	if gap == 0 {
-		gap = DefaultGapFraction * objectiveRange
-	}
+	gap = cmp.Or(gap, DefaultGapFraction*objectiveRange)
 	if !(gap > 0 && gap <= objectiveRange) {
 		return Forecast{}, fmt.Errorf("kusner: forecast gap must be in (0, %g] (the objective's range), got %g", objectiveRange, gap)
 	}

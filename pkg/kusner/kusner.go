@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/privbo/privbo/pkg/dp"
 	"github.com/privbo/privbo/pkg/dp/privacy"
@@ -42,8 +41,8 @@ const (
 	Lipschitz
 )
 
-// String returns the name ParseAlgorithm accepts: "noisy-gp", "noise-free"
-// or "lipschitz".
+// String returns the algorithm's name: "noisy-gp", "noise-free" or
+// "lipschitz".
 func (a Algorithm) String() string {
 	switch a {
 	case NoisyGP:
@@ -54,21 +53,6 @@ func (a Algorithm) String() string {
 		return "lipschitz"
 	}
 	return fmt.Sprintf("Algorithm(%d)", int(a))
-}
-
-// ParseAlgorithm parses an algorithm name as written by String, or its
-// number in the paper ("1", "2", "3"); case-insensitive, surrounding space
-// ignored.
-func ParseAlgorithm(s string) (Algorithm, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "noisy-gp", "1":
-		return NoisyGP, nil
-	case "noise-free", "2":
-		return NoiseFree, nil
-	case "lipschitz", "3":
-		return Lipschitz, nil
-	}
-	return 0, fmt.Errorf("kusner: unknown algorithm %q (want noisy-gp, noise-free or lipschitz, or 1, 2, 3)", s)
 }
 
 func (a Algorithm) valid() bool { return a >= NoisyGP && a <= Lipschitz }

@@ -164,30 +164,10 @@ func TestRelation(t *testing.T) {
 	}
 }
 
-func TestParseAlgorithm(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Algorithm
-		ok   bool
-	}{
-		{"noisy-gp", NoisyGP, true},
-		{" Noise-Free ", NoiseFree, true},
-		{"LIPSCHITZ", Lipschitz, true},
-		{"1", NoisyGP, true},
-		{"2", NoiseFree, true},
-		{"3", Lipschitz, true},
-		{"4", 0, false},
-		{"", 0, false},
-	}
-	for _, tc := range tests {
-		got, err := ParseAlgorithm(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseAlgorithm(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-	for _, a := range []Algorithm{NoisyGP, NoiseFree, Lipschitz} {
-		if got, err := ParseAlgorithm(a.String()); err != nil || got != a {
-			t.Errorf("ParseAlgorithm(%q) = %v, %v; want %v", a.String(), got, err, a)
+func TestAlgorithmString(t *testing.T) {
+	for a, want := range map[Algorithm]string{NoisyGP: "noisy-gp", NoiseFree: "noise-free", Lipschitz: "lipschitz"} {
+		if got := a.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", int(a), got, want)
 		}
 	}
 	if s := Algorithm(7).String(); s != "Algorithm(7)" {

@@ -3,8 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -229,12 +229,7 @@ func (s *Ledger) rebuildTotals(ctx context.Context, q Querier) error {
 	if _, err := q.Exec(ctx, s.d.SQL(qClearPatient)); err != nil {
 		return err
 	}
-	datasets := make([]string, 0, len(all))
-	for ds := range all {
-		datasets = append(datasets, ds)
-	}
-	sort.Strings(datasets)
-	for _, ds := range datasets {
+	for _, ds := range slices.Sorted(maps.Keys(all)) {
 		d := all[ds]
 		for _, who := range append([]string{datasetRow}, d.identities...) {
 			m := d.ds

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -185,9 +186,7 @@ func (s *Ledger) Reserve(ctx context.Context, cs []Charge, h Hold) (*Reservation
 	if h.TTL < 0 {
 		return nil, fmt.Errorf("ledger: reserve: a reservation's time to live must not be negative, got %v", h.TTL)
 	}
-	if h.TTL == 0 {
-		h.TTL = DefaultReservationTTL
-	}
+	h.TTL = cmp.Or(h.TTL, DefaultReservationTTL)
 	if h.Owner != "" {
 		if err := checkName("owner", h.Owner); err != nil {
 			return nil, err

@@ -194,32 +194,21 @@ func (b *Budget) Capacity() int64 {
 }
 
 // Held is the number of bytes admitted and not given back.
-func (b *Budget) Held() int64 {
-	if b == nil {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.held
-}
+func (b *Budget) Held() int64 { return read(b, func() int64 { return b.held }) }
 
 // Waits is the number of needs that had to wait since the budget was made (0 for the
 // nil Budget): those admitted after a wait, and those that gave up waiting.
-func (b *Budget) Waits() int64 {
-	if b == nil {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.waits
-}
+func (b *Budget) Waits() int64 { return read(b, func() int64 { return b.waits }) }
 
 // Waiting is the number of needs waiting to be admitted.
-func (b *Budget) Waiting() int {
+func (b *Budget) Waiting() int { return read(b, func() int { return b.queue.Len() }) }
+
+// read is what f reads of b under its lock; 0 for the nil Budget.
+func read[T int | int64](b *Budget, f func() T) T {
 	if b == nil {
 		return 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.queue.Len()
+	return f()
 }

@@ -205,7 +205,7 @@ func TestNilBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel()
-	if _, ok := b.TryAcquire(1 << 60); !ok || b.Capacity() != 0 || b.Held() != 0 || b.Waiting() != 0 {
+	if _, ok := b.TryAcquire(1 << 60); !ok || b.Capacity() != 0 || b.Held() != 0 || b.Waits() != 0 || b.Waiting() != 0 {
 		t.Error("the nil Budget does not admit everything")
 	}
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"image/color"
@@ -219,10 +220,7 @@ func MarkdownTable(sums []Summary, lifts []Lift) string {
 	fmt.Fprintf(&b, "| method | runs | mean S_T | standard error | top-1%% hit rate ± SE | lifted |\n| --- | ---: | ---: | ---: | ---: | --- |\n")
 	for _, s := range sums {
 		m, se := s.Final()
-		l := lifted[s.Method]
-		if l == "" {
-			l = "—"
-		}
+		l := cmp.Or(lifted[s.Method], "—")
 		hit := "—"
 		if !math.IsNaN(s.TopOne) {
 			hit = fmt.Sprintf("%.3f ± %.3f", s.TopOne, s.TopOneSE)
@@ -274,10 +272,7 @@ func outputDescription(cfg *Config) string {
 	if answer.IsExact(o.Mechanism) {
 		return "exact answers"
 	}
-	rule := cfg.GP.NoiseRule
-	if rule == "" {
-		rule = DefaultNoiseRule
-	}
+	rule := cmp.Or(cfg.GP.NoiseRule, DefaultNoiseRule)
 	out := "standardised"
 	if !cfg.standardise {
 		out = fmt.Sprintf("raw, offset %.4g", cfg.offset)

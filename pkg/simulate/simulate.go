@@ -238,9 +238,7 @@ func (c *Config) defaults() error {
 	}
 	c.proj = proj
 	userSignal, userNoise := c.GP.SignalVariance, c.GP.NoiseVariance
-	if c.GP.SignalVariance == 0 {
-		c.GP.SignalVariance = 1
-	}
+	c.GP.SignalVariance = cmp.Or(c.GP.SignalVariance, 1)
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -271,9 +269,7 @@ func (c *Config) defaults() error {
 		if err := c.Synthetic.defaults(); err != nil {
 			return err
 		}
-		if c.GP.Lengthscale == 0 {
-			c.GP.Lengthscale = c.Synthetic.Lengthscale
-		}
+		c.GP.Lengthscale = cmp.Or(c.GP.Lengthscale, c.Synthetic.Lengthscale)
 		if c.GP.NoiseVariance == 0 {
 			c.GP.NoiseVariance = max(c.Synthetic.NoiseVariance, 1e-6)
 		}
@@ -289,9 +285,7 @@ func (c *Config) defaults() error {
 // given (0: not given).
 func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 	o := c.Output
-	if o.Mechanism == "" {
-		o.Mechanism = answer.MechanismExact
-	}
+	o.Mechanism = cmp.Or(o.Mechanism, answer.MechanismExact)
 	if answer.IsExact(o.Mechanism) {
 		if o.Lower != 0 || o.Upper != 0 {
 			return errors.New("simulate: an output range applies only with output privacy (laplace or gaussian)")
@@ -323,10 +317,7 @@ func (c *Config) outputDefaults(userSignal, userNoise float64) error {
 		return fmt.Errorf("simulate: %w", err)
 	}
 	c.output = o
-	rule := c.GP.NoiseRule
-	if rule == "" {
-		rule = DefaultNoiseRule
-	}
+	rule := cmp.Or(c.GP.NoiseRule, DefaultNoiseRule)
 	if rule == NoiseRuleOff {
 		return nil
 	}

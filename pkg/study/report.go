@@ -2,13 +2,16 @@ package study
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,13 +175,8 @@ func topRecords(obs []Observation, n int, d Direction) []record {
 
 func settingRows(s Settings) [][2]string {
 	fv := s.Named()
-	names := make([]string, 0, len(fv))
-	for k := range fv {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	rows := make([][2]string, 0, len(names))
-	for _, k := range names {
+	rows := make([][2]string, 0, len(fv))
+	for _, k := range slices.Sorted(maps.Keys(fv)) {
 		v := fv[k]
 		switch {
 		case k == "lengthscale" && s.Lengthscale == 0:
@@ -282,10 +280,7 @@ func privacyRows(st *Study, obs []Observation) [][2]string {
 	}
 	b := st.Budget
 	if b.EpsilonLimit > 0 {
-		who := b.Identity
-		if who == "" {
-			who = "the identity"
-		}
+		who := cmp.Or(b.Identity, "the identity")
 		add("budget of "+who, fmt.Sprintf("spent (ε, δ) = (%s, %s) of (%s, %s); remaining (%s, %s) at the last contact",
 			g(b.EpsilonSpent), g(b.DeltaSpent), g(b.EpsilonLimit), g(b.DeltaLimit), g(b.EpsilonRemaining), g(b.DeltaRemaining)))
 	}

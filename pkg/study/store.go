@@ -576,11 +576,15 @@ func scanStudy(row interface{ Scan(...any) error }) (*Study, error) {
 }
 
 // update runs one UPDATE of the study's row (and touches updated_ns), failing with
-// ErrNotFound if there is no such study.
+// ErrNotFound if there is no such study; its error reads "study: NAME: why".
 func (s *Store) update(ctx context.Context, name, set string, args ...any) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		return updateTx(ctx, tx, name, set, args...)
 	})
+	if err != nil {
+		return fmt.Errorf("study: %s: %w", name, err)
+	}
+	return nil
 }
 
 func updateTx(ctx context.Context, tx *sql.Tx, name, set string, args ...any) error {
@@ -642,10 +646,7 @@ func (s *Store) SetConnection(ctx context.Context, name string, conn Connection)
 	if err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
-	if err := s.update(ctx, name, `connection = ?`, string(cj)); err != nil {
-		return fmt.Errorf("study: %s: connection: %w", name, err)
-	}
-	return nil
+	return s.update(ctx, name, `connection = ?`, string(cj))
 }
 
 // ZPath is the file holding the released matrix of study name.
@@ -685,10 +686,7 @@ func (s *Store) SaveRelease(ctx context.Context, name string, rel Release, z []f
 	if err != nil {
 		return fmt.Errorf("study: %w", err)
 	}
-	if err := s.update(ctx, name, `release = ?, z_sha256 = ?`, string(rj), sum); err != nil {
-		return fmt.Errorf("study: %s: release: %w", name, err)
-	}
-	return nil
+	return s.update(ctx, name, `release = ?, z_sha256 = ?`, string(rj), sum)
 }
 
 // LoadZ reads the released matrix of st and checks it against the stored SHA-256.
@@ -739,26 +737,17 @@ func (s *Store) SetKnownBest(ctx context.Context, name string, v float64) error 
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("study: %s: known best must be finite, got %g", name, v)
 	}
-	if err := s.update(ctx, name, `known_best = ?`, v); err != nil {
-		return fmt.Errorf("study: %s: %w", name, err)
-	}
-	return nil
+	return s.update(ctx, name, `known_best = ?`, v)
 }
 
 // SetError records the error that stopped a run ("" clears it).
 func (s *Store) SetError(ctx context.Context, name, msg string) error {
-	if err := s.update(ctx, name, `last_error = ?`, msg); err != nil {
-		return fmt.Errorf("study: %s: %w", name, err)
-	}
-	return nil
+	return s.update(ctx, name, `last_error = ?`, msg)
 }
 
 // Finish marks the study done.
 func (s *Store) Finish(ctx context.Context, name string) error {
-	if err := s.update(ctx, name, `done = 1, last_error = ''`); err != nil {
-		return fmt.Errorf("study: %s: %w", name, err)
-	}
-	return nil
+	return s.update(ctx, name, `done = 1, last_error = ''`)
 }
 
 // SetIterations changes the study's number of iterations T to n, which must be at least

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"math"
@@ -52,21 +53,11 @@ const (
 
 // WithDefaults returns l with its zero fields set to the defaults.
 func (l AuthFailureLimits) WithDefaults() AuthFailureLimits {
-	if l.Rate == 0 {
-		l.Rate = DefaultAuthFailureRate
-	}
-	if l.Burst == 0 {
-		l.Burst = DefaultAuthFailureBurst
-	}
-	if l.Logged == 0 {
-		l.Logged = DefaultAuthFailuresLogged
-	}
-	if l.LogInterval == 0 {
-		l.LogInterval = DefaultAuthFailureLogInterval
-	}
-	if l.MaxPeers == 0 {
-		l.MaxPeers = DefaultAuthFailurePeers
-	}
+	l.Rate = cmp.Or(l.Rate, DefaultAuthFailureRate)
+	l.Burst = cmp.Or(l.Burst, DefaultAuthFailureBurst)
+	l.Logged = cmp.Or(l.Logged, DefaultAuthFailuresLogged)
+	l.LogInterval = cmp.Or(l.LogInterval, DefaultAuthFailureLogInterval)
+	l.MaxPeers = cmp.Or(l.MaxPeers, DefaultAuthFailurePeers)
 	return l
 }
 
@@ -98,9 +89,7 @@ type peerFailures struct {
 // NewAuthFailures returns the throttle and log sampler of lim (defaults filled in),
 // logging to log. lim's fields must not be negative, except Rate, nor NaN or infinite.
 func NewAuthFailures(lim AuthFailureLimits, log *zap.Logger) *AuthFailures {
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log = cmp.Or(log, zap.NewNop())
 	return &AuthFailures{lim: lim.WithDefaults(), log: log, now: time.Now, peers: map[string]*list.Element{}, lru: list.New()}
 }
 

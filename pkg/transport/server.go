@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -88,10 +89,7 @@ func RequestIDFromContext(ctx context.Context) string {
 // authentications and authentication itself (the identity the ledger charges),
 // per-identity rate and concurrency limits, and last the refusal of malformed requests.
 func ServerOptions(cfg ServerConfig) []grpc.ServerOption {
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log := cmp.Or(cfg.Logger, zap.NewNop())
 	recv, send := cfg.MaxRecvMsgBytes, cfg.MaxSendMsgBytes
 	if recv <= 0 {
 		recv = 1 << 20

@@ -18,6 +18,7 @@
 package pgledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,10 +57,7 @@ type Options struct {
 const DefaultSchema = "privbo"
 
 func (o Options) schema() (string, error) {
-	s := o.Schema
-	if s == "" {
-		s = DefaultSchema
-	}
+	s := cmp.Or(o.Schema, DefaultSchema)
 	if len(s) > 63 || len(s) >= 3 && s[:3] == "pg_" {
 		return "", fmt.Errorf("pgledger: postgres schema %q must be at most 63 bytes and not start with pg_", s)
 	}
@@ -160,10 +158,7 @@ func connect(ctx context.Context, dsn string, opt Options, pingAlways bool) (*pg
 	if opt.MaxConns < 0 {
 		return nil, fmt.Errorf("pgledger: postgres MaxConns must be non-negative, got %d", opt.MaxConns)
 	}
-	maxConns := opt.MaxConns
-	if maxConns == 0 {
-		maxConns = DefaultMaxConns
-	}
+	maxConns := cmp.Or(opt.MaxConns, DefaultMaxConns)
 	timeout := opt.CallTimeout
 	switch {
 	case timeout == 0:
