@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"path/filepath"
@@ -139,6 +140,28 @@ func TestDiagnoseLeavesCuratorStatuses(t *testing.T) {
 		status.Error(codes.ResourceExhausted, "connection refused"), errors.New("connection refused")} {
 		if got := Diagnose(in, "127.0.0.1:7070", ClientConfig{}); got != in {
 			t.Errorf("Diagnose(%v) = %v, want it as it was", in, got)
+		}
+	}
+}
+
+// TestDiagnoseResetByPeer: when the server closes a refused TLS 1.3 connection before the
+// client reads its alert, the client sees "connection reset by peer" instead of the
+// alert's text (it depends on timing, and happened under load); the advice must be the
+// same as for the alert.
+func TestDiagnoseResetByPeer(t *testing.T) {
+	reset := status.Error(codes.Unavailable, "connection error: desc = \"transport: authentication handshake failed: read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer\"")
+	for _, tc := range []struct {
+		name string
+		cfg  ClientConfig
+		want DialFailure
+	}{
+		{"plaintext to TLS", ClientConfig{}, ServerWantsTLS},
+		{"TLS without a certificate", ClientConfig{TLS: &tls.Config{}}, ClientCertMissing},
+		{"TLS with a refused certificate", ClientConfig{TLS: &tls.Config{Certificates: []tls.Certificate{{}}}}, ClientCertRefused},
+	} {
+		var de *DialError
+		if err := Diagnose(reset, "127.0.0.1:2", tc.cfg); !errors.As(err, &de) || de.Failure != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }
