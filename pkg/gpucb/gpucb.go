@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // PosteriorConfig holds the GP prior and the execution settings of a Posterior.
@@ -42,6 +43,11 @@ type PosteriorConfig struct {
 	// package documentation). ArgmaxUpper and UCB choose exactly as without Lazy
 	// in O(n) memory; Argmax, and Mean or Variance of a stale candidate, recompute.
 	Lazy bool
+	// LazyColumns, with Lazy, is how many candidates keep their column of V, so
+	// that bringing them up to date costs what the eager update does (8 bytes per
+	// row each, Capacity rows reserved); the others start again from the kernel.
+	// 0 lets every candidate keep one (memory as without Lazy).
+	LazyColumns int
 }
 
 // Config holds the settings of a GP: those of its Posterior (the fields of
@@ -56,13 +62,14 @@ type Config struct {
 	Workers, Capacity             int
 	InputNoiseVariance            float64
 	Lazy                          bool
+	LazyColumns                   int
 }
 
 // Posterior returns the posterior's part of c.
 func (c Config) Posterior() PosteriorConfig {
 	return PosteriorConfig{Kernel: c.Kernel, Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance,
 		NoiseVariance: c.NoiseVariance, Standardise: c.Standardise, Workers: c.Workers, Capacity: c.Capacity,
-		InputNoiseVariance: c.InputNoiseVariance, Lazy: c.Lazy}
+		InputNoiseVariance: c.InputNoiseVariance, Lazy: c.Lazy, LazyColumns: c.LazyColumns}
 }
 
 // UCB returns the acquisition rule's part of c.
@@ -122,9 +129,14 @@ type Posterior struct {
 
 	// Lazy evaluation (lazy.go): ls[z] real observations are reflected in a, b
 	// and vr at z; lz holds one scratch per worker and one for the caller.
-	ls []int32
-	lz []lazyScratch
-	w2 []float64
+	// Candidate z's column of V is cache[slot[z]·stride:], if slot[z] ≥ 0.
+	ls               []int32
+	lz               []lazyScratch
+	w2               []float64
+	slot             []int32
+	cache            []float64
+	stride, maxSlots int
+	nslots           atomic.Int64
 }
 
 // Tile width (candidates) of the inner loops: the 16 KiB of the new row being
@@ -196,6 +208,14 @@ func NewPosterior(cands []float64, n, dim int, cfg PosteriorConfig) (*Posterior,
 		}
 		g.ls = make([]int32, n)
 		g.lz = make([]lazyScratch, w+1)
+		g.maxSlots, g.stride = n, max(cfg.Capacity, 16)
+		if cfg.LazyColumns > 0 {
+			g.maxSlots = min(n, cfg.LazyColumns)
+		}
+		g.slot = make([]int32, n)
+		for k := range g.slot {
+			g.slot[k] = -1
+		}
 	}
 	c := cfg.Capacity
 	g.rows = make([][]float64, 0, c)

@@ -116,10 +116,9 @@ func (g *Posterior) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	}
 }
 
-// kernelAt returns k(zi, candidate x) between different candidates, as kernelRow
-// computes it.
-func (g *Posterior) kernelAt(zi []float64, x int) float64 {
-	row := g.kc[x*g.dim : (x+1)*g.dim]
+// kernelAt returns k between the different candidates whose kernel coordinates
+// are zi and row, as kernelRow computes it.
+func (g *Posterior) kernelAt(zi, row []float64) float64 {
 	if g.cfg.Kernel == Matern52 {
 		return maternKernel(g.kern.sv, g.kern.coef, zi, row)
 	}

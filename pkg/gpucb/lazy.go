@@ -7,21 +7,13 @@ import (
 
 // Lazy evaluation (PosteriorConfig.Lazy; "Lazy evaluation" in the package
 // documentation). Candidate z keeps a(z), b(z) and σ̃²(z) as of the first ls[z]
-// real observations; no row of V is stored. A scan bounds every stale
-// candidate's score from that state and recomputes, from the kernel and L, only
-// the candidates whose bound reaches the best exact score found so far.
+// real observations, and its column of V if it has a slot (LazyColumns); no row
+// of V is stored. A scan bounds every stale candidate's score from that state
+// and brings up to date only the candidates whose bound reaches the best exact
+// score found so far.
 
-// lazyBatch is the number of candidates recomputed together: their columns of V
-// (lazyBatch × rows) stay in cache.
-const lazyBatch = 64
-
-// lazyScratch holds one goroutine's buffers for recompute.
-type lazyScratch struct {
-	v    []float64   // V_j of the batch, row j at [j·len(xs), (j+1)·len(xs))
-	rows [][]float64 // the rows of v, for subtractRows
-	vr   []float64   // σ̃² of the batch with the pending fantasies
-	xs   []int       // the batch
-}
+// lazyScratch holds one goroutine's column of V for a candidate without a slot.
+type lazyScratch struct{ col []float64 }
 
 // rowAt returns the candidate of row j of L: a real observation, then the
 // pending fantasies.
@@ -32,88 +24,110 @@ func (g *Posterior) rowAt(j int) int {
 	return g.idx[j]
 }
 
-// recompute computes, for the candidates sc.xs, their columns of V over every
-// row of L by the same operations as extend, so that every value is the one the
-// eager loop computes: a, b and σ̃² under the real observations are stored (and
-// ls set to T), σ̃² with the fantasies goes to sc.vr.
-func (g *Posterior) recompute(sc *lazyScratch) {
-	xs := sc.xs
-	k := len(xs)
-	t, nr := len(g.idx), len(g.idx)+len(g.fant)
-	sc.v = slices.Grow(sc.v[:0], nr*k)[:nr*k]
-	sc.rows = sc.rows[:0]
-	sc.vr = slices.Grow(sc.vr[:0], k)[:k]
-	vr := sc.vr
-	var a, b [lazyBatch]float64
-	for m := range vr {
-		vr[m] = g.kdiag
+// slotCol returns the stored column of V of candidate x, assigning it a slot if
+// one is free (then it starts from no observation), or nil.
+func (g *Posterior) slotCol(x int) []float64 {
+	k := int(g.slot[x])
+	if k < 0 {
+		if k = int(g.nslots.Add(1)) - 1; k >= g.maxSlots {
+			return nil
+		}
+		g.slot[x] = int32(k)
+		g.ls[x] = 0
 	}
-	for j := range nr {
-		seg := sc.v[j*k : (j+1)*k]
+	return g.cache[k*g.stride : (k+1)*g.stride]
+}
+
+// lazyRoom makes the slots hold every row of L, on the calling goroutine before
+// any catchUp: when the rows outgrow them, every slot is freed and the stride
+// doubled.
+func (g *Posterior) lazyRoom() {
+	nr := len(g.idx) + len(g.fant)
+	if g.maxSlots == 0 || (g.cache != nil && nr <= g.stride) {
+		return
+	}
+	if nr > g.stride {
+		g.stride = 2 * nr
+		g.nslots.Store(0)
+		for k := range g.slot {
+			g.slot[k] = -1
+		}
+	}
+	g.cache = make([]float64, g.maxSlots*g.stride)
+}
+
+// catchUp brings candidate x up to date by the same operations as extend, from
+// its stored column if it has one and from no observation otherwise, so that
+// every value is the one the eager loop computes. a, b and σ̃² under the real
+// observations are stored (and ls set to T); it returns σ̃² with the pending
+// fantasies and the column V_j(x) over every row of L.
+func (g *Posterior) catchUp(x int, sc *lazyScratch) (float64, []float64) {
+	t, nr := len(g.idx), len(g.idx)+len(g.fant)
+	col := g.slotCol(x)
+	if col == nil {
+		col = slices.Grow(sc.col[:0], nr)[:nr]
+		sc.col, g.ls[x] = col, 0
+	}
+	s := int(g.ls[x])
+	vr, a, b := g.kdiag, 0.0, 0.0
+	if s > 0 {
+		vr, a = g.vr[x], g.a[x]
+		if g.cfg.Standardise {
+			b = g.b[x]
+		}
+	}
+	zx := g.kc[x*g.dim : (x+1)*g.dim]
+	for j := s; j < nr; j++ {
+		if j == t {
+			g.vr[x] = vr
+		}
 		r := g.rowAt(j)
-		zi := g.kc[r*g.dim : (r+1)*g.dim]
-		for m, x := range xs {
-			seg[m] = g.kernelAt(zi, x)
-			if x == r {
-				seg[m] = g.kdiag
-			}
+		v := g.kdiag
+		if r != x {
+			v = g.kernelAt(g.kc[r*g.dim:(r+1)*g.dim], zx)
 		}
 		off := j * (j + 1) / 2
-		subtractRows(seg, g.lpk[off:off+j], sc.rows, 0)
-		sc.rows = append(sc.rows, seg)
-		inv := 1 / g.lpk[off+j]
-		if j == t {
-			for m, x := range xs {
-				g.vr[x] = vr[m]
-			}
+		l, c := g.lpk[off:off+j], col[:j]
+		i := 0
+		for ; i+4 <= j; i += 4 {
+			v -= (l[i]*c[i] + l[i+1]*c[i+1]) + (l[i+2]*c[i+2] + l[i+3]*c[i+3])
 		}
-		if j >= t {
-			for m := range seg {
-				v := seg[m] * inv
-				seg[m] = v
-				vr[m] -= v * v
-			}
-			continue
+		for ; i < j; i++ {
+			v -= l[i] * c[i]
 		}
-		ut := g.u[j]
-		for m := range seg {
-			v := seg[m] * inv
-			seg[m] = v
-			vr[m] -= v * v
-			a[m] += ut * v
-		}
-		if g.cfg.Standardise {
-			et := g.e[j]
-			for m, v := range seg {
-				b[m] += et * v
+		v *= 1 / g.lpk[off+j]
+		col[j] = v
+		vr -= v * v
+		if j < t {
+			a += g.u[j] * v
+			if g.cfg.Standardise {
+				b += g.e[j] * v
 			}
 		}
 	}
-	for m, x := range xs {
-		if nr == t {
-			g.vr[x] = vr[m]
-		}
-		g.a[x] = a[m]
-		if g.cfg.Standardise {
-			g.b[x] = b[m]
-		}
-		g.ls[x] = int32(t)
+	if nr == t {
+		g.vr[x] = vr
 	}
+	g.a[x], g.ls[x] = a, int32(t)
+	if g.cfg.Standardise {
+		g.b[x] = b
+	}
+	return vr, col[:nr]
 }
 
-// fresh brings candidate i up to date on the main scratch and returns its σ̃²
-// with the pending fantasies; the scratch's v then holds its column of V.
+// fresh brings candidate i up to date and returns its σ̃² with the pending
+// fantasies.
 func (g *Posterior) fresh(i int) float64 {
-	sc := &g.lz[len(g.lz)-1]
-	sc.xs = append(sc.xs[:0], i)
-	g.recompute(sc)
-	return sc.vr[0]
+	g.lazyRoom()
+	vr, _ := g.catchUp(i, &g.lz[len(g.lz)-1])
+	return vr
 }
 
-// lazyColumn is column for a lazy posterior: g.col = V_j(i) recomputed.
+// lazyColumn is column for a lazy posterior: g.col = V_j(i).
 func (g *Posterior) lazyColumn(i int) {
-	g.fresh(i)
-	g.col = append(g.col[:0], g.lz[len(g.lz)-1].v...)
+	g.lazyRoom()
+	_, col := g.catchUp(i, &g.lz[len(g.lz)-1])
+	g.col = append(g.col[:0], col...)
 }
 
 // lazyBound holds what a scan needs to bound a stale candidate's score
@@ -170,10 +184,11 @@ func (g *Posterior) lazyScore(lb *lazyBound, x int) (float64, bool) {
 }
 
 // lazyArgmaxUpper is ArgmaxUpper for a lazy posterior: a first pass finds each
-// block's best exact score and its candidate of highest bound, which is
-// recomputed; the best of these is the threshold of a second pass that
-// recomputes, in batches, every candidate whose bound reaches it.
+// block's best exact score and its candidate of highest bound, which is brought
+// up to date; the best of these is the threshold of a second pass that brings
+// up to date every candidate whose bound reaches the best score so far.
 func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
+	g.lazyRoom()
 	lb := g.newLazyBound(base, mp, sb)
 	top := g.bestIdx // reused: candidate of highest bound per block
 	g.parallel(func(wk, lo, hi int) {
@@ -219,70 +234,48 @@ func (g *Posterior) exactScore(lb *lazyBound, x int, vr float64) float64 {
 }
 
 // lazyScan returns the best candidate of [lo, hi) (ties to the lowest index),
-// recomputing those whose bound is not below the best score so far (at least
-// tau); candidates below tau are never returned.
+// bringing up to date those whose bound is not below the best score so far (at
+// least tau); candidates below tau are never returned.
 func (g *Posterior) lazyScan(lb *lazyBound, sc *lazyScratch, lo, hi int, tau float64, skip bool) (int, float64) {
 	best, bestScore := -1, math.Inf(-1)
-	consider := func(x int, s float64) {
-		if !math.IsNaN(s) && (best < 0 || s > bestScore || s == bestScore && x < best) {
-			best, bestScore = x, s
-		}
-	}
-	flush := func() {
-		if len(sc.xs) == 0 {
-			return
-		}
-		g.recompute(sc)
-		for m, x := range sc.xs {
-			consider(x, g.exactScore(lb, x, sc.vr[m]))
-		}
-		sc.xs = sc.xs[:0]
-	}
-	sc.xs = sc.xs[:0]
 	for x := lo; x < hi; x++ {
 		if skip && g.queried[x] {
 			continue
 		}
 		s, ok := g.lazyScore(lb, x)
-		if ok {
-			consider(x, s)
-			continue
+		if !ok {
+			if s < max(tau, bestScore) {
+				continue
+			}
+			vr, _ := g.catchUp(x, sc)
+			s = g.exactScore(lb, x, vr)
 		}
-		if s < max(tau, bestScore) {
-			continue
-		}
-		sc.xs = append(sc.xs, x)
-		if len(sc.xs) == lazyBatch {
-			flush()
+		if !math.IsNaN(s) && (best < 0 || s > bestScore) {
+			best, bestScore = x, s
 		}
 	}
-	flush()
 	return best, bestScore
 }
 
-// lazyArgmax is Argmax for a lazy posterior: every candidate is recomputed.
+// lazyArgmax is Argmax for a lazy posterior: every candidate is brought up to
+// date.
 func (g *Posterior) lazyArgmax(score func(i int, mean, sd float64) float64, skip bool) {
+	g.lazyRoom()
 	base, mp, s := g.scale()
 	g.parallel(func(wk, lo, hi int) {
-		sc := &g.lz[wk]
 		best, bestScore := -1, math.Inf(-1)
-		for b0 := lo; b0 < hi; b0 += lazyBatch {
-			sc.xs = sc.xs[:0]
-			for x := b0; x < min(b0+lazyBatch, hi); x++ {
-				if !skip || !g.queried[x] {
-					sc.xs = append(sc.xs, x)
-				}
+		for x := lo; x < hi; x++ {
+			if skip && g.queried[x] {
+				continue
 			}
-			g.recompute(sc)
-			for m, x := range sc.xs {
-				mu := g.a[x]
-				if g.cfg.Standardise {
-					mu = base + g.a[x] - mp*g.b[x]
-				}
-				v := score(x, mu, math.Sqrt(s*s*max(sc.vr[m], 0)))
-				if !math.IsNaN(v) && (best < 0 || v > bestScore) {
-					best, bestScore = x, v
-				}
+			vr, _ := g.catchUp(x, &g.lz[wk])
+			mu := g.a[x]
+			if g.cfg.Standardise {
+				mu = base + g.a[x] - mp*g.b[x]
+			}
+			v := score(x, mu, math.Sqrt(s*s*max(vr, 0)))
+			if !math.IsNaN(v) && (best < 0 || v > bestScore) {
+				best, bestScore = x, v
 			}
 		}
 		g.bestIdx[wk], g.bestScore[wk] = best, bestScore

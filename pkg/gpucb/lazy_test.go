@@ -95,7 +95,8 @@ func lazyConfig(std, skip bool, k Kernel) Config {
 // TestLazyMatchesEager compares the lazy and the eager posterior on small candidate
 // sets in every configuration the lazy path changes: standardised or not, batches of
 // fantasies, per-answer noise factors, re-queries, input noise, Matérn, new
-// hyperparameters, one worker or several.
+// hyperparameters, one worker or several, columns kept for a few candidates only, and
+// more observations than Capacity (the slots' stride grows).
 func TestLazyMatchesEager(t *testing.T) {
 	cases := map[string]lazyCase{
 		"sequential":  {n: 3000, dim: 4, steps: 40, batch: 1, cfg: lazyConfig(true, true, SquaredExponential)},
@@ -110,6 +111,9 @@ func TestLazyMatchesEager(t *testing.T) {
 	oneWorker := lazyConfig(true, true, SquaredExponential)
 	oneWorker.Workers = 1
 	cases["one worker"] = lazyCase{n: 3000, dim: 4, steps: 30, batch: 2, cfg: oneWorker}
+	fewColumns := lazyConfig(true, true, SquaredExponential)
+	fewColumns.LazyColumns = 200
+	cases["few columns"] = lazyCase{n: 3000, dim: 4, steps: 40, batch: 3, noise: true, cfg: fewColumns}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			for seed := range uint64(3) {
