@@ -100,9 +100,10 @@ func step(b *testing.B, g *GP, cands []float64, dim int) {
 func BenchmarkLoop(b *testing.B) {
 	const dim = 20
 	for _, c := range []struct {
-		n, t int
-		lazy bool
-	}{{100_000, 100, false}, {1_000_000, 200, false}, {100_000, 100, true}, {1_000_000, 200, true}, {10_000_000, 200, true}} {
+		n, t    int
+		lazy    bool
+		columns int // Config.LazyColumns: 2·10⁶ columns of 200 rows are 3.2 GB
+	}{{100_000, 100, false, 0}, {1_000_000, 200, false, 0}, {100_000, 100, true, 0}, {1_000_000, 200, true, 0}, {10_000_000, 200, true, 2_000_000}} {
 		name := fmt.Sprintf("n=%d/T=%d", c.n, c.t)
 		if c.lazy {
 			name += "/lazy"
@@ -113,7 +114,7 @@ func BenchmarkLoop(b *testing.B) {
 			}
 			cands := benchCands(c.n, dim)
 			cfg := benchConfig(cands, c.n, dim)
-			cfg.Capacity, cfg.Lazy = c.t, c.lazy
+			cfg.Capacity, cfg.Lazy, cfg.LazyColumns = c.t, c.lazy, c.columns
 			b.ResetTimer()
 			for range b.N {
 				g, err := New(cands, c.n, dim, cfg)
