@@ -81,7 +81,8 @@ func (c Config) UCB() UCB {
 // incrementally (package documentation). Create one with NewPosterior; it is
 // not safe for concurrent use. Memory: about 8·n bytes per observation (one
 // row of V) plus four length-n buffers (five while fantasies are pending),
-// beside the caller's candidates.
+// beside the caller's candidates; with Lazy, 8·Capacity bytes per column kept
+// (LazyColumns) plus about 33 bytes per candidate.
 type Posterior struct {
 	cands  []float64
 	n, dim int
