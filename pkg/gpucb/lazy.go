@@ -53,6 +53,7 @@ func (g *Posterior) lazyRoom() {
 			g.slot[k] = -1
 		}
 	}
+	g.cache = nil // the old slots can go before the new ones are allocated
 	g.cache = make([]float64, g.maxSlots*g.stride)
 }
 
