@@ -92,18 +92,29 @@ func step(b *testing.B, g *GP, cands []float64, dim int) {
 }
 
 // BenchmarkLoop times a full GP-UCB run from New to T observations
-// (candidates generated outside the timer). Targets: n = 1e5, T = 100 in
-// ≤ 0.6 s; n = 1e6, T = 200 in ≤ 20 s (skipped with -short).
+// (candidates generated outside the timer), eager and lazy (Config.Lazy, which
+// stores no V: the only one that fits n = 10⁷ in memory). Targets: n = 1e5,
+// T = 100 in ≤ 0.6 s; n = 1e6, T = 200 in ≤ 20 s; n = 1e7 lazy in ≤ 15× the
+// 1e6 case and ≤ 6 GiB peak RSS with the candidates (docs/EXPERIMENTS.md). The
+// cases above 1e5 are skipped with -short.
 func BenchmarkLoop(b *testing.B) {
 	const dim = 20
-	for _, c := range []struct{ n, t int }{{100_000, 100}, {1_000_000, 200}} {
-		b.Run(fmt.Sprintf("n=%d/T=%d", c.n, c.t), func(b *testing.B) {
+	for _, c := range []struct {
+		n, t    int
+		lazy    bool
+		columns int // Config.LazyColumns: 2·10⁶ columns of 200 rows are 3.2 GB
+	}{{100_000, 100, false, 0}, {1_000_000, 200, false, 0}, {100_000, 100, true, 0}, {1_000_000, 200, true, 0}, {10_000_000, 200, true, 2_000_000}} {
+		name := fmt.Sprintf("n=%d/T=%d", c.n, c.t)
+		if c.lazy {
+			name += "/lazy"
+		}
+		b.Run(name, func(b *testing.B) {
 			if c.n > 100_000 && testing.Short() {
 				b.Skip("large loop skipped with -short")
 			}
 			cands := benchCands(c.n, dim)
 			cfg := benchConfig(cands, c.n, dim)
-			cfg.Capacity = c.t
+			cfg.Capacity, cfg.Lazy, cfg.LazyColumns = c.t, c.lazy, c.columns
 			b.ResetTimer()
 			for range b.N {
 				g, err := New(cands, c.n, dim, cfg)

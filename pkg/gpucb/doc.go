@@ -79,6 +79,50 @@
 // or when V grows (geometrically, in chunks that are never copied), never per
 // iteration.
 //
+// # Lazy evaluation
+//
+// At n = 10⁷ candidates V alone takes 8·n·t bytes (16 GB at t = 200), and the eager
+// update reads all of it at every step. PosteriorConfig.Lazy stores no rows of V and
+// makes the same choices, bit for bit. Every candidate z keeps a(z), b(z) and σ̃²(z)
+// as of the first s(z) real observations (s(z) ≤ t), and, if one of the
+// PosteriorConfig.LazyColumns slots is its, its column V_1..V_s(z). With
+// w_j = u_j − m′_t e_j (u = L⁻¹(y − c), e = L⁻¹1, m′ as below; w = u without
+// Standardise),
+//
+//	µ_t(z) = c + m′_t + a_s(z) − m′_t b_s(z) + Σ_{s<j≤t} w_j V_j(z)
+//	Σ_{s<j≤t} V_j(z)² = σ̃²_s(z) − σ̃²_t(z)
+//
+// so that, by Cauchy–Schwarz on the sum and then on (‖w‖, √β·s_t)·(√(σ̃²_s − σ̃²_t), σ̃_t),
+//
+//	µ_t(z) + √β s_t σ̃_t(z) ≤ c + m′_t + a_s(z) − m′_t b_s(z) + σ̃_s(z) · √(W_s + β s_t²),
+//	W_s = Σ_{s<j≤t} w_j²,
+//
+// where W_s, for every s at once, is one backward sum over the observations. A
+// fantasy row has w = 0 (it leaves the mean unchanged) and only shrinks σ̃, so the
+// bound holds with fantasies pending, from the state under the real observations. A
+// scan (ArgmaxUpper) first brings up to date, in each block, the candidate with the
+// highest bound; the best exact score so far is a threshold, and a candidate whose
+// bound is below it can be neither the argmax nor tied with it (ties go to the lowest
+// index, and only a strictly lower bound prunes), so it stays stale. The others are
+// brought up to date by the recurrence of the incremental algorithm, continuing their
+// stored column (or, without a slot, from the kernel and L), with the floating-point
+// operations of the eager path in the same order: their µ and σ̃² are the eager
+// path's values exactly, and so is the argmax. The bound is inflated to cover
+// rounding: W by a relative 10⁻⁹, σ̃_s by √(16(t+1)ε σ_y²) (σ̃² is a running difference
+// whose rounding error is at most about 2tε σ_y²), and the score by
+// 64(t+1)ε(|c + m′| + 2σ_y(‖u‖ + |m′|‖e‖ + √β s)) plus 10⁻¹² of |µ|, several times
+// the worst-case error of the sums involved.
+//
+// On BenchmarkLoop's data (Gaussian candidates, DefaultLengthscale, T = 200) about 5%
+// of the candidates pass the bound at a step once the standardisation has settled (at
+// t = 1 all do, since s_t jumps), each candidate is brought up to date about 13 times
+// over the run, and continuing a stored column costs 0.86 of the eager update's
+// multiply-adds while starting from the kernel costs 2.4 times (docs/EXPERIMENTS.md,
+// "GP-UCB at 10⁷ candidates"). Candidates without a slot therefore cost more; the
+// slots (8·Capacity bytes each) are given first come, first served. Argmax with an
+// arbitrary score, and Mean or Variance of a stale candidate, bring candidates up to
+// date on demand. Results do not depend on LazyColumns or Workers.
+//
 // # Standardised outputs
 //
 // With Config.Standardise the GP models ỹ = (y − m)/s, where m and s are the

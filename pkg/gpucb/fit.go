@@ -460,6 +460,7 @@ func (g *Posterior) rebuild(cfg PosteriorConfig, idx []int, ys, nf []float64) er
 	clear(g.a)
 	clear(g.b)
 	clear(g.queried)
+	clear(g.ls)
 	for k := range g.vr {
 		g.vr[k] = g.kdiag
 	}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // PosteriorConfig holds the GP prior and the execution settings of a Posterior.
@@ -36,6 +37,17 @@ type PosteriorConfig struct {
 	// candidates (see "Noisy candidates" in the package documentation); 0
 	// treats the candidates as exact.
 	InputNoiseVariance float64
+	// Lazy stores no rows of V: each candidate keeps its state as of the last
+	// observation it was brought up to date at, and a scan recomputes only the
+	// candidates whose bound could reach the best score ("Lazy evaluation" in the
+	// package documentation). ArgmaxUpper and UCB choose exactly as without Lazy
+	// in O(n) memory; Argmax, and Mean or Variance of a stale candidate, recompute.
+	Lazy bool
+	// LazyColumns, with Lazy, is how many candidates keep their column of V, so
+	// that bringing them up to date costs what the eager update does (8 bytes per
+	// row each, Capacity rows reserved); the others start again from the kernel.
+	// 0 lets every candidate keep one (memory as without Lazy).
+	LazyColumns int
 }
 
 // Config holds the settings of a GP: those of its Posterior (the fields of
@@ -49,13 +61,15 @@ type Config struct {
 	SkipQueried, Standardise      bool
 	Workers, Capacity             int
 	InputNoiseVariance            float64
+	Lazy                          bool
+	LazyColumns                   int
 }
 
 // Posterior returns the posterior's part of c.
 func (c Config) Posterior() PosteriorConfig {
 	return PosteriorConfig{Kernel: c.Kernel, Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance,
 		NoiseVariance: c.NoiseVariance, Standardise: c.Standardise, Workers: c.Workers, Capacity: c.Capacity,
-		InputNoiseVariance: c.InputNoiseVariance}
+		InputNoiseVariance: c.InputNoiseVariance, Lazy: c.Lazy, LazyColumns: c.LazyColumns}
 }
 
 // UCB returns the acquisition rule's part of c.
@@ -67,7 +81,8 @@ func (c Config) UCB() UCB {
 // incrementally (package documentation). Create one with NewPosterior; it is
 // not safe for concurrent use. Memory: about 8·n bytes per observation (one
 // row of V) plus four length-n buffers (five while fantasies are pending),
-// beside the caller's candidates.
+// beside the caller's candidates; with Lazy, 8·Capacity bytes per column kept
+// (LazyColumns) plus about 33 bytes per candidate.
 type Posterior struct {
 	cands  []float64
 	n, dim int
@@ -112,6 +127,17 @@ type Posterior struct {
 	fant    []int
 	fantWas []bool
 	vrReal  []float64
+
+	// Lazy evaluation (lazy.go): ls[z] real observations are reflected in a, b
+	// and vr at z; lz holds one scratch per worker and one for the caller.
+	// Candidate z's column of V is cache[slot[z]·stride:], if slot[z] ≥ 0.
+	ls               []int32
+	lz               []lazyScratch
+	w2               []float64
+	slot             []int32
+	cache            []float64
+	stride, maxSlots int
+	nslots           atomic.Int64
 }
 
 // Tile width (candidates) of the inner loops: the 16 KiB of the new row being
@@ -176,6 +202,21 @@ func NewPosterior(cands []float64, n, dim int, cfg PosteriorConfig) (*Posterior,
 	}
 	if cfg.Standardise {
 		g.b = make([]float64, n)
+	}
+	if cfg.Lazy {
+		if n > math.MaxInt32 {
+			return nil, fmt.Errorf("gpucb: lazy evaluation supports at most %d candidates, got %d", math.MaxInt32, n)
+		}
+		g.ls = make([]int32, n)
+		g.lz = make([]lazyScratch, w+1)
+		g.maxSlots, g.stride = n, max(cfg.Capacity, 16)
+		if cfg.LazyColumns > 0 {
+			g.maxSlots = min(n, cfg.LazyColumns)
+		}
+		g.slot = make([]int32, n)
+		for k := range g.slot {
+			g.slot[k] = -1
+		}
 	}
 	c := cfg.Capacity
 	g.rows = make([][]float64, 0, c)
@@ -307,6 +348,9 @@ func (g *Posterior) Standardisation() (m, s float64) {
 // Mean returns the posterior mean µ_t at candidate i, in original output
 // units. It panics if i is out of range.
 func (g *Posterior) Mean(i int) float64 {
+	if g.cfg.Lazy && int(g.ls[i]) < len(g.idx) {
+		g.fresh(i)
+	}
 	if !g.cfg.Standardise {
 		return g.a[i]
 	}
@@ -319,6 +363,9 @@ func (g *Posterior) Mean(i int) float64 {
 // range.
 func (g *Posterior) Variance(i int) float64 {
 	_, _, s := g.scale()
+	if g.cfg.Lazy && (int(g.ls[i]) < len(g.idx) || len(g.fant) > 0) {
+		return s * s * max(g.fresh(i), 0)
+	}
 	return s * s * max(g.vr[i], 0)
 }
 
@@ -330,6 +377,10 @@ func (g *Posterior) Variance(i int) float64 {
 func (g *Posterior) ArgmaxUpper(w float64, skipQueried bool) (int, error) {
 	base, mp, s := g.scale()
 	sb := w * s
+	if g.cfg.Lazy {
+		g.lazyArgmaxUpper(base, mp, sb, skipQueried)
+		return g.best(skipQueried)
+	}
 	g.parallel(func(wk, lo, hi int) {
 		g.bestIdx[wk], g.bestScore[wk] = g.argmaxUpper(lo, hi, base, mp, sb, skipQueried)
 	})
@@ -343,6 +394,10 @@ func (g *Posterior) ArgmaxUpper(w float64, skipQueried bool) (int, error) {
 // per candidate. It is the scan for an acquisition rule that is not of the
 // form µ + w σ (ArgmaxUpper is faster for those).
 func (g *Posterior) Argmax(score func(i int, mean, sd float64) float64, skipQueried bool) (int, error) {
+	if g.cfg.Lazy {
+		g.lazyArgmax(score, skipQueried)
+		return g.best(skipQueried)
+	}
 	g.parallel(func(wk, lo, hi int) {
 		best, bestScore := -1, math.Inf(-1)
 		for i := lo; i < hi; i++ {
@@ -507,7 +562,7 @@ func (g *Posterior) FantasizeNoise(i int, factor float64) error {
 	if err != nil {
 		return err
 	}
-	if len(g.fant) == 0 {
+	if len(g.fant) == 0 && !g.cfg.Lazy {
 		g.vrReal = append(g.vrReal[:0], g.vr...)
 	}
 	g.fant = append(g.fant, i)
@@ -530,11 +585,13 @@ func (g *Posterior) DropFantasies() {
 		g.queried[g.fant[k]] = g.fantWas[k]
 	}
 	t := len(g.idx)
-	g.spare = append(g.spare, g.rows[t:]...)
-	clear(g.rows[t:])
-	g.rows = g.rows[:t]
 	g.lpk = g.lpk[:t*(t+1)/2]
-	copy(g.vr, g.vrReal)
+	if !g.cfg.Lazy {
+		g.spare = append(g.spare, g.rows[t:]...)
+		clear(g.rows[t:])
+		g.rows = g.rows[:t]
+		copy(g.vr, g.vrReal)
+	}
 	g.fant, g.fantWas = g.fant[:0], g.fantWas[:0]
 }
 
@@ -542,14 +599,21 @@ func (g *Posterior) DropFantasies() {
 // diagonal entry l_tt of L for an observation at i with noise variance factor ×
 // NoiseVariance, or an error if l_tt² is numerically zero.
 func (g *Posterior) column(i int, factor float64) (float64, error) {
-	col := g.col[:0]
 	var ss float64
-	for _, r := range g.rows {
-		v := r[i]
-		col = append(col, v)
-		ss += v * v
+	if g.cfg.Lazy {
+		g.lazyColumn(i)
+		for _, v := range g.col {
+			ss += v * v
+		}
+	} else {
+		col := g.col[:0]
+		for _, r := range g.rows {
+			v := r[i]
+			col = append(col, v)
+			ss += v * v
+		}
+		g.col = col
 	}
-	g.col = col
 	nv := g.cfg.NoiseVariance * factor
 	l2 := g.kdiag + nv - ss
 	if tol := 1e-10 * (g.kdiag + nv); !(l2 > tol) {
@@ -563,6 +627,10 @@ func (g *Posterior) column(i int, factor float64) (float64, error) {
 // i, updating the variance and, with means, the means by u_t = ut, e_t = et.
 func (g *Posterior) appendRow(i int, ltt, ut, et float64, means bool) {
 	g.lpk = append(append(g.lpk, g.col...), ltt)
+	if g.cfg.Lazy {
+		g.queried[i] = true
+		return
+	}
 	nr := g.newRow()
 	zi := g.kc[i*g.dim : (i+1)*g.dim]
 	inv := 1 / ltt
@@ -583,26 +651,7 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 		t1 := min(t0+tile, hi)
 		seg := nr[t0:t1]
 		g.kernelRow(i, zi, t0, t1, seg)
-		j := 0
-		for ; j+4 <= len(col); j += 4 {
-			c0, c1, c2, c3 := col[j], col[j+1], col[j+2], col[j+3]
-			r0 := rows[j][t0:t1]
-			r1 := rows[j+1][t0:t1]
-			r2 := rows[j+2][t0:t1]
-			r3 := rows[j+3][t0:t1]
-			r0, r1, r2, r3 = r0[:len(seg)], r1[:len(seg)], r2[:len(seg)], r3[:len(seg)]
-			for k := range seg {
-				seg[k] -= (c0*r0[k] + c1*r1[k]) + (c2*r2[k] + c3*r3[k])
-			}
-		}
-		for ; j < len(col); j++ {
-			c := col[j]
-			r := rows[j][t0:t1]
-			r = r[:len(seg)]
-			for k := range seg {
-				seg[k] -= c * r[k]
-			}
-		}
+		subtractRows(seg, col, rows, t0)
 		vr := g.vr[t0:t1]
 		vr = vr[:len(seg)]
 		if !means {
@@ -627,6 +676,32 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 			for k, v := range seg {
 				b[k] += et * v
 			}
+		}
+	}
+}
+
+// subtractRows sets seg[k] −= Σ_j col[j]·rows[j][t0+k], the rows taken four at a
+// time; the eager and the lazy paths share it so that their values agree bit for bit.
+func subtractRows(seg, col []float64, rows [][]float64, t0 int) {
+	t1 := t0 + len(seg)
+	j := 0
+	for ; j+4 <= len(col); j += 4 {
+		c0, c1, c2, c3 := col[j], col[j+1], col[j+2], col[j+3]
+		r0 := rows[j][t0:t1]
+		r1 := rows[j+1][t0:t1]
+		r2 := rows[j+2][t0:t1]
+		r3 := rows[j+3][t0:t1]
+		r0, r1, r2, r3 = r0[:len(seg)], r1[:len(seg)], r2[:len(seg)], r3[:len(seg)]
+		for k := range seg {
+			seg[k] -= (c0*r0[k] + c1*r1[k]) + (c2*r2[k] + c3*r3[k])
+		}
+	}
+	for ; j < len(col); j++ {
+		c := col[j]
+		r := rows[j][t0:t1]
+		r = r[:len(seg)]
+		for k := range seg {
+			seg[k] -= c * r[k]
 		}
 	}
 }

@@ -99,15 +99,12 @@ func (g *Posterior) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	case SquaredExponential:
 		c := kp.coef
 		for k := range out {
-			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
-			out[k] = sv * expNonPos(c*sqDist(zi, row))
+			out[k] = seKernel(sv, c, zi, g.kc[(lo+k)*dim:(lo+k+1)*dim])
 		}
 	case Matern52:
 		c := kp.coef
 		for k := range out {
-			row := g.kc[(lo+k)*dim : (lo+k+1)*dim]
-			s := c * math.Sqrt(sqDist(zi, row))
-			out[k] = sv * (1 + s + s*s/3) * expNonPos(-s)
+			out[k] = maternKernel(sv, c, zi, g.kc[(lo+k)*dim:(lo+k+1)*dim])
 		}
 	default:
 		panic("gpucb: invalid kernel")
@@ -117,6 +114,22 @@ func (g *Posterior) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	if lo <= i && i < hi {
 		out[i-lo] = g.kdiag
 	}
+}
+
+// kernelAt returns k between the different candidates whose kernel coordinates
+// are zi and row, as kernelRow computes it.
+func (g *Posterior) kernelAt(zi, row []float64) float64 {
+	if g.cfg.Kernel == Matern52 {
+		return maternKernel(g.kern.sv, g.kern.coef, zi, row)
+	}
+	return seKernel(g.kern.sv, g.kern.coef, zi, row)
+}
+
+func seKernel(sv, c float64, a, b []float64) float64 { return sv * expNonPos(c*sqDist(a, b)) }
+
+func maternKernel(sv, c float64, a, b []float64) float64 {
+	s := c * math.Sqrt(sqDist(a, b))
+	return sv * (1 + s + s*s/3) * expNonPos(-s)
 }
 
 // sqDist returns ‖a − b‖², with four partial sums to shorten the
