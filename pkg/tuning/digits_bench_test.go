@@ -296,6 +296,13 @@ func summary(b *testing.B, name string, l *landscape) {
 }
 
 func BenchmarkDigitsDPHyPO(b *testing.B) {
+	if os.Getenv("PRIVBO_DIGITS_PROTOCOL") == "paper" {
+		r := digitsRunner(b, envFloat(b, "PRIVBO_DIGITS_RATIO", CalibratedScoreRatio))
+		for b.Loop() {
+			benchPaperProtocol(b, r)
+		}
+		return
+	}
 	fixedEps := envFloat(b, "PRIVBO_DIGITS_EPSILON", 0)
 	equalNoise := os.Getenv("PRIVBO_DIGITS_EQUALNOISE") == "1"
 	oracle := os.Getenv("PRIVBO_DIGITS_ORACLE") == "1"
@@ -326,12 +333,6 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 		init = learner.InitUniform
 	}
 	r := digitsRunner(b, ratio)
-	if os.Getenv("PRIVBO_DIGITS_PROTOCOL") == "paper" {
-		for b.Loop() {
-			benchPaperProtocol(b, r)
-		}
-		return
-	}
 	for b.Loop() {
 		job1, _, err := r.dphypoPlan(digitsSpec(true, 8, 0, ratio))
 		if err != nil {
