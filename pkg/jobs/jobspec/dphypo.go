@@ -19,6 +19,15 @@ type DPSGD struct {
 	ScoreNoiseMultiplier float64 `json:"score_noise_multiplier"`
 }
 
+// DefaultCMax and DefaultCMin are the density bounds C and c of a DP-HyPO job that
+// does not choose its own (the modeler's --c-max and --c-min). They cost at least
+// (2+θ)·log(C/c) of the job's ε whatever its noise (DP-HyPO's Theorem 1); the values are
+// the best measured at a hospital's ε ≤ 10 (docs/EXPERIMENTS.md, the paper-protocol C/c sweep).
+const (
+	DefaultCMax = 1.1
+	DefaultCMin = 0.9
+)
+
 // DPHyPOSpec is a DP-HyPO job (Wang et al., NeurIPS 2023; docs/MATHS.md §4).
 type DPHyPOSpec struct {
 	// Space is the grid Λ, as in KusnerSpec.
