@@ -76,6 +76,8 @@ import (
 //	                        an upper bound on what any kernel or prior could achieve [0]
 //	PRIVBO_DIGITS_INIT      uniform: DP-SGD starts from learner.InitUniform (random, as a
 //	                        neural-network library starts a linear layer) instead of 0 [zero]
+//	PRIVBO_DIGITS_PROTOCOL  paper: the paper's own semi-real protocol instead, reads =
+//	                        mean accuracy + N(0, 0.1²) (benchPaperProtocol) [the job's]
 //	PRIVBO_DIGITS_EQUALNOISE 1: give the GP search the uniform search's noise (noise
 //	                        multiplier 1) instead of equal ε — what adaptivity buys
 //	                        before its privacy price; the GP's ε is then larger [0]
