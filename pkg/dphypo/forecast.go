@@ -17,8 +17,8 @@ import (
 //
 // A request is read in the rows of the measured C/c nearest its own (in log C/c, which
 // its price grows with), at the largest measured ε not above its own and the largest
-// measured E[T]/N not above its own; a request below every measurement is read at the
-// smallest one, and says so. Grids and landscapes other than these are extrapolation.
+// measured E[T]/N not above its own; a request below every measured ε (or E[T]/N) is read
+// at the smallest, and says so. Grids and landscapes other than these are extrapolation.
 
 // MeasuredGrid is the number of grid points of the measurements (16 learning rates × 20
 // clipping norms, the paper's Setting E.1).
@@ -90,11 +90,10 @@ func ForecastRule(ratio, eps, runs float64, n int) Forecast {
 		}
 	}
 	if f.Column < 0 && low != nil {
-		f.At, f.Below = *low, true
-		for k := range MeasuredRuns {
+		f.At, f.Below, f.Column = *low, true, column(low, perPoint)
+		for k := 0; f.Column < 0 && k < len(MeasuredRuns); k++ {
 			if !math.IsNaN(low.Broad[k]) {
 				f.Column = k
-				break
 			}
 		}
 	}

@@ -18,7 +18,8 @@ func TestForecastRule(t *testing.T) {
 		wantBelow             bool
 		wantBroad, wantNarrow float64
 	}{
-		{"modeler defaults: ε=2 is below every measurement", 1.1 / 0.9, 2, 10, 4, 1.1 / 0.9, 8, 4, true, -0.0022, 0.0006},
+		{"modeler defaults: ε=2 is below every measurement", 1.1 / 0.9, 2, 10, 4, 1.1 / 0.9, 8, 200, true, -0.0030, -0.0019},
+		{"below every E[T]/N: the smallest column", 1.1 / 0.9, 10, 1, 320, 1.1 / 0.9, 8, 4, true, -0.0022, 0.0006},
 		{"the paper's bounds at ε=15, E[T]=100 on the digits grid", 2 / 0.75, 15, 100, 320, 2 / 0.75, 15, 100, false, -0.0030, 0.0049},
 		{"just below ε=10 reads ε=8", 2 / 0.75, 9.999, 10, 320, 2 / 0.75, 8, 10, false, -0.0155, 0.0011},
 		{"ε=10 reads ε=10", 2 / 0.75, 10, 10, 320, 2 / 0.75, 10, 10, false, -0.0086, 0.0019},
