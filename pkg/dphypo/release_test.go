@@ -114,10 +114,10 @@ func shift(m []float64, d float64) []float64 {
 	return out
 }
 
-// TestBoundsLeaveNoRoomOnBroadLandscapes pins why the GP rule does not beat uniform search
+// TestBoundsLeaveNoRoomOnBroadLandscapes pins the main reason the GP rule does not beat uniform search
 // under the paper's own protocol on the digits (docs/EXPERIMENTS.md, "DP-HyPO under the
 // paper's protocol"). Reads there are the mean accuracy + N(0, 0.1²) and a fifth of the
-// grid lies within 0.05 of the best. With C = 2, c = 0.75 the most any rule can do is
+// grid lies within 0.05 of the best. With C = 2, c = 0.75 the most a fixed density can do is
 // sample the best fifth twice as often (the projection of the true ranking onto S_{C,c});
 // the best of T reads noisy to ±0.1 is then hardly better, by at most 0.003 at any E[T],
 // less than the privacy price of the bounds: at the same total ε the GP search's noisier

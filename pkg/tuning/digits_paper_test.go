@@ -47,7 +47,7 @@ import (
 //
 // Each row gives, for every C:c, GP − uniform at equal ε (the comparison), GP at the
 // uniform search's noise − uniform (what adaptivity buys before its price), and the
-// oracle at equal ε − uniform (the most any rule within the bounds can buy), each ± 2
+// oracle at equal ε − uniform (the most a fixed density within the bounds can buy), each ± 2
 // standard errors over the repetitions.
 
 // paperTrainings is the number of trainings whose mean is a grid point's actual

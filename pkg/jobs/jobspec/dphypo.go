@@ -23,7 +23,7 @@ type DPSGD struct {
 // does not choose its own (the modeler's --c-max and --c-min). They cost at least
 // (2+θ)·log(C/c) of the job's ε whatever its noise (DP-HyPO's Theorem 1). Measured under
 // the paper's own protocol (docs/EXPERIMENTS.md, the C/c sweep), no ratio from 1.22 to
-// 2.67 let even an oracle gain over uniform search on the digits at ε = 8–15, and the
+// 2.67 let the bounds' oracle (the true ranking sampled as far as they allow) gain over uniform search on the digits at ε = 8–15, and the
 // smallest, this 1.1/0.9, lost least (at most 0.003 accuracy).
 const (
 	DefaultCMax = 1.1
