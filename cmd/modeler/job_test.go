@@ -181,7 +181,7 @@ func TestJobCommands(t *testing.T) {
 	before := spent()
 	if out, errOut, err := cmd("job", "dphypo", "--grid", "learning_rate=log:0.05:2:4", "--dry-run"); err != nil ||
 		!strings.Contains(out, "under the relation training-add-remove") || !strings.Contains(out, "Noise calibrated to target ε=2") ||
-		!strings.Contains(out, "  forecast: uniform search is expected to do at least as well as the GP rule at ε=2, E[T]=10 on 4 points (below the measurements") {
+		!strings.Contains(out, "  forecast: the GP rule is not expected to beat uniform search at ε=2, E[T]=10 on 4 points (below the measurements") {
 		t.Errorf("job dphypo --dry-run: %v\n%s%s; want the price, the relation, the calibration and the forecast", err, out, errOut)
 	}
 	if after := spent(); after != before {

@@ -428,20 +428,22 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 	}
 }
 
-// oracleSampling is the projection onto S_{C,c} of a distribution that ranks the grid
-// points by their true mean accuracy (π ∝ exp(10⁴·mean)): density C/N on the best points
-// in order until the mass runs out, c/N on the rest.
+// oracleSampling is the projection onto S_{C,c} of the grid points' ranking by true mean
+// accuracy, π_i = −rank_i·C/N: consecutive ranks C/N apart, so the projection gives C/N
+// to the best points in order until the mass runs out, c/N to the rest (and one point in
+// between). (Projecting π ∝ exp(10⁴·mean) instead, as this harness did before issue 33,
+// boosts only the few points within ~10⁻⁴ of the best and leaves the rest near uniform:
+// the Euclidean projection of a nearly one-hot π is nearly flat off its peak.)
 func oracleSampling(b *testing.B, means []float64, bigC, smallC float64) []float64 {
 	n := len(means)
-	logits := make([]float64, n)
-	mx := math.Inf(-1)
-	for i := range n {
-		logits[i] = 1e4 * means[i]
-		mx = max(mx, logits[i])
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
 	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmpFloat(means[y], means[x]) })
 	pi := make([]float64, n)
-	for i := range n {
-		pi[i] = math.Exp(logits[i] - mx)
+	for r, i := range order {
+		pi[i] = -float64(r) * bigC / float64(n)
 	}
 	p, err := dphypo.ProjectDensity(pi, bigC, smallC)
 	if err != nil {
@@ -475,4 +477,14 @@ func runOracle(b *testing.B, seed uint64, cfg dphypo.Config, density []float64, 
 func sdOf(x []float64) float64 {
 	_, se := meanSE(x)
 	return se * math.Sqrt(float64(len(x)))
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -42,6 +42,7 @@ import (
 //	PRIVBO_DIGITS_READSD    standard deviation of a read's noise [0.1]
 //	PRIVBO_DIGITS_EXACT     1: instead of simulating, compute uniform search and the
 //	                        oracle exactly (expectedRelease), with the landscape's price [0]
+//	PRIVBO_DIGITS_NOISEVAR  the GP rule's noise variance, standardised [dphypo.DefaultNoiseVariance]
 //	PRIVBO_DIGITS_LANDSCAPE narrow: a synthetic landscape with one small good region
 //	                        (narrowMeans) instead of the digits' own means [digits]
 //
@@ -276,6 +277,7 @@ func benchPaperProtocol(b *testing.B, r *Runner) {
 					b.Logf("%6g | %7.4g | %g:%g | refused: %v", eps, runs, cc[0], cc[1], err)
 					continue
 				}
+				gjob.cfg.NoiseVariance = envFloat(b, "PRIVBO_DIGITS_NOISEVAR", 0)
 				if math.Abs(gplan.Cost.Epsilon-uplan.Cost.Epsilon) > 1e-6*uplan.Cost.Epsilon {
 					b.Fatalf("ε=%g E[T]=%g: GP charged %g, uniform %g; the comparison needs equal totals", eps, runs, gplan.Cost.Epsilon, uplan.Cost.Epsilon)
 				}
