@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/privbo/privbo/internal/testrace"
 	"github.com/privbo/privbo/pkg/dp/dptest"
 )
 
@@ -74,6 +75,7 @@ func topMass(t *testing.T, sd, beta float64) float64 {
 // sharpens a ranking that is mostly noise). With reads ± 0.01 the same rule puts about
 // 0.35 there. Seeded sources: the figures are deterministic.
 func TestGPRuleTiltsLittleUnderNoisyReads(t *testing.T) {
+	testrace.Statistical(t)
 	for _, c := range []struct {
 		sd, beta float64
 		lo, hi   float64
