@@ -19,6 +19,8 @@ import (
 
 	"github.com/privbo/privbo/internal/cli"
 	"github.com/privbo/privbo/pkg/curatorclient"
+	"github.com/privbo/privbo/pkg/dp"
+	"github.com/privbo/privbo/pkg/dphypo"
 	"github.com/privbo/privbo/pkg/hparam"
 	"github.com/privbo/privbo/pkg/jobs"
 	"github.com/privbo/privbo/pkg/jobs/jobpb"
@@ -223,8 +225,8 @@ func (f *jobFlags) registerDPHyPO(fs *flag.FlagSet) {
 	dph, sgd := &f.dph, &f.dph.DPSGD
 	fs.Float64Var(&dph.Theta, "theta", 1, "runs T ~ truncated NegBin(θ, γ): θ (0 logarithmic, 1 geometric)")
 	fs.Float64Var(&dph.Gamma, "gamma", 0.1, "γ in (0, 1) of the number of runs")
-	fs.Float64Var(&dph.CMax, "c-max", 1.1, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
-	fs.Float64Var(&dph.CMin, "c-min", 0.9, "lower density bound c ≤ 1")
+	fs.Float64Var(&dph.CMax, "c-max", jobs.DefaultCMax, "upper density bound C ≥ 1; C and c cost at least (2+θ)·log(C/c) of ε whatever the noise (the paper's C = 2, c = 0.75: 2.94 at θ = 1)")
+	fs.Float64Var(&dph.CMin, "c-min", jobs.DefaultCMin, "lower density bound c ≤ 1")
 	fs.Float64Var(&dph.Tau, "tau", 0.1, "GP rule: s = µ + τσ")
 	fs.Float64Var(&dph.Beta, "beta", 1, "GP rule: π ∝ exp(β s)")
 	fs.BoolVar(&dph.Uniform, "uniform", false, "uniform baseline (C = c = 1)")
@@ -261,6 +263,9 @@ func quoteJob(ctx context.Context, client *curatorclient.Client, spec jobs.Spec,
 		return fmt.Errorf("job: quote: %w", err)
 	}
 	printJobQuote(stdout, q)
+	if d := spec.DPHyPO; d != nil {
+		printRuleForecast(stdout, d, q.Cost.Epsilon)
+	}
 	if asJSON {
 		return printJSON(stdout, jobpb.QuoteProto(q))
 	}
@@ -371,6 +376,21 @@ func printJobQuote(w io.Writer, q jobpb.Quote) {
 			fmt.Fprintln(w, "  no release beats a uniform pick by the margin, but --force is set: it would run and be charged")
 		}
 	}
+}
+
+// printRuleForecast says in one line whether the GP rule is expected to beat uniform
+// search at the quoted ε, from the measured comparisons (dphypo.ForecastRule); for a
+// uniform search, at the default density bounds.
+func printRuleForecast(w io.Writer, d *jobs.DPHyPOSpec, eps float64) {
+	space, err := hparam.SpaceOf(d.Space...)
+	if err != nil {
+		return
+	}
+	ratio := d.CMax / d.CMin
+	if d.Uniform {
+		ratio = jobs.DefaultCMax / jobs.DefaultCMin
+	}
+	fmt.Fprintf(w, "  %s\n", dphypo.ForecastRule(ratio, eps, dp.NegBinMean(d.Theta, d.Gamma), space.Size()))
 }
 
 // printForecast prints a Kusner job's forecast.

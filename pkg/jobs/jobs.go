@@ -80,6 +80,12 @@ type (
 	PublicError = jobspec.PublicError
 )
 
+// The default density bounds of a DP-HyPO job (jobspec.DefaultCMax, jobspec.DefaultCMin).
+const (
+	DefaultCMax = jobspec.DefaultCMax
+	DefaultCMin = jobspec.DefaultCMin
+)
+
 // Job is a job's record.
 type Job struct {
 	ID, Identity, Key string
