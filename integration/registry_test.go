@@ -276,8 +276,8 @@ func TestRegistryStudy(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^rows 10000, r 20, T 50$`,
 		`(?m)^end to end \(curator start to the modeler's result\): [0-9.e+-]+ s$`,
-		`(?m)^curator: load [0-9.e+-]+ s; release computed [0-9.e+-]+ s, streamed [0-9.e+-]+ s; peak RSS [0-9.e+-]+ GiB$`,
-		`(?m)^modeler: 50 queries in [0-9.e+-]+ s .* peak RSS [0-9.e+-]+ GiB \(wall [0-9.e+-]+ s\)$`,
+		`(?m)^curator: load [0-9.e+-]+ s; release computed [0-9.e+-]+ s, streamed [0-9.e+-]+ s; peak RSS [0-9.e+-]+ GiB, CPU [0-9.e+-]+ s$`,
+		`(?m)^modeler: 50 queries in [0-9.e+-]+ s .* peak RSS [0-9.e+-]+ GiB, CPU [0-9.e+-]+ s$`,
 		fmt.Sprintf(`(?m)^known best row %d: response 95 \(every other row at most 93\); queried: (yes|no)$`, truth.Best),
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {

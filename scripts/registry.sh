@@ -3,7 +3,8 @@
 # generate a synthetic registry whose best row is known by construction
 # (integration/registry_test.go), start `curator serve` over it, run a default study
 # with `modeler run` on loopback, and report each side's wall time and peak resident
-# memory (GNU time), where the time went (from the curator's log), and what the study
+# memory and CPU time (GNU time; CPU seconds, user + system, say more than wall times on a
+# loaded machine), where the time went (from the curator's log), and what the study
 # recommended judged by its true value (`curator results`).
 #
 #   scripts/registry.sh [ROWS]        ROWS defaults to 10000000
@@ -84,11 +85,8 @@ start, end = float(start), float(end)
 def gnu_time(side):
     t = open(f"{work}/{side}.time").read()
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1)) / 2**20
-    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", t).group(1)
-    secs = 0.0
-    for part in wall.split(":"):
-        secs = 60 * secs + float(part)
-    return rss, secs
+    cpu = sum(float(re.search(rf"{k} time \(seconds\): (\S+)", t).group(1)) for k in ("User", "System"))
+    return rss, cpu
 
 events = {}  # the first time of each message (of each rpc method), the last of Query
 for line in open(f"{work}/curator.log"):
@@ -105,15 +103,15 @@ res = json.loads(open(f"{work}/modeler.out").read().splitlines()[-1])
 steps = res["iterations"]
 g = lambda k: events[k]
 print(f"rows {int(rows)}, r {res['r']}, T {steps}")
-crss, cwall = gnu_time("curator")
-mrss, mwall = gnu_time("modeler")
+crss, ccpu = gnu_time("curator")
+mrss, mcpu = gnu_time("modeler")
 print(f"end to end (curator start to the modeler's result): {end - start:.4g} s")
 print(f"curator: load {g('dataset loaded') - start:.4g} s; release computed {g('projection computed and stored') - g('rpc/QuoteStudy'):.4g} s,"
-      f" streamed {g('rpc/ReleaseProjection') - g('projection computed and stored'):.4g} s; peak RSS {crss:.4g} GiB")
+      f" streamed {g('rpc/ReleaseProjection') - g('projection computed and stored'):.4g} s; peak RSS {crss:.4g} GiB, CPU {ccpu:.4g} s")
 loop = g("last query") - g("rpc/Query")
 print(f"modeler: {steps} queries in {loop:.4g} s after the first ({loop / max(steps - 1, 1):.4g} s per step, GP and query),"
       f" from the stream's end to the first query {g('rpc/Query') - g('rpc/ReleaseProjection'):.4g} s,"
-      f" from the last query to the result {end - g('last query'):.4g} s; peak RSS {mrss:.4g} GiB (wall {mwall:.4g} s)")
+      f" from the last query to the result {end - g('last query'):.4g} s; peak RSS {mrss:.4g} GiB, CPU {mcpu:.4g} s")
 print(f"the GP's matrix V (T × n float64) is {steps * int(rows) * 8 / 2**30:.4g} GiB; the projection Z {res['r'] * int(rows) * 8 / 2**30:.4g} GiB")
 row = None
 for line in open(f"{work}/results.out"):
