@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building, testing and generating privbo needs on a fresh Debian machine:
 # Debian's protobuf-compiler (only if protoc is missing), Debian's chromium (only if
-# /usr/bin/chromium is missing; the report test renders a page in it), the Debian packages
+# /usr/bin/chromium is missing; the report test renders a page in it), GNU time (only if
+# /usr/bin/time is missing; scripts/registry.sh measures peak memory with it), the Debian packages
 # of the Python client (python3, python3-grpcio, python3-protobuf, python3-numpy,
 # python3-sklearn, what installs it as a package — python3-venv, python3-setuptools,
 # python3-wheel — and protobuf-compiler-grpc's grpc_python_plugin, each only if not
@@ -44,6 +45,8 @@ missing=()
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # Debian's chromium renders the study report in a headless browser for its integration test.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+# GNU time measures each side's peak memory in scripts/registry.sh (and its integration test).
+[ -x /usr/bin/time ] || missing+=(time)
 # The Python client (clients/python): Debian's gRPC Python plugin of protoc generates its
 # stubs; the stubs run on Debian's python3-grpcio and python3-protobuf; numpy (optional
 # for users) holds the released matrix and scikit-learn (likewise) runs the example

@@ -5,6 +5,7 @@ package matrixio
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,6 +38,28 @@ func DecodeFloat64s(dst []float64, data []byte) error {
 	}
 	for i := range dst {
 		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
+	}
+	return nil
+}
+
+// ReadFloat64s fills dst from r in the matrix byte format, decoding 64 KiB at a time
+// into dst itself, so that a matrix read from a file or a stream is never held twice. r
+// must hold exactly 8·len(dst) bytes.
+func ReadFloat64s(dst []float64, r io.Reader) error {
+	buf := make([]byte, 1<<16)
+	for len(dst) > 0 {
+		n := min(len(dst), len(buf)/8)
+		if _, err := io.ReadFull(r, buf[:8*n]); err != nil {
+			return fmt.Errorf("matrixio: %d values short: %w", len(dst), err)
+		}
+		_ = DecodeFloat64s(dst[:n], buf[:8*n]) // the lengths match
+		dst = dst[n:]
+	}
+	switch _, err := io.ReadFull(r, buf[:1]); {
+	case err == nil:
+		return errors.New("matrixio: more bytes than the matrix holds")
+	case err != io.EOF:
+		return fmt.Errorf("matrixio: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"testing/iotest"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -77,5 +78,33 @@ func TestNewReaderReusesItsBuffer(t *testing.T) {
 	})
 	if allocs > 2 { // the reader and its buffer
 		t.Errorf("reading 2²⁰ values made %v allocations, want 2", allocs)
+	}
+}
+
+// TestReadFloat64s: a matrix read in 64 KiB pieces equals the one encoded, bit for bit,
+// from a reader that returns few bytes at a time; a stream too short or too long is an
+// error.
+func TestReadFloat64s(t *testing.T) {
+	for _, n := range []int{0, 1, 1<<13 - 1, 1 << 13, 20001} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = float64(i)/7 - 3
+		}
+		got := make([]float64, n)
+		if err := ReadFloat64s(got, iotest.HalfReader(NewReader(vals))); err != nil {
+			t.Fatalf("ReadFloat64s of %d values: %v", n, err)
+		}
+		for i := range vals {
+			if math.Float64bits(got[i]) != math.Float64bits(vals[i]) {
+				t.Fatalf("ReadFloat64s of %d values: value %d = %v, want %v", n, i, got[i], vals[i])
+			}
+		}
+		data := AppendFloat64s(nil, vals)
+		if err := ReadFloat64s(make([]float64, n+1), bytes.NewReader(data)); err == nil {
+			t.Errorf("ReadFloat64s of %d values into %d: no error", n, n+1)
+		}
+		if err := ReadFloat64s(got, bytes.NewReader(append(data, 0))); err == nil {
+			t.Errorf("ReadFloat64s of %d values and one byte more: no error", n)
+		}
 	}
 }

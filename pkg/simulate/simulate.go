@@ -607,23 +607,16 @@ func (c *Config) session(r, run, first, workers int) modeler.Config {
 	}
 }
 
-// readRelease reads a stored release (matrixio format) into memory.
+// readRelease reads a stored release (matrixio format) into memory, decoding as it reads.
 func readRelease(ctx context.Context, pr *curator.Projection) ([]float64, error) {
 	f, err := pr.Open(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("simulate: reading release %s: %w", pr.ID, err)
-	}
 	z := make([]float64, pr.Rows*pr.Cols)
-	if len(b) != 8*len(z) {
-		return nil, fmt.Errorf("simulate: release %s has %d bytes, want %d", pr.ID, len(b), 8*len(z))
-	}
-	if err := matrixio.DecodeFloat64s(z, b); err != nil {
-		return nil, fmt.Errorf("simulate: release %s: %w", pr.ID, err)
+	if err := matrixio.ReadFloat64s(z, f); err != nil {
+		return nil, fmt.Errorf("simulate: reading release %s: %w", pr.ID, err)
 	}
 	return z, nil
 }

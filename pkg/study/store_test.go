@@ -256,6 +256,15 @@ func TestSaveRelease(t *testing.T) {
 	if _, err := s.LoadZ(st); err == nil || !strings.Contains(err.Error(), "SHA-256") {
 		t.Errorf("LoadZ of a damaged file: err = %v, want a SHA-256 mismatch", err)
 	}
+	// So is a file cut short or grown by a byte.
+	for _, cut := range [][]byte{b[:len(b)-1], append(b, 0)} {
+		if err := os.WriteFile(s.ZPath("z"), cut, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LoadZ(st); err == nil {
+			t.Errorf("LoadZ of a file of %d bytes for %d: no error", len(cut), len(b))
+		}
+	}
 }
 
 func TestSettingsDiff(t *testing.T) {
