@@ -201,7 +201,16 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 			r, err = parseTable(t, path, opt)
 		}
 	} else {
-		r, err = parseRaw(f, path, opt)
+		var t *csvTable
+		if t, err = newCSVTable(f, path); err == nil {
+			// Size the columns from the file's line count (one pass over the file,
+			// far cheaper than parsing), so a large file is not read into arrays
+			// grown by doubling: at 10⁷ rows that growth held 3 GiB for 1.5.
+			t.rowsHint, err = countLines(f)
+		}
+		if err == nil {
+			r, err = parseTable(t, path, opt)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -237,6 +246,10 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 	return parseTable(t, file, opt)
 }
 
+// maxPresized bounds the values parseTable allocates up front from a table's row count
+// (4 GiB of float64): a Parquet footer's count is the file's claim, not a measurement.
+const maxPresized = 1 << 29
+
 // table is a data file's cells, one record at a time: the lines of a CSV file
 // or the column chunks of a Parquet file.
 type table interface {
@@ -253,14 +266,17 @@ type table interface {
 	// pos is the position of cell k of the last record read: its line in a CSV
 	// file, its 1-based row in a Parquet file.
 	pos(k int) int
+	// rows is an upper bound on the records left to read, 0 if not known.
+	rows() int
 }
 
 // csvTable is a CSV file's table.
 type csvTable struct {
-	cr    *csv.Reader
-	file  string
-	names []string
-	line  int
+	cr       *csv.Reader
+	file     string
+	names    []string
+	line     int
+	rowsHint int
 }
 
 func newCSVTable(r io.Reader, file string) (*csvTable, error) {
@@ -281,6 +297,7 @@ func newCSVTable(r io.Reader, file string) (*csvTable, error) {
 
 func (t *csvTable) header() ([]string, int) { return t.names, t.line }
 func (t *csvTable) use([]int) error         { return nil }
+func (t *csvTable) rows() int               { return t.rowsHint }
 func (t *csvTable) pos(k int) int           { l, _ := t.cr.FieldPos(k); return l }
 
 func (t *csvTable) read() ([]string, error) {
@@ -351,6 +368,9 @@ func parseTable(t table, file string, opt Options) (*Raw, error) {
 	// Records.
 	var x, y []float64
 	var lines []int
+	if m := t.rows(); m > 0 && m <= maxPresized/max(d, 1) {
+		x, y, lines = make([]float64, 0, m*d), make([]float64, 0, m), make([]int, 0, m)
+	}
 	n := 0
 	for {
 		rec, err := t.read()

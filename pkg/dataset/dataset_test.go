@@ -2,8 +2,10 @@ package dataset
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -314,4 +316,27 @@ func mean(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
+}
+
+// TestCountLines: the CSV row hint is the line ends plus one, read without moving the
+// file's offset (the CSV reader has already consumed the header through it).
+func TestCountLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(path, []byte("a,b\n1,2\n3,4"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(4, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := countLines(f); err != nil || n != 3 {
+		t.Errorf("countLines = %d, %v; want 3", n, err)
+	}
+	if off, _ := f.Seek(0, io.SeekCurrent); off != 4 {
+		t.Errorf("offset %d after countLines, want 4", off)
+	}
 }

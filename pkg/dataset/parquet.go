@@ -77,6 +77,7 @@ func recoverCorrupt(err *error, path, what string) {
 
 func (t *parquetTable) header() ([]string, int) { return t.names, 0 }
 func (t *parquetTable) pos(int) int             { return t.row }
+func (t *parquetTable) rows() int               { return int(t.f.NumRows()) }
 
 func (t *parquetTable) use(cols []int) error {
 	t.used, t.text, t.cells = cols, make([]func([]byte, parquet.Value) []byte, len(cols)), make([][]string, len(cols))
