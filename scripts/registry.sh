@@ -112,7 +112,7 @@ loop = g("last query") - g("rpc/Query")
 print(f"modeler: {steps} queries in {loop:.4g} s after the first ({loop / max(steps - 1, 1):.4g} s per step, GP and query),"
       f" from the stream's end to the first query {g('rpc/Query') - g('rpc/ReleaseProjection'):.4g} s,"
       f" from the last query to the result {end - g('last query'):.4g} s; peak RSS {mrss:.4g} GiB, CPU {mcpu:.4g} s")
-print(f"the GP's matrix V (T × n float64) is {steps * int(rows) * 8 / 2**30:.4g} GiB; the projection Z {res['r'] * int(rows) * 8 / 2**30:.4g} GiB")
+print(f"the GP's kept columns of V: {min(steps * int(rows) * 8, 2**30) / 2**30:.4g} GiB (the modeler's lazy GP keeps at most 1 GiB); the projection Z {res['r'] * int(rows) * 8 / 2**30:.4g} GiB")
 row = None
 for line in open(f"{work}/results.out"):
     f = line.split()
