@@ -75,7 +75,7 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 	var cols [lazyBatch][]float64
 	var vr, a, b [lazyBatch]float64
 	var st [lazyBatch]int
-	s0, s1 := nr, 0
+	s0 := nr
 	for k, x := range xs {
 		if cols[k] = g.slotCol(x); cols[k] == nil {
 			cols[k] = slices.Grow(sc.col[k][:0], nr)[:nr]
@@ -88,7 +88,10 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 				b[k] = g.b[x]
 			}
 		}
-		s0, s1 = min(s0, st[k]), max(s1, st[k])
+		s0 = min(s0, st[k])
+	}
+	for k := len(xs); k < lazyBatch; k++ {
+		cols[k] = cols[0] // dot4 reads four columns: these values are dropped
 	}
 	for j := s0; j < nr; j++ {
 		r := g.rowAt(j)
@@ -104,14 +107,10 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 		}
 		off := j * (j + 1) / 2
 		l := g.lpk[off : off+j]
-		if len(xs) == lazyBatch && j >= s1 {
-			dot4(&v, l, &cols)
+		if len(xs) == 1 {
+			v[0] = dot1(v[0], l, cols[0][:j])
 		} else {
-			for k := range xs {
-				if j >= st[k] {
-					v[k] = dot1(v[k], l, cols[k][:j])
-				}
-			}
+			dot4(&v, l, &cols) // the values of rows a candidate has already are dropped
 		}
 		inv := 1 / g.lpk[off+j]
 		for k := range xs {
