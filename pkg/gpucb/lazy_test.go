@@ -70,6 +70,14 @@ func runLazyPair(t *testing.T, c lazyCase, seed uint64) {
 				both(func(g *GP) error { return g.FantasizeNoise(ie, f) })
 			}
 		}
+		if step%4 == 2 { // Argmax brings every candidate up to date: only on some steps
+			score := func(i int, mean, sd float64) float64 { return mean + 0.7*sd + 1e-9*float64(i%7) }
+			ae, errE := eager.Argmax(score, cfg.SkipQueried)
+			al, errL := lazy.Argmax(score, cfg.SkipQueried)
+			if errE != nil || errL != nil || ae != al {
+				t.Fatalf("seed %d step %d: eager Argmax %d (%v), lazy %d (%v)", seed, step, ae, errE, al, errL)
+			}
+		}
 		probe := []int{batch[0], rng.IntN(c.n)}
 		for _, i := range probe {
 			if me, ml := eager.Mean(i), lazy.Mean(i); math.Float64bits(me) != math.Float64bits(ml) {
