@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/privbo/privbo/internal/figure"
 )
 
 // Class is a forecast's verdict.
@@ -109,9 +111,9 @@ func (f Forecast) String() string {
 	if f.Class == Exact {
 		return "answers are exact: the recommendation is the best row queried"
 	}
-	s := fmt.Sprintf("answer noise sd %.4g is %.4g× the range's width: expect ", f.NoiseSD, f.Ratio)
+	s := fmt.Sprintf("answer noise sd %s is %s× the range's width: expect ", figure.Text(f.NoiseSD), figure.Text(f.Ratio))
 	if f.Width == 0 {
-		s = fmt.Sprintf("answer noise sd is %.4g× the range's width: expect ", f.Ratio)
+		s = fmt.Sprintf("answer noise sd is %s× the range's width: expect ", figure.Text(f.Ratio))
 	}
 	switch f.Class {
 	case NearRandom:
