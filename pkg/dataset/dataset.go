@@ -206,7 +206,7 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 			// Size the columns from the file's line count (one pass over the file,
 			// far cheaper than parsing), so a large file is not read into arrays
 			// grown by doubling: at 10⁷ rows that growth held 3 GiB for 1.5.
-			t.rowsHint, err = countLines(f)
+			t.rowsHint = countLines(f)
 		}
 		if err == nil {
 			r, err = parseTable(t, path, opt)
@@ -247,7 +247,7 @@ func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
 }
 
 // maxPresized bounds the values parseTable allocates up front from a table's row count
-// (4 GiB of float64): a Parquet footer's count is the file's claim, not a measurement.
+// (x, y and lines: 4 GiB); the count is a hint, capped by the file's size.
 const maxPresized = 1 << 29
 
 // table is a data file's cells, one record at a time: the lines of a CSV file
@@ -368,7 +368,7 @@ func parseTable(t table, file string, opt Options) (*Raw, error) {
 	// Records.
 	var x, y []float64
 	var lines []int
-	if m := t.rows(); m > 0 && m <= maxPresized/max(d, 1) {
+	if m := t.rows(); m > 0 && m <= maxPresized/(d+2) {
 		x, y, lines = make([]float64, 0, m*d), make([]float64, 0, m), make([]int, 0, m)
 	}
 	n := 0

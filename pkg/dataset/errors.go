@@ -121,8 +121,13 @@ func isParquet(path string) bool {
 }
 
 // countLines returns the number of line ends in f plus one, read with ReadAt so that
-// f's offset is left where it was: an upper bound on a CSV file's records.
-func countLines(f *os.File) (int, error) {
+// f's offset is left where it was: an upper bound on a CSV file's records, used only
+// to size the columns. 0 (no hint) when f is not a regular file (a pipe cannot be
+// read twice) or cannot be read; the parse then reports what is wrong.
+func countLines(f *os.File) int {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
 	buf := make([]byte, 1<<20)
 	r := io.NewSectionReader(f, 0, 1<<62)
 	n := 1
@@ -130,10 +135,10 @@ func countLines(f *os.File) (int, error) {
 		k, err := r.Read(buf)
 		n += bytes.Count(buf[:k], []byte{'\n'})
 		if err == io.EOF {
-			return n, nil
+			return n
 		}
 		if err != nil {
-			return 0, err
+			return 0
 		}
 	}
 }

@@ -22,6 +22,7 @@ const parquetBatch = 4096
 // cells go through the same path as CSV's.
 type parquetTable struct {
 	f     *parquet.File
+	size  int64 // the file's bytes: a bound on the rows its footer may claim
 	file  string
 	names []string
 	cols  []*parquet.Column // top-level, header order
@@ -51,7 +52,7 @@ func openParquet(f *os.File, path string) (_ *parquetTable, err error) {
 	if err != nil {
 		return nil, corruptParquet(path, "its footer")
 	}
-	t := &parquetTable{f: pf, file: path, cols: pf.Root().Columns()}
+	t := &parquetTable{f: pf, file: path, cols: pf.Root().Columns(), size: st.Size()}
 	for _, c := range t.cols {
 		t.names = append(t.names, c.Name())
 	}
@@ -77,7 +78,7 @@ func recoverCorrupt(err *error, path, what string) {
 
 func (t *parquetTable) header() ([]string, int) { return t.names, 0 }
 func (t *parquetTable) pos(int) int             { return t.row }
-func (t *parquetTable) rows() int               { return int(t.f.NumRows()) }
+func (t *parquetTable) rows() int               { return int(max(min(t.f.NumRows(), t.size), 0)) }
 
 func (t *parquetTable) use(cols []int) error {
 	t.used, t.text, t.cells = cols, make([]func([]byte, parquet.Value) []byte, len(cols)), make([][]string, len(cols))
