@@ -64,8 +64,9 @@ func (e *DialError) Unwrap() error { return e.Err }
 // sent, which carries details such as its ErrorInfo) with a failure that the error's text
 // and what the client sent (cfg) point to, as a *DialError; other errors as they are. The
 // text is gRPC's and the TLS stack's: a refused client certificate shows as "certificate
-// required", "bad certificate" or, when the server closes first, "broken pipe" or
-// "connection reset by peer" (which of these depends on timing).
+// required", "bad certificate" or, when the server closes first, "broken pipe" or,
+// during the handshake, "connection reset by peer" (which depends on timing); a reset
+// later in a session is not read as a certificate problem.
 func Diagnose(err error, addr string, cfg ClientConfig) error {
 	if status.Code(err) != codes.Unavailable {
 		return err
@@ -91,7 +92,7 @@ func Diagnose(err error, addr string, cfg ClientConfig) error {
 	switch {
 	case has("connection refused"):
 		f = NothingListens
-	case cfg.TLS == nil && has("error reading server preface", "connection reset by peer"):
+	case cfg.TLS == nil && has("error reading server preface"):
 		f = ServerWantsTLS
 	case cfg.TLS == nil:
 	case has("first record does not look like a TLS handshake"):
@@ -99,7 +100,8 @@ func Diagnose(err error, addr string, cfg ClientConfig) error {
 	case has("x509:", "failed to verify certificate"):
 		f = ServerNotTrusted
 	case has("certificate required", "bad certificate", "unknown certificate authority", "expired certificate",
-		"broken pipe", "connection reset by peer", "error reading server preface"):
+		"broken pipe", "error reading server preface"),
+		has("authentication handshake failed") && has("connection reset by peer"):
 		f = ClientCertRefused
 		if len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetClientCertificate == nil {
 			f = ClientCertMissing

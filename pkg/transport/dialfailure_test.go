@@ -155,7 +155,6 @@ func TestDiagnoseResetByPeer(t *testing.T) {
 		cfg  ClientConfig
 		want DialFailure
 	}{
-		{"plaintext to TLS", ClientConfig{}, ServerWantsTLS},
 		{"TLS without a certificate", ClientConfig{TLS: &tls.Config{}}, ClientCertMissing},
 		{"TLS with a refused certificate", ClientConfig{TLS: &tls.Config{Certificates: []tls.Certificate{{}}}}, ClientCertRefused},
 	} {
@@ -163,5 +162,11 @@ func TestDiagnoseResetByPeer(t *testing.T) {
 		if err := Diagnose(reset, "127.0.0.1:2", tc.cfg); !errors.As(err, &de) || de.Failure != tc.want {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+	// A reset later in a session (a curator restart, an idle NAT) is no certificate problem.
+	later := status.Error(codes.Unavailable, "connection error: desc = \"read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer\"")
+	var de *DialError
+	if err := Diagnose(later, "127.0.0.1:2", ClientConfig{TLS: &tls.Config{}}); errors.As(err, &de) {
+		t.Errorf("a reset after the handshake was diagnosed as %q", de.Failure)
 	}
 }
