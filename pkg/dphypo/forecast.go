@@ -70,6 +70,10 @@ func ForecastRule(ratio, eps, runs float64, n int) Forecast {
 		near = min(near, math.Abs(math.Log(m.Ratio/ratio)))
 	}
 	perPoint := runs / float64(n) * MeasuredGrid // the request's E[T] on the measured grid
+	if perPoint < MeasuredRuns[0] {
+		// Below every column: read the smallest, at the request's ε as for any other.
+		perPoint, f.Below = MeasuredRuns[0], true
+	}
 	var low *Measurement
 	for i := range Measured {
 		m := &Measured[i]

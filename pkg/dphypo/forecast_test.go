@@ -31,6 +31,7 @@ func TestForecastRule(t *testing.T) {
 		{"C/c=1.3 is nearest 1.25", 1.3, 15, 33.4, 320, r125, 15, 100.0 / 3, false, 0.0030, 0, "not expected"},
 		{"C/c=1.4 is nearest 1.5", 1.4, 15, 33.4, 320, r15, 15, 100.0 / 3, false, 0.0063, 0, "not expected"},
 		{"ε=15 has no column for E[T]=10: the row below is read", r267, 15, 10, 320, r267, 12, 10, false, 0.0001, 0, "not expected"},
+		{"E[T]/N below every column at ε=15 reads as E[T]=10 there, not the smallest ε", r267, 15, 5, 320, r267, 12, 10, true, 0.0001, 0, "not expected"},
 	} {
 		f := ForecastRule(c.ratio, c.eps, c.runs, c.n)
 		if f.Column < 0 {
