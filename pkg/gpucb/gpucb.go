@@ -65,6 +65,15 @@ type Config struct {
 	LazyColumns                   int
 }
 
+// lazyStride is the rows reserved in each kept column of V at the given Capacity.
+func lazyStride(capacity int) int { return max(capacity, 16) }
+
+// LazyColumnsWithin is the PosteriorConfig.LazyColumns whose columns of V fit in the
+// given bytes with n candidates at capacity observations: at most n, at least 1.
+func LazyColumnsWithin(bytes, n, capacity int) int {
+	return max(1, min(n, bytes/(8*lazyStride(capacity))))
+}
+
 // Posterior returns the posterior's part of c.
 func (c Config) Posterior() PosteriorConfig {
 	return PosteriorConfig{Kernel: c.Kernel, Lengthscale: c.Lengthscale, SignalVariance: c.SignalVariance,
@@ -209,7 +218,7 @@ func NewPosterior(cands []float64, n, dim int, cfg PosteriorConfig) (*Posterior,
 		}
 		g.ls = make([]int32, n)
 		g.lz = make([]lazyScratch, w+1)
-		g.maxSlots, g.stride = n, max(cfg.Capacity, 16)
+		g.maxSlots, g.stride = n, lazyStride(cfg.Capacity)
 		if cfg.LazyColumns > 0 {
 			g.maxSlots = min(n, cfg.LazyColumns)
 		}

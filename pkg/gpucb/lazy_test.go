@@ -150,3 +150,18 @@ func TestLazyMatchesEagerLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyColumnsWithin: the columns that fit reserve at least 16 rows each, and the
+// count stays in [1, n] (0 would mean every candidate keeps one).
+func TestLazyColumnsWithin(t *testing.T) {
+	for _, c := range []struct{ bytes, n, capacity, want int }{
+		{1 << 30, 10, 50, 10},
+		{1 << 30, 10_000_000, 50, 1 << 30 / 400},
+		{1 << 30, 10_000_000, 5, 1 << 30 / 128},
+		{1 << 30, 10_000_000, 1 << 28, 1},
+	} {
+		if got := LazyColumnsWithin(c.bytes, c.n, c.capacity); got != c.want {
+			t.Errorf("LazyColumnsWithin(%d, %d, %d) = %d, want %d", c.bytes, c.n, c.capacity, got, c.want)
+		}
+	}
+}

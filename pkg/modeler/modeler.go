@@ -677,15 +677,6 @@ func checkRows(iterations, n int, allowRepeats bool) error {
 // quarter of a 10⁷-row one's.
 const lazyColumnBytes = 1 << 30
 
-// lazyColumns is how many candidates keep their column of V: all n while their
-// columns fit in lazyColumnBytes at capacity rows, else as many as fit. The study's GP
-// is lazy (gpucb's "Lazy evaluation"): it chooses exactly as the eager one, and the
-// robust recommendation's reweightings (SetNoiseFactors) then cost O(n + T³) each
-// instead of a pass over every row's column.
-func lazyColumns(n, capacity int) int {
-	return min(n, lazyColumnBytes/(8*max(capacity, 1)))
-}
-
 // newSession builds the GP over Z for answers released under op (the curator's output
 // privacy, which sets the prior when cfg leaves the variances at 0: Config.prior), Z
 // carrying Gaussian noise of sd noiseSD in every entry (0: none; Config.ProjectionNoise).
@@ -718,7 +709,10 @@ func newSession(cfg Config, cur Curator, z []float64, n, dim int, op study.Outpu
 	}
 	gcfg := cfg.gpConfig(ls, signal, noise)
 	gcfg.InputNoiseVariance = inVar
-	gcfg.Lazy, gcfg.LazyColumns = true, lazyColumns(n, gcfg.Capacity)
+	// Lazy (gpucb's "Lazy evaluation") chooses exactly as the eager GP, and the robust
+	// recommendation's reweightings (SetNoiseFactors) then cost O(n + T³) each instead of
+	// a pass over every row's column.
+	gcfg.Lazy, gcfg.LazyColumns = true, gpucb.LazyColumnsWithin(lazyColumnBytes, n, gcfg.Capacity)
 	post, err := gpucb.NewPosterior(z, n, dim, gcfg.Posterior())
 	if err != nil {
 		return nil, fmt.Errorf("modeler: %w", err)
