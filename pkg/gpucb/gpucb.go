@@ -258,6 +258,9 @@ func (c *PosteriorConfig) validate() error {
 	if c.Capacity < 0 {
 		return fmt.Errorf("gpucb: capacity must be non-negative, got %d", c.Capacity)
 	}
+	if c.LazyColumns < 0 {
+		return fmt.Errorf("gpucb: lazy columns must be non-negative (0 = every candidate), got %d", c.LazyColumns)
+	}
 	if !(c.InputNoiseVariance >= 0) || math.IsInf(c.InputNoiseVariance, 0) {
 		return fmt.Errorf("gpucb: input noise variance must be non-negative and finite, got %g", c.InputNoiseVariance)
 	}
@@ -360,11 +363,17 @@ func (g *Posterior) Mean(i int) float64 {
 	if g.cfg.Lazy && int(g.ls[i]) < len(g.idx) {
 		g.fresh(i)
 	}
-	if !g.cfg.Standardise {
-		return g.a[i]
-	}
 	base, mp, _ := g.scale()
-	return base + g.a[i] - mp*g.b[i]
+	return g.muAt(i, base, mp)
+}
+
+// muAt is candidate x's posterior mean from its a and b, with base and mp from
+// scale() (package documentation, "Standardised outputs").
+func (g *Posterior) muAt(x int, base, mp float64) float64 {
+	if !g.cfg.Standardise {
+		return g.a[x]
+	}
+	return base + g.a[x] - mp*g.b[x]
 }
 
 // Variance returns the posterior variance σ²_t at candidate i, in original
@@ -373,7 +382,8 @@ func (g *Posterior) Mean(i int) float64 {
 func (g *Posterior) Variance(i int) float64 {
 	_, _, s := g.scale()
 	if g.cfg.Lazy && (int(g.ls[i]) < len(g.idx) || len(g.fant) > 0) {
-		return s * s * max(g.fresh(i), 0)
+		vr, _ := g.fresh(i)
+		return s * s * max(vr, 0)
 	}
 	return s * s * max(g.vr[i], 0)
 }

@@ -436,6 +436,7 @@ func TestNewValidation(t *testing.T) {
 		{"beta Inf", cands, 4, 1, func(c *Config) { c.ConstantBeta = inf }},
 		{"workers", cands, 4, 1, func(c *Config) { c.Workers = -1 }},
 		{"capacity", cands, 4, 1, func(c *Config) { c.Capacity = -1 }},
+		{"lazy columns", cands, 4, 1, func(c *Config) { c.Lazy, c.LazyColumns = true, -1 }},
 	}
 	for _, tt := range tests {
 		cfg := good

@@ -29,6 +29,9 @@ func (g *Posterior) rowAt(j int) int {
 func (g *Posterior) slotCol(x int) []float64 {
 	k := int(g.slot[x])
 	if k < 0 {
+		if g.nslots.Load() >= int64(g.maxSlots) {
+			return nil // all taken: no shared write on the hot path
+		}
 		if k = int(g.nslots.Add(1)) - 1; k >= g.maxSlots {
 			return nil
 		}
@@ -43,7 +46,7 @@ func (g *Posterior) slotCol(x int) []float64 {
 // doubled.
 func (g *Posterior) lazyRoom() {
 	nr := len(g.idx) + len(g.fant)
-	if g.maxSlots == 0 || (g.cache != nil && nr <= g.stride) {
+	if g.cache != nil && nr <= g.stride {
 		return
 	}
 	if nr > g.stride {
@@ -178,19 +181,17 @@ func dot4(v *[lazyBatch]float64, l []float64, c *[lazyBatch][]float64) {
 }
 
 // fresh brings candidate i up to date and returns its σ̃² with the pending
-// fantasies.
-func (g *Posterior) fresh(i int) float64 {
+// fantasies and its column V_j(i).
+func (g *Posterior) fresh(i int) (float64, []float64) {
 	g.lazyRoom()
 	var vr [1]float64
-	g.catchUp([]int{i}, &g.lz[len(g.lz)-1], vr[:])
-	return vr[0]
+	col := g.catchUp([]int{i}, &g.lz[len(g.lz)-1], vr[:])
+	return vr[0], col
 }
 
 // lazyColumn is column for a lazy posterior: g.col = V_j(i).
 func (g *Posterior) lazyColumn(i int) {
-	g.lazyRoom()
-	var vr [1]float64
-	col := g.catchUp([]int{i}, &g.lz[len(g.lz)-1], vr[:])
+	_, col := g.fresh(i)
 	g.col = append(g.col[:0], col...)
 }
 
@@ -235,14 +236,11 @@ func (g *Posterior) newLazyBound(base, mp, sb float64) lazyBound {
 // score returns candidate x's score and whether it is exact (else an upper
 // bound on the exact score).
 func (g *Posterior) lazyScore(lb *lazyBound, x int) (float64, bool) {
-	mu := g.a[x]
-	if g.cfg.Standardise {
-		mu = lb.base + g.a[x] - lb.mp*g.b[x]
-	}
 	s := int(g.ls[x])
 	if lb.exact && s == len(g.idx) {
-		return mu + lb.sb*math.Sqrt(max(g.vr[x], 0)), true
+		return g.exactScore(lb, x, g.vr[x]), true
 	}
+	mu := g.muAt(x, lb.base, lb.mp)
 	sd := math.Sqrt(max(g.vr[x], 0)) + lb.sd0
 	return mu + sd*math.Sqrt(lb.w2[s]+lb.sb*lb.sb)*(1+1e-12) + 1e-12*math.Abs(mu) + lb.slack, false
 }
@@ -298,11 +296,7 @@ func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
 // exactScore is the score of an up-to-date candidate x whose σ̃² with the
 // pending fantasies is vr.
 func (g *Posterior) exactScore(lb *lazyBound, x int, vr float64) float64 {
-	mu := g.a[x]
-	if g.cfg.Standardise {
-		mu = lb.base + g.a[x] - lb.mp*g.b[x]
-	}
-	return mu + lb.sb*math.Sqrt(max(vr, 0))
+	return g.muAt(x, lb.base, lb.mp) + lb.sb*math.Sqrt(max(vr, 0))
 }
 
 // lazyScan returns the best candidate of [lo, hi) (ties to the lowest index),
@@ -385,11 +379,7 @@ func (g *Posterior) lazyArgmax(score func(i int, mean, sd float64) float64, skip
 			}
 			g.catchUp(xs[:nb], &g.lz[wk], vr[:nb])
 			for k, x := range xs[:nb] {
-				mu := g.a[x]
-				if g.cfg.Standardise {
-					mu = base + g.a[x] - mp*g.b[x]
-				}
-				v := score(x, mu, math.Sqrt(s*s*max(vr[k], 0)))
+				v := score(x, g.muAt(x, base, mp), math.Sqrt(s*s*max(vr[k], 0)))
 				if !math.IsNaN(v) && (best < 0 || v > bestScore) {
 					best, bestScore = x, v
 				}
