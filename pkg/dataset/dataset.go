@@ -198,6 +198,7 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 	if isParquet(path) {
 		var t *parquetTable
 		if t, err = openParquet(f, path); err == nil {
+			defer t.close() // its chunk readers, also when a cell is refused part-way
 			r, err = parseTable(t, path, opt)
 		}
 	} else {

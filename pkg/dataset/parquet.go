@@ -119,7 +119,9 @@ func (t *parquetTable) fill() (err error) {
 		}
 		g := groups[t.group]
 		t.group++
-		t.left = g.NumRows()
+		if t.left = g.NumRows(); t.left < 0 {
+			return corruptParquet(t.file, fmt.Sprintf("row group %d's footer", t.group))
+		}
 		chunks := g.ColumnChunks()
 		for _, k := range t.used {
 			t.readers = append(t.readers, parquet.NewColumnChunkValueReader(chunks[t.cols[k].Index()]))
