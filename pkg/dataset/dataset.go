@@ -2,12 +2,14 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -218,6 +220,29 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 	}
 	r.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	return r, nil
+}
+
+// countLines returns the number of line ends in f plus one, read with ReadAt so that
+// f's offset is left where it was: an upper bound on a CSV file's records, used only
+// to size the columns. 0 (no hint) when f is not a regular file (a pipe cannot be
+// read twice) or cannot be read; the parse then reports what is wrong.
+func countLines(f *os.File) int {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return 0
+	}
+	buf := make([]byte, 1<<20)
+	r := io.NewSectionReader(f, 0, 1<<62)
+	n := 1
+	for {
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			return 0
+		}
+	}
 }
 
 // ParseRaw reads CSV data from r without scaling it: a header row of column

@@ -1,10 +1,8 @@
 package dataset
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -118,27 +116,4 @@ func nameList(names []string) string {
 // in .parquet, in any case.
 func isParquet(path string) bool {
 	return strings.EqualFold(filepath.Ext(path), ".parquet")
-}
-
-// countLines returns the number of line ends in f plus one, read with ReadAt so that
-// f's offset is left where it was: an upper bound on a CSV file's records, used only
-// to size the columns. 0 (no hint) when f is not a regular file (a pipe cannot be
-// read twice) or cannot be read; the parse then reports what is wrong.
-func countLines(f *os.File) int {
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return 0
-	}
-	buf := make([]byte, 1<<20)
-	r := io.NewSectionReader(f, 0, 1<<62)
-	n := 1
-	for {
-		k, err := r.Read(buf)
-		n += bytes.Count(buf[:k], []byte{'\n'})
-		if err == io.EOF {
-			return n
-		}
-		if err != nil {
-			return 0
-		}
-	}
 }
