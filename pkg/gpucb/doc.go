@@ -109,9 +109,12 @@
 // operations of the eager path in the same order: their µ and σ̃² are the eager
 // path's values exactly, and so is the argmax. The bound is inflated to cover
 // rounding: W by a relative 10⁻⁹, σ̃_s by √(16(t+1)ε σ_y²) (σ̃² is a running difference
-// whose rounding error is at most about 2tε σ_y²), and the score by
-// 64(t+1)ε(|c + m′| + 2σ_y(‖u‖ + |m′|‖e‖ + √β s)) plus 10⁻¹² of |µ|, several times
-// the worst-case error of the sums involved.
+// whose rounding error is at most about 2tε σ_y²), the root √(W_s + β s_t²) by a
+// relative 10⁻¹², and the score by 64(t+1)ε(|c + m′| + 2σ_y(‖u‖ + |m′|‖e‖ + √β s)) plus
+// 10⁻¹² of |µ|, several times the worst-case error of the sums involved; with
+// fantasies pending, t counts them too. The σ̃² error bound assumes σ̃²_t does not
+// round below 0 (it is then clamped to 0, and the excess is not covered), which needs
+// a noise variance near σ_y²·ε·t or below.
 //
 // On BenchmarkLoop's data (Gaussian candidates, DefaultLengthscale, T = 200) about 5%
 // of the candidates pass the bound at a step once the standardisation has settled (at
