@@ -32,11 +32,9 @@ def loop(cands, steps, noise=1e-3, delta=0.05):
     sqn = (cands * cands).sum(axis=1)
     kdiag = 1.0
     V = np.empty((steps, n))
-    L = np.zeros((steps, steps))
     u, e = np.zeros(steps), np.zeros(steps)
     a, b = np.zeros(n), np.zeros(n)
     vr = np.full(n, kdiag)
-    ys = []
     shift = dmean = m2 = 0.0
     chosen = []
     for t in range(steps):
@@ -51,7 +49,7 @@ def loop(cands, steps, noise=1e-3, delta=0.05):
         i = int(np.argmax(score))
         chosen.append(i)
         y = smooth(cands[i])
-        # Observation: one new row of L and of V (a rank-one extension).
+        # Observation: one new row of L (col, ltt) and of V (a rank-one extension).
         col = V[:t, i].copy()
         ltt = math.sqrt(kdiag + noise - float(col @ col))
         if t == 0:
@@ -63,7 +61,6 @@ def loop(cands, steps, noise=1e-3, delta=0.05):
         ut = (d - float(col @ u[:t])) / ltt
         et = (1 - float(col @ e[:t])) / ltt
         u[t], e[t] = ut, et
-        L[t, :t], L[t, t] = col, ltt
         d2 = np.maximum(sqn - 2 * (cands @ cands[i]) + sqn[i], 0)
         row = kdiag * np.exp(coef * d2)
         row[i] = kdiag
@@ -74,7 +71,6 @@ def loop(cands, steps, noise=1e-3, delta=0.05):
         vr -= row * row
         a += ut * row
         b += et * row
-        ys.append(y)
     return chosen
 
 
