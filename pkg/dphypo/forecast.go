@@ -134,12 +134,12 @@ func (f Forecast) String() string {
 		return "forecast: no measurement to compare the GP rule with uniform search"
 	}
 	k := f.Column
-	verdict := map[int]string{1: "the GP rule is expected to beat uniform search", 0: "the GP rule is not expected to beat uniform search",
-		-1: "uniform search is expected to beat the GP rule"}[f.Expect()]
+	verdict := [...]string{"uniform search is expected to beat the GP rule", "the GP rule is not expected to beat uniform search",
+		"the GP rule is expected to beat uniform search"}[f.Expect()+1]
 	where := ""
 	if f.Below {
 		where = " (below the measurements: read at the smallest)"
 	}
-	return fmt.Sprintf("forecast: %s at ε=%.4g, E[T]=%.4g on %d points%s: at C/c=%.3g, ε=%.4g, E[T]=%.4g on 320 digits points GP − uniform was %+.4f ± %.4f accuracy (an oracle: %+.4f)",
-		verdict, f.Epsilon, f.Runs, f.N, where, f.At.Ratio, f.At.Epsilon, MeasuredRuns[k], f.At.GP[k], f.At.TwoSE[k], f.At.Oracle[k])
+	return fmt.Sprintf("forecast: %s at ε=%.4g, E[T]=%.4g on %d points%s: at C/c=%.3g, ε=%.4g, E[T]=%.4g on %d digits points GP − uniform was %+.4f ± %.4f accuracy (an oracle: %+.4f)",
+		verdict, f.Epsilon, f.Runs, f.N, where, f.At.Ratio, f.At.Epsilon, MeasuredRuns[k], MeasuredGrid, f.At.GP[k], f.At.TwoSE[k], f.At.Oracle[k])
 }
