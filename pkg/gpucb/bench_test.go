@@ -106,7 +106,7 @@ func BenchmarkLoop(b *testing.B) {
 	}{{100_000, 100, false, 0}, {1_000_000, 200, false, 0}, {100_000, 100, true, 0}, {1_000_000, 200, true, 0}, {10_000_000, 200, true, 2_000_000}} {
 		name := fmt.Sprintf("n=%d/T=%d", c.n, c.t)
 		if c.lazy {
-			name += "/lazy"
+			name = "lazy/" + name
 		}
 		b.Run(name, func(b *testing.B) {
 			if c.n > 100_000 && testing.Short() {
