@@ -136,6 +136,9 @@ func (g *Posterior) kernel4(zi []float64, xs *[4]int) [4]float64 {
 			_ = g.kc[x*dim : (x+1)*dim] // bounds checked here, read by the assembly
 			off[k] = x * dim
 		}
+		if g.cfg.Kernel == SquaredExponential && seKernel4AVX(&out, zi[:dim], g.kc, &off, g.kern.sv, g.kern.coef, &exp2Frac, &expConst) {
+			return out
+		}
 		sqDist4AVX(&out, zi[:dim], g.kc, &off)
 	} else {
 		for k, x := range xs {
@@ -182,7 +185,7 @@ var exp2Frac = func() (t [32]float64) {
 
 // expConst holds expNonPos's constants for the assembly (exp4): 32/ln2, 0.5,
 // ln2/32 split in two as in fdlibm's e_exp.c, then the Taylor coefficients.
-var expConst = [9]float64{32 / math.Ln2, 0.5, 6.93147180369123816490e-01 / 32, 1.90821492927058770002e-10 / 32, 1, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720}
+var expConst = [10]float64{32 / math.Ln2, 0.5, 6.93147180369123816490e-01 / 32, 1.90821492927058770002e-10 / 32, 1, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, -700}
 
 // expNonPos returns e^x for x ≤ 0, about twice as fast as math.Exp with a
 // relative error below 1e-15 (checked against math.Exp in the tests). With

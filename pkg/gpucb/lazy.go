@@ -15,11 +15,11 @@ import (
 // and brings up to date only the candidates whose bound reaches the best exact
 // score found so far.
 
-// lazyScratch holds one goroutine's columns of V for candidates without a slot,
-// and the batch's columns interleaved (row i of candidate k at lazyBatch·i + k).
+// lazyScratch holds one goroutine's column of V for a candidate without a slot
+// brought up to date alone, and a batch's columns interleaved (row i of
+// candidate k at lazyBatch·i + k).
 type lazyScratch struct {
-	col [lazyBatch][]float64
-	il  []float64
+	col, il []float64
 }
 
 // rowAt returns the candidate of row j of L: a real observation, then the
@@ -75,8 +75,8 @@ const lazyBatch = 4
 // same operations as extend, each from its stored column if it has one and from
 // no observation otherwise, so that every value is the one the eager loop
 // computes. a, b and σ̃² under the real observations are stored (and ls set to
-// T); out[k] is xs[k]'s σ̃² with the pending fantasies, and the column V_j(xs[0])
-// over every row of L is returned.
+// T); out[k] is xs[k]'s σ̃² with the pending fantasies. For one candidate its
+// column V_j over every row of L is returned (nil for a batch).
 func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 {
 	if len(xs) == 0 {
 		return nil
@@ -88,8 +88,11 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 	s0 := nr
 	for k, x := range xs {
 		if cols[k] = g.slotCol(x); cols[k] == nil {
-			cols[k] = slices.Grow(sc.col[k][:0], nr)[:nr]
-			sc.col[k], g.ls[x] = cols[k], 0
+			g.ls[x] = 0
+			if len(xs) == 1 { // a batch keeps no column for a candidate without a slot
+				cols[k] = slices.Grow(sc.col[:0], nr)[:nr]
+				sc.col = cols[k]
+			}
 		}
 		st[k], vr[k] = int(g.ls[x]), g.kdiag
 		if st[k] > 0 {
@@ -114,7 +117,37 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 			g.b[x] = b[k]
 		}
 	}
+	if len(xs) > 1 {
+		return nil
+	}
 	return cols[0][:nr]
+}
+
+// rowStep4 is chainBatch's update at row j when every lane takes it: the four
+// lanes' V_j (w, stored in il), σ̃², a and b, the operations of the other path.
+func (g *Posterior) rowStep4(v *[lazyBatch]float64, inv float64, il []float64, j, t int, vr, a, b *[lazyBatch]float64) {
+	w0, w1, w2, w3 := v[0]*inv, v[1]*inv, v[2]*inv, v[3]*inv
+	il = il[:4]
+	il[0], il[1], il[2], il[3] = w0, w1, w2, w3
+	vr[0] -= w0 * w0
+	vr[1] -= w1 * w1
+	vr[2] -= w2 * w2
+	vr[3] -= w3 * w3
+	if j >= t {
+		return
+	}
+	u := g.u[j]
+	a[0] += u * w0
+	a[1] += u * w1
+	a[2] += u * w2
+	a[3] += u * w3
+	if g.cfg.Standardise {
+		e := g.e[j]
+		b[0] += e * w0
+		b[1] += e * w1
+		b[2] += e * w2
+		b[3] += e * w3
+	}
 }
 
 // chainOne is catchUp's recurrence for one candidate x: its column col holds
@@ -162,6 +195,10 @@ func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]flo
 	}
 	kx := [lazyBatch]int{xs[0], xs[0], xs[0], xs[0]}
 	copy(kx[:], xs)
+	s1 := 0 // from row s1 on every lane is computed (a lane past len(xs) is dropped)
+	for k := range xs {
+		s1 = max(s1, st[k])
+	}
 	for j := s0; j < nr; j++ {
 		r := g.rowAt(j)
 		zr := g.kc[r*g.dim : (r+1)*g.dim]
@@ -177,6 +214,10 @@ func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]flo
 		off := j * (j + 1) / 2
 		chain4(&v, g.lpk[off:off+j], il)
 		inv := 1 / g.lpk[off+j]
+		if j >= s1 {
+			g.rowStep4(&v, inv, il[lazyBatch*j:lazyBatch*j+lazyBatch:lazyBatch*j+lazyBatch], j, t, vr, a, b)
+			continue
+		}
 		for k := range xs {
 			if j < st[k] {
 				continue
@@ -193,6 +234,9 @@ func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]flo
 		}
 	}
 	for k := range xs {
+		if cols[k] == nil {
+			continue
+		}
 		c := cols[k][:nr]
 		for j := st[k]; j < nr; j++ {
 			c[j] = il[lazyBatch*j+k]
@@ -368,8 +412,8 @@ const (
 	lazyHold = 4 * lazyHeld
 )
 
-// catchUpSorted is catchUp for any number of candidates: they are brought up to
-// date lazyBatch at a time in order of ls; out[k] is xs[k]'s σ̃² with the pending
+// catchUpSorted is catchUp for up to lazyHeld candidates: they are brought up to
+// date lazyBatch at a time in order of the row they start from; out[k] is xs[k]'s σ̃² with the pending
 // fantasies.
 func (g *Posterior) catchUpSorted(xs []int, sc *lazyScratch, out []float64) {
 	var order [lazyHeld]int
@@ -377,7 +421,13 @@ func (g *Posterior) catchUpSorted(xs []int, sc *lazyScratch, out []float64) {
 	for k := range ord {
 		ord[k] = k
 	}
-	slices.SortFunc(ord, func(a, b int) int { return cmp.Compare(g.ls[xs[a]], g.ls[xs[b]]) })
+	from := func(x int) int32 { // the row catchUp starts x from: 0 without a slot
+		if g.slot[x] < 0 {
+			return 0
+		}
+		return g.ls[x]
+	}
+	slices.SortFunc(ord, func(a, b int) int { return cmp.Compare(from(xs[a]), from(xs[b])) })
 	var batch [lazyBatch]int
 	var vr [lazyBatch]float64
 	for len(ord) > 0 {

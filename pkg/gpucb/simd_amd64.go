@@ -21,7 +21,10 @@ func subRows4AVX(seg, r0, r1, r2, r3 []float64, c0, c1, c2, c3 float64)
 func prefetchAVX(p []float64)
 
 //go:noescape
-func exp4AVX(x *[4]float64, tab *[32]float64, cst *[9]float64)
+func exp4AVX(x *[4]float64, tab *[32]float64, cst *[10]float64)
 
 //go:noescape
 func sqDist4AVX(out *[4]float64, a, kc []float64, off *[4]int)
+
+//go:noescape
+func seKernel4AVX(out *[4]float64, a, kc []float64, off *[4]int, sv, c float64, tab *[32]float64, cst *[10]float64) bool

@@ -154,7 +154,7 @@ pfloop:
 pfdone:
 	RET
 
-// func exp4AVX(x *[4]float64, tab *[32]float64, cst *[9]float64)
+// func exp4AVX(x *[4]float64, tab *[32]float64, cst *[10]float64)
 // expNonPos for four arguments in [−700, 0] (others give garbage; the caller
 // replaces them), the operations of kernel.go in its order. cst is expConst.
 TEXT ·exp4AVX(SB), NOSPLIT, $0-24
@@ -294,4 +294,153 @@ s4combine:
 	MOVQ       out+0(FP), DI
 	VMOVUPD    Y5, (DI)
 	VZEROUPPER
+	RET
+
+// func seKernel4AVX(out *[4]float64, a, kc []float64, off *[4]int, sv, c float64, tab *[32]float64, cst *[10]float64) bool
+// out[k] = sv·expNonPos(c·sqDist(a, candidate k)), the operations of sqDist4AVX
+// then exp4AVX; false (out untouched) if an argument is outside [−700, 0] or NaN.
+TEXT ·seKernel4AVX(SB), NOSPLIT, $0-97
+	MOVQ   a_base+8(FP), SI
+	MOVQ   a_len+16(FP), CX
+	MOVQ   kc_base+32(FP), DX
+	MOVQ   off+56(FP), AX
+	MOVQ   0(AX), R8
+	MOVQ   8(AX), R9
+	MOVQ   16(AX), R10
+	MOVQ   24(AX), R11
+	LEAQ   (DX)(R8*8), R8
+	LEAQ   (DX)(R9*8), R9
+	LEAQ   (DX)(R10*8), R10
+	LEAQ   (DX)(R11*8), R11
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	MOVQ   CX, BX
+	SHRQ   $2, BX
+	JZ     sektail
+
+sekloop:
+	VMOVUPD (SI), Y0
+	VSUBPD  (R8), Y0, Y5
+	VSUBPD  (R9), Y0, Y6
+	VSUBPD  (R10), Y0, Y7
+	VSUBPD  (R11), Y0, Y8
+	VMULPD  Y5, Y5, Y5
+	VMULPD  Y6, Y6, Y6
+	VMULPD  Y7, Y7, Y7
+	VMULPD  Y8, Y8, Y8
+	VADDPD  Y5, Y1, Y1
+	VADDPD  Y6, Y2, Y2
+	VADDPD  Y7, Y3, Y3
+	VADDPD  Y8, Y4, Y4
+	ADDQ    $32, SI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	ADDQ    $32, R10
+	ADDQ    $32, R11
+	DECQ    BX
+	JNZ     sekloop
+
+sektail:
+	ANDQ $3, CX
+	JZ   sekcombine
+
+sektailloop:
+	VMOVSD (SI), X0
+	VSUBSD (R8), X0, X5
+	VSUBSD (R9), X0, X6
+	VSUBSD (R10), X0, X7
+	VSUBSD (R11), X0, X8
+	VMULSD X5, X5, X5
+	VMULSD X6, X6, X6
+	VMULSD X7, X7, X7
+	VMULSD X8, X8, X8
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	VADDPD Y8, Y4, Y4
+	ADDQ   $8, SI
+	ADDQ   $8, R8
+	ADDQ   $8, R9
+	ADDQ   $8, R10
+	ADDQ   $8, R11
+	DECQ   CX
+	JNZ    sektailloop
+
+sekcombine:
+	VHADDPD      Y2, Y1, Y1
+	VHADDPD      Y4, Y3, Y3
+	VPERM2F128   $0x20, Y3, Y1, Y5
+	VPERM2F128   $0x31, Y3, Y1, Y6
+	VADDPD       Y6, Y5, Y5
+	VBROADCASTSD c+72(FP), Y0
+	VMULPD       Y5, Y0, Y0
+	MOVQ         tab+80(FP), SI
+	MOVQ         cst+88(FP), DX
+	VBROADCASTSD 72(DX), Y9
+	VCMPPD       $0x1d, Y9, Y0, Y10
+	VXORPD       Y9, Y9, Y9
+	VCMPPD       $0x12, Y9, Y0, Y11
+	VANDPD       Y11, Y10, Y10
+	VMOVMSKPD    Y10, AX
+	CMPQ         AX, $15
+	JNE          sekrange
+	VBROADCASTSD 0(DX), Y1
+	VMULPD       Y1, Y0, Y1
+	VBROADCASTSD 8(DX), Y2
+	VSUBPD       Y2, Y1, Y1
+	VCVTTPD2DQY  Y1, X3
+	VCVTDQ2PD    X3, Y4
+	VBROADCASTSD 16(DX), Y5
+	VMULPD       Y5, Y4, Y5
+	VSUBPD       Y5, Y0, Y5
+	VBROADCASTSD 24(DX), Y6
+	VMULPD       Y6, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMULPD       Y5, Y5, Y6
+	VBROADCASTSD 32(DX), Y7
+	VADDPD       Y5, Y7, Y7
+	VBROADCASTSD 40(DX), Y8
+	VMULPD       Y8, Y5, Y8
+	VADDPD       Y2, Y8, Y8
+	VMULPD       Y8, Y6, Y8
+	VADDPD       Y8, Y7, Y7
+	VMULPD       Y6, Y6, Y9
+	VBROADCASTSD 56(DX), Y10
+	VMULPD       Y10, Y5, Y10
+	VBROADCASTSD 48(DX), Y11
+	VADDPD       Y10, Y11, Y10
+	VBROADCASTSD 64(DX), Y11
+	VMULPD       Y11, Y6, Y11
+	VADDPD       Y11, Y10, Y10
+	VMULPD       Y10, Y9, Y9
+	VADDPD       Y9, Y7, Y7
+	MOVL         $31, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, X12
+	VPAND        X12, X3, X12
+	VPCMPEQQ     Y14, Y14, Y14
+	VXORPD       Y13, Y13, Y13
+	VGATHERDPD   Y14, (SI)(X12*8), Y13
+	VMULPD       Y13, Y7, Y7
+	VPSRAD       $5, X3, X12
+	MOVL         $1023, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, X13
+	VPADDD       X13, X12, X12
+	VPMOVSXDQ    X12, Y12
+	VPSLLQ       $52, Y12, Y12
+	VMULPD       Y12, Y7, Y7
+	VBROADCASTSD sv+64(FP), Y0
+	VMULPD       Y7, Y0, Y7
+	MOVQ         out+0(FP), DI
+	VMOVUPD      Y7, (DI)
+	VZEROUPPER
+	MOVB         $1, ret+96(FP)
+	RET
+
+sekrange:
+	VZEROUPPER
+	MOVB $0, ret+96(FP)
 	RET

@@ -98,3 +98,33 @@ func TestSIMDMatchesScalar(t *testing.T) {
 		}
 	}
 }
+
+// TestKernel4MatchesKernelAt checks the four-at-once kernel against kernelAt,
+// for both kernels, with arguments near 0, ordinary ones and ones below −700.
+func TestKernel4MatchesKernelAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dim := range []int{1, 3, 4, 7, 20} {
+		const n = 64
+		cands := make([]float64, n*dim)
+		for i := range cands {
+			cands[i] = rng.NormFloat64() * []float64{1e-9, 1, 30}[i/dim%3]
+		}
+		for _, kern := range []Kernel{SquaredExponential, Matern52} {
+			g, err := NewPosterior(cands, n, dim, PosteriorConfig{Kernel: kern, Lengthscale: 0.7, SignalVariance: 2, NoiseVariance: 1e-3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 200 {
+				zi := cands[rng.IntN(n)*dim:][:dim]
+				xs := [4]int{rng.IntN(n), rng.IntN(n), rng.IntN(n), rng.IntN(n)}
+				got := g.kernel4(zi, &xs)
+				for k, x := range xs {
+					want := g.kernelAt(zi, cands[x*dim:(x+1)*dim])
+					if math.Float64bits(got[k]) != math.Float64bits(want) {
+						t.Fatalf("dim %d kernel %v: kernel4 %v, kernelAt %v", dim, kern, got[k], want)
+					}
+				}
+			}
+		}
+	}
+}
