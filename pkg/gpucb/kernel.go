@@ -99,7 +99,7 @@ func (g *Posterior) kernelRow(i int, zi []float64, lo, hi int, out []float64) {
 	k := 0
 	for ; k+4 <= len(out); k += 4 {
 		x := lo + k
-		v := g.kernel4(zi, &[4]int{x, x + 1, x + 2, x + 3})
+		v := g.kernel4(zi, &[4]int{x * dim, (x + 1) * dim, (x + 2) * dim, (x + 3) * dim})
 		o := out[k : k+4 : k+4]
 		o[0], o[1], o[2], o[3] = v[0], v[1], v[2], v[3]
 	}
@@ -122,27 +122,28 @@ func (g *Posterior) kernelAt(zi, row []float64) float64 {
 	return seKernel(g.kern.sv, g.kern.coef, zi, row)
 }
 
-// kernel4 returns kernelAt(zi, coordinates of candidate xs[k]) for four
-// candidates, the four exponentials at once (exp4). It returns the values rather
+// kernel4 returns kernelAt(zi, g.kc[off[k]:off[k]+dim]) for four candidates
+// (off[k] = candidate·dim), the four exponentials at once (exp4). It returns the values rather
 // than storing them so that a caller filling a new row of V writes its pages
 // without reading them first (a read maps the zero page, and the write then
 // faults a second time).
-func (g *Posterior) kernel4(zi []float64, xs *[4]int) [4]float64 {
+func (g *Posterior) kernel4(zi []float64, off *[4]int) [4]float64 {
 	dim := g.dim
+	zi = zi[:dim]
+	for _, o := range off {
+		if o < 0 || o+dim > len(g.kc) {
+			panic("gpucb: kernel4 offset out of range") // the assembly reads kc[o : o+dim]
+		}
+	}
 	var out [4]float64
 	if useAVX2 {
-		var off [4]int
-		for k, x := range xs {
-			_ = g.kc[x*dim : (x+1)*dim] // bounds checked here, read by the assembly
-			off[k] = x * dim
-		}
-		if g.cfg.Kernel == SquaredExponential && seKernel4AVX(&out, zi[:dim], g.kc, &off, g.kern.sv, g.kern.coef, &exp2Frac, &expConst) {
+		if g.cfg.Kernel == SquaredExponential && seKernel4AVX(&out, zi, g.kc, off, g.kern.sv, g.kern.coef, &exp2Frac, &expConst) {
 			return out
 		}
-		sqDist4AVX(&out, zi[:dim], g.kc, &off)
+		sqDist4AVX(&out, zi, g.kc, off)
 	} else {
-		for k, x := range xs {
-			out[k] = sqDist(zi, g.kc[x*dim:(x+1)*dim])
+		for k, o := range off {
+			out[k] = sqDist(zi, g.kc[o:o+dim])
 		}
 	}
 	sv, c := g.kern.sv, g.kern.coef
@@ -166,6 +167,28 @@ func (g *Posterior) kernel4(zi []float64, xs *[4]int) [4]float64 {
 		out[k] = sv * e
 	}
 	return out
+}
+
+// kernelRows4 sets kv[4i+k] = kernel4 of the coordinates at roff[i] and
+// off[k], for every i: on AVX2 and the squared-exponential kernel in one call
+// of the assembly per run of rows whose arguments it takes (seKernelRows4AVX).
+func (g *Posterior) kernelRows4(kv []float64, off *[4]int, roff []int) {
+	dim := g.dim
+	kv = kv[:4*len(roff)]
+	for _, o := range off {
+		if o < 0 || o+dim > len(g.kc) {
+			panic("gpucb: kernelRows4 offset out of range")
+		}
+	}
+	for i := 0; i < len(roff); i++ {
+		if useAVX2 && g.cfg.Kernel == SquaredExponential {
+			if i += seKernelRows4AVX(kv[4*i:], g.kc, off, roff[i:], g.kern.sv, g.kern.coef, &exp2Frac, &expConst, dim); i == len(roff) {
+				return
+			}
+		}
+		v := g.kernel4(g.kc[roff[i]:roff[i]+dim], off)
+		copy(kv[4*i:4*i+4], v[:])
+	}
 }
 
 func seKernel(sv, c float64, a, b []float64) float64 { return sv * expNonPos(c*sqDist(a, b)) }

@@ -19,7 +19,8 @@ import (
 // brought up to date alone, and a batch's columns interleaved (row i of
 // candidate k at lazyBatch·i + k).
 type lazyScratch struct {
-	col, il []float64
+	col, il, kv []float64 // kv: a batch's kernel values, row by row
+	roff        []int     // the offsets of the rows' kernel coordinates
 }
 
 // rowAt returns the candidate of row j of L: a real observation, then the
@@ -193,22 +194,45 @@ func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]flo
 			il[lazyBatch*i+k] = c
 		}
 	}
-	kx := [lazyBatch]int{xs[0], xs[0], xs[0], xs[0]}
-	copy(kx[:], xs)
+	var kx [lazyBatch]int // offsets of the kernel coordinates; a lane past len(xs) repeats xs[0]
+	self := false         // whether a candidate may be a row of L (every row's is queried)
+	for k := range kx {
+		x := xs[0]
+		if k < len(xs) {
+			x = xs[k]
+			self = self || g.queried[x]
+		}
+		kx[k] = x * g.dim
+		if g.slot[x] >= 0 && k < len(xs) {
+			prefetchAVX(cols[k][st[k]:nr]) // the rows this catch-up writes
+		}
+	}
 	s1 := 0 // from row s1 on every lane is computed (a lane past len(xs) is dropped)
 	for k := range xs {
 		s1 = max(s1, st[k])
 	}
+	roff := slices.Grow(sc.roff[:0], nr-s0)[:nr-s0]
+	kv := slices.Grow(sc.kv[:0], lazyBatch*(nr-s0))[:lazyBatch*(nr-s0)]
+	sc.roff, sc.kv = roff, kv
+	for j := s0; j < nr; j++ {
+		roff[j-s0] = g.rowAt(j) * g.dim
+	}
+	g.kernelRows4(kv, &kx, roff) // values for rows a candidate has are dropped
 	for j := s0; j < nr; j++ {
 		r := g.rowAt(j)
-		zr := g.kc[r*g.dim : (r+1)*g.dim]
-		v := g.kernel4(zr, &kx) // values for rows a candidate has are dropped
-		for k, x := range xs {
-			if j == t && j >= st[k] {
-				g.vr[x] = vr[k]
+		v := [lazyBatch]float64(kv[lazyBatch*(j-s0):])
+		if j == t {
+			for k, x := range xs {
+				if j >= st[k] {
+					g.vr[x] = vr[k]
+				}
 			}
-			if r == x {
-				v[k] = g.kdiag
+		}
+		if self {
+			for k, x := range xs {
+				if r == x {
+					v[k] = g.kdiag
+				}
 			}
 		}
 		off := j * (j + 1) / 2

@@ -117,11 +117,25 @@ func TestKernel4MatchesKernelAt(t *testing.T) {
 			for range 200 {
 				zi := cands[rng.IntN(n)*dim:][:dim]
 				xs := [4]int{rng.IntN(n), rng.IntN(n), rng.IntN(n), rng.IntN(n)}
-				got := g.kernel4(zi, &xs)
+				got := g.kernel4(zi, &[4]int{xs[0] * dim, xs[1] * dim, xs[2] * dim, xs[3] * dim})
 				for k, x := range xs {
 					want := g.kernelAt(zi, cands[x*dim:(x+1)*dim])
 					if math.Float64bits(got[k]) != math.Float64bits(want) {
 						t.Fatalf("dim %d kernel %v: kernel4 %v, kernelAt %v", dim, kern, got[k], want)
+					}
+				}
+				rows := make([]int, rng.IntN(9))
+				for i := range rows {
+					rows[i] = rng.IntN(n) * dim
+				}
+				kv := make([]float64, 4*len(rows))
+				g.kernelRows4(kv, &[4]int{xs[0] * dim, xs[1] * dim, xs[2] * dim, xs[3] * dim}, rows)
+				for i, r := range rows {
+					for k, x := range xs {
+						want := g.kernelAt(cands[r:r+dim], cands[x*dim:(x+1)*dim])
+						if math.Float64bits(kv[4*i+k]) != math.Float64bits(want) {
+							t.Fatalf("dim %d kernel %v: kernelRows4 %v, kernelAt %v", dim, kern, kv[4*i+k], want)
+						}
 					}
 				}
 			}
