@@ -100,8 +100,8 @@
 // where W_s, for every s at once, is one backward sum over the observations. A
 // fantasy row has w = 0 (it leaves the mean unchanged) and only shrinks σ̃, so the
 // bound holds with fantasies pending, from the state under the real observations. A
-// scan (ArgmaxUpper) first brings up to date the previous scan's eight best
-// candidates; the best exact score so far is a threshold, and a candidate whose
+// scan (ArgmaxUpper) first brings up to date the best candidates of the previous
+// scan (the winners of up to eight of its chunks); the best exact score so far is a threshold, and a candidate whose
 // bound is below it can be neither the argmax nor tied with it (ties go to the lowest
 // index, and only a strictly lower bound prunes), so it stays stale. The others are
 // brought up to date by the recurrence of the incremental algorithm, continuing their

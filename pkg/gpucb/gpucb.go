@@ -376,7 +376,7 @@ func (g *Posterior) muAt(x int, base, mp float64) float64 {
 	if !g.cfg.Standardise {
 		return g.a[x]
 	}
-	return base + g.a[x] - mp*g.b[x]
+	return base + g.a[x] - float64(mp*g.b[x])
 }
 
 // Variance returns the posterior variance σ²_t at candidate i, in original
@@ -469,9 +469,9 @@ func (g *Posterior) argmaxUpper(lo, hi int, base, mp, sb float64, skip bool) (in
 		}
 		mu := a[k]
 		if b != nil {
-			mu = base + a[k] - mp*b[k]
+			mu = base + a[k] - float64(mp*b[k])
 		}
-		sc := mu + sb*math.Sqrt(max(vr[k], 0))
+		sc := mu + float64(sb*math.Sqrt(max(vr[k], 0)))
 		if math.IsNaN(sc) {
 			continue
 		}
@@ -680,7 +680,7 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 			for k := range seg {
 				v := seg[k] * inv
 				seg[k] = v
-				vr[k] -= v * v
+				vr[k] -= float64(v * v)
 			}
 			continue
 		}
@@ -689,14 +689,14 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 		for k := range seg {
 			v := seg[k] * inv
 			seg[k] = v
-			vr[k] -= v * v
-			a[k] += ut * v
+			vr[k] -= float64(v * v)
+			a[k] += float64(ut * v)
 		}
 		if g.cfg.Standardise {
 			b := g.b[t0:t1]
 			b = b[:len(seg)]
 			for k, v := range seg {
-				b[k] += et * v
+				b[k] += float64(et * v)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package gpucb
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -150,7 +151,7 @@ func (g *Posterior) kernel4(zi []float64, off *[4]int) [4]float64 {
 	if g.cfg.Kernel == Matern52 {
 		var s [4]float64
 		for k, d := range out {
-			s[k] = c * math.Sqrt(d)
+			s[k] = float64(c * math.Sqrt(d))
 			out[k] = -s[k]
 		}
 		exp4(&out)
@@ -175,10 +176,9 @@ func (g *Posterior) kernel4(zi []float64, off *[4]int) [4]float64 {
 func (g *Posterior) kernelRows4(kv []float64, off *[4]int, roff []int) {
 	dim := g.dim
 	kv = kv[:4*len(roff)]
-	for _, o := range off {
-		if o < 0 || o+dim > len(g.kc) {
-			panic("gpucb: kernelRows4 offset out of range")
-		}
+	bad := func(o int) bool { return o < 0 || o+dim > len(g.kc) } // the assembly reads kc[o : o+dim]
+	if slices.ContainsFunc(off[:], bad) || slices.ContainsFunc(roff, bad) {
+		panic("gpucb: kernelRows4 offset out of range")
 	}
 	for i := 0; i < len(roff); i++ {
 		if useAVX2 && g.cfg.Kernel == SquaredExponential {
@@ -194,7 +194,7 @@ func (g *Posterior) kernelRows4(kv []float64, off *[4]int, roff []int) {
 func seKernel(sv, c float64, a, b []float64) float64 { return sv * expNonPos(c*sqDist(a, b)) }
 
 func maternKernel(sv, c float64, a, b []float64) float64 {
-	s := c * math.Sqrt(sqDist(a, b))
+	s := float64(c * math.Sqrt(sqDist(a, b)))
 	return sv * (1 + s + s*s/3) * expNonPos(-s)
 }
 

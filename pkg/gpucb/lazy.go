@@ -130,24 +130,24 @@ func (g *Posterior) rowStep4(v *[lazyBatch]float64, inv float64, il []float64, j
 	w0, w1, w2, w3 := v[0]*inv, v[1]*inv, v[2]*inv, v[3]*inv
 	il = il[:4]
 	il[0], il[1], il[2], il[3] = w0, w1, w2, w3
-	vr[0] -= w0 * w0
-	vr[1] -= w1 * w1
-	vr[2] -= w2 * w2
-	vr[3] -= w3 * w3
+	vr[0] -= float64(w0 * w0)
+	vr[1] -= float64(w1 * w1)
+	vr[2] -= float64(w2 * w2)
+	vr[3] -= float64(w3 * w3)
 	if j >= t {
 		return
 	}
 	u := g.u[j]
-	a[0] += u * w0
-	a[1] += u * w1
-	a[2] += u * w2
-	a[3] += u * w3
+	a[0] += float64(u * w0)
+	a[1] += float64(u * w1)
+	a[2] += float64(u * w2)
+	a[3] += float64(u * w3)
 	if g.cfg.Standardise {
 		e := g.e[j]
-		b[0] += e * w0
-		b[1] += e * w1
-		b[2] += e * w2
-		b[3] += e * w3
+		b[0] += float64(e * w0)
+		b[1] += float64(e * w1)
+		b[2] += float64(e * w2)
+		b[3] += float64(e * w3)
 	}
 }
 
@@ -166,11 +166,11 @@ func (g *Posterior) chainOne(x int, col []float64, st, t, nr int, vr, a, b *floa
 		off := j * (j + 1) / 2
 		w := dot1(v, g.lpk[off:off+j], col[:j]) * (1 / g.lpk[off+j])
 		col[j] = w
-		*vr -= w * w
+		*vr -= float64(w * w)
 		if j < t {
-			*a += g.u[j] * w
+			*a += float64(g.u[j] * w)
 			if g.cfg.Standardise {
-				*b += g.e[j] * w
+				*b += float64(g.e[j] * w)
 			}
 		}
 	}
@@ -248,11 +248,11 @@ func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]flo
 			}
 			w := v[k] * inv
 			il[lazyBatch*j+k] = w
-			vr[k] -= w * w
+			vr[k] -= float64(w * w)
 			if j < t {
-				a[k] += g.u[j] * w
+				a[k] += float64(g.u[j] * w)
 				if g.cfg.Standardise {
-					b[k] += g.e[j] * w
+					b[k] += float64(g.e[j] * w)
 				}
 			}
 		}
@@ -423,7 +423,7 @@ func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
 // exactScore is the score of an up-to-date candidate x whose σ̃² with the
 // pending fantasies is vr.
 func (g *Posterior) exactScore(lb *lazyBound, x int, vr float64) float64 {
-	return g.muAt(x, lb.base, lb.mp) + lb.sb*math.Sqrt(max(vr, 0))
+	return g.muAt(x, lb.base, lb.mp) + float64(lb.sb*math.Sqrt(max(vr, 0)))
 }
 
 // lazyHeld is how many candidates that pass the bound a scan holds back before
@@ -469,9 +469,10 @@ func (g *Posterior) catchUpSorted(xs []int, sc *lazyScratch, out []float64) {
 
 // lazyScan returns the best candidate of [lo, hi) (ties to the lowest index),
 // bringing up to date those whose bound is not below the best score so far (at
-// least tau); candidates below tau are never returned. Candidates that pass are
-// held back until lazyBatch of them need bringing up to date together, then
-// judged in index order against the best score as it then is, so that the
+// least tau); a stale candidate whose bound is below tau is never brought up to
+// date, so the result, if below tau, is not the argmax. Candidates that pass are
+// held back until lazyHeld of them need bringing up to date, then judged in index
+// order against the best score as it then is, so that the
 // choices are those of a scan that takes one candidate at a time.
 func (g *Posterior) lazyScan(lb *lazyBound, sc *lazyScratch, lo, hi int, tau float64, skip bool) (int, float64) {
 	best, bestScore := -1, math.Inf(-1)

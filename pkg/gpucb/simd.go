@@ -2,9 +2,10 @@ package gpucb
 
 // The loops below are the arithmetic of the eager update and the lazy catch-up.
 // On amd64 with AVX2 they run as assembly (simd_amd64.s) whose lanes perform
-// these operations in this order; the explicit conversions keep the compiler
-// from fusing a multiply and an add (GOAMD64=v3), so that every build gives the
-// same values and the eager and lazy paths agree bit for bit.
+// these operations in this order. The explicit conversions here and in the eager
+// and lazy updates keep the compiler from fusing a multiply and an add (as it
+// may under GOAMD64=v3 and on arm64), so that the eager and lazy paths agree bit
+// for bit in every build (make test checks a v3 build).
 
 // chain4 sets v[k] −= Σ_i l[i]·c[4i+k] for the four columns interleaved in c,
 // each summed in dot1's order.
