@@ -35,10 +35,14 @@ lint: deps
 
 # Two passes: every test under the race detector, except the statistical ones, which
 # scripts/statistical.sh then runs without it (internal/testrace). Lint has already run
-# go vet over every package, so the passes do not vet again.
+# go vet over every package, so the passes do not vet again. A third pass builds
+# pkg/gpucb for x86-64-v3, where the compiler may fuse multiply-adds, and checks
+# that its lazy and eager loops still agree bit for bit (on a CPU that runs v3).
 test: check-generate lint
 	$(GO) test -race -vet=off -count=1 -timeout 20m $(PKGS)
 	./scripts/statistical.sh -vet=off
+	if grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo; then \
+	  GOAMD64=v3 $(GO) test -vet=off -count=1 -run 'TestSIMDMatchesScalar|TestKernel4MatchesKernelAt|TestLazyMatchesEager$$' ./pkg/gpucb; fi
 
 test-short:
 	$(GO) test -short -race $(PKGS)

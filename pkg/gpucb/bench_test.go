@@ -96,7 +96,8 @@ func step(b *testing.B, g *GP, cands []float64, dim int) {
 // stores no V: the only one that fits n = 10⁷ in memory). Targets: n = 1e5,
 // T = 100 in ≤ 0.6 s; n = 1e6, T = 200 in ≤ 20 s; n = 1e7 lazy in ≤ 15× the
 // 1e6 case and ≤ 6 GiB peak RSS with the candidates (docs/EXPERIMENTS.md). The
-// cases above 1e5 are skipped with -short.
+// lazy cases are named lazy/n=…/T=…, so that a pattern selects one loop alone.
+// The cases above 1e5 are skipped with -short.
 func BenchmarkLoop(b *testing.B) {
 	const dim = 20
 	for _, c := range []struct {
@@ -106,7 +107,7 @@ func BenchmarkLoop(b *testing.B) {
 	}{{100_000, 100, false, 0}, {1_000_000, 200, false, 0}, {100_000, 100, true, 0}, {1_000_000, 200, true, 0}, {10_000_000, 200, true, 2_000_000}} {
 		name := fmt.Sprintf("n=%d/T=%d", c.n, c.t)
 		if c.lazy {
-			name += "/lazy"
+			name = "lazy/" + name
 		}
 		b.Run(name, func(b *testing.B) {
 			if c.n > 100_000 && testing.Short() {

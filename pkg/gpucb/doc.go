@@ -100,8 +100,8 @@
 // where W_s, for every s at once, is one backward sum over the observations. A
 // fantasy row has w = 0 (it leaves the mean unchanged) and only shrinks σ̃, so the
 // bound holds with fantasies pending, from the state under the real observations. A
-// scan (ArgmaxUpper) first brings up to date, in each block, the candidate with the
-// highest bound; the best exact score so far is a threshold, and a candidate whose
+// scan (ArgmaxUpper) first brings up to date the best candidates of the previous
+// scan (the winners of up to eight of its chunks); the best exact score so far is a threshold, and a candidate whose
 // bound is below it can be neither the argmax nor tied with it (ties go to the lowest
 // index, and only a strictly lower bound prunes), so it stays stale. The others are
 // brought up to date by the recurrence of the incremental algorithm, continuing their
@@ -125,6 +125,16 @@
 // slots (8·Capacity bytes each) are given first come, first served. Argmax with an
 // arbitrary score, and Mean or Variance of a stale candidate, bring candidates up to
 // date on demand. Results do not depend on LazyColumns or Workers.
+//
+// The work is arranged for the machine, not the arithmetic. Workers take chunks of
+// 16,384 candidates and share the threshold as it rises. A scan holds back up to 16
+// candidates that pass, prefetching their columns, and brings them up to date four
+// at a time in order of s, their columns interleaved so that one row's
+// multiply-adds for the four are one vector operation. On amd64 with AVX2 the
+// multiply-adds, the squared distances and the exponentials run as assembly whose
+// lanes perform the scalar code's operations in its order, without fused
+// multiply-adds (simd.go; TestSIMDMatchesScalar), and the rows of V and the
+// columns ask for 2 MiB pages.
 //
 // # Standardised outputs
 //

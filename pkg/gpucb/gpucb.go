@@ -147,6 +147,9 @@ type Posterior struct {
 	cache            []float64
 	stride, maxSlots int
 	nslots           atomic.Int64
+	seeds            []int     // the previous scan's best candidates
+	chunkIdx         []int     // the lazy scan's winner per chunk (or −1)
+	chunkScore       []float64 // and its score
 }
 
 // Tile width (candidates) of the inner loops: the 16 KiB of the new row being
@@ -373,7 +376,7 @@ func (g *Posterior) muAt(x int, base, mp float64) float64 {
 	if !g.cfg.Standardise {
 		return g.a[x]
 	}
-	return base + g.a[x] - mp*g.b[x]
+	return base + g.a[x] - float64(mp*g.b[x])
 }
 
 // Variance returns the posterior variance σ²_t at candidate i, in original
@@ -466,9 +469,9 @@ func (g *Posterior) argmaxUpper(lo, hi int, base, mp, sb float64, skip bool) (in
 		}
 		mu := a[k]
 		if b != nil {
-			mu = base + a[k] - mp*b[k]
+			mu = base + a[k] - float64(mp*b[k])
 		}
-		sc := mu + sb*math.Sqrt(max(vr[k], 0))
+		sc := mu + float64(sb*math.Sqrt(max(vr[k], 0)))
 		if math.IsNaN(sc) {
 			continue
 		}
@@ -677,7 +680,7 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 			for k := range seg {
 				v := seg[k] * inv
 				seg[k] = v
-				vr[k] -= v * v
+				vr[k] -= float64(v * v)
 			}
 			continue
 		}
@@ -686,41 +689,15 @@ func (g *Posterior) extend(nr []float64, i int, zi []float64, lo, hi int, inv, u
 		for k := range seg {
 			v := seg[k] * inv
 			seg[k] = v
-			vr[k] -= v * v
-			a[k] += ut * v
+			vr[k] -= float64(v * v)
+			a[k] += float64(ut * v)
 		}
 		if g.cfg.Standardise {
 			b := g.b[t0:t1]
 			b = b[:len(seg)]
 			for k, v := range seg {
-				b[k] += et * v
+				b[k] += float64(et * v)
 			}
-		}
-	}
-}
-
-// subtractRows sets seg[k] −= Σ_j col[j]·rows[j][t0+k], the rows taken four at a
-// time; the eager and the lazy paths share it so that their values agree bit for bit.
-func subtractRows(seg, col []float64, rows [][]float64, t0 int) {
-	t1 := t0 + len(seg)
-	j := 0
-	for ; j+4 <= len(col); j += 4 {
-		c0, c1, c2, c3 := col[j], col[j+1], col[j+2], col[j+3]
-		r0 := rows[j][t0:t1]
-		r1 := rows[j+1][t0:t1]
-		r2 := rows[j+2][t0:t1]
-		r3 := rows[j+3][t0:t1]
-		r0, r1, r2, r3 = r0[:len(seg)], r1[:len(seg)], r2[:len(seg)], r3[:len(seg)]
-		for k := range seg {
-			seg[k] -= (c0*r0[k] + c1*r1[k]) + (c2*r2[k] + c3*r3[k])
-		}
-	}
-	for ; j < len(col); j++ {
-		c := col[j]
-		r := rows[j][t0:t1]
-		r = r[:len(seg)]
-		for k := range seg {
-			seg[k] -= c * r[k]
 		}
 	}
 }
@@ -736,7 +713,7 @@ func (g *Posterior) newRow() []float64 {
 	}
 	if len(g.chunkFree) < g.n {
 		rowsNeeded := max(g.cfg.Capacity-len(g.rows), len(g.rows)/2, 8)
-		g.chunkFree = make([]float64, rowsNeeded*g.n)
+		g.chunkFree = bigFloats(rowsNeeded * g.n)
 	}
 	r := g.chunkFree[:g.n:g.n]
 	g.chunkFree = g.chunkFree[g.n:]

@@ -1,8 +1,11 @@
 package gpucb
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Lazy evaluation (PosteriorConfig.Lazy; "Lazy evaluation" in the package
@@ -12,8 +15,13 @@ import (
 // and brings up to date only the candidates whose bound reaches the best exact
 // score found so far.
 
-// lazyScratch holds one goroutine's column of V for a candidate without a slot.
-type lazyScratch struct{ col [lazyBatch][]float64 }
+// lazyScratch holds one goroutine's column of V for a candidate without a slot
+// brought up to date alone, and a batch's columns interleaved (row i of
+// candidate k at lazyBatch·i + k).
+type lazyScratch struct {
+	col, il, kv []float64 // kv: a batch's kernel values, row by row
+	roff        []int     // the offsets of the rows' kernel coordinates
+}
 
 // rowAt returns the candidate of row j of L: a real observation, then the
 // pending fantasies.
@@ -57,7 +65,7 @@ func (g *Posterior) lazyRoom() {
 		}
 	}
 	g.cache = nil // the old slots can go before the new ones are allocated
-	g.cache = make([]float64, g.maxSlots*g.stride)
+	g.cache = bigFloats(g.maxSlots * g.stride)
 }
 
 // lazyBatch is how many candidates catchUp brings up to date together: their
@@ -68,8 +76,8 @@ const lazyBatch = 4
 // same operations as extend, each from its stored column if it has one and from
 // no observation otherwise, so that every value is the one the eager loop
 // computes. a, b and σ̃² under the real observations are stored (and ls set to
-// T); out[k] is xs[k]'s σ̃² with the pending fantasies, and the column V_j(xs[0])
-// over every row of L is returned.
+// T); out[k] is xs[k]'s σ̃² with the pending fantasies. For one candidate its
+// column V_j over every row of L is returned (nil for a batch).
 func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 {
 	if len(xs) == 0 {
 		return nil
@@ -81,8 +89,11 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 	s0 := nr
 	for k, x := range xs {
 		if cols[k] = g.slotCol(x); cols[k] == nil {
-			cols[k] = slices.Grow(sc.col[k][:0], nr)[:nr]
-			sc.col[k], g.ls[x] = cols[k], 0
+			g.ls[x] = 0
+			if len(xs) == 1 { // a batch keeps no column for a candidate without a slot
+				cols[k] = slices.Grow(sc.col[:0], nr)[:nr]
+				sc.col = cols[k]
+			}
 		}
 		st[k], vr[k] = int(g.ls[x]), g.kdiag
 		if st[k] > 0 {
@@ -93,43 +104,10 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 		}
 		s0 = min(s0, st[k])
 	}
-	for k := len(xs); k < lazyBatch; k++ {
-		cols[k] = cols[0] // dot4 reads four columns: these values are dropped
-	}
-	for j := s0; j < nr; j++ {
-		r := g.rowAt(j)
-		zr := g.kc[r*g.dim : (r+1)*g.dim]
-		var v [lazyBatch]float64
-		for k, x := range xs {
-			if j == t && j >= st[k] {
-				g.vr[x] = vr[k]
-			}
-			if v[k] = g.kdiag; r != x && j >= st[k] {
-				v[k] = g.kernelAt(zr, g.kc[x*g.dim:(x+1)*g.dim])
-			}
-		}
-		off := j * (j + 1) / 2
-		l := g.lpk[off : off+j]
-		if len(xs) == 1 {
-			v[0] = dot1(v[0], l, cols[0][:j])
-		} else {
-			dot4(&v, l, &cols) // the values of rows a candidate has already are dropped
-		}
-		inv := 1 / g.lpk[off+j]
-		for k := range xs {
-			if j < st[k] {
-				continue
-			}
-			w := v[k] * inv
-			cols[k][j] = w
-			vr[k] -= w * w
-			if j < t {
-				a[k] += g.u[j] * w
-				if g.cfg.Standardise {
-					b[k] += g.e[j] * w
-				}
-			}
-		}
+	if len(xs) == 1 {
+		g.chainOne(xs[0], cols[0], st[0], t, nr, &vr[0], &a[0], &b[0])
+	} else {
+		g.chainBatch(xs, sc, &cols, &st, s0, t, nr, &vr, &a, &b)
 	}
 	for k, x := range xs {
 		if nr == t {
@@ -140,44 +118,154 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 			g.b[x] = b[k]
 		}
 	}
+	if len(xs) > 1 {
+		return nil
+	}
 	return cols[0][:nr]
 }
 
-// dot1 returns v − Σ_i l_i c_i, summed four at a time as in subtractRows.
-func dot1(v float64, l, c []float64) float64 {
-	c = c[:len(l)]
-	i := 0
-	for ; i+4 <= len(l); i += 4 {
-		v -= (l[i]*c[i] + l[i+1]*c[i+1]) + (l[i+2]*c[i+2] + l[i+3]*c[i+3])
+// rowStep4 is chainBatch's update at row j when every lane takes it: the four
+// lanes' V_j (w, stored in il), σ̃², a and b, the operations of the other path.
+func (g *Posterior) rowStep4(v *[lazyBatch]float64, inv float64, il []float64, j, t int, vr, a, b *[lazyBatch]float64) {
+	w0, w1, w2, w3 := v[0]*inv, v[1]*inv, v[2]*inv, v[3]*inv
+	il = il[:4]
+	il[0], il[1], il[2], il[3] = w0, w1, w2, w3
+	vr[0] -= float64(w0 * w0)
+	vr[1] -= float64(w1 * w1)
+	vr[2] -= float64(w2 * w2)
+	vr[3] -= float64(w3 * w3)
+	if j >= t {
+		return
 	}
-	for ; i < len(l); i++ {
-		v -= l[i] * c[i]
+	u := g.u[j]
+	a[0] += float64(u * w0)
+	a[1] += float64(u * w1)
+	a[2] += float64(u * w2)
+	a[3] += float64(u * w3)
+	if g.cfg.Standardise {
+		e := g.e[j]
+		b[0] += float64(e * w0)
+		b[1] += float64(e * w1)
+		b[2] += float64(e * w2)
+		b[3] += float64(e * w3)
 	}
-	return v
 }
 
-// dot4 is dot1 for four columns at once (v[k] −= Σ_i l_i c[k]_i), each summed in
-// dot1's order: four independent chains that share the loads of l.
-func dot4(v *[lazyBatch]float64, l []float64, c *[lazyBatch][]float64) {
-	j := len(l)
-	c0, c1, c2, c3 := c[0][:j], c[1][:j], c[2][:j], c[3][:j]
-	v0, v1, v2, v3 := v[0], v[1], v[2], v[3]
-	i := 0
-	for ; i+4 <= j; i += 4 {
-		l4 := l[i : i+4 : i+4]
-		p, q, r, s := c0[i:i+4:i+4], c1[i:i+4:i+4], c2[i:i+4:i+4], c3[i:i+4:i+4]
-		v0 -= (l4[0]*p[0] + l4[1]*p[1]) + (l4[2]*p[2] + l4[3]*p[3])
-		v1 -= (l4[0]*q[0] + l4[1]*q[1]) + (l4[2]*q[2] + l4[3]*q[3])
-		v2 -= (l4[0]*r[0] + l4[1]*r[1]) + (l4[2]*r[2] + l4[3]*r[3])
-		v3 -= (l4[0]*s[0] + l4[1]*s[1]) + (l4[2]*s[2] + l4[3]*s[3])
+// chainOne is catchUp's recurrence for one candidate x: its column col holds
+// rows [0, st); rows [st, nr) are computed into it.
+func (g *Posterior) chainOne(x int, col []float64, st, t, nr int, vr, a, b *float64) {
+	for j := st; j < nr; j++ {
+		if j == t {
+			g.vr[x] = *vr
+		}
+		r := g.rowAt(j)
+		v := g.kdiag
+		if r != x {
+			v = g.kernelAt(g.kc[r*g.dim:(r+1)*g.dim], g.kc[x*g.dim:(x+1)*g.dim])
+		}
+		off := j * (j + 1) / 2
+		w := dot1(v, g.lpk[off:off+j], col[:j]) * (1 / g.lpk[off+j])
+		col[j] = w
+		*vr -= float64(w * w)
+		if j < t {
+			*a += float64(g.u[j] * w)
+			if g.cfg.Standardise {
+				*b += float64(g.e[j] * w)
+			}
+		}
 	}
-	for ; i < j; i++ {
-		v0 -= l[i] * c0[i]
-		v1 -= l[i] * c1[i]
-		v2 -= l[i] * c2[i]
-		v3 -= l[i] * c3[i]
+}
+
+// chainBatch is catchUp's recurrence for two to lazyBatch candidates at once:
+// their columns are interleaved in sc.il so that one row's multiply-adds for all
+// of them are one vector operation (chain4), run from the lowest st; a
+// candidate's values for the rows it already has are computed and dropped.
+func (g *Posterior) chainBatch(xs []int, sc *lazyScratch, cols *[lazyBatch][]float64, st *[lazyBatch]int, s0, t, nr int, vr, a, b *[lazyBatch]float64) {
+	il := slices.Grow(sc.il[:0], lazyBatch*nr)[:lazyBatch*nr]
+	sc.il = il
+	for k := range lazyBatch {
+		if k >= len(xs) {
+			for i := range nr {
+				il[lazyBatch*i+k] = 0
+			}
+			continue
+		}
+		for i, c := range cols[k][:st[k]] {
+			il[lazyBatch*i+k] = c
+		}
 	}
-	v[0], v[1], v[2], v[3] = v0, v1, v2, v3
+	var kx [lazyBatch]int // offsets of the kernel coordinates; a lane past len(xs) repeats xs[0]
+	self := false         // whether a candidate may be a row of L (every row's is queried)
+	for k := range kx {
+		x := xs[0]
+		if k < len(xs) {
+			x = xs[k]
+			self = self || g.queried[x]
+		}
+		kx[k] = x * g.dim
+		if g.slot[x] >= 0 && k < len(xs) {
+			prefetchAVX(cols[k][st[k]:nr]) // the rows this catch-up writes
+		}
+	}
+	s1 := 0 // from row s1 on every lane is computed (a lane past len(xs) is dropped)
+	for k := range xs {
+		s1 = max(s1, st[k])
+	}
+	roff := slices.Grow(sc.roff[:0], nr-s0)[:nr-s0]
+	kv := slices.Grow(sc.kv[:0], lazyBatch*(nr-s0))[:lazyBatch*(nr-s0)]
+	sc.roff, sc.kv = roff, kv
+	for j := s0; j < nr; j++ {
+		roff[j-s0] = g.rowAt(j) * g.dim
+	}
+	g.kernelRows4(kv, &kx, roff) // values for rows a candidate has are dropped
+	for j := s0; j < nr; j++ {
+		r := g.rowAt(j)
+		v := [lazyBatch]float64(kv[lazyBatch*(j-s0):])
+		if j == t {
+			for k, x := range xs {
+				if j >= st[k] {
+					g.vr[x] = vr[k]
+				}
+			}
+		}
+		if self {
+			for k, x := range xs {
+				if r == x {
+					v[k] = g.kdiag
+				}
+			}
+		}
+		off := j * (j + 1) / 2
+		chain4(&v, g.lpk[off:off+j], il)
+		inv := 1 / g.lpk[off+j]
+		if j >= s1 {
+			g.rowStep4(&v, inv, il[lazyBatch*j:lazyBatch*j+lazyBatch:lazyBatch*j+lazyBatch], j, t, vr, a, b)
+			continue
+		}
+		for k := range xs {
+			if j < st[k] {
+				continue
+			}
+			w := v[k] * inv
+			il[lazyBatch*j+k] = w
+			vr[k] -= float64(w * w)
+			if j < t {
+				a[k] += float64(g.u[j] * w)
+				if g.cfg.Standardise {
+					b[k] += float64(g.e[j] * w)
+				}
+			}
+		}
+	}
+	for k := range xs {
+		if cols[k] == nil {
+			continue
+		}
+		c := cols[k][:nr]
+		for j := st[k]; j < nr; j++ {
+			c[j] = il[lazyBatch*j+k]
+		}
+	}
 }
 
 // fresh brings candidate i up to date and returns its σ̃² with the pending
@@ -199,7 +287,7 @@ func (g *Posterior) lazyColumn(i int) {
 // µ + sb·σ̃ (package documentation, "Lazy evaluation").
 type lazyBound struct {
 	base, mp, sb float64
-	w2           []float64 // w2[s] = Σ_{s ≤ j < T} (u_j − m′ e_j)², inflated for rounding
+	root         []float64 // root[s] = √(W_s + sb²), W_s = Σ_{s ≤ j < T} (u_j − m′ e_j)², both inflated for rounding
 	sd0, slack   float64   // rounding allowances on σ̃_s and on the score
 	exact        bool      // no fantasies pending: a candidate with ls = T is exact
 }
@@ -219,14 +307,14 @@ func (g *Posterior) newLazyBound(base, mp, sb float64) lazyBound {
 		}
 		w2[j] = w2[j+1] + w*w
 	}
-	for j := range w2 {
-		w2[j] *= 1 + 1e-9
+	for j, w := range w2 {
+		w2[j] = math.Sqrt(w*(1+1e-9)+sb*sb) * (1 + 1e-12)
 	}
 	const eps = 0x1p-52
 	f := float64(nr + 1)
 	kd := math.Sqrt(g.kdiag)
 	return lazyBound{
-		base: base, mp: mp, sb: sb, w2: w2,
+		base: base, mp: mp, sb: sb, root: w2,
 		sd0:   math.Sqrt(16 * f * eps * g.kdiag),
 		slack: 64 * f * eps * (math.Abs(base) + 2*kd*(math.Sqrt(nu)+math.Abs(mp)*math.Sqrt(ne)+math.Abs(sb))),
 		exact: nr == t,
@@ -242,38 +330,31 @@ func (g *Posterior) lazyScore(lb *lazyBound, x int) (float64, bool) {
 	}
 	mu := g.muAt(x, lb.base, lb.mp)
 	sd := math.Sqrt(max(g.vr[x], 0)) + lb.sd0
-	return mu + sd*math.Sqrt(lb.w2[s]+lb.sb*lb.sb)*(1+1e-12) + 1e-12*math.Abs(mu) + lb.slack, false
+	return mu + sd*lb.root[s] + 1e-12*math.Abs(mu) + lb.slack, false
 }
 
-// lazyArgmaxUpper is ArgmaxUpper for a lazy posterior: a first pass finds each
-// block's best exact score and its candidate of highest bound, which is brought
-// up to date; the best of these is the threshold of a second pass that brings
-// up to date every candidate whose bound reaches the best score so far.
+// lazyChunk is how many candidates a worker of the lazy scan takes at a time:
+// stretches of candidates differ in how many pass the bound, and fixed blocks
+// leave one worker idle while another catches up.
+const lazyChunk = 1 << 14
+
+// lazySeeds is how many of the previous scan's best candidates seed the next.
+const lazySeeds = 8
+
+// lazyArgmaxUpper is ArgmaxUpper for a lazy posterior. The previous scan's best
+// candidates are brought up to date first: the best of their exact scores is a
+// score some candidate has, so a candidate whose bound is below it can be
+// neither the argmax nor tied with it. The workers then scan chunks of
+// candidates, each raising a shared threshold to the best exact score found;
+// the chunks' winners, taken in index order, give the argmax with ties to the
+// lowest index, whatever the order the chunks ran in.
 func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
 	g.lazyRoom()
 	lb := g.newLazyBound(base, mp, sb)
-	top := g.bestIdx // reused: candidate of highest bound per block
-	g.parallel(func(wk, lo, hi int) {
-		bi, bs, hi1, hs := -1, math.Inf(-1), -1, math.Inf(-1)
-		for x := lo; x < hi; x++ {
-			if skip && g.queried[x] {
-				continue
-			}
-			sc, ok := g.lazyScore(&lb, x)
-			if ok && !math.IsNaN(sc) && (bi < 0 || sc > bs) {
-				bi, bs = x, sc
-			}
-			if !ok && (hi1 < 0 || sc > hs) {
-				hi1, hs = x, sc
-			}
-		}
-		g.bestScore[wk] = bs
-		top[wk] = hi1
-	})
-	tau, xs := math.Inf(-1), make([]int, 0, lazyBatch)
-	for wk, x := range top {
-		tau = max(tau, g.bestScore[wk])
-		if x >= 0 {
+	tau := math.Inf(-1)
+	xs := make([]int, 0, lazySeeds)
+	for _, x := range g.seeds {
+		if !(skip && g.queried[x]) && !slices.Contains(xs, x) {
 			xs = append(xs, x)
 		}
 	}
@@ -288,35 +369,123 @@ func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
 		}
 		xs = xs[k:]
 	}
-	g.parallel(func(wk, lo, hi int) {
-		g.bestIdx[wk], g.bestScore[wk] = g.lazyScan(&lb, &g.lz[wk], lo, hi, tau, skip)
-	})
+	nc := (g.n + lazyChunk - 1) / lazyChunk
+	g.chunkIdx = slices.Grow(g.chunkIdx[:0], nc)[:nc]
+	g.chunkScore = slices.Grow(g.chunkScore[:0], nc)[:nc]
+	var next atomic.Int64
+	var shared atomic.Uint64 // the threshold's bits; it only rises
+	shared.Store(math.Float64bits(tau))
+	work := func(wk int) {
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= nc {
+				return
+			}
+			th := math.Float64frombits(shared.Load())
+			i, sc := g.lazyScan(&lb, &g.lz[wk], c*lazyChunk, min((c+1)*lazyChunk, g.n), th, skip)
+			g.chunkIdx[c], g.chunkScore[c] = i, sc
+			for i >= 0 && sc > th && !shared.CompareAndSwap(math.Float64bits(th), math.Float64bits(sc)) {
+				th = math.Float64frombits(shared.Load())
+			}
+		}
+	}
+	nw := min(len(g.bounds)-1, nc)
+	var wg sync.WaitGroup
+	for wk := 1; wk < nw; wk++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(wk)
+		}()
+	}
+	work(0)
+	wg.Wait()
+	for wk := range g.bestIdx {
+		g.bestIdx[wk], g.bestScore[wk] = -1, math.Inf(-1)
+	}
+	won := make([]int, 0, nc) // chunks with a winner, best first
+	for c, i := range g.chunkIdx {
+		if i < 0 {
+			continue
+		}
+		if g.bestIdx[0] < 0 || g.chunkScore[c] > g.bestScore[0] {
+			g.bestIdx[0], g.bestScore[0] = i, g.chunkScore[c]
+		}
+		won = append(won, c)
+	}
+	slices.SortStableFunc(won, func(a, b int) int { return cmp.Compare(g.chunkScore[b], g.chunkScore[a]) })
+	g.seeds = g.seeds[:0]
+	for _, c := range won[:min(len(won), lazySeeds)] {
+		g.seeds = append(g.seeds, g.chunkIdx[c])
+	}
 }
 
 // exactScore is the score of an up-to-date candidate x whose σ̃² with the
 // pending fantasies is vr.
 func (g *Posterior) exactScore(lb *lazyBound, x int, vr float64) float64 {
-	return g.muAt(x, lb.base, lb.mp) + lb.sb*math.Sqrt(max(vr, 0))
+	return g.muAt(x, lb.base, lb.mp) + float64(lb.sb*math.Sqrt(max(vr, 0)))
+}
+
+// lazyHeld is how many candidates that pass the bound a scan holds back before
+// bringing them up to date, in batches of lazyBatch of the nearest ls: a batch
+// runs from its lowest ls, and the others' rows before their own are wasted.
+// Holding them also gives the prefetches time. lazyHold bounds the candidates
+// held in all (those already up to date too).
+const (
+	lazyHeld = 4 * lazyBatch
+	lazyHold = 4 * lazyHeld
+)
+
+// catchUpSorted is catchUp for up to lazyHeld candidates: they are brought up to
+// date lazyBatch at a time in order of the row they start from; out[k] is xs[k]'s σ̃² with the pending
+// fantasies.
+func (g *Posterior) catchUpSorted(xs []int, sc *lazyScratch, out []float64) {
+	var order [lazyHeld]int
+	ord := order[:len(xs)]
+	for k := range ord {
+		ord[k] = k
+	}
+	from := func(x int) int32 { // the row catchUp starts x from: 0 without a slot
+		if g.slot[x] < 0 {
+			return 0
+		}
+		return g.ls[x]
+	}
+	slices.SortFunc(ord, func(a, b int) int { return cmp.Compare(from(xs[a]), from(xs[b])) })
+	var batch [lazyBatch]int
+	var vr [lazyBatch]float64
+	for len(ord) > 0 {
+		m := min(len(ord), lazyBatch)
+		for k, o := range ord[:m] {
+			batch[k] = xs[o]
+		}
+		g.catchUp(batch[:m], sc, vr[:m])
+		for k, o := range ord[:m] {
+			out[o] = vr[k]
+		}
+		ord = ord[m:]
+	}
 }
 
 // lazyScan returns the best candidate of [lo, hi) (ties to the lowest index),
 // bringing up to date those whose bound is not below the best score so far (at
-// least tau); candidates below tau are never returned. Candidates that pass are
-// held back until lazyBatch of them need bringing up to date together, then
-// judged in index order against the best score as it then is, so that the
+// least tau); a stale candidate whose bound is below tau is never brought up to
+// date, so the result, if below tau, is not the argmax. Candidates that pass are
+// held back until lazyHeld of them need bringing up to date, then judged in index
+// order against the best score as it then is, so that the
 // choices are those of a scan that takes one candidate at a time.
 func (g *Posterior) lazyScan(lb *lazyBound, sc *lazyScratch, lo, hi int, tau float64, skip bool) (int, float64) {
 	best, bestScore := -1, math.Inf(-1)
-	var held [4 * lazyBatch]struct {
+	var held [lazyHold]struct {
 		x     int
 		s     float64
 		stale bool
 	}
-	var xs [lazyBatch]int
-	var vr [lazyBatch]float64
+	var xs [lazyHeld]int
+	var vr [lazyHeld]float64
 	nh, ns := 0, 0
 	flush := func() {
-		g.catchUp(xs[:ns], sc, vr[:ns])
+		g.catchUpSorted(xs[:ns], sc, vr[:ns])
 		k := 0
 		for _, h := range held[:nh] {
 			s := h.s
@@ -349,9 +518,10 @@ func (g *Posterior) lazyScan(lb *lazyBound, sc *lazyScratch, lo, hi int, tau flo
 			continue // the best score only grows: x cannot win
 		case !ok:
 			xs[ns], ns = x, ns+1
+			g.prefetch(x)
 		}
 		held[nh].x, held[nh].s, held[nh].stale = x, s, !ok
-		if nh++; ns == lazyBatch || nh == len(held) {
+		if nh++; ns == len(xs) || nh == len(held) {
 			flush()
 		}
 	}

@@ -15,6 +15,7 @@ type lazyCase struct {
 	cfg                  Config
 	noise                bool // ObserveNoise/FantasizeNoise with random factors
 	refit                bool // SetHyper halfway
+	distinct             int  // if > 0, the candidates repeat this many distinct rows (ties)
 }
 
 // runLazyPair drives an eager and a lazy GP with the same rule and outputs and
@@ -26,6 +27,11 @@ func runLazyPair(t *testing.T, c lazyCase, seed uint64) {
 	cands := make([]float64, c.n*c.dim)
 	for k := range cands {
 		cands[k] = rng.NormFloat64()
+	}
+	if c.distinct > 0 {
+		for k := range cands {
+			cands[k] = cands[(k/c.dim%c.distinct)*c.dim+k%c.dim]
+		}
 	}
 	cfg := c.cfg
 	cfg.Lengthscale = DefaultLengthscale(cands, c.n, c.dim)
@@ -103,8 +109,9 @@ func lazyConfig(std, skip bool, k Kernel) Config {
 // TestLazyMatchesEager compares the lazy and the eager posterior on small candidate
 // sets in every configuration the lazy path changes: standardised or not, batches of
 // fantasies, per-answer noise factors, re-queries, input noise, Matérn, new
-// hyperparameters, one worker or several, columns kept for a few candidates only, and
-// more observations than Capacity (the slots' stride grows).
+// hyperparameters, one worker or several, columns kept for a few candidates only,
+// more observations than Capacity (the slots' stride grows), and repeated rows whose
+// ties span the scan's chunks.
 func TestLazyMatchesEager(t *testing.T) {
 	cases := map[string]lazyCase{
 		"sequential":  {n: 3000, dim: 4, steps: 40, batch: 1, cfg: lazyConfig(true, true, SquaredExponential)},
@@ -122,6 +129,8 @@ func TestLazyMatchesEager(t *testing.T) {
 	fewColumns := lazyConfig(true, true, SquaredExponential)
 	fewColumns.LazyColumns = 200
 	cases["few columns"] = lazyCase{n: 3000, dim: 4, steps: 40, batch: 3, noise: true, cfg: fewColumns}
+	// Repeated rows tie across the lazy scan's chunks: the lowest index must win.
+	cases["ties"] = lazyCase{n: 3*lazyChunk + 100, dim: 3, steps: 16, batch: 2, distinct: 37, cfg: lazyConfig(true, true, SquaredExponential)}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			for seed := range uint64(3) {

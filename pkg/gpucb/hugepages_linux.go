@@ -1,0 +1,30 @@
+package gpucb
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// bigFloats returns a zeroed slice of n float64 for the large arrays (rows of V,
+// the lazy columns), asking the kernel to back it with 2 MiB pages where it
+// allows them (transparent huge pages in "madvise" mode, the common default).
+// With 4 KiB pages, a study writing 1.6 GB of V takes 400,000 page faults (a
+// quarter of the loop's time on a virtual machine), and the lazy loop's reads
+// of scattered columns each miss the TLB. The hint is only a hint: if it is
+// refused the slice is an ordinary one.
+func bigFloats(n int) []float64 {
+	s := make([]float64, n)
+	const huge = 2 << 20
+	if n*8 < 2*huge {
+		return s
+	}
+	base := unsafe.Pointer(unsafe.SliceData(s))
+	p := uintptr(base)
+	lo := (p + huge - 1) &^ (huge - 1)
+	hi := (p + uintptr(n*8)) &^ (huge - 1)
+	if hi > lo {
+		_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_HUGEPAGE)
+	}
+	return s
+}
