@@ -122,7 +122,8 @@
 // over the run, and continuing a stored column costs 0.86 of the eager update's
 // multiply-adds while starting from the kernel costs 2.4 times (docs/EXPERIMENTS.md,
 // "GP-UCB at 10⁷ candidates"). Candidates without a slot therefore cost more; the
-// slots (8·Capacity bytes each) are given first come, first served. Argmax with an
+// slots (8·Capacity bytes each) are given first come, first served (replayed on a
+// 10⁵ run, other policies did no better). Argmax with an
 // arbitrary score, and Mean or Variance of a stale candidate, bring candidates up to
 // date on demand. Results do not depend on LazyColumns or Workers.
 //

@@ -42,6 +42,8 @@ type PosteriorConfig struct {
 	// candidates whose bound could reach the best score ("Lazy evaluation" in the
 	// package documentation). ArgmaxUpper and UCB choose exactly as without Lazy
 	// in O(n) memory; Argmax, and Mean or Variance of a stale candidate, recompute.
+	// With every column kept it is also the faster loop at 10⁵–10⁶ candidates
+	// (docs/EXPERIMENTS.md, "GP-UCB at 10⁷ candidates").
 	Lazy bool
 	// LazyColumns, with Lazy, is how many candidates keep their column of V, so
 	// that bringing them up to date costs what the eager update does (8 bytes per
