@@ -124,10 +124,10 @@ func (g *Posterior) kernelAt(zi, row []float64) float64 {
 }
 
 // kernel4 returns kernelAt(zi, g.kc[off[k]:off[k]+dim]) for four candidates
-// (off[k] = candidate·dim), the four exponentials at once (exp4). It returns the values rather
-// than storing them so that a caller filling a new row of V writes its pages
-// without reading them first (a read maps the zero page, and the write then
-// faults a second time).
+// (off[k] = candidate·dim), the four at once (seKernelRows4AVX, or sqDist4AVX and
+// exp4). It returns the values rather than storing them so that a caller filling a
+// new row of V writes its pages without reading them first (a read maps the zero
+// page, and the write then faults a second time).
 func (g *Posterior) kernel4(zi []float64, off *[4]int) [4]float64 {
 	dim := g.dim
 	zi = zi[:dim]
@@ -138,7 +138,7 @@ func (g *Posterior) kernel4(zi []float64, off *[4]int) [4]float64 {
 	}
 	var out [4]float64
 	if useAVX2 {
-		if g.cfg.Kernel == SquaredExponential && seKernel4AVX(&out, zi, g.kc, off, g.kern.sv, g.kern.coef, &exp2Frac, &expConst) {
+		if g.cfg.Kernel == SquaredExponential && seKernelRows4AVX(out[:], zi, g.kc, off, []int{0}, g.kern.sv, g.kern.coef, &exp2Frac, &expConst, dim) == 1 {
 			return out
 		}
 		sqDist4AVX(&out, zi, g.kc, off)
@@ -182,7 +182,7 @@ func (g *Posterior) kernelRows4(kv []float64, off *[4]int, roff []int) {
 	}
 	for i := 0; i < len(roff); i++ {
 		if useAVX2 && g.cfg.Kernel == SquaredExponential {
-			if i += seKernelRows4AVX(kv[4*i:], g.kc, off, roff[i:], g.kern.sv, g.kern.coef, &exp2Frac, &expConst, dim); i == len(roff) {
+			if i += seKernelRows4AVX(kv[4*i:], g.kc, g.kc, off, roff[i:], g.kern.sv, g.kern.coef, &exp2Frac, &expConst, dim); i == len(roff) {
 				return
 			}
 		}

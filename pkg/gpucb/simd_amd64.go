@@ -27,7 +27,4 @@ func exp4AVX(x *[4]float64, tab *[32]float64, cst *[10]float64)
 func sqDist4AVX(out *[4]float64, a, kc []float64, off *[4]int)
 
 //go:noescape
-func seKernel4AVX(out *[4]float64, a, kc []float64, off *[4]int, sv, c float64, tab *[32]float64, cst *[10]float64) bool
-
-//go:noescape
-func seKernelRows4AVX(out []float64, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int
+func seKernelRows4AVX(out, rows, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int

@@ -154,382 +154,212 @@ pfloop:
 pfdone:
 	RET
 
+// EXP4 sets Y7 to expNonPos of the four lanes of Y0, all in [−700, 0]: the
+// operations of kernel.go in its order. DX holds cst (expConst) and AX tab
+// (exp2Frac); it uses Y1–Y14 and CX.
+#define EXP4 \
+	VBROADCASTSD 0(DX), Y1;          \
+	VMULPD       Y1, Y0, Y1;         \
+	VBROADCASTSD 8(DX), Y2;          \
+	VSUBPD       Y2, Y1, Y1;         \
+	VCVTTPD2DQY  Y1, X3;             \
+	VCVTDQ2PD    X3, Y4;             \
+	VBROADCASTSD 16(DX), Y5;         \
+	VMULPD       Y5, Y4, Y5;         \
+	VSUBPD       Y5, Y0, Y5;         \
+	VBROADCASTSD 24(DX), Y6;         \
+	VMULPD       Y6, Y4, Y6;         \
+	VSUBPD       Y6, Y5, Y5;         \
+	VMULPD       Y5, Y5, Y6;         \
+	VBROADCASTSD 32(DX), Y7;         \
+	VADDPD       Y5, Y7, Y7;         \
+	VBROADCASTSD 40(DX), Y8;         \
+	VMULPD       Y8, Y5, Y8;         \
+	VADDPD       Y2, Y8, Y8;         \
+	VMULPD       Y8, Y6, Y8;         \
+	VADDPD       Y8, Y7, Y7;         \
+	VMULPD       Y6, Y6, Y9;         \
+	VBROADCASTSD 56(DX), Y10;        \
+	VMULPD       Y10, Y5, Y10;       \
+	VBROADCASTSD 48(DX), Y11;        \
+	VADDPD       Y10, Y11, Y10;      \
+	VBROADCASTSD 64(DX), Y11;        \
+	VMULPD       Y11, Y6, Y11;       \
+	VADDPD       Y11, Y10, Y10;      \
+	VMULPD       Y10, Y9, Y9;        \
+	VADDPD       Y9, Y7, Y7;         \
+	MOVL         $31, CX;            \
+	VMOVD        CX, X12;            \
+	VPBROADCASTD X12, X12;           \
+	VPAND        X12, X3, X12;       \
+	VPCMPEQQ     Y14, Y14, Y14;      \
+	VXORPD       Y13, Y13, Y13;      \
+	VGATHERDPD   Y14, (AX)(X12*8), Y13; \
+	VMULPD       Y13, Y7, Y7;        \
+	VPSRAD       $5, X3, X12;        \
+	MOVL         $1023, CX;          \
+	VMOVD        CX, X13;            \
+	VPBROADCASTD X13, X13;           \
+	VPADDD       X13, X12, X12;      \
+	VPMOVSXDQ    X12, Y12;           \
+	VPSLLQ       $52, Y12, Y12;      \
+	VMULPD       Y12, Y7, Y7
+
+// SQ4 sets Y5 to the four sqDist of the DI coordinates at SI against those at
+// R8, R9, R10 and R11: accumulator k (Y1–Y4) holds candidate k's partial sums
+// s0..s3, a tail element is added to s0 alone (as [d², 0, 0, 0]), and the four
+// (s0 + s1) + (s2 + s3) are formed together. SQ4INIT, then SQ4BLOCK DI/4 times,
+// SQ4TAIL DI%4 times, and SQ4COMBINE; BX is the byte offset. Y0–Y8 are used.
+#define SQ4INIT \
+	VXORPD Y1, Y1, Y1; \
+	VXORPD Y2, Y2, Y2; \
+	VXORPD Y3, Y3, Y3; \
+	VXORPD Y4, Y4, Y4; \
+	XORQ   BX, BX
+
+#define SQ4BLOCK \
+	VMOVUPD (SI)(BX*1), Y0;      \
+	VSUBPD  (R8)(BX*1), Y0, Y5;  \
+	VSUBPD  (R9)(BX*1), Y0, Y6;  \
+	VSUBPD  (R10)(BX*1), Y0, Y7; \
+	VSUBPD  (R11)(BX*1), Y0, Y8; \
+	VMULPD  Y5, Y5, Y5;          \
+	VMULPD  Y6, Y6, Y6;          \
+	VMULPD  Y7, Y7, Y7;          \
+	VMULPD  Y8, Y8, Y8;          \
+	VADDPD  Y5, Y1, Y1;          \
+	VADDPD  Y6, Y2, Y2;          \
+	VADDPD  Y7, Y3, Y3;          \
+	VADDPD  Y8, Y4, Y4;          \
+	ADDQ    $32, BX
+
+#define SQ4TAIL \
+	VMOVSD (SI)(BX*1), X0;      \
+	VSUBSD (R8)(BX*1), X0, X5;  \
+	VSUBSD (R9)(BX*1), X0, X6;  \
+	VSUBSD (R10)(BX*1), X0, X7; \
+	VSUBSD (R11)(BX*1), X0, X8; \
+	VMULSD X5, X5, X5;          \
+	VMULSD X6, X6, X6;          \
+	VMULSD X7, X7, X7;          \
+	VMULSD X8, X8, X8;          \
+	VADDPD Y5, Y1, Y1;          \
+	VADDPD Y6, Y2, Y2;          \
+	VADDPD Y7, Y3, Y3;          \
+	VADDPD Y8, Y4, Y4;          \
+	ADDQ   $8, BX
+
+#define SQ4COMBINE \
+	VHADDPD    Y2, Y1, Y1;        \
+	VHADDPD    Y4, Y3, Y3;        \
+	VPERM2F128 $0x20, Y3, Y1, Y5; \
+	VPERM2F128 $0x31, Y3, Y1, Y6; \
+	VADDPD     Y6, Y5, Y5
+
+// CANDS4 points R8–R11 at the coordinates kc[off[k]:] (DX = kc, AX = off).
+#define CANDS4 \
+	MOVQ 0(AX), R8;          \
+	MOVQ 8(AX), R9;          \
+	MOVQ 16(AX), R10;        \
+	MOVQ 24(AX), R11;        \
+	LEAQ (DX)(R8*8), R8;     \
+	LEAQ (DX)(R9*8), R9;     \
+	LEAQ (DX)(R10*8), R10;   \
+	LEAQ (DX)(R11*8), R11
+
 // func exp4AVX(x *[4]float64, tab *[32]float64, cst *[10]float64)
 // expNonPos for four arguments in [−700, 0] (others give garbage; the caller
-// replaces them), the operations of kernel.go in its order. cst is expConst.
+// replaces them).
 TEXT ·exp4AVX(SB), NOSPLIT, $0-24
-	MOVQ         x+0(FP), DI
-	MOVQ         tab+8(FP), SI
-	MOVQ         cst+16(FP), DX
-	VMOVUPD      (DI), Y0
-	VBROADCASTSD 0(DX), Y1
-	VMULPD       Y1, Y0, Y1
-	VBROADCASTSD 8(DX), Y2
-	VSUBPD       Y2, Y1, Y1
-	VCVTTPD2DQY  Y1, X3
-	VCVTDQ2PD    X3, Y4
-	VBROADCASTSD 16(DX), Y5
-	VMULPD       Y5, Y4, Y5
-	VSUBPD       Y5, Y0, Y5
-	VBROADCASTSD 24(DX), Y6
-	VMULPD       Y6, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMULPD       Y5, Y5, Y6
-	VBROADCASTSD 32(DX), Y7
-	VADDPD       Y5, Y7, Y7
-	VBROADCASTSD 40(DX), Y8
-	VMULPD       Y8, Y5, Y8
-	VADDPD       Y2, Y8, Y8
-	VMULPD       Y8, Y6, Y8
-	VADDPD       Y8, Y7, Y7
-	VMULPD       Y6, Y6, Y9
-	VBROADCASTSD 56(DX), Y10
-	VMULPD       Y10, Y5, Y10
-	VBROADCASTSD 48(DX), Y11
-	VADDPD       Y10, Y11, Y10
-	VBROADCASTSD 64(DX), Y11
-	VMULPD       Y11, Y6, Y11
-	VADDPD       Y11, Y10, Y10
-	VMULPD       Y10, Y9, Y9
-	VADDPD       Y9, Y7, Y7
-	MOVL         $31, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, X12
-	VPAND        X12, X3, X12
-	VPCMPEQQ     Y14, Y14, Y14
-	VXORPD       Y13, Y13, Y13
-	VGATHERDPD   Y14, (SI)(X12*8), Y13
-	VMULPD       Y13, Y7, Y7
-	VPSRAD       $5, X3, X12
-	MOVL         $1023, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, X13
-	VPADDD       X13, X12, X12
-	VPMOVSXDQ    X12, Y12
-	VPSLLQ       $52, Y12, Y12
-	VMULPD       Y12, Y7, Y7
-	VMOVUPD      Y7, (DI)
+	MOVQ    x+0(FP), DI
+	MOVQ    tab+8(FP), AX
+	MOVQ    cst+16(FP), DX
+	VMOVUPD (DI), Y0
+	EXP4
+	VMOVUPD Y7, (DI)
 	VZEROUPPER
 	RET
 
 // func sqDist4AVX(out *[4]float64, a, kc []float64, off *[4]int)
-// out[k] = sqDist(a, kc[off[k]:off[k]+len(a)]): accumulator k holds candidate k's
-// partial sums s0..s3, a tail element is added to s0 alone (as [d², 0, 0, 0]),
-// and the four (s0 + s1) + (s2 + s3) are formed together.
+// out[k] = sqDist(a, kc[off[k]:off[k]+len(a)]).
 TEXT ·sqDist4AVX(SB), NOSPLIT, $0-64
-	MOVQ   a_base+8(FP), SI
-	MOVQ   a_len+16(FP), CX
-	MOVQ   kc_base+32(FP), DX
-	MOVQ   off+56(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
-	LEAQ   (DX)(R8*8), R8
-	LEAQ   (DX)(R9*8), R9
-	LEAQ   (DX)(R10*8), R10
-	LEAQ   (DX)(R11*8), R11
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	MOVQ   CX, BX
-	SHRQ   $2, BX
-	JZ     s4tail
+	MOVQ    a_base+8(FP), SI
+	MOVQ    a_len+16(FP), DI
+	MOVQ    kc_base+32(FP), DX
+	MOVQ    off+56(FP), AX
+	CANDS4
+	SQ4INIT
+	MOVQ DI, CX
+	SHRQ $2, CX
+	JZ   sq4tail
 
-s4loop:
-	VMOVUPD (SI), Y0
-	VSUBPD  (R8), Y0, Y5
-	VSUBPD  (R9), Y0, Y6
-	VSUBPD  (R10), Y0, Y7
-	VSUBPD  (R11), Y0, Y8
-	VMULPD  Y5, Y5, Y5
-	VMULPD  Y6, Y6, Y6
-	VMULPD  Y7, Y7, Y7
-	VMULPD  Y8, Y8, Y8
-	VADDPD  Y5, Y1, Y1
-	VADDPD  Y6, Y2, Y2
-	VADDPD  Y7, Y3, Y3
-	VADDPD  Y8, Y4, Y4
-	ADDQ    $32, SI
-	ADDQ    $32, R8
-	ADDQ    $32, R9
-	ADDQ    $32, R10
-	ADDQ    $32, R11
-	DECQ    BX
-	JNZ     s4loop
+sq4loop:
+	SQ4BLOCK
+	DECQ CX
+	JNZ  sq4loop
 
-s4tail:
+sq4tail:
+	MOVQ DI, CX
 	ANDQ $3, CX
-	JZ   s4combine
+	JZ   sq4combine
 
-s4tailloop:
-	VMOVSD (SI), X0
-	VSUBSD (R8), X0, X5
-	VSUBSD (R9), X0, X6
-	VSUBSD (R10), X0, X7
-	VSUBSD (R11), X0, X8
-	VMULSD X5, X5, X5
-	VMULSD X6, X6, X6
-	VMULSD X7, X7, X7
-	VMULSD X8, X8, X8
-	VADDPD Y5, Y1, Y1
-	VADDPD Y6, Y2, Y2
-	VADDPD Y7, Y3, Y3
-	VADDPD Y8, Y4, Y4
-	ADDQ   $8, SI
-	ADDQ   $8, R8
-	ADDQ   $8, R9
-	ADDQ   $8, R10
-	ADDQ   $8, R11
-	DECQ   CX
-	JNZ    s4tailloop
+sq4tailloop:
+	SQ4TAIL
+	DECQ CX
+	JNZ  sq4tailloop
 
-s4combine:
-	VHADDPD    Y2, Y1, Y1
-	VHADDPD    Y4, Y3, Y3
-	VPERM2F128 $0x20, Y3, Y1, Y5
-	VPERM2F128 $0x31, Y3, Y1, Y6
-	VADDPD     Y6, Y5, Y5
-	MOVQ       out+0(FP), DI
-	VMOVUPD    Y5, (DI)
+sq4combine:
+	SQ4COMBINE
+	MOVQ    out+0(FP), DI
+	VMOVUPD Y5, (DI)
 	VZEROUPPER
 	RET
 
-// func seKernel4AVX(out *[4]float64, a, kc []float64, off *[4]int, sv, c float64, tab *[32]float64, cst *[10]float64) bool
-// out[k] = sv·expNonPos(c·sqDist(a, candidate k)), the operations of sqDist4AVX
-// then exp4AVX; false (out untouched) if an argument is outside [−700, 0] or NaN.
-TEXT ·seKernel4AVX(SB), NOSPLIT, $0-97
-	MOVQ   a_base+8(FP), SI
-	MOVQ   a_len+16(FP), CX
-	MOVQ   kc_base+32(FP), DX
-	MOVQ   off+56(FP), AX
-	MOVQ   0(AX), R8
-	MOVQ   8(AX), R9
-	MOVQ   16(AX), R10
-	MOVQ   24(AX), R11
-	LEAQ   (DX)(R8*8), R8
-	LEAQ   (DX)(R9*8), R9
-	LEAQ   (DX)(R10*8), R10
-	LEAQ   (DX)(R11*8), R11
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	MOVQ   CX, BX
-	SHRQ   $2, BX
-	JZ     sektail
-
-sekloop:
-	VMOVUPD (SI), Y0
-	VSUBPD  (R8), Y0, Y5
-	VSUBPD  (R9), Y0, Y6
-	VSUBPD  (R10), Y0, Y7
-	VSUBPD  (R11), Y0, Y8
-	VMULPD  Y5, Y5, Y5
-	VMULPD  Y6, Y6, Y6
-	VMULPD  Y7, Y7, Y7
-	VMULPD  Y8, Y8, Y8
-	VADDPD  Y5, Y1, Y1
-	VADDPD  Y6, Y2, Y2
-	VADDPD  Y7, Y3, Y3
-	VADDPD  Y8, Y4, Y4
-	ADDQ    $32, SI
-	ADDQ    $32, R8
-	ADDQ    $32, R9
-	ADDQ    $32, R10
-	ADDQ    $32, R11
-	DECQ    BX
-	JNZ     sekloop
-
-sektail:
-	ANDQ $3, CX
-	JZ   sekcombine
-
-sektailloop:
-	VMOVSD (SI), X0
-	VSUBSD (R8), X0, X5
-	VSUBSD (R9), X0, X6
-	VSUBSD (R10), X0, X7
-	VSUBSD (R11), X0, X8
-	VMULSD X5, X5, X5
-	VMULSD X6, X6, X6
-	VMULSD X7, X7, X7
-	VMULSD X8, X8, X8
-	VADDPD Y5, Y1, Y1
-	VADDPD Y6, Y2, Y2
-	VADDPD Y7, Y3, Y3
-	VADDPD Y8, Y4, Y4
-	ADDQ   $8, SI
-	ADDQ   $8, R8
-	ADDQ   $8, R9
-	ADDQ   $8, R10
-	ADDQ   $8, R11
-	DECQ   CX
-	JNZ    sektailloop
-
-sekcombine:
-	VHADDPD      Y2, Y1, Y1
-	VHADDPD      Y4, Y3, Y3
-	VPERM2F128   $0x20, Y3, Y1, Y5
-	VPERM2F128   $0x31, Y3, Y1, Y6
-	VADDPD       Y6, Y5, Y5
-	VBROADCASTSD c+72(FP), Y0
-	VMULPD       Y5, Y0, Y0
-	MOVQ         tab+80(FP), SI
-	MOVQ         cst+88(FP), DX
-	VBROADCASTSD 72(DX), Y9
-	VCMPPD       $0x1d, Y9, Y0, Y10
-	VXORPD       Y9, Y9, Y9
-	VCMPPD       $0x12, Y9, Y0, Y11
-	VANDPD       Y11, Y10, Y10
-	VMOVMSKPD    Y10, AX
-	CMPQ         AX, $15
-	JNE          sekrange
-	VBROADCASTSD 0(DX), Y1
-	VMULPD       Y1, Y0, Y1
-	VBROADCASTSD 8(DX), Y2
-	VSUBPD       Y2, Y1, Y1
-	VCVTTPD2DQY  Y1, X3
-	VCVTDQ2PD    X3, Y4
-	VBROADCASTSD 16(DX), Y5
-	VMULPD       Y5, Y4, Y5
-	VSUBPD       Y5, Y0, Y5
-	VBROADCASTSD 24(DX), Y6
-	VMULPD       Y6, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMULPD       Y5, Y5, Y6
-	VBROADCASTSD 32(DX), Y7
-	VADDPD       Y5, Y7, Y7
-	VBROADCASTSD 40(DX), Y8
-	VMULPD       Y8, Y5, Y8
-	VADDPD       Y2, Y8, Y8
-	VMULPD       Y8, Y6, Y8
-	VADDPD       Y8, Y7, Y7
-	VMULPD       Y6, Y6, Y9
-	VBROADCASTSD 56(DX), Y10
-	VMULPD       Y10, Y5, Y10
-	VBROADCASTSD 48(DX), Y11
-	VADDPD       Y10, Y11, Y10
-	VBROADCASTSD 64(DX), Y11
-	VMULPD       Y11, Y6, Y11
-	VADDPD       Y11, Y10, Y10
-	VMULPD       Y10, Y9, Y9
-	VADDPD       Y9, Y7, Y7
-	MOVL         $31, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, X12
-	VPAND        X12, X3, X12
-	VPCMPEQQ     Y14, Y14, Y14
-	VXORPD       Y13, Y13, Y13
-	VGATHERDPD   Y14, (SI)(X12*8), Y13
-	VMULPD       Y13, Y7, Y7
-	VPSRAD       $5, X3, X12
-	MOVL         $1023, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, X13
-	VPADDD       X13, X12, X12
-	VPMOVSXDQ    X12, Y12
-	VPSLLQ       $52, Y12, Y12
-	VMULPD       Y12, Y7, Y7
-	VBROADCASTSD sv+64(FP), Y0
-	VMULPD       Y7, Y0, Y7
-	MOVQ         out+0(FP), DI
-	VMOVUPD      Y7, (DI)
-	VZEROUPPER
-	MOVB         $1, ret+96(FP)
-	RET
-
-sekrange:
-	VZEROUPPER
-	MOVB $0, ret+96(FP)
-	RET
-
-// func seKernelRows4AVX(out []float64, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int
-// For each r < len(roff): out[4r+k] = sv·expNonPos(c·sqDist(kc[roff[r]:][:dim],
-// kc[off[k]:][:dim])), seKernel4AVX's operations row after row. It returns the
-// number of rows done: a row with an argument outside [−700, 0] stops it.
-TEXT ·seKernelRows4AVX(SB), NOSPLIT, $0-128
-	MOVQ out_base+0(FP), DI
-	MOVQ kc_base+24(FP), DX
-	MOVQ off+48(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	LEAQ (DX)(R8*8), R8
-	LEAQ (DX)(R9*8), R9
-	LEAQ (DX)(R10*8), R10
-	LEAQ (DX)(R11*8), R11
-	MOVQ roff_base+56(FP), R12
+// func seKernelRows4AVX(out, rows, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int
+// For each r < len(roff): out[4r+k] = sv·expNonPos(c·sqDist(rows[roff[r]:][:dim],
+// kc[off[k]:][:dim])), sqDist4AVX's then exp4AVX's operations. It returns the
+// number of rows done: a row with an argument outside [−700, 0] (or NaN) stops it
+// before anything of that row is stored.
+TEXT ·seKernelRows4AVX(SB), NOSPLIT, $0-152
+	MOVQ kc_base+48(FP), DX
+	MOVQ off+72(FP), AX
+	CANDS4
+	MOVQ roff_base+80(FP), R12
 	XORQ R13, R13
 
 skrow:
-	CMPQ   R13, roff_len+64(FP)
-	JAE    skdone
-	MOVQ   (R12)(R13*8), SI
-	MOVQ   kc_base+24(FP), DX
-	LEAQ   (DX)(SI*8), SI
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	XORQ   BX, BX
-	MOVQ   dim+112(FP), CX
-	SHRQ   $2, CX
-	JZ     sktail
+	CMPQ         R13, roff_len+88(FP)
+	JAE          skdone
+	MOVQ         (R12)(R13*8), SI
+	MOVQ         rows_base+24(FP), DX
+	LEAQ         (DX)(SI*8), SI
+	MOVQ         dim+136(FP), DI
+	SQ4INIT
+	MOVQ DI, CX
+	SHRQ $2, CX
+	JZ   sktail
 
 skloop:
-	VMOVUPD (SI)(BX*1), Y0
-	VSUBPD  (R8)(BX*1), Y0, Y5
-	VSUBPD  (R9)(BX*1), Y0, Y6
-	VSUBPD  (R10)(BX*1), Y0, Y7
-	VSUBPD  (R11)(BX*1), Y0, Y8
-	VMULPD  Y5, Y5, Y5
-	VMULPD  Y6, Y6, Y6
-	VMULPD  Y7, Y7, Y7
-	VMULPD  Y8, Y8, Y8
-	VADDPD  Y5, Y1, Y1
-	VADDPD  Y6, Y2, Y2
-	VADDPD  Y7, Y3, Y3
-	VADDPD  Y8, Y4, Y4
-	ADDQ    $32, BX
-	DECQ    CX
-	JNZ     skloop
+	SQ4BLOCK
+	DECQ CX
+	JNZ  skloop
 
 sktail:
-	MOVQ dim+112(FP), CX
+	MOVQ DI, CX
 	ANDQ $3, CX
 	JZ   skcombine
 
 sktailloop:
-	VMOVSD (SI)(BX*1), X0
-	VSUBSD (R8)(BX*1), X0, X5
-	VSUBSD (R9)(BX*1), X0, X6
-	VSUBSD (R10)(BX*1), X0, X7
-	VSUBSD (R11)(BX*1), X0, X8
-	VMULSD X5, X5, X5
-	VMULSD X6, X6, X6
-	VMULSD X7, X7, X7
-	VMULSD X8, X8, X8
-	VADDPD Y5, Y1, Y1
-	VADDPD Y6, Y2, Y2
-	VADDPD Y7, Y3, Y3
-	VADDPD Y8, Y4, Y4
-	ADDQ   $8, BX
-	DECQ   CX
-	JNZ    sktailloop
+	SQ4TAIL
+	DECQ CX
+	JNZ  sktailloop
 
 skcombine:
-	VHADDPD      Y2, Y1, Y1
-	VHADDPD      Y4, Y3, Y3
-	VPERM2F128   $0x20, Y3, Y1, Y5
-	VPERM2F128   $0x31, Y3, Y1, Y6
-	VADDPD       Y6, Y5, Y5
-	VBROADCASTSD c+88(FP), Y0
+	SQ4COMBINE
+	VBROADCASTSD c+112(FP), Y0
 	VMULPD       Y5, Y0, Y0
-	MOVQ         tab+96(FP), AX
-	MOVQ         cst+104(FP), DX
+	MOVQ         tab+120(FP), AX
+	MOVQ         cst+128(FP), DX
 	VBROADCASTSD 72(DX), Y9
 	VCMPPD       $0x1d, Y9, Y0, Y10
 	VXORPD       Y9, Y9, Y9
@@ -538,60 +368,17 @@ skcombine:
 	VMOVMSKPD    Y10, CX
 	CMPQ         CX, $15
 	JNE          skdone
-	VBROADCASTSD 0(DX), Y1
-	VMULPD       Y1, Y0, Y1
-	VBROADCASTSD 8(DX), Y2
-	VSUBPD       Y2, Y1, Y1
-	VCVTTPD2DQY  Y1, X3
-	VCVTDQ2PD    X3, Y4
-	VBROADCASTSD 16(DX), Y5
-	VMULPD       Y5, Y4, Y5
-	VSUBPD       Y5, Y0, Y5
-	VBROADCASTSD 24(DX), Y6
-	VMULPD       Y6, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMULPD       Y5, Y5, Y6
-	VBROADCASTSD 32(DX), Y7
-	VADDPD       Y5, Y7, Y7
-	VBROADCASTSD 40(DX), Y8
-	VMULPD       Y8, Y5, Y8
-	VADDPD       Y2, Y8, Y8
-	VMULPD       Y8, Y6, Y8
-	VADDPD       Y8, Y7, Y7
-	VMULPD       Y6, Y6, Y9
-	VBROADCASTSD 56(DX), Y10
-	VMULPD       Y10, Y5, Y10
-	VBROADCASTSD 48(DX), Y11
-	VADDPD       Y10, Y11, Y10
-	VBROADCASTSD 64(DX), Y11
-	VMULPD       Y11, Y6, Y11
-	VADDPD       Y11, Y10, Y10
-	VMULPD       Y10, Y9, Y9
-	VADDPD       Y9, Y7, Y7
-	MOVL         $31, CX
-	VMOVD        CX, X12
-	VPBROADCASTD X12, X12
-	VPAND        X12, X3, X12
-	VPCMPEQQ     Y14, Y14, Y14
-	VXORPD       Y13, Y13, Y13
-	VGATHERDPD   Y14, (AX)(X12*8), Y13
-	VMULPD       Y13, Y7, Y7
-	VPSRAD       $5, X3, X12
-	MOVL         $1023, CX
-	VMOVD        CX, X13
-	VPBROADCASTD X13, X13
-	VPADDD       X13, X12, X12
-	VPMOVSXDQ    X12, Y12
-	VPSLLQ       $52, Y12, Y12
-	VMULPD       Y12, Y7, Y7
-	VBROADCASTSD sv+80(FP), Y0
+	EXP4
+	VBROADCASTSD sv+104(FP), Y0
 	VMULPD       Y7, Y0, Y7
-	VMOVUPD      Y7, (DI)
-	ADDQ         $32, DI
+	MOVQ         out_base+0(FP), DI
+	MOVQ         R13, CX
+	SHLQ         $5, CX
+	VMOVUPD      Y7, (DI)(CX*1)
 	INCQ         R13
 	JMP          skrow
 
 skdone:
 	VZEROUPPER
-	MOVQ R13, ret+120(FP)
+	MOVQ R13, ret+144(FP)
 	RET

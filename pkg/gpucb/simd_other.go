@@ -14,10 +14,6 @@ func exp4AVX(x *[4]float64, tab *[32]float64, cst *[10]float64) { panic("gpucb: 
 
 func sqDist4AVX(out *[4]float64, a, kc []float64, off *[4]int) { panic("gpucb: no AVX2") }
 
-func seKernel4AVX(out *[4]float64, a, kc []float64, off *[4]int, sv, c float64, tab *[32]float64, cst *[10]float64) bool {
-	panic("gpucb: no AVX2")
-}
-
-func seKernelRows4AVX(out []float64, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int {
+func seKernelRows4AVX(out, rows, kc []float64, off *[4]int, roff []int, sv, c float64, tab *[32]float64, cst *[10]float64, dim int) int {
 	panic("gpucb: no AVX2")
 }
