@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/privbo/privbo/internal/hugepage"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/modeler"
 	"github.com/privbo/privbo/pkg/refusal"
@@ -326,7 +327,7 @@ func fetchProjection(ctx context.Context, client curatorv1.CuratorServiceClient,
 	if sd := p.NoiseSD; !(sd >= 0) || math.IsInf(sd, 0) {
 		return nil, fmt.Errorf("curatorclient: projection header states an unusable noise sd %g", sd)
 	}
-	p.Z = make([]float64, p.Rows*p.Cols)
+	p.Z = hugepage.Floats(p.Rows * p.Cols)
 	sum := sha256.New()
 	next := 0
 	for {

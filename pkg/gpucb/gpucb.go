@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/privbo/privbo/internal/hugepage"
 )
 
 // PosteriorConfig holds the GP prior and the execution settings of a Posterior.
@@ -715,7 +717,7 @@ func (g *Posterior) newRow() []float64 {
 	}
 	if len(g.chunkFree) < g.n {
 		rowsNeeded := max(g.cfg.Capacity-len(g.rows), len(g.rows)/2, 8)
-		g.chunkFree = bigFloats(rowsNeeded * g.n)
+		g.chunkFree = hugepage.Floats(rowsNeeded * g.n)
 	}
 	r := g.chunkFree[:g.n:g.n]
 	g.chunkFree = g.chunkFree[g.n:]

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/privbo/privbo/internal/hugepage"
 )
 
 // Lazy evaluation (PosteriorConfig.Lazy; "Lazy evaluation" in the package
@@ -65,7 +67,7 @@ func (g *Posterior) lazyRoom() {
 		}
 	}
 	g.cache = nil // the old slots can go before the new ones are allocated
-	g.cache = bigFloats(g.maxSlots * g.stride)
+	g.cache = hugepage.Floats(g.maxSlots * g.stride)
 }
 
 // lazyBatch is how many candidates catchUp brings up to date together: their

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 )
 
 // MaxChunkBytes bounds the matrix bytes in one stream message, well below gRPC's default
@@ -36,11 +37,18 @@ func DecodeFloat64s(dst []float64, data []byte) error {
 	if len(data) != 8*len(dst) {
 		return fmt.Errorf("matrixio: %d bytes for %d values, want %d bytes", len(data), len(dst), 8*len(dst))
 	}
+	if littleEndian && len(dst) > 0 { // the bytes are the values' own
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(dst))), len(data)), data)
+		return nil
+	}
 	for i := range dst {
 		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
 	}
 	return nil
 }
+
+// littleEndian is whether this machine stores a float64 as the format does.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // ReadFloat64s fills dst from r in the matrix byte format, decoding 64 KiB at a time
 // into dst itself, so that a matrix read from a file or a stream is never held twice. r
