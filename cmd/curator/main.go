@@ -45,28 +45,21 @@ import (
 )
 
 // commands are curator's commands, in the order its usage lists them.
-var commands = []struct {
-	name, help string
-	run        func(args []string) error
-}{
-	{"serve", "load a dataset and serve private releases over gRPC", serve},
-	{"ledger", "print the privacy ledger: every charge, and each identity's remaining budget", printLedger},
-	{"results", "the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)", results},
-	{"pending", "list the rows waiting for a recorded evaluation (--evaluate manual)", pending},
-	{"record", "record the evaluation of a pending row", record},
-	{"check-config", "validate a serve configuration (flags, file, environment) without serving", checkConfig},
-	{"dev-ca", "create a development CA, a server certificate and client certificates", devCA},
-	{"hash-token", "print the line of a token file for a bearer token read from stdin", hashToken},
-	{"job-report", "write a job's operator report (HTML), with the path the modeler never sees", jobReport},
+var commands = []cli.Command{
+	{Name: "serve", Help: "load a dataset and serve private releases over gRPC", Run: plain(serve)},
+	{Name: "ledger", Help: "print the privacy ledger: every charge, and each identity's remaining budget", Run: plain(printLedger)},
+	{Name: "results", Help: "the hospital's view of each study: the rows evaluated, their true outcome and rank (local, no privacy cost)", Run: plain(results)},
+	{Name: "pending", Help: "list the rows waiting for a recorded evaluation (--evaluate manual)", Run: plain(pending)},
+	{Name: "record", Help: "record the evaluation of a pending row", Run: plain(record)},
+	{Name: "check-config", Help: "validate a serve configuration (flags, file, environment) without serving", Run: plain(checkConfig)},
+	{Name: "dev-ca", Help: "create a development CA, a server certificate and client certificates", Run: plain(devCA)},
+	{Name: "hash-token", Help: "print the line of a token file for a bearer token read from stdin", Run: plain(hashToken)},
+	{Name: "job-report", Help: "write a job's operator report (HTML), with the path the modeler never sees", Run: plain(jobReport)},
 }
 
-// usage lists the commands.
-func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: curator <command> [flags]\n\ncommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.help)
-	}
-	fmt.Fprint(w, "\nRun 'curator <command> -h' for the flags of a command.\n")
+// plain adapts a command that writes to the process's own stdout and stderr.
+func plain(run func(args []string) error) func([]string, io.Writer, io.Writer) error {
+	return func(args []string, _, _ io.Writer) error { return run(args) }
 }
 
 func main() {
@@ -78,23 +71,7 @@ func main() {
 }
 
 // run runs a command.
-func run(args []string) error {
-	if len(args) == 0 {
-		usage(os.Stderr)
-		return errors.New("no command given")
-	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:])
-		}
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(os.Stdout)
-		return nil
-	}
-	usage(os.Stderr)
-	return fmt.Errorf("unknown command %q", args[0])
-}
+func run(args []string) error { return cli.Dispatch("curator", commands, args, os.Stdout, os.Stderr) }
 
 // ledgerFlags are the ledger settings serve shares with ledger, pending, record and
 // results: cfg's fields, declared by config.Config.BindLedger.

@@ -30,24 +30,12 @@ import (
 )
 
 // commands are modeler's commands, in the order its usage lists them.
-var commands = []struct {
-	name, help string
-	run        func(args []string, stdout, stderr io.Writer) error
-}{
-	{"run", "run a PO-GP-UCB study against a curator (--study NAME keeps it and resumes it)", runStudy},
-	{"studies", "list the stored studies", studiesCommand},
-	{"report", "write an HTML report (and PNGs) of a stored study", reportCommand},
-	{"job", "private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)", jobCommand},
-	{"simulate", "compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)", runSimulate},
-}
-
-// usage lists the commands.
-func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: modeler <command> [flags]\n\ncommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.help)
-	}
-	fmt.Fprint(w, "\nRun 'modeler <command> -h' for the flags of a command.\n")
+var commands = []cli.Command{
+	{Name: "run", Help: "run a PO-GP-UCB study against a curator (--study NAME keeps it and resumes it)", Run: runStudy},
+	{Name: "studies", Help: "list the stored studies", Run: studiesCommand},
+	{Name: "report", Help: "write an HTML report (and PNGs) of a stored study", Run: reportCommand},
+	{Name: "job", Help: "private hyperparameter-tuning jobs on the curator's data (kusner, dphypo, get, list, cancel, watch)", Run: jobCommand},
+	{Name: "simulate", Help: "compare PO-GP-UCB, GP-UCB and random search in-process (regret CSV and plot)", Run: runSimulate},
 }
 
 func main() {
@@ -125,7 +113,7 @@ func (e *textError) Unwrap() error { return e.err }
 // say where it is and how to talk to it; a refusal with what to do (explainRefusal,
 // exit status 3).
 func run(args []string, stdout, stderr io.Writer) error {
-	err := runCommand(args, stdout, stderr)
+	err := cli.Dispatch("modeler", commands, args, stdout, stderr)
 	var de *transport.DialError
 	if errors.As(err, &de) {
 		return &textError{text: err.Error() + "\n  " + dialFixes[de.Failure], err: err}
@@ -144,24 +132,6 @@ var dialFixes = map[transport.DialFailure]string{
 	transport.ServerNotTrusted:     "Give --ca with the CA that signed the curator's certificate, or --server-name with the name it is issued for.",
 	transport.ClientCertMissing:    "Give --cert and --key with the client certificate the curator's operator issued to you.",
 	transport.ClientCertRefused:    "Give --cert and --key issued by a CA the curator trusts (its operator's; for a development CA, curator dev-ca --add-client).",
-}
-
-func runCommand(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		usage(stderr)
-		return errors.New("no command given")
-	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return nil
-	}
-	usage(stderr)
-	return fmt.Errorf("unknown command %q", args[0])
 }
 
 // runFlags are the options of `modeler run`: the study's settings (cfg, declared and

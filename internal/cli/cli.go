@@ -55,3 +55,41 @@ func ExitCode(err error) int {
 	}
 	return 1
 }
+
+// Command is one of a binary's commands.
+type Command struct {
+	Name, Help string
+	Run        func(args []string, stdout, stderr io.Writer) error
+}
+
+// Dispatch runs the command of cmds that args[0] names with the rest of args. With
+// no command, or one cmds lacks, it prints the binary's usage (the commands, in
+// order) to stderr and returns an error; with -h, --help or help, to stdout.
+func Dispatch(binary string, cmds []Command, args []string, stdout, stderr io.Writer) error {
+	usage := func(w io.Writer) {
+		width := 0
+		for _, c := range cmds {
+			width = max(width, len(c.Name))
+		}
+		fmt.Fprintf(w, "usage: %s <command> [flags]\n\ncommands:\n", binary)
+		for _, c := range cmds {
+			fmt.Fprintf(w, "  %-*s %s\n", width, c.Name, c.Help)
+		}
+		fmt.Fprintf(w, "\nRun '%s <command> -h' for the flags of a command.\n", binary)
+	}
+	if len(args) == 0 {
+		usage(stderr)
+		return errors.New("no command given")
+	}
+	for _, c := range cmds {
+		if c.Name == args[0] {
+			return c.Run(args[1:], stdout, stderr)
+		}
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		return nil
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,6 +64,34 @@ func TestExitCode(t *testing.T) {
 	} {
 		if got := ExitCode(tc.err); got != tc.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestDispatch runs the named command and prints the usage, with the commands in
+// order, to stdout for help and to stderr with an error otherwise.
+func TestDispatch(t *testing.T) {
+	var got []string
+	cmds := []Command{
+		{Name: "serve", Help: "serve it", Run: func(args []string, _, _ io.Writer) error { got = args; return nil }},
+		{Name: "check-config", Help: "check it", Run: func([]string, io.Writer, io.Writer) error { return errors.New("checked") }},
+	}
+	var out, errw strings.Builder
+	if err := Dispatch("curator", cmds, []string{"serve", "-a", "b"}, &out, &errw); err != nil || !slices.Equal(got, []string{"-a", "b"}) {
+		t.Fatalf("serve: err %v, args %q", err, got)
+	}
+	if err := Dispatch("curator", cmds, []string{"check-config"}, &out, &errw); err == nil || err.Error() != "checked" {
+		t.Fatalf("check-config: err %v", err)
+	}
+	const usage = "usage: curator <command> [flags]\n\ncommands:\n  serve        serve it\n  check-config check it\n\nRun 'curator <command> -h' for the flags of a command.\n"
+	if err := Dispatch("curator", cmds, []string{"help"}, &out, &errw); err != nil || out.String() != usage || errw.Len() != 0 {
+		t.Fatalf("help: err %v, stdout %q, stderr %q", err, out.String(), errw.String())
+	}
+	out.Reset()
+	for _, args := range [][]string{nil, {"serv"}} {
+		errw.Reset()
+		if err := Dispatch("curator", cmds, args, &out, &errw); err == nil || errw.String() != usage || out.Len() != 0 {
+			t.Fatalf("%q: err %v, stderr %q", args, err, errw.String())
 		}
 	}
 }

@@ -291,7 +291,7 @@ type Result struct {
 	RecommendedMean float64 `json:"recommended_mean"`
 	RecommendedSD   float64 `json:"recommended_sd"`
 	// AnswerNoiseSD is the standard deviation of the noise the curator's output
-	// mechanism adds to each answer (AnswerNoiseSD of its output privacy; 0 for exact
+	// mechanism adds to each answer (the SD of its output privacy's AnswerNoise; 0 for exact
 	// answers), and AnswersRange the target's public range [L, U] the answers are
 	// clipped to (nil for exact answers): what one answer can say about its row. With
 	// Config.Clip, AnswersClip is the narrower range the study asked for and
@@ -620,17 +620,6 @@ func (s *session) topQueried(k int) []int {
 	}
 	slices.SortStableFunc(rows, func(a, b int) int { return cmp.Compare(s.post.Mean(b), s.post.Mean(a)) })
 	return rows[:min(k, len(rows))]
-}
-
-// AnswerNoiseSD is the standard deviation of the noise the curator's output mechanism op
-// adds to each answer, as the curator states it (study.OutputPrivacy.AnswerNoise: √2·(U − L)/ε for Laplace, the
-// calibrated σ for Gaussian), 0 for exact answers. It depends only on public settings.
-func AnswerNoiseSD(op study.OutputPrivacy) (float64, error) {
-	an, err := op.AnswerNoise()
-	if err != nil {
-		return 0, fmt.Errorf("modeler: the curator's output privacy: %w", err)
-	}
-	return an.SD, nil
 }
 
 func checkBatch(q, maxIndices int) error {
