@@ -292,9 +292,10 @@ func (cfg Config) CheckScaling(raw *dataset.Raw, p curator.ScalingPlan) (dataset
 	}
 	switch f.Quality {
 	case dataset.BoundsPoor:
-		return f, nil, cfg.Refuse(&cfg.PrivateScalingShare, fmt.Sprintf("the private estimate of %s would be poor, so it is not made: %s. "+
-			"It would spend %s of the dataset's budget and locate little of the data. %s",
-			p.What(), f, p.Privacy(), strings.Join(remedies(cfg, raw, p, f), " ")))
+		// One fact a line, as the coarse warning's: the refusal, the forecast, the remedies.
+		return f, nil, cfg.Refuse(&cfg.PrivateScalingShare, fmt.Sprintf("the private estimate of %s would be poor, so it is not made: it would spend %s of the dataset's budget and locate little of the data.\n"+
+			"Forecast: %s.\n%s",
+			p.What(), p.Privacy(), f, strings.Join(remedies(cfg, raw, p, f), "\n")))
 	case dataset.BoundsCoarse:
 		// One fact a warning, each at most 300 characters but the schema lines to fill in.
 		return f, append([]string{
