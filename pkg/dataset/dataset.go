@@ -196,25 +196,23 @@ func LoadRaw(path string, opt Options) (*Raw, error) {
 		return nil, &ParseError{File: path, Err: err}
 	}
 	defer f.Close()
-	var r *Raw
+	var t table
 	if isParquet(path) {
-		var t *parquetTable
-		if t, err = openParquet(f, path); err == nil {
-			defer t.close() // its chunk readers, also when a cell is refused part-way
-			r, err = parseTable(t, path, opt)
+		pt, err := openParquet(f, path)
+		if err != nil {
+			return nil, err
 		}
+		defer pt.close() // its chunk readers, also when a cell is refused part-way
+		t = pt
 	} else {
-		var t *csvTable
-		if t, err = newCSVTable(f, path); err == nil {
-			// Size the columns from the file's line count (one pass over the file,
-			// far cheaper than parsing), so a large file is not read into arrays
-			// grown by doubling: at 10⁷ rows that growth held 3 GiB for 1.5.
-			t.rowsHint = countLines(f)
+		ct, err := newCSVTable(f, path)
+		if err != nil {
+			return nil, err
 		}
-		if err == nil {
-			r, err = parseTable(t, path, opt)
-		}
+		ct.f = f
+		t = ct
 	}
+	r, err := parseTable(t, path, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -254,22 +252,16 @@ func countLines(f *os.File) int {
 // records with a present target are needed. Errors are
 // *ParseError values.
 func ParseRaw(r io.Reader, name string, opt Options) (*Raw, error) {
-	raw, err := parseRaw(r, name, opt)
+	t, err := newCSVTable(r, name)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := parseTable(t, name, opt)
 	if err != nil {
 		return nil, err
 	}
 	raw.Name = name
 	return raw, nil
-}
-
-// parseRaw does the work of LoadRaw and ParseRaw for CSV; file names the input
-// in errors.
-func parseRaw(r io.Reader, file string, opt Options) (*Raw, error) {
-	t, err := newCSVTable(r, file)
-	if err != nil {
-		return nil, err
-	}
-	return parseTable(t, file, opt)
 }
 
 // maxPresized bounds the values parseTable allocates up front from a table's row count
@@ -296,13 +288,14 @@ type table interface {
 	rows() int
 }
 
-// csvTable is a CSV file's table.
+// csvTable is a CSV file's table; f, if set, is the file it reads, whose line count
+// sizes the columns.
 type csvTable struct {
-	cr       *csv.Reader
-	file     string
-	names    []string
-	line     int
-	rowsHint int
+	cr    *csv.Reader
+	name  string
+	names []string
+	line  int
+	f     *os.File
 }
 
 func newCSVTable(r io.Reader, file string) (*csvTable, error) {
@@ -318,13 +311,22 @@ func newCSVTable(r io.Reader, file string) (*csvTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &csvTable{cr: cr, file: file, names: names, line: line}, nil
+	return &csvTable{cr: cr, name: file, names: names, line: line}, nil
 }
 
 func (t *csvTable) header() ([]string, int) { return t.names, t.line }
 func (t *csvTable) use([]int) error         { return nil }
-func (t *csvTable) rows() int               { return t.rowsHint }
-func (t *csvTable) pos(k int) int           { l, _ := t.cr.FieldPos(k); return l }
+
+// rows counts the file's lines (one pass, far cheaper than parsing, made once the
+// columns are known to exist), so that a large file is not read into arrays grown by
+// doubling: at 10⁷ rows that growth held 3 GiB for 1.5. 0 without a file.
+func (t *csvTable) rows() int {
+	if t.f == nil {
+		return 0
+	}
+	return countLines(t.f)
+}
+func (t *csvTable) pos(k int) int { l, _ := t.cr.FieldPos(k); return l }
 
 func (t *csvTable) read() ([]string, error) {
 	rec, err := t.cr.Read()
@@ -332,11 +334,10 @@ func (t *csvTable) read() ([]string, error) {
 		return nil, err
 	}
 	if err != nil {
-		_, err = readError(t.file, err)
-		return nil, err
+		return nil, readError(t.name, err)
 	}
 	if len(rec) != len(t.names) {
-		return nil, &ParseError{File: t.file, Line: t.pos(0), Err: fmt.Errorf("row has %d fields, the header has %d", len(rec), len(t.names))}
+		return nil, &ParseError{File: t.name, Line: t.pos(0), Err: fmt.Errorf("row has %d fields, the header has %d", len(rec), len(t.names))}
 	}
 	return rec, nil
 }
@@ -577,8 +578,7 @@ func readHeader(cr *csv.Reader, file string) ([]string, int, error) {
 		return nil, 0, &ParseError{File: file, Err: errors.New("empty file, want a header row of column names")}
 	}
 	if err != nil {
-		_, err = readError(file, err)
-		return nil, 0, err
+		return nil, 0, readError(file, err)
 	}
 	line, _ := cr.FieldPos(0)
 	header := make([]string, len(rec))
@@ -727,17 +727,17 @@ func parseCell(s string) (float64, error) {
 
 // readError converts an error from the CSV reader, keeping its position but
 // not its content.
-func readError(file string, err error) (*Raw, error) {
+func readError(file string, err error) error {
 	var ce *csv.ParseError
 	if errors.As(err, &ce) {
 		if ce.StartLine != ce.Line {
-			return nil, &ParseError{File: file, Line: ce.Line, Err: fmt.Errorf("malformed CSV at byte %d of the line, in the record starting on line %d: %w", ce.Column, ce.StartLine, ce.Err)}
+			return &ParseError{File: file, Line: ce.Line, Err: fmt.Errorf("malformed CSV at byte %d of the line, in the record starting on line %d: %w", ce.Column, ce.StartLine, ce.Err)}
 		}
-		return nil, &ParseError{File: file, Line: ce.Line, Err: fmt.Errorf("malformed CSV at byte %d of the line: %w", ce.Column, ce.Err)}
+		return &ParseError{File: file, Line: ce.Line, Err: fmt.Errorf("malformed CSV at byte %d of the line: %w", ce.Column, ce.Err)}
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // the path is already in the message
 	}
-	return nil, &ParseError{File: file, Err: fmt.Errorf("read: %w", err)}
+	return &ParseError{File: file, Err: fmt.Errorf("read: %w", err)}
 }

@@ -46,7 +46,7 @@ func openParquet(f *os.File, path string) (_ *parquetTable, err error) {
 	defer recoverCorrupt(&err, path, "its footer")
 	st, err := f.Stat()
 	if err != nil {
-		return nil, &ParseError{File: path, Err: fmt.Errorf("read: %w", err)}
+		return nil, readError(path, err)
 	}
 	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
