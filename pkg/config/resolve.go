@@ -125,8 +125,7 @@ func PatientCaps(budget, perIdentity, dataset ledger.Cost) (ledger.Cost, ledger.
 	}
 	dataset.Epsilon = cmp.Or(dataset.Epsilon, perIdentity.Epsilon)
 	if dataset.Epsilon > 0 && dataset.Delta == 0 {
-		dataset.Delta = perIdentity.Delta
-		dataset.Delta = cmp.Or(dataset.Delta, budget.Delta)
+		dataset.Delta = cmp.Or(perIdentity.Delta, budget.Delta)
 	}
 	return perIdentity, dataset
 }

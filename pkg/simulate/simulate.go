@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/privbo/privbo/internal/hugepage"
 	"github.com/privbo/privbo/pkg/curator"
 	"github.com/privbo/privbo/pkg/dataset"
 	"github.com/privbo/privbo/pkg/dp/answer"
@@ -614,7 +615,7 @@ func readRelease(ctx context.Context, pr *curator.Projection) ([]float64, error)
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
 	defer f.Close()
-	z := make([]float64, pr.Rows*pr.Cols)
+	z := hugepage.Floats(pr.Rows * pr.Cols) // as a received projection
 	if err := matrixio.ReadFloat64s(z, f); err != nil {
 		return nil, fmt.Errorf("simulate: reading release %s: %w", pr.ID, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/privbo/privbo/internal/hugepage"
 	"github.com/privbo/privbo/pkg/blob"
 	"github.com/privbo/privbo/pkg/matrixio"
 	"github.com/privbo/privbo/pkg/noise"
@@ -701,7 +702,7 @@ func (s *Store) LoadZ(st *Study) ([]float64, error) {
 	defer f.Close()
 	// Decoded as it is read, so that the matrix is held once (10⁷ × 20 is 1.6 GB).
 	h := sha256.New()
-	z := make([]float64, st.Release.Rows*st.Release.Cols)
+	z := hugepage.Floats(st.Release.Rows * st.Release.Cols) // as a received projection
 	if err := matrixio.ReadFloat64s(z, io.TeeReader(f, h)); err != nil {
 		return nil, fmt.Errorf("study: %s: %s: %w", st.Name, s.ZPath(st.Name), err)
 	}
