@@ -625,20 +625,18 @@ func (g *Posterior) DropFantasies() {
 // diagonal entry l_tt of L for an observation at i with noise variance factor ×
 // NoiseVariance, or an error if l_tt² is numerically zero.
 func (g *Posterior) column(i int, factor float64) (float64, error) {
-	var ss float64
 	if g.cfg.Lazy {
-		g.lazyColumn(i)
-		for _, v := range g.col {
-			ss += v * v
-		}
+		_, col := g.fresh(i)
+		g.col = append(g.col[:0], col...)
 	} else {
-		col := g.col[:0]
+		g.col = g.col[:0]
 		for _, r := range g.rows {
-			v := r[i]
-			col = append(col, v)
-			ss += v * v
+			g.col = append(g.col, r[i])
 		}
-		g.col = col
+	}
+	var ss float64
+	for _, v := range g.col {
+		ss += v * v
 	}
 	nv := g.cfg.NoiseVariance * factor
 	l2 := g.kdiag + nv - ss

@@ -52,8 +52,8 @@ func (g *Posterior) slotCol(x int) []float64 {
 }
 
 // lazyRoom makes the slots hold every row of L, on the calling goroutine before
-// any catchUp: when the rows outgrow them, every slot is freed and the stride
-// doubled.
+// any catchUp: when the rows outgrow them, every slot is freed and the stride set
+// to twice the rows.
 func (g *Posterior) lazyRoom() {
 	nr := len(g.idx) + len(g.fant)
 	if g.cache != nil && nr <= g.stride {
@@ -106,11 +106,7 @@ func (g *Posterior) catchUp(xs []int, sc *lazyScratch, out []float64) []float64 
 		}
 		s0 = min(s0, st[k])
 	}
-	if len(xs) == 1 {
-		g.chainOne(xs[0], cols[0], st[0], t, nr, &vr[0], &a[0], &b[0])
-	} else {
-		g.chainBatch(xs, sc, &cols, &st, s0, t, nr, &vr, &a, &b)
-	}
+	g.chainBatch(xs, sc, &cols, &st, s0, t, nr, &vr, &a, &b)
 	for k, x := range xs {
 		if nr == t {
 			g.vr[x] = vr[k]
@@ -150,31 +146,6 @@ func (g *Posterior) rowStep4(v *[lazyBatch]float64, inv float64, il []float64, j
 		b[1] += float64(e * w1)
 		b[2] += float64(e * w2)
 		b[3] += float64(e * w3)
-	}
-}
-
-// chainOne is catchUp's recurrence for one candidate x: its column col holds
-// rows [0, st); rows [st, nr) are computed into it.
-func (g *Posterior) chainOne(x int, col []float64, st, t, nr int, vr, a, b *float64) {
-	for j := st; j < nr; j++ {
-		if j == t {
-			g.vr[x] = *vr
-		}
-		r := g.rowAt(j)
-		v := g.kdiag
-		if r != x {
-			v = g.kernelAt(g.kc[r*g.dim:(r+1)*g.dim], g.kc[x*g.dim:(x+1)*g.dim])
-		}
-		off := j * (j + 1) / 2
-		w := dot1(v, g.lpk[off:off+j], col[:j]) * (1 / g.lpk[off+j])
-		col[j] = w
-		*vr -= float64(w * w)
-		if j < t {
-			*a += float64(g.u[j] * w)
-			if g.cfg.Standardise {
-				*b += float64(g.e[j] * w)
-			}
-		}
 	}
 }
 
@@ -279,12 +250,6 @@ func (g *Posterior) fresh(i int) (float64, []float64) {
 	return vr[0], col
 }
 
-// lazyColumn is column for a lazy posterior: g.col = V_j(i).
-func (g *Posterior) lazyColumn(i int) {
-	_, col := g.fresh(i)
-	g.col = append(g.col[:0], col...)
-}
-
 // lazyBound holds what a scan needs to bound a stale candidate's score
 // µ + sb·σ̃ (package documentation, "Lazy evaluation").
 type lazyBound struct {
@@ -323,7 +288,7 @@ func (g *Posterior) newLazyBound(base, mp, sb float64) lazyBound {
 	}
 }
 
-// score returns candidate x's score and whether it is exact (else an upper
+// lazyScore returns candidate x's score and whether it is exact (else an upper
 // bound on the exact score).
 func (g *Posterior) lazyScore(lb *lazyBound, x int) (float64, bool) {
 	s := int(g.ls[x])
@@ -402,20 +367,19 @@ func (g *Posterior) lazyArgmaxUpper(base, mp, sb float64, skip bool) {
 	}
 	work(0)
 	wg.Wait()
+	won := make([]int, 0, nc) // chunks with a winner, best first (ties: lowest index)
+	for c, i := range g.chunkIdx {
+		if i >= 0 {
+			won = append(won, c)
+		}
+	}
+	slices.SortStableFunc(won, func(a, b int) int { return cmp.Compare(g.chunkScore[b], g.chunkScore[a]) })
 	for wk := range g.bestIdx {
 		g.bestIdx[wk], g.bestScore[wk] = -1, math.Inf(-1)
 	}
-	won := make([]int, 0, nc) // chunks with a winner, best first
-	for c, i := range g.chunkIdx {
-		if i < 0 {
-			continue
-		}
-		if g.bestIdx[0] < 0 || g.chunkScore[c] > g.bestScore[0] {
-			g.bestIdx[0], g.bestScore[0] = i, g.chunkScore[c]
-		}
-		won = append(won, c)
+	if len(won) > 0 {
+		g.bestIdx[0], g.bestScore[0] = g.chunkIdx[won[0]], g.chunkScore[won[0]]
 	}
-	slices.SortStableFunc(won, func(a, b int) int { return cmp.Compare(g.chunkScore[b], g.chunkScore[a]) })
 	g.seeds = g.seeds[:0]
 	for _, c := range won[:min(len(won), lazySeeds)] {
 		g.seeds = append(g.seeds, g.chunkIdx[c])

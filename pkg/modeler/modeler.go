@@ -456,7 +456,7 @@ func (c *Config) gpConfig(ls, signal, noise float64) gpucb.Config {
 	return gpucb.Config{
 		Kernel: c.Kernel, Lengthscale: ls, SignalVariance: signal, NoiseVariance: noise,
 		Delta: c.DeltaUCB, ConstantBeta: c.ConstantBeta, SkipQueried: !c.AllowRepeats,
-		Standardise: !c.RawOutputs, Capacity: c.Iterations, Workers: c.Workers,
+		Standardise: !c.RawOutputs, Capacity: c.Iterations + c.ConfirmRows*max(c.ConfirmPasses, 1), Workers: c.Workers,
 	}
 }
 
