@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -190,30 +190,17 @@ func digitsLandscapeN(b *testing.B, r *Runner, job dphypoJob, runs int) *landsca
 	path := filepath.Join(dir, name(runs))
 	n := job.space.Size()
 	l := &landscape{Sigma: sigma, Acc: make([][]float64, n)}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				l.Acc[i] = make([]float64, runs)
-				for k := range runs {
-					seed := math.Float64bits(sigma) ^ uint64(i)<<8 ^ uint64(k)
-					m, err := learner.TrainDPSGDClassifier(context.Background(), dptest.Source(seed), job.train, r.runConfig(job, i))
-					l.Acc[i][k] = math.NaN()
-					if err == nil {
-						l.Acc[i][k] = learner.Accuracy(m, job.val)
-					}
-				}
+	onTwo(n, func(i int) {
+		l.Acc[i] = make([]float64, runs)
+		for k := range runs {
+			seed := math.Float64bits(sigma) ^ uint64(i)<<8 ^ uint64(k)
+			m, err := learner.TrainDPSGDClassifier(context.Background(), dptest.Source(seed), job.train, r.runConfig(job, i))
+			l.Acc[i][k] = math.NaN()
+			if err == nil {
+				l.Acc[i][k] = learner.Accuracy(m, job.val)
 			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+		}
+	})
 	raw, err := json.Marshal(l)
 	if err != nil {
 		b.Fatal(err)
@@ -317,19 +304,7 @@ func BenchmarkDigitsDPHyPO(b *testing.B) {
 	if os.Getenv("PRIVBO_DIGITS_SCALE") == "raw" {
 		scale = dphypo.ScaleRaw
 	}
-	runCounts := []float64{2, 4, 8, 16, 32}
-	if s := os.Getenv("PRIVBO_DIGITS_RUNS"); s == "none" {
-		runCounts = nil
-	} else if s != "" {
-		runCounts = nil
-		for _, f := range strings.Split(s, ",") {
-			v, err := strconv.ParseFloat(f, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			runCounts = append(runCounts, v)
-		}
-	}
+	runCounts := envList(b, "PRIVBO_DIGITS_RUNS", []float64{2, 4, 8, 16, 32})
 	init := learner.InitZero
 	if os.Getenv("PRIVBO_DIGITS_INIT") == "uniform" {
 		init = learner.InitUniform
@@ -440,7 +415,7 @@ func oracleSampling(b *testing.B, means []float64, bigC, smallC float64) []float
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(x, y int) int { return cmpFloat(means[y], means[x]) })
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(means[y], means[x]) })
 	pi := make([]float64, n)
 	for r, i := range order {
 		pi[i] = -float64(r) * bigC / float64(n)
@@ -479,12 +454,20 @@ func sdOf(x []float64) float64 {
 	return se * math.Sqrt(float64(len(x)))
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// onTwo runs f(0), …, f(n−1) on two goroutines, each taking the next i.
+func onTwo(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
 	}
-	return 0
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

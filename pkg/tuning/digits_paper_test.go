@@ -1,6 +1,7 @@
 package tuning
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/privbo/privbo/pkg/dp/dptest"
@@ -138,33 +138,20 @@ func (t *meanBase) Run(_ context.Context, i int) (float64, error) {
 // density instead of cfg's rule) and returns the actual accuracy of each release.
 func paperReps(b *testing.B, cfg dphypo.Config, means, oracle []float64, sd float64, reps int, salt uint64) []float64 {
 	out := make([]float64, reps)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for rep := range next {
-				seed := uint64(rep)<<32 ^ salt
-				base := &meanBase{m: means, sd: sd, rng: rand.New(rand.NewPCG(seed, 11))}
-				if oracle != nil {
-					out[rep] = means[runOracle(b, seed, cfg, oracle, base, base.rng)]
-					continue
-				}
-				res, err := dphypo.Run(context.Background(), dptest.Source(seed), cfg, base, nil)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				out[rep] = means[res.BestIndex]
-			}
-		}()
-	}
-	for rep := range reps {
-		next <- rep
-	}
-	close(next)
-	wg.Wait()
+	onTwo(reps, func(rep int) {
+		seed := uint64(rep)<<32 ^ salt
+		base := &meanBase{m: means, sd: sd, rng: rand.New(rand.NewPCG(seed, 11))}
+		if oracle != nil {
+			out[rep] = means[runOracle(b, seed, cfg, oracle, base, base.rng)]
+			return
+		}
+		res, err := dphypo.Run(context.Background(), dptest.Source(seed), cfg, base, nil)
+		if err != nil {
+			b.Error(err) // the other repetitions still run, so the sender never blocks
+			return
+		}
+		out[rep] = means[res.BestIndex]
+	})
 	if b.Failed() {
 		b.FailNow()
 	}
@@ -213,7 +200,7 @@ func benchPaperProtocol(b *testing.B, r *Runner) {
 	narrow := os.Getenv("PRIVBO_DIGITS_LANDSCAPE") == "narrow"
 	exact := os.Getenv("PRIVBO_DIGITS_EXACT") == "1"
 	var ccs [][2]float64
-	for _, p := range strings.Split(cmp(os.Getenv("PRIVBO_DIGITS_CC"), "2:0.75"), ",") {
+	for _, p := range strings.Split(cmp.Or(os.Getenv("PRIVBO_DIGITS_CC"), "2:0.75"), ",") {
 		c, cmin, _ := strings.Cut(p, ":")
 		x, err1 := strconv.ParseFloat(c, 64)
 		y, err2 := strconv.ParseFloat(cmin, 64)
@@ -307,13 +294,6 @@ func digitsSpecSpace(b *testing.B, r *Runner) ([]float64, int) {
 		b.Fatal(err)
 	}
 	return job.space.Coords(), job.space.Dim()
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // exactRow logs one row of exact figures: uniform search's expected release, the
